@@ -1,0 +1,23 @@
+# make run   - build ceiling into .venv and run the main job (ceiling run)
+# make test  - build ceiling with its test needs into .venv and run the tests
+# make bench - side-by-side comparisons with peer tools (benchmarks/README.md)
+VENV ?= .venv
+SOURCES := $(shell find src csrc -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -not -name '*.so') pyproject.toml CMakeLists.txt
+
+.PHONY: run test test-all bench clean
+
+$(VENV)/.installed: $(SOURCES) scripts/bootstrap.sh
+	CEILING_VENV=$(VENV) scripts/bootstrap.sh --test
+	touch $@
+
+run: $(VENV)/.installed
+	$(VENV)/bin/ceiling run
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/compare.py
+
+clean:
+	rm -rf build $(VENV) src/ceiling/_core/*.so

@@ -1,0 +1,100 @@
+/*
+ * ceiling.h - the C core's one interface: a table of kernel descriptors.
+ *
+ * Python (src/ceiling/core.py) loads libceiling_core.so with ctypes, walks the
+ * table and calls a kernel's run() with ceil_params; the kernel fills
+ * ceil_result with the raw time of every repetition and the work it did.
+ * Rates (GB/s, Gflop/s, ns) are computed in Python from bytes_per_iter and
+ * flops_per_iter: the C side only times and validates.
+ *
+ * Conventions every kernel follows:
+ *   - Threads are OpenMP threads, thread i pinned to cpus[i] when cpus != NULL
+ *     (ceil_pin_self), memory first-touched by the thread that will use it.
+ *   - Each repetition is timed as a whole loop between barriers
+ *     (ceil_now(), CLOCK_MONOTONIC), never single calls.
+ *   - warmup repetitions run before the timed ones and are not recorded.
+ *   - result->iters is the number of iterations done per repetition by all
+ *     threads together, so rate = iters * bytes_per_iter / times[r].
+ *   - result->valid is 1 only when the kernel checked its own output
+ *     against the analytic value; msg says why when it is 0.
+ *   - run() returns 0 on success, a negative CEIL_E* code on bad parameters
+ *     or failed allocation (msg says which); it never exits the process.
+ *
+ * Symbols are prefixed ceil_. ABI changes bump CEIL_ABI_VERSION, which core.py
+ * checks at load time.
+ */
+#ifndef CEILING_H
+#define CEILING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CEIL_ABI_VERSION 1
+
+/* flags */
+#define CEIL_F_NT_STORES  0x1  /* bandwidth: non-temporal (streaming) stores */
+#define CEIL_F_HUGEPAGES  0x2  /* latency/bandwidth: ask for 2 MiB pages (madvise) */
+
+/* error codes returned by run() */
+#define CEIL_EINVAL  (-1)      /* a parameter is out of range */
+#define CEIL_ENOMEM  (-2)      /* allocation failed */
+#define CEIL_ENOISA  (-3)      /* the CPU lacks the ISA this variant needs */
+#define CEIL_EPIN    (-4)      /* pinning a thread to its CPU failed */
+
+typedef struct ceil_params {
+    int64_t size;          /* kernel-specific: elements per array (bandwidth), working-set bytes (latency); 0 = n/a */
+    int64_t iters;         /* kernel-specific: passes (bandwidth), loads (latency), loop trips per thread (flops, clock), round trips (c2c) */
+    int32_t reps;          /* timed repetitions; result->times must hold reps doubles */
+    int32_t warmup;        /* untimed repetitions before the timed ones */
+    int32_t nthreads;      /* OpenMP threads to use (>= 1) */
+    int32_t flags;         /* CEIL_F_* */
+    const int32_t *cpus;   /* nthreads logical CPU ids; thread i runs on cpus[i]; NULL = leave placement to the OS */
+    int64_t stride;        /* latency: bytes between chased lines (0 = kernel default) */
+    uint64_t seed;         /* random permutations */
+} ceil_params;
+
+typedef struct ceil_result {
+    double *times;         /* caller-allocated, reps entries: seconds of each timed repetition */
+    int64_t iters;         /* iterations per repetition, all threads together */
+    double check;          /* kernel-specific value used for validation (checksum, final index) */
+    int32_t valid;         /* 1: output matched the analytic value; 0: it did not (see msg) */
+    int32_t hugepages;     /* 1 when huge pages backed the working set */
+    int32_t nthreads;      /* threads that actually ran */
+    int32_t reserved;
+    char msg[256];         /* why valid == 0 or run() < 0; empty otherwise */
+} ceil_result;
+
+typedef int (*ceil_run_fn)(const ceil_params *p, ceil_result *r);
+
+/* One kernel, described once. */
+typedef struct ceil_kernel {
+    const char *name;        /* "stream_triad", "peak_fma", "chase", "c2c_pingpong", "clock_add" */
+    const char *family;      /* "bandwidth" | "flops" | "latency" | "c2c" | "clock" */
+    const char *isa;         /* "scalar" | "sse2" | "avx2" | "avx512" | "neon" | "sve" */
+    double bytes_per_iter;   /* STREAM byte counting: bytes named in the source per iteration */
+    double flops_per_iter;   /* floating-point operations per iteration (DP and SP are separate kernels) */
+    const char *doc;         /* one line: what one iteration is */
+    ceil_run_fn run;
+} ceil_kernel;
+
+/* The table (registry.c). */
+int ceil_abi_version(void);
+int ceil_kernel_count(void);
+const ceil_kernel *ceil_kernel_get(int i);
+
+/* 1 when this CPU and OS can run code of the named ISA, else 0. */
+int ceil_isa_supported(const char *isa);
+
+/* Helpers shared by kernels (common.c). */
+double ceil_now(void);                               /* seconds, CLOCK_MONOTONIC */
+int ceil_pin_self(int cpu);                           /* 0 or -errno */
+void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
+void ceil_free(void *p, size_t bytes);
+void ceil_set_msg(ceil_result *r, const char *fmt, ...);
+
+/* Each family file provides NULL-name-terminated tables; registry.c collects
+ * them. They are weak so that an ISA variant not built on this architecture
+ * simply is not there. */
+#define CEIL_TABLE(sym) extern const ceil_kernel sym[] __attribute__((weak))
+
+#endif /* CEILING_H */

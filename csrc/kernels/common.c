@@ -1,0 +1,110 @@
+/* common.c - timing, pinning, allocation and ISA detection shared by kernels. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include "ceiling.h"
+
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_SVE
+#define HWCAP_SVE (1 << 22)
+#endif
+#endif
+
+double ceil_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int ceil_pin_self(int cpu)
+{
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return -EINVAL;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return -errno;
+    return 0;
+}
+
+#define HUGE_2M (2u << 20)
+
+/* mmap rather than malloc: the pages are untouched until the thread that
+ * uses them writes first (first touch), and 2 MiB alignment lets
+ * transparent huge pages back the whole range when asked. */
+void *ceil_alloc(size_t bytes, int hugepages, int *got_huge)
+{
+    size_t len = (bytes + HUGE_2M - 1) & ~(size_t)(HUGE_2M - 1);
+    if (got_huge)
+        *got_huge = 0;
+    if (len == 0)
+        len = HUGE_2M;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (hugepages) {
+        if (madvise(p, len, MADV_HUGEPAGE) == 0 && got_huge)
+            *got_huge = 1;   /* advised; the caller confirms with ceil_huge_backed if it must know */
+    } else {
+#ifdef MADV_NOHUGEPAGE
+        madvise(p, len, MADV_NOHUGEPAGE);
+#endif
+    }
+#endif
+    return p;
+}
+
+void ceil_free(void *p, size_t bytes)
+{
+    size_t len = (bytes + HUGE_2M - 1) & ~(size_t)(HUGE_2M - 1);
+    if (len == 0)
+        len = HUGE_2M;
+    if (p)
+        munmap(p, len);
+}
+
+void ceil_set_msg(ceil_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+}
+
+int ceil_isa_supported(const char *isa)
+{
+    if (!isa)
+        return 0;
+    if (strcmp(isa, "scalar") == 0)
+        return 1;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (strcmp(isa, "sse2") == 0)
+        return __builtin_cpu_supports("sse2") != 0;
+    if (strcmp(isa, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (strcmp(isa, "avx512") == 0)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+#elif defined(__aarch64__)
+    unsigned long hw = getauxval(AT_HWCAP);
+    if (strcmp(isa, "neon") == 0)
+        return (hw & HWCAP_ASIMD) != 0;
+    if (strcmp(isa, "sve") == 0)
+        return (hw & HWCAP_SVE) != 0;
+#endif
+    return 0;
+}

@@ -1,0 +1,61 @@
+"""Errors a user can cause, each with its own exit code.
+
+The CLI prints ``ceiling: <message>`` on one line and exits with the code of
+the error's class; nothing else prints tracebacks for these. The table is in
+README.md ("Exit codes") and tested in tests/test_cli_errors.py.
+"""
+
+
+class CeilingError(Exception):
+    """Base class: a clear one-line problem with a distinct exit code."""
+
+    exit_code = 1
+
+
+class UsageError(CeilingError):
+    """Unknown verb, option or kernel name; a malformed option value."""
+
+    exit_code = 2
+
+
+class BadValueError(CeilingError):
+    """A size, thread count or other number out of range."""
+
+    exit_code = 3
+
+
+class PathError(CeilingError):
+    """An output or database path that cannot be written."""
+
+    exit_code = 4
+
+
+class StoreError(CeilingError):
+    """A results database that is corrupt, or written by a newer ceiling."""
+
+    exit_code = 5
+
+
+class ConfigError(CeilingError):
+    """A config file with unknown keys, wrong types, or bad TOML."""
+
+    exit_code = 6
+
+
+class CoreError(CeilingError):
+    """The C core is missing, too old, or a kernel refused its parameters."""
+
+    exit_code = 7
+
+
+# 8 is the installer's: no C compiler (scripts/bootstrap.sh).
+NO_COMPILER_EXIT = 8
+
+
+class ValidationError(CeilingError):
+    """A kernel's output did not match its analytic value: its timing is not trusted."""
+
+    exit_code = 9
+
+
+INTERRUPTED_EXIT = 130
