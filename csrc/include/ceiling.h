@@ -51,6 +51,8 @@ typedef struct ceil_params {
     const int32_t *cpus;   /* nthreads logical CPU ids; thread i runs on cpus[i]; NULL = leave placement to the OS */
     int64_t stride;        /* latency: bytes between chased lines (0 = kernel default) */
     uint64_t seed;         /* random permutations */
+    int32_t mem_node;      /* NUMA node to bind the working set to (mbind); -1 = first touch by the using thread */
+    int32_t reserved;
 } ceil_params;
 
 typedef struct ceil_result {
@@ -91,6 +93,7 @@ int ceil_pin_self(int cpu);                           /* 0 or -errno */
 void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
 void ceil_free(void *p, size_t bytes);
 void ceil_set_msg(ceil_result *r, const char *fmt, ...);
+int ceil_bind_node(void *p, size_t bytes, int node);   /* before first touch; 0, or -errno; node < 0: no-op */
 
 /* Each family file provides NULL-name-terminated tables; registry.c collects
  * them. They are weak so that an ISA variant not built on this architecture

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 #include "ceiling.h"
 
@@ -107,4 +109,25 @@ int ceil_isa_supported(const char *isa)
         return (hw & HWCAP_SVE) != 0;
 #endif
     return 0;
+}
+
+/* Bind [p, p+bytes) to one NUMA node with the raw mbind syscall, so no
+ * libnuma is needed. Must be called before the pages are first touched. */
+int ceil_bind_node(void *p, size_t bytes, int node)
+{
+#ifdef SYS_mbind
+    if (node < 0)
+        return 0;
+    unsigned long mask[16] = {0};   /* up to 1024 nodes */
+    if (node >= (int)(8 * sizeof mask))
+        return -EINVAL;
+    mask[node / (8 * sizeof(unsigned long))] |= 1UL << (node % (8 * sizeof(unsigned long)));
+    size_t len = (bytes + HUGE_2M - 1) & ~(size_t)(HUGE_2M - 1);
+    const int MPOL_BIND_ = 2;
+    if (syscall(SYS_mbind, p, len, MPOL_BIND_, mask, 8 * sizeof mask + 1, 0) != 0)
+        return -errno;
+    return 0;
+#else
+    return node < 0 ? 0 : -ENOSYS;
+#endif
 }

@@ -37,6 +37,8 @@ class _Params(ctypes.Structure):
         ("cpus", ctypes.POINTER(ctypes.c_int32)),
         ("stride", ctypes.c_int64),
         ("seed", ctypes.c_uint64),
+        ("mem_node", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
     ]
 
 
@@ -168,7 +170,7 @@ def variants(name: str) -> list:
 
 def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup: int = 0,
         nthreads: int = 1, cpus: Optional[Sequence[int]] = None, flags: int = 0,
-        stride: int = 0, seed: int = 12345) -> RawResult:
+        stride: int = 0, seed: int = 12345, mem_node: int = -1) -> RawResult:
     """Run one kernel once (with its warm-up and repetitions); raise CoreError on failure.
 
     The GIL is released for the duration (ctypes does so for every foreign
@@ -180,7 +182,7 @@ def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup:
         raise CoreError(f"placement names {len(cpus)} CPUs for {nthreads} threads")
     times = (ctypes.c_double * reps)()
     p = _Params(size=size, iters=iters, reps=reps, warmup=warmup, nthreads=nthreads, flags=flags,
-                stride=stride, seed=seed)
+                stride=stride, seed=seed, mem_node=mem_node)
     if cpus is not None:
         arr = (ctypes.c_int32 * len(cpus))(*cpus)
         p.cpus = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int32))
