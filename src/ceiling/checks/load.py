@@ -1,0 +1,264 @@
+"""Competing load: is anything else using the CPUs while we measure?
+
+A benchmark that shares the node with another busy process reports lower and
+noisier figures, and nothing in the figures themselves says why. So a sample
+of the node's CPU accounting is taken before and after each measurement, and
+the difference names who else ran: per process from /proc/[pid]/stat, and for
+the whole node from /proc/stat (which also catches processes that started and
+ended inside the interval, other containers, interrupts, and the hypervisor's
+steal time in a VM).
+
+``sample`` is cheap enough to call around every benchmark (one read of each
+/proc/[pid]/stat, a few milliseconds for hundreds of processes); ``compare``
+is a pure function of two samples; ``check_idle`` is the quick check before a
+run starts. Every reader takes ``root`` so that tests can point it at a small
+fixture tree instead of the live /proc.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..results.model import OK, SKIPPED, WARN, Finding
+
+OTHER_CPU_WARN = 0.10     # other processes using this fraction of one CPU on average: warn
+STEAL_WARN = 0.10         # hypervisor steal, in CPUs, above which a VM's host is busy
+LOADAVG_PER_CPU_WARN = 0.5  # 1-minute load average per CPU before the start that is "busy"
+TOP = 5                   # consumers named in the evidence
+MIN_SHARE = 0.01          # a process below 1% of a CPU is not worth naming
+
+FINDING_ID = "load.competing"
+WHY = "they take cycles and memory bandwidth from the benchmark: results are lower and noisier"
+FIX = "run on an idle node / exclusive allocation, e.g. srun --exclusive"
+
+
+@dataclass(frozen=True)
+class ProcTimes:
+    """CPU time of one process, from /proc/[pid]/stat."""
+
+    pid: int
+    comm: str
+    cpu_ticks: int       # utime + stime of all its threads, in clock ticks
+    start_ticks: int     # start time after boot, clock ticks (tells a reused pid apart)
+
+
+@dataclass
+class LoadSample:
+    """The node's CPU accounting at one moment."""
+
+    available: bool = True
+    reason: str = ""                        # why not available
+    monotonic_s: float = 0.0
+    uptime_s: Optional[float] = None        # /proc/uptime; the interval clock
+    clk_tck: int = 100                      # clock ticks per second (USER_HZ)
+    loadavg: Optional[Tuple[float, float, float]] = None   # 1, 5, 15 minutes
+    running: Optional[int] = None           # runnable tasks now (this one included)
+    tasks: Optional[int] = None             # tasks in the system
+    ncpus: Optional[int] = None             # CPUs listed in /proc/stat
+    busy_ticks: Optional[int] = None        # all CPUs: user+nice+system+irq+softirq
+    steal_ticks: Optional[int] = None       # all CPUs: time the hypervisor gave to someone else
+    own_pid: int = 0
+    own_ticks: Optional[int] = None         # this process, all threads
+    procs: Dict[int, ProcTimes] = field(default_factory=dict)   # every other process
+    unreadable: int = 0                     # processes whose stat could not be read (hidepid)
+
+
+def _read(path: str) -> bytes:
+    # os.open/os.read: no buffered file object per process, which matters for hundreds of them.
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+def _parse_pid_stat(pid: int, data: bytes) -> ProcTimes:
+    # comm may contain spaces and parentheses: it ends at the last ')'.
+    lp = data.index(b"(")
+    rp = data.rindex(b")")
+    rest = data[rp + 2:].split()
+    # rest[0] is field 3 (state); utime, stime, starttime are fields 14, 15, 22.
+    return ProcTimes(pid, data[lp + 1:rp].decode("utf-8", "replace"),
+                     int(rest[11]) + int(rest[12]), int(rest[19]))
+
+
+def _read_pid(proc: str, pid: int) -> Optional[ProcTimes]:
+    try:
+        return _parse_pid_stat(pid, _read(f"{proc}/{pid}/stat"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sample(root: str = "/", pid: Optional[int] = None) -> LoadSample:
+    """Read loadavg, node CPU time and every other process's CPU time.
+
+    ``pid`` is this process (default ``os.getpid()``); it is kept apart as ``own_ticks``
+    and not listed in ``procs``. Threads are not separate entries: /proc lists thread
+    group leaders only, and their stat sums all threads.
+    """
+    own = os.getpid() if pid is None else pid
+    proc = os.path.join(root, "proc")
+    s = LoadSample(monotonic_s=time.monotonic(), own_pid=own)
+    try:
+        s.clk_tck = os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        stat = _read_all(f"{proc}/stat")
+    except OSError as e:
+        return LoadSample(available=False, reason=f"cannot read {proc}/stat: {e.strerror or e}",
+                          monotonic_s=s.monotonic_s, own_pid=own)
+    ncpus = 0
+    for line in stat.splitlines():
+        if line.startswith("cpu "):
+            f = [int(x) for x in line.split()[1:]]
+            f += [0] * (8 - len(f))
+            s.busy_ticks = f[0] + f[1] + f[2] + f[5] + f[6]   # guest time is inside user already
+            s.steal_ticks = f[7]
+        elif line.startswith("cpu") and line[3:4].isdigit():
+            ncpus += 1
+    s.ncpus = ncpus or None
+    try:
+        s.uptime_s = float(_read_all(f"{proc}/uptime").split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        la = _read_all(f"{proc}/loadavg").split()
+        s.loadavg = (float(la[0]), float(la[1]), float(la[2]))
+        running, tasks = la[3].split("/")
+        s.running, s.tasks = int(running), int(tasks)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        entries = [e.name for e in os.scandir(proc) if e.name.isdigit()]
+    except OSError as e:
+        entries = []
+        s.reason = f"cannot list {proc}: {e.strerror or e}"
+    for name in entries:
+        p = int(name)
+        t = _read_pid(proc, p)
+        if t is None:
+            if os.path.exists(f"{proc}/{name}"):   # gone meanwhile is normal; hidden is not
+                s.unreadable += 1
+            continue
+        if p == own:
+            s.own_ticks = t.cpu_ticks
+        else:
+            s.procs[p] = t
+    if s.own_ticks is None:
+        t = _read_pid(proc, own)
+        s.own_ticks = t.cpu_ticks if t else None
+    return s
+
+
+def _read_all(path: str) -> str:
+    with open(path, encoding="ascii", errors="replace") as f:
+        return f.read()
+
+
+def _interval_s(before: LoadSample, after: LoadSample) -> float:
+    if before.uptime_s is not None and after.uptime_s is not None and after.uptime_s > before.uptime_s:
+        return after.uptime_s - before.uptime_s
+    return after.monotonic_s - before.monotonic_s
+
+
+def consumers(before: LoadSample, after: LoadSample, own_pids: Iterable[int] = ()
+              ) -> List[Tuple[int, str, float]]:
+    """(pid, command, share of one CPU) of every other process that ran, largest first."""
+    elapsed = _interval_s(before, after)
+    if elapsed <= 0:
+        return []
+    hz = after.clk_tck
+    skip = {before.own_pid, after.own_pid, *own_pids}
+    out = []
+    for pid, p in after.procs.items():
+        if pid in skip:
+            continue
+        q = before.procs.get(pid)
+        if q is not None and q.start_ticks == p.start_ticks:
+            ticks = p.cpu_ticks - q.cpu_ticks
+        elif before.uptime_s is not None and p.start_ticks / hz >= before.uptime_s:
+            ticks = p.cpu_ticks          # started inside the interval: all its time is in it
+        else:
+            continue                     # existed before but was not seen: its share is unknown
+        if ticks > 0:
+            out.append((pid, p.comm, ticks / hz / elapsed))
+    out.sort(key=lambda c: (-c[2], c[0]))
+    return out
+
+
+def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterable[int] = (),
+            check_loadavg: bool = True) -> List[Finding]:
+    """The "load.competing" finding for the interval between two samples.
+
+    ``own_pids``: processes that belong to this measurement (helpers, other ranks of the
+    same job). ``check_loadavg``: also warn when the 1-minute load average before the
+    interval was at least half the CPU count; pass False between the steps of one run,
+    where the load average mostly remembers ceiling's own previous step.
+    """
+    if not (before.available and after.available):
+        reason = before.reason or after.reason
+        return [Finding(FINDING_ID, SKIPPED, "Competing load not checked", evidence=reason, why=WHY)]
+    own_pids = set(own_pids)
+    elapsed = _interval_s(before, after)
+    if elapsed <= 0:
+        return [Finding(FINDING_ID, SKIPPED, "Competing load not checked",
+                        evidence="the two samples are at the same moment", why=WHY)]
+    hz = after.clk_tck
+    top = consumers(before, after, own_pids)
+    procs_cpus = sum(c[2] for c in top)
+    node_cpus = None
+    if None not in (before.busy_ticks, after.busy_ticks, before.own_ticks, after.own_ticks) \
+            and before.own_pid == after.own_pid:
+        mine = after.own_ticks - before.own_ticks
+        mine += sum(after.procs[p].cpu_ticks - before.procs[p].cpu_ticks for p in own_pids
+                    if p in after.procs and p in before.procs)
+        node_cpus = max(0.0, (after.busy_ticks - before.busy_ticks - mine) / hz / elapsed)
+    # Per-process sums miss short-lived processes and other containers; node totals miss
+    # nothing but name no one. The larger of the two is what the benchmark competed with.
+    other = max(procs_cpus, node_cpus or 0.0)
+    steal = None
+    if before.steal_ticks is not None and after.steal_ticks is not None:
+        steal = (after.steal_ticks - before.steal_ticks) / hz / elapsed
+
+    problems = []
+    if other >= OTHER_CPU_WARN:
+        problems.append(f"Other processes used {other:.2f} CPUs during the measurement")
+    busy_before = (check_loadavg and before.loadavg is not None and ncpus > 0
+                   and before.loadavg[0] >= LOADAVG_PER_CPU_WARN * ncpus)
+    if busy_before:
+        problems.append(f"Load average {before.loadavg[0]:.2f} on {ncpus} CPUs before the start")
+    if steal is not None and steal >= STEAL_WARN:
+        problems.append(f"The hypervisor took {steal:.2f} CPUs from this VM (steal time)")
+
+    ev = [f"other processes used {other:.2f} CPUs on average over {elapsed:.2f} s"]
+    named = [c for c in top if c[2] >= MIN_SHARE][:TOP]
+    if named:
+        ev.append("top: " + ", ".join(f"pid {pid} ({comm}) {share:.0%} of a CPU"
+                                      for pid, comm, share in named))
+    if node_cpus is not None and node_cpus > procs_cpus + OTHER_CPU_WARN / 2:
+        ev.append(f"{node_cpus - procs_cpus:.2f} CPUs of it in processes not visible here "
+                  f"(short-lived, other containers, interrupts)")
+    if before.loadavg is not None:
+        ev.append("load average before " + " ".join(f"{x:.2f}" for x in before.loadavg)
+                  + f" ({ncpus} CPUs)")
+    if steal:
+        ev.append(f"steal {steal:.2f} CPUs")
+    if before.unreadable or after.unreadable:
+        ev.append(f"{max(before.unreadable, after.unreadable)} processes not readable (hidepid)")
+    title = "; ".join(problems) if problems else "No competing load during the measurement"
+    return [Finding(FINDING_ID, WARN if problems else OK, title, evidence="; ".join(ev),
+                    why=WHY, fix=FIX if problems else "")]
+
+
+def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding:
+    """Quick check before a run: is the node idle now, and was it over the last minute?"""
+    before = sample(root)
+    time.sleep(interval_s)
+    after = sample(root)
+    f = compare(before, after, ncpus)[0]
+    if f.status == OK:
+        f.title = "The node is idle"
+    return f

@@ -1,0 +1,203 @@
+"""A Run as a JSON document: the interchange format, versioned and validated.
+
+The document is ``Run.to_dict()`` made plain: NaN and infinities become
+``null`` (JSON has no spelling for them, and ``null`` already means "no
+figure"), NumPy scalars become Python numbers, tuples become lists. The
+written form is canonical, so that loading a file and writing it again gives
+the same bytes (the golden files in tests/golden/ rely on it): two-space
+indent, fields in model order, UTF-8, lists of plain values (raw repetitions,
+one matrix row) on one line so that a large matrix stays readable and
+diffable, and a final newline.
+
+``schema.json`` beside this file pins the shape of each ``schema_version``;
+``validate`` checks a document against it when jsonschema is installed (a
+test dependency, not a runtime one).
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import uuid
+from dataclasses import asdict, is_dataclass
+from functools import lru_cache
+from typing import Any, Dict, Union
+
+from ..errors import PathError, StoreError
+from .model import SCHEMA_VERSION, Run
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_INDENT = "  "
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as JSON-ready values: non-finite floats -> None, NumPy -> Python."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)            # IntEnum and friends: their number, not their name
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {_key(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return plain(asdict(obj))
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        return plain(float(obj))
+    if hasattr(obj, "tolist"):     # NumPy arrays and scalars (np.bool_ is not Integral)
+        return plain(obj.tolist())
+    if isinstance(obj, (set, frozenset)):
+        return sorted(plain(v) for v in obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot store a {type(obj).__name__} in a run document: {obj!r}")
+
+
+def _key(k: Any) -> str:
+    # json.dumps would turn int keys into strings anyway; doing it here keeps
+    # the dict that validate() sees identical to what is written.
+    if isinstance(k, str):
+        return k
+    if isinstance(k, bool) or k is None:
+        return json.dumps(k)
+    return str(plain(k))
+
+
+def to_doc(run: Run) -> Dict[str, Any]:
+    """The plain JSON document of ``run`` (what ``dumps`` writes)."""
+    return plain(run.to_dict())
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _format(v: Any, level: int) -> str:
+    if isinstance(v, dict):
+        if not v:
+            return "{}"
+        pad = _INDENT * (level + 1)
+        items = ",\n".join(f"{pad}{json.dumps(k, ensure_ascii=False)}: {_format(x, level + 1)}"
+                           for k, x in v.items())
+        return "{\n" + items + "\n" + _INDENT * level + "}"
+    if isinstance(v, list):
+        if all(_scalar(x) for x in v):
+            return "[" + ", ".join(_format(x, level) for x in v) + "]"
+        pad = _INDENT * (level + 1)
+        return "[\n" + ",\n".join(pad + _format(x, level + 1) for x in v) + "\n" + _INDENT * level + "]"
+    return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+
+def dumps(run: Run) -> str:
+    """The canonical JSON text of ``run`` (ends with a newline)."""
+    return _format(to_doc(run), 0) + "\n"
+
+
+def dump(run: Run, path: PathLike) -> None:
+    """Write ``run`` to ``path`` atomically: readers see the old file or the new one, never half.
+
+    Raises PathError (one line) when the file cannot be written.
+    """
+    text = dumps(run)
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise PathError(f"cannot write {path}: it is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        # os.open with 0o666 lets the umask decide the final mode, as a plain open() would.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        raise PathError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise PathError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def loads(text: Union[str, bytes], source: str = "run document") -> Run:
+    """Parse a Run from JSON text; ``source`` names it in error messages.
+
+    Raises StoreError for text that is not JSON, not a run document, or written by a
+    newer ceiling.
+    """
+    try:
+        # NaN/Infinity are never written, but another tool may have: read them as unknown.
+        doc = json.loads(text, parse_constant=lambda _name: None)
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{source} is not valid JSON (line {e.lineno}, column {e.colno}, "
+                         f"char {e.pos}): {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise StoreError(f"{source} is not valid JSON (byte {e.start}): not UTF-8") from None
+    return from_doc(doc, source)
+
+
+def from_doc(doc: Any, source: str = "run document") -> Run:
+    """A Run from an already parsed document (same checks as ``loads``)."""
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise StoreError(f"{source} is not a ceiling run (no schema_version)")
+    version = doc["schema_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreError(f"{source} has an invalid schema_version {version!r}")
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"{source} was written by a newer ceiling "
+                         f"(schema {version} > {SCHEMA_VERSION}); upgrade ceiling")
+    # Older versions would be migrated here, one step per version, before from_dict.
+    try:
+        return Run.from_dict(doc)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise StoreError(f"{source} is not a valid ceiling run: {e}") from None
+
+
+def load(path: PathLike) -> Run:
+    """Read a Run from a JSON file. PathError when unreadable, StoreError when not a run."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PathError(f"cannot read {path}: {e.strerror or e}") from None
+    return loads(data, source=path)
+
+
+@lru_cache(maxsize=1)
+def schema() -> Dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the current document version."""
+    from importlib.resources import files
+
+    return json.loads(files(__package__).joinpath("schema.json").read_text(encoding="utf-8"))
+
+
+def validate(doc: Union[Run, Dict[str, Any]]) -> bool:
+    """Check a document (or Run) against schema.json.
+
+    Returns True when it was checked, False when jsonschema is not installed (the
+    check is skipped: it is a test dependency). Raises StoreError naming the first
+    offending field when the document does not match.
+    """
+    try:
+        import jsonschema
+    except ImportError:
+        return False
+    if isinstance(doc, Run):
+        doc = to_doc(doc)
+    validator = jsonschema.Draft202012Validator(schema())
+    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+        raise StoreError(f"invalid run document at {where}: {err.message}")
+    return True

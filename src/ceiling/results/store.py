@@ -1,0 +1,304 @@
+"""History of runs in one SQLite file, so ``ceiling history`` and ``compare`` can look back.
+
+Each run is kept whole, as its JSON document (``runs.doc``); the ``metrics``
+table repeats the headline figures so that "stream.triad on this host over
+time" is one indexed query rather than a scan of every document.
+
+The file is shared by every ceiling on the machine, possibly at the same
+moment (two ``srun`` steps on one node): WAL journaling and a busy timeout let
+concurrent writers queue instead of failing. A file that is not ours is never
+written to: it is checked before the first write, and refused with a
+StoreError naming what was found.
+
+Store versions (``PRAGMA user_version``):
+  1 - runs and metrics tables.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+from ..errors import PathError, StoreError, UsageError
+from . import jsonio
+from .model import Run
+
+STORE_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+MIN_PREFIX = 6
+
+# Metrics shown for each run by ``list``: the figures a user compares first.
+HEADLINE = ("flops.dp.node", "dgemm.node", "stream.triad", "bandwidth.dram", "latency.dram")
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id       TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    started      TEXT NOT NULL,   -- ISO 8601 UTC, sorts as text
+    finished     TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    partial      INTEGER NOT NULL,
+    doc          TEXT NOT NULL    -- the whole Run as JSON (results/jsonio.py)
+);
+CREATE INDEX IF NOT EXISTS runs_host_started ON runs(host, started);
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      REAL,              -- NULL: not measured
+    unit       TEXT NOT NULL,
+    better     TEXT NOT NULL,
+    efficiency REAL               -- NULL: peak unknown
+);
+CREATE INDEX IF NOT EXISTS metrics_name ON metrics(name, run_id);
+CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id);
+"""
+
+
+def default_db_path() -> Path:
+    """``$XDG_DATA_HOME/ceiling/history.db``, else ``~/.local/share/ceiling/history.db``."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "ceiling" / "history.db"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``ceiling history``."""
+
+    run_id: str
+    host: str
+    started: str
+    finished: str
+    tool_version: str
+    partial: bool
+    n_metrics: int
+    headline: Dict[str, Tuple[Optional[float], str]] = field(default_factory=dict)  # name -> (value, unit)
+
+
+class Store:
+    """The history database. Use as a context manager, or call ``close``."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]", None] = None):
+        default = path is None
+        self.path = Path(default_db_path() if default else path)
+        self._check_path(create_parent=default)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
+                                       isolation_level=None)   # explicit BEGIN/COMMIT below
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        try:
+            self._open()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- opening -----------------------------------------------------------------
+
+    def _check_path(self, create_parent: bool) -> None:
+        p = self.path
+        if p.is_dir():
+            raise PathError(f"cannot use {p} as a results database: it is a directory")
+        if p.exists():
+            try:
+                with open(p, "rb") as f:
+                    head = f.read(len(_SQLITE_MAGIC))
+            except OSError as e:
+                raise PathError(f"cannot read {p}: {e.strerror or e}") from None
+            # An empty file is what `touch` leaves: nothing to lose, SQLite makes it a database.
+            if head and head != _SQLITE_MAGIC:
+                raise StoreError(f"{p} is not a ceiling database (not an SQLite file): not touched")
+            return
+        parent = p.parent
+        if create_parent and not parent.exists():
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise PathError(f"cannot create {parent}: {e.strerror or e}") from None
+        if not parent.exists():
+            raise PathError(f"cannot create {p}: directory {parent} does not exist")
+        if not parent.is_dir():
+            raise PathError(f"cannot create {p}: {parent} is not a directory")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise PathError(f"cannot create {p}: {parent} is not writable")
+
+    def _open(self) -> None:
+        db = self._db
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # Reads only, before anything is written: whose file is this? One read
+            # transaction, so that a creator committing in between is seen whole or not at all.
+            db.execute("BEGIN")
+            try:
+                version, tables = self._read_header()
+            finally:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")       # nothing was written; ends the snapshot
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        self._verify(version, tables)
+        try:
+            # Changing the journal mode writes the header: only now that the file is known to be ours.
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            if not tables:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    # Re-read under the write lock: another process may have created it meanwhile.
+                    version, tables = self._read_header()
+                    self._verify(version, tables)
+                    if not tables:
+                        for stmt in _SCHEMA.split(";"):
+                            if stmt.strip():
+                                db.execute(stmt)
+                        db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def _read_header(self) -> Tuple[int, set]:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return version, tables
+
+    def _verify(self, version: int, tables: set) -> None:
+        if not tables and version == 0:
+            return                                   # new, empty database
+        if "runs" not in tables or "metrics" not in tables or version == 0:
+            found = ", ".join(sorted(tables)) or "no tables"
+            raise StoreError(f"{self.path} is not a ceiling database (it holds {found}, "
+                             f"user_version {version}): not touched")
+        if version > STORE_VERSION:
+            raise StoreError(f"{self.path} was written by a newer ceiling "
+                             f"(store version {version} > {STORE_VERSION}); upgrade ceiling")
+
+    def _error(self, e: sqlite3.Error) -> Exception:
+        msg = str(e)
+        if isinstance(e, sqlite3.OperationalError) and (
+                "unable to open" in msg or "readonly" in msg or "read-only" in msg):
+            return PathError(f"cannot write {self.path}: {msg}")
+        if isinstance(e, sqlite3.OperationalError) and "locked" in msg:
+            return StoreError(f"{self.path} is locked by another process for more than "
+                              f"{BUSY_TIMEOUT_MS // 1000} s: {msg}")
+        if isinstance(e, sqlite3.DatabaseError) and not isinstance(e, sqlite3.OperationalError):
+            return StoreError(f"{self.path} is not a ceiling database ({msg}): not touched")
+        return StoreError(f"{self.path}: {msg}")
+
+    # -- public ------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def save(self, run: Run) -> str:
+        """Store ``run`` (replacing an earlier save of the same run_id) and return its run_id.
+
+        A run without a run_id gets a new uuid4 hex one, set on ``run`` itself.
+        """
+        if not run.run_id:
+            run.run_id = uuid.uuid4().hex
+        doc = jsonio.dumps(run)
+        rows = [(run.run_id, m.name, _finite(m.value), m.unit, m.better, _finite(m.efficiency))
+                for m in run.metrics]
+        db = self._db
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM metrics WHERE run_id = ?", (run.run_id,))
+                db.execute("INSERT OR REPLACE INTO runs (run_id, host, started, finished, tool_version, "
+                           "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (run.run_id, run.host, run.started, run.finished, run.tool_version,
+                            int(run.partial), doc))
+                db.executemany("INSERT INTO metrics (run_id, name, value, unit, better, efficiency) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", rows)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        return run.run_id
+
+    def resolve(self, run_id: str) -> str:
+        """The full run_id for ``run_id`` or a unique prefix of at least 6 characters.
+
+        Raises UsageError when nothing or more than one run matches.
+        """
+        try:
+            if self._db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                return run_id
+            if len(run_id) < MIN_PREFIX:
+                raise UsageError(f"no run {run_id!r} in {self.path} "
+                                 f"(a prefix needs at least {MIN_PREFIX} characters)")
+            # GLOB, not LIKE: '_' and '%' are common in ids a user might type; escape GLOB's own.
+            pattern = "".join(f"[{c}]" if c in "*?[]" else c for c in run_id) + "*"
+            ids = [r[0] for r in self._db.execute(
+                "SELECT run_id FROM runs WHERE run_id GLOB ? LIMIT 2", (pattern,))]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        if not ids:
+            raise UsageError(f"no run {run_id!r} in {self.path}")
+        if len(ids) > 1:
+            raise UsageError(f"run id prefix {run_id!r} is ambiguous in {self.path}; give more characters")
+        return ids[0]
+
+    def get(self, run_id: str) -> Run:
+        """The stored run with this id (or unique prefix of at least 6 characters)."""
+        full = self.resolve(run_id)
+        try:
+            doc = self._db.execute("SELECT doc FROM runs WHERE run_id = ?", (full,)).fetchone()[0]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        return jsonio.loads(doc, source=f"run {full} in {self.path}")
+
+    def list(self, host: Optional[str] = None, limit: int = 20) -> List[RunSummary]:
+        """The newest ``limit`` runs (of ``host`` when given), newest first."""
+        where, args = ("WHERE host = ?", [host]) if host is not None else ("", [])
+        try:
+            runs = self._db.execute(
+                f"SELECT run_id, host, started, finished, tool_version, partial, "
+                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) "
+                f"FROM runs r {where} ORDER BY started DESC, run_id LIMIT ?", args + [int(limit)]).fetchall()
+            heads: Dict[str, Dict[str, Tuple[Optional[float], str]]] = {r[0]: {} for r in runs}
+            if runs:
+                q = (f"SELECT run_id, name, value, unit FROM metrics WHERE "
+                     f"run_id IN ({','.join('?' * len(runs))}) AND name IN ({','.join('?' * len(HEADLINE))})")
+                for rid, name, value, unit in self._db.execute(q, [r[0] for r in runs] + list(HEADLINE)):
+                    heads[rid][name] = (value, unit)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        return [RunSummary(rid, h, s, f, v, bool(p), n,
+                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]})
+                for rid, h, s, f, v, p, n in runs]
+
+    def metrics_history(self, name: str, host: Optional[str] = None
+                        ) -> List[Tuple[str, str, Optional[float], str, str]]:
+        """Every stored value of metric ``name``: (started, host, value, unit, run_id), oldest first."""
+        sql = ("SELECT r.started, r.host, m.value, m.unit, r.run_id FROM metrics m "
+               "JOIN runs r ON r.run_id = m.run_id WHERE m.name = ?")
+        args: list = [name]
+        if host is not None:
+            sql += " AND r.host = ?"
+            args.append(host)
+        try:
+            return [tuple(r) for r in self._db.execute(sql + " ORDER BY r.started, r.run_id", args)]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+
+def _finite(x: Optional[float]) -> Optional[float]:
+    return jsonio.plain(x) if x is not None else None

@@ -1,0 +1,267 @@
+"""SQLite history: save/get/list/history, concurrent writers, and files that are not ours."""
+import hashlib
+import multiprocessing
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ceiling.errors import PathError, StoreError, UsageError
+from ceiling.results import jsonio
+from ceiling.results.model import LOWER, Metric, Run
+from ceiling.results.store import STORE_VERSION, Store, default_db_path
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def golden(name="run_v1.json") -> Run:
+    return jsonio.load(GOLDEN / name)
+
+
+def mkrun(host="n1", started="2025-01-01T00:00:00Z", triad=100.0, run_id="") -> Run:
+    return Run(tool_version="0.1.0", host=host, started=started, command=["ceiling"], run_id=run_id,
+               metrics=[Metric.measured("stream.triad", [triad, triad - 1], "GB/s"),
+                        Metric.measured("latency.dram", [90.0], "ns", LOWER),
+                        Metric.measured("clock.all", [3.0], "GHz")])
+
+
+def digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_default_path_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "ceiling" / "history.db"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")          # invalid per the spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_db_path() == tmp_path / "home" / ".local" / "share" / "ceiling" / "history.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_db_path() == tmp_path / "home" / ".local" / "share" / "ceiling" / "history.db"
+
+
+def test_default_store_creates_its_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    with Store() as s:
+        s.save(mkrun())
+    assert (tmp_path / "xdg" / "ceiling" / "history.db").is_file()
+
+
+def test_save_and_get_round_trip(tmp_path):
+    run = golden()
+    with Store(tmp_path / "h.db") as s:
+        rid = s.save(run)
+        assert rid == run.run_id
+        back = s.get(rid)
+    assert jsonio.dumps(back) == (GOLDEN / "run_v1.json").read_text(encoding="utf-8")
+
+
+def test_save_assigns_a_run_id(tmp_path):
+    run = golden("run_v1_partial.json")
+    assert run.run_id == ""
+    with Store(tmp_path / "h.db") as s:
+        rid = s.save(run)
+        assert len(rid) == 32 and int(rid, 16) >= 0 and run.run_id == rid
+        assert s.get(rid).partial is True
+
+
+def test_get_by_prefix(tmp_path):
+    with Store(tmp_path / "h.db") as s:
+        s.save(mkrun(run_id="abcdef0011"))
+        s.save(mkrun(run_id="abcdef0022"))
+        s.save(mkrun(run_id="a_b%c*d?e0"))
+        assert s.get("abcdef001").run_id == "abcdef0011"
+        assert s.get("a_b%c*").run_id == "a_b%c*d?e0"      # wildcards in ids are literal
+        with pytest.raises(UsageError, match="ambiguous"):
+            s.get("abcdef")
+        with pytest.raises(UsageError, match="at least 6"):
+            s.get("abcde")
+        with pytest.raises(UsageError, match="no run"):
+            s.get("ffffffff")
+        with pytest.raises(UsageError, match="no run"):
+            s.get("a_bXc*")
+
+
+def test_saving_again_replaces(tmp_path):
+    run = mkrun()
+    with Store(tmp_path / "h.db") as s:
+        rid = s.save(run)
+        run.partial = True
+        run.metrics = run.metrics[:1]
+        assert s.save(run) == rid
+        rows = s.list()
+        assert len(rows) == 1 and rows[0].partial and rows[0].n_metrics == 1
+        assert len(s.metrics_history("latency.dram")) == 0
+
+
+def test_list_newest_first_with_headlines(tmp_path):
+    with Store(tmp_path / "h.db") as s:
+        s.save(mkrun("a", "2025-01-01T00:00:00Z", 100.0, "r1" * 4))
+        s.save(mkrun("b", "2025-01-03T00:00:00Z", 120.0, "r2" * 4))
+        s.save(mkrun("a", "2025-01-02T00:00:00Z", 110.0, "r3" * 4))
+        s.save(golden())
+        rows = s.list()
+        assert [r.run_id for r in rows] == [golden().run_id, "r2" * 4, "r3" * 4, "r1" * 4]
+        assert rows[1].host == "b" and rows[1].n_metrics == 3 and rows[1].partial is False
+        assert rows[1].headline == {"stream.triad": (120.0, "GB/s"), "latency.dram": (90.0, "ns")}
+        g = rows[0]
+        assert g.n_metrics == len(golden().metrics)
+        assert g.headline["stream.triad"] == (318.4, "GB/s")
+        assert set(g.headline) == {"flops.dp.node", "dgemm.node", "stream.triad", "latency.dram"}
+        assert [r.run_id for r in s.list(host="a")] == ["r3" * 4, "r1" * 4]
+        assert len(s.list(limit=2)) == 2
+        assert s.list(host="nobody") == []
+
+
+def test_metrics_history(tmp_path):
+    with Store(tmp_path / "h.db") as s:
+        s.save(mkrun("a", "2025-01-02T00:00:00Z", 110.0, "r2" * 4))
+        s.save(mkrun("a", "2025-01-01T00:00:00Z", 100.0, "r1" * 4))
+        s.save(mkrun("b", "2025-01-03T00:00:00Z", 120.0, "r3" * 4))
+        part = golden("run_v1_partial.json")
+        s.save(part)
+        assert s.metrics_history("stream.triad", host="a") == [
+            ("2025-01-01T00:00:00Z", "a", 100.0, "GB/s", "r1" * 4),
+            ("2025-01-02T00:00:00Z", "a", 110.0, "GB/s", "r2" * 4)]
+        assert [h[2] for h in s.metrics_history("stream.triad")] == [100.0, 110.0, 120.0, 318.4]
+        assert s.metrics_history("stream.copy") == [(part.started, "cn042", None, "GB/s", part.run_id)]
+        assert s.metrics_history("no.such.metric") == []
+
+
+def test_non_finite_values_are_null(tmp_path):
+    run = mkrun()
+    run.metrics[0].value = float("nan")
+    run.metrics[0].efficiency = float("inf")
+    with Store(tmp_path / "h.db") as s:
+        s.save(run)
+        assert s.metrics_history("stream.triad")[0][2] is None
+        assert s.get(run.run_id).metrics[0].value is None
+
+
+def test_database_format(tmp_path):
+    p = tmp_path / "h.db"
+    Store(p).close()
+    db = sqlite3.connect(p)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    cols = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("runs", "metrics")}
+    assert cols == {"runs": ["run_id", "host", "started", "finished", "tool_version", "partial", "doc"],
+                    "metrics": ["run_id", "name", "value", "unit", "better", "efficiency"]}
+    db.close()
+
+
+def test_empty_file_becomes_a_database(tmp_path):
+    p = tmp_path / "h.db"
+    p.touch()
+    with Store(p) as s:
+        s.save(mkrun())
+        assert len(s.list()) == 1
+
+
+def _writer(path, tag, n, barrier):
+    barrier.wait()
+    with Store(path) as s:
+        for i in range(n):
+            s.save(mkrun(host=tag, started=f"2025-01-01T00:00:{i:02d}Z", run_id=f"{tag}{i:04d}"))
+
+
+def test_two_processes_save_at_once(tmp_path):
+    # Both also race to create the new database: neither may fail or lose a row.
+    path = str(tmp_path / "h.db")
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_writer, args=(path, tag, 40, barrier)) for tag in ("p", "q")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    with Store(path) as s:
+        rows = s.list(limit=1000)
+        assert len(rows) == 80
+        assert {r.host for r in rows} == {"p", "q"}
+        assert len(s.metrics_history("stream.triad")) == 80
+
+
+# -- files that are not ours: refused, never written ---------------------------------
+
+def _not_sqlite(p):
+    p.write_text("host,value\nn1,3.5\n")
+
+
+def _corrupt_header_only(p):
+    p.write_bytes(b"SQLite format 3\x00" + os.urandom(5000))
+
+
+def _foreign(p):
+    db = sqlite3.connect(p)
+    db.execute("CREATE TABLE moz_places (id INTEGER, url TEXT)")
+    db.execute("INSERT INTO moz_places VALUES (1, 'x')")
+    db.commit()
+    db.close()
+
+
+def _foreign_with_runs(p):
+    db = sqlite3.connect(p)           # a "runs" table, but not ours (user_version 0)
+    db.execute("CREATE TABLE runs (id INTEGER)")
+    db.execute("CREATE TABLE metrics (id INTEGER)")
+    db.commit()
+    db.close()
+
+
+def _newer(p):
+    Store(p).close()
+    db = sqlite3.connect(p)
+    db.execute(f"PRAGMA user_version = {STORE_VERSION + 1}")
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.close()
+
+
+@pytest.mark.parametrize("make,message", [
+    (_not_sqlite, r"is not a ceiling database \(not an SQLite file\): not touched"),
+    (_corrupt_header_only, r"is not a ceiling database \(.+\): not touched"),
+    (_foreign, r"is not a ceiling database \(it holds moz_places, user_version 0\): not touched"),
+    (_foreign_with_runs, r"is not a ceiling database"),
+    (_newer, rf"written by a newer ceiling \(store version {STORE_VERSION + 1} > {STORE_VERSION}\)"),
+], ids=["text", "corrupt", "foreign", "foreign_runs", "newer"])
+def test_refused_files_are_not_touched(tmp_path, make, message):
+    p = tmp_path / "h.db"
+    make(p)
+    before = digest(p)
+    with pytest.raises(StoreError, match=message) as e:
+        Store(p)
+    assert "\n" not in str(e.value)
+    assert digest(p) == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["h.db"]      # no -wal/-shm left either
+
+
+def test_corruption_inside_our_database_is_a_store_error(tmp_path):
+    p = tmp_path / "h.db"
+    with Store(p) as s:
+        for i in range(20):
+            s.save(golden("run_v1.json") if i == 0 else mkrun(run_id=f"run{i:04d}"))
+    data = bytearray(p.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page:] = b"\xa5" * (len(data) - page)          # keep page 1 (the schema), ruin the rest
+    p.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="not a ceiling database|malformed"):
+        with Store(p) as s:
+            s.list()
+            s.get("run0001")
+
+
+@pytest.mark.parametrize("where", ["dir", "missing/h.db", "file/h.db"])
+def test_bad_paths_are_path_errors(tmp_path, where):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(PathError) as e:
+        Store(tmp_path / where)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_directory(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir(mode=0o500)
+    with pytest.raises(PathError):
+        Store(d / "h.db")
