@@ -1,0 +1,149 @@
+"""The roofline of a node from its measured metrics (Williams, Waterman and
+Patterson, "Roofline: an insightful visual performance model", CACM 2009).
+
+Compute roofs are horizontal (Gflop/s); bandwidth roofs are diagonal
+(GB/s × flop/byte). The measured roofs come from flops.dp.node, bandwidth.l1/
+l2/l3 and stream.triad (DRAM); the theoretical ones from the peaks those
+metrics, or the machine, carry. A ridge point is the arithmetic intensity
+(flop/byte) where a bandwidth roof meets a compute roof: a kernel below it is
+bandwidth-bound on that level, above it compute-bound.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from ..results.model import Metric, Peak, Run
+from ..report._format import machine_peak
+
+_GFLOPS = {"Gflop/s": 1.0, "Tflop/s": 1e3, "Mflop/s": 1e-3}
+_GBS = {"GB/s": 1.0, "TB/s": 1e3, "MB/s": 1e-3}
+
+# (metric, label of the measured roof), bandwidth roofs from the fastest level down.
+_BANDWIDTH = (("bandwidth.l1", "L1 load, measured"),
+              ("bandwidth.l2", "L2 load, measured"),
+              ("bandwidth.l3", "L3 load, measured"),
+              ("stream.triad", "DRAM (STREAM triad), measured"))
+
+
+@dataclass(frozen=True)
+class Roof:
+    name: str        # the metric it comes from, or "peak:<Machine.peaks key>" for a theoretical roof
+    label: str       # words for a legend
+    value: float     # Gflop/s for a compute roof, GB/s for a bandwidth roof
+    measured: bool   # False: a theoretical peak
+    source: str      # "measured, best of N" or the peak's provenance
+
+
+@dataclass(frozen=True)
+class Ridge:
+    compute: str         # Roof.name of the compute roof
+    bandwidth: str       # Roof.name of the bandwidth roof
+    intensity: float     # flop/byte where the two roofs meet
+
+
+@dataclass(frozen=True)
+class Roofline:
+    compute: Tuple[Roof, ...]
+    bandwidth: Tuple[Roof, ...]
+    ridges: Tuple[Ridge, ...]
+    missing: Tuple[str, ...]      # one line per roof that could not be drawn, with the reason
+
+    @property
+    def empty(self) -> bool:
+        """True when there is not one compute and one bandwidth roof to draw."""
+        return not (self.compute and self.bandwidth)
+
+    def roof(self, name: str) -> Optional[Roof]:
+        for r in self.compute + self.bandwidth:
+            if r.name == name:
+                return r
+        return None
+
+    def ridge(self, compute: str, bandwidth: str) -> Optional[float]:
+        """flop/byte where the named roofs meet; None when either is absent."""
+        for r in self.ridges:
+            if r.compute == compute and r.bandwidth == bandwidth:
+                return r.intensity
+        return None
+
+    def attainable(self, intensity: float, compute: Optional[str] = None,
+                   bandwidth: Optional[str] = None) -> Optional[float]:
+        """min(compute, bandwidth × intensity) in Gflop/s, for the named roofs
+        (default: the lowest measured compute roof and the DRAM roof)."""
+        c = self.roof(compute) if compute else _first(self.compute, measured=True)
+        b = self.roof(bandwidth) if bandwidth else (self.roof("stream.triad") or _first(self.bandwidth))
+        if c is None or b is None:
+            return None
+        return min(c.value, b.value * intensity)
+
+
+def _first(roofs: Tuple[Roof, ...], measured: Optional[bool] = None) -> Optional[Roof]:
+    for r in roofs:
+        if measured is None or r.measured == measured:
+            return r
+    return roofs[0] if roofs else None
+
+
+def _measured(run: Run, name: str, units: Dict[str, float], missing: List[str]) -> Optional[float]:
+    m = run.metric(name)
+    if m is None or m.value is None:
+        missing.append(f"{name}: not measured")
+        return None
+    if not m.valid:
+        missing.append(f"{name}: failed validation, not used")
+        return None
+    if m.unit not in units:
+        missing.append(f"{name}: unit {m.unit!r} is not a rate this roofline knows")
+        return None
+    return m.value * units[m.unit]
+
+
+def _peak(m: Optional[Metric], run: Run, key: str) -> Peak:
+    """The metric's own peak when known, else the machine's, else an unknown one."""
+    if m is not None and m.peak is not None and m.peak.known:
+        return m.peak
+    mp = machine_peak(run.machine, key)
+    if mp is not None:
+        return mp
+    if m is not None and m.peak is not None:
+        return m.peak
+    return Peak(None, "", "not in the machine's peaks")
+
+
+def _source(m: Metric) -> str:
+    n = m.stats.n if m.stats is not None else len(m.values)
+    return f"measured, best of {n}" if n else "measured"
+
+
+def ceilings(run: Run) -> Roofline:
+    """Compute roofs, bandwidth roofs and their ridge points from a run's metrics."""
+    missing: List[str] = []
+    compute: List[Roof] = []
+    bandwidth: List[Roof] = []
+
+    flops = run.metric("flops.dp.node")
+    v = _measured(run, "flops.dp.node", _GFLOPS, missing)
+    if v is not None:
+        compute.append(Roof("flops.dp.node", "DP flops, measured", v, True, _source(flops)))
+    p = _peak(flops, run, "flops.dp.node")
+    if p.known and p.unit in _GFLOPS:
+        compute.append(Roof("peak:flops.dp.node", "DP peak, theoretical", p.value * _GFLOPS[p.unit],
+                            False, p.provenance))
+    else:
+        missing.append(f"theoretical DP peak: {p.provenance or 'unknown'}")
+
+    for name, text in _BANDWIDTH:
+        v = _measured(run, name, _GBS, missing)
+        if v is not None:
+            bandwidth.append(Roof(name, text, v, True, _source(run.metric(name))))
+    p = _peak(run.metric("stream.triad"), run, "membw.node")
+    if p.known and p.unit in _GBS:
+        bandwidth.append(Roof("peak:membw.node", "DRAM peak, theoretical", p.value * _GBS[p.unit],
+                              False, p.provenance))
+    else:
+        missing.append(f"theoretical memory bandwidth: {p.provenance or 'unknown'}")
+
+    ridges = tuple(Ridge(c.name, b.name, c.value / b.value)
+                   for c in compute for b in bandwidth if b.value > 0)
+    return Roofline(tuple(compute), tuple(bandwidth), ridges, tuple(missing))

@@ -1,0 +1,364 @@
+"""The terminal report: header facts, peaks, a metrics table and findings,
+plus a one-screen summary.
+
+Output is meant to be pasted into a ticket or an e-mail: with color=False it
+is plain text (ASCII plus "×" and "µ"), no box-drawing, wrapped to ``width``.
+Colour is ANSI and only decorates text that is already complete without it.
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..analysis import summary as _summary
+from ..results.model import FAIL, OK, SKIPPED, WARN, Finding, Metric, Run
+from . import _format as F
+
+STATUS_ORDER = (FAIL, WARN, OK, SKIPPED)
+
+_ANSI = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+_STATUS_COLOR = {FAIL: "red", WARN: "yellow", OK: "green", SKIPPED: "dim"}
+
+
+class _Style:
+    def __init__(self, color: bool):
+        self.color = color
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.color or not styles or not text:
+            return text
+        codes = ";".join(_ANSI[s] for s in styles)
+        return f"\033[{codes}m{text}\033[0m"
+
+
+_GLUE = re.compile(r"(\d) (?=\S)")
+
+
+def _wrap(text: str, width: int, indent: str, first: Optional[str] = None) -> List[str]:
+    """Wrap with a hanging indent; ``first`` replaces the indent on line one.
+
+    A number stays on the line of the word after it ("3.24 GHz", "2 cores").
+    """
+    first = indent if first is None else first
+    w = max(width, len(first) + 20)
+    glued = _GLUE.sub("\\1\0", text)
+    lines = textwrap.wrap(glued, w, initial_indent=first, subsequent_indent=indent,
+                          break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+    return [line.replace("\0", " ") for line in lines]
+
+
+# -- header ---------------------------------------------------------------------
+
+def _facts(run: Run) -> List[Tuple[str, str]]:
+    m = F.as_dict(run.machine)
+    facts = [("Command", " ".join(run.command) or "-")]
+    if m:
+        facts += [
+            ("CPU", F.cpu_model(m)),
+            ("Topology", f"{F.topology(m)}, {F.numa_text(m)}"),
+            ("Clocks", "; ".join(F.clocks(m))),
+            ("ISA", F.isa_text(m)),
+            ("Caches", F.caches_text(m)),
+            ("Memory", F.memory(m)),
+        ]
+        if m.get("virtualized"):
+            facts.append(("Virtual", f"running in a {m['virtualized']} virtual machine"))
+    else:
+        facts.append(("Machine", "not recorded in this run"))
+    env = run.environment or {}
+    threads = env.get("threads")
+    if threads:
+        facts.append(("Threads", f"{threads}" + (f", {env['placement']} placement" if env.get("placement") else "")))
+    omp = [f"{k}={v}" for k, v in sorted(env.items()) if k.startswith(("OMP_", "GOMP_", "KMP_")) and v is not None]
+    if omp:
+        facts.append(("OpenMP", " ".join(omp)))
+    return facts
+
+
+def header(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """Host, tool, time and the machine facts, one labelled line each (wrapped)."""
+    st = _Style(color)
+    title = f"ceiling {run.tool_version} - {run.host or 'unknown host'} - {F.when(run.started)}"
+    lines = [st(x, "bold") for x in _wrap(title, width, "  ", "")]
+    if run.partial:
+        lines += [st(line, "yellow", "bold") for line in
+                  _wrap("PARTIAL RUN: " + (run.partial_reason or "stopped before the end"), width, "  ")]
+    for key, value in _facts(run):
+        lines += _wrap(value, width, " " * 12, f"  {key:<10}")
+    return "\n".join(lines)
+
+
+def peaks(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """The machine's theoretical peaks with their provenance, or why each is unknown."""
+    st = _Style(color)
+    items = sorted((F.as_dict(run.machine).get("peaks") or {}).items())
+    if not items:
+        return ""
+    lines = [st("Theoretical peaks", "bold")]
+    keyw = max(len(k) for k, _ in items)
+    for key, raw in items:
+        p = F.peak_from(raw)
+        if p is None:
+            continue
+        value = F.with_unit(p.value, p.unit, sig=4) if p.known else "unknown"
+        head = f"  {key:<{keyw}}  {value:>14}  "
+        lines += _wrap(p.provenance or "-", width, " " * len(head), head)
+    return "\n".join(lines)
+
+
+# -- metrics table ----------------------------------------------------------------
+
+def _eff_cell(m: Metric) -> str:
+    if m.efficiency is not None:
+        return F.pct(m.efficiency)
+    if m.peak is not None and not m.peak.known:
+        return "unknown"
+    return F.DASH
+
+
+def _row(m: Metric) -> Dict[str, str]:
+    factor, unit = F.time_scale(m.value, m.unit)
+
+    def scaled(v: Optional[float], sig: int = 3) -> str:
+        return F.num(None if v is None else v * factor, sig)
+
+    if m.peak is None:
+        peak = F.DASH
+    elif m.peak.known:
+        peak = scaled(m.peak.value if (m.peak.unit or m.unit) == m.unit else None, 4)
+    else:
+        peak = "unknown"
+    st = m.stats
+    threads = m.context.get("threads")
+    value = scaled(m.value)
+    if not m.valid:
+        value += "!"
+    return {
+        "metric": m.name, "value": value, "unit": unit, "peak": peak, "eff": _eff_cell(m),
+        "median": scaled(st.median) if st else F.DASH,
+        "CV": F.pct(st.cv) if st and st.n > 1 else F.DASH,
+        "reps": str(st.n) if st else str(len(m.values) or F.DASH),
+        "threads": str(threads) if threads is not None else F.DASH,
+    }
+
+
+def _notes(m: Metric, said: Dict[str, str]) -> List[str]:
+    """Notes under a row; ``said`` maps a reason already printed to the metric it was printed for."""
+    notes = []
+    if not m.valid:
+        notes.append("INVALID: the kernel's output did not match its analytic value; the number is not trusted")
+    if m.peak is not None and not m.peak.known:
+        why = m.peak.provenance or "no reason recorded"
+        if why in said:
+            notes.append(f"peak unknown: same reason as {said[why]}")
+        else:
+            said[why] = m.name
+            notes.append(f"peak unknown: {why}")
+    cycles = m.context.get("cycles")
+    if cycles is not None:
+        notes.append(f"{float(cycles):.3g} cycles")
+    if m.note:
+        notes.append(m.note)
+    return notes
+
+
+# (key, header, right-aligned, drop order: lowest goes first when the line is too wide)
+_COLUMNS = (("metric", "metric", False, 9), ("value", "value", True, 9), ("unit", "unit", False, 9),
+            ("peak", "peak", True, 6), ("eff", "of peak", True, 8), ("median", "median", True, 4),
+            ("CV", "CV", True, 3), ("reps", "reps", True, 1), ("threads", "threads", True, 2))
+
+
+def metrics_table(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """One row per metric (value = best of the repetitions), notes wrapped below it."""
+    st = _Style(color)
+    if not run.metrics:
+        return st("Metrics", "bold") + "\n  nothing was measured in this run"
+    rows = [(m, _row(m)) for m in run.metrics]
+    cols = list(_COLUMNS)
+
+    def widths():
+        return {k: max(len(h), *(len(r[k]) for _, r in rows)) for k, h, _, _ in cols}
+
+    w = widths()
+    while sum(w.values()) + 2 * (len(cols) - 1) + 2 > width and len(cols) > 4:
+        cols.remove(min((c for c in cols), key=lambda c: c[3]))
+        w = widths()
+
+    def line(cells: Dict[str, str]) -> str:
+        out = []
+        for k, _, right, _ in cols:
+            out.append(cells[k].rjust(w[k]) if right else cells[k].ljust(w[k]))
+        return ("  " + "  ".join(out)).rstrip()
+
+    lines = [st("Metrics", "bold")]
+    lines += [st(x, "dim") for x in
+              _wrap("value = best repetition; of peak = value / theoretical peak; CV = stdev / mean",
+                    width, "  ")]
+    lines.append(st(line({k: h for k, h, _, _ in cols}), "dim"))
+    said: Dict[str, str] = {}
+    for m, r in rows:
+        text = line(r)
+        lines.append(st(text, "red") if not m.valid else text)
+        for note in _notes(m, said):
+            lines += [st(x, "dim") for x in _wrap(note, width, "        ", "      ")]
+    return "\n".join(lines)
+
+
+# -- findings -------------------------------------------------------------------
+
+def _counts(findings: Sequence[Finding]) -> str:
+    parts = [f"{sum(1 for f in findings if f.status == s)} {s}" for s in STATUS_ORDER
+             if any(f.status == s for f in findings)]
+    return ", ".join(parts) or "none"
+
+
+def findings(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """Findings grouped by status (fail, warn, ok, skipped), each with evidence, why and fix."""
+    st = _Style(color)
+    lines = [st("Findings", "bold") + f"  ({_counts(run.findings)})"]
+    for status in STATUS_ORDER:
+        group = [f for f in run.findings if f.status == status]
+        if not group:
+            continue
+        lines.append("")
+        lines.append("  " + st(status.upper(), _STATUS_COLOR[status], "bold"))
+        for f in group:
+            lines += _wrap(f"{f.id} - {f.title}", width, "      ", "    ")
+            for key in ("evidence", "why", "fix"):
+                text = getattr(f, key)
+                if not text:
+                    continue
+                if key == "fix" and f.needs_root:
+                    text += " (needs root)"
+                lines += _wrap(text, width, " " * 16, f"      {key + ':':<10}")
+    others = [f for f in run.findings if f.status not in STATUS_ORDER]
+    for f in others:
+        lines += _wrap(f"[{f.status}] {f.id} - {f.title}", width, "      ", "    ")
+    return "\n".join(lines)
+
+
+# -- the whole report and the summary --------------------------------------------
+
+def render(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """The full report: header, summary line, peaks, metrics, findings."""
+    width = max(int(width), 60)
+    parts = [header(run, color=color, width=width)]
+    parts.append("\n".join(_wrap(_summary.verdict(run), width, "  ")))
+    for part in (peaks(run, color=color, width=width), metrics_table(run, color=color, width=width),
+                 findings(run, color=color, width=width)):
+        if part:
+            parts.append(part)
+    return "\n\n".join(parts) + "\n"
+
+
+def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
+    """One screen: machine in a line, headline numbers, the verdict, the problems."""
+    st = _Style(color)
+    width = max(int(width), 60)
+    m = F.as_dict(run.machine)
+    who = f"{run.host or 'unknown host'}"
+    if m.get("model_name"):
+        who += f" - {m['model_name']}, {F.topology(m)}"
+    lines = [st(x, "bold") for x in _wrap(f"ceiling summary: {who}", width, "  ", "")]
+    if run.partial:
+        lines.append(st("PARTIAL RUN: " + (run.partial_reason or "stopped before the end"), "yellow"))
+    heads = _summary.headline(run)
+    if heads:
+        lw = max(len(label) for label, _ in heads)
+        cells = [F.quantity(met.value, met.unit) for _, met in heads]
+        vw = max(len(v) for v, _ in cells)
+        uw = max(len(u) for _, u in cells)
+        for (label, met), (value, unit) in zip(heads, cells):
+            text = f"  {label:<{lw}}  {value:>{vw}} {unit:<{uw}}"
+            if met.efficiency is not None and met.peak is not None and met.peak.known:
+                full = f"  {F.pct(met.efficiency):>4} of {F.with_unit(met.peak.value, met.peak.unit or met.unit, sig=4)} peak"
+                # On a narrow terminal the percentage alone; the peak is in the verdict and the full report.
+                text += full if len(text + full) <= width else f"  {F.pct(met.efficiency):>4} of peak"
+            elif met.peak is not None and not met.peak.known:
+                text += "  peak unknown"
+            if not met.valid:
+                text += "  INVALID"
+            lines.append(text.rstrip())
+    else:
+        lines.append("  no headline metric was measured")
+    lines.append("")
+    lines += _wrap(_summary.verdict(run), width, "  ")
+    problems = _summary.problems(run)
+    lines.append("")
+    lines.append(f"Findings: {_counts(run.findings)}")
+    for f, more in problems[:8]:
+        tag = f"{f.status.upper():<6}"
+        text = f.title + (f" (and {more} more like it)" if more else "") + (f" - fix: {f.fix}" if f.fix else "")
+        wrapped = _wrap(text, width, "          ", f"  {tag}  ")
+        # Colour after wrapping: escape codes would count as width in textwrap.
+        wrapped[0] = wrapped[0].replace(tag, st(tag, _STATUS_COLOR[f.status]), 1)
+        lines += wrapped
+    if len(problems) > 8:
+        lines.append(f"  ... and {len(problems) - 8} more (see the full report)")
+    return "\n".join(lines) + "\n"
+
+
+# -- other verbs: ceiling machine, ceiling history --------------------------------
+
+def render_machine(run: Run, *, color: bool = False, width: int = 100) -> str:
+    """``ceiling machine``: the header facts, the peaks, and what could not be read and why."""
+    width = max(int(width), 60)
+    st = _Style(color)
+    parts = [header(run, color=color, width=width)]
+    p = peaks(run, color=color, width=width)
+    if p:
+        parts.append(p)
+    unknowns = sorted((F.as_dict(run.machine).get("unknowns") or {}).items())
+    if unknowns:
+        lines = [st("Not known", "bold")]
+        keyw = min(max(len(k) for k, _ in unknowns), 28)
+        for key, why in unknowns:
+            lines += _wrap(str(why), width, " " * (keyw + 4), f"  {key:<{keyw}}  ")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+# Short column titles for the headline metrics a history line shows (results.store.HEADLINE).
+_HISTORY_COLUMNS = {"flops.dp.node": "DP flops", "dgemm.node": "DGEMM", "stream.triad": "triad",
+                    "bandwidth.dram": "DRAM bw", "latency.dram": "DRAM lat"}
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> List[str]:
+    w = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+
+    def line(cells: Sequence[str]) -> str:
+        return ("  " + "  ".join(c.rjust(w[i]) if right[i] else c.ljust(w[i]) for i, c in enumerate(cells))).rstrip()
+
+    return [line(head)] + [line(r) for r in rows]
+
+
+def render_history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) -> str:
+    """``ceiling history``: stored runs (results.store.RunSummary), newest first, or, with
+    ``metric``, that metric's values as (started, host, value, unit, run_id) tuples."""
+    if metric:
+        if not rows:
+            return f"No value of {metric} is recorded."
+        body = []
+        for started, host, value, unit, run_id in rows:
+            text, shown = F.quantity(value, unit)
+            body.append([F.when(started), host, text, shown, run_id])
+        return "\n".join([f"{metric}: {len(rows)} value" + ("" if len(rows) == 1 else "s") + ", oldest first"]
+                         + _table(["started", "host", "value", "unit", "run"], body,
+                                  [False, False, True, False, False]))
+    if not rows:
+        return "No runs are recorded."
+    keys = [k for k in _HISTORY_COLUMNS if any(k in (getattr(r, "headline", None) or {}) for r in rows)]
+    body = []
+    for r in rows:
+        head = getattr(r, "headline", None) or {}
+        cells = [str(getattr(r, "run_id", "")), F.when(getattr(r, "started", "")), str(getattr(r, "host", "")),
+                 str(getattr(r, "tool_version", "")), str(getattr(r, "n_metrics", "")) +
+                 (" partial" if getattr(r, "partial", False) else "")]
+        for k in keys:
+            value, unit = head.get(k, (None, ""))
+            cells.append(F.with_unit(value, unit))
+        body.append(cells)
+    lines = _table(["run", "started", "host", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys], body,
+                   [False, False, False, False, True] + [True] * len(keys))
+    return "\n".join(lines)

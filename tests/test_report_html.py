@@ -1,0 +1,212 @@
+"""report.html and report.svg: one plot per present series, escaping,
+"not measured" lines, self-containment, atomic writes."""
+import os
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ceiling.errors import PathError
+from ceiling.report import html, svg
+from ceiling.results.model import Finding, Metric, Run, Series
+
+import sample_runs
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _svgs(page):
+    return re.findall(r"<svg\b.*?</svg>", page, flags=re.S)
+
+
+def _series_attr(block):
+    return re.search(r'data-series="([^"]*)"', block).group(1)
+
+
+@pytest.mark.parametrize("which", ["vm", "epyc", "sampled"])
+def test_one_svg_per_present_series_plus_roofline(which):
+    run = sample_runs.ALL[which]()
+    page = html.render(run)
+    blocks = _svgs(page)
+    names = [_series_attr(b) for b in blocks]
+    assert sorted(names) == sorted([s.name for s in run.series] + ["roofline"])
+    assert page.count("<svg") == len(blocks)
+
+
+@pytest.mark.parametrize("which", sorted(sample_runs.ALL))
+def test_every_svg_is_well_formed_with_title_and_labelled_axes(which):
+    for block in _svgs(html.render(sample_runs.ALL[which]())):
+        root = ET.fromstring(block)                      # well-formed XML, or this raises
+        assert root.tag == SVG_NS + "svg"
+        assert root[0].tag == SVG_NS + "title" and root[0].text.strip()
+        assert float(root.get("width")) > 0 and float(root.get("height")) > 0
+        texts = " ".join(t.text or "" for t in root.iter(SVG_NS + "text"))
+        assert re.search(r"\((ns|GB/s|Gflop/s|bytes|flop/byte)\)", texts) or root.get("data-series").endswith(
+            (".matrix", ".numa")), texts
+
+
+def test_axis_units_and_cache_marks():
+    page = html.render(sample_runs.epyc_run())
+    lat = next(b for b in _svgs(page) if 'data-series="latency.size"' in b)
+    assert "latency (ns)" in lat and "working set (bytes)" in lat
+    for mark in ("L1d 32 KiB", "L2 512 KiB", "L3 32 MiB"):
+        assert mark in lat
+    for tick in (">4K<", ">1M<", ">1G<"):
+        assert tick in lat
+    bw = next(b for b in _svgs(page) if 'data-series="bandwidth.load.size"' in b)
+    assert "L2 64 MiB (×128)" in bw                      # what 128 threads can use
+    triad = next(b for b in _svgs(page) if 'data-series="stream.triad.threads"' in b)
+    assert "peak 409.6 GB/s" in triad
+    c2c = next(b for b in _svgs(page) if 'data-series="c2c.matrix"' in b)
+    assert ">ns<" in c2c and "from CPU" in c2c and "to CPU" in c2c
+
+
+def test_missing_series_say_not_measured_and_draw_no_axes():
+    page = html.render(sample_runs.vm_run())
+    assert "Memory latency by NUMA node</strong> - not measured: one NUMA domain" in page
+    assert 'data-series="latency.numa"' not in page
+    bare = sample_runs.bare_run()
+    page = html.render(bare)
+    assert [_series_attr(b) for b in _svgs(page)] == ["roofline"]          # flops and triad were measured
+    assert page.count("not measured:") == len(html.PLOTS)
+    assert "the run stopped before this measurement (interrupted (SIGINT) during bench memory)" in page
+    bare.metrics = [m for m in bare.metrics if m.name != "stream.triad"]
+    page = html.render(bare)
+    assert "<svg" not in page
+    assert "Roofline (DP)</strong> - not measured: needs flops.dp.node and a bandwidth metric" in page
+
+
+def test_missing_reason_from_a_skipped_finding_and_for_a_full_run():
+    run = sample_runs.epyc_run()
+    run.series = [s for s in run.series if s.name != "c2c.matrix"]
+    assert "not part of this run (measured by: ceiling bench cores)" in html.render(run)
+    run.findings.append(Finding("bench.core-to-core", "skipped", "core-to-core: not measured",
+                                evidence="only 1 CPU in the affinity mask"))
+    assert "not measured: core-to-core: not measured (only 1 CPU in the affinity mask)" in html.render(run)
+
+
+def test_empty_series_are_omitted_with_a_reason():
+    run = sample_runs.vm_run()
+    run.series.append(Series("latency.numa", "matrix", labels=["0", "1"], matrix=[[None, None], [None, None]]))
+    run.series.append(Series("custom.xy", "xy", x=[1, 2], y=[None, None]))
+    page = html.render(run)
+    assert "the matrix has no values" in page and "the series has no data points" in page
+    assert 'data-series="custom.xy"' not in page
+
+
+def test_malicious_text_is_escaped():
+    evil = '<script>alert("pwned")</script>&<img src=x onerror=alert(1)>'
+    run = sample_runs.vm_run()
+    run.host = evil
+    run.machine["hostname"] = evil
+    run.machine["model_name"] = evil
+    run.command = ["ceiling", evil]
+    run.environment["OMP_PLACES"] = evil
+    run.findings.append(Finding("x.y", "warn", evil, evidence=evil, why=evil, fix=evil))
+    m = Metric.measured(evil, [1.0], "GB/s")
+    m.note = evil
+    run.metrics.append(m)
+    run.series.append(Series("evil.matrix", "matrix", title=evil, x_label=evil, y_label=evil,
+                             labels=[evil, "b"], matrix=[[None, 1.0], [2.0, None]], context={"unit": evil}))
+    run.series.append(Series("evil.xy", "xy", title=evil, x_label=evil, y_label=evil, x_unit=evil, y_unit=evil,
+                             x=[1, 2], y=[3.0, 4.0]))
+    page = html.render(run)
+    assert "<script" not in page and "<img" not in page
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;&amp;&lt;img" in page
+    for block in _svgs(page):
+        ET.fromstring(block)
+
+
+def test_self_contained_and_deterministic():
+    run = sample_runs.epyc_run()
+    page = html.render(run)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?(https?:|//)|@import|<script|<link""",
+                         page, flags=re.I)
+    assert sorted(set(re.findall(r'href="([^"]*)"', page))) == ["#findings", "#machine"]
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert html.render(run) == page
+
+
+def test_summary_table_and_findings_content():
+    page = html.render(sample_runs.vm_run())
+    assert ("<strong>Furthest below peak:</strong> Compute: DGEMM (all cores) 88.9 Gflop/s is 87% of the "
+            "102.7 Gflop/s peak") in page
+    assert '<li><span class="badge fail">fail</span> Transparent huge pages are disabled</li>' in page
+    assert "peak unknown: memory channels and DIMM speed unknown" in page
+    assert page.index("Fail (1)") < page.index("Warn (2)") < page.index("Ok (1)") < page.index("Skipped (1)")
+    assert "<code>echo madvise &gt; /sys/kernel/mm/transparent_hugepage/enabled</code>" in page
+    assert "needs root" in page
+    assert "<code>dgemm.node</code></td><td class='n'>88.9</td>" in page
+    bare = html.render(sample_runs.bare_run())
+    assert "Partial run:</strong> interrupted (SIGINT) during bench memory. What" in bare
+    assert "every peak is unknown" in bare
+
+
+def test_large_matrix_stays_small():
+    page = html.render(sample_runs.sampled_run())
+    c2c = next(b for b in _svgs(page) if 'data-series="c2c.matrix"' in b)
+    assert len(c2c) < 600_000
+    assert "no value" in c2c                                     # the holes have a legend
+    assert "Hatched: " in page and "sampled: 20% of pairs" in page
+    dense = next(b for b in _svgs(html.render(sample_runs.epyc_run())) if 'data-series="c2c.matrix"' in b)
+    assert "no value" not in dense                               # every pair measured
+
+
+def test_write_is_atomic_and_errors_are_one_line(tmp_path):
+    run = sample_runs.vm_run()
+    out = tmp_path / "report.html"
+    out.write_text("old report")
+    html.write(run, out)
+    assert out.read_text(encoding="utf-8") == html.render(run)
+    assert os.listdir(tmp_path) == ["report.html"]
+    with pytest.raises(PathError) as e:
+        html.write(run, tmp_path / "no" / "such" / "dir" / "r.html")
+    assert "\n" not in str(e.value) and "cannot write the HTML report" in str(e.value)
+    with pytest.raises(PathError, match="is a directory"):
+        html.write(run, tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(PathError):
+        html.write(run, blocker / "r.html")
+    assert sorted(os.listdir(tmp_path)) == ["file", "report.html"]        # no temporary file left behind
+
+
+def test_svg_scales_and_ticks():
+    s = svg.Scale(4096, 2 ** 30, "log2", 0, 100)
+    assert s.lo == 4096 and s.hi == 2 ** 30 and s(4096) == 0 and s(2 ** 30) == 100
+    assert [int(t) for t in s.ticks(10)] == [2 ** e for e in range(12, 31, 2)]
+    lin = svg.Scale(0, 23.6, "linear", 0, 1)
+    assert lin.hi == 25 and lin.ticks() == [0, 5, 10, 15, 20, 25]
+    dec = svg.Scale(1.15, 96.4, "log10", 0, 1)
+    assert dec.lo == 1 and dec.hi == 100 and dec.ticks() == [1, 2, 5, 10, 20, 50, 100]
+    assert svg.Scale(1.15, 108, "log10", 0, 1).ticks() == [1, 10, 100, 1000]
+    assert [svg.tick_label(v) for v in (0.0625, 0.5, 1, 2.5, 12000.0, 1e-6)] == ["1/16", "1/2", "1", "2.5", "12000", "1e-6"]
+    assert svg.colormap(0) == "#440154" and svg.colormap(1) == "#fde725"
+
+
+def test_svg_refuses_empty_input():
+    with pytest.raises(ValueError):
+        svg.line_plot([svg.Line("a", [1, 2], [None, None])], title="t", x_label="x", y_label="y")
+    with pytest.raises(ValueError):
+        svg.heatmap([[None]], ["0"], title="t", unit="ns", x_label="x", y_label="y")
+    with pytest.raises(ValueError):
+        svg.roofline([], [("dram", 100.0, True)])
+
+
+def test_heatmap_light_means_better():
+    lat = svg.heatmap([[1.0, 9.0]], ["a", "b"], title="t", unit="ns", x_label="x", y_label="y", better="lower")
+    bw = svg.heatmap([[1.0, 9.0]], ["a", "b"], title="t", unit="GB/s", x_label="x", y_label="y", better="higher")
+    fills = lambda s: re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>', s)
+    assert fills(lat) == ["#fde725", "#440154"] and fills(bw) == ["#440154", "#fde725"]
+
+
+def test_same_report_from_json_and_from_a_machine_object():
+    import json
+    run = sample_runs.epyc_run()
+    again = Run.from_dict(json.loads(json.dumps(run.to_dict())))
+    assert html.render(again) == html.render(run)
+    vm = sample_runs.vm_run()
+    vm.machine = sample_runs._vm_machine()            # a Machine, not its dictionary
+    assert html.render(vm) == html.render(sample_runs.vm_run())

@@ -1,0 +1,193 @@
+"""report.terminal and report._format: content of the text report and the summary."""
+import re
+
+import pytest
+
+from ceiling.report import _format as F
+from ceiling.report import terminal
+from ceiling.results.model import LOWER, Metric, Peak, Run
+
+import sample_runs
+
+ALLOWED = set("×µ")          # the only non-ASCII characters a pasteable report may hold
+
+
+def _pasteable(text):
+    assert "\033" not in text
+    odd = {ch for ch in text if ord(ch) > 126 and ch not in ALLOWED}
+    assert not odd, f"characters that break in e-mail: {odd}"
+    assert all(ord(ch) >= 32 or ch == "\n" for ch in text)
+
+
+def _row(text, name):
+    return next(line for line in text.splitlines() if line.split()[:1] == [name])
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 140])
+@pytest.mark.parametrize("which", sorted(sample_runs.ALL))
+def test_plain_and_within_width(which, width):
+    text = terminal.render(sample_runs.ALL[which](), color=False, width=width)
+    _pasteable(text)
+    too_long = [line for line in text.splitlines() if len(line) > width]
+    assert not too_long
+    summary = terminal.summary(sample_runs.ALL[which](), width=width)
+    _pasteable(summary)
+    assert all(len(line) <= width for line in summary.splitlines())
+
+
+def test_metrics_table_shows_efficiency_peak_and_spread():
+    run = sample_runs.vm_run()
+    text = terminal.render(run, color=False, width=120)
+    row = _row(text, "dgemm.node").split()
+    assert row[1:6] == ["88.9", "Gflop/s", "102.7", "87%", F.num(run.metric("dgemm.node").stats.median)]
+    row = _row(text, "flops.dp.node.scalar").split()
+    assert "77%" in row and "25.68" in row
+    lat = _row(text, "latency.dram").split()
+    assert lat[1:3] == ["96.4", "ns"] and lat[-1] == "1"           # threads
+    assert "312 cycles" in text
+    assert re.search(r"spread \d+% \(CV\) is high", text)
+
+
+def test_unknown_peak_shows_unknown_and_its_reason_once():
+    text = terminal.render(sample_runs.vm_run(), color=False, width=100)
+    row = _row(text, "stream.triad").split()
+    assert row[3:5] == ["unknown", "unknown"]
+    flat = " ".join(text.split())
+    assert ("peak unknown: memory channels and DIMM speed unknown: dmidecode needs root, "
+            "and a KVM guest shows no DIMMs") in flat
+    assert "peak unknown: same reason as stream.copy" in flat
+    assert "membw.node unknown memory channels and DIMM speed unknown" in flat    # peaks section
+
+
+def test_findings_grouped_with_evidence_why_fix():
+    text = terminal.render(sample_runs.vm_run(), color=False, width=100)
+    order = [text.index(f"\n  {s}\n") for s in ("FAIL", "WARN", "OK", "SKIPPED")]
+    assert order == sorted(order)
+    flat = " ".join(text.split())
+    assert "mem.thp - Transparent huge pages are disabled" in flat
+    assert "fix: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (needs root)" in flat
+    assert "evidence: 0.9 CPUs busy outside ceiling" in flat
+    assert "why: A VM has no cpufreq interface" in flat
+    assert "Findings (1 fail, 2 warn, 1 ok, 1 skipped)" in flat
+
+
+def test_header_facts():
+    text = terminal.render(sample_runs.epyc_run(), color=False, width=160)
+    assert "cn0421.hpc.example.org" in text
+    assert "2 sockets × 64 cores × 1 thread = 128 CPUs, 8 NUMA nodes" in text
+    assert "base 2.45 GHz (cpufreq base_frequency)" in text
+    assert "measured 3.49 GHz one core busy, 2.80 GHz all cores busy" in text
+    assert "L1d 32 KiB ×128, L2 512 KiB ×128, L3 32 MiB ×16" in text
+    assert "512 GiB, 8 channels × 3200 MT/s per socket" in text
+    assert "OMP_NUM_THREADS=128" in text
+    vm = terminal.render(sample_runs.vm_run(), color=False, width=160)
+    assert "base unknown (no cpufreq in this VM)" in vm and "KVM" in vm
+
+
+def test_partial_and_empty_runs():
+    text = terminal.render(sample_runs.bare_run(), color=False, width=80)
+    assert "PARTIAL RUN: interrupted (SIGINT) during bench memory" in text
+    assert "Findings  (none)" in text
+    empty = Run(tool_version="0", host="", started="", command=[])
+    text = terminal.render(empty, color=False, width=80)
+    assert "nothing was measured" in text and "not recorded" in text
+    assert "Nothing was measured in this run." in terminal.summary(empty)
+
+
+def test_invalid_metric_is_marked():
+    m = Metric.measured("stream.triad", [50.0], "GB/s", peak=Peak(100.0, "GB/s", "p"))
+    m.valid = False
+    run = Run(tool_version="0", host="h", started="", command=[], metrics=[m])
+    text = terminal.render(run, color=False, width=100)
+    assert "50.0!" in _row(text, "stream.triad") and "INVALID" in text
+    assert "INVALID" in terminal.summary(run)
+    # An invalid number is never the verdict.
+    assert "Furthest below peak" not in terminal.summary(run)
+
+
+def test_long_latency_is_shown_in_microseconds():
+    m = Metric.measured("latency.numa_remote", [1500.0, 1600.0], "ns", LOWER)
+    run = Run(tool_version="0", host="h", started="", command=[], metrics=[m])
+    row = _row(terminal.render(run, color=False, width=100), "latency.numa_remote").split()
+    assert row[1:3] == ["1.50", "µs"] and row[3:5] == ["-", "-"] and row[5] == "1.55"
+
+
+def test_narrow_width_drops_columns_not_rows():
+    run = sample_runs.vm_run()
+    narrow = terminal.metrics_table(run, width=60)
+    assert all(len(line) <= 60 for line in narrow.splitlines())
+    for m in run.metrics:
+        assert _row(narrow, m.name)
+    head = _row(narrow, "metric").split()
+    assert head[:4] == ["metric", "value", "unit", "peak"] and "reps" not in head
+
+
+def test_color_is_ansi_only_when_asked():
+    run = sample_runs.vm_run()
+    assert "\033[" in terminal.render(run, color=True, width=100)
+    assert "\033[" in terminal.summary(run, color=True)
+    plain = re.sub(r"\033\[[0-9;]*m", "", terminal.render(run, color=True, width=100))
+    assert plain == terminal.render(run, color=False, width=100)
+
+
+def test_summary_names_the_subsystem_and_problems():
+    text = terminal.summary(sample_runs.epyc_run())
+    flat = " ".join(text.split())
+    assert "Furthest below peak - Memory bandwidth: STREAM triad 290 GB/s is 71% of the 409.6 GB/s peak" in flat
+    assert "STREAM triad 290 GB/s 71% of 409.6 GB/s peak" in flat
+    assert "WARN Automatic NUMA balancing is on - fix: sysctl kernel.numa_balancing=0" in flat
+    assert len(text.splitlines()) <= 24
+    vm = " ".join(terminal.summary(sample_runs.vm_run()).split())
+    assert "Compute: DGEMM (all cores) 88.9 Gflop/s is 87%" in vm and "FAIL Transparent huge pages" in vm
+    bare = " ".join(terminal.summary(sample_runs.bare_run()).split())
+    assert "STREAM triad 38.1 GB/s peak unknown" in bare and "every peak is unknown" in bare
+
+
+@pytest.mark.parametrize("value,text", [(38.14, "38.1"), (0.9123, "0.912"), (409.6, "410"), (9.996, "10.0"),
+                                        (5734.4, "5734"), (0, "0"), (None, "-"), (-2.5, "-2.50"), (4e-4, "4.00e-04")])
+def test_num(value, text):
+    assert F.num(value) == text
+
+
+def test_units():
+    assert F.num(409.6, 4) == "409.6" and F.num(62.4, 4) == "62.4" and F.num(102.72, 4) == "102.7"
+    assert F.pct(0.6106) == "61%" and F.pct(0.004) == "0.4%" and F.pct(1.03) == "103%" and F.pct(None) == "-"
+    assert [F.size(x) for x in (512, 32 << 10, 3 << 19, 24 << 30)] == ["512 B", "32 KiB", "1.5 MiB", "24 GiB"]
+    assert [F.size_tick(x) for x in (4096, 1 << 20, 3 << 29)] == ["4K", "1M", "1.50G"]
+    assert F.with_unit(2500.0, "ns") == "2.50 µs" and F.with_unit(2.5e6, "ns") == "2.50 ms"
+    assert F.with_unit(None, "GB/s") == "-"
+    assert F.duration(4.24) == "4.2 s" and F.duration(65) == "1 min 05 s" and F.duration(3720) == "1 h 02 min"
+
+
+def test_render_machine_lists_peaks_and_unknowns():
+    text = terminal.render_machine(sample_runs.vm_run(), width=100)
+    _pasteable(text)
+    flat = " ".join(text.split())
+    assert "Theoretical peaks" in flat and "flops.dp.node 102.7 Gflop/s 2 cores × 3.21 GHz" in flat
+    assert "Not known" in flat and "clocks.base_ghz no cpufreq in this VM" in flat
+    assert "Metrics" not in text
+
+
+def test_render_history_runs_and_one_metric():
+    from types import SimpleNamespace
+    runs = [SimpleNamespace(run_id="a41c07d2", host="cn0421", started="2024-05-03T22:01:12Z", finished="",
+                            tool_version="0.1.0", partial=True, n_metrics=22,
+                            headline={"stream.triad": (290.0, "GB/s"), "latency.dram": (108.0, "ns")}),
+            SimpleNamespace(run_id="3f2a9c1e", host="ci", started="2024-05-02T09:14:03Z", finished="",
+                            tool_version="0.1.0", partial=False, n_metrics=5, headline={})]
+    text = terminal.render_history(runs)
+    lines = text.splitlines()
+    assert lines[0].split() == ["run", "started", "host", "version", "metrics", "triad", "DRAM", "lat"]
+    assert "22 partial" in lines[1] and "290 GB/s" in lines[1] and "108 ns" in lines[1]
+    assert lines[2].split()[-2:] == ["-", "-"]
+    one = terminal.render_history([("2024-05-02T09:14:03Z", "ci", 2500.0, "ns", "3f2a9c1e")], metric="latency.x")
+    assert one.splitlines()[0] == "latency.x: 1 value, oldest first"
+    assert one.splitlines()[2].split() == ["2024-05-02", "09:14:03", "UTC", "ci", "2.50", "µs", "3f2a9c1e"]
+    assert terminal.render_history([]) == "No runs are recorded."
+    assert terminal.render_history([], metric="m") == "No value of m is recorded."
+
+
+def test_when():
+    assert F.when("2024-05-02T09:14:03Z") == "2024-05-02 09:14:03 UTC"
+    assert F.when("2026-11-21T12:44:24.123456+00:00") == "2026-11-21 12:44:24 UTC"
+    assert F.when("") == "time unknown"
