@@ -13,10 +13,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from .. import core
 from ..machine.model import Machine
+from ..analysis.stats import CV_WARN
 from ..results.model import HIGHER, LOWER, Finding, Metric, Peak, Series
 
-# Above this coefficient of variation a measurement is flagged as noisy.
-CV_WARN = 0.05
 
 
 @dataclass

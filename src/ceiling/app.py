@@ -1,0 +1,329 @@
+"""The verbs: each turns parsed options into a Session, runs its steps, and
+hands the Run to the reports and the store. No measuring or formatting here."""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+from . import core
+from .bench.base import Options, Outcome
+from .errors import INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError
+from .results.model import Run
+from .session import Session
+from .units import parse_count, parse_size
+
+ISAS = ("scalar", "sse2", "avx2", "avx512", "neon", "sve")
+
+
+# -- options -------------------------------------------------------------------
+
+def _mem_total() -> Optional[int]:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def options(args: argparse.Namespace) -> Options:
+    """Validate measurement options before anything is measured."""
+    isa = getattr(args, "isa", None)
+    if isa is not None and isa not in ISAS:
+        raise UsageError(f"--isa {isa!r}: unknown (one of {', '.join(ISAS)})")
+    if isa is not None and not core.isa_supported(isa):
+        have = ", ".join(i for i in ISAS if core.isa_supported(i))
+        raise BadValueError(f"--isa {isa}: this CPU cannot run it (it runs: {have})")
+    size = None
+    if getattr(args, "size", None) is not None:
+        size = parse_size(args.size, what="--size", limit=_mem_total())
+    reps = parse_count(getattr(args, "reps", None), what="--reps", low=1, high=10000)
+    threads = parse_count(getattr(args, "threads", None), what="--threads", low=1)
+    placement = getattr(args, "placement", "compact")
+    if placement not in ("compact", "scatter") and not placement.startswith("node:"):
+        raise UsageError(f"--placement {placement!r}: unknown (compact, scatter or node:N)")
+    return Options(quick=getattr(args, "quick", False), threads=threads, placement=placement, reps=reps,
+                   size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
+                   oversubscribe=getattr(args, "oversubscribe", False))
+
+
+def _check_writable(path: Optional[str], what: str) -> None:
+    """Refuse an output path before measuring, not after."""
+    if not path:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise PathError(f"{what} {path}: is a directory")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise PathError(f"{what} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise PathError(f"{what} {path}: not writable")
+
+
+def _open_store(args: argparse.Namespace):
+    """The history store, or None with --no-store; opened (and checked) before measuring."""
+    if getattr(args, "no_store", False):
+        return None
+    from .results.store import Store
+    return Store(getattr(args, "db", None))
+
+
+def _config(args: argparse.Namespace):
+    from .machine import config
+    return config.load(args.config) if getattr(args, "config", None) else config.load()
+
+
+def _progress(args: argparse.Namespace):
+    from .report.progress import Progress
+    return Progress(stream=sys.stderr)
+
+
+def _say(args: argparse.Namespace) -> Callable[[str], None]:
+    """Terminal text goes to stdout, or to stderr when stdout carries JSON."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda text: print(text, file=stream, flush=True)
+
+
+# -- suites --------------------------------------------------------------------
+
+def suites(names: List[str], quick: bool) -> List[Tuple[str, Callable]]:
+    from .bench import compute, cores, latency, memory
+    table: Dict[str, List[Tuple[str, Callable]]] = {
+        "compute": [("flops", compute.bench_flops)],
+        "dgemm": [("dgemm", compute.bench_dgemm)],
+        "memory": [("stream", memory.bench_stream), ("stream-threads", memory.bench_stream_threads),
+                   ("numa-bandwidth", memory.bench_numa_bandwidth)],
+        "cache": [("cache-bandwidth", memory.bench_cache_bandwidth)],
+        "latency": [("latency", latency.bench_latency), ("numa-latency", latency.bench_numa_latency)],
+        "cores": [("core-to-core", cores.bench_c2c)],
+    }
+    order = ["compute", "dgemm", "memory", "cache", "latency", "cores"]
+    wanted = names or ["all"]
+    for n in wanted:
+        if n != "all" and n not in table:
+            raise UsageError(f"unknown suite {n!r} (one of: all, {', '.join(order)})")
+    chosen = order if "all" in wanted else [n for n in order if n in wanted]
+    return [step for n in chosen for step in table[n]]
+
+
+# -- the measuring verbs -------------------------------------------------------
+
+def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, Callable]],
+             with_checks: bool, report_html: bool) -> int:
+    from . import machine as machine_mod
+    from .checks import run_checks
+    from .machine import placement
+
+    opts = options(args)
+    say = _say(args)
+    out_html = getattr(args, "out", None)
+    _check_writable(out_html, "--out")
+    _check_writable(getattr(args, "save_json", None), "--save-json")
+    cfg = _config(args)
+    store = _open_store(args)
+    progress = _progress(args)
+    session = Session(argv, opts, progress)
+    code = 0
+    # Placement is validated on the read-only model, before the clock is measured.
+    m = machine_mod.detect("/", measure=False, config=cfg)
+    cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
+    try:
+        if steps:
+            progress.start("machine model and clock")
+            try:
+                m = machine_mod.detect("/", measure=True, config=cfg)
+            finally:
+                progress.done()
+        session.set_machine(m, cpus)
+        if with_checks:
+            session.add(Outcome(findings=run_checks(m)))
+        for label, fn in steps:
+            session.bench(label, fn)
+    except KeyboardInterrupt:
+        session.interrupted("interrupted (Ctrl-C): results so far are kept")
+        code = INTERRUPTED_EXIT
+    run = session.finish()
+    return _deliver(args, run, store, say, report_html, code)
+
+
+def _default_report_path(run: Run) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = f"ceiling-{run.host.split('.')[0]}-{stamp}.html"
+    here = Path.cwd()
+    if os.access(here, os.W_OK):
+        return here / name
+    from .results.store import default_db_path
+    return default_db_path().parent / name
+
+
+def _deliver(args: argparse.Namespace, run: Run, store, say, report_html: bool, code: int) -> int:
+    """Save and show a Run; every output is attempted even if another one fails."""
+    from .report import html, terminal
+    from .results import jsonio
+    errors: List[str] = []
+    if store is not None:
+        try:
+            store.save(run)
+        except (CeilingError, OSError) as e:
+            errors.append(f"history not saved: {e}")
+    if getattr(args, "save_json", None):
+        try:
+            jsonio.dump(run, args.save_json)
+        except (CeilingError, OSError) as e:
+            errors.append(f"JSON not saved: {e}")
+    report_path = None
+    if report_html:
+        report_path = Path(args.out) if getattr(args, "out", None) else _default_report_path(run)
+        try:
+            report_path.parent.mkdir(parents=True, exist_ok=True)
+            html.write(run, str(report_path))
+        except (CeilingError, OSError) as e:
+            errors.append(f"HTML report not written: {e}")
+            report_path = None
+    color = sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ
+    width = _width()
+    say(terminal.render(run, color=color, width=width))
+    say(terminal.summary(run))
+    if report_path is not None:
+        say(f"HTML report: {report_path}")
+    if store is not None and not any(e.startswith("history") for e in errors):
+        say(f"Recorded as run {run.run_id[:12]} in {store.path}")
+    if args.json:
+        sys.stdout.write(jsonio.dumps(run))
+    for e in errors:
+        print(f"ceiling: {e}", file=sys.stderr)
+    invalid = [m.name for m in run.metrics if not m.valid]
+    if invalid:
+        print(f"ceiling: {len(invalid)} measurement(s) failed validation and are not trusted: {', '.join(invalid)}",
+              file=sys.stderr)
+        if code == 0:
+            code = ValidationError.exit_code
+    if run.partial and code == 0:
+        code = INTERRUPTED_EXIT
+    if errors and code == 0:
+        code = PathError.exit_code
+    return code
+
+
+def _width() -> int:
+    try:
+        return max(60, min(os.get_terminal_size().columns, 140))
+    except OSError:
+        return 100
+
+
+def cmd_run(args: argparse.Namespace, argv: List[str]) -> int:
+    return _measure(args, argv, suites(["all"], args.quick), with_checks=True, report_html=True)
+
+
+def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
+    if args.list:
+        return _list_kernels(args)
+    steps = suites(args.suites, args.quick)
+    return _measure(args, argv, steps, with_checks=False, report_html=bool(args.out))
+
+
+def cmd_check(args: argparse.Namespace, argv: List[str]) -> int:
+    args.quick = True
+    return _measure(args, argv, [], with_checks=True, report_html=False)
+
+
+def _list_kernels(args: argparse.Namespace) -> int:
+    ks = core.kernels()
+    if args.json:
+        print(json.dumps([k.__dict__ for k in ks], indent=1))
+        return 0
+    print(f"{'kernel':<16} {'family':<10} {'isa':<7} {'runs here':<9} {'B/iter':>7} {'flop/iter':>9}  what one iteration is")
+    for k in ks:
+        print(f"{k.name:<16} {k.family:<10} {k.isa:<7} {'yes' if k.supported else 'no':<9} "
+              f"{k.bytes_per_iter:>7g} {k.flops_per_iter:>9g}  {k.doc}")
+    return 0
+
+
+def cmd_machine(args: argparse.Namespace, argv: List[str]) -> int:
+    from . import machine as machine_mod
+    from .report import terminal
+    root = args.root or "/"
+    if args.root and not Path(args.root).is_dir():
+        raise PathError(f"--root {args.root}: not a directory")
+    cfg = _config(args)
+    measure = not args.no_measure and root == "/"
+    if measure:
+        progress = _progress(args)
+        progress.start("machine model and clock")
+        try:
+            m = machine_mod.detect(root, measure=True, config=cfg)
+        finally:
+            progress.done()
+    else:
+        m = machine_mod.detect(root, measure=False, config=cfg)
+    session = Session(argv)
+    session.set_machine(m)
+    run = session.finish()
+    if args.save_json:
+        from .results import jsonio
+        jsonio.dump(run, args.save_json)
+    _say(args)(terminal.render_machine(run))
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=1, default=_json_default))
+    return 0
+
+
+def _json_default(o):
+    if hasattr(o, "__dict__"):
+        return o.__dict__
+    return str(o)
+
+
+def cmd_history(args: argparse.Namespace, argv: List[str]) -> int:
+    from .report import terminal
+    from .results.store import Store
+    limit = parse_count(args.limit, what="--limit", low=1)
+    store = Store(args.db)
+    if args.metric:
+        rows = store.metrics_history(args.metric, host=args.host)[-limit:]
+    else:
+        rows = store.list(host=args.host, limit=limit)
+    if args.json:
+        print(json.dumps(rows, indent=1, default=_json_default))
+    else:
+        print(terminal.render_history(rows, metric=args.metric))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, argv: List[str]) -> int:
+    from .report import html, terminal
+    from .results import jsonio
+    if args.out:
+        _check_writable(args.out, "--out")
+    if args.run.endswith(".json") or Path(args.run).is_file():
+        if not Path(args.run).is_file():
+            raise PathError(f"{args.run}: no such file")
+        run = jsonio.load(args.run)
+    else:
+        from .results.store import Store
+        run = Store(args.db).get(args.run)
+    if args.out:
+        html.write(run, args.out)
+    if args.json:
+        sys.stdout.write(jsonio.dumps(run))
+    else:
+        print(terminal.render(run, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ, width=_width()))
+        print(terminal.summary(run))
+    return 0
+
+
+VERBS = {"run": cmd_run, "bench": cmd_bench, "check": cmd_check, "machine": cmd_machine,
+         "history": cmd_history, "show": cmd_show}
+
+
+def dispatch(args: argparse.Namespace, argv: List[str]) -> int:
+    return VERBS[args.verb](args, argv)

@@ -1,0 +1,108 @@
+"""One measuring session: a Run filled step by step, never lost.
+
+Each step (machine, checks, a bench suite) adds to the same Run. Competing
+load is sampled before and after every bench step. Ctrl-C or a failing step
+ends the session early: the Run is marked partial with the reason and is
+still saved and reported by the caller (``finish``).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import socket
+import sys
+import uuid
+from typing import Callable, Dict, List, Optional
+
+from . import __version__
+from .bench.base import Context, Options, Outcome
+from .errors import CeilingError
+from .machine.model import Machine
+from .results.model import SKIPPED, Finding, Run
+
+# Environment variables that change how kernels and libraries run.
+_ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "GOTO_", "SLURM_CPUS", "SLURM_JOB_ID",
+                 "SLURM_NTASKS", "SLURM_NODELIST", "PBS_JOBID", "LSB_JOBID", "OMPI_COMM_WORLD_", "PMI_RANK",
+                 "PMI_SIZE", "I_MPI_PIN", "MV2_", "UCX_", "LD_PRELOAD", "CEILING_")
+
+
+def utcnow() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def environment(opts: Optional[Options], cpus: Optional[List[int]]) -> Dict[str, object]:
+    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)}
+    out: Dict[str, object] = {"variables": env, "python": sys.version.split()[0]}
+    if cpus is not None:
+        out["threads"] = len(cpus)
+        out["cpus"] = list(cpus)
+    if opts is not None:
+        out["placement"] = opts.placement
+        out["quick"] = opts.quick
+    try:
+        out["affinity"] = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    return out
+
+
+class Session:
+    def __init__(self, argv: List[str], opts: Optional[Options] = None, progress=None):
+        self.opts = opts
+        self.progress = progress
+        self.run = Run(tool_version=__version__, host=socket.gethostname(), started=utcnow(),
+                       command=["ceiling", *argv], run_id=uuid.uuid4().hex)
+        self.machine: Optional[Machine] = None
+        self.cpus: Optional[List[int]] = None
+
+    # -- steps -----------------------------------------------------------
+    def set_machine(self, machine: Machine, cpus: Optional[List[int]] = None) -> None:
+        self.machine = machine
+        self.cpus = cpus
+        self.run.machine = machine.to_dict()
+        self.run.environment = environment(self.opts, cpus)
+
+    def add(self, outcome: Outcome) -> None:
+        self.run.metrics += outcome.metrics
+        self.run.series += outcome.series
+        self.run.findings += outcome.findings
+
+    def context(self) -> Context:
+        assert self.machine is not None and self.cpus is not None and self.opts is not None
+        from .bench.base import NullProgress
+        return Context(self.machine, self.opts, list(self.cpus), self.progress or NullProgress())
+
+    def bench(self, label: str, fn: Callable[[Context], Outcome]) -> None:
+        """One bench step, bracketed by competing-load samples."""
+        from .checks import load
+        ncpus = len(self.cpus or []) or 1
+        before = load.sample()
+        if self.progress is not None:
+            self.progress.start(label)
+        try:
+            outcome = fn(self.context())
+        except CeilingError as e:
+            # One kernel refusing (no such ISA, no memory) skips its step, not the run.
+            outcome = Outcome(findings=[Finding(id=f"bench.{label}", status=SKIPPED,
+                                                title=f"{label}: not measured", evidence=str(e))])
+        finally:
+            if self.progress is not None:
+                self.progress.done()
+        after = load.sample()
+        for f in load.compare(before, after, ncpus, own_pids=(os.getpid(),), check_loadavg=False):
+            if f.status != "ok":
+                f.id = f"{f.id}.{label}"
+                f.title = f"{label}: {f.title}"
+                outcome.findings.append(f)
+                for m in outcome.metrics:
+                    m.note = "; ".join(filter(None, [m.note, "other processes were busy during this measurement"]))
+        self.add(outcome)
+
+    # -- end -------------------------------------------------------------
+    def interrupted(self, reason: str) -> None:
+        self.run.partial = True
+        self.run.partial_reason = reason
+
+    def finish(self) -> Run:
+        self.run.finished = utcnow()
+        return self.run
