@@ -196,3 +196,22 @@ def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup:
                         + (f": {msg}" if msg else ""))
     return RawResult(kernel, tuple(times), int(r.iters), float(r.check), bool(r.valid),
                      bool(r.hugepages), int(r.nthreads), msg)
+
+
+def cpuid(leaf: int, subleaf: int = 0) -> tuple:
+    """Raw x86 cpuid registers (eax, ebx, ecx, edx) from the calling CPU.
+
+    Raises CoreError where there is no cpuid (not x86, or a core built
+    before csrc/kernels/cpuid.c existed); the machine model then does without.
+    """
+    lib = _lib()
+    fn = getattr(lib, "ceil_cpuid", None)
+    if fn is None:
+        raise CoreError("the C core has no ceil_cpuid: rebuild it")
+    if fn.argtypes is None:
+        fn.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32 * 4)]
+        fn.restype = ctypes.c_int
+    out = (ctypes.c_uint32 * 4)()
+    if fn(leaf & 0xFFFFFFFF, subleaf & 0xFFFFFFFF, ctypes.byref(out)) != 0:
+        raise CoreError("cpuid is not available on this CPU")
+    return tuple(int(x) for x in out)

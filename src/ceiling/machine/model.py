@@ -23,7 +23,8 @@ class Cpu:
     smt: int                  # index of this thread within its core (0 = first sibling)
     l2: Optional[int] = None  # id of the L2 instance it shares (None = unknown)
     l3: Optional[int] = None  # id of the L3 instance it shares (None = unknown)
-    online: bool = True
+    online: bool = True       # offline CPUs are listed with core/socket -1 when sysfs does not say
+    cluster: Optional[int] = None  # id of its cluster (Arm cluster_cpus_list), None = not reported
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Clocks:
     current_source: str = ""
     measured_single_ghz: Optional[float] = None   # one core busy, dependent add chain
     measured_all_ghz: Optional[float] = None      # all allowed cores busy at once
+    measured_domain_ghz: Optional[float] = None   # the CPUs of one NUMA domain busy at once
     measured_per_cpu_ghz: Dict[int, float] = field(default_factory=dict)
     measured_method: str = ""
 
@@ -80,18 +82,23 @@ class Machine:
     cpus: List[Cpu] = field(default_factory=list)
     nodes: List[NumaNode] = field(default_factory=list)
     caches: List[Cache] = field(default_factory=list)
-    isa: List[str] = field(default_factory=list)       # "sse4_2", "avx2", "fma", "avx512f", "amx", "neon", "sve"
+    isa: List[str] = field(default_factory=list)       # "sse4_2", "avx2", "fma", "avx512f", "amx_tile", "neon", "sve", ...
     sve_vector_bits: Optional[int] = None
     vector_bits: Optional[int] = None   # widest usable SIMD register
-    fma_units: Optional[int] = None     # FMA pipes per core (data file or config)
-    fma_width_bits: Optional[int] = None  # data path width of each FMA pipe
+    fma_units: Optional[int] = None     # FMA pipes per core at fma_width_bits (data file or config)
+    fma_width_bits: Optional[int] = None  # data path width of each FMA pipe (widest)
+    fma_units_by_bits: Dict[int, int] = field(default_factory=dict)  # vector bits -> FMAs per cycle per core at that width
+    cpu_facts: Dict[str, Any] = field(default_factory=dict)  # the CPU families data file's entry (name, year, notes, source)
     clocks: Clocks = field(default_factory=Clocks)
     mem_total_bytes: Optional[int] = None
     memory_channels: Optional[int] = None      # per socket
     memory_mts: Optional[int] = None           # DIMM speed in MT/s as configured
+    memory_channels_populated: Optional[int] = None  # channels with a DIMM, whole node (from DIMM locators)
     dimms: Optional[List[Dict[str, Any]]] = None  # dmidecode rows, None when not readable
     affinity: List[int] = field(default_factory=list)   # CPUs this process may run on
     cgroup: Dict[str, Any] = field(default_factory=dict)  # cpu quota, cpuset, memory limit
+    system: Dict[str, str] = field(default_factory=dict)  # DMI: sys_vendor, product_name, bios_version, ...
+    config: Dict[str, Any] = field(default_factory=dict)  # the user's config file: {"path": ..., section: {key: value}}
     peaks: Dict[str, Peak] = field(default_factory=dict)  # "flops.dp.node", "flops.sp.core", "membw.node", ...
     unknowns: Dict[str, str] = field(default_factory=dict)  # field -> why it could not be read
     sources: Dict[str, str] = field(default_factory=dict)   # field -> where it was read (file, cpuid, config)
@@ -119,3 +126,40 @@ class Machine:
             return None
         top = max(c.level for c in data)
         return sum(c.size_bytes * c.instances for c in data if c.level == top)
+
+    def describe(self) -> List[str]:
+        """A few lines for a terminal: what the node is and its main peaks."""
+        def size(b: Optional[int]) -> str:
+            if b is None:
+                return "?"
+            for unit, f in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+                if b >= f:
+                    v = b / f
+                    return f"{v:.0f} {unit}" if v == int(v) or v >= 100 else f"{v:.1f} {unit}"
+            return f"{b} B"
+
+        name = self.model_name or "unknown CPU"
+        if self.microarch and self.microarch not in name:
+            name += f" ({self.microarch})"
+        vm = f", {self.virtualized} guest" if self.virtualized else ""
+        lines = [f"{self.hostname or 'host'}: {name}, {self.arch or '?'}{vm}",
+                 f"{self.sockets} socket{'s' * (self.sockets != 1)}, {self.cores} cores, {self.threads} threads "
+                 f"(SMT {self.smt}), {len(self.nodes)} NUMA node{'s' * (len(self.nodes) != 1)}, "
+                 f"{size(self.mem_total_bytes)} memory"]
+        cache = [f"L{c.level}{'d' if c.type == 'data' else 'i' if c.type == 'instruction' else ''} "
+                 f"{size(c.size_bytes)} ×{c.instances}" for c in self.caches if c.type != "instruction"]
+        if cache:
+            lines.append("caches: " + ", ".join(cache))
+        simd = [i for i in ("avx512f", "avx2", "avx", "sve2", "sve", "neon", "sse2") if i in self.isa][:1]
+        fma = (f"; {self.fma_units} × {self.fma_width_bits}-bit FMA per core" if self.fma_units and self.fma_width_bits
+               else "; FMA pipes unknown")
+        lines.append(f"SIMD: {simd[0] if simd else 'none known'} ({self.vector_bits or '?'} bits){fma}")
+        c = self.clocks
+        meas = (f"measured {c.measured_single_ghz:.2f} GHz one core, {c.measured_all_ghz:.2f} GHz all"
+                if c.measured_single_ghz and c.measured_all_ghz else "not measured")
+        lines.append(f"clock: {meas}; base {c.base_ghz or '?'} GHz, max {c.max_ghz or '?'} GHz")
+        for key, label in (("flops.dp.node", "DP peak"), ("membw.node", "memory peak")):
+            p = self.peaks.get(key)
+            if p is not None:
+                lines.append(f"{label}: {p.value:.1f} {p.unit}" if p.known else f"{label}: {p.provenance}")
+        return lines

@@ -1,0 +1,83 @@
+"""Recorded machines for the machine-model tests.
+
+The shared trees (hwloc's test data: /proc and /sys of real machines, and
+raw cpuid dumps) live outside the repository, in ../shared/fixtures/machines
+beside the clone. Tests unpack what they need into a temporary directory,
+once per test session, and skip with a clear reason when the folder is absent.
+Our own small fixtures (dmidecode outputs) are in tests/fixtures/machines/.
+"""
+from __future__ import annotations
+
+import fnmatch
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Dict, Tuple
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "machines"
+LOCAL = Path(__file__).resolve().parent / "fixtures" / "machines"
+
+_cache: Dict[Tuple[str, str], Path] = {}
+
+# Parts of the trees the machine model never reads; leaving them packed
+# halves the files written per tree (the trees are many tiny files).
+SKIP = ("*/sys/bus/*", "*/sys/kernel/*", "*/sys/module/*", "*/sys/block/*",
+        "*/cache/index*/ways_of_associativity", "*/cache/index*/number_of_sets",
+        "*/cache/index*/physical_line_partition", "*/cache/index*/uevent",
+        "*/cache/index*/allocation_policy", "*/cache/index*/write_policy",
+        "*/cpuidle/*", "*/thermal_throttle/*", "*/cpufreq/stats/*",
+        "*/node*/vmstat", "*/node*/numastat", "*/node*/hugepages/*")
+
+
+def local(*parts: str) -> Path:
+    return LOCAL.joinpath(*parts)
+
+
+def _extract(tarball: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    tar = shutil.which("tar")
+    # The system tar is several times faster on these trees of many small files.
+    excludes = [f"--exclude={p}" for p in SKIP]
+    ok = tar is not None and subprocess.run([tar, "-xjf", str(tarball), "-C", str(dest), "--wildcards", *excludes],
+                                            capture_output=True).returncode == 0
+    if not ok:
+        with tarfile.open(tarball, "r:bz2") as tf:
+            members = [m for m in tf.getmembers() if not any(fnmatch.fnmatch(m.name, p) for p in SKIP)]
+            # The trees hold relative symlinks (cpuN/nodeM -> ../../node/nodeM);
+            # the "tar" filter keeps them while refusing absolute or escaping paths.
+            try:
+                tf.extractall(dest, members=members, filter="tar")
+            except TypeError:  # Python without extraction filters
+                tf.extractall(dest, members=members)
+    tops = [p for p in dest.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise RuntimeError(f"{tarball}: expected one top directory, found {[p.name for p in tops]}")
+    return tops[0]
+
+
+def unpack(kind: str, name: str, tmp_path_factory) -> Path:
+    """Unpack SHARED/kind/name.tar.bz2 (once per session); the tree's root directory."""
+    key = (kind, name)
+    if key in _cache:
+        return _cache[key]
+    tarball = SHARED / kind / f"{name}.tar.bz2"
+    if not SHARED.is_dir():
+        pytest.skip(f"shared machine fixtures not found at {SHARED} (the CI clone has ../shared beside it)")
+    if not tarball.exists():
+        pytest.skip(f"shared fixture {tarball} is missing")
+    root = _extract(tarball, tmp_path_factory.mktemp(f"{kind}-{name[:20]}"))
+    _cache[key] = root
+    return root
+
+
+def fsroot(name: str, tmp_path_factory) -> Path:
+    """A recorded /proc + /sys tree (linux-fsroot/NAME)."""
+    return unpack("linux-fsroot", name, tmp_path_factory)
+
+
+def cpuid_dump(name: str, tmp_path_factory, pu: str = "pu0") -> Path:
+    """One PU's cpuid dump file from x86-cpuid/NAME."""
+    return unpack("x86-cpuid", name, tmp_path_factory) / pu
