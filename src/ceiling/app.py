@@ -64,8 +64,15 @@ def _check_writable(path: Optional[str], what: str) -> None:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise PathError(f"{what} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise PathError(f"{what} {path}: not writable")
+    # Try it: access() says yes to root even where the file system says no (/proc, read-only mounts).
+    existed = p.exists()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise PathError(f"{what} {path}: not writable ({e.strerror})") from None
+    if not existed:
+        p.unlink()
 
 
 def _open_store(args: argparse.Namespace):

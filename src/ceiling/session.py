@@ -90,7 +90,7 @@ class Session:
                 self.progress.done()
         after = load.sample()
         for f in load.compare(before, after, ncpus, own_pids=(os.getpid(),), check_loadavg=False):
-            if f.status != "ok":
+            if f.status in ("warn", "fail"):
                 f.id = f"{f.id}.{label}"
                 f.title = f"{label}: {f.title}"
                 outcome.findings.append(f)

@@ -44,6 +44,9 @@ class ProcTimes:
     start_ticks: int     # start time after boot, clock ticks (tells a reused pid apart)
 
 
+MIN_INTERVAL_S = 0.5   # shortest interval whose tick counts mean something
+
+
 @dataclass
 class LoadSample:
     """The node's CPU accounting at one moment."""
@@ -190,7 +193,7 @@ def consumers(before: LoadSample, after: LoadSample, own_pids: Iterable[int] = (
 
 
 def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterable[int] = (),
-            check_loadavg: bool = True) -> List[Finding]:
+            check_loadavg: bool = True, min_interval_s: float = MIN_INTERVAL_S) -> List[Finding]:
     """The "load.competing" finding for the interval between two samples.
 
     ``own_pids``: processes that belong to this measurement (helpers, other ranks of the
@@ -203,9 +206,10 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
         return [Finding(FINDING_ID, SKIPPED, "Competing load not checked", evidence=reason, why=WHY)]
     own_pids = set(own_pids)
     elapsed = _interval_s(before, after)
-    if elapsed <= 0:
+    if elapsed <= 0 or elapsed < min_interval_s:
+        # CPU time is counted in clock ticks (10 ms): shorter intervals give noise, not evidence.
         return [Finding(FINDING_ID, SKIPPED, "Competing load not checked",
-                        evidence="the two samples are at the same moment", why=WHY)]
+                        evidence=f"the interval ({elapsed:.2f} s) is too short to judge", why=WHY)]
     hz = after.clk_tck
     top = consumers(before, after, own_pids)
     procs_cpus = sum(c[2] for c in top)
@@ -258,7 +262,7 @@ def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding
     before = sample(root)
     time.sleep(interval_s)
     after = sample(root)
-    f = compare(before, after, ncpus)[0]
+    f = compare(before, after, ncpus, min_interval_s=0.0)[0]
     if f.status == OK:
         f.title = "The node is idle"
     return f

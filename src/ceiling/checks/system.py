@@ -58,7 +58,8 @@ def turbo(m: Machine, root: Path) -> Finding:
 
 def clock(m: Machine, root: Path) -> Finding:
     c = m.clocks
-    nominal = c.base_ghz or c.max_ghz
+    nominal, nominal_src = next(((v, src) for v, src in ((c.base_ghz, c.base_source), (c.max_ghz, c.max_source),
+                                                          (c.current_ghz, c.current_source)) if v), (None, ""))
     if c.measured_all_ghz is None:
         return Finding("cpu.clock", SKIPPED, "Clock under load: not measured", evidence=c.measured_method or "")
     ev = f"measured {c.measured_all_ghz:.2f} GHz with all allowed cores busy"
@@ -66,13 +67,14 @@ def clock(m: Machine, root: Path) -> Finding:
         ev += f", {c.measured_single_ghz:.2f} GHz on one core"
     if nominal is None:
         return Finding("cpu.clock", OK, f"Cores run at {c.measured_all_ghz:.2f} GHz under load", evidence=ev + "; no nominal clock to compare")
-    ev += f"; nominal {nominal:.2f} GHz ({c.base_source or c.max_source})"
+    ev += f"; the OS reports {nominal:.2f} GHz ({nominal_src})"
     ratio = c.measured_all_ghz / nominal
     if ratio < 0.9:
-        return Finding("cpu.clock", WARN, f"Cores run {1 - ratio:.0%} below their nominal clock under load", evidence=ev,
+        return Finding("cpu.clock", WARN, f"Cores run {1 - ratio:.0%} below the reported clock under load", evidence=ev,
                        why="thermal or power throttling, a power cap, or a powersave governor lowers every compute-bound result",
                        fix="check cooling and power capping (BMC), the governor, and the 'cpu.governor' finding")
-    note = " (above nominal: turbo, or a VM whose /proc/cpuinfo shows the host's base clock)" if ratio > 1.05 else ""
+    note = (f", {ratio - 1:.0%} above the {nominal:.2f} GHz the OS reports (turbo; peaks from the reported clock would be "
+            f"wrong by as much)") if ratio > 1.05 else ""
     return Finding("cpu.clock", OK, f"Cores run at {c.measured_all_ghz:.2f} GHz under load{note}", evidence=ev,
                    why="peaks are computed from the measured clock, not the nominal one")
 
