@@ -17,7 +17,7 @@ test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
 
 bench: $(VENV)/.installed
-	$(VENV)/bin/python benchmarks/compare.py
+	$(VENV)/bin/python benchmarks/compare.py $(ARGS)
 
 clean:
 	rm -rf build $(VENV) src/ceiling/_core/*.so
