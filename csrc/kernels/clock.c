@@ -1,0 +1,147 @@
+/* clock.c - the clock a core actually runs at, measured without counters.
+ *
+ * A chain of dependent integer adds retires one add per cycle on every core
+ * we know (1-cycle ALU latency, and the chain forbids overlap), so adds per
+ * second is cycles per second. That is what a VM guest, a container or a
+ * node without cpufreq can still learn: /proc/cpuinfo's "MHz" is often the
+ * nominal or the hypervisor's figure, not the clock reached under load.
+ *
+ * The adds are register-register: an add of an immediate can be folded away
+ * at rename on some recent cores (Intel Golden Cove), which would make the
+ * chain look faster than the clock; an add of a register whose value the
+ * renamer does not know cannot.
+ */
+#define _GNU_SOURCE
+#include <omp.h>
+#include <sched.h>
+#include <stdint.h>
+#include "ceiling.h"
+
+/* Adds per unrolled loop trip: the loop's own compare-and-branch runs beside
+ * the latency-bound chain, so 100 adds hide it completely. */
+#define CHAIN_UNROLL 100
+
+#define R10(s) s s s s s s s s s s
+#define R100(s) R10(R10(s))
+
+#if defined(__x86_64__)
+#define ADD1 "add %[one], %[x]\n\t"
+#define HAVE_CHAIN 1
+#elif defined(__aarch64__)
+#define ADD1 "add %[x], %[x], %[one]\n\t"
+#define HAVE_CHAIN 1
+#endif
+
+#ifdef HAVE_CHAIN
+
+/* n dependent adds of `one` to x; returns the final x. */
+static uint64_t add_chain(int64_t n, uint64_t x, uint64_t one)
+{
+    int64_t trips = n / CHAIN_UNROLL, rest = n % CHAIN_UNROLL;
+    for (int64_t t = 0; t < trips; t++)
+        __asm__ volatile(R100(ADD1) : [x] "+r"(x) : [one] "r"(one));
+    for (int64_t t = 0; t < rest; t++)
+        __asm__ volatile(ADD1 : [x] "+r"(x) : [one] "r"(one));
+    return x;
+}
+
+/* One thread per cpus[i], each running p->iters dependent adds per
+ * repetition; valid when every thread's register ends at start + iters. */
+static int run_clock_add(const ceil_params *p, ceil_result *r)
+{
+    r->iters = 0;
+    r->check = 0.0;
+    r->valid = 0;
+    r->hugepages = 0;
+    r->nthreads = 0;
+    r->msg[0] = '\0';
+    if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
+        ceil_set_msg(r, "need iters >= 1, reps >= 1, warmup >= 0, nthreads >= 1 and a times array");
+        return CEIL_EINVAL;
+    }
+    int pin_err = 0, pin_cpu = -1, nt_run = 0, bad = 0, bad_tid = -1;
+    uint64_t bad_got = 0, bad_want = 0;
+    double t0 = 0.0, check = 0.0;
+
+#pragma omp parallel num_threads(p->nthreads)
+    {
+        const int tid = omp_get_thread_num();
+        /* Pinning outlives the region (the calling thread is thread 0, and
+         * OpenMP keeps its workers), so each thread puts back what it had. */
+        cpu_set_t old_set;
+        int have_old = 0;
+        if (p->cpus) {
+            have_old = sched_getaffinity(0, sizeof old_set, &old_set) == 0;
+            int rc = ceil_pin_self(p->cpus[tid]);
+            if (rc != 0) {
+#pragma omp critical(ceil_clock_pin)
+                {
+                    pin_err = rc;
+                    pin_cpu = p->cpus[tid];
+                }
+            }
+        }
+#pragma omp single
+        nt_run = omp_get_num_threads();
+        const int go = pin_err == 0;   /* same for all threads after the single's barrier */
+        /* The increment comes from memory the compiler cannot see into, so
+         * it cannot replace the chain by one multiply-add. */
+        volatile uint64_t one_mem = 1;
+        const uint64_t one = one_mem, start = (uint64_t)tid << 48;
+        for (int rep = -p->warmup; go && rep < p->reps; rep++) {
+#pragma omp barrier
+#pragma omp master
+            t0 = ceil_now();
+            uint64_t x = add_chain(p->iters, start, one);
+#pragma omp barrier
+#pragma omp master
+            {
+                if (rep >= 0)
+                    r->times[rep] = ceil_now() - t0;
+            }
+            uint64_t want = start + (uint64_t)p->iters;
+            if (x != want) {
+#pragma omp critical(ceil_clock_bad)
+                if (!bad) {
+                    bad = 1;
+                    bad_tid = tid;
+                    bad_got = x;
+                    bad_want = want;
+                }
+            }
+            if (tid == 0 && rep == p->reps - 1)
+                check = (double)(x - start);
+        }
+        if (have_old)
+            sched_setaffinity(0, sizeof old_set, &old_set);
+    }
+
+    if (pin_err != 0) {
+        ceil_set_msg(r, "could not pin a thread to CPU %d (error %d)", pin_cpu, -pin_err);
+        return CEIL_EPIN;
+    }
+    r->nthreads = nt_run;
+    r->iters = p->iters * nt_run;
+    r->check = check;
+    r->valid = !bad;
+    if (bad)
+        ceil_set_msg(r, "thread %d ended at %llu, expected %llu", bad_tid,
+                     (unsigned long long)bad_got, (unsigned long long)bad_want);
+    return 0;
+}
+
+const ceil_kernel ceil_clock[] = {
+    {"clock_add", "clock", "scalar", 0.0, 0.0,
+     "one dependent 1-cycle integer add per thread; GHz = iters / nthreads / seconds / 1e9",
+     run_clock_add},
+    {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
+};
+
+#else
+
+/* Other architectures: no chain whose latency is known to be one cycle. */
+const ceil_kernel ceil_clock[] = {
+    {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
+};
+
+#endif
