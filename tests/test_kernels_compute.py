@@ -188,11 +188,19 @@ def test_clock_add_validates_and_counts(threads):
         assert r.check == iters
 
 
-def test_measure_clock_names_and_units():
-    m = compute.measure_clock(CPUS[:1], "clock.single", reps=2, min_time_s=1e-4)
-    assert (m.name, m.unit, m.valid) == ("clock.single", "GHz", True)
-    assert len(m.values) == 2 and m.value > 0
-    assert m.context["threads"] == 1
+def test_clock_metrics_from_the_machine_measurement():
+    from ceiling.machine import clocks
+    from ceiling.machine.model import Clocks
+    res = clocks.measure_clock(CPUS, reps=3, target_s=1e-4)
+    m = Machine(cpus=[Cpu(id=c, core=c, socket=0, node=0, smt=0) for c in CPUS], affinity=list(CPUS),
+                clocks=Clocks(measured_single_values_ghz=res["single_values_ghz"],
+                              measured_all_values_ghz=res["all_values_ghz"], measured_method=res["measured_method"]))
+    out = compute.clock_metrics(m)
+    single, every = out.metrics
+    assert (single.name, single.unit, every.name) == ("clock.single", "GHz", "clock.all")
+    assert len(single.values) == 3 and single.value == max(res["single_values_ghz"]) > 0
+    assert single.context["threads"] == 1 and every.context["threads"] == len(CPUS)
+    assert compute.clock_metrics(Machine()).metrics == []
 
 
 # -- DGEMM ---------------------------------------------------------------------

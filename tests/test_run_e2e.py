@@ -45,7 +45,7 @@ def test_quick_run_measures_everything(quick_run):
 
 
 def test_quick_run_is_schema_valid(quick_run):
-    jsonschema = pytest.importorskip("jsonschema")
+    pytest.importorskip("jsonschema")
     from ceiling.results import jsonio
     r, d, _ = quick_run
     jsonio.validate(json.loads((d / "run.json").read_text()))

@@ -150,6 +150,9 @@ def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, C
             finally:
                 progress.done()
         session.set_machine(m, cpus)
+        if steps:
+            from .bench.compute import clock_metrics
+            session.add(clock_metrics(m))
         if with_checks:
             session.add(Outcome(findings=run_checks(m)))
         for label, fn in steps:

@@ -189,7 +189,15 @@ def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup:
     r = _Result()
     r.times = ctypes.cast(times, ctypes.POINTER(ctypes.c_double))
     row = _lib().ceil_kernel_get(kernel.index).contents
-    rc = row.run(ctypes.byref(p), ctypes.byref(r))
+    # The calling thread is OpenMP's thread 0 and gets pinned to cpus[0]; kernels put its
+    # affinity back, and this makes sure of it: threads the process starts later (BLAS,
+    # the next kernel's pool) inherit the caller's affinity.
+    saved = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        rc = row.run(ctypes.byref(p), ctypes.byref(r))
+    finally:
+        if saved is not None and os.sched_getaffinity(0) != saved:
+            os.sched_setaffinity(0, saved)
     msg = r.msg.decode(errors="replace")
     if rc != 0:
         raise CoreError(f"kernel {kernel.name} ({kernel.isa}): {_ERRORS.get(rc, f'error {rc}')}"

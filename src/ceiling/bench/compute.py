@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import core
 from ..machine.model import Machine
 from ..results.model import HIGHER, Metric, Peak, Series
-from .base import CV_WARN, Context, Outcome, _context, _note, rate_metric
+from .base import CV_WARN, Context, Outcome, rate_metric
 
 GFLOPS = "Gflop/s"
 PRECISIONS = ("dp", "sp")
@@ -27,7 +27,6 @@ PRECISIONS = ("dp", "sp")
 # One timed repetition should last at least this long: long against timer
 # resolution and thread start-up, short enough to dodge periodic noise.
 FLOPS_MIN_TIME_S = 0.1
-CLOCK_MIN_TIME_S = 0.05
 DGEMM_MIN_TIME_S = 0.2
 DGEMM_QUICK_MIN_TIME_S = 0.1
 DGEMM_MAX_N = 16384           # 6 GiB for A, B and C
@@ -129,31 +128,26 @@ def bench_flops(ctx: Context) -> Outcome:
 
 # -- clock ---------------------------------------------------------------------
 
-def measure_clock(cpus: Sequence[int], name: str, *, reps: int = 5,
-                  min_time_s: float = CLOCK_MIN_TIME_S) -> Metric:
-    """GHz each of ``cpus`` reaches while all of them run a dependent add chain.
+def clock_metrics(machine: Machine) -> Outcome:
+    """"clock.single" and "clock.all" from the machine model's own measurement.
 
-    One add retires per cycle, so adds per second per thread is the clock; no
-    counters, root or cpufreq needed, and in a VM it is the real clock.
+    The clock is measured once, by machine.clocks.measure_clock (a dependent
+    1-cycle add chain: adds per second per thread is the clock, with no
+    counters, root or cpufreq needed; in a VM it is the real clock), because
+    every peak is computed from it; this only turns its repetitions into
+    Metrics.
     """
-    k = core.find("clock_add", "scalar")
-    cpus = list(cpus)
-    iters = calibrate_iters(k, cpus[:1], min_time_s, start=1 << 16)
-    raw = core.run(k, iters=iters, reps=reps, warmup=1, nthreads=len(cpus), cpus=cpus)
-    per_thread = raw.iters / max(1, raw.nthreads)
-    vals = [per_thread / t * 1e-9 for t in raw.times_s if t > 0]
-    m = Metric.measured(name, vals, "GHz", HIGHER,
-                        context=_context(raw, {"cpus": cpus, "method": "dependent 1-cycle integer add chain"}))
-    return _note(m, raw)
-
-
-def bench_clock(ctx: Context) -> Outcome:
-    """"clock.single" (one core busy) and "clock.all" (every CPU of the plan busy)."""
-    reps = _reps(ctx)
-    ctx.progress.start("clock")
-    out = Outcome(metrics=[measure_clock(ctx.cpus[:1], "clock.single", reps=reps),
-                           measure_clock(ctx.cpus, "clock.all", reps=reps)])
-    ctx.progress.done()
+    c = machine.clocks
+    out = Outcome()
+    context = {"method": c.measured_method, "reported_ghz": c.base_ghz or c.max_ghz or c.current_ghz,
+               "reported_source": c.base_source or c.max_source or c.current_source}
+    if c.measured_single_values_ghz:
+        out.metrics.append(Metric.measured("clock.single", c.measured_single_values_ghz, "GHz", HIGHER,
+                                           context={**context, "threads": 1,
+                                                    "per_cpu_ghz": dict(c.measured_per_cpu_ghz)}))
+    if c.measured_all_values_ghz:
+        out.metrics.append(Metric.measured("clock.all", c.measured_all_values_ghz, "GHz", HIGHER,
+                                           context={**context, "threads": len(machine.affinity) or machine.threads}))
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import core
 from ..errors import BadValueError, CoreError
 from ..machine.model import Cache, Machine
-from ..results.model import SKIPPED, Finding, Metric, Peak, Series
+from ..results.model import SKIPPED, Finding, Peak, Series
 from .base import Context, Outcome, rate_metric
 
 GBS = "GB/s"

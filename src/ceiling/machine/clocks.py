@@ -145,14 +145,18 @@ def measure_clock(cpus: Sequence[int], *, domain_cpus: Optional[Sequence[int]] =
     singles = _sample(list(single_cpus or cpus), MAX_SINGLE_CPUS)
     iters = _calibrate(core, k, singles[:1], target_s)
     per_cpu: Dict[int, float] = {}
+    per_cpu_vals: Dict[int, List[float]] = {}
     for c in singles:
-        per_cpu[c], _ = _ghz(core, k, [c], iters, reps)
+        per_cpu[c], per_cpu_vals[c] = _ghz(core, k, [c], iters, reps)
     all_ghz, all_vals = _ghz(core, k, cpus, iters, reps)
+    fastest = max(per_cpu, key=per_cpu.get)
     out: Dict[str, Any] = {
-        "measured_single_ghz": round(max(per_cpu.values()), 3),
+        "measured_single_ghz": round(per_cpu[fastest], 3),
         "measured_all_ghz": round(all_ghz, 3),
         "measured_per_cpu_ghz": {c: round(v, 3) for c, v in per_cpu.items()},
         "measured_domain_ghz": None,
+        "single_cpu": fastest,
+        "single_values_ghz": [round(v, 4) for v in per_cpu_vals[fastest]],
         "all_values_ghz": [round(v, 4) for v in all_vals],
     }
     if domain_cpus and 1 < len(domain_cpus) < len(cpus):

@@ -160,6 +160,8 @@ def _measure(m: Machine) -> None:
     c.measured_domain_ghz = res.get("measured_domain_ghz")
     c.measured_per_cpu_ghz = res["measured_per_cpu_ghz"]
     c.measured_method = res["measured_method"]
+    c.measured_single_values_ghz = res.get("single_values_ghz", [])
+    c.measured_all_values_ghz = res.get("all_values_ghz", [])
 
 
 def detect(root: "str | os.PathLike[str]" = "/", *, measure: bool = True,

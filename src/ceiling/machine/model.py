@@ -59,6 +59,8 @@ class Clocks:
     measured_all_ghz: Optional[float] = None      # all allowed cores busy at once
     measured_domain_ghz: Optional[float] = None   # the CPUs of one NUMA domain busy at once
     measured_per_cpu_ghz: Dict[int, float] = field(default_factory=dict)
+    measured_single_values_ghz: List[float] = field(default_factory=list)  # every repetition, fastest single CPU
+    measured_all_values_ghz: List[float] = field(default_factory=list)     # every repetition, all CPUs busy
     measured_method: str = ""
 
 

@@ -1,0 +1,171 @@
+"""Core-to-core latency: how long a cache line takes to travel between two CPUs.
+
+For each pair of CPUs, two threads pinned on them bounce one cache line
+(csrc/kernels/c2c.c, the design of nviennot/core-to-core-latency's default
+bench: compare-and-swap on one shared counter); the one-way latency is the
+time of a round trip halved. Pairs are classified by what the two CPUs share
+(machine.cpus): the same core ("smt"), an L2 ("l2"), an L3 instance ("l3"),
+only the socket ("socket"), or nothing ("cross_socket"). Each metric
+"c2c.<level>" is the median over the pairs of that level of each pair's
+median over repetitions, so one pair disturbed by other load does not move
+it.
+
+Every pair is measured up to 32 CPUs; above that, every SMT sibling pair and
+a fixed, seeded sample of each other level, so that a 256-CPU node takes
+seconds, not an hour, and two runs measure the same pairs.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+from itertools import combinations
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import core
+from ..errors import CoreError
+from ..machine.model import Machine
+from ..results.model import LOWER, SKIPPED, Finding, Metric, Series, Stats
+from .base import Context, Outcome
+
+NS = "ns"
+LEVELS = ("smt", "l2", "l3", "socket", "cross_socket")
+ALL_PAIRS_MAX_CPUS = 32
+SAMPLE_PER_LEVEL = 24          # pairs of each non-SMT level on big nodes
+SAMPLE_SEED = 20240607
+ROUND_TRIPS = 1000             # per repetition, core-to-core-latency's default
+REPS, QUICK_REPS = 30, 10
+WARMUP = 2
+
+Pair = Tuple[int, int]
+
+
+def allowed_cpus(machine: Machine, fallback: Sequence[int] = ()) -> List[int]:
+    """CPUs this process may run on that are online, in id order."""
+    online = {c.id for c in machine.cpus if c.online} if machine.cpus else None
+    ids = machine.affinity or list(fallback) or sorted(online or ())
+    return sorted({i for i in ids if online is None or i in online})
+
+
+def classify_pair(machine: Machine, a: int, b: int) -> Optional[str]:
+    """What CPUs a and b share: "smt", "l2", "l3", "socket", "cross_socket"; None when a CPU is unknown.
+
+    "socket" means the same socket with no L3 instance known to be shared.
+    """
+    ca, cb = machine.cpu(a), machine.cpu(b)
+    if ca is None or cb is None or a == b:
+        return None
+    if ca.socket != cb.socket:
+        return "cross_socket"
+    if ca.core == cb.core and ca.core >= 0:
+        return "smt"
+    if ca.l2 is not None and ca.l2 == cb.l2:
+        return "l2"
+    if ca.l3 is not None and ca.l3 == cb.l3:
+        return "l3"
+    return "socket"
+
+
+def sample_pairs(machine: Machine, cpus: Sequence[int], *, all_max: int = ALL_PAIRS_MAX_CPUS,
+                 per_level: int = SAMPLE_PER_LEVEL, seed: int = SAMPLE_SEED) -> List[Pair]:
+    """Pairs to measure: all of them up to ``all_max`` CPUs; above, every SMT pair plus a
+    seeded sample of ``per_level`` pairs of each other sharing level. Deterministic."""
+    cpus = sorted(set(cpus))
+    pairs = list(combinations(cpus, 2))
+    if len(cpus) <= all_max:
+        return pairs
+    by_level: Dict[Optional[str], List[Pair]] = {}
+    for a, b in pairs:
+        by_level.setdefault(classify_pair(machine, a, b), []).append((a, b))
+    chosen = list(by_level.get("smt", []))
+    rng = random.Random(seed)
+    for level in LEVELS[1:] + (None,):
+        cands = by_level.get(level, [])
+        chosen += cands if len(cands) <= per_level else rng.sample(cands, per_level)
+    return sorted(chosen)
+
+
+def measure_pair(k: core.Kernel, a: int, b: int, reps: int, round_trips: int = ROUND_TRIPS) -> core.RawResult:
+    return core.run(k, iters=round_trips, reps=reps, warmup=WARMUP, nthreads=2, cpus=[a, b])
+
+
+def one_way_ns(raw: core.RawResult) -> Optional[List[float]]:
+    """One-way latency of each repetition (round trip / 2); None when the check failed."""
+    if not raw.valid or raw.iters <= 0:
+        return None
+    return [t / (2 * raw.iters) * 1e9 for t in raw.times_s if t > 0] or None
+
+
+def bench_c2c(ctx: Context) -> Outcome:
+    """One-way core-to-core latency per pair (Series "c2c.matrix") and per sharing level ("c2c.<level>")."""
+    m = ctx.machine
+    cpus = allowed_cpus(m, ctx.cpus)
+    if len(cpus) < 2:
+        return Outcome(findings=[Finding(
+            id="bench.c2c", status=SKIPPED,
+            title="core-to-core latency: fewer than two CPUs allowed",
+            evidence=f"CPUs this process may use: {cpus}",
+            why="A cache line needs two CPUs to travel between.",
+            fix="Run with more CPUs in the affinity mask (taskset, cgroup cpuset, srun --cpus-per-task).")])
+    pairs = sample_pairs(m, cpus)
+    reps = ctx.opts.reps or (QUICK_REPS if ctx.opts.quick else REPS)
+    k = core.find("c2c_pingpong")
+    index = {c: i for i, c in enumerate(cpus)}
+    matrix: List[List[Optional[float]]] = [[None] * len(cpus) for _ in cpus]
+    per_level: Dict[str, List[Tuple[Pair, float, float, float]]] = {}
+    errors: List[str] = []
+    unclassified: List[Pair] = []
+    ctx.progress.start("core-to-core latency", total=len(pairs))
+    for a, b in pairs:
+        try:
+            raw = measure_pair(k, a, b, reps)
+            vals = one_way_ns(raw)
+            if vals is None:
+                errors.append(f"CPUs {a},{b}: {raw.msg or 'check failed'}")
+        except CoreError as e:
+            vals = None
+            errors.append(f"CPUs {a},{b}: {e}")
+        if vals:
+            med = statistics.median(vals)
+            matrix[index[a]][index[b]] = matrix[index[b]][index[a]] = med
+            level = classify_pair(m, a, b)
+            if level is None:
+                unclassified.append((a, b))
+            else:
+                per_level.setdefault(level, []).append(((a, b), med, min(vals), max(vals)))
+        ctx.progress.advance()
+    ctx.progress.done()
+
+    sampled = len(pairs) < len(cpus) * (len(cpus) - 1) // 2
+    common: Dict[str, Any] = {"kernel": k.name, "design": "CAS on one shared counter (core-to-core-latency bench 1)",
+                              "round_trips_per_rep": ROUND_TRIPS, "reps_per_pair": reps, "warmup": WARMUP,
+                              "one_way": "round-trip time / 2",
+                              "pair_stat": f"median of {reps} repetitions",
+                              "pairs_sampled": sampled}
+    out = Outcome()
+    levels_seen = [lv for lv in LEVELS if lv in per_level]
+    for level in levels_seen:
+        rows = per_level[level]
+        meds = [r[1] for r in rows]
+        st = Stats.of(meds, LOWER)
+        out.metrics.append(Metric(
+            f"c2c.{level}", st.median, NS, LOWER, stats=st, values=meds,
+            context={**common, "level": level, "value_stat": "median over pairs of per-pair medians",
+                     "pairs": [list(r[0]) for r in rows], "pair_count": len(rows),
+                     "levels_sampled": levels_seen, "min": min(r[2] for r in rows),
+                     "max": max(r[3] for r in rows)}))
+    context: Dict[str, Any] = {**common, "cpus": cpus, "pairs_measured": len(pairs),
+                               "cell_stat": f"median of {reps} repetitions, one-way",
+                               "levels_sampled": levels_seen}
+    if errors:
+        context["errors"] = errors
+    if unclassified:
+        context["unclassified_pairs"] = [list(p) for p in unclassified]
+    out.series.append(Series("c2c.matrix", "matrix", title="Core-to-core latency (one-way)",
+                             x_label="CPU", y_label="CPU", y_unit=NS, labels=[str(c) for c in cpus],
+                             matrix=matrix, context=context))
+    if not per_level:
+        out.findings.append(Finding(
+            id="bench.c2c", status="fail", title="core-to-core latency: no pair could be measured",
+            evidence="; ".join(errors[:5]),
+            why="Without a valid measurement there is no core-to-core figure."))
+    return out

@@ -1,0 +1,390 @@
+"""Load-to-use latency: a random pointer chase across working-set sizes, and
+the NUMA latency matrix.
+
+One thread, pinned to the first CPU of the plan, follows a single random
+cycle through every 64-byte line of the working set (csrc/kernels/latency.c),
+so each load waits for the one before and no prefetcher can run ahead: the
+time per load is the latency of the level that holds the set. The kernel
+checks that the chain is one cycle over all lines and that the timed chase
+ended where its load count says, so a number here is only reported with that
+check.
+
+Working sets are backed by transparent huge pages when the kernel allows
+(madvise): with 4 KiB pages a random chase over more than the TLB's reach
+(a few MiB) adds a page walk to most loads, and the figure would be the page
+walk's, not the cache's or DRAM's. Each result records whether huge pages
+were obtained.
+
+The DRAM figure needs a set far larger than the last-level cache: under
+random access a cache of C bytes still serves about C/S of a set of S bytes,
+so at 4x the cache a quarter of the loads would hit it. The DRAM point is 32x
+the largest last-level cache instance (so about 3% of loads hit it), 16x in
+quick mode (about 6%, at half the cost: building and proving a chain of a GiB
+takes seconds), and at least 4x the node's total last-level cache. The
+estimated share of hits is recorded with the figure.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import core
+from ..errors import CoreError
+from ..machine.model import Cache, Machine
+from ..results.model import LOWER, SKIPPED, Finding, Metric, Series, Stats
+from .base import Context, Outcome, per_iter_metric
+
+KIB, MIB = 1 << 10, 1 << 20
+NS = "ns"
+
+STRIDE_BYTES = 64               # one pointer per cache line
+SWEEP_START_BYTES = 16 * KIB
+POINTS_PER_OCTAVE = 4
+QUICK_POINTS_PER_OCTAVE = 1
+LLC_FACTOR = 4                  # the sweep reaches at least 4x the node's total last-level cache
+DRAM_LLC_INSTANCE_FACTOR = 32   # the DRAM point: 32x one last-level cache instance (~3% hits)
+QUICK_DRAM_LLC_INSTANCE_FACTOR = 16   # quick mode (~6% hits)
+DRAM_MIN_BYTES = 256 * MIB
+UNKNOWN_LLC_BYTES = 32 * MIB    # assumed per instance when the caches are unknown
+MEM_FRACTION = 0.25             # never chase more than this share of available memory
+REP_S, QUICK_REP_S = 0.02, 0.005    # one timed repetition
+REPS, QUICK_REPS = 5, 3
+MIN_LOADS = 1 << 14             # fewer loads and the timer's own cost shows
+GUESS_NS = 1.0                  # first guess of the latency, corrected from each point
+SEED = 0x5EED
+
+LEVELS = ("l1", "l2", "l3", "dram")
+
+
+# -- sizes ---------------------------------------------------------------------
+
+def _mem_available_bytes() -> Optional[int]:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _data_caches(machine: Machine) -> Dict[int, Cache]:
+    """One data or unified cache per level (the largest instance when several)."""
+    out: Dict[int, Cache] = {}
+    for c in machine.caches:
+        if c.type == "instruction" or not c.size_bytes:
+            continue
+        if c.level not in out or c.size_bytes > out[c.level].size_bytes:
+            out[c.level] = c
+    return out
+
+
+def _lines(nbytes: int) -> int:
+    """Whole lines, at least two (the kernel's minimum)."""
+    return max(2 * STRIDE_BYTES, nbytes // STRIDE_BYTES * STRIDE_BYTES)
+
+
+def dram_working_set(machine: Machine, size_bytes: Optional[int] = None,
+                     mem_available: Optional[int] = None,
+                     factor: int = DRAM_LLC_INSTANCE_FACTOR) -> Tuple[int, Dict[str, Any]]:
+    """Bytes of the DRAM latency point, and how they were chosen.
+
+    max(``factor`` (32) x the largest last-level cache instance, 4 x the
+    node's total last-level cache, 256 MiB), at most a quarter of the
+    available memory; ``size_bytes`` overrides the rule.
+    """
+    info: Dict[str, Any] = {}
+    if size_bytes is not None:
+        info["size_rule"] = "set by the user"
+        return _lines(size_bytes), info
+    inst = machine.last_level_cache_bytes()
+    total = machine.total_llc_bytes()
+    if inst is None or total is None:
+        inst = total = UNKNOWN_LLC_BYTES
+        info["llc_note"] = f"last-level cache unknown: {UNKNOWN_LLC_BYTES // MIB} MiB assumed"
+    ws = max(factor * inst, LLC_FACTOR * total, DRAM_MIN_BYTES)
+    info["size_rule"] = (f"max({factor} x last-level cache instance {inst} bytes, "
+                         f"{LLC_FACTOR} x total last-level cache {total} bytes, {DRAM_MIN_BYTES // MIB} MiB)")
+    info["llc_hit_fraction_estimate"] = round(inst / ws, 4)
+    if mem_available is None:
+        mem_available = _mem_available_bytes()
+    if mem_available is not None and ws > MEM_FRACTION * mem_available:
+        ws = int(MEM_FRACTION * mem_available)
+        info["size_note"] = (f"capped to a quarter of the {mem_available} bytes of available memory: "
+                             f"about {inst / ws:.0%} of loads may still hit the last-level cache")
+        info["llc_hit_fraction_estimate"] = round(min(1.0, inst / ws), 4)
+    return _lines(ws), info
+
+
+def level_working_sets(machine: Machine, dram_bytes: int) -> Dict[str, int]:
+    """Working set well inside each level: half of L1d, of L2, of one L3 instance; DRAM as given."""
+    caches = _data_caches(machine)
+    out: Dict[str, int] = {}
+    for level in (1, 2, 3):
+        c = caches.get(level)
+        if c is not None:
+            out[f"l{level}"] = _lines(c.size_bytes // 2)
+    out["dram"] = dram_bytes
+    return out
+
+
+def sweep_sizes(start: int, stop: int, per_octave: int) -> List[int]:
+    """Geometric sizes from start to stop (both included), whole lines."""
+    n = max(1, round(math.log2(stop / start) * per_octave)) if stop > start else 0
+    sizes = {int(start * (stop / start) ** (i / n)) if n else start for i in range(n + 1)}
+    return sorted({_lines(s) for s in sizes})
+
+
+# -- huge pages ----------------------------------------------------------------
+
+def thp_mode(root: str = "/") -> Tuple[Optional[str], str]:
+    """Transparent huge page policy ("always", "madvise", "never") and where it was read."""
+    path = f"{root.rstrip('/')}/sys/kernel/mm/transparent_hugepage/enabled"
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        return None, f"{path}: {e.strerror or e}"
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1], path
+    return None, f"{path}: no selected policy in {text.strip()!r}"
+
+
+def _thp_note() -> Optional[str]:
+    mode, src = thp_mode()
+    if mode in ("always", "madvise"):
+        return None
+    why = f"policy 'never' ({src})" if mode == "never" else f"unknown ({src})"
+    return (f"transparent huge pages unavailable: {why}; sets beyond the TLB's reach "
+            "(a few MiB with 4 KiB pages) include page-walk time")
+
+
+# -- measuring -----------------------------------------------------------------
+
+class _Chaser:
+    """Runs the chase with loads per repetition sized from the last latency seen.
+
+    Latency only grows with the working set, so the previous point's latency
+    keeps each repetition at least ``rep_s`` long without a calibration run
+    (which would rebuild a chain of up to a GiB).
+    """
+
+    def __init__(self, reps: int, rep_s: float, flags: int):
+        self.reps, self.rep_s, self.flags = reps, rep_s, flags
+        self.k = core.find("chase")
+        self.ns = GUESS_NS
+
+    def run(self, size: int, cpu: Optional[int], mem_node: int = -1) -> core.RawResult:
+        iters = max(MIN_LOADS, int(self.rep_s / (self.ns * 1e-9)))
+        raw = core.run(self.k, size=size, iters=iters, reps=self.reps, warmup=1, nthreads=1,
+                       cpus=None if cpu is None else [cpu], flags=self.flags, stride=STRIDE_BYTES,
+                       seed=SEED, mem_node=mem_node)
+        best = best_ns(raw)
+        if best is not None:
+            self.ns = best
+        return raw
+
+
+def latencies_ns(raw: core.RawResult) -> Optional[List[float]]:
+    """Nanoseconds per load of each repetition; None when the kernel's check failed."""
+    if not raw.valid or raw.iters <= 0:
+        return None
+    vals = [t / raw.iters * 1e9 for t in raw.times_s if t > 0]
+    return vals or None
+
+
+def best_ns(raw: core.RawResult) -> Optional[float]:
+    vals = latencies_ns(raw)
+    return min(vals) if vals else None
+
+
+def _cycles(ns: Optional[float], ghz: Optional[float]) -> Optional[float]:
+    return None if ns is None or not ghz else round(ns * ghz, 2)
+
+
+def _clock(machine: Machine) -> Tuple[Optional[float], Optional[str]]:
+    ghz = machine.clocks.measured_single_ghz
+    if ghz:
+        return ghz, None
+    why = (machine.unknowns.get("clocks.measured_single_ghz") or machine.unknowns.get("clocks.measured")
+           or "the single-core clock was not measured")
+    return None, f"cycles unknown: {why}"
+
+
+def _first_cpu(ctx: Context) -> Optional[int]:
+    if ctx.cpus:
+        return ctx.cpus[0]
+    if ctx.machine.affinity:
+        return ctx.machine.affinity[0]
+    return None
+
+
+def _reps(ctx: Context, full: int, quick: int) -> int:
+    if ctx.opts.reps:
+        return ctx.opts.reps
+    return quick if ctx.opts.quick else full
+
+
+def _level_metric(name: str, raw: core.RawResult, level: str, ghz: Optional[float],
+                  clock_note: Optional[str], cpu: Optional[int], thp_note: Optional[str]) -> Metric:
+    vals = latencies_ns(raw)
+    ctx: Dict[str, Any] = {"level": level, "stride": STRIDE_BYTES, "cpu": cpu, "hugepages": raw.hugepages,
+                           "cycles": _cycles(min(vals) if vals else None, ghz)}
+    if clock_note:
+        ctx["cycles_note"] = clock_note
+    if thp_note:
+        ctx["hugepages_note"] = thp_note
+    if vals is None:
+        return Metric(name, None, NS, LOWER, valid=False,
+                      note=f"validation failed: {raw.msg or 'chain check failed'}", context=ctx)
+    return per_iter_metric(name, raw, **ctx)
+
+
+def bench_latency(ctx: Context) -> Outcome:
+    """Latency against working set (Series "latency.size"); "latency.l1/l2/l3/dram" in ns."""
+    m = ctx.machine
+    quick = ctx.opts.quick
+    dram, info = dram_working_set(m, ctx.opts.size_bytes,
+                                  factor=QUICK_DRAM_LLC_INSTANCE_FACTOR if quick else DRAM_LLC_INSTANCE_FACTOR)
+    levels = level_working_sets(m, dram)
+    # The sweep's own top: 4x the total LLC at least (STREAM's rule); the DRAM
+    # point is added beyond it.
+    top = min(dram, max(LLC_FACTOR * (m.total_llc_bytes() or UNKNOWN_LLC_BYTES), SWEEP_START_BYTES))
+    sizes = sweep_sizes(SWEEP_START_BYTES, top, QUICK_POINTS_PER_OCTAVE if quick else POINTS_PER_OCTAVE)
+    sizes = sorted(set(sizes) | set(levels.values()))
+    reps = _reps(ctx, REPS, QUICK_REPS)
+    cpu = _first_cpu(ctx)
+    ghz, clock_note = _clock(m)
+    thp_note = _thp_note()
+    chaser = _Chaser(reps, QUICK_REP_S if quick else REP_S, core.F_HUGEPAGES)
+    by_size = {v: name for name, v in levels.items()}
+
+    xs: List[float] = []
+    ys: List[Optional[float]] = []
+    no_huge: List[int] = []
+    invalid: List[str] = []
+    metrics: Dict[str, Metric] = {}
+    out = Outcome()
+    ctx.progress.start("memory latency sweep", total=len(sizes))
+    for ws in sizes:
+        raw = chaser.run(ws, cpu)
+        xs.append(ws)
+        ys.append(best_ns(raw))
+        if not raw.valid:
+            invalid.append(f"{ws} bytes: {raw.msg}")
+        if not raw.hugepages:
+            no_huge.append(ws)
+        level = by_size.get(ws)
+        if level is not None:
+            mt = _level_metric(f"latency.{level}", raw, level, ghz, clock_note, cpu, thp_note)
+            mt.context["working_set_bytes"] = ws
+            if level == "dram":
+                mt.context.update(info)
+            metrics[level] = mt
+        ctx.progress.advance()
+    ctx.progress.done()
+
+    context: Dict[str, Any] = {"kernel": "chase", "cpu": cpu, "stride": STRIDE_BYTES, "reps": reps,
+                               "y_stat": f"best of {reps} repetitions", "levels": levels,
+                               "pattern": "one random cycle through every line (Sattolo)",
+                               "hugepages_requested": True, "hugepages_missing_bytes": no_huge,
+                               "clock_ghz": ghz}
+    context.update({f"dram_{k}": v for k, v in info.items()})
+    if thp_note:
+        context["hugepages_note"] = thp_note
+    if invalid:
+        context["invalid"] = invalid
+    out.series.append(Series("latency.size", "xy", title="Load-to-use latency by working set",
+                             x_label="working set", x_unit="bytes", y_label="latency", y_unit=NS,
+                             x=xs, y=ys, context=context))
+    out.metrics = [metrics[lv] for lv in LEVELS if lv in metrics]
+    return out
+
+
+# -- NUMA ----------------------------------------------------------------------
+
+def numa_factor(matrix: Sequence[Sequence[Optional[float]]]) -> Tuple[Optional[float], Dict[str, Any]]:
+    """Worst remote latency over the local latency of the same CPU node, and where it is."""
+    best: Optional[float] = None
+    where: Dict[str, Any] = {}
+    for i, row in enumerate(matrix):
+        local = row[i] if i < len(row) else None
+        if not local:
+            continue
+        for j, v in enumerate(row):
+            if j != i and v is not None and (best is None or v / local > best):
+                best = v / local
+                where = {"cpu_node_index": i, "memory_node_index": j, "local_ns": local, "remote_ns": v}
+    return best, where
+
+
+def bench_numa_latency(ctx: Context) -> Outcome:
+    """Latency from a CPU of each NUMA node to memory bound to each node: Series "latency.numa"."""
+    m = ctx.machine
+    nodes = sorted(m.nodes, key=lambda n: n.id)
+    if len(nodes) < 2:
+        return Outcome(findings=[Finding(
+            id="bench.numa_latency", status=SKIPPED,
+            title="NUMA latency: one NUMA domain, nothing to compare",
+            evidence=f"{len(nodes) or 1} NUMA node(s) in the machine model",
+            why="Remote-memory latency only exists with several NUMA domains.")])
+    dram, info = dram_working_set(m, ctx.opts.size_bytes, factor=QUICK_DRAM_LLC_INSTANCE_FACTOR
+                                  if ctx.opts.quick else DRAM_LLC_INSTANCE_FACTOR)
+    reps = _reps(ctx, REPS, QUICK_REPS)
+    chaser = _Chaser(reps, QUICK_REP_S if ctx.opts.quick else REP_S, core.F_HUGEPAGES)
+    chaser.ns = 100.0   # DRAM from the start
+    plan = list(ctx.cpus)
+    allowed = set(m.affinity) if m.affinity else None
+    rows: List[List[Optional[float]]] = []
+    row_cpu: Dict[str, Optional[int]] = {}
+    errors: List[str] = []
+    no_huge: List[str] = []
+    ctx.progress.start("NUMA latency", total=len(nodes) ** 2)
+    for cpu_node in nodes:
+        mine = [c for c in plan if c in cpu_node.cpus] or \
+               [c for c in cpu_node.cpus if allowed is None or c in allowed]
+        cpu = mine[0] if mine else None
+        row_cpu[str(cpu_node.id)] = cpu
+        row: List[Optional[float]] = []
+        for mem_node in nodes:
+            val = None
+            if cpu is not None and mem_node.mem_bytes != 0:
+                size = dram
+                if mem_node.mem_bytes:
+                    size = min(size, _lines(int(MEM_FRACTION * mem_node.mem_bytes)))
+                try:
+                    raw = chaser.run(size, cpu, mem_node=mem_node.id)
+                    val = best_ns(raw)
+                    if not raw.valid:
+                        errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {raw.msg}")
+                    if not raw.hugepages:
+                        no_huge.append(f"{cpu_node.id}->{mem_node.id}")
+                except CoreError as e:
+                    errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {e}")
+            row.append(val)
+            ctx.progress.advance()
+        rows.append(row)
+    ctx.progress.done()
+
+    context: Dict[str, Any] = {"kernel": "chase", "working_set_bytes": dram, "stride": STRIDE_BYTES,
+                               "reps": reps, "cell_stat": f"best of {reps} repetitions",
+                               "rows": "CPU node (one thread on row_cpu)", "columns": "memory node (mbind)",
+                               "row_cpu": row_cpu, "hugepages_missing": no_huge}
+    context.update(info)
+    if errors:
+        context["errors"] = errors
+    labels = [str(n.id) for n in nodes]
+    out = Outcome(series=[Series("latency.numa", "matrix", title="Load latency, CPU node x memory node",
+                                 x_label="memory node", y_label="CPU node", y_unit=NS, labels=labels,
+                                 matrix=rows, context=context)])
+    factor, where = numa_factor(rows)
+    if factor is not None:
+        where = {**where, "cpu_node": labels[where["cpu_node_index"]],
+                 "memory_node": labels[where["memory_node_index"]]}
+        out.metrics.append(Metric("latency.numa_factor", round(factor, 4), "x", LOWER,
+                                  stats=Stats.of([factor], LOWER), values=[factor],
+                                  context={"definition": "max over CPU nodes of remote latency / local latency",
+                                           **where, "working_set_bytes": dram}))
+    return out
