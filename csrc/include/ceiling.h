@@ -90,6 +90,16 @@ int ceil_isa_supported(const char *isa);
 /* Helpers shared by kernels (common.c). */
 double ceil_now(void);                               /* seconds, CLOCK_MONOTONIC */
 int ceil_pin_self(int cpu);                           /* 0 or -errno */
+
+/* A thread's CPU affinity, saved so that it can be put back: pinning outlives
+ * an OpenMP region (the caller is thread 0, and OpenMP keeps its workers). */
+typedef struct ceil_affinity {
+    unsigned long mask[16];   /* 1024 CPUs, as cpu_set_t */
+    int have;                 /* 1 when mask was read */
+} ceil_affinity;
+int ceil_pin_saving(int cpu, ceil_affinity *saved);   /* ceil_pin_self after saving the old mask */
+void ceil_affinity_restore(const ceil_affinity *saved);
+int ceil_huge_backed(const void *p, size_t bytes);    /* 1: >= half on huge pages, 0: not, -1: cannot tell */
 void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
 void ceil_free(void *p, size_t bytes);
 void ceil_set_msg(ceil_result *r, const char *fmt, ...);

@@ -224,30 +224,6 @@ static double load_sum_expected(int64_t n)
     return (double)s;
 }
 
-/* 1 when at least half of [p, p+bytes) is on transparent huge pages, from
- * /proc/self/smaps; -1 when that cannot be read. */
-static int huge_backed(const void *p, size_t bytes)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    int in = 0, res = -1;
-    uintptr_t addr = (uintptr_t)p;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        long kb;
-        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            in = addr >= lo && addr < hi;
-        } else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
-            res = (size_t)kb * 1024 >= bytes / 2;
-            break;
-        }
-    }
-    fclose(f);
-    return res;
-}
-
 int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const ceil_bw_ops *ops)
 {
     r->iters = 0;
@@ -327,13 +303,9 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
 #pragma omp parallel num_threads(p->nthreads) shared(t0, pin_failed, pin_cpu, pin_err, T_ran)
     {
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        cpu_set_t old;
-        int have_old = 0;
+        ceil_affinity old = {.have = 0};
         if (p->cpus) {
-            /* The OpenMP pool outlives this call, and thread 0 is the
-             * caller's: put every affinity back as it was. */
-            have_old = sched_getaffinity(0, sizeof old, &old) == 0;
-            int e = ceil_pin_self(p->cpus[t]);
+            int e = ceil_pin_saving(p->cpus[t], &old);
             if (e != 0) {
 #pragma omp critical(ceil_bw_pin)
                 {
@@ -373,8 +345,7 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
             if (loop)
                 check_chunk(op, a, b, c, lo, hi, &cks[t]);
         }
-        if (have_old)
-            sched_setaffinity(0, sizeof old, &old);
+        ceil_affinity_restore(&old);
     }
 
     if (pin_failed) {
@@ -386,7 +357,7 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
         if (huge) {
             int h = 1;
             for (int k = 0; k < narrays; k++)
-                if (huge_backed(arr[k], bytes) != 1)
+                if (ceil_huge_backed(arr[k], bytes) != 1)
                     h = 0;
             r->hugepages = h;
         }

@@ -66,13 +66,9 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
 #pragma omp parallel num_threads(p->nthreads)
     {
         const int tid = omp_get_thread_num();
-        /* Pinning outlives the region (the calling thread is thread 0, and
-         * OpenMP keeps its workers), so each thread puts back what it had. */
-        cpu_set_t old_set;
-        int have_old = 0;
+        ceil_affinity old = {.have = 0};
         if (p->cpus) {
-            have_old = sched_getaffinity(0, sizeof old_set, &old_set) == 0;
-            int rc = ceil_pin_self(p->cpus[tid]);
+            int rc = ceil_pin_saving(p->cpus[tid], &old);
             if (rc != 0) {
 #pragma omp critical(ceil_clock_pin)
                 {
@@ -112,8 +108,7 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
             if (tid == 0 && rep == p->reps - 1)
                 check = (double)(x - start);
         }
-        if (have_old)
-            sched_setaffinity(0, sizeof old_set, &old_set);
+        ceil_affinity_restore(&old);
     }
 
     if (pin_err != 0) {

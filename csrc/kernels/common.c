@@ -41,6 +41,18 @@ int ceil_pin_self(int cpu)
     return 0;
 }
 
+int ceil_pin_saving(int cpu, ceil_affinity *saved)
+{
+    saved->have = sched_getaffinity(0, sizeof saved->mask, (cpu_set_t *)(void *)saved->mask) == 0;
+    return ceil_pin_self(cpu);
+}
+
+void ceil_affinity_restore(const ceil_affinity *saved)
+{
+    if (saved->have)
+        sched_setaffinity(0, sizeof saved->mask, (const cpu_set_t *)(const void *)saved->mask);
+}
+
 #define HUGE_2M (2u << 20)
 
 /* mmap rather than malloc: the pages are untouched until the thread that
@@ -130,4 +142,28 @@ int ceil_bind_node(void *p, size_t bytes, int node)
 #else
     return node < 0 ? 0 : -ENOSYS;
 #endif
+}
+
+/* 1 when at least half of [p, p+bytes) is on transparent huge pages, from
+ * /proc/self/smaps; -1 when that cannot be read. */
+int ceil_huge_backed(const void *p, size_t bytes)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, res = -1;
+    uintptr_t addr = (uintptr_t)p;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        long kb;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = addr >= lo && addr < hi;
+        } else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
+            res = (size_t)kb * 1024 >= bytes / 2;
+            break;
+        }
+    }
+    fclose(f);
+    return res;
 }

@@ -89,13 +89,9 @@ int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c)
     {
         const int tid = omp_get_thread_num();
         _Alignas(64) unsigned char state[CEIL_FLOPS_STATE_BYTES];
-        /* Pinning outlives the region (the calling thread is thread 0, and
-         * OpenMP keeps its workers), so each thread puts back what it had. */
-        cpu_set_t old_set;
-        int have_old = 0;
+        ceil_affinity old = {.have = 0};
         if (p->cpus) {
-            have_old = sched_getaffinity(0, sizeof old_set, &old_set) == 0;
-            int rc = ceil_pin_self(p->cpus[tid]);
+            int rc = ceil_pin_saving(p->cpus[tid], &old);
             if (rc != 0) {
 #pragma omp critical(ceil_flops_pin)
                 {
@@ -136,8 +132,7 @@ int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c)
             if (tid == 0 && rep == p->reps - 1)
                 check = c->sp ? (double)((float *)state)[0] : ((double *)state)[0];
         }
-        if (have_old)
-            sched_setaffinity(0, sizeof old_set, &old_set);
+        ceil_affinity_restore(&old);
     }
 
     if (pin_err != 0) {
