@@ -278,3 +278,14 @@ def test_numa_factor():
     assert f == pytest.approx(140 / 90)
     assert (where["cpu_node_index"], where["memory_node_index"]) == (1, 0)
     assert latency.numa_factor([[100.0, None], [None, None]])[0] is None
+
+
+def test_bench_latency_keeps_going_when_a_point_cannot_run():
+    # A CPU the process cannot pin to: every point fails with its reason, and
+    # the bench returns an empty-valued series rather than raising.
+    m = fake_machine()
+    out = latency.bench_latency(Context(m, Options(quick=True, size_bytes=64 * KIB, reps=1), [1023]))
+    (s,) = out.series
+    assert s.x and all(y is None for y in s.y)
+    assert len(s.context["invalid"]) == len(s.x) and "pin" in s.context["invalid"][0]
+    assert not out.metrics

@@ -259,7 +259,9 @@ def bench_latency(ctx: Context) -> Outcome:
     ghz, clock_note = _clock(m)
     thp_note = _thp_note()
     chaser = _Chaser(reps, QUICK_REP_S if quick else REP_S, core.F_HUGEPAGES)
-    by_size = {v: name for name, v in levels.items()}
+    by_size: Dict[int, List[str]] = {}
+    for name, v in levels.items():
+        by_size.setdefault(v, []).append(name)
 
     xs: List[float] = []
     ys: List[Optional[float]] = []
@@ -269,15 +271,20 @@ def bench_latency(ctx: Context) -> Outcome:
     out = Outcome()
     ctx.progress.start("memory latency sweep", total=len(sizes))
     for ws in sizes:
-        raw = chaser.run(ws, cpu)
         xs.append(ws)
+        try:
+            raw = chaser.run(ws, cpu)
+        except CoreError as e:   # out of memory, a CPU we cannot pin to: this point only
+            ys.append(None)
+            invalid.append(f"{ws} bytes: {e}")
+            ctx.progress.advance()
+            continue
         ys.append(best_ns(raw))
         if not raw.valid:
             invalid.append(f"{ws} bytes: {raw.msg}")
         if not raw.hugepages:
             no_huge.append(ws)
-        level = by_size.get(ws)
-        if level is not None:
+        for level in by_size.get(ws, []):
             mt = _level_metric(f"latency.{level}", raw, level, ghz, clock_note, cpu, thp_note)
             mt.context["working_set_bytes"] = ws
             if level == "dram":
