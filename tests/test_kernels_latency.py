@@ -237,9 +237,18 @@ def test_bench_latency_sweep_and_level_metrics():
         assert len(mt.values) == 2 and mt.value == min(mt.values)
         c = mt.context
         assert c["working_set_bytes"] == want_ws[level] and c["stride"] == 64 and c["cpu"] == CPUS[0]
-        assert c["cycles"] == pytest.approx(mt.value * 3.0, rel=1e-3)
+        assert c["cycles"] == pytest.approx(mt.value * 3.0, rel=1e-12)
         assert isinstance(c["hugepages"], bool)
         assert s.y[s.x.index(want_ws[level])] == pytest.approx(mt.value)
+
+
+def test_bench_latency_in_a_vm_notes_the_hosts_pages():
+    m = fake_machine()
+    m.virtualized = "KVM"
+    out = latency.bench_latency(_ctx(m, size_bytes=256 * KIB, reps=1))
+    assert "KVM" in out.series[0].context["vm_note"]
+    notes = {mt.name: mt.context.get("vm_note") for mt in out.metrics}
+    assert notes["latency.l1"] is None and "nested page walk" in notes["latency.dram"]
 
 
 def test_bench_latency_without_a_measured_clock_says_why():

@@ -65,9 +65,16 @@ void *ceil_alloc(size_t bytes, int hugepages, int *got_huge)
         *got_huge = 0;
     if (len == 0)
         len = HUGE_2M;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    /* mmap aligns to 2 MiB by itself only on recent kernels: map 2 MiB more
+     * and trim both ends, so the range is exactly [p, p+len), aligned. */
+    char *raw = mmap(NULL, len + HUGE_2M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
         return NULL;
+    char *p = (char *)(((uintptr_t)raw + HUGE_2M - 1) & ~(uintptr_t)(HUGE_2M - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + len + HUGE_2M > p + len)
+        munmap(p + len, (size_t)(raw + len + HUGE_2M - (p + len)));
 #ifdef MADV_HUGEPAGE
     if (hugepages) {
         if (madvise(p, len, MADV_HUGEPAGE) == 0 && got_huge)

@@ -9,8 +9,6 @@
  * with its timing done between whole loops like every other kernel here.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,40 +88,6 @@ static __attribute__((noinline)) void **chase(void **p, int64_t loads)
     return p;
 }
 
-/* 1 when transparent huge pages back at least half of [p, p+bytes) (the
- * AnonHugePages line of /proc/self/smaps for the mapping holding p), 0 when
- * they do not, -1 when smaps cannot be read. */
-static int chase_huge_backed(const void *p, size_t bytes)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return -1;
-    char line[512];
-    int in = 0, res = -1;
-    unsigned long lo = 0, hi = 0;
-    uintptr_t addr = (uintptr_t)p;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        long kb;
-        char *dash = strchr(line, '-'), *space = strchr(line, ' ');
-        if (dash && space && dash < space && sscanf(line, "%lx-%lx ", &a, &b) == 2) {
-            in = addr >= a && addr < b;
-            if (in) {
-                lo = a;
-                hi = b;
-            }
-        } else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
-            /* The mapping may have been merged with a neighbour: judge
-             * against the smaller of the two. */
-            size_t span = hi - lo < bytes ? hi - lo : bytes;
-            res = (size_t)kb * 1024 >= span / 2;
-            break;
-        }
-    }
-    fclose(f);
-    return res;
-}
-
 static int run_chase(const ceil_params *p, ceil_result *r)
 {
     r->iters = 0;
@@ -155,11 +119,11 @@ static int run_chase(const ceil_params *p, ceil_result *r)
 
     /* The caller's thread does the work: pin it, and give it back its own
      * affinity at the end so that Python is not left on one CPU. */
-    cpu_set_t saved;
-    int have_saved = sched_getaffinity(0, sizeof saved, &saved) == 0;
+    ceil_affinity saved = {{0}, 0};
     if (p->cpus) {
-        int e = ceil_pin_self(p->cpus[0]);
+        int e = ceil_pin_saving(p->cpus[0], &saved);
         if (e != 0) {
+            ceil_affinity_restore(&saved);
             ceil_set_msg(r, "chase: cannot pin to CPU %d: %s", p->cpus[0], strerror(-e));
             return CEIL_EPIN;
         }
@@ -221,7 +185,7 @@ static int run_chase(const ceil_params *p, ceil_result *r)
     void **want = (void **)(buf + (int64_t)order[total % (uint64_t)n] * stride);
     r->iters = p->iters;
     r->nthreads = 1;
-    r->hugepages = chase_huge_backed(buf, bytes) == 1;
+    r->hugepages = ceil_huge_backed(buf, bytes) == 1;
     if (q == want) {
         r->valid = 1;
     } else {
@@ -234,8 +198,7 @@ out:
     if (buf)
         ceil_free(buf, bytes);
     free(next);
-    if (have_saved)
-        sched_setaffinity(0, sizeof saved, &saved);
+    ceil_affinity_restore(&saved);
     return rc;
 }
 

@@ -201,7 +201,7 @@ def best_ns(raw: core.RawResult) -> Optional[float]:
 
 
 def _cycles(ns: Optional[float], ghz: Optional[float]) -> Optional[float]:
-    return None if ns is None or not ghz else round(ns * ghz, 2)
+    return None if ns is None or not ghz else ns * ghz
 
 
 def _clock(machine: Machine) -> Tuple[Optional[float], Optional[str]]:
@@ -258,6 +258,13 @@ def bench_latency(ctx: Context) -> Outcome:
     cpu = _first_cpu(ctx)
     ghz, clock_note = _clock(m)
     thp_note = _thp_note()
+    vm_note = None
+    if m.virtualized:
+        # The TLB holds guest-to-host translations at the smaller of the two
+        # page sizes: a host on 4 KiB pages caps the reach whatever the guest
+        # uses, and every miss is a two-dimensional walk.
+        vm_note = (f"virtualized ({m.virtualized}): the host's page size also limits the TLB's reach, so "
+                   "sets beyond it (8 MiB with 2048 entries of 4 KiB) may include a nested page walk")
     chaser = _Chaser(reps, QUICK_REP_S if quick else REP_S, core.F_HUGEPAGES)
     by_size: Dict[int, List[str]] = {}
     for name, v in levels.items():
@@ -287,6 +294,8 @@ def bench_latency(ctx: Context) -> Outcome:
         for level in by_size.get(ws, []):
             mt = _level_metric(f"latency.{level}", raw, level, ghz, clock_note, cpu, thp_note)
             mt.context["working_set_bytes"] = ws
+            if vm_note and level in ("l3", "dram"):
+                mt.context["vm_note"] = vm_note
             if level == "dram":
                 mt.context.update(info)
             metrics[level] = mt
@@ -301,6 +310,8 @@ def bench_latency(ctx: Context) -> Outcome:
     context.update({f"dram_{k}": v for k, v in info.items()})
     if thp_note:
         context["hugepages_note"] = thp_note
+    if vm_note:
+        context["vm_note"] = vm_note
     if invalid:
         context["invalid"] = invalid
     out.series.append(Series("latency.size", "xy", title="Load-to-use latency by working set",
