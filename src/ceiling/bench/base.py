@@ -65,6 +65,17 @@ class Outcome:
         return self
 
 
+def single_numa_domain(machine: Machine, finding_id: str, what: str) -> Optional[Outcome]:
+    """The skipped Outcome of a NUMA-matrix bench on a node with one domain, else None."""
+    n = len(machine.nodes)
+    if n >= 2:
+        return None
+    return Outcome(findings=[Finding(
+        id=finding_id, status="skipped", title=f"NUMA {what}: one NUMA domain, nothing to compare",
+        evidence=f"{n or 1} NUMA node(s) in the machine model",
+        why=f"Remote-memory {what} only exists with several NUMA domains.")])
+
+
 def _context(raw: core.RawResult, extra: Dict[str, Any]) -> Dict[str, Any]:
     ctx = {"kernel": raw.kernel.name, "isa": raw.kernel.isa, "threads": raw.nthreads,
            "iters_per_rep": raw.iters, "reps": len(raw.times_s), "hugepages": raw.hugepages}

@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import core
 from ..errors import CoreError
 from ..machine.model import Cache, Machine
-from ..results.model import LOWER, SKIPPED, Finding, Metric, Series, Stats
-from .base import Context, Outcome, per_iter_metric
+from ..results.model import LOWER, Metric, Series, Stats
+from .base import Context, Outcome, per_iter_metric, single_numa_domain
 
 KIB, MIB = 1 << 10, 1 << 20
 NS = "ns"
@@ -342,12 +342,9 @@ def bench_numa_latency(ctx: Context) -> Outcome:
     """Latency from a CPU of each NUMA node to memory bound to each node: Series "latency.numa"."""
     m = ctx.machine
     nodes = sorted(m.nodes, key=lambda n: n.id)
-    if len(nodes) < 2:
-        return Outcome(findings=[Finding(
-            id="bench.numa_latency", status=SKIPPED,
-            title="NUMA latency: one NUMA domain, nothing to compare",
-            evidence=f"{len(nodes) or 1} NUMA node(s) in the machine model",
-            why="Remote-memory latency only exists with several NUMA domains.")])
+    skipped = single_numa_domain(m, "bench.numa_latency", "latency")
+    if skipped is not None:
+        return skipped
     dram, info = dram_working_set(m, ctx.opts.size_bytes, factor=QUICK_DRAM_LLC_INSTANCE_FACTOR
                                   if ctx.opts.quick else DRAM_LLC_INSTANCE_FACTOR)
     reps = _reps(ctx, REPS, QUICK_REPS)

@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import core
 from ..errors import BadValueError, CoreError
 from ..machine.model import Cache, Machine
-from ..results.model import SKIPPED, Finding, Peak, Series
-from .base import Context, Outcome, rate_metric
+from ..results.model import Peak, Series
+from .base import Context, Outcome, rate_metric, single_numa_domain
 
 GBS = "GB/s"
 KIB, MIB = 1 << 10, 1 << 20
@@ -358,12 +358,9 @@ def bench_numa_bandwidth(ctx: Context) -> Outcome:
     """STREAM triad from each NUMA node's CPUs to each node's memory: Series "stream.triad.numa"."""
     m = ctx.machine
     nodes = sorted(m.nodes, key=lambda n: n.id)
-    if len(nodes) < 2:
-        return Outcome(findings=[Finding(
-            id="bench.numa_bandwidth", status=SKIPPED,
-            title="NUMA bandwidth: one NUMA domain, nothing to compare",
-            evidence=f"{len(nodes) or 1} NUMA node(s) in the machine model",
-            why="Remote-memory bandwidth only exists with several NUMA domains.")])
+    skipped = single_numa_domain(m, "bench.numa_bandwidth", "bandwidth")
+    if skipped is not None:
+        return skipped
     elems, info = stream_array_elements(m, ctx.opts.size_bytes)
     # mbind's MPOL_BIND does not spill over: the arrays must fit in the smallest node.
     node_mem = [n.mem_bytes for n in nodes if n.mem_bytes]
