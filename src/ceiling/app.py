@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import core
-from .bench.base import Options, Outcome
+from .bench.base import Options, Outcome, meminfo_bytes
 from .errors import INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError
 from .results.model import Run
 from .session import Session
@@ -21,17 +21,6 @@ ISAS = ("scalar", "sse2", "avx2", "avx512", "neon", "sve")
 
 
 # -- options -------------------------------------------------------------------
-
-def _mem_total() -> Optional[int]:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
 
 def options(args: argparse.Namespace) -> Options:
     """Validate measurement options before anything is measured."""
@@ -43,7 +32,7 @@ def options(args: argparse.Namespace) -> Options:
         raise BadValueError(f"--isa {isa}: this CPU cannot run it (it runs: {have})")
     size = None
     if getattr(args, "size", None) is not None:
-        size = parse_size(args.size, what="--size", limit=_mem_total())
+        size = parse_size(args.size, what="--size", limit=meminfo_bytes("MemTotal"))
     reps = parse_count(getattr(args, "reps", None), what="--reps", low=1, high=10000)
     threads = parse_count(getattr(args, "threads", None), what="--threads", low=1)
     placement = getattr(args, "placement", "compact")

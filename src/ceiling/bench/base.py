@@ -65,6 +65,18 @@ class Outcome:
         return self
 
 
+def meminfo_bytes(field: str = "MemAvailable") -> Optional[int]:
+    """A /proc/meminfo figure in bytes (MemAvailable, MemTotal), None where unreadable."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def single_numa_domain(machine: Machine, finding_id: str, what: str) -> Optional[Outcome]:
     """The skipped Outcome of a NUMA-matrix bench on a node with one domain, else None."""
     n = len(machine.nodes)

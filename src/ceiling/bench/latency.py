@@ -32,7 +32,7 @@ from .. import core
 from ..errors import CoreError
 from ..machine.model import Cache, Machine
 from ..results.model import LOWER, Metric, Series, Stats
-from .base import Context, Outcome, per_iter_metric, single_numa_domain
+from .base import meminfo_bytes, Context, Outcome, per_iter_metric, single_numa_domain
 
 KIB, MIB = 1 << 10, 1 << 20
 NS = "ns"
@@ -57,17 +57,6 @@ LEVELS = ("l1", "l2", "l3", "dram")
 
 
 # -- sizes ---------------------------------------------------------------------
-
-def _mem_available_bytes() -> Optional[int]:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
 
 def _data_caches(machine: Machine) -> Dict[int, Cache]:
     """One data or unified cache per level (the largest instance when several)."""
@@ -108,7 +97,7 @@ def dram_working_set(machine: Machine, size_bytes: Optional[int] = None,
                          f"{LLC_FACTOR} x total last-level cache {total} bytes, {DRAM_MIN_BYTES // MIB} MiB)")
     info["llc_hit_fraction_estimate"] = round(inst / ws, 4)
     if mem_available is None:
-        mem_available = _mem_available_bytes()
+        mem_available = meminfo_bytes("MemAvailable")
     if mem_available is not None and ws > MEM_FRACTION * mem_available:
         ws = int(MEM_FRACTION * mem_available)
         info["size_note"] = (f"capped to a quarter of the {mem_available} bytes of available memory: "

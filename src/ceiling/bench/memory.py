@@ -22,7 +22,7 @@ from .. import core
 from ..errors import BadValueError, CoreError
 from ..machine.model import Cache, Machine
 from ..results.model import Peak, Series
-from .base import Context, Outcome, rate_metric, single_numa_domain
+from .base import meminfo_bytes, Context, Outcome, rate_metric, single_numa_domain
 
 GBS = "GB/s"
 KIB, MIB = 1 << 10, 1 << 20
@@ -58,17 +58,6 @@ FLAGS = core.F_HUGEPAGES
 
 # -- sizes ---------------------------------------------------------------------
 
-def _mem_available_bytes() -> Optional[int]:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
                           mem_available: Optional[int] = None) -> Tuple[int, Dict[str, Any]]:
     """Elements per STREAM array, and how the size was chosen.
@@ -79,7 +68,7 @@ def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
     of the available memory.
     """
     if mem_available is None:
-        mem_available = _mem_available_bytes()
+        mem_available = meminfo_bytes("MemAvailable")
     info: Dict[str, Any] = {}
     if size_bytes is not None:
         if size_bytes < 8:
@@ -297,7 +286,7 @@ def bench_cache_bandwidth(ctx: Context) -> Outcome:
     """Load and triad bandwidth against working-set size; "bandwidth.l1/l2/l3/dram" (load only)."""
     m = ctx.machine
     levels = level_working_sets(m, ctx.cpus)
-    mem = _mem_available_bytes()
+    mem = meminfo_bytes("MemAvailable")
     notes: Dict[str, Any] = {}
     if mem is not None and levels["dram"] > MEM_FRACTION * mem:   # x is the whole working set
         levels["dram"] = int(MEM_FRACTION * mem) // 64 * 64
