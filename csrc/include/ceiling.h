@@ -99,6 +99,10 @@ typedef struct ceil_affinity {
 } ceil_affinity;
 int ceil_pin_saving(int cpu, ceil_affinity *saved);   /* ceil_pin_self after saving the old mask */
 void ceil_affinity_restore(const ceil_affinity *saved);
+/* Inside an OpenMP region: pin thread tid to p->cpus[tid] (when cpus is set),
+ * saving its affinity in *old; the first failure of the team goes to *fail
+ * (-errno; stays 0 when all pinned) and *fail_cpu. */
+void ceil_pin_member(const ceil_params *p, int tid, ceil_affinity *old, int *fail, int *fail_cpu);
 int ceil_huge_backed(const void *p, size_t bytes);    /* 1: >= half on huge pages, 0: not, -1: cannot tell */
 void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
 void ceil_free(void *p, size_t bytes);

@@ -287,7 +287,7 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
     ceil_bw_stream_fn loop = op == CEIL_BW_LOAD_SUM ? NULL : ops->stream[op];
     ceil_bw_sum_fn sum = ops->sum;
 
-    int pin_failed = 0, pin_cpu = -1, pin_err = 0, T_ran = 0;
+    int pin_cpu = -1, pin_err = 0, T_ran = 0;
     check_t *cks = calloc((size_t)p->nthreads, sizeof *cks);
     /* padded per-thread slots: load_sum results, written every pass */
     double *sums = calloc((size_t)p->nthreads * 8, sizeof *sums);
@@ -300,27 +300,17 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
     }
 
     double t0 = 0;
-#pragma omp parallel num_threads(p->nthreads) shared(t0, pin_failed, pin_cpu, pin_err, T_ran)
+#pragma omp parallel num_threads(p->nthreads) shared(t0, pin_cpu, pin_err, T_ran)
     {
         const int t = omp_get_thread_num(), T = omp_get_num_threads();
-        ceil_affinity old = {.have = 0};
-        if (p->cpus) {
-            int e = ceil_pin_saving(p->cpus[t], &old);
-            if (e != 0) {
-#pragma omp critical(ceil_bw_pin)
-                {
-                    pin_failed = 1;
-                    pin_cpu = p->cpus[t];
-                    pin_err = -e;
-                }
-            }
-        }
+        ceil_affinity old;
+        ceil_pin_member(p, t, &old, &pin_err, &pin_cpu);
         if (t == 0)
             T_ran = T;
         int64_t lo, hi;
         chunk(n, t, T, &lo, &hi);
 #pragma omp barrier
-        if (!pin_failed) {
+        if (pin_err == 0) {
             init_chunk(op, a, b, c, lo, hi);
 #pragma omp barrier
             for (int rep = -warmup; rep < reps; rep++) {
@@ -348,8 +338,8 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
         ceil_affinity_restore(&old);
     }
 
-    if (pin_failed) {
-        ceil_set_msg(r, "%s: cannot pin a thread to CPU %d: %s", name, pin_cpu, strerror(pin_err));
+    if (pin_err != 0) {
+        ceil_set_msg(r, "%s: cannot pin a thread to CPU %d: %s", name, pin_cpu, strerror(-pin_err));
         rc = CEIL_EPIN;
     } else {
         r->nthreads = T_ran;

@@ -66,17 +66,8 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
 #pragma omp parallel num_threads(p->nthreads)
     {
         const int tid = omp_get_thread_num();
-        ceil_affinity old = {.have = 0};
-        if (p->cpus) {
-            int rc = ceil_pin_saving(p->cpus[tid], &old);
-            if (rc != 0) {
-#pragma omp critical(ceil_clock_pin)
-                {
-                    pin_err = rc;
-                    pin_cpu = p->cpus[tid];
-                }
-            }
-        }
+        ceil_affinity old;
+        ceil_pin_member(p, tid, &old, &pin_err, &pin_cpu);
 #pragma omp single
         nt_run = omp_get_num_threads();
         const int go = pin_err == 0;   /* same for all threads after the single's barrier */

@@ -53,6 +53,21 @@ void ceil_affinity_restore(const ceil_affinity *saved)
         sched_setaffinity(0, sizeof saved->mask, (const cpu_set_t *)(const void *)saved->mask);
 }
 
+void ceil_pin_member(const ceil_params *p, int tid, ceil_affinity *old, int *fail, int *fail_cpu)
+{
+    old->have = 0;
+    if (!p->cpus)
+        return;
+    int rc = ceil_pin_saving(p->cpus[tid], old);
+    if (rc != 0) {
+#pragma omp critical(ceil_pin_fail)
+        if (*fail == 0) {
+            *fail = rc;
+            *fail_cpu = p->cpus[tid];
+        }
+    }
+}
+
 #define HUGE_2M (2u << 20)
 
 /* mmap rather than malloc: the pages are untouched until the thread that

@@ -89,17 +89,8 @@ int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c)
     {
         const int tid = omp_get_thread_num();
         _Alignas(64) unsigned char state[CEIL_FLOPS_STATE_BYTES];
-        ceil_affinity old = {.have = 0};
-        if (p->cpus) {
-            int rc = ceil_pin_saving(p->cpus[tid], &old);
-            if (rc != 0) {
-#pragma omp critical(ceil_flops_pin)
-                {
-                    pin_err = rc;
-                    pin_cpu = p->cpus[tid];
-                }
-            }
-        }
+        ceil_affinity old;
+        ceil_pin_member(p, tid, &old, &pin_err, &pin_cpu);
 #pragma omp single
         nt_run = omp_get_num_threads();
         /* The single's barrier makes pin_err the same for every thread, so
