@@ -84,7 +84,8 @@ int ceil_abi_version(void);
 int ceil_kernel_count(void);
 const ceil_kernel *ceil_kernel_get(int i);
 
-/* 1 when this CPU and OS can run code of the named ISA, else 0. */
+/* 1 when this CPU and OS can run code of the named ISA ("scalar", "sse2",
+ * "fma" (FMA3), "avx2" (with FMA3), "avx512", "neon", "sve"), else 0. */
 int ceil_isa_supported(const char *isa);
 
 /* Helpers shared by kernels (common.c). */

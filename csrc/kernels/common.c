@@ -130,6 +130,8 @@ int ceil_isa_supported(const char *isa)
     __builtin_cpu_init();
     if (strcmp(isa, "sse2") == 0)
         return __builtin_cpu_supports("sse2") != 0;
+    if (strcmp(isa, "fma") == 0)
+        return __builtin_cpu_supports("fma") != 0;
     if (strcmp(isa, "avx2") == 0)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (strcmp(isa, "avx512") == 0)

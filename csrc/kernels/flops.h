@@ -46,6 +46,13 @@ typedef struct ceil_chain {
  * a negative CEIL_E* code. Defined in flops_scalar.c. */
 int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c);
 
+#if defined(__x86_64__)
+/* The scalar chain with FMA3 (vfmadd213sd/ss), compiled in flops_avx2.c with
+ * -mfma; call only where ceil_isa_supported("fma"). */
+void ceil_fma3_scalar_dp(int64_t trips, void *state);
+void ceil_fma3_scalar_sp(int64_t trips, void *state);
+#endif
+
 /* An opaque 1: the compiler cannot see through the empty asm, so it cannot
  * turn x * one + one into x + 1, or the whole loop into x + n. */
 static inline double ceil_opaque_one(void)

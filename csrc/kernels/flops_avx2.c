@@ -49,6 +49,40 @@ static void body_avx2_sp(int64_t trips, void *state)
     L0_11(STORE_PS)
 }
 
+/* The scalar variant's chain on x86-64 CPUs with FMA3 (flops_scalar.c picks
+ * it at run time): the same 12 chains x 2 steps as its mulsd + addsd body,
+ * one vfmadd213sd/ss per step, so the scalar peak is the FMA pipes' rate on
+ * every x86 core, not only on those with separate add and multiply pipes. */
+#define FMA_SD(i) "vfmadd213sd %[b], %[a], %[x" #i "]\n\t"
+#define FMA_SS(i) "vfmadd213ss %[b], %[a], %[x" #i "]\n\t"
+#define DECL_D(i) double x##i = s[i];
+#define DECL_F(i) float x##i = s[i];
+#define STORE(i) s[i] = x##i;
+
+void ceil_fma3_scalar_dp(int64_t trips, void *state)
+{
+    double *s = state;
+    L0_11(DECL_D)
+    const double a = ceil_opaque_one(), b = ceil_opaque_one();
+    for (int64_t t = 0; t < trips; t++)
+        __asm__ volatile(L0_11(FMA_SD) L0_11(FMA_SD)
+                         : [x0] "+x"(x0) L1_11(OUT)
+                         : [a] "x"(a), [b] "x"(b));
+    L0_11(STORE)
+}
+
+void ceil_fma3_scalar_sp(int64_t trips, void *state)
+{
+    float *s = state;
+    L0_11(DECL_F)
+    const float a = ceil_opaque_onef(), b = ceil_opaque_onef();
+    for (int64_t t = 0; t < trips; t++)
+        __asm__ volatile(L0_11(FMA_SS) L0_11(FMA_SS)
+                         : [x0] "+x"(x0) L1_11(OUT)
+                         : [a] "x"(a), [b] "x"(b));
+    L0_11(STORE)
+}
+
 static const ceil_chain chain_dp = {"avx2", 0, ACCS, 4, STEPS, NULL, body_avx2_dp};
 static const ceil_chain chain_sp = {"avx2", 1, ACCS, 8, STEPS, NULL, body_avx2_sp};
 

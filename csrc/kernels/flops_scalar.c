@@ -1,10 +1,12 @@
 /* flops_scalar.c - the flops driver shared by every ISA variant, and the
  * scalar peak multiply-add kernels.
  *
- * Scalar means the baseline ISA of the architecture: on aarch64 that has a
- * fused multiply-add (fmadd), on x86-64 it does not (FMA3 came with AVX2), so
- * there the chain step is mulsd + addsd - two flops, two instructions, and on
- * cores whose adders and multipliers share pipes (Intel) half the FMA rate.
+ * Scalar means one element per instruction. On aarch64 the baseline ISA has
+ * a fused multiply-add (fmadd). On x86-64 it does not (FMA3 came with
+ * Haswell and Piledriver), so where the CPU has FMA3 the chain is
+ * vfmadd213sd from flops_avx2.c, picked at run time, and only older CPUs run
+ * mulsd + addsd: two instructions for the same two flops, which on cores
+ * whose adders and multipliers share pipes (Intel) is half the FMA rate.
  */
 #define _GNU_SOURCE
 #include <omp.h>
@@ -184,8 +186,10 @@ static void body_scalar_sp(int64_t trips, void *state)
     L0_11(STORE)
 }
 
-#define SC_DOC_DP "one loop trip: 24 dependent-chain steps x = x*a + b (mulsd + addsd, 12 chains), 48 DP flops"
-#define SC_DOC_SP "one loop trip: 24 dependent-chain steps x = x*a + b (mulss + addss, 12 chains), 48 SP flops"
+#define SC_DOC_DP "one loop trip: 24 dependent-chain steps x = x*a + b on 12 chains (vfmadd213sd with FMA3, " \
+                  "else mulsd + addsd), 48 DP flops"
+#define SC_DOC_SP "one loop trip: 24 dependent-chain steps x = x*a + b on 12 chains (vfmadd213ss with FMA3, " \
+                  "else mulss + addss), 48 SP flops"
 
 #elif defined(__aarch64__)
 
@@ -238,10 +242,26 @@ static void body_scalar_sp(int64_t trips, void *state)
 static const ceil_chain chain_dp = {"scalar", 0, SC_ACCS, 1, SC_STEPS, NULL, body_scalar_dp};
 static const ceil_chain chain_sp = {"scalar", 1, SC_ACCS, 1, SC_STEPS, NULL, body_scalar_sp};
 
+#if defined(__x86_64__)
+/* Same shape (12 chains x 2 steps, one element each), one FMA per step. */
+static const ceil_chain chain_fma3_dp = {"scalar", 0, SC_ACCS, 1, SC_STEPS, NULL, ceil_fma3_scalar_dp};
+static const ceil_chain chain_fma3_sp = {"scalar", 1, SC_ACCS, 1, SC_STEPS, NULL, ceil_fma3_scalar_sp};
+#define PICK(plain, fused) (ceil_isa_supported("fma") ? &(fused) : &(plain))
+#else
+#define PICK(plain, fused) (&(plain))
+#endif
+
 /* Scalar peak DP multiply-add rate; p->iters = loop trips per thread. */
-static int run_peak_fma_dp(const ceil_params *p, ceil_result *r) { return ceil_flops_drive(p, r, &chain_dp); }
+static int run_peak_fma_dp(const ceil_params *p, ceil_result *r)
+{
+    return ceil_flops_drive(p, r, PICK(chain_dp, chain_fma3_dp));
+}
+
 /* Scalar peak SP multiply-add rate; p->iters = loop trips per thread. */
-static int run_peak_fma_sp(const ceil_params *p, ceil_result *r) { return ceil_flops_drive(p, r, &chain_sp); }
+static int run_peak_fma_sp(const ceil_params *p, ceil_result *r)
+{
+    return ceil_flops_drive(p, r, PICK(chain_sp, chain_fma3_sp));
+}
 
 /* 24 steps per trip on both architectures: 12 x 2 on x86-64, 24 x 1 on aarch64. */
 _Static_assert(SC_ACCS * SC_STEPS == 24, "flops_per_iter below assumes 24 steps per trip");
