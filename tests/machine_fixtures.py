@@ -20,7 +20,7 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "machines"
 LOCAL = Path(__file__).resolve().parent / "fixtures" / "machines"
 
-_cache: Dict[Tuple[str, str], Path] = {}
+_cache: Dict[Tuple[str, str, bool], Path] = {}
 
 # Parts of the trees the machine model never reads; leaving them packed
 # halves the files written per tree (the trees are many tiny files).
@@ -36,16 +36,16 @@ def local(*parts: str) -> Path:
     return LOCAL.joinpath(*parts)
 
 
-def _extract(tarball: Path, dest: Path) -> Path:
+def _extract(tarball: Path, dest: Path, skip=SKIP) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     tar = shutil.which("tar")
     # The system tar is several times faster on these trees of many small files.
-    excludes = [f"--exclude={p}" for p in SKIP]
+    excludes = [f"--exclude={p}" for p in skip]
     ok = tar is not None and subprocess.run([tar, "-xjf", str(tarball), "-C", str(dest), "--wildcards", *excludes],
                                             capture_output=True).returncode == 0
     if not ok:
         with tarfile.open(tarball, "r:bz2") as tf:
-            members = [m for m in tf.getmembers() if not any(fnmatch.fnmatch(m.name, p) for p in SKIP)]
+            members = [m for m in tf.getmembers() if not any(fnmatch.fnmatch(m.name, p) for p in skip)]
             # The trees hold relative symlinks (cpuN/nodeM -> ../../node/nodeM);
             # the "tar" filter keeps them while refusing absolute or escaping paths.
             try:
@@ -58,9 +58,10 @@ def _extract(tarball: Path, dest: Path) -> Path:
     return tops[0]
 
 
-def unpack(kind: str, name: str, tmp_path_factory) -> Path:
-    """Unpack SHARED/kind/name.tar.bz2 (once per session); the tree's root directory."""
-    key = (kind, name)
+def unpack(kind: str, name: str, tmp_path_factory, full: bool = False) -> Path:
+    """Unpack SHARED/kind/name.tar.bz2 (once per session); the tree's root directory.
+    ``full``: every file, also those the machine model never reads (checks read them)."""
+    key = (kind, name, full)
     if key in _cache:
         return _cache[key]
     tarball = SHARED / kind / f"{name}.tar.bz2"
@@ -68,14 +69,14 @@ def unpack(kind: str, name: str, tmp_path_factory) -> Path:
         pytest.skip(f"shared machine fixtures not found at {SHARED} (the CI clone has ../shared beside it)")
     if not tarball.exists():
         pytest.skip(f"shared fixture {tarball} is missing")
-    root = _extract(tarball, tmp_path_factory.mktemp(f"{kind}-{name[:20]}"))
+    root = _extract(tarball, tmp_path_factory.mktemp(f"{kind}-{name[:20]}"), skip=() if full else SKIP)
     _cache[key] = root
     return root
 
 
-def fsroot(name: str, tmp_path_factory) -> Path:
-    """A recorded /proc + /sys tree (linux-fsroot/NAME)."""
-    return unpack("linux-fsroot", name, tmp_path_factory)
+def fsroot(name: str, tmp_path_factory, full: bool = False) -> Path:
+    """A recorded /proc + /sys tree (linux-fsroot/NAME); ``full`` keeps every file."""
+    return unpack("linux-fsroot", name, tmp_path_factory, full=full)
 
 
 def cpuid_dump(name: str, tmp_path_factory, pu: str = "pu0") -> Path:

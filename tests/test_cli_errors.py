@@ -41,6 +41,11 @@ CASES = [
     (["run", "--save-json", "/proc/version", "--no-store"], 4, "not writable"),
     (["history", "--limit", "0", "--db", "{tmp}/h.db"], 3, "at least 1"),
     (["show", "{tmp}/missing.json"], 4, "no such file"),
+    (["check", "--only", "bogus", "--no-store"], 2, "no such area or check"),
+    (["check", "--explain", "cpu.nonsense"], 2, "no such check"),
+    (["check", "--noise-seconds", "abc", "--no-store"], 2, "not a number"),
+    (["check", "--noise-seconds", "0", "--no-store"], 3, "between"),
+    (["check", "--root", "{tmp}/nowhere", "--no-store"], 4, "not a directory"),
 ]
 
 

@@ -50,7 +50,9 @@ def test_sample_parses_the_tree(tmp_path):
     assert s.available and s.uptime_s == 12.5 and s.loadavg == (1.5, 0.75, 0.25)
     assert (s.running, s.tasks, s.ncpus, s.busy_ticks, s.steal_ticks) == (3, 321, 8, 800, 30)
     assert s.own_ticks == 77 and OWN not in s.procs
-    assert s.procs[7] == load.ProcTimes(7, "my (odd) name) x", 40, 9)
+    p7 = s.procs[7]
+    assert (p7.pid, p7.comm, p7.cpu_ticks, p7.start_ticks) == (7, "my (odd) name) x", 40, 9)
+    assert p7.uid == os.getuid() and p7.rss_pages == 789     # the owner of the fixture's /proc/7
     assert s.procs[8].comm == "kworker/0:1"
     assert s.unreadable == 1
 

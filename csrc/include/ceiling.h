@@ -110,6 +110,39 @@ void ceil_free(void *p, size_t bytes);
 void ceil_set_msg(ceil_result *r, const char *fmt, ...);
 int ceil_bind_node(void *p, size_t bytes, int node);   /* before first touch; 0, or -errno; node < 0: no-op */
 
+/* The OS-noise probe (noise.c). Not a rate kernel, so not in the descriptor
+ * table: Python calls it by name. Selfish-detour style: one thread pinned on
+ * each p->cpus[i] reads CLOCK_MONOTONIC in a tight loop for duration_s, all
+ * in one window, and every gap between consecutive reads longer than the
+ * threshold is a detour (time the CPU spent elsewhere). */
+typedef struct ceil_noise_gap {
+    double start_s;        /* when the detour began, seconds after the window opened */
+    double length_s;       /* its length, seconds */
+} ceil_noise_gap;
+
+typedef struct ceil_noise_stats {
+    int64_t iters;         /* clock reads (loop trips) */
+    int64_t detours;       /* gaps longer than the threshold */
+    double detour_s;       /* their sum, seconds */
+    double min_gap_s;      /* the shortest gap: the loop's own cost (one clock read) */
+    double max_gap_s;      /* the longest gap, seconds */
+    double window_s;       /* the thread's first read to its last, seconds */
+    double start_s;        /* the thread's first read after the shared start, seconds */
+    int32_t cpu;           /* CPU the thread ended on (sched_getcpu), -1 when unknown */
+    int32_t ntop;          /* entries filled in the thread's part of top[] */
+} ceil_noise_stats;
+
+/* p->nthreads threads, thread i on p->cpus[i] (NULL: unpinned); p->size is the
+ * detour threshold in ns (0 = 1000 ns); other fields are ignored. stats holds
+ * p->nthreads entries; top holds p->nthreads * cap gaps, thread i's `cap`
+ * longest detours at top[i * cap], longest first. r->valid is 1 when every
+ * thread read the clock, its detours add up to no more than its window and it
+ * ended on its CPU; r->iters is the reads of all threads, r->check the detour
+ * seconds of all threads, r->times is not used. Returns 0, CEIL_EINVAL,
+ * CEIL_EPIN; affinity is put back on return. */
+int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *top, int32_t cap,
+                      ceil_noise_stats *stats, ceil_result *r);
+
 /* Each family file provides NULL-name-terminated tables; registry.c collects
  * them. They are weak so that an ISA variant not built on this architecture
  * simply is not there. */

@@ -163,7 +163,8 @@ def _default_report_path(run: Run) -> Path:
     return default_db_path().parent / name
 
 
-def _deliver(args: argparse.Namespace, run: Run, store, say, report_html: bool, code: int) -> int:
+def _deliver(args: argparse.Namespace, run: Run, store, say, report_html: bool, code: int,
+             render: Optional[Callable[[Run], str]] = None) -> int:
     """Save and show a Run; every output is attempted even if another one fails."""
     from .report import html, terminal
     from .results import jsonio
@@ -189,11 +190,14 @@ def _deliver(args: argparse.Namespace, run: Run, store, say, report_html: bool, 
             report_path = None
     color = sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ
     width = _width()
-    say(terminal.render(run, color=color, width=width))
-    say(terminal.summary(run))
+    if render is not None:
+        say(render(run))
+    else:
+        say(terminal.render(run, color=color, width=width))
+        say(terminal.summary(run))
     if report_path is not None:
         say(f"HTML report: {report_path}")
-    if store is not None and not any(e.startswith("history") for e in errors):
+    if store is not None and not any(e.startswith("history") for e in errors) and not getattr(args, "nhc", False):
         say(f"Recorded as run {run.run_id[:12]} in {store.path}")
     if args.json:
         sys.stdout.write(jsonio.dumps(run))
@@ -230,9 +234,107 @@ def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
     return _measure(args, argv, steps, with_checks=False, report_html=bool(args.out))
 
 
+def _check_options(args: argparse.Namespace):
+    """--only and --noise-seconds, validated against the registry before anything runs."""
+    from .checks import REGISTRY, Options, load_all
+    from .checks.base import AREAS
+    load_all()
+    only = [w.strip() for item in (args.only or []) for w in item.split(",") if w.strip()]
+    for w in only:
+        if w not in AREAS and w not in REGISTRY:
+            raise UsageError(f"--only {w!r}: no such area or check (areas: {', '.join(AREAS)}; see --list)")
+    opts = Options()
+    if args.noise_seconds is not None:
+        try:
+            opts.noise_s = float(args.noise_seconds)
+        except ValueError:
+            raise UsageError(f"--noise-seconds {args.noise_seconds!r}: not a number") from None
+        if not 0.05 <= opts.noise_s <= 600:
+            raise BadValueError(f"--noise-seconds {opts.noise_s:g}: must be between 0.05 and 600")
+    return only or None, opts
+
+
+def _explain(check_id: str) -> int:
+    from .checks import REGISTRY, load_all
+    from .checks.base import AREAS
+    load_all()
+    c = REGISTRY.get(check_id)
+    if c is None:
+        near = [i for i in REGISTRY if check_id.split(".")[-1] in i or i.startswith(check_id)]
+        hint = f" (did you mean {', '.join(sorted(near)[:4])}?)" if near else " (see 'ceiling check --list')"
+        raise UsageError(f"--explain {check_id!r}: no such check{hint}")
+    print(f"{c.id}  [{AREAS[c.area]}]{'  (live: this process, now)' if c.live else ''}\n")
+    print(c.explain)
+    return 0
+
+
+def _list_checks(args: argparse.Namespace) -> int:
+    from .checks import load_all
+    from .checks.base import AREAS, select
+    load_all()
+    checks = select()
+    if args.json:
+        print(json.dumps([{"id": c.id, "area": c.area, "live": c.live, "summary": c.explain.splitlines()[0]}
+                          for c in checks], indent=1))
+        return 0
+    for area, title in AREAS.items():
+        group = [c for c in checks if c.area == area]
+        if group:
+            print(f"{area:<10} {title}")
+            for c in group:
+                print(f"  {c.id:<26} {c.explain.splitlines()[0]}")
+    return 0
+
+
 def cmd_check(args: argparse.Namespace, argv: List[str]) -> int:
-    args.quick = True
-    return _measure(args, argv, [], with_checks=True, report_html=False)
+    from . import machine as machine_mod
+    from .checks import run_checks
+    from .checks.base import worst
+    from .report import terminal
+    if args.explain:
+        return _explain(args.explain)
+    if args.list:
+        return _list_checks(args)
+    only, copts = _check_options(args)
+    if args.root and not Path(args.root).is_dir():
+        raise PathError(f"--root {args.root}: not a directory")
+    root = args.root or "/"
+    say = _say(args)
+    _check_writable(getattr(args, "save_json", None), "--save-json")
+    cfg = _config(args)
+    store = None if args.root else _open_store(args)
+    progress = _progress(args)
+    session = Session(argv, Options(quick=True), progress)
+    code = 0
+    try:
+        if root == "/":
+            # The clock under load is evidence for cpu.clock and the throttling checks.
+            progress.start("machine model and clock")
+            try:
+                m = machine_mod.detect("/", measure=True, config=cfg)
+            finally:
+                progress.done()
+        else:
+            m = machine_mod.detect(root, measure=False, config=cfg)
+        session.set_machine(m, sorted(m.affinity) or None)
+        progress.start("checks")
+        try:
+            session.add(Outcome(findings=run_checks(m, root, only=only, options=copts)))
+        finally:
+            progress.done()
+    except KeyboardInterrupt:
+        session.interrupted("interrupted (Ctrl-C): findings so far are kept")
+        code = INTERRUPTED_EXIT
+    run = session.finish()
+    color = sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ
+    if args.nhc:
+        render = lambda r: terminal.nhc_line(r)  # noqa: E731
+    else:
+        render = lambda r: terminal.render_checks(r, color=color, width=_width(), verbose=args.verbose)  # noqa: E731
+    code = _deliver(args, run, store, say, False, code, render=render)
+    if code == 0 and (args.strict or args.nhc):
+        code = {"fail": 2, "warn": 1}.get(worst(run.findings), 0)
+    return code
 
 
 def _list_kernels(args: argparse.Namespace) -> int:

@@ -63,7 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(m, store=False, html=False)
 
     c = sub.add_parser("check", help="the node's condition and configuration",
-                       description="Findings (ok / warn / fail / skipped), each with evidence, why it matters and how to fix it.")
+                       description="Findings (ok / warn / fail / skipped), each with evidence, why it matters and how to fix it.",
+                       epilog="Exit status: 0, unless --strict or --nhc: 1 when a check warns, 2 when one fails "
+                              "(usable as Slurm's HealthCheckProgram).")
+    c.add_argument("--only", action="append", metavar="AREA", help="only these areas or check ids (repeat, or comma-separated); "
+                   "see --list")
+    c.add_argument("--list", action="store_true", help="list the checks and their areas, and exit")
+    c.add_argument("--explain", metavar="ID", help="print the long explanation of one check, and exit")
+    c.add_argument("--strict", action="store_true", help="exit 1 when a check warns, 2 when one fails")
+    c.add_argument("--nhc", action="store_true", help="print one health-check line (NHC style) instead of the table; implies --strict")
+    c.add_argument("--noise-seconds", type=str, metavar="S", help="length of the OS-noise window (default 2)")
+    c.add_argument("--root", metavar="DIR", help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
+    c.add_argument("-v", "--verbose", action="store_true", help="show evidence for every finding, not only for problems")
     _output_options(c, store=True, html=False)
 
     b = sub.add_parser("bench", help="measure subsystems against their peaks",

@@ -1,15 +1,31 @@
-"""Checks of the node's condition and configuration; each returns Findings."""
+"""Checks of the node's condition and configuration; each returns a Finding.
+
+One module per area (base.AREAS); importing a module registers its checks.
+"""
 from __future__ import annotations
 
-from typing import List
+import importlib
+from typing import Dict, Iterable, List, Optional
 
 from ..machine.model import Machine
 from ..results.model import Finding
+from .base import AREAS, REGISTRY, Options, run
+
+# Module per area, imported in this order (the order within an area).
+MODULES = ("thermal", "ras", "load", "noise", "placement", "mem", "fs", "cpu", "numa", "os",
+           "limits", "cgroup", "perf", "irq", "env")
 
 
-def run_checks(machine: Machine, root: str = "/") -> List[Finding]:
-    from . import load, system
-    findings = system.run(machine, root)
-    if root == "/":
-        findings.append(load.check_idle(len(machine.affinity) or machine.threads or 1))
-    return findings
+def load_all() -> None:
+    for name in MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+
+
+def run_checks(machine: Machine, root: str = "/", only: Optional[Iterable[str]] = None,
+               options: Optional[Options] = None, strict: bool = False,
+               timings: Optional[Dict[str, float]] = None) -> List[Finding]:
+    load_all()
+    return run(machine, root, only=only, options=options, strict=strict, timings=timings)
+
+
+__all__ = ["AREAS", "REGISTRY", "Options", "load_all", "run_checks"]

@@ -16,12 +16,14 @@ fixture tree instead of the live /proc.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..results.model import OK, SKIPPED, WARN, Finding
+from .base import Probe, check
 
 OTHER_CPU_WARN = 0.10     # other processes using this fraction of one CPU on average: warn
 STEAL_WARN = 0.10         # hypervisor steal, in CPUs, above which a VM's host is busy
@@ -42,6 +44,8 @@ class ProcTimes:
     comm: str
     cpu_ticks: int       # utime + stime of all its threads, in clock ticks
     start_ticks: int     # start time after boot, clock ticks (tells a reused pid apart)
+    rss_pages: int = 0   # resident set, in pages
+    uid: Optional[int] = None   # owner (of /proc/[pid]), None when not known
 
 
 MIN_INTERVAL_S = 0.5   # shortest interval whose tick counts mean something
@@ -84,14 +88,18 @@ def _parse_pid_stat(pid: int, data: bytes) -> ProcTimes:
     rest = data[rp + 2:].split()
     # rest[0] is field 3 (state); utime, stime, starttime are fields 14, 15, 22.
     return ProcTimes(pid, data[lp + 1:rp].decode("utf-8", "replace"),
-                     int(rest[11]) + int(rest[12]), int(rest[19]))
+                     int(rest[11]) + int(rest[12]), int(rest[19]), rss_pages=max(0, int(rest[21])))
 
 
 def _read_pid(proc: str, pid: int) -> Optional[ProcTimes]:
     try:
-        return _parse_pid_stat(pid, _read(f"{proc}/{pid}/stat"))
+        t = _parse_pid_stat(pid, _read(f"{proc}/{pid}/stat"))
     except (OSError, ValueError, IndexError):
         return None
+    try:
+        return dataclasses.replace(t, uid=os.stat(f"{proc}/{pid}").st_uid)
+    except OSError:
+        return t
 
 
 def sample(root: str = "/", pid: Optional[int] = None) -> LoadSample:
@@ -265,4 +273,89 @@ def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding
     f = compare(before, after, ncpus, min_interval_s=0.0)[0]
     if f.status == OK:
         f.title = "The node is idle"
+    return f
+
+
+OTHER_USER_MIN_UID = 1000   # below: system accounts (daemons), not people
+MEM_WARN = 0.05             # other processes holding this share of memory: warn
+
+
+def _memory_and_users(s: LoadSample, after: LoadSample, own_uid: int) -> Tuple[List[str], List[str]]:
+    """(problems, evidence) about memory held by others and other users' processes."""
+    problems, ev = [], []
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+        total = os.sysconf("SC_PHYS_PAGES") * page
+    except (ValueError, OSError):
+        return problems, ev
+    big = sorted((p for p in after.procs.values()), key=lambda p: -p.rss_pages)
+    held = sum(p.rss_pages for p in after.procs.values()) * page
+    top = [p for p in big[:TOP] if p.rss_pages * page >= 0.01 * total]
+    if top:
+        ev.append("largest memory: " + ", ".join(f"pid {p.pid} ({p.comm}) {p.rss_pages * page / 2**30:.1f} GiB"
+                                                for p in top))
+    if total and held >= MEM_WARN * total:
+        problems.append(f"Other processes hold {held / 2**30:.1f} GiB ({held / total:.0%} of memory)")
+    users: Dict[int, List[ProcTimes]] = {}
+    for p in after.procs.values():
+        if p.uid is not None and p.uid >= OTHER_USER_MIN_UID and p.uid != own_uid and p.uid != 65534:
+            users.setdefault(p.uid, []).append(p)
+    if users:
+        def name(uid: int) -> str:
+            try:
+                import pwd
+                return pwd.getpwuid(uid).pw_name
+            except (KeyError, ImportError):
+                return f"uid {uid}"
+        ran = {p.pid for p in after.procs.values()
+               if p.pid in s.procs and p.cpu_ticks > s.procs[p.pid].cpu_ticks}
+        parts = []
+        for uid, procs in sorted(users.items(), key=lambda kv: -len(kv[1])):
+            busy = [p for p in procs if p.pid in ran]
+            parts.append(f"{name(uid)}: {len(procs)} processes" + (f", {len(busy)} running" if busy else ""))
+            if busy:
+                problems.append(f"Processes of another user ({name(uid)}) are running")
+        ev.append("other users' processes: " + "; ".join(parts[:TOP]))
+    return problems, ev
+
+
+@check("load.competing", live=True)
+def competing(p: Probe) -> Finding:
+    """Competing load: other processes using the CPUs or the memory of this node now.
+
+    Samples the node's CPU accounting (/proc/stat, every /proc/[pid]/stat:
+    CPU time, resident memory, owner) twice, a quarter of a second apart,
+    and reads the load average.
+
+    warn: other processes used 0.1 CPU or more between the samples; the
+    1-minute load average is at least half the allowed CPUs; in a VM, the
+    hypervisor took 0.1 CPU or more (steal time); other processes hold 5% or
+    more of the node's memory; or processes of another user (uid >= 1000)
+    ran. The top consumers are named with pid, command and share of a CPU
+    or GiB. During ``ceiling run`` the CPU sample is also taken around every
+    benchmark, and a finding names who ran.
+
+    Why: other work takes cycles, memory and memory bandwidth from the
+    benchmark or the application; results are lower and noisier, and
+    nothing in the figures themselves says why. Another user's processes on
+    a node allocated to you are often the remains of an earlier job.
+
+    Fix: an idle node or an exclusive allocation (``srun --exclusive``);
+    ask the admin to clean up stray processes of earlier jobs.
+    """
+    before = sample()
+    time.sleep(0.25)
+    after = sample()
+    f = compare(before, after, len(p.cpus()) or 1, min_interval_s=0.0)[0]
+    if f.status == OK:
+        f.title = "The node is idle"
+    if f.status == SKIPPED:
+        return f
+    problems, ev = _memory_and_users(before, after, os.getuid())
+    if ev:
+        f.evidence = "; ".join([f.evidence] + ev)
+    if problems:
+        f.title = "; ".join(([f.title] if f.status == WARN else []) + problems)
+        f.status = WARN
+        f.fix = FIX
     return f

@@ -238,6 +238,63 @@ def findings(run: Run, *, color: bool = False, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def _area_titles() -> Dict[str, str]:
+    from ..checks.base import AREAS
+    return AREAS
+
+
+def render_checks(run: Run, *, color: bool = False, width: int = 100, verbose: bool = False) -> str:
+    """``ceiling check``: findings grouped by area in report order, problems with
+    their evidence, why and fix; ok and skipped in one line (all details with verbose)."""
+    st = _Style(color)
+    width = max(int(width), 60)
+    areas = _area_titles()
+    order = {a: i for i, a in enumerate(areas)}
+    by_area: Dict[str, List[Finding]] = {}
+    for f in run.findings:
+        by_area.setdefault(f.id.split(".", 1)[0], []).append(f)
+    head = f"ceiling check: {run.host or 'unknown host'}"
+    m = F.as_dict(run.machine)
+    if m.get("model_name"):
+        head += f" - {m['model_name']}, {F.topology(m)}"
+    lines = [st(x, "bold") for x in _wrap(head, width, "  ", "")]
+    if run.partial:
+        lines.append(st("PARTIAL: " + (run.partial_reason or "stopped before the end"), "yellow"))
+    for area in sorted(by_area, key=lambda a: (order.get(a, len(order)), a)):
+        lines.append("")
+        lines.append(st(areas.get(area, area), "bold"))
+        for f in by_area[area]:
+            tag = f"{f.status.upper() if f.status in (FAIL, WARN) else f.status:<7}"
+            wrapped = _wrap(f"{f.id}  {f.title}", width, " " * 11, f"  {tag}  ")
+            wrapped[0] = wrapped[0].replace(tag, st(tag, _STATUS_COLOR.get(f.status, "dim")), 1)
+            lines += wrapped
+            detail = verbose or f.status in (FAIL, WARN)
+            for key in ("evidence", "why", "fix"):
+                text = getattr(f, key)
+                if not text or not (detail or (key == "evidence" and f.status == SKIPPED)):
+                    continue
+                if key == "fix" and f.needs_root:
+                    text += " (needs root)"
+                lines += [st(x, "dim") if f.status == SKIPPED else x
+                          for x in _wrap(text, width, " " * 22, f"           {key + ':':<10} ")]
+    lines.append("")
+    lines.append(f"Findings: {_counts(run.findings)}.  'ceiling check --explain ID' tells more about one check.")
+    return "\n".join(lines) + "\n"
+
+
+def nhc_line(run: Run) -> str:
+    """One line in the style of LBNL NHC, for a Slurm HealthCheckProgram log."""
+    fails = [f for f in run.findings if f.status == FAIL]
+    warns = [f for f in run.findings if f.status == WARN]
+    if fails or warns:
+        first = (fails or warns)[0]
+        more = len(fails) + len(warns) - 1
+        kind = "ERROR" if fails else "WARNING"
+        text = f"{kind}: ceiling: Health check failed: {first.id}: {first.title}"
+        return text + (f" (and {more} more: {len(fails)} fail, {len(warns)} warn)" if more else "")
+    return f"OK: ceiling: {_counts(run.findings)}"
+
+
 # -- the whole report and the summary --------------------------------------------
 
 def render(run: Run, *, color: bool = False, width: int = 100) -> str:

@@ -1,0 +1,268 @@
+"""Profiling support: perf_event_paranoid, and whether hardware counters open here."""
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import platform
+import re
+import struct
+from typing import Dict, List, Optional, Tuple
+
+from .base import Probe, check, ok, skipped, warn
+
+# What an unprivileged user may do at each level
+# (Documentation/admin-guide/sysctl/kernel.rst, perf_event_paranoid; levels 3
+# and 4 come from Debian's, Ubuntu's and Android's patches).
+PARANOID = {
+    -1: "everything: all events, CPU-wide and per process, kernel and user, raw tracepoints",
+    0: "CPU-wide and per-process counting of kernel and user code, but no raw tracepoints",
+    1: "per-process counting of kernel and user code; no CPU-wide (system, uncore) counting",
+    2: "per-process counting of user-space code only",
+    3: "nothing: perf_event_open is refused without CAP_PERFMON (distribution patch)",
+}
+CAP_SYS_ADMIN, CAP_PERFMON = 21, 38
+
+
+def privileged(p: Probe) -> Optional[bool]:
+    """Whether this process has CAP_PERFMON or CAP_SYS_ADMIN (what the kernel's
+    perfmon_capable() asks); None when it cannot tell (a recorded tree)."""
+    if not p.live:
+        return None
+    for line in p.lines("proc/self/status"):
+        if line.startswith("CapEff:"):
+            try:
+                caps = int(line.split()[1], 16)
+            except (IndexError, ValueError):
+                break
+            return bool(caps >> CAP_PERFMON & 1 or caps >> CAP_SYS_ADMIN & 1)
+    return os.geteuid() == 0
+
+
+def paranoid_level(text: Optional[str]) -> Optional[int]:
+    try:
+        return int((text or "").split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def allowed(level: int) -> str:
+    return PARANOID[max(-1, min(level, 3))]
+
+
+@check("perf.paranoid")
+def paranoid(p: Probe):
+    """What unprivileged profiling may do (/proc/sys/kernel/perf_event_paranoid).
+
+    -1: everything; 0: CPU-wide and per-process events, kernel and user, but
+    no raw tracepoints; 1: per-process, kernel and user code; 2: per-process,
+    user-space code only; 3 and 4 (Debian, Ubuntu, Android patches): no
+    perf_event_open at all without CAP_PERFMON.
+
+    warn: level 2 or higher for a user without CAP_PERFMON / CAP_SYS_ADMIN
+    (on a recorded tree: for an unprivileged user). Profilers (perf, ceiling
+    profile, VTune, LIKWID's perf_event backend) then lose the time spent in
+    the kernel (system calls, page faults, MPI progress in drivers),
+    system-wide counting, and the uncore counters that measure memory
+    bandwidth. At level 1 uncore and system-wide counting still need 0.
+    ok: level 1 or lower, or a privileged user.
+    skipped: the file is absent (no perf events in this kernel, or /proc/sys
+    hidden in a container).
+
+    Fix: ``sysctl kernel.perf_event_paranoid=1`` (0 for uncore and
+    system-wide counting; persist it in /etc/sysctl.d/), or give the profiler
+    CAP_PERFMON (``setcap cap_perfmon+ep``); root.
+    """
+    text = p.read("proc/sys/kernel/perf_event_paranoid")
+    level = paranoid_level(text)
+    if level is None:
+        return skipped("perf_event_paranoid: not readable",
+                       evidence="no /proc/sys/kernel/perf_event_paranoid" if text is None
+                       else f"perf_event_paranoid holds {text[:40]!r}, not a number",
+                       why="no perf events in this kernel, or /proc/sys hidden in a container")
+    return paranoid_verdict(level, privileged(p))
+
+
+def paranoid_verdict(level: int, priv: Optional[bool]):
+    ev = f"perf_event_paranoid={level}: unprivileged users get {allowed(level)}"
+    if priv:
+        return ok(f"Profiling: this user may use every event (CAP_PERFMON/CAP_SYS_ADMIN); perf_event_paranoid={level}",
+                  evidence=ev + "; this process is privileged")
+    who = "this user" if priv is False else "an unprivileged user"
+    if level >= 2:
+        lost = ("kernel time, system-wide counting and uncore (memory-bandwidth) counters" if level == 2 else
+                "all hardware counters and sampling")
+        return warn(f"Profiling restricted for {who}: perf_event_paranoid={level}", evidence=ev,
+                    why=f"profilers lose {lost}: time in system calls, page faults and drivers is invisible, "
+                        "and memory bandwidth cannot be measured",
+                    fix="sysctl kernel.perf_event_paranoid=1 (0 for uncore and system-wide counting; persist in "
+                        "/etc/sysctl.d/), or setcap cap_perfmon+ep on the profiler", needs_root=True)
+    note = "; uncore and system-wide counting need 0 or CAP_PERFMON" if level == 1 else ""
+    return ok(f"Profiling allowed for {who}: perf_event_paranoid={level}", evidence=ev + note)
+
+
+# -- perf_event_open ---------------------------------------------------------------
+# The struct and constants follow include/uapi/linux/perf_event.h.
+
+SYSCALL_NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241}   # arch/*/syscall tables; asm-generic for the last two
+PERF_TYPE_HARDWARE = 0
+HW_EVENTS = (("cycles", 0), ("instructions", 1))   # PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS
+ATTR_DISABLED, ATTR_EXCLUDE_KERNEL, ATTR_EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
+PERF_FLAG_FD_CLOEXEC = 1 << 3
+IOC_ENABLE, IOC_DISABLE, IOC_RESET = 0x2400, 0x2401, 0x2403   # _IO('$', 0), _IO('$', 1), _IO('$', 3)
+
+
+class PerfEventAttr(ctypes.Structure):
+    """struct perf_event_attr up to sig_data: PERF_ATTR_SIZE_VER7, 128 bytes.
+    Older kernels accept a larger struct whose extra bytes are zero."""
+
+    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
+                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
+                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),   # the bit fields: disabled, ...
+                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
+                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
+                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
+                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
+                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
+                ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16),
+                ("aux_sample_size", ctypes.c_uint32), ("reserved_3", ctypes.c_uint32),
+                ("sig_data", ctypes.c_uint64)]
+
+
+ATTR_SIZE = ctypes.sizeof(PerfEventAttr)   # 128
+
+
+def _busy(n: int = 200_000) -> int:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def count_hw(config: int, machine: Optional[str] = None) -> Tuple[Optional[int], Optional[int]]:
+    """Open one hardware counter on this process (user space only), count a
+    short busy loop, close it: (count, None) or (None, errno)."""
+    nr = SYSCALL_NR.get(machine or platform.machine())
+    if nr is None:
+        return None, errno.ENOSYS
+    attr = PerfEventAttr()
+    attr.type, attr.size, attr.config = PERF_TYPE_HARDWARE, ATTR_SIZE, config
+    attr.flags = ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall = libc.syscall
+    except (OSError, AttributeError):
+        return None, errno.ENOSYS
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_ulong]
+    fd = syscall(nr, ctypes.addressof(attr), 0, -1, -1, PERF_FLAG_FD_CLOEXEC)   # pid 0 = this process, any CPU
+    if fd < 0:
+        return None, ctypes.get_errno() or errno.EINVAL
+    try:
+        fcntl.ioctl(fd, IOC_RESET, 0)
+        fcntl.ioctl(fd, IOC_ENABLE, 0)
+        _busy()
+        fcntl.ioctl(fd, IOC_DISABLE, 0)
+        data = os.read(fd, 8)
+        if len(data) != 8:
+            return None, errno.EIO
+        return struct.unpack("=Q", data)[0], None
+    except OSError as e:
+        return None, e.errno or errno.EIO
+    finally:
+        os.close(fd)
+
+
+ERRNO_MEANING = {
+    errno.ENOENT: "the CPU exposes no such hardware event: no PMU, usual in a VM without a virtual PMU",
+    errno.EOPNOTSUPP: "the PMU cannot do this: no counter or interrupt support, usual in VMs",
+    errno.ENODEV: "no such PMU on this CPU",
+    errno.EACCES: "not allowed: perf_event_paranoid or missing CAP_PERFMON",
+    errno.EPERM: "not allowed: perf_event_paranoid, missing CAP_PERFMON, or a container's seccomp profile "
+                 "blocking perf_event_open",
+    errno.ENOSYS: "no perf_event_open here: a kernel without perf events, a filtered system call, or an "
+                  "architecture ceiling does not know",
+    errno.EINVAL: "the kernel rejected the request: an old kernel or an unsupported attribute",
+    errno.EBUSY: "the counters are taken by the NMI watchdog, another profiler or the hypervisor",
+    errno.EMFILE: "out of file descriptors",
+}
+
+CORE_PMUS = re.compile(r"^(cpu|cpu_core|cpu_atom|cpum_cf|armv[789].*|arm_cortex.*|riscv-pmu.*)$")
+UNCORE_PMUS = re.compile(r"^(uncore_.*|amd_df|amd_l3|amd_umc.*|arm_cmn.*|arm_dsu.*|arm_cspmu.*|nvidia_.*|hisi_.*|"
+                         r"dmc620.*|cxl_pmu.*|arm_smmuv3.*)$")
+
+
+def pmu_verdict(pmus: List[str], counts: Dict[str, Tuple[Optional[int], Optional[int]]], paranoid: Optional[int]):
+    """The finding from the PMUs listed in sysfs and the counters' outcome."""
+    core = [n for n in pmus if CORE_PMUS.match(n)]
+    uncore = [n for n in pmus if UNCORE_PMUS.match(n)]
+    ev = [f"/sys/bus/event_source/devices: {', '.join(pmus[:20]) or 'none'}" + (" …" if len(pmus) > 20 else ""),
+          f"core PMU: {', '.join(core) or 'none'}", f"uncore PMUs: {len(uncore)}"]
+    if paranoid is not None:
+        ev.append(f"perf_event_paranoid={paranoid}")
+    parts, errs = [], {}
+    for name, (value, err) in counts.items():
+        if err is None:
+            parts.append(f"{name} {value:,}")
+        else:
+            errs[name] = err
+    for err in dict.fromkeys(errs.values()):
+        names = ", ".join(n for n, e in errs.items() if e == err)
+        parts.append(f"{names}: {errno.errorcode.get(err, str(err))} ({ERRNO_MEANING.get(err, os.strerror(err))})")
+    ev.append("perf_event_open on this process: " + "; ".join(parts))
+    evidence = "; ".join(ev)
+    good = {n: v for n, (v, e) in counts.items() if e is None}
+    if counts and not errs and all(v > 0 for v in good.values()):
+        ipc = (f", IPC {good['instructions'] / good['cycles']:.2f} in a Python loop"
+               if good.get("cycles") and "instructions" in good else "")
+        return ok(f"Hardware counters work: {' and '.join(good)} counted{ipc}", evidence=evidence,
+                  why="ceiling profile can read cycles, instructions and IPC" +
+                      ("; uncore PMUs are present for memory-bandwidth counting" if uncore else ""))
+    why = ("ceiling profile falls back to software timers: time per phase but no cycles, instructions, IPC, cache "
+           "misses or memory-bandwidth counters")
+    if errs:
+        err = next(iter(errs.values()))
+        if err in (errno.EACCES, errno.EPERM):
+            fix = ("sysctl kernel.perf_event_paranoid=2 or lower (root), CAP_PERFMON for the profiler, or in a "
+                   "container a seccomp profile that allows perf_event_open (docker --cap-add PERFMON)")
+        elif err in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):
+            fix = ("enable the virtual PMU in the hypervisor (KVM/libvirt: <pmu state='on'/> or -cpu host,pmu=on; "
+                   "VMware: 'virtualize CPU performance counters'), or profile on bare metal")
+        else:
+            fix = "see the error above; perf stat -e cycles true shows the same from the shell"
+        return warn(f"Hardware counters cannot be opened here ({errno.errorcode.get(err, str(err))})",
+                    evidence=evidence, why=why, fix=fix, needs_root=True)
+    if not counts:
+        return skipped("Hardware counters: not tried", evidence=evidence)
+    return warn("Hardware counters open but count nothing", evidence=evidence,
+                why=why + " (the counters are exposed but do not count: often a hypervisor's stub PMU)",
+                fix="enable a real virtual PMU in the hypervisor, or profile on bare metal", needs_root=True)
+
+
+@check("perf.pmu", live=True)
+def pmu(p: Probe):
+    """Hardware performance counters: the PMUs in /sys/bus/event_source/devices
+    (cpu, cpu_core/cpu_atom on hybrid Intel, armv8_pmuv3* on Arm, and uncore
+    PMUs such as uncore_imc, amd_df, arm_cmn) and a real perf_event_open(2)
+    of CPU cycles and instructions on this process, user space only, counting
+    a short loop.
+
+    warn: the counters cannot be opened (the errno and what it means: ENOENT
+    or EOPNOTSUPP: no PMU, usual in VMs; EACCES or EPERM:
+    perf_event_paranoid, CAP_PERFMON, or a container's seccomp profile), or
+    they open but count nothing. ``ceiling profile`` then measures time per
+    phase with software timers only: no cycles, instructions, IPC, cache
+    misses or memory-bandwidth counters.
+    ok: both counted (the IPC of the test loop is shown).
+    skipped on a recorded tree: it opens counters on this process now.
+
+    Fix: in a VM enable the virtual PMU (KVM/libvirt ``<pmu state='on'/>``,
+    QEMU ``-cpu host,pmu=on``, VMware 'virtualize CPU performance counters');
+    for permission errors lower perf_event_paranoid or grant CAP_PERFMON.
+    """
+    pmus = p.listdir("sys/bus/event_source/devices")
+    counts = {}
+    for name, config in HW_EVENTS:
+        counts[name] = count_hw(config)
+    return pmu_verdict(pmus, counts, paranoid_level(p.read("proc/sys/kernel/perf_event_paranoid")))
