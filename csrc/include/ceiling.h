@@ -108,6 +108,9 @@ int ceil_huge_backed(const void *p, size_t bytes);    /* 1: >= half on huge page
 void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
 void ceil_free(void *p, size_t bytes);
 void ceil_set_msg(ceil_result *r, const char *fmt, ...);
+
+/* Zero a result's outputs (not its times buffer) before a kernel fills it. */
+void ceil_result_clear(ceil_result *r);
 int ceil_bind_node(void *p, size_t bytes, int node);   /* before first touch; 0, or -errno; node < 0: no-op */
 
 /* The OS-noise probe (noise.c). Not a rate kernel, so not in the descriptor

@@ -226,12 +226,7 @@ static double load_sum_expected(int64_t n)
 
 int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const ceil_bw_ops *ops)
 {
-    r->iters = 0;
-    r->check = 0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
     const char *name = op_name[op];
 
     if (!ceil_isa_supported(ops->isa)) {

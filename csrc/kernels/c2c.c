@@ -90,12 +90,7 @@ static void *c2c_thread(void *arg)
 
 static int run_pingpong(const ceil_params *p, ceil_result *r)
 {
-    r->iters = 0;
-    r->check = 0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
 
     if (!p->cpus || p->nthreads != 2) {
         ceil_set_msg(r, "c2c_pingpong: needs nthreads = 2 and two CPUs");

@@ -49,12 +49,7 @@ static uint64_t add_chain(int64_t n, uint64_t x, uint64_t one)
  * repetition; valid when every thread's register ends at start + iters. */
 static int run_clock_add(const ceil_params *p, ceil_result *r)
 {
-    r->iters = 0;
-    r->check = 0.0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
     if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
         ceil_set_msg(r, "need iters >= 1, reps >= 1, warmup >= 0, nthreads >= 1 and a times array");
         return CEIL_EINVAL;

@@ -112,6 +112,16 @@ void ceil_free(void *p, size_t bytes)
         munmap(p, len);
 }
 
+void ceil_result_clear(ceil_result *r)
+{
+    r->iters = 0;
+    r->check = 0.0;
+    r->valid = 0;
+    r->hugepages = 0;
+    r->nthreads = 0;
+    r->msg[0] = '\0';
+}
+
 void ceil_set_msg(ceil_result *r, const char *fmt, ...)
 {
     va_list ap;

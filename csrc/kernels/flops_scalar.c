@@ -57,12 +57,7 @@ static int state_ok(const ceil_chain *c, const void *state, int64_t n, int64_t s
 
 int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c)
 {
-    r->iters = 0;
-    r->check = 0.0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
     if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
         ceil_set_msg(r, "need iters >= 1, reps >= 1, warmup >= 0, nthreads >= 1 and a times array");
         return CEIL_EINVAL;

@@ -90,12 +90,7 @@ static __attribute__((noinline)) void **chase(void **p, int64_t loads)
 
 static int run_chase(const ceil_params *p, ceil_result *r)
 {
-    r->iters = 0;
-    r->check = 0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
 
     const int64_t stride = p->stride > 0 ? p->stride : CHASE_DEFAULT_STRIDE;
     if (stride < (int64_t)sizeof(void *) || stride % (int64_t)sizeof(void *) != 0) {

@@ -122,12 +122,7 @@ static void spin(int64_t start_ns, int64_t deadline_ns, int64_t threshold_ns, ce
 int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *top, int32_t cap,
                       ceil_noise_stats *stats, ceil_result *r)
 {
-    r->iters = 0;
-    r->check = 0.0;
-    r->valid = 0;
-    r->hugepages = 0;
-    r->nthreads = 0;
-    r->msg[0] = '\0';
+    ceil_result_clear(r);
     if (p->nthreads < 1 || !stats || !(duration_s > 0.0) || duration_s > 3600.0 || p->size < 0 ||
         cap < 0 || cap > NOISE_MAX_TOP || (cap > 0 && !top)) {
         ceil_set_msg(r, "noise: needs nthreads >= 1, 0 < duration <= 3600 s, threshold >= 0, "

@@ -6,6 +6,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..machine._fs import format_cpulist
+from ..machine._fs import parse_cpulist as cpulist
 from .base import Probe, check, ok, skipped, warn
 
 
@@ -115,30 +116,10 @@ def turbo(p: Probe):
 # Documentation/ABI/testing/sysfs-devices-system-cpu.
 
 CPU = "sys/devices/system/cpu"
-MAX_CPUS = 1 << 16      # no Linux build has more (NR_CPUS <= 8192): bounds lists read from garbled files
 
 # EPP raw values and the names intel_pstate / amd-pstate / cppc_cpufreq give them
 # (0 = performance ... 255 = power; intel_pstate.rst "Energy vs performance hints").
 EPP_NAMES = {0: "performance", 128: "balance_performance", 192: "balance_power", 255: "power"}
-
-
-def cpulist(text: Optional[str]) -> List[int]:
-    """Linux list format ("0-3,8") -> ids, bounded: garbage or absurd ranges -> []."""
-    if not text:
-        return []
-    out = set()
-    for part in re.split(r"[,\s]+", text.strip()):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d{1,6})(?:-(\d{1,6}))?", part)
-        if not m:
-            return []
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        if b < a or b >= MAX_CPUS:
-            return []
-        out.update(range(a, b + 1))
-    return sorted(out)
 
 
 def online_cpus(p: Probe) -> List[int]:

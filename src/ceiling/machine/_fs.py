@@ -56,8 +56,12 @@ class Root:
         return str(self.path)
 
 
+# No Linux build has more CPUs (NR_CPUS <= 8192); bounds lists read from garbled files.
+MAX_CPU_ID = 1 << 16
+
+
 def parse_cpulist(text: Optional[str]) -> List[int]:
-    """Linux list format "0-3,8,10-14:2" -> sorted ids; None or junk -> []."""
+    """Linux list format "0-3,8,10-14:2" -> sorted ids; None, junk or absurd ranges -> []."""
     if not text:
         return []
     out = set()
@@ -70,7 +74,7 @@ def parse_cpulist(text: Optional[str]) -> List[int]:
         a = int(m.group(1))
         b = int(m.group(2)) if m.group(2) else a
         step = int(m.group(3)) if m.group(3) else 1
-        if b < a or step < 1:
+        if b < a or step < 1 or b >= MAX_CPU_ID:
             return []
         out.update(range(a, b + 1, step))
     return sorted(out)
