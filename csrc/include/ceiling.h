@@ -146,6 +146,104 @@ typedef struct ceil_noise_stats {
 int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *top, int32_t cap,
                       ceil_noise_stats *stats, ceil_result *r);
 
+/* ---- Storage (io.c) ------------------------------------------------------
+ * POSIX file I/O loops for `ceiling bench storage`. Not rate kernels: a run
+ * needs a directory, has several timed phases (write and read; create, stat,
+ * read, unlink), per-operation latencies and errno-level failures, none of
+ * which the descriptor table's one time per repetition can carry, so they
+ * are called by name, like the noise probe.
+ *
+ * Every file is created with O_CREAT|O_EXCL inside spec->dir (never an
+ * existing file is opened for writing), named "<tag>.<...>" as documented at
+ * each function; every file and directory a call created is removed before it
+ * returns, on success and on error, unless CEIL_IO_KEEP. p->nthreads threads,
+ * thread i pinned on p->cpus[i] (NULL: unpinned); p->reps timed repetitions,
+ * p->warmup untimed ones before them; p->seed seeds the data pattern.
+ *
+ * Data pattern: every 512-byte-aligned file offset `off` holds the 64-bit
+ * word ceil_io_stamp(seed, file_id, off) (native byte order); every other
+ * byte of a transfer is the byte at the same position of a buffer filled by
+ * ceil_io_fill_base(seed) (position within the transfer, not the file). The
+ * read phase checks every stamp (and every byte with CEIL_IO_VERIFY_ALL). */
+#define CEIL_EIO      (-5)     /* an I/O call failed: out->err is its errno, msg names the call, file, offset */
+#define CEIL_EDIRECT  (-6)     /* O_DIRECT refused by the file system (EINVAL): run again without it */
+#define CEIL_ECANCEL  (-7)     /* ceil_io_cancel(1) was called during the run */
+
+#define CEIL_IO_FPP        0   /* one file per thread (IOR-easy, file per process) */
+#define CEIL_IO_SEGMENTED  1   /* one shared file, thread t owns bytes [t*B, (t+1)*B) */
+#define CEIL_IO_STRIDED    2   /* one shared file, transfer i of thread t at (i*N+t)*xfer (IOR-hard-like) */
+
+#define CEIL_IO_DIRECT     0x1  /* open with O_DIRECT (xfer and offsets 4 KiB multiples, aligned buffers) */
+#define CEIL_IO_EVICT      0x2  /* after the write phase's fsync: posix_fadvise(DONTNEED) on every file */
+#define CEIL_IO_VERIFY_ALL 0x4  /* the read phase compares every byte, not only the stamp of each 512 B */
+#define CEIL_IO_KEEP       0x8  /* leave the files (tests read them back); the caller removes them */
+#define CEIL_IO_UNIQUE_DIR 0x10 /* metadata: a directory per thread (mdtest -u), not one shared */
+
+#define CEIL_IO_FILE_SEQ   1    /* file_id kinds (the top byte of a file id) */
+#define CEIL_IO_FILE_RAND  2
+#define CEIL_IO_FILE_MD    3
+#define CEIL_IO_SHARED_TID 0xFFFF  /* the tid field of a shared file's id */
+
+typedef struct ceil_io_spec {
+    const char *dir;           /* existing directory; everything is created inside it */
+    const char *tag;           /* file-name prefix, no '/' */
+    int64_t bytes_per_thread;  /* seq: data each thread writes; random: each thread's file size */
+    int64_t xfer;              /* seq: bytes per transfer; random: bytes per operation */
+    int64_t ops;               /* random: most operations per thread and phase; metadata: files per thread */
+    double duration_s;         /* random: a phase ends after this many seconds (0: after ops) */
+    int32_t layout;            /* seq: CEIL_IO_FPP | CEIL_IO_SEGMENTED | CEIL_IO_STRIDED */
+    int32_t flags;             /* CEIL_IO_* */
+    int32_t md_bytes;          /* metadata: bytes written at create and read back (0..1 MiB) */
+    int32_t lat_cap;           /* latency samples kept per thread, phase and repetition (reservoir) */
+    void (*between)(void);     /* seq: NULL, or called on the calling thread after the write phase
+                                * (and eviction) and before the read phase: tests corrupt data here */
+} ceil_io_spec;
+
+typedef struct ceil_io_out {
+    double *phase_s;           /* caller's, reps x nphases: seconds of each timed phase */
+    int64_t *amount;           /* caller's, reps x nphases: bytes (seq) or operations (random, metadata), all threads */
+    float *lat_s;              /* caller's or NULL, reps x nphases x nthreads x lat_cap: per-operation seconds */
+    int64_t *lat_n;            /* caller's or NULL, reps x nphases x nthreads: samples stored */
+    int64_t bad_offset;        /* first mismatching byte's file offset, -1 when none */
+    double resident;           /* seq: the largest fraction of file pages found resident (mincore) after
+                                * the write phase (and eviction) over the repetitions; -1: could not tell */
+    int32_t err;               /* errno of the failed call (CEIL_EIO, CEIL_EDIRECT), 0 */
+    int32_t direct;            /* 1 when the files were opened with O_DIRECT */
+    int32_t nphases;           /* phases per repetition: seq 2, random 2, metadata 4 */
+    int32_t reserved;
+} ceil_io_out;
+
+/* Sequential write then read. Files: "<tag>.r<rep>.t<tid>" (FPP) or
+ * "<tag>.r<rep>.shared". Phase 0 (write): every thread's transfers, then its
+ * fsync and close (IOR -e), between barriers; phase 1 (read): the same
+ * transfers read back and checked. Files are created and opened before the
+ * clock starts. r->valid: every transfer read back matched; msg names the
+ * first mismatch (out->bad_offset). Returns 0, CEIL_EINVAL, CEIL_EPIN,
+ * CEIL_ENOMEM, CEIL_EIO, CEIL_EDIRECT, CEIL_ECANCEL. */
+int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
+
+/* Random operations of spec->xfer bytes at aligned offsets over one file per
+ * thread ("<tag>.t<tid>", bytes_per_thread each, written and fsynced untimed
+ * first). Each repetition: evict (with CEIL_IO_EVICT), phase 0 random reads
+ * (checked), phase 1 random writes of the same pattern then fsync (timed).
+ * pread/pwrite, one operation in flight per thread (fio psync, iodepth=1). */
+int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
+
+/* Metadata: each thread creates spec->ops files of md_bytes, then stats,
+ * reads (checked) and unlinks them, a barrier between phases (mdtest's
+ * order). Files: "<tag>.r<rep>/f.<tid>.<i>" (shared directory) or
+ * "<tag>.r<rep>/t<tid>/f.<i>" (CEIL_IO_UNIQUE_DIR). */
+int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
+
+/* Ask a running ceil_io_* call to stop (on = 1) at its next operation; it then
+ * removes its files and returns CEIL_ECANCEL. on = 0 clears the request. */
+void ceil_io_cancel(int on);
+
+/* The pattern, for callers that check files themselves. */
+uint64_t ceil_io_stamp(uint64_t seed, uint64_t file_id, uint64_t offset);
+uint64_t ceil_io_file_id(int kind, int rep, int tid, int64_t index);
+void ceil_io_fill_base(uint64_t seed, void *buf, size_t bytes);
+
 /* Each family file provides NULL-name-terminated tables; registry.c collects
  * them. They are weak so that an ISA variant not built on this architecture
  * simply is not there. */

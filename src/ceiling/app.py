@@ -32,7 +32,9 @@ def options(args: argparse.Namespace) -> Options:
         raise BadValueError(f"--isa {isa}: this CPU cannot run it (it runs: {have})")
     size = None
     if getattr(args, "size", None) is not None:
-        size = parse_size(args.size, what="--size", limit=meminfo_bytes("MemTotal"))
+        # Storage sizes are bounded by the file system's free space (checked by its preflight), not by memory.
+        on_disk = "storage" in (getattr(args, "suites", None) or [])
+        size = parse_size(args.size, what="--size", limit=None if on_disk else meminfo_bytes("MemTotal"))
     reps = parse_count(getattr(args, "reps", None), what="--reps", low=1, high=10000)
     threads = parse_count(getattr(args, "threads", None), what="--threads", low=1)
     placement = getattr(args, "placement", "compact")
@@ -40,7 +42,7 @@ def options(args: argparse.Namespace) -> Options:
         raise UsageError(f"--placement {placement!r}: unknown (compact, scatter or node:N)")
     return Options(quick=getattr(args, "quick", False), threads=threads, placement=placement, reps=reps,
                    size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
-                   oversubscribe=getattr(args, "oversubscribe", False))
+                   oversubscribe=getattr(args, "oversubscribe", False), storage_dir=getattr(args, "dir", None))
 
 
 def _check_writable(path: Optional[str], what: str) -> None:
@@ -91,7 +93,7 @@ def _say(args: argparse.Namespace) -> Callable[[str], None]:
 # -- suites --------------------------------------------------------------------
 
 def suites(names: List[str], quick: bool) -> List[Tuple[str, Callable]]:
-    from .bench import compute, cores, latency, memory
+    from .bench import compute, cores, latency, memory, storage
     table: Dict[str, List[Tuple[str, Callable]]] = {
         "compute": [("flops", compute.bench_flops)],
         "dgemm": [("dgemm", compute.bench_dgemm)],
@@ -100,20 +102,25 @@ def suites(names: List[str], quick: bool) -> List[Tuple[str, Callable]]:
         "cache": [("cache-bandwidth", memory.bench_cache_bandwidth)],
         "latency": [("latency", latency.bench_latency), ("numa-latency", latency.bench_numa_latency)],
         "cores": [("core-to-core", cores.bench_c2c)],
+        "storage": [("storage", storage.bench_storage)],
     }
     order = ["compute", "dgemm", "memory", "cache", "latency", "cores"]
+    extra = ["storage"]        # writes to disk: only when asked for, never in "all" or ceiling run
     wanted = names or ["all"]
     for n in wanted:
         if n != "all" and n not in table:
-            raise UsageError(f"unknown suite {n!r} (one of: all, {', '.join(order)})")
-    chosen = order if "all" in wanted else [n for n in order if n in wanted]
+            raise UsageError(f"unknown suite {n!r} (one of: all, {', '.join(order + extra)}, network)")
+    chosen = (order if "all" in wanted else [n for n in order if n in wanted]) + [n for n in extra if n in wanted]
     return [step for n in chosen for step in table[n]]
 
 
 # -- the measuring verbs -------------------------------------------------------
 
 def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, Callable]],
-             with_checks: bool, report_html: bool) -> int:
+             with_checks: bool, report_html: bool, steps_must_run: bool = False) -> int:
+    """Measure ``steps`` into one Run and deliver it. ``steps_must_run``: a step that
+    could not run (a full disk, a kernel refusing) makes the exit code its error's,
+    after everything else was saved; ``ceiling run`` instead reports it and goes on."""
     from . import machine as machine_mod
     from .checks import run_checks
     from .machine import placement
@@ -131,6 +138,10 @@ def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, C
     # Placement is validated on the read-only model, before the clock is measured.
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
+    if any(label == "storage" for label, _ in steps):
+        from .bench import storage
+        from .bench.base import Context, NullProgress
+        storage.preflight(Context(m, opts, cpus, NullProgress()))   # bad --dir or size: its exit code, now
     try:
         if steps:
             progress.start("machine model and clock")
@@ -146,11 +157,16 @@ def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, C
             session.add(Outcome(findings=run_checks(m)))
         for label, fn in steps:
             session.bench(label, fn)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if getattr(e, "outcome", None) is not None:    # a step's partial results (storage)
+            session.add(e.outcome)
         session.interrupted("interrupted (Ctrl-C): results so far are kept")
         code = INTERRUPTED_EXIT
     run = session.finish()
-    return _deliver(args, run, store, say, report_html, code)
+    code = _deliver(args, run, store, say, report_html, code)
+    if code == 0 and steps_must_run and session.step_errors:
+        code = session.step_errors[0].exit_code
+    return code
 
 
 def _default_report_path(run: Run) -> Path:
@@ -230,8 +246,53 @@ def cmd_run(args: argparse.Namespace, argv: List[str]) -> int:
 def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
     if args.list:
         return _list_kernels(args)
+    if "network" in args.suites:
+        if len(set(args.suites)) > 1:
+            raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
+        return _measure_mpi(args, argv)
     steps = suites(args.suites, args.quick)
-    return _measure(args, argv, steps, with_checks=False, report_html=bool(args.out))
+    return _measure(args, argv, steps, with_checks=False, report_html=bool(args.out), steps_must_run=True)
+
+
+def _measure_mpi(args: argparse.Namespace, argv: List[str]) -> int:
+    """``mpirun -n N ceiling bench network``: every rank measures, rank 0 reports.
+
+    MPI is checked first (mpi4py, a library, two ranks or more), before anything
+    imports mpi4py.MPI with other settings or measures. The clock is not measured:
+    on N ranks at once it would disturb the others and say nothing about the network.
+    """
+    from . import machine as machine_mod
+    from .bench import network
+    from .bench.base import NullProgress
+    from .cluster import mpi
+
+    comm = network.preflight()
+    leader = comm.Get_rank() == 0
+    opts = options(args)
+    say = _say(args) if leader else (lambda text: None)
+    if leader:
+        _check_writable(getattr(args, "out", None), "--out")
+        _check_writable(getattr(args, "save_json", None), "--save-json")
+    cfg = _config(args)
+    store = _open_store(args) if leader else None
+    session = Session(argv, opts, _progress(args) if leader else NullProgress())
+    session.own_pids = mpi.pids_on_this_host(comm)
+    m = machine_mod.detect("/", measure=False, config=cfg)
+    session.set_machine(m, sorted(m.affinity) or [c.id for c in m.cpus if c.online])
+    code = 0
+    try:
+        session.bench("network", network.bench_network)
+    except network.Interrupted as e:
+        session.add(e.outcome)
+        session.interrupted("interrupted (Ctrl-C): results so far are kept")
+        code = INTERRUPTED_EXIT
+    except KeyboardInterrupt:
+        session.interrupted("interrupted (Ctrl-C): results so far are kept")
+        code = INTERRUPTED_EXIT
+    run = session.finish()
+    if not leader:
+        return code
+    return _deliver(args, run, store, say, bool(getattr(args, "out", None)), code)
 
 
 def _check_options(args: argparse.Namespace):

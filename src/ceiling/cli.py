@@ -8,7 +8,7 @@ from typing import List, Optional
 from . import __version__
 from .errors import INTERRUPTED_EXIT, CeilingError, UsageError
 
-BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores")
+BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores", "network", "storage")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,10 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     _output_options(c, store=True, html=False)
 
     b = sub.add_parser("bench", help="measure subsystems against their peaks",
-                       description="Run benchmark suites: " + ", ".join(BENCH_SUITES) + ".")
+                       description="Run benchmark suites: " + ", ".join(BENCH_SUITES) + ". 'all' is the node's own "
+                                   "(compute to cores); network runs under MPI (mpirun -n 2 ceiling bench network); "
+                                   "storage writes in a new directory under --dir.")
     b.add_argument("suites", nargs="*", metavar="SUITE", help="one or more of: " + ", ".join(BENCH_SUITES) + " (default: all)")
     b.add_argument("--quick", action="store_true", help="short benchmarks")
     b.add_argument("--list", action="store_true", help="list the kernels in the C core and exit")
+    b.add_argument("--dir", metavar="DIR", help="storage: where to write (a new ceiling-io-* subdirectory, removed "
+                   "afterwards; default $TMPDIR or /tmp)")
     _measure_options(b)
     _output_options(b)
 

@@ -52,6 +52,12 @@ class CoreError(CeilingError):
 NO_COMPILER_EXIT = 8
 
 
+class MPIUnavailableError(CeilingError):
+    """mpi4py or an MPI library is missing, or no compiler wrapper / launcher matches it."""
+
+    exit_code = 10
+
+
 class ValidationError(CeilingError):
     """A kernel's output did not match its analytic value: its timing is not trusted."""
 

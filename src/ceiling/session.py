@@ -54,6 +54,9 @@ class Session:
                        command=["ceiling", *argv], run_id=uuid.uuid4().hex)
         self.machine: Optional[Machine] = None
         self.cpus: Optional[List[int]] = None
+        # Processes of this measurement (other MPI ranks on this node): not competing load.
+        self.own_pids: List[int] = [os.getpid()]
+        self.step_errors: List[CeilingError] = []   # why steps were skipped, in order
 
     # -- steps -----------------------------------------------------------
     def set_machine(self, machine: Machine, cpus: Optional[List[int]] = None) -> None:
@@ -82,14 +85,15 @@ class Session:
         try:
             outcome = fn(self.context())
         except CeilingError as e:
-            # One kernel refusing (no such ISA, no memory) skips its step, not the run.
+            # One kernel refusing (no such ISA, no memory, a full disk) skips its step, not the run.
+            self.step_errors.append(e)
             outcome = Outcome(findings=[Finding(id=f"bench.{label}", status=SKIPPED,
                                                 title=f"{label}: not measured", evidence=str(e))])
         finally:
             if self.progress is not None:
                 self.progress.done()
         after = load.sample()
-        for f in load.compare(before, after, ncpus, own_pids=(os.getpid(),), check_loadavg=False):
+        for f in load.compare(before, after, ncpus, own_pids=self.own_pids, check_loadavg=False):
             if f.status in ("warn", "fail"):
                 f.id = f"{f.id}.{label}"
                 f.title = f"{label}: {f.title}"

@@ -6,7 +6,7 @@ read them, so the two always tell the same story.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..results.model import FAIL, WARN, Finding, Metric, Run
 # The sentence is for a reader, so it is formatted exactly as the reports format
@@ -42,9 +42,16 @@ LABELS = {
     "c2c.cross_socket": "Core-to-core, across sockets",
 }
 
+PLACEMENTS = {"same_l3": "same L3", "same_socket": "same socket", "cross_socket": "across sockets",
+              "cross_node": "across nodes"}
+for _key, _words in PLACEMENTS.items():
+    LABELS[f"net.pingpong.latency.{_key}"] = f"MPI latency ({_words})"
+    LABELS[f"net.pingpong.bandwidth.{_key}"] = f"MPI ping-pong bandwidth ({_words})"
+
 HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.triad",
             "latency.l1", "latency.l2", "latency.l3", "latency.dram",
-            "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket")
+            "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket",
+            *(f"net.pingpong.{kind}.{p}" for p in PLACEMENTS for kind in ("latency", "bandwidth")))
 
 # First dotted component -> the subsystem a user would name.
 SUBSYSTEMS = {
@@ -55,6 +62,7 @@ SUBSYSTEMS = {
     "latency": "Memory latency",
     "c2c": "Core-to-core latency",
     "network": "Network",
+    "net": "Network",
     "storage": "Storage",
 }
 
@@ -151,8 +159,15 @@ def verdict(run: Run) -> str:
         return "Furthest below peak - " + found[1]
     unknown = unknown_peaks(run)
     if unknown:
-        return ("No efficiency can be given: every peak is unknown. "
-                + "; ".join(f"{label(n)}: {why}" for n, why in unknown))
+        # One reason often covers many metrics (every storage figure on one device): say it once.
+        by_reason: Dict[str, List[str]] = {}
+        for n, why in unknown:
+            by_reason.setdefault(why, []).append(label(n))
+        parts = []
+        for why, names in by_reason.items():
+            who = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+            parts.append(f"{who}: {why.removeprefix('unknown: ')}")
+        return "No efficiency can be given: every peak is unknown. " + "; ".join(parts)
     if not run.metrics:
         return "Nothing was measured in this run."
     return "No measured metric has a theoretical peak to compare with."

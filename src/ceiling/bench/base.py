@@ -30,6 +30,7 @@ class Options:
     isa: Optional[str] = None            # force one ISA variant
     nt_stores: bool = False              # STREAM with non-temporal stores
     oversubscribe: bool = False          # allow more threads than CPUs
+    storage_dir: Optional[str] = None    # bench storage: where its ceiling-io-* directory goes ($TMPDIR)
 
 
 class NullProgress:

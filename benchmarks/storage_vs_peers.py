@@ -1,0 +1,316 @@
+"""Side-by-side storage: ceiling's I/O loops against fio (and IOR / mdtest when
+given), with the same pattern, threads, sizes and directory.
+
+    PYTHONPATH=src python benchmarks/storage_vs_peers.py [--fio fio] [--ior PATH/ior] \
+        [--mdtest PATH/mdtest] [--mpirun mpirun] [--dir /tmp] [--threads N] [--rounds 5]
+
+fio comes from the distribution (apt-get install -y fio). IOR and mdtest need
+MPI and are built by whoever runs this (https://github.com/hpc/ior:
+./bootstrap && ./configure CC=mpicc && make); this script never builds them.
+Tools alternate within each round, the order shifting every round, so a burst
+of other I/O hurts every tool alike; best and median over rounds are printed,
+with ratios ours / peer. Everything is written in a new directory under
+--dir, removed at the end.
+
+Like with like:
+  - sequential, file per thread: fio rw=write then rw=read, bs=xfer,
+    size=bytes per thread, numjobs=N, ioengine=psync, end_fsync=1 (fio counts
+    the fsync in its runtime, as ours counts it in the write phase),
+    fallocate=none (ours does not preallocate either), one CPU per job
+    (cpus_allowed_policy=split, as ours pins). direct=1 against our O_DIRECT;
+    direct=0 against our buffered run: fio drops the file's pages before the
+    read (invalidate=1, its default, posix_fadvise DONTNEED), ours does the
+    same after fsync and checks with mincore.
+    IOR: -a POSIX -F -e -w -r -t xfer -b bytes per thread --posix.odirect,
+    one rank per thread (direct only: buffered IOR reads from the page cache).
+  - random 4 KiB: fio randread / randwrite, psync, iodepth=1, direct=1,
+    time_based for the same seconds, end_fsync=1 on writes, one file per job
+    of the same size, against our random phases (which also check every read).
+  - metadata: mdtest -F -n files -w 3901 -e 3901 (shared directory, and -u
+    for one per rank) against ours; rates in ops/s of all ranks/threads.
+
+Settling: before every measurement the script syncs and waits --settle
+seconds (default 5). Deleting a tool's files frees blocks that ext4 (mounted
+with -o discard) discards at its next journal commit, up to 5 s later, and on
+a virtual disk the host may then punch holes in its image file: a tool that
+starts right after another's deletion writes into still-allocated blocks and
+looks several times faster than one that starts after the commit. Waiting
+puts every tool in the same state.
+
+Bandwidth is MiB/s (2^20 bytes/s) for every tool (fio's bw_bytes and IOR's
+MiB/s converted where needed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Tuple
+
+from ceiling.bench import storage as st
+
+MIB = 1 << 20
+
+
+ROUND = [0]     # the round being run, for paired ratios
+
+
+def keep(seen: Dict, key, value: Optional[float]) -> None:
+    if value is not None:
+        seen.setdefault(key, []).append(value)
+        seen.setdefault(key + ("rounds",), []).append((ROUND[0], value))
+
+
+def best_of(seen: Dict, key) -> Optional[float]:
+    return max(seen[key]) if seen.get(key) else None
+
+
+def median_of(seen: Dict, key) -> Optional[float]:
+    vals = sorted(seen.get(key) or [])
+    if not vals:
+        return None
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
+
+
+def table(rows: List[Tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+
+
+def fmt(x: Optional[float]) -> str:
+    return "-" if x is None else (f"{x:.0f}" if x >= 100 else f"{x:.2f}")
+
+
+def ratio(a: Optional[float], b: Optional[float]) -> str:
+    return f"{a / b:.3f}" if a and b else "-"
+
+
+def paired(seen: Dict, ours, peer) -> str:
+    """Median over rounds of each round's ours / peer (rounds where both ran)."""
+    rs = {i: v for i, v in seen.get(ours + ("rounds",), [])}
+    ps = {i: v for i, v in seen.get(peer + ("rounds",), [])}
+    vals = sorted(rs[i] / ps[i] for i in rs if i in ps and ps[i])
+    if not vals:
+        return "-"
+    mid = len(vals) // 2
+    return f"{vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid]):.3f}"
+
+
+def clear(d: str) -> None:
+    for name in os.listdir(d):
+        p = os.path.join(d, name)
+        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+
+
+# -- fio ------------------------------------------------------------------------------
+
+def fio(path: str, d: str, cpus: List[int], *args: str) -> dict:
+    cmd = [path, "--directory", d, "--ioengine=psync", "--iodepth=1", "--group_reporting",
+           "--output-format=json", f"--numjobs={len(cpus)}", f"--cpus_allowed={','.join(map(str, cpus))}",
+           "--cpus_allowed_policy=split", "--fallocate=none", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"fio failed: {' '.join(cmd)}\n{p.stderr}")
+    text = p.stdout[p.stdout.index("{"):]
+    return json.loads(text)["jobs"][0]
+
+
+def fio_seq(path: str, d: str, cpus: List[int], bpt: int, xfer: int, direct: bool) -> Tuple[float, float]:
+    """(write, read) MiB/s of fio's sequential file-per-job pattern."""
+    common = [f"--bs={xfer}", f"--size={bpt}", f"--direct={int(direct)}", "--name=seq"]
+    w = fio(path, d, cpus, "--rw=write", "--end_fsync=1", *common)["write"]
+    r = fio(path, d, cpus, "--rw=read", "--invalidate=1", *common)["read"]
+    clear(d)
+    return w["bw_bytes"] / MIB, r["bw_bytes"] / MIB
+
+
+def fio_rand(path: str, d: str, cpus: List[int], file_bytes: int, seconds: float) -> Tuple[float, float]:
+    """(randread, randwrite) IOPS, direct, 4 KiB, iodepth 1."""
+    common = ["--bs=4096", f"--size={file_bytes}", "--direct=1", "--name=rand", "--time_based",
+              f"--runtime={max(1, round(seconds * 1000))}ms"]
+    rr = fio(path, d, cpus, "--rw=randread", *common)["read"]["iops"]
+    rw = fio(path, d, cpus, "--rw=randwrite", "--end_fsync=1", *common)["write"]["iops"]
+    clear(d)
+    return rr, rw
+
+
+# -- IOR and mdtest --------------------------------------------------------------------
+
+def mpi(args, n: int, exe: str, *rest: str) -> str:
+    cmd = args.mpirun.split() + ["-n", str(n), exe, *rest]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout[-2000:]}")
+    return p.stdout
+
+
+def ior(args, d: str, n: int, bpt: int, xfer: int) -> Tuple[Optional[float], Optional[float]]:
+    out = mpi(args, n, args.ior, "-a", "POSIX", "-F", "-e", "-w", "-r", "-t", str(xfer), "-b", str(bpt),
+              "-i", "1", "--posix.odirect", "-o", os.path.join(d, "ior.dat"))
+    clear(d)
+    # the first table of results: "write  <bw MiB/s> ..." (IOR 3.3+), or "Max Write: <x> MiB/sec" (older)
+    w = re.search(r"^write\s+([\d.]+)", out, re.M) or re.search(r"^Max Write:\s+([\d.]+) MiB/sec", out, re.M)
+    r = re.search(r"^read\s+([\d.]+)", out, re.M) or re.search(r"^Max Read:\s+([\d.]+) MiB/sec", out, re.M)
+    return (float(w.group(1)) if w else None), (float(r.group(1)) if r else None)
+
+
+MD_OPS = (("create", "creation"), ("stat", "stat"), ("read", "read"), ("unlink", "removal"))
+
+
+def mdtest(args, d: str, n: int, files: int, unique: bool) -> Dict[str, float]:
+    out = mpi(args, n, args.mdtest, "-F", "-n", str(files), "-w", str(st.MD_BYTES), "-e", str(st.MD_BYTES),
+              "-i", "1", "-d", d, *(["-u"] if unique else []))
+    clear(d)
+    res = {}
+    for ours, theirs in MD_OPS:
+        m = re.search(rf"^\s*File {theirs}\s*:?\s+([\d.]+)", out, re.M)
+        if m:
+            res[ours] = float(m.group(1))
+    return res
+
+
+# -- main ------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fio", default=shutil.which("fio"), help="fio binary (default: the one on PATH)")
+    ap.add_argument("--ior", help="IOR binary built against MPI")
+    ap.add_argument("--mdtest", help="mdtest binary built against MPI")
+    ap.add_argument("--mpirun", default="mpirun", help="MPI launcher and its options (default: mpirun)")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write (a new subdirectory)")
+    ap.add_argument("--threads", type=int, default=min(len(os.sched_getaffinity(0)), st.DEFAULT_MAX_THREADS))
+    ap.add_argument("--size", type=int, default=1 << 30, help="sequential bytes per measurement, all threads")
+    ap.add_argument("--xfer", type=int, default=st.XFER, help="sequential transfer size (default 1 MiB)")
+    ap.add_argument("--rand-file", type=int, default=256 * MIB, help="random: file bytes per thread")
+    ap.add_argument("--rand-seconds", type=float, default=3.0)
+    ap.add_argument("--md-files", type=int, default=1000, help="metadata: files per thread")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", action="append", choices=["seq", "rand", "md"], help="only these tests")
+    ap.add_argument("--settle", type=float, default=5.0,
+                    help="seconds to wait, after a sync, before each measurement (default 5; see above)")
+    args = ap.parse_args(argv)
+
+    cpus = sorted(os.sched_getaffinity(0))[:args.threads]
+    n = len(cpus)
+    bpt = args.size // n // args.xfer * args.xfer
+    only = set(args.only or ["seq", "rand", "md"])
+    fs = st.describe_fs(args.dir)
+    print(f"dir {args.dir}: {fs.fstype} on {fs.mount.source if fs.mount else '?'}; device peak: {fs.peak.provenance}")
+    print(f"threads {n} on CPUs {cpus}; sequential {n} x {bpt} bytes in {args.xfer}-byte transfers; "
+          f"random 4 KiB over {n} x {args.rand_file} bytes for {args.rand_seconds:g} s; "
+          f"metadata {n} x {args.md_files} files of {st.MD_BYTES} bytes; {args.rounds} rounds")
+
+    seen: Dict[Tuple[str, str], List[float]] = {}
+    with st.RunDir(args.dir) as rd:
+        d = rd.path
+        jobs: List[Tuple[str, str]] = []
+        if "seq" in only:
+            for mode in ("direct", "buffered"):
+                jobs.append(("ours", f"seq.{mode}"))
+                if args.fio:
+                    jobs.append(("fio", f"seq.{mode}"))
+            if args.ior:
+                jobs.append(("ior", "seq.direct"))
+        if "rand" in only:
+            jobs.append(("ours", "rand"))
+            if args.fio:
+                jobs.append(("fio", "rand"))
+        if "md" in only:
+            for layout in ("shared", "unique"):
+                jobs.append(("ours", f"md.{layout}"))
+                if args.mdtest:
+                    jobs.append(("mdtest", f"md.{layout}"))
+        for rnd in range(args.rounds):
+            ROUND[0] = rnd
+            shift = rnd % len(jobs)
+            for tool, test in jobs[shift:] + jobs[:shift]:
+                settle(args.settle)
+                run_one(args, tool, test, d, cpus, bpt, seen)
+            print(f"round {rnd + 1} done", file=sys.stderr)
+
+    rows = [("test", "ours best", "ours median", "peer", "peer best", "peer median", "best/peer", "median/peer",
+             "paired")]
+    tests = [("seq.direct", "write", "MiB/s"), ("seq.direct", "read", "MiB/s"),
+             ("seq.buffered", "write", "MiB/s"), ("seq.buffered", "read", "MiB/s"),
+             ("rand", "randread", "IOPS"), ("rand", "randwrite", "IOPS")] + \
+        [(f"md.{lay}", op, "op/s") for lay in ("shared", "unique") for op, _ in MD_OPS]
+    for test, what, unit in tests:
+        ours = ("ours", f"{test}.{what}")
+        if not seen.get(ours):
+            continue
+        peers = [p for p in ("fio", "ior", "mdtest") if seen.get((p, f"{test}.{what}"))] or ["-"]
+        for peer in peers:
+            key = (peer, f"{test}.{what}")
+            rows.append((f"{test}.{what} ({unit})", fmt(best_of(seen, ours)), fmt(median_of(seen, ours)), peer,
+                         fmt(best_of(seen, key)), fmt(median_of(seen, key)),
+                         ratio(best_of(seen, ours), best_of(seen, key)),
+                         ratio(median_of(seen, ours), median_of(seen, key)), paired(seen, ours, key)))
+    print("best: best round; median: median over rounds; paired: median over rounds of each round's ours/peer")
+    print("(the verdict: a slow spell of the device hits both tools of a round). Ours checks every block it")
+    print("reads; the peers do not.")
+    print(table(rows))
+    return 0
+
+
+def settle(seconds: float) -> None:
+    """Let the previous tool's deletions and write-back finish before the next one starts."""
+    if seconds > 0:
+        os.sync()
+        time.sleep(seconds)
+
+
+def run_one(args, tool: str, test: str, d: str, cpus: List[int], bpt: int, seen: Dict) -> None:
+    n = len(cpus)
+    if test.startswith("seq."):
+        direct = test == "seq.direct"
+        if tool == "ours":
+            try:
+                raw = st.seq_io(d, nthreads=n, cpus=cpus, bytes_per_thread=bpt, xfer=args.xfer, direct=direct)
+            except st.DirectRefused as e:
+                print(f"ours: O_DIRECT refused ({e}); skipping the direct test", file=sys.stderr)
+                return
+            if not raw.valid:
+                raise SystemExit(f"ours did not validate: {raw.msg}")
+            if not direct and not st.cache_defeat(raw)[1]:
+                print(f"ours: {st.cache_defeat(raw)[0]}", file=sys.stderr)
+            w, r = raw.rates(0, 1 / MIB)[0], raw.rates(1, 1 / MIB)[0]
+        elif tool == "fio":
+            w, r = fio_seq(args.fio, d, cpus, bpt, args.xfer, direct)
+        else:
+            w, r = ior(args, d, n, bpt, args.xfer)
+        keep(seen, (tool, f"{test}.write"), w)
+        keep(seen, (tool, f"{test}.read"), r)
+    elif test == "rand":
+        file_bytes = args.rand_file // 4096 * 4096
+        if tool == "ours":
+            raw = st.random_io(d, nthreads=n, cpus=cpus, file_bytes=file_bytes, duration_s=args.rand_seconds,
+                               direct=True)
+            if not raw.valid:
+                raise SystemExit(f"ours did not validate: {raw.msg}")
+            rr, rw = raw.rates(0)[0], raw.rates(1)[0]
+        else:
+            rr, rw = fio_rand(args.fio, d, cpus, file_bytes, args.rand_seconds)
+        keep(seen, (tool, "rand.randread"), rr)
+        keep(seen, (tool, "rand.randwrite"), rw)
+    else:
+        unique = test == "md.unique"
+        if tool == "ours":
+            raw = st.meta_io(d, nthreads=n, cpus=cpus, files=args.md_files, unique_dir=unique, lat_cap=0)
+            if not raw.valid:
+                raise SystemExit(f"ours did not validate: {raw.msg}")
+            res = {op: raw.rates(i)[0] for i, (op, _) in enumerate(MD_OPS)}
+        else:
+            res = mdtest(args, d, n, args.md_files, unique)
+        for op, v in res.items():
+            keep(seen, (tool, f"{test}.{op}"), v)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,854 @@
+"""Network ceilings over MPI: ping-pong latency and bandwidth, streaming
+bandwidth and message rate by placement, and collectives over rank counts.
+
+Run under a launcher, ``mpirun -n N ceiling bench network`` (N >= 2) or
+``srun -n N ceiling bench network``. Every rank calls ``bench_network``;
+only world rank 0 returns the results (the others return an empty Outcome
+and should print nothing). The timing loops are C (csrc/mpi/netbench.c),
+compiled against the MPI library mpi4py loaded (cluster/mpi.py), so the
+times are the library's and the fabric's, not Python's.
+
+Placements. Each rank reports its node (``CEILING_NODE_NAME`` when set, so
+ranks on one machine can stand in for several nodes; else the host name),
+the CPUs it may use and its node's topology. Rank 0 then picks, among what
+this allocation offers, two ranks and one CPU for each of them per
+placement: "same_l3" (two cores under one L3 instance), "same_socket" (one
+socket, different L3 instances, or L3 unknown), "cross_socket" and
+"cross_node". Never two SMT siblings of one core. Each of the two ranks
+pins itself to its CPU (sched_setaffinity) for the measurement and restores
+its mask after; a placement that cannot be had is reported as skipped, with
+the reason (one socket, one node, one rank per node ...).
+
+Ping-pong follows IMB-MPI1 PingPong: sizes 0, 1, 2, 4 ... 4 MiB (``--size``
+sets the largest); repetitions per timed block min(1000, max(1, 40 MiB /
+size)), 1000 at 0 B (IMB_settings.h: MSGSPERSAMPLE, OVERALL_VOL); warm-up
+of a tenth of that, at least min(10, reps) round trips (IMB_warm_up.c);
+one-way time = round trip / 2 in µs; MB/s = bytes / one-way time with
+MB = 10^6 bytes (IMB_output.c). Each size is measured in several timed
+blocks (5, quick 3, ``--reps`` sets it) so that best, median and spread
+exist. Streaming bandwidth follows osu_bw / osu_bibw (window of 64
+non-blocking messages, 4-byte acknowledgement, MB = 10^6) with OSU's loop
+counts (100 windows up to 8 KiB, 20 above) capped so that one block moves
+at most 64 MiB per direction (at least one window); message rate is osu_bw's
+messages per second at 8 B (osu_mbw_mr with one pair).
+
+Summary per placement (ping-pong): latency = the mean of the one-way times
+of the sizes 0, 1, 2, 4 and 8 B, per block, value = the best block;
+bandwidth plateau = the size with the highest median MB/s, value = its best
+block; n½ = the smallest size whose median reaches half of the plateau's
+median; a drop of the largest size's median more than 10% below the
+plateau is flagged (a protocol switch, or the message leaving the caches).
+The same plateau rule holds for the streaming figures. For a cross-node
+pair the plateau is set against the link's peak: the InfiniBand port rate
+(/sys/class/infiniband/*/ports/*/rate, data rate after line encoding) or
+the Ethernet speed (/sys/class/net/*/speed) of the one interface that can
+carry it, else unknown with the reason.
+
+Collectives (Barrier, Bcast from rank 0, Allreduce of doubles with
+MPI_SUM, Alltoall with the size per pair of ranks) follow IMB: each call
+timed alone and followed by a barrier (Barrier itself: back to back, the
+loop timed whole), sizes 8 B ... 1 MiB, repetitions as for ping-pong; per
+rank the mean time per call, then t_min / t_max / t_avg over ranks; the
+headline is t_avg, best block. They run over k = 2, 4, 8 ... and all ranks,
+the ranks taken one per node in turn (so k ranks span min(k, nodes)
+nodes), each pinned to its own core where the node has enough.
+
+Every message is checked: a pattern per size, block and sender, verified on
+receipt for the first (untimed) and last (timed) exchange of every block;
+Allreduce's sums and Alltoall's blocks likewise. A failed check makes the
+metric invalid (exit 9).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import socket
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import BadValueError, UsageError
+from ..machine.model import Machine
+from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
+from .base import Context, NullProgress, Outcome
+
+US, MBS, MSGS = "µs", "MB/s", "msg/s"
+KIB, MIB = 1 << 10, 1 << 20
+
+PLACEMENTS = ("same_l3", "same_socket", "cross_socket", "cross_node")
+PLACEMENT_TITLES = {"same_l3": "same L3", "same_socket": "same socket, different L3",
+                    "cross_socket": "across sockets", "cross_node": "across nodes"}
+
+# IMB-MPI1 (IMB_settings.h, IMB_warm_up.c)
+MSGSPERSAMPLE = 1000
+OVERALL_VOL = 40 * MIB
+WARMUP_PERCENT = 10
+MIN_WARMUP_ITERS = 10
+# OSU (osu_pt2pt.h)
+WINDOW = 64
+LARGE_MESSAGE_SIZE = 8192
+BW_LOOP_SMALL, BW_SKIP_SMALL = 100, 10
+BW_LOOP_LARGE, BW_SKIP_LARGE = 20, 2
+STREAM_VOL = 64 * MIB         # ceiling's cap on bytes per timed block and direction
+MSGRATE_SIZE = 8
+
+DEFAULT_MAX_BYTES = 4 * MIB
+MAX_BYTES = 1 << 30
+BLOCKS, QUICK_BLOCKS = 5, 3
+LATENCY_SIZES = (0, 1, 2, 4, 8)
+DROP = 0.10
+COLL_SIZES = (8, 64, 512, 4 * KIB, 32 * KIB, 256 * KIB, 1 * MIB)
+QUICK_COLL_SIZES = (8, 4 * KIB, 1 * MIB)
+COLL_OPS = ("bcast", "allreduce", "alltoall")
+OVERSUBSCRIBED_ITERS = 10     # per block, when ranks outnumber a node's CPUs
+PLAN_RANKS_MAX = 64           # ranks of a node considered when pairing
+CONTEXT_RANKS_MAX = 64        # ranks whose CPUs are listed in each metric's context
+
+CORRUPT_FOR_TESTS = False     # tests set this to spoil one byte of each verified exchange
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during the measurements; ``outcome`` holds what rank 0 measured so far."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__("interrupted")
+        self.outcome = outcome
+
+
+# -- sizes and repetitions -------------------------------------------------------
+
+def pingpong_sizes(max_bytes: int, quick: bool) -> List[int]:
+    """0 and powers of two up to max_bytes (quick: powers of four), max_bytes always included."""
+    step = 4 if quick else 2
+    out, s = [0], 1
+    while s <= max_bytes:
+        out.append(s)
+        s *= step
+    if out[-1] != max_bytes:
+        out.append(max_bytes)
+    return out
+
+
+def stream_sizes(max_bytes: int, quick: bool) -> List[int]:
+    """Powers of two from 1 B (quick: powers of eight), max_bytes always included."""
+    out = [s for s in pingpong_sizes(max_bytes, False)[1:] if not quick or (s & (s - 1) == 0 and
+                                                                             (s.bit_length() - 1) % 3 == 0)]
+    if not out or out[-1] != max_bytes:
+        out.append(max_bytes)
+    return out
+
+
+def coll_sizes(max_bytes: int, quick: bool) -> List[int]:
+    sizes = QUICK_COLL_SIZES if quick else COLL_SIZES
+    return sorted({min(s, max(8, max_bytes // 8 * 8)) for s in sizes})
+
+
+def imb_reps(size: int) -> int:
+    """IMB's repetitions: MSGSPERSAMPLE at 0 B, else min(MSGSPERSAMPLE, max(1, OVERALL_VOL / size))."""
+    return MSGSPERSAMPLE if size <= 0 else max(1, min(MSGSPERSAMPLE, OVERALL_VOL // size))
+
+
+def imb_warmup(reps: int) -> int:
+    """IMB's warm-up: a tenth of the repetitions, at least min(10, reps)."""
+    w = reps // WARMUP_PERCENT
+    return w if w >= MIN_WARMUP_ITERS else min(MIN_WARMUP_ITERS, reps)
+
+
+def osu_iters(size: int, window: int = WINDOW) -> Tuple[int, int]:
+    """(timed windows, warm-up windows) of osu_bw, capped to STREAM_VOL bytes per block."""
+    loop, skip = (BW_LOOP_SMALL, BW_SKIP_SMALL) if size <= LARGE_MESSAGE_SIZE else (BW_LOOP_LARGE, BW_SKIP_LARGE)
+    loop = max(1, min(loop, STREAM_VOL // max(1, window * size)))
+    return loop, max(1, min(skip, loop))
+
+
+def rank_counts(n: int, quick: bool) -> List[int]:
+    """2, 4, 8 ... below n, and n (quick: n only)."""
+    if quick:
+        return [n]
+    out, k = [], 2
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out + [n]
+
+
+def cpulist(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (the kernel's cpulist format)."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def size_label(n: int) -> str:
+    for unit, f in (("MiB", MIB), ("KiB", KIB)):
+        if n >= f and n % f == 0:
+            return f"{n // f}{unit}"
+    return f"{n}B"
+
+
+# -- facts from the ranks --------------------------------------------------------
+
+def topology_of(m: Machine) -> Dict[str, Any]:
+    """What pairing needs of a node: cpu -> (socket, core, l3), sockets, whether L3s are known."""
+    cpus = {c.id: (c.socket, c.core, c.l3, c.smt) for c in m.cpus if c.online}
+    return {"cpus": cpus, "sockets": m.sockets or len({v[0] for v in cpus.values()}) or 1,
+            "l3_known": bool(cpus) and all(v[2] is not None for v in cpus.values()),
+            "host": socket.gethostname()}
+
+
+def unknown_topology(cpus: Sequence[int], why: str) -> Dict[str, Any]:
+    """A node whose topology could not be read: each CPU its own core, sockets and L3s unknown."""
+    return {"cpus": {c: (0, c, None, 0) for c in cpus}, "sockets": 1, "l3_known": False,
+            "host": socket.gethostname(), "note": why}
+
+
+@dataclass
+class Placement:
+    label: str
+    ranks: Tuple[int, int]
+    cpus: Tuple[int, int]
+    nodes: Tuple[str, str]
+    note: str = ""
+
+
+def _cores(topo: Dict[str, Any], allowed: Sequence[int]) -> List[Tuple[int, Tuple]]:
+    """One CPU per core of ``allowed`` (the lowest SMT index, then the lowest id), with its facts."""
+    info = topo["cpus"]
+    best: Dict[Tuple[int, int], Tuple[int, Tuple]] = {}
+    for c in sorted(allowed):
+        f = info.get(c)
+        if f is None:
+            continue
+        key = (f[0], f[1])
+        if key not in best or (f[3], c) < (best[key][1][3], best[key][0]):
+            best[key] = (c, f)
+    return sorted(best.values())
+
+
+def _pick(label: str, topo: Dict[str, Any], a_cpus: Sequence[int], b_cpus: Sequence[int]) -> Optional[Tuple[int, int, str]]:
+    """CPUs (ca, cb, note) on one node that give ``label``, different cores, or None."""
+    ca_list, cb_list = _cores(topo, a_cpus), _cores(topo, b_cpus)
+    l3_known = topo.get("l3_known", False)
+    for ca, fa in ca_list:
+        for cb, fb in cb_list:
+            if ca == cb or (fa[0], fa[1]) == (fb[0], fb[1]):
+                continue
+            same_socket = fa[0] == fb[0]
+            if label == "cross_socket" and not same_socket:
+                return ca, cb, ""
+            if label == "same_l3" and l3_known and same_socket and fa[2] == fb[2]:
+                return ca, cb, ""
+            if label == "same_socket" and same_socket:
+                if not l3_known:
+                    return ca, cb, "L3 instances unknown on this node: the two cores may share one"
+                if fa[2] != fb[2]:
+                    return ca, cb, ""
+    return None
+
+
+def _first_cpu(topo: Dict[str, Any], allowed: Sequence[int]) -> int:
+    cores = _cores(topo, allowed)
+    return cores[0][0] if cores else min(allowed)
+
+
+def _why_not(label: str, by_node: Dict[str, List[int]], topos: Dict[str, Dict[str, Any]]) -> str:
+    multi = [n for n, rs in by_node.items() if len(rs) >= 2]
+    if label == "cross_node":
+        node = next(iter(by_node))
+        return f"all {sum(len(r) for r in by_node.values())} ranks run on one node ({node})"
+    if not multi:
+        return "every node has one rank: no two ranks share a node (start at least 2 ranks per node)"
+    unread = [f"{n}: {topos[n]['note']}" for n in multi if topos[n].get("note")]
+    if len(unread) == len(multi):
+        return "; ".join(unread)
+    if label == "cross_socket":
+        if all(topos[n]["sockets"] <= 1 for n in multi):
+            return "one socket per node"
+        return "the ranks may only use CPUs of one socket (affinity or cgroup)"
+    if label == "same_l3":
+        if not any(topos[n]["l3_known"] for n in multi):
+            return "L3 instances unknown (no cache topology in /sys)"
+        return "no two ranks of a node may use two different cores under one L3 instance"
+    # same_socket
+    known = [n for n in multi if topos[n]["l3_known"]]
+    if known and all(len({f[2] for f in topos[n]["cpus"].values() if f[0] == s}) <= 1
+                     for n in known for s in {f[0] for f in topos[n]["cpus"].values()}):
+        return "each socket has one L3 instance shared by all its cores"
+    return "no two ranks of a node may use cores under different L3 instances of one socket"
+
+
+def plan_placements(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]
+                    ) -> Tuple[List[Placement], Dict[str, str]]:
+    """The placements this allocation offers (in PLACEMENTS order) and why the others are not."""
+    by_node: Dict[str, List[int]] = {}
+    for f in sorted(facts, key=lambda f: f["rank"]):
+        by_node.setdefault(f["node"], []).append(f["rank"])
+    cpus = {f["rank"]: f["cpus"] for f in facts}
+    found: Dict[str, Placement] = {}
+    for label in PLACEMENTS[:3]:
+        for node, ranks in by_node.items():
+            if len(ranks) < 2 or label in found:
+                continue
+            rs = ranks[:PLAN_RANKS_MAX]
+            for i, ra in enumerate(rs):
+                for rb in rs[i + 1:]:
+                    got = _pick(label, topos[node], cpus[ra], cpus[rb])
+                    if got:
+                        found[label] = Placement(label, (ra, rb), (got[0], got[1]), (node, node), got[2])
+                        break
+                if label in found:
+                    break
+    nodes = list(by_node)
+    if len(nodes) >= 2:
+        ra, rb = by_node[nodes[0]][0], by_node[nodes[1]][0]
+        note = ""
+        if topos[nodes[0]].get("host") == topos[nodes[1]].get("host"):
+            note = (f"nodes {nodes[0]} and {nodes[1]} are one host ({topos[nodes[0]].get('host')}; node names "
+                    "from CEILING_NODE_NAME): no network link is crossed")
+        ca = _first_cpu(topos[nodes[0]], cpus[ra])
+        avoid: Sequence[int] = ()
+        if note:   # one host: keep the two ranks off one CPU (and off one core where possible)
+            fa = topos[nodes[0]]["cpus"].get(ca)
+            avoid = [c for c, f in topos[nodes[1]]["cpus"].items()
+                     if c == ca or (fa is not None and (f[0], f[1]) == (fa[0], fa[1]))]
+        cb = _first_cpu(topos[nodes[1]], [c for c in cpus[rb] if c not in avoid] or
+                        [c for c in cpus[rb] if c != ca] or cpus[rb])
+        found["cross_node"] = Placement("cross_node", (ra, rb), (ca, cb), (nodes[0], nodes[1]), note)
+    missing = {lb: _why_not(lb, by_node, topos) for lb in PLACEMENTS if lb not in found}
+    return [found[lb] for lb in PLACEMENTS if lb in found], missing
+
+
+def coll_order(facts: List[Dict[str, Any]]) -> List[int]:
+    """Ranks one per node in turn (rank 0 first), so that k ranks span min(k, nodes) nodes."""
+    by_node: Dict[str, List[int]] = {}
+    for f in sorted(facts, key=lambda f: f["rank"]):
+        by_node.setdefault(f["node"], []).append(f["rank"])
+    out: List[int] = []
+    depth = max(len(v) for v in by_node.values())
+    for i in range(depth):
+        out += [rs[i] for rs in by_node.values() if i < len(rs)]
+    return out
+
+
+def coll_pinning(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]) -> Tuple[Dict[int, Optional[int]], List[str]]:
+    """One CPU per rank, a core of its own where the node has enough; None = left unpinned."""
+    out: Dict[int, Optional[int]] = {}
+    notes: List[str] = []
+    used_core: Dict[str, set] = {}
+    used_cpu: Dict[str, set] = {}
+    for f in sorted(facts, key=lambda f: f["rank"]):
+        node, topo = f["node"], topos[f["node"]]
+        host = topo.get("host", node)      # fake nodes on one host share its CPUs
+        uc, ucpu = used_core.setdefault(host, set()), used_cpu.setdefault(host, set())
+        choice = None
+        for c, fc in _cores(topo, f["cpus"]):
+            if (fc[0], fc[1]) not in uc and c not in ucpu:
+                choice = c
+                break
+        if choice is None:
+            free = [c for c in sorted(f["cpus"]) if c not in ucpu]
+            choice = free[0] if free else None
+        if choice is None:
+            notes.append(f"rank {f['rank']} on {node}: every CPU it may use is taken by another rank; not pinned")
+        else:
+            ucpu.add(choice)
+            fc = topo["cpus"].get(choice)
+            if fc is not None:
+                uc.add((fc[0], fc[1]))
+        out[f["rank"]] = choice
+    return out, notes
+
+
+# -- link peak -------------------------------------------------------------------
+
+_IB_ENCODING = {"SDR": 0.8, "DDR": 0.8, "QDR": 0.8, "FDR10": 64 / 66, "FDR": 64 / 66}
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def link_peak(root: str = "/", env: Optional[Dict[str, str]] = None) -> Peak:
+    """The peak of the link a cross-node pair uses, MB/s (10^6 B/s) one way, or unknown with the reason.
+
+    InfiniBand: active ports' rate ("100 Gb/sec (4X EDR)"); SDR/DDR/QDR rates
+    are signalling rates with 8b/10b encoding (x 0.8), FDR's with 64b/66b;
+    EDR and later rates are data rates. UCX_NET_DEVICES (e.g. mlx5_0:1) picks
+    the port when set. Ethernet: /sys/class/net/IF/speed (Mb/s) of physical
+    interfaces that are up; the line rate, headers not deducted.
+    """
+    env = os.environ if env is None else env
+    base = os.path.join(root, "sys/class")
+    ports = []
+    for rate_path in sorted(glob.glob(os.path.join(base, "infiniband/*/ports/*/rate"))):
+        port_dir = os.path.dirname(rate_path)
+        dev, port = rate_path.split(os.sep)[-4], os.path.basename(port_dir)
+        state = _read(os.path.join(port_dir, "state")) or ""
+        rate = _read(rate_path) or ""
+        if "ACTIVE" in state and rate:
+            ports.append((f"{dev}:{port}", rate))
+    want = [d.strip() for d in env.get("UCX_NET_DEVICES", "").split(",") if d.strip() and d.strip() != "all"]
+    if want and ports:
+        chosen = [p for p in ports if p[0] in want]
+        if chosen:
+            ports = chosen
+    if ports:
+        parsed = {}
+        for name, rate in ports:
+            try:
+                gbps = float(rate.split()[0])
+            except (ValueError, IndexError):
+                continue
+            gen = rate.split("(")[-1].rstrip(")").split()[-1] if "(" in rate else ""
+            factor = _IB_ENCODING.get(gen, 1.0)
+            parsed[name] = (gbps * factor * 125.0, rate, factor)
+        values = {round(v[0], 3) for v in parsed.values()}
+        if len(values) == 1:
+            name, (mbs, rate, factor) = next(iter(parsed.items()))
+            enc = f" x {factor:.3g} (line encoding)" if factor != 1.0 else ""
+            which = (f"port {name}" if len(parsed) == 1 else
+                     f"{len(parsed)} active ports at the same rate ({', '.join(parsed)})")
+            return Peak(mbs, MBS, f"InfiniBand {which}: rate '{rate}'{enc} = {mbs:.0f} MB/s "
+                                  "(/sys/class/infiniband/*/ports/*/rate)")
+        if parsed:
+            return Peak(None, MBS, "unknown: active InfiniBand ports with different rates ("
+                        + ", ".join(f"{n} {v[1]}" for n, v in parsed.items())
+                        + "); which one MPI uses is not known (set UCX_NET_DEVICES)")
+    nics = []
+    for dev in sorted(glob.glob(os.path.join(base, "net/*"))):
+        name = os.path.basename(dev)
+        if name == "lo" or not os.path.exists(os.path.join(dev, "device")):
+            continue
+        if (_read(os.path.join(dev, "operstate")) or "") != "up":
+            continue
+        try:
+            speed = int(_read(os.path.join(dev, "speed")) or "-1")
+        except ValueError:
+            speed = -1
+        nics.append((name, speed))
+    known = [(n, s) for n, s in nics if s > 0]
+    if not nics:
+        return Peak(None, MBS, "unknown: no active InfiniBand port and no physical network interface that is up")
+    if not known:
+        return Peak(None, MBS, "unknown: the network interfaces that are up report no speed ("
+                    + ", ".join(n for n, _ in nics) + "; virtual NICs report -1 in /sys/class/net/IF/speed)")
+    speeds = {s for _, s in known}
+    if len(speeds) == 1:
+        s = known[0][1]
+        which = known[0][0] if len(known) == 1 else ", ".join(n for n, _ in known)
+        return Peak(s / 8.0, MBS, f"Ethernet {which}: {s} Mb/s line rate = {s / 8:.0f} MB/s "
+                                  "(/sys/class/net/IF/speed; headers not deducted)")
+    return Peak(None, MBS, "unknown: interfaces with different speeds (" + ", ".join(f"{n} {s} Mb/s" for n, s in known)
+                + "); which one MPI uses is not known")
+
+
+# -- summaries -------------------------------------------------------------------
+
+@dataclass
+class Curve:
+    """Per-size results of one pair measurement: one value per timed block."""
+
+    sizes: List[int] = field(default_factory=list)
+    per_block: Dict[int, List[float]] = field(default_factory=dict)   # size -> values in the curve's unit
+    invalid: List[str] = field(default_factory=list)
+
+    def median(self, s: int) -> float:
+        return statistics.median(self.per_block[s])
+
+
+def plateau(curve: Curve) -> Tuple[Optional[int], Optional[float]]:
+    """(size, median) of the size with the highest median bandwidth."""
+    pts = [(curve.median(s), s) for s in curve.sizes if s > 0 and curve.per_block.get(s)]
+    if not pts:
+        return None, None
+    med, size = max(pts)
+    return size, med
+
+
+def n_half(curve: Curve, plateau_median: float) -> Optional[int]:
+    """The smallest size whose median bandwidth reaches half of the plateau's."""
+    for s in curve.sizes:
+        if s > 0 and curve.per_block.get(s) and curve.median(s) >= 0.5 * plateau_median:
+            return s
+    return None
+
+
+def large_drop(curve: Curve, plateau_median: float) -> Optional[float]:
+    """The largest size's median as a fraction of the plateau, when it is more than DROP below it."""
+    top = max((s for s in curve.sizes if curve.per_block.get(s)), default=None)
+    if top is None or not plateau_median:
+        return None
+    frac = curve.median(top) / plateau_median
+    return frac if frac < 1.0 - DROP else None
+
+
+def latency_values(lat: Curve) -> Tuple[List[float], List[int]]:
+    """Per block: the mean one-way time of the LATENCY_SIZES measured."""
+    sizes = [s for s in LATENCY_SIZES if lat.per_block.get(s)]
+    if not sizes:
+        return [], []
+    nblocks = min(len(lat.per_block[s]) for s in sizes)
+    return [statistics.fmean(lat.per_block[s][i] for s in sizes) for i in range(nblocks)], sizes
+
+
+# -- the bench -------------------------------------------------------------------
+
+def preflight(comm=None):
+    """MPI.COMM_WORLD with at least 2 ranks, or the one-line error (MPIUnavailableError, UsageError)."""
+    from ..cluster import mpi
+    comm = comm if comm is not None else mpi.world()
+    if comm.Get_size() < 2:
+        raise UsageError("ceiling bench network needs at least 2 MPI ranks: mpirun -n 2 ceiling bench network")
+    return comm
+
+
+def _max_bytes(ctx: Context) -> int:
+    n = ctx.opts.size_bytes
+    if n is None:
+        return DEFAULT_MAX_BYTES
+    if n > MAX_BYTES:
+        raise BadValueError(f"--size {n}: the largest message is {MAX_BYTES // MIB} MiB at most")
+    return n
+
+
+def _us(seconds: Sequence[float]) -> List[float]:
+    return [x * 1e6 for x in seconds]
+
+
+class _Pin:
+    """Pin this rank to one CPU for a while; every rank learns whether all pins held."""
+
+    def __init__(self, comm, cpu: Optional[int]):
+        self.comm, self.cpu, self.old = comm, cpu, None
+
+    def __enter__(self) -> Optional[str]:
+        err = None
+        if self.cpu is not None:
+            try:
+                self.old = os.sched_getaffinity(0)
+                os.sched_setaffinity(0, {self.cpu})
+            except OSError as e:
+                err = f"rank {self.comm.Get_rank()}: cannot pin to CPU {self.cpu}: {e.strerror}"
+                self.old = None
+        errs = [e for e in self.comm.allgather(err) if e]
+        return "; ".join(errs) or None
+
+    def __exit__(self, *exc) -> None:
+        if self.old is not None:
+            try:
+                os.sched_setaffinity(0, self.old)
+            except OSError:
+                pass
+
+
+class _Run:
+    """The state of one bench_network call on one rank."""
+
+    def __init__(self, ctx: Context, comm):
+        from ..cluster import mpi
+        self.ctx, self.comm, self.mpi = ctx, comm, mpi
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.quick = ctx.opts.quick
+        self.blocks = ctx.opts.reps or (QUICK_BLOCKS if self.quick else BLOCKS)
+        self.max_bytes = _max_bytes(ctx)
+        self.flags = mpi.NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0
+        self.progress = ctx.progress if self.rank == 0 else NullProgress()
+        self.out = Outcome()
+        self.common: Dict[str, Any] = {}
+
+    # -- setup ------------------------------------------------------------------
+    def gather(self) -> None:
+        me = {"rank": self.rank, "node": self.mpi.node_name(), "host": socket.gethostname(),
+              "cpus": sorted(os.sched_getaffinity(0))}
+        self.facts: List[Dict[str, Any]] = self.comm.allgather(me)
+        first: Dict[str, int] = {}
+        for f in self.facts:
+            first.setdefault(f["node"], f["rank"])
+        self.leader = first[me["node"]] == self.rank
+        topo = None
+        if self.leader:
+            m = self.ctx.machine if (self.rank == 0 and self.ctx.machine.cpus) else None
+            try:
+                if m is None:
+                    from .. import machine as machine_mod
+                    m = machine_mod.detect("/", measure=False)
+                topo = topology_of(m)
+            except Exception as e:   # noqa: BLE001 - every rank must reach the allgather below
+                topo = unknown_topology(me["cpus"], f"topology not read: {e}")
+        topos = self.comm.allgather((me["node"], topo) if self.leader else None)
+        self.topos: Dict[str, Dict[str, Any]] = {n: t for n, t in (x for x in topos if x)}
+        self.nb, self.lib, self.mpicc = self.mpi.build_per_node(self.comm, self.leader)
+        plan = None
+        if self.rank == 0:
+            placements, missing = plan_placements(self.facts, self.topos)
+            pins, pin_notes = coll_pinning(self.facts, self.topos)
+            plan = (placements, missing, pins, pin_notes, coll_order(self.facts))
+        self.placements, self.missing, self.pins, self.pin_notes, self.order = self.comm.bcast(plan, root=0)
+        nodes = list(dict.fromkeys(f["node"] for f in self.facts))
+        self.common = {
+            "ranks": self.size, "nodes": nodes,
+            "ranks_per_node": {n: sum(1 for f in self.facts if f["node"] == n) for n in nodes},
+            "hosts": sorted({f["host"] for f in self.facts}),
+            "cpus_per_rank": {f["rank"]: cpulist(f["cpus"]) for f in self.facts[:CONTEXT_RANKS_MAX]},
+            "mpi_library": self.lib.first_line, "mpi_family": f"{self.lib.family} {self.lib.family_version}",
+            "mpi_standard": self.lib.standard, "mpi_library_path": self.lib.path,
+            "mpi_thread_level": self.lib.thread_level,
+            "launcher": self.mpi.launcher_in_use(), "mpicc": self.mpicc.path, "timing_loops": self.nb.path,
+            "blocks": self.blocks, "mb": "MB = 10^6 bytes (IMB, OSU)",
+        }
+        if self.lib.thread_level == "multiple":
+            self.common["thread_note"] = ("MPI was initialised with MPI_THREAD_MULTIPLE (mpi4py imported before "
+                                          "ceiling): some libraries lock every call, so small messages and "
+                                          "collectives may be slower than IMB or OSU measure")
+
+    # -- point to point ---------------------------------------------------------
+    def measure_pair(self, p: Placement) -> Tuple[Dict[str, Curve], Optional[str]]:
+        """Ping-pong and streaming over the sizes, the two ranks pinned; (curves, pinning error)."""
+        a, b = p.ranks
+        cpu = p.cpus[0] if self.rank == a else p.cpus[1] if self.rank == b else None
+        res = {"latency": Curve(), "pingpong": Curve(), "bw": Curve(), "bibw": Curve(), "msgrate": Curve()}
+        pp_sizes = pingpong_sizes(self.max_bytes, self.quick)
+        st_sizes = stream_sizes(self.max_bytes, self.quick)
+        with _Pin(self.comm, cpu) as pin_err:
+            if pin_err:
+                return res, pin_err
+            self.progress.start(f"network {PLACEMENT_TITLES[p.label]}", total=len(pp_sizes) + 2 * len(st_sizes))
+            for s in pp_sizes:
+                reps = imb_reps(s)
+                raw = self.nb.pingpong(a, b, s, reps, imb_warmup(reps), self.blocks, self.flags)
+                one_way = [t / (2 * reps) * 1e6 for t in raw.times_s]
+                self._add(res["latency"], s, one_way, raw)
+                if s > 0:
+                    self._add(res["pingpong"], s, [s / t for t in one_way if t > 0], raw, record_invalid=False)
+                self.progress.advance()
+            for bidir in (False, True):
+                key = "bibw" if bidir else "bw"
+                for s in st_sizes:
+                    iters, warm = osu_iters(s)
+                    raw = self.nb.stream(a, b, s, WINDOW, iters, warm, self.blocks, bidir, self.flags)
+                    moved = s * WINDOW * iters * (2 if bidir else 1)
+                    self._add(res[key], s, [moved / t / 1e6 for t in raw.times_s if t > 0], raw)
+                    if not bidir:
+                        self._add(res["msgrate"], s, [WINDOW * iters / t for t in raw.times_s if t > 0], raw,
+                                  record_invalid=False)
+                    self.progress.advance()
+            self.progress.done()
+        return res, None
+
+    @staticmethod
+    def _add(curve: Curve, s: int, vals: List[float], raw, record_invalid: bool = True) -> None:
+        curve.sizes.append(s)
+        curve.per_block[s] = vals
+        if not raw.valid and record_invalid:
+            curve.invalid.append(raw.msg or f"{s} B: data check failed")
+
+    def pair_outcome(self, p: Placement, res: Dict[str, Curve]) -> Outcome:
+        out = Outcome()
+        label = p.label
+        ctx = {**self.common, "placement": label, "placement_title": PLACEMENT_TITLES[label],
+               "pair_ranks": list(p.ranks), "pair_cpus": list(p.cpus), "pair_nodes": list(p.nodes),
+               "pinned": "each rank pinned to its CPU with sched_setaffinity"}
+        if p.note:
+            ctx["placement_note"] = p.note
+        peak = None
+        if label == "cross_node":
+            peak = (Peak(None, MBS, f"unknown: {p.note}") if p.note else link_peak())
+        lat = res["latency"]
+        vals, used = latency_values(lat)
+        if vals:
+            m = Metric.measured(f"net.pingpong.latency.{label}", vals, US, LOWER, context={
+                **ctx, "rule": f"mean of the one-way times of {', '.join(f'{s} B' for s in used)} per block; "
+                               "value = best block (IMB PingPong: round trip / 2)",
+                "latency_0B_us": statistics.median(lat.per_block[0]) if lat.per_block.get(0) else None,
+                "reps_per_block": {s: imb_reps(s) for s in used}})
+            out.metrics.append(self._note(m, lat.invalid))
+        for key, name, series_title, kind in (
+                ("pingpong", "net.pingpong.bandwidth", "Ping-pong bandwidth", "IMB PingPong: bytes / one-way time"),
+                ("bw", "net.bw", "Streaming bandwidth", f"osu_bw: window of {WINDOW}, bytes / time"),
+                ("bibw", "net.bibw", "Bidirectional bandwidth", f"osu_bibw: window of {WINDOW} each way, "
+                                                                "bytes both ways / time")):
+            curve = res[key]
+            size, med = plateau(curve)
+            if size is None:
+                continue
+            pk = peak
+            if pk is not None and key == "bibw":
+                pk = Peak(2 * pk.value, MBS, f"2 x ({pk.provenance}), both directions") if pk.known else pk
+            info = {**ctx, "method": kind, "plateau_size_bytes": size, "plateau_median": med,
+                    "rule": "plateau = the size with the highest median MB/s; value = its best block",
+                    "n_half_bytes": n_half(curve, med),
+                    "largest_size_bytes": curve.sizes[-1], "largest_size_median": curve.median(curve.sizes[-1])}
+            m = Metric.measured(f"{name}.{label}", curve.per_block[size], MBS, HIGHER, peak=pk, context=info)
+            drop = large_drop(curve, med)
+            if drop is not None:
+                m.note = (f"bandwidth at {size_label(curve.sizes[-1])} is {drop:.0%} of the plateau at "
+                          f"{size_label(size)}: a protocol switch or the message leaving the caches")
+                out.findings.append(Finding(
+                    id=f"net.drop.{key}.{label}", status=WARN,
+                    title=f"{series_title} ({PLACEMENT_TITLES[label]}) drops {1 - drop:.0%} at the largest sizes",
+                    evidence=f"median {curve.median(curve.sizes[-1]):.0f} MB/s at {size_label(curve.sizes[-1])} vs "
+                             f"{med:.0f} MB/s at {size_label(size)}",
+                    why="Large messages switch protocol (eager to rendezvous, a copy through shared memory or "
+                        "a registration cache) or stop fitting in the caches; applications sending such "
+                        "messages see the lower figure.",
+                    fix="Compare with the MPI's tuning for large messages (e.g. UCX_RNDV_THRESH, "
+                        "MPIR_CVAR_CH4_SHM_*, single-copy CMA/XPMEM/KNEM availability)."))
+            out.metrics.append(self._note(m, curve.invalid if key != "pingpong" else lat.invalid))
+            xs = [s for s in curve.sizes if s > 0]
+            out.series.append(Series(f"{name}.{label}", "xy", title=f"{series_title}, {PLACEMENT_TITLES[label]}",
+                                     x_label="message size", x_unit="bytes", y_label="bandwidth", y_unit=MBS,
+                                     x=xs, y=[curve.median(s) for s in xs],
+                                     context={**info, "y_stat": f"median of {self.blocks} blocks"}))
+        if lat.sizes:
+            xs = [s for s in lat.sizes if s > 0]
+            out.series.append(Series(f"net.pingpong.latency.{label}", "xy",
+                                     title=f"Ping-pong latency, {PLACEMENT_TITLES[label]}", x_label="message size",
+                                     x_unit="bytes", y_label="one-way time", y_unit=US, x=xs,
+                                     y=[lat.median(s) for s in xs],
+                                     context={**ctx, "y_stat": f"median of {self.blocks} blocks",
+                                              "latency_0B_us": lat.median(0) if lat.per_block.get(0) else None}))
+        mr = res["msgrate"]
+        small = [s for s in mr.sizes if s <= MSGRATE_SIZE and mr.per_block.get(s)]
+        if small:
+            s = max(small)
+            m = Metric.measured(f"net.msgrate.{label}", mr.per_block[s], MSGS, HIGHER, context={
+                **ctx, "message_bytes": s, "method": f"osu_bw / osu_mbw_mr (one pair): window of {WINDOW} "
+                                                     "messages, messages / time", "windows": osu_iters(s)[0]})
+            out.metrics.append(self._note(m, res["bw"].invalid))
+        return out
+
+    @staticmethod
+    def _note(m: Metric, invalid: List[str]) -> Metric:
+        notes = [m.note] if m.note else []
+        if invalid:
+            m.valid = False
+            notes.append("data check failed: " + "; ".join(invalid[:3]))
+        if m.stats is not None and m.stats.n > 1 and m.stats.cv > 0.10:
+            notes.append(f"spread {m.stats.cv:.0%} (CV) is high: other load on the CPUs or the network; "
+                         "rerun on idle nodes")
+        m.note = "; ".join(notes)
+        return m
+
+    # -- collectives -------------------------------------------------------------
+    def measure_collectives(self) -> Outcome:
+        out = Outcome()
+        ks = rank_counts(self.size, self.quick)
+        sizes = coll_sizes(self.max_bytes, self.quick)
+        oversub = bool(self.pin_notes)
+        cap = OVERSUBSCRIBED_ITERS if oversub else None
+        per: Dict[Tuple[str, int], Dict[int, Tuple[List[float], List[float], List[float], int]]] = {}
+        invalid: Dict[Tuple[str, int, int], List[str]] = {}
+        with _Pin(self.comm, self.pins.get(self.rank)) as pin_err:
+            if pin_err:
+                out.findings.append(Finding(id="net.collectives", status=SKIPPED,
+                                            title="collectives: ranks could not be pinned", evidence=pin_err))
+                return out
+            self.progress.start("network collectives", total=len(ks) * (1 + len(COLL_OPS) * len(sizes)))
+            for k in ks:
+                members = self.order[:k]
+                color = 0 if self.rank in members else -1
+                key = members.index(self.rank) if self.rank in members else self.rank
+                for op in ("barrier",) + COLL_OPS:
+                    for s in ([0] if op == "barrier" else sizes):
+                        iters = imb_reps(s)
+                        if cap:
+                            iters = min(iters, cap)
+                        raw = self.nb.coll(op, color, key, s, iters, imb_warmup(iters), self.blocks, self.flags)
+                        per.setdefault((op, k), {})[s] = (_us(raw.tmin_s), _us(raw.tmax_s), _us(raw.tavg_s), iters)
+                        if not raw.valid:
+                            invalid[(op, k, s)] = [raw.msg or f"{op} {s} B over {k} ranks: check failed"]
+                        self.progress.advance()
+            self.progress.done()
+        if self.rank != 0:
+            return out
+        n = self.size
+        base = {**self.common, "method": "IMB: each call timed alone, a barrier after each; per rank the mean "
+                                         "time per call; t_min / t_max / t_avg over ranks",
+                "value_stat": "t_avg, best block", "rank_order": self.order,
+                "pinning": {r: c for r, c in self.pins.items()}}
+        if self.pin_notes:
+            base["oversubscribed"] = self.pin_notes
+            base["iters_note"] = f"ranks outnumber CPUs: at most {OVERSUBSCRIBED_ITERS} calls per block"
+        for (op, k), by_size in per.items():
+            members = self.order[:k]
+            nodes = sorted({f["node"] for f in self.facts if f["rank"] in members})
+            for s, (tmin, tmax, tavg, iters) in by_size.items():
+                if k != n:
+                    continue
+                name = f"net.{op}" if op == "barrier" else f"net.{op}.{size_label(s)}"
+                m = Metric.measured(name, tavg, US, LOWER, context={
+                    **base, "operation": op, "bytes": s, "k_ranks": k, "k_nodes": len(nodes),
+                    "iters_per_block": iters, "t_min_us": min(tmin), "t_max_us": max(tmax),
+                    "t_min_per_block_us": tmin, "t_max_per_block_us": tmax,
+                    "size_meaning": {"barrier": "none", "bcast": "bytes broadcast",
+                                     "allreduce": "bytes of doubles reduced (MPI_SUM)",
+                                     "alltoall": "bytes per pair of ranks"}[op]})
+                if oversub:
+                    m.note = "ranks outnumber CPUs: times include waiting for a CPU"
+                out.metrics.append(self._note(m, invalid.get((op, k, s), [])))
+            if op != "barrier":
+                xs = sorted(by_size)
+                out.series.append(Series(f"net.{op}.k{k}", "xy", title=f"{op.capitalize()} over {k} ranks",
+                                         x_label="message size", x_unit="bytes", y_label="t_avg", y_unit=US,
+                                         x=xs, y=[statistics.median(by_size[s][2]) for s in xs],
+                                         context={**base, "k_ranks": k, "k_nodes": len(nodes),
+                                                  "y_stat": f"median of {self.blocks} blocks of t_avg"}))
+        bar = [(k, statistics.median(per[("barrier", k)][0][2])) for k in ks if ("barrier", k) in per]
+        if bar:
+            out.series.append(Series("net.barrier.ranks", "xy", title="Barrier by rank count",
+                                     x_label="ranks", y_label="t_avg", y_unit=US, x=[k for k, _ in bar],
+                                     y=[v for _, v in bar], context={**base, "y_stat": "median of blocks of t_avg"}))
+        return out
+
+    # -- all --------------------------------------------------------------------
+    def run(self) -> Outcome:
+        self.gather()
+        if self.rank == 0:
+            for label, why in self.missing.items():
+                self.out.findings.append(Finding(
+                    id=f"net.placement.{label}", status=SKIPPED,
+                    title=f"network {PLACEMENT_TITLES[label]}: not measured", evidence=why,
+                    why="Each placement needs two ranks this allocation can put there."))
+        try:
+            for p in self.placements:
+                res, pin_err = self.measure_pair(p)
+                if pin_err:
+                    if self.rank == 0:
+                        self.out.findings.append(Finding(
+                            id=f"net.placement.{p.label}", status=SKIPPED,
+                            title=f"network {PLACEMENT_TITLES[p.label]}: not measured", evidence=pin_err))
+                    continue
+                if self.rank == 0:
+                    self.out.extend(self.pair_outcome(p, res))
+            self.out.extend(self.measure_collectives())
+        except KeyboardInterrupt:
+            if self.rank == 0:
+                raise Interrupted(self.out) from None
+            raise
+        return self.out if self.rank == 0 else Outcome()
+
+
+def bench_network(ctx: Context) -> Outcome:
+    """MPI ping-pong, streaming bandwidth and message rate per placement, and collectives.
+
+    Collective over MPI_COMM_WORLD: every rank calls it. World rank 0
+    returns the metrics ("net.pingpong.latency.<placement>",
+    "net.pingpong.bandwidth.<placement>", "net.bw.*", "net.bibw.*",
+    "net.msgrate.*", "net.barrier", "net.allreduce.8B" ...), series and
+    findings; every other rank returns an empty Outcome. Without mpi4py or an
+    MPI library: MPIUnavailableError (exit 10); with one rank: UsageError.
+    """
+    comm = preflight()
+    return _Run(ctx, comm).run()
