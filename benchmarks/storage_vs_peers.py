@@ -54,6 +54,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from ceiling.bench import storage as st
+from memory_vs_peers import best_of, median_of, ratio, table  # noqa: E402  (same folder)
 
 MIB = 1 << 20
 
@@ -67,29 +68,8 @@ def keep(seen: Dict, key, value: Optional[float]) -> None:
         seen.setdefault(key + ("rounds",), []).append((ROUND[0], value))
 
 
-def best_of(seen: Dict, key) -> Optional[float]:
-    return max(seen[key]) if seen.get(key) else None
-
-
-def median_of(seen: Dict, key) -> Optional[float]:
-    vals = sorted(seen.get(key) or [])
-    if not vals:
-        return None
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
-
-
-def table(rows: List[Tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
-
-
 def fmt(x: Optional[float]) -> str:
     return "-" if x is None else (f"{x:.0f}" if x >= 100 else f"{x:.2f}")
-
-
-def ratio(a: Optional[float], b: Optional[float]) -> str:
-    return f"{a / b:.3f}" if a and b else "-"
 
 
 def paired(seen: Dict, ours, peer) -> str:

@@ -234,6 +234,24 @@ static void io_short(io_run *x, const char *path, int64_t off, int64_t want)
     }
 }
 
+/* Judge one read of `want` bytes at `off` that returned `got` (errno `err`
+ * when negative): an error, a short read, or data that does not match the
+ * pattern written there. */
+static void judge_read(io_run *x, const char *path, ssize_t got, int err, size_t want, int64_t off,
+                       const char *rbuf, const char *base, uint64_t seed, uint64_t fid, int all, int direct)
+{
+    if (got < 0) {
+        io_sysfail(x, "read", path, off, err, direct);
+    } else if ((size_t)got < want) {
+        io_short(x, path, off + got, (int64_t)want);
+    } else if (want) {
+        unsigned g = 0, w = 0;
+        int64_t bad = check(rbuf, base, want, seed, fid, (uint64_t)off, all, &g, &w);
+        if (bad >= 0)
+            io_mismatch(x, path, off + bad, g, w);
+    }
+}
+
 /* Every thread calls this between the same two barriers: thread 0 decides,
  * and no thread writes `abort` while it is read, so all see one verdict. */
 #define CONSENSUS(x)                                         \
@@ -624,17 +642,8 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
             for (int64_t i = 0; fd >= 0 && i < nx && !io_stopped(&x); i++) {
                 int64_t off = seq_offset(s->layout, i, tid, N, B, X);
                 ssize_t got = pread_full(fd, rbuf, (size_t)X, off);
-                if (got < 0) {
-                    io_sysfail(&x, "read", path, off, errno, direct);
-                } else if (got < X) {
-                    io_short(&x, path, off + got, X);
-                } else {
-                    unsigned g = 0, w = 0;
-                    int64_t bad = check(rbuf, wbuf, (size_t)X, p->seed, fid, (uint64_t)off,
-                                        (s->flags & CEIL_IO_VERIFY_ALL) != 0, &g, &w);
-                    if (bad >= 0)
-                        io_mismatch(&x, path, off + bad, g, w);
-                }
+                judge_read(&x, path, got, errno, (size_t)X, off, rbuf, wbuf, p->seed, fid,
+                           (s->flags & CEIL_IO_VERIFY_ALL) != 0, direct);
             }
             if (fd >= 0)
                 close(fd);
@@ -772,19 +781,11 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
                         break;
                     if (ph == 0) {
                         ssize_t got = pread_full(fd, rbuf, (size_t)X, off);
+                        int err = errno;
                         double b = ceil_now();
                         lat_add(&lat, b - a);
-                        if (got < 0) {
-                            io_sysfail(&x, "read", path, off, errno, direct);
-                        } else if (got < X) {
-                            io_short(&x, path, off + got, X);
-                        } else {
-                            unsigned g = 0, w = 0;
-                            int64_t bad = check(rbuf, wbuf, (size_t)X, p->seed, fid, (uint64_t)off,
-                                                (s->flags & CEIL_IO_VERIFY_ALL) != 0, &g, &w);
-                            if (bad >= 0)
-                                io_mismatch(&x, path, off + bad, g, w);
-                        }
+                        judge_read(&x, path, got, err, (size_t)X, off, rbuf, wbuf, p->seed, fid,
+                                   (s->flags & CEIL_IO_VERIFY_ALL) != 0, direct);
                     } else {
                         stamp(wbuf, (size_t)X, p->seed, fid, (uint64_t)off);
                         if (pwrite_full(fd, wbuf, (size_t)X, off) < 0)
@@ -919,19 +920,11 @@ int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ce
                             break;
                         }
                         ssize_t got = len ? pread_full(fd, rbuf, len, 0) : 0;
+                        int err = errno;      /* before close() can change it */
                         close(fd);
                         double b = ceil_now();
                         lat_add(&lat, b - a);
-                        if (got < 0) {
-                            io_sysfail(&x, "read", path, 0, errno, 0);
-                        } else if ((size_t)got < len) {
-                            io_short(&x, path, got, (int64_t)len);
-                        } else if (len) {
-                            unsigned g = 0, w = 0;
-                            int64_t bad = check(rbuf, wbuf, len, p->seed, fid, 0, 1, &g, &w);
-                            if (bad >= 0)
-                                io_mismatch(&x, path, bad, g, w);
-                        }
+                        judge_read(&x, path, got, err, len, 0, rbuf, wbuf, p->seed, fid, 1, 0);
                         continue;
                     } else {                /* unlink */
                         if (unlink(path) != 0)

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import BadValueError, UsageError
+from ..machine._fs import read_text as _read
 from ..machine.model import Machine
 from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
 from .base import Context, NullProgress, Outcome
@@ -370,14 +371,6 @@ def coll_pinning(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]) 
 # -- link peak -------------------------------------------------------------------
 
 _IB_ENCODING = {"SDR": 0.8, "DDR": 0.8, "QDR": 0.8, "FDR10": 64 / 66, "FDR": 64 / 66}
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def link_peak(root: str = "/", env: Optional[Dict[str, str]] = None) -> Peak:

@@ -61,6 +61,7 @@ import numpy as np
 
 from .. import core
 from ..errors import BadValueError, CoreError, PathError
+from ..machine._fs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
 from .base import Context, Outcome, meminfo_bytes
 
@@ -399,14 +400,6 @@ def mount_of(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[Mou
 NETWORK_FS = {"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cifs", "smb3", "ceph", "glusterfs", "fuse.glusterfs",
               "fuse.sshfs", "9p", "virtiofs", "fuse.ceph", "orangefs", "pvfs2", "wekafs", "fuse.weka"}
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def pcie_link_bytes_s(speed: str, width: str) -> Tuple[Optional[float], str]:

@@ -60,6 +60,11 @@ class Root:
 MAX_CPU_ID = 1 << 16
 
 
+def read_text(path: "str | os.PathLike[str]") -> Optional[str]:
+    """Stripped text of one file by its absolute path (sysfs, procfs), or None."""
+    return Root("/").read(str(path))
+
+
 def parse_cpulist(text: Optional[str]) -> List[int]:
     """Linux list format "0-3,8,10-14:2" -> sorted ids; None, junk or absurd ranges -> []."""
     if not text:

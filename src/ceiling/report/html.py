@@ -129,7 +129,7 @@ def _xy_plot(run: Run, s: Series, heading: str) -> Plot:
         y_scale = "log10"
     rules: List[S.Rule] = []
     notes: List[str] = []
-    if is_bytes:
+    if is_bytes and not s.name.startswith(("net.", "storage.")):   # cache lines mean nothing on message or I/O sizes
         threads = int(s.context.get("threads") or 1)
         r, words = _cache_rules(run, threads)
         rules += r
