@@ -155,8 +155,7 @@ def test_no_content_crashes_a_check(node, data):
     assert f.title
 
 
-@pytest.mark.parametrize("missing", [True])
-def test_every_file_absent(node, missing):
+def test_every_file_absent(node):
     """Each file a check reads, taken away on its own."""
     root, m, pairs, _ = node
     for check_id, rel in pairs:
