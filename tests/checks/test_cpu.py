@@ -12,27 +12,11 @@ value and a newline, as the kernel writes it.
 from pathlib import Path
 
 
-from ceiling import machine
 from ceiling.checks import base, cpu
 from ceiling.machine.model import Cpu, Machine
-from machine_fixtures import fsroot
+from checkutil import run, tree, write
 
 CPU = "sys/devices/system/cpu"
-
-
-def run(check_id, m, root):
-    return base.run_one(base.REGISTRY[check_id], base.Probe.of(m, str(root)), strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
-
-
-def tree(name, tmp_path_factory):
-    root = fsroot(name, tmp_path_factory, full=True)
-    return machine.detect(str(root), measure=False), root
 
 
 def intel_2s(offline=(), **kw) -> Machine:

@@ -6,16 +6,10 @@ Documentation/filesystems/proc.rst ("1.2 ... /proc/interrupts") as x86
 numbered device rows with one count per CPU, then LOC/RES/CAL/TLB/... (x86)
 or IPI0..IPI6 (Arm) rows, and ERR/MIS with a single number.
 """
-from pathlib import Path
 
 from ceiling.checks import base, irq
 from ceiling.machine.model import Cpu, Machine
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
+from checkutil import write
 
 
 def node(n=8, affinity=None) -> Machine:

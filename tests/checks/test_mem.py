@@ -17,6 +17,7 @@ from ceiling.checks import base, mem
 from ceiling.machine import dmi
 from ceiling.machine.model import Cpu, Machine
 from machine_fixtures import fsroot, local
+from checkutil import write
 
 KB, GIB = 1024, 1024 ** 3
 
@@ -31,12 +32,6 @@ def run(check_id, root, m=None, live=None):
     if live is not None:
         p.live = live
     return base.run_one(base.REGISTRY[check_id], p, strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
 
 
 def meminfo(root: Path, total_kb, free_kb, avail_kb=None, swap_total_kb=0, swap_free_kb=0, huge=(0, 0, 0), hps_kb=2048):

@@ -7,28 +7,12 @@ whose lines read "Node N MemTotal:  123456 kB" (drivers/base/node.c).
 from pathlib import Path
 
 
-from ceiling import machine
 from ceiling.checks import base, numa  # noqa: F401  (registers the checks)
 from ceiling.machine.model import Cpu, Machine, NumaNode
-from machine_fixtures import fsroot
+from checkutil import run, tree, write
 
 NODE = "sys/devices/system/node"
 GIB_KB = 1024 * 1024
-
-
-def run(check_id, m, root):
-    return base.run_one(base.REGISTRY[check_id], base.Probe.of(m, str(root)), strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
-
-
-def tree(name, tmp_path_factory):
-    root = fsroot(name, tmp_path_factory, full=True)
-    return machine.detect(str(root), measure=False), root
 
 
 def epyc(sockets=2, nodes_per_socket=1, cores=8, virtualized=None) -> Machine:

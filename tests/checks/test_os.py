@@ -7,32 +7,14 @@ and Documentation/timers/timekeeping.rst: names separated by spaces), and
 /sys/devices/system/cpu/vulnerabilities/* (Documentation/admin-guide/hw-vuln/:
 "Not affected", "Vulnerable...", "Mitigation: ...").
 """
-from pathlib import Path
 
-
-from ceiling import machine
 from ceiling.checks import base
 from ceiling.checks import os as oscheck
 from ceiling.machine.model import Machine
-from machine_fixtures import fsroot
+from checkutil import run, tree, write
 
 CS = "sys/devices/system/clocksource/clocksource0"
 VULN = "sys/devices/system/cpu/vulnerabilities"
-
-
-def run(check_id, m, root):
-    return base.run_one(base.REGISTRY[check_id], base.Probe.of(m, str(root)), strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
-
-
-def tree(name, tmp_path_factory):
-    root = fsroot(name, tmp_path_factory, full=True)
-    return machine.detect(str(root), measure=False), root
 
 
 def cpu(name="Sapphire Rapids", year=2023) -> Machine:

@@ -11,18 +11,13 @@ from pathlib import Path
 
 from ceiling.checks import base, perf
 from ceiling.machine.model import Machine
+from checkutil import write
 
 PARANOID = "proc/sys/kernel/perf_event_paranoid"
 
 
 def run(check_id, root, m=None):
     return base.run_one(base.REGISTRY[check_id], base.Probe.of(m or Machine(), str(root)), strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
 
 
 # ---- perf.paranoid ---------------------------------------------------------------

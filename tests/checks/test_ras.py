@@ -18,6 +18,7 @@ import pytest
 
 from ceiling.checks import base, ras
 from ceiling.machine.model import Cpu, Machine
+from checkutil import write
 
 MC = "sys/devices/system/edac/mc"
 
@@ -29,12 +30,6 @@ def machine(**kw) -> Machine:
 
 def run(check_id, root, m=None):
     return base.run_one(base.REGISTRY[check_id], base.Probe.of(m or machine(), str(root)), strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
 
 
 # ---- EDAC --------------------------------------------------------------------------

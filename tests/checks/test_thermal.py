@@ -17,6 +17,7 @@ from ceiling import machine
 from ceiling.checks import base, thermal
 from ceiling.machine.model import Clocks, Cpu, Machine
 from machine_fixtures import fsroot
+from checkutil import write
 
 TT = "sys/devices/system/cpu/cpu{}/thermal_throttle"
 
@@ -26,12 +27,6 @@ def run(check_id, m, root, live=None):
     if live is not None:
         p.live = live
     return base.run_one(base.REGISTRY[check_id], p, strict=True)
-
-
-def write(root: Path, rel: str, text: str) -> None:
-    f = root / rel
-    f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(text)
 
 
 def intel_2s(**kw) -> Machine:
