@@ -182,7 +182,6 @@ def test_small_dev_shm(monkeypatch):
 # -- load ----------------------------------------------------------------------------
 
 def test_competing_load_names_a_busy_process():
-    cpu = sorted(os.sched_getaffinity(0))[0]
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         f = run("load.competing")
@@ -191,7 +190,6 @@ def test_competing_load_names_a_busy_process():
     finally:
         hog.kill()
         hog.wait()
-    del cpu
 
 
 # -- the verb ------------------------------------------------------------------------

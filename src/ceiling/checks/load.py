@@ -265,17 +265,6 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
                     why=WHY, fix=FIX if problems else "")]
 
 
-def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding:
-    """Quick check before a run: is the node idle now, and was it over the last minute?"""
-    before = sample(root)
-    time.sleep(interval_s)
-    after = sample(root)
-    f = compare(before, after, ncpus, min_interval_s=0.0)[0]
-    if f.status == OK:
-        f.title = "The node is idle"
-    return f
-
-
 OTHER_USER_MIN_UID = 1000   # below: system accounts (daemons), not people
 MEM_WARN = 0.05             # other processes holding this share of memory: warn
 
@@ -343,10 +332,16 @@ def competing(p: Probe) -> Finding:
     Fix: an idle node or an exclusive allocation (``srun --exclusive``);
     ask the admin to clean up stray processes of earlier jobs.
     """
-    before = sample()
-    time.sleep(0.25)
-    after = sample()
-    f = compare(before, after, len(p.cpus()) or 1, min_interval_s=0.0)[0]
+    return check_idle(len(p.cpus()) or 1)
+
+
+def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding:
+    """The load.competing finding now: two samples ``interval_s`` apart, plus memory
+    held by other processes and other users' processes (see ``competing``)."""
+    before = sample(root)
+    time.sleep(interval_s)
+    after = sample(root)
+    f = compare(before, after, ncpus, min_interval_s=0.0)[0]
     if f.status == OK:
         f.title = "The node is idle"
     if f.status == SKIPPED:
