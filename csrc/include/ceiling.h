@@ -168,6 +168,7 @@ int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *t
 #define CEIL_EIO      (-5)     /* an I/O call failed: out->err is its errno, msg names the call, file, offset */
 #define CEIL_EDIRECT  (-6)     /* O_DIRECT refused by the file system (EINVAL): run again without it */
 #define CEIL_ECANCEL  (-7)     /* ceil_io_cancel(1) was called during the run */
+#define CEIL_EPEER    (-8)     /* parallel: another process stopped (its error is the one to report) */
 
 #define CEIL_IO_FPP        0   /* one file per thread (IOR-easy, file per process) */
 #define CEIL_IO_SEGMENTED  1   /* one shared file, thread t owns bytes [t*B, (t+1)*B) */
@@ -197,6 +198,21 @@ typedef struct ceil_io_spec {
     int32_t lat_cap;           /* latency samples kept per thread, phase and repetition (reservoir) */
     void (*between)(void);     /* seq: NULL, or called on the calling thread after the write phase
                                 * (and eviction) and before the read phase: tests corrupt data here */
+    /* Several processes (MPI ranks) in one measurement; all zero for a process alone. Each process
+     * calls the same function with the same parameters; its threads are global threads
+     * gbase .. gbase + nthreads - 1 of gthreads, and file names, file ids and shared-file offsets
+     * use the global index. */
+    int32_t gbase;             /* global index of this call's thread 0 */
+    int32_t gthreads;          /* threads of all processes (0: nthreads, a process alone) */
+    int32_t rbase;             /* seq: thread t reads back what global thread rbase + t wrote (IOR -C,
+                                * task reordering: another node's data); -1 or gbase: its own */
+    int32_t reserved;
+    int (*sync)(int stop);     /* NULL, or called by thread 0 of every process at the same points: before
+                                * each timed phase and wherever the threads agree to go on or stop.
+                                * It must wait for every process (a barrier) and return 1 when any of
+                                * them passed stop = 1. A process that learns of another's stop returns
+                                * CEIL_EPEER. Files other processes read are removed only after they
+                                * all passed the next point. */
 } ceil_io_spec;
 
 typedef struct ceil_io_out {
@@ -213,7 +229,7 @@ typedef struct ceil_io_out {
     int32_t reserved;
 } ceil_io_out;
 
-/* Sequential write then read. Files: "<tag>.r<rep>.t<tid>" (FPP) or
+/* Sequential write then read. Files: "<tag>.r<rep>.t<g>" (FPP; g the global thread index) or
  * "<tag>.r<rep>.shared". Phase 0 (write): every thread's transfers, then its
  * fsync and close (IOR -e), between barriers; phase 1 (read): the same
  * transfers read back and checked. Files are created and opened before the
@@ -223,7 +239,7 @@ typedef struct ceil_io_out {
 int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
 
 /* Random operations of spec->xfer bytes at aligned offsets over one file per
- * thread ("<tag>.t<tid>", bytes_per_thread each, written and fsynced untimed
+ * thread ("<tag>.t<g>", bytes_per_thread each, written and fsynced untimed
  * first). Each repetition: evict (with CEIL_IO_EVICT), phase 0 random reads
  * (checked), phase 1 random writes of the same pattern then fsync (timed).
  * pread/pwrite, one operation in flight per thread (fio psync, iodepth=1). */
@@ -231,8 +247,8 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
 
 /* Metadata: each thread creates spec->ops files of md_bytes, then stats,
  * reads (checked) and unlinks them, a barrier between phases (mdtest's
- * order). Files: "<tag>.r<rep>/f.<tid>.<i>" (shared directory) or
- * "<tag>.r<rep>/t<tid>/f.<i>" (CEIL_IO_UNIQUE_DIR). */
+ * order). Files: "<tag>.r<rep>/f.<g>.<i>" (shared directory) or
+ * "<tag>.r<rep>/t<g>/f.<i>" (CEIL_IO_UNIQUE_DIR). */
 int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
 
 /* Ask a running ceil_io_* call to stop (on = 1) at its next operation; it then

@@ -252,13 +252,43 @@ static void judge_read(io_run *x, const char *path, ssize_t got, int err, size_t
     }
 }
 
+/* Thread 0's verdict: this process's, and with several processes (spec->sync)
+ * everyone's: a stop anywhere stops all, so every process takes the same path
+ * through the same agreement points. */
+static int io_agree(io_run *x)
+{
+    int stop = io_stopped(x);
+    if (x->s->sync && x->s->sync(stop) && !stop) {
+        io_fail(x, CEIL_EPEER, 0, "stopped because another process failed");
+        stop = 1;
+    }
+    return stop;
+}
+
 /* Every thread calls this between the same two barriers: thread 0 decides,
  * and no thread writes `abort` while it is read, so all see one verdict. */
 #define CONSENSUS(x)                                         \
     do {                                                     \
         _Pragma("omp barrier");                              \
         if (omp_get_thread_num() == 0)                       \
-            (x)->stop = io_stopped(x);                       \
+            (x)->stop = io_agree(x);                         \
+        _Pragma("omp barrier");                              \
+    } while (0)
+
+/* The start of a timed phase, called by every thread: the team (and, with
+ * several processes, every process) is ready, then thread 0 starts the clock
+ * and releases the team. With several processes each one's phase time runs
+ * from this common start to its own end; the caller takes the largest (IOR's
+ * first start to last end). A stop agreed here makes every operation of the
+ * phase a no-op, and the CONSENSUS after it ends the loop. */
+#define PHASE_START(x, t0)                                   \
+    do {                                                     \
+        _Pragma("omp barrier");                              \
+        if (omp_get_thread_num() == 0) {                     \
+            if ((x)->s->sync)                                \
+                io_agree(x);                                 \
+            (t0) = ceil_now();                               \
+        }                                                    \
         _Pragma("omp barrier");                              \
     } while (0)
 
@@ -460,6 +490,13 @@ static int io_validate(const ceil_params *p, const ceil_io_spec *s, ceil_io_out 
         ceil_set_msg(r, "%s: too many repetitions", what);
         return CEIL_EINVAL;
     }
+    if (s->gthreads != 0 && (s->gthreads < p->nthreads || s->gthreads >= CEIL_IO_SHARED_TID ||
+                             s->gbase < 0 || s->gbase > s->gthreads - p->nthreads ||
+                             s->rbase < -1 || s->rbase > s->gthreads - p->nthreads)) {
+        ceil_set_msg(r, "%s: needs 0 <= gbase, rbase <= gthreads - nthreads and gthreads < %d", what,
+                     CEIL_IO_SHARED_TID);
+        return CEIL_EINVAL;
+    }
     size_t n = (size_t)p->reps * (size_t)nph;
     memset(o->phase_s, 0, n * sizeof *o->phase_s);
     memset(o->amount, 0, n * sizeof *o->amount);
@@ -513,6 +550,23 @@ static void team_ok(io_run *x, int pin_err, int nt_run)
         __atomic_store_n(&x->abort, 1, __ATOMIC_SEQ_CST);
 }
 
+/* Global thread index of thread tid, threads of all processes, and the index
+ * whose data thread tid reads back (seq). */
+static int io_g(const ceil_io_spec *s, int tid)
+{
+    return s->gthreads ? s->gbase + tid : tid;
+}
+
+static int io_G(const ceil_params *p, const ceil_io_spec *s)
+{
+    return s->gthreads ? s->gthreads : p->nthreads;
+}
+
+static int io_rg(const ceil_io_spec *s, int tid)
+{
+    return s->gthreads && s->rbase >= 0 ? s->rbase + tid : io_g(s, tid);
+}
+
 /* -- sequential -------------------------------------------------------------- */
 
 static int64_t seq_offset(int layout, int64_t i, int tid, int nthreads, int64_t bytes, int64_t xfer)
@@ -540,7 +594,8 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                         "O_DIRECT), bytes per thread a multiple of it, and a known layout");
         return CEIL_EINVAL;
     }
-    const int N = p->nthreads, total = p->warmup + p->reps, shared = s->layout != CEIL_IO_FPP;
+    const int N = p->nthreads, G = io_G(p, s), total = p->warmup + p->reps, shared = s->layout != CEIL_IO_FPP;
+    const int creator = io_g(s, 0) == 0;     /* the process whose thread 0 makes the shared file */
     const int dflag = direct ? O_DIRECT : 0;
     const int64_t nx = B / X;
     io_run x = {.p = p, .s = s, .o = o, .bad_offset = -1};
@@ -552,10 +607,10 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
 
 #pragma omp parallel num_threads(N)
     {
-        const int tid = omp_get_thread_num();
+        const int tid = omp_get_thread_num(), g = io_g(s, tid), rg = io_rg(s, tid);
         ceil_affinity old;
         start_team(&x, tid, &old, &pin_err, &pin_cpu, &nt_run);
-        char path[PATH_MAX];
+        char path[PATH_MAX], rpath[PATH_MAX];
         char *wbuf = io_buffer((size_t)X), *rbuf = io_buffer((size_t)X);
         int fd = -1, created = 0;
         if (!wbuf || !rbuf)
@@ -569,22 +624,28 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
         CONSENSUS(&x);
         for (int j = 0; j < total && !x.stop; j++) {
             const int rep = j - p->warmup;
-            const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : tid, 0);
-            /* setup, untimed: create every file, open it for the test */
+            const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : g, 0);
+            const uint64_t rfid = ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : rg, 0);
+            /* setup, untimed: create every file (the shared one by global thread 0, before anyone
+             * opens it), open it for the test */
             if (shared) {
                 if (tid == 0) {
                     snprintf(shared_path, sizeof shared_path, "%s/%s.r%d.shared", s->dir, s->tag, j);
                     res_pages = tot_pages = 0;
-                    int f = create_open(&x, shared_path, O_WRONLY, &shared_created);
-                    if (f >= 0)
-                        close(f);
+                    if (creator) {
+                        int f = create_open(&x, shared_path, O_WRONLY, &shared_created);
+                        if (f >= 0)
+                            close(f);
+                    }
                 }
-#pragma omp barrier
+                CONSENSUS(&x);
                 snprintf(path, sizeof path, "%s", shared_path);
-                if (!io_stopped(&x) && (fd = open(path, O_WRONLY | O_CLOEXEC | dflag)) < 0)
+                snprintf(rpath, sizeof rpath, "%s", shared_path);
+                if (!x.stop && (fd = open(path, O_WRONLY | O_CLOEXEC | dflag)) < 0)
                     io_sysfail(&x, "open", path, -1, errno, direct);
             } else {
-                snprintf(path, sizeof path, "%s/%s.r%d.t%d", s->dir, s->tag, j, tid);
+                snprintf(path, sizeof path, "%s/%s.r%d.t%d", s->dir, s->tag, j, g);
+                snprintf(rpath, sizeof rpath, "%s/%s.r%d.t%d", s->dir, s->tag, j, rg);
                 if (tid == 0)
                     res_pages = tot_pages = 0;
                 if (!io_stopped(&x))
@@ -595,11 +656,9 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                 break;
 
             /* phase 0: write, fsync, close */
-            if (tid == 0)
-                t0 = ceil_now();
-#pragma omp barrier
+            PHASE_START(&x, t0);
             for (int64_t i = 0; i < nx && !io_stopped(&x); i++) {
-                int64_t off = seq_offset(s->layout, i, tid, N, B, X);
+                int64_t off = seq_offset(s->layout, i, g, G, B, X);
                 stamp(wbuf, (size_t)X, p->seed, fid, (uint64_t)off);
                 if (pwrite_full(fd, wbuf, (size_t)X, off) < 0)
                     io_sysfail(&x, "write", path, off, errno, direct);
@@ -614,10 +673,16 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                 o->phase_s[2 * rep] = ceil_now() - t0;
                 o->amount[2 * rep] = (int64_t)N * B;
             }
+            /* every process has written before any evicts or reads */
+            CONSENSUS(&x);
 
-            /* untimed: evict, count what stayed resident, let a test tamper */
+            /* untimed: evict what this thread wrote and what it will read (another process's
+             * file, with task reordering), count what stayed resident, let a test tamper */
             if (!io_stopped(&x) && (!shared || tid == 0)) {
-                if (evict_measure(path, (s->flags & CEIL_IO_EVICT) != 0, &res_pages, &tot_pages) != 0) {
+                int64_t ignore_res = 0, ignore_tot = 0;
+                if (strcmp(path, rpath) != 0)
+                    evict_measure(path, (s->flags & CEIL_IO_EVICT) != 0, &ignore_res, &ignore_tot);
+                if (evict_measure(rpath, (s->flags & CEIL_IO_EVICT) != 0, &res_pages, &tot_pages) != 0) {
 #pragma omp atomic write
                     res_unknown = 1;
                 }
@@ -634,15 +699,13 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                 break;
 
             /* phase 1: read back and check */
-            if ((fd = open(path, O_RDONLY | O_CLOEXEC | dflag)) < 0)
-                io_sysfail(&x, "open", path, -1, errno, direct);
-            if (tid == 0)
-                t0 = ceil_now();
-#pragma omp barrier
+            if ((fd = open(rpath, O_RDONLY | O_CLOEXEC | dflag)) < 0)
+                io_sysfail(&x, "open", rpath, -1, errno, direct);
+            PHASE_START(&x, t0);
             for (int64_t i = 0; fd >= 0 && i < nx && !io_stopped(&x); i++) {
-                int64_t off = seq_offset(s->layout, i, tid, N, B, X);
+                int64_t off = seq_offset(s->layout, i, rg, G, B, X);
                 ssize_t got = pread_full(fd, rbuf, (size_t)X, off);
-                judge_read(&x, path, got, errno, (size_t)X, off, rbuf, wbuf, p->seed, fid,
+                judge_read(&x, rpath, got, errno, (size_t)X, off, rbuf, wbuf, p->seed, rfid,
                            (s->flags & CEIL_IO_VERIFY_ALL) != 0, direct);
             }
             if (fd >= 0)
@@ -653,6 +716,8 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                 o->phase_s[2 * rep + 1] = ceil_now() - t0;
                 o->amount[2 * rep + 1] = (int64_t)N * B;
             }
+            /* every process has read before files go */
+            CONSENSUS(&x);
 
             /* untimed: remove this repetition's files */
             if (!(s->flags & CEIL_IO_KEEP)) {
@@ -707,12 +772,12 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
 
 #pragma omp parallel num_threads(N)
     {
-        const int tid = omp_get_thread_num();
+        const int tid = omp_get_thread_num(), g = io_g(s, tid);
         ceil_affinity old;
         start_team(&x, tid, &old, &pin_err, &pin_cpu, &nt_run);
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s.t%d", s->dir, s->tag, tid);
-        const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_RAND, 0, tid, 0);
+        snprintf(path, sizeof path, "%s/%s.t%d", s->dir, s->tag, g);
+        const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_RAND, 0, g, 0);
         char *wbuf = io_buffer((size_t)X), *rbuf = io_buffer((size_t)X), *fill = io_buffer((size_t)chunk);
         int fd = -1, created = 0;
         if (!wbuf || !rbuf || !fill) {
@@ -770,9 +835,7 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
                 lat_sampler lat = lat_for(&x, rep, ph, tid, 2);
                 uint64_t rng = mix64(p->seed ^ fid ^ ((uint64_t)j << 8) ^ (uint64_t)ph) | 1;
                 int64_t n = 0;
-                if (tid == 0)
-                    t0 = ceil_now();
-#pragma omp barrier
+                PHASE_START(&x, t0);
                 const double deadline = t0 + s->duration_s;
                 while ((s->ops == 0 || n < s->ops) && !io_stopped(&x)) {
                     int64_t off = (int64_t)((xorshift(&rng) >> 11) % (uint64_t)nblocks) * X;
@@ -823,12 +886,12 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
 
 /* -- metadata ---------------------------------------------------------------- */
 
-static void md_path(char *out, size_t n, const ceil_io_spec *s, int j, int tid, int64_t i)
+static void md_path(char *out, size_t n, const ceil_io_spec *s, int j, int g, int64_t i)
 {
     if (s->flags & CEIL_IO_UNIQUE_DIR)
-        snprintf(out, n, "%s/%s.r%d/t%d/f.%lld", s->dir, s->tag, j, tid, (long long)i);
+        snprintf(out, n, "%s/%s.r%d/t%d/f.%lld", s->dir, s->tag, j, g, (long long)i);
     else
-        snprintf(out, n, "%s/%s.r%d/f.%d.%lld", s->dir, s->tag, j, tid, (long long)i);
+        snprintf(out, n, "%s/%s.r%d/f.%d.%lld", s->dir, s->tag, j, g, (long long)i);
 }
 
 int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r)
@@ -845,13 +908,14 @@ int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ce
     const int64_t F = s->ops;
     const size_t len = (size_t)s->md_bytes;
     io_run x = {.p = p, .s = s, .o = o, .bad_offset = -1};
+    const int creator = io_g(s, 0) == 0;     /* the process whose thread 0 makes the top directory */
     int pin_err = 0, pin_cpu = -1, nt_run = 0, top_made = 0;
     double t0 = 0.0;
     char top[PATH_MAX];
 
 #pragma omp parallel num_threads(N)
     {
-        const int tid = omp_get_thread_num();
+        const int tid = omp_get_thread_num(), g = io_g(s, tid);
         ceil_affinity old;
         start_team(&x, tid, &old, &pin_err, &pin_cpu, &nt_run);
         char path[PATH_MAX], dir[PATH_MAX];
@@ -870,14 +934,16 @@ int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ce
             /* untimed: the run's directories (mkdir fails on an existing one: never reused) */
             if (tid == 0) {
                 snprintf(top, sizeof top, "%s/%s.r%d", s->dir, s->tag, j);
-                if (mkdir(top, 0700) == 0)
-                    top_made = 1;
-                else
-                    io_sysfail(&x, "mkdir", top, -1, errno, 0);
+                if (creator) {
+                    if (mkdir(top, 0700) == 0)
+                        top_made = 1;
+                    else
+                        io_sysfail(&x, "mkdir", top, -1, errno, 0);
+                }
             }
-#pragma omp barrier
-            if (unique && !io_stopped(&x)) {
-                snprintf(dir, sizeof dir, "%s/t%d", top, tid);
+            CONSENSUS(&x);
+            if (unique && !x.stop) {
+                snprintf(dir, sizeof dir, "%s/t%d", top, g);
                 if (mkdir(dir, 0700) == 0)
                     dir_made = 1;
                 else
@@ -886,12 +952,10 @@ int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ce
             CONSENSUS(&x);
             for (int ph = 0; ph < 4 && !x.stop; ph++) {
                 lat_sampler lat = lat_for(&x, rep, ph, tid, 4);
-                if (tid == 0)
-                    t0 = ceil_now();
-#pragma omp barrier
+                PHASE_START(&x, t0);
                 for (int64_t i = 0; i < F && !io_stopped(&x); i++) {
-                    md_path(path, sizeof path, s, j, tid, i);
-                    const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_MD, j, tid, i);
+                    md_path(path, sizeof path, s, j, g, i);
+                    const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_MD, j, g, i);
                     double a = ceil_now();
                     if (ph == 0) {          /* create: O_EXCL, write, close */
                         if (len)
@@ -944,12 +1008,12 @@ int ceil_io_meta(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ce
             }
             /* untimed: whatever is left (after an error), then the directories */
             for (int64_t i = removed; i < created; i++) {
-                md_path(path, sizeof path, s, j, tid, i);
+                md_path(path, sizeof path, s, j, g, i);
                 unlink(path);
             }
             if (dir_made)
                 rmdir(dir);
-#pragma omp barrier
+            CONSENSUS(&x);      /* every process has emptied the top directory */
             if (tid == 0 && top_made) {
                 if (rmdir(top) == 0)
                     top_made = 0;

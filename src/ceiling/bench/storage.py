@@ -99,7 +99,7 @@ SEED = 0x10C0FFEE
 
 LAYOUTS = {"fpp": 0, "shared": 1, "strided": 2}
 F_DIRECT, F_EVICT, F_VERIFY_ALL, F_KEEP, F_UNIQUE_DIR = 0x1, 0x2, 0x4, 0x8, 0x10
-E_EINVAL, E_ENOMEM, E_EPIN, E_EIO, E_EDIRECT, E_ECANCEL = -1, -2, -4, -5, -6, -7
+E_EINVAL, E_ENOMEM, E_EPIN, E_EIO, E_EDIRECT, E_ECANCEL, E_EPEER = -1, -2, -4, -5, -6, -7, -8
 FILE_SEQ, FILE_RAND, FILE_MD, SHARED_TID = 1, 2, 3, 0xFFFF
 STAMP_EVERY = 512
 RUN_PREFIX = "ceiling-io-"
@@ -112,6 +112,7 @@ _BETWEEN: Optional[Callable[[str], None]] = None
 # -- ctypes --------------------------------------------------------------------------
 
 _BetweenFn = ctypes.CFUNCTYPE(None)
+_SyncFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 
 
 class _IoSpec(ctypes.Structure):
@@ -127,6 +128,11 @@ class _IoSpec(ctypes.Structure):
         ("md_bytes", ctypes.c_int32),
         ("lat_cap", ctypes.c_int32),
         ("between", _BetweenFn),
+        ("gbase", ctypes.c_int32),
+        ("gthreads", ctypes.c_int32),
+        ("rbase", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("sync", _SyncFn),
     ]
 
 
