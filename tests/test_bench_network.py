@@ -9,9 +9,7 @@ a few seconds even with 4 ranks on 2 CPUs.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -23,8 +21,8 @@ from ceiling.bench import network as net
 from ceiling.results.model import Peak
 
 REPO = Path(__file__).resolve().parents[1]
-HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
-needs_mpi = pytest.mark.skipif(not HAVE_MPI4PY, reason="mpi4py is not installed (pip install mpi4py mpich)")
+from mpiutil import needs_mpi
+from mpiutil import run_env as _env
 
 
 # -- sizes and repetitions: IMB's and OSU's rules --------------------------------
@@ -242,41 +240,9 @@ DRIVER = textwrap.dedent("""
         sys.exit("rank %d returned results" % rank)
 """)
 
-PROBE = textwrap.dedent("""
-    import json
-    from ceiling.cluster import mpi
-    mpi.world()
-    lib = mpi.library()
-    cc = mpi.find_mpicc(lib)
-    ln = mpi.find_launcher(lib, cc)
-    import os
-    assert mpi.pids_on_this_host(mpi.world()) == [os.getpid()]
-    print(json.dumps({"family": lib.family, "version": lib.family_version, "mpicc": cc.path,
-                      "cc_family": cc.family, "cc_version": cc.version, "launcher": ln.path,
-                      "launcher_family": ln.family, "argv2": ln.argv(2), "argv4": ln.argv(4, oversubscribe=True)}))
-""")
-
-
-def _env(tmp: Path, **extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
-    env["XDG_CACHE_HOME"] = str(tmp / "cache")
-    env.update(extra)
-    return env
-
-
-@pytest.fixture(scope="module")
-def mpi_setup(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("mpi")
-    r = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=_env(tmp), timeout=60)
-    assert r.returncode == 0, r.stderr
-    info = json.loads(r.stdout.strip().splitlines()[-1])
-    (tmp / "driver.py").write_text(DRIVER)
-    return tmp, info
-
-
 def launch(mpi_setup, n, name, **env):
     tmp, info = mpi_setup
+    (tmp / "driver.py").write_text(DRIVER)
     out = tmp / f"{name}.json"
     argv = info["argv4"] if n > 2 else info["argv2"]
     argv = argv[:2] + [str(n)] + argv[3:]

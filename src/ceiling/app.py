@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import core
 from .bench.base import Options, Outcome, meminfo_bytes
@@ -249,24 +249,40 @@ def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
     if "network" in args.suites:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
-        return _measure_mpi(args, argv)
+        return _measure_mpi(args, argv, "network")
+    from .cluster.mpi import launched_size
+    if "storage" in args.suites and launched_size() > 1:
+        if len(set(args.suites)) > 1:
+            raise UsageError("under MPI the storage suite runs on its own: "
+                             "mpirun -n N ceiling bench storage --dir DIR")
+        return _measure_mpi(args, argv, "storage")
     steps = suites(args.suites, args.quick)
     return _measure(args, argv, steps, with_checks=False, report_html=bool(args.out), steps_must_run=True)
 
 
-def _measure_mpi(args: argparse.Namespace, argv: List[str]) -> int:
-    """``mpirun -n N ceiling bench network``: every rank measures, rank 0 reports.
+def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
+    """``mpirun -n N ceiling bench network`` or ``... bench storage``: every rank
+    measures, rank 0 reports.
 
-    MPI is checked first (mpi4py, a library, two ranks or more), before anything
-    imports mpi4py.MPI with other settings or measures. The clock is not measured:
-    on N ranks at once it would disturb the others and say nothing about the network.
+    MPI is checked first (mpi4py, a library; two ranks or more for the network),
+    before anything imports mpi4py.MPI with other settings or measures. The clock
+    is not measured: on N ranks at once it would disturb the others and say
+    nothing about the network or the file system.
     """
+    import functools
     from . import machine as machine_mod
-    from .bench import network
-    from .bench.base import NullProgress
+    from .bench import network, storage
+    from .bench.base import Context, NullProgress
     from .cluster import mpi
 
-    comm = network.preflight()
+    if suite == "network":
+        comm = network.preflight()
+        fn = network.bench_network
+        stopped: Any = network.Interrupted
+    else:
+        comm = mpi.world("serialized")       # storage's agreement points run on its I/O thread
+        fn = functools.partial(storage.bench_storage, parallel=True)
+        stopped = storage.StorageInterrupted
     leader = comm.Get_rank() == 0
     opts = options(args)
     say = _say(args) if leader else (lambda text: None)
@@ -278,11 +294,14 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str]) -> int:
     session = Session(argv, opts, _progress(args) if leader else NullProgress())
     session.own_pids = mpi.pids_on_this_host(comm)
     m = machine_mod.detect("/", measure=False, config=cfg)
-    session.set_machine(m, sorted(m.affinity) or [c.id for c in m.cpus if c.online])
+    cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
+    if suite == "storage":       # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
+        storage.preflight_parallel(Context(m, opts, cpus, NullProgress()))
+    session.set_machine(m, cpus)
     code = 0
     try:
-        session.bench("network", network.bench_network)
-    except network.Interrupted as e:
+        session.bench(suite, fn)
+    except stopped as e:
         session.add(e.outcome)
         session.interrupted("interrupted (Ctrl-C): results so far are kept")
         code = INTERRUPTED_EXIT
@@ -290,6 +309,8 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str]) -> int:
         session.interrupted("interrupted (Ctrl-C): results so far are kept")
         code = INTERRUPTED_EXIT
     run = session.finish()
+    if code == 0 and session.step_errors:
+        code = session.step_errors[0].exit_code
     if not leader:
         return code
     return _deliver(args, run, store, say, bool(getattr(args, "out", None)), code)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
@@ -106,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _mpi_rank() -> int:
+    """This process's MPI rank from the launcher's environment (0 without one)."""
+    for key in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        v = os.environ.get(key, "")
+        if v.isdigit():
+            return int(v)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -117,7 +127,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         from . import app  # after parsing: --help and --version stay instant
         return app.dispatch(args, argv)
     except CeilingError as e:
-        print(f"ceiling: {e}", file=sys.stderr)
+        # an error every MPI rank raised alike is printed once, by rank 0
+        if not (getattr(e, "all_ranks", False) and _mpi_rank() > 0):
+            print(f"ceiling: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("ceiling: interrupted", file=sys.stderr)

@@ -60,7 +60,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import core
-from ..errors import BadValueError, CoreError, PathError
+from ..errors import BadValueError, CeilingError, CoreError, PathError
 from ..machine._fs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
 from .base import Context, Outcome, meminfo_bytes
@@ -217,7 +217,9 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
           cpus: Optional[Sequence[int]], reps: int, warmup: int, seed: int, flags: int,
           bytes_per_thread: int = 0, xfer: int = 0, ops: int = 0, duration_s: float = 0.0,
           layout: int = 0, md_bytes: int = 0, lat_cap: int = 0,
-          between: Optional[Callable[[], None]] = None) -> IoRaw:
+          between: Optional[Callable[[], None]] = None, par: Any = None) -> IoRaw:
+    """One ceil_io_* call; with ``par`` (storage_mpi.Parallel) every rank makes it together and
+    each gets the combined figures, or the first failing rank's error."""
     fn = _fn(name)
     if cpus is not None and len(cpus) < nthreads:
         raise CoreError(f"placement names {len(cpus)} CPUs for {nthreads} threads")
@@ -227,9 +229,12 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
         arr = (ctypes.c_int32 * nthreads)(*list(cpus)[:nthreads])
         p.cpus = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int32))
     cb = _BetweenFn(between) if between is not None else _BetweenFn()
+    sync = _SyncFn(par.sync) if par is not None else _SyncFn()
     s = _IoSpec(dir=os.fsencode(dirpath), tag=tag.encode(), bytes_per_thread=bytes_per_thread, xfer=xfer,
                 ops=ops, duration_s=duration_s, layout=layout, flags=flags, md_bytes=md_bytes,
-                lat_cap=lat_cap, between=cb)
+                lat_cap=lat_cap, between=cb, sync=sync)
+    if par is not None:
+        s.gbase, s.gthreads, s.rbase = par.gbase, par.gthreads, par.rbase
     phase_s = (ctypes.c_double * (reps * nph))()
     amount = (ctypes.c_int64 * (reps * nph))()
     o = _IoOut(phase_s=ctypes.cast(phase_s, ctypes.POINTER(ctypes.c_double)),
@@ -241,18 +246,28 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
         o.lat_s = ctypes.cast(lat, ctypes.POINTER(ctypes.c_float))
         o.lat_n = ctypes.cast(lat_n, ctypes.POINTER(ctypes.c_int64))
     r = core._Result()
-    rc = _run_cancellable(lambda: fn(ctypes.byref(p), ctypes.byref(s), ctypes.byref(o), ctypes.byref(r)))
-    msg = r.msg.decode(errors="replace")
+    rc = _run_cancellable(lambda: fn(ctypes.byref(p), ctypes.byref(s), ctypes.byref(o), ctypes.byref(r)),
+                          hold=par is not None, cancelled=par is not None and par.interrupted)
+    msg, err = r.msg.decode(errors="replace"), int(o.err)
+    raw = _raw(kind, nph, reps, nthreads, lat_cap, phase_s, amount, lat, lat_n, o, r) if rc == 0 else None
+    if par is not None:
+        rc, err, msg, raw = par.combine(rc, err, msg, raw)
     if rc == E_EDIRECT:
         raise DirectRefused(msg)
     if rc == E_ECANCEL:
         raise KeyboardInterrupt
     if rc == E_EIO:
-        raise _io_error(int(o.err), msg)
+        raise _io_error(err, msg)
     if rc != 0:
         what = {E_EINVAL: "invalid parameter", E_ENOMEM: "out of memory",
-                E_EPIN: "could not pin a thread to its CPU"}.get(rc, f"error {rc}")
+                E_EPIN: "could not pin a thread to its CPU", E_EPEER: "stopped"}.get(rc, f"error {rc}")
         raise CoreError(f"storage ({kind}): {what}" + (f": {msg}" if msg else ""))
+    return raw
+
+
+def _raw(kind: str, nph: int, reps: int, nthreads: int, lat_cap: int, phase_s, amount, lat, lat_n,
+         o: _IoOut, r) -> IoRaw:
+    """The arrays of one successful call as an IoRaw."""
     lats: List[Tuple[Tuple[float, ...], ...]] = []
     if lat is not None:
         samples = np.ctypeslib.as_array(lat).reshape(reps, nph, nthreads, lat_cap)
@@ -268,7 +283,7 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
         lats.append(tuple(per_phase))
     return IoRaw(kind, tuple(tuple(phase_s[r_ * nph + k] for k in range(nph)) for r_ in range(reps)),
                  tuple(tuple(int(amount[r_ * nph + k]) for k in range(nph)) for r_ in range(reps)),
-                 tuple(lats), bool(r.valid), msg, int(o.bad_offset),
+                 tuple(lats), bool(r.valid), r.msg.decode(errors="replace"), int(o.bad_offset),
                  None if o.resident < 0 else float(o.resident), bool(o.direct), int(r.nthreads))
 
 
@@ -286,16 +301,19 @@ def _io_error(err: int, msg: str) -> PathError:
 _POOL: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
 
-def _run_cancellable(call: Callable[[], int]) -> int:
+def _run_cancellable(call: Callable[[], int], hold: bool = False, cancelled: bool = False) -> int:
     """Run a C call on a worker thread so that Ctrl-C reaches Python at once:
     the main thread waits in short slices, and on KeyboardInterrupt asks the C
-    loop to stop (it removes its files), waits for it, and re-raises."""
+    loop to stop (it removes its files), waits for it, and re-raises; with
+    ``hold`` (several ranks) it returns the call's CEIL_ECANCEL instead, so
+    that every rank learns of the cancel at the same point; ``cancelled``: a
+    stop was asked for before the call (it stops at its first agreement point)."""
     global _POOL
     if threading.current_thread() is not threading.main_thread():
         return call()
     if _POOL is None:
         _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ceiling-io")
-    _cancel(False)
+    _cancel(cancelled)
     fut = _POOL.submit(call)
     try:
         while True:
@@ -303,48 +321,51 @@ def _run_cancellable(call: Callable[[], int]) -> int:
                 return fut.result(timeout=0.1)
             except concurrent.futures.TimeoutError:
                 continue
-    except BaseException:
+    except BaseException as e:
         _cancel(True)
         try:
             concurrent.futures.wait([fut])
         finally:
             _cancel(False)
+        if hold and isinstance(e, KeyboardInterrupt):
+            return fut.result()
         raise
 
 
 def seq_io(dirpath: str, *, nthreads: int, bytes_per_thread: int, xfer: int, layout: str = "fpp",
            direct: bool = True, evict: bool = True, reps: int = 1, warmup: int = 0,
            cpus: Optional[Sequence[int]] = None, seed: int = SEED, verify_all: bool = False,
-           keep: bool = False, tag: str = "seq", between: Optional[Callable[[], None]] = None) -> IoRaw:
+           keep: bool = False, tag: str = "seq", between: Optional[Callable[[], None]] = None,
+           par: Any = None) -> IoRaw:
     """Sequential write (with fsync) then read-back; phases 0 write, 1 read. Raises DirectRefused,
     PathError (I/O error, full disk), CoreError (bad parameters), KeyboardInterrupt (cancelled)."""
     flags = (F_DIRECT if direct else 0) | (F_EVICT if evict else 0) | (F_VERIFY_ALL if verify_all else 0) \
         | (F_KEEP if keep else 0)
     return _call("ceil_io_seq", "seq", 2, dirpath=dirpath, tag=tag, nthreads=nthreads, cpus=cpus, reps=reps,
                  warmup=warmup, seed=seed, flags=flags, bytes_per_thread=bytes_per_thread, xfer=xfer,
-                 layout=LAYOUTS[layout], between=between)
+                 layout=LAYOUTS[layout], between=between, par=par)
 
 
 def random_io(dirpath: str, *, nthreads: int, file_bytes: int, xfer: int = RAND_XFER, ops: int = 0,
               duration_s: float = 1.0, direct: bool = True, evict: bool = True, reps: int = 1,
               warmup: int = 0, cpus: Optional[Sequence[int]] = None, seed: int = SEED,
               verify_all: bool = False, keep: bool = False, lat_cap: int = LAT_CAP,
-              tag: str = "rand") -> IoRaw:
+              tag: str = "rand", par: Any = None) -> IoRaw:
     """Random reads (checked) then random writes (+ fsync); phases 0 randread, 1 randwrite."""
     flags = (F_DIRECT if direct else 0) | (F_EVICT if evict else 0) | (F_VERIFY_ALL if verify_all else 0) \
         | (F_KEEP if keep else 0)
     return _call("ceil_io_random", "random", 2, dirpath=dirpath, tag=tag, nthreads=nthreads, cpus=cpus,
                  reps=reps, warmup=warmup, seed=seed, flags=flags, bytes_per_thread=file_bytes, xfer=xfer,
-                 ops=ops, duration_s=duration_s, lat_cap=lat_cap)
+                 ops=ops, duration_s=duration_s, lat_cap=lat_cap, par=par)
 
 
 def meta_io(dirpath: str, *, nthreads: int, files: int, md_bytes: int = MD_BYTES, unique_dir: bool = False,
             reps: int = 1, warmup: int = 0, cpus: Optional[Sequence[int]] = None, seed: int = SEED,
-            lat_cap: int = LAT_CAP, tag: str = "md") -> IoRaw:
+            lat_cap: int = LAT_CAP, tag: str = "md", par: Any = None) -> IoRaw:
     """Create, stat, read, unlink; phases 0..3."""
     return _call("ceil_io_meta", "meta", 4, dirpath=dirpath, tag=tag, nthreads=nthreads, cpus=cpus, reps=reps,
                  warmup=warmup, seed=seed, flags=F_UNIQUE_DIR if unique_dir else 0, ops=files,
-                 md_bytes=md_bytes, lat_cap=lat_cap)
+                 md_bytes=md_bytes, lat_cap=lat_cap, par=par)
 
 
 # -- the file system and its device ----------------------------------------------------
@@ -675,9 +696,9 @@ def free_bytes(path: str) -> int:
 class Plan:
     """Sizes and counts of one storage run, and where they came from."""
 
-    threads: int
-    cpus: List[int]
-    total_bytes: int            # sequential data per measurement, all threads
+    threads: int                # per process
+    cpus: Optional[List[int]]   # the threads' CPUs; None: not pinned (ranks sharing CPUs)
+    total_bytes: int            # sequential data per measurement, all threads (of this node, with MPI)
     bytes_per_thread: int
     xfer: int
     strided_xfer: int
@@ -695,34 +716,42 @@ class Plan:
             + self.threads * self.md_files * max(self.md_bytes, 4096)
 
 
-def plan(ctx: Context) -> Plan:
+def plan(ctx: Context, par: Any = None) -> Plan:
+    """Sizes and counts; with ``par`` (several ranks) per rank, from the node's share of the data."""
     opts = ctx.opts
     quick = opts.quick
-    cpus = list(ctx.cpus)
+    cpus: Optional[List[int]] = list(ctx.cpus)
     notes: Dict[str, str] = {}
-    if opts.threads is None and len(cpus) > DEFAULT_MAX_THREADS:
-        cpus = cpus[:DEFAULT_MAX_THREADS]
-        notes["threads"] = (f"{DEFAULT_MAX_THREADS} threads (the first CPUs of the plan): one node's storage "
-                            "saturates with a few streams; --threads sets another count")
-    n = max(1, len(cpus))
+    if par is not None:
+        cpus = par.cpus
+        n_threads = par.threads
+        per_node = par.threads * par.max_ranks_per_node      # the threads sharing one node's data
+    else:
+        if opts.threads is None and len(cpus) > DEFAULT_MAX_THREADS:
+            cpus = cpus[:DEFAULT_MAX_THREADS]
+            notes["threads"] = (f"{DEFAULT_MAX_THREADS} threads (the first CPUs of the plan): one node's "
+                                "storage saturates with a few streams; --threads sets another count")
+        n_threads = per_node = max(1, len(cpus))
+    n = per_node
     if opts.size_bytes is not None:
         total = int(opts.size_bytes)
         if total < n * MIN_BYTES_PER_THREAD:
             raise BadValueError(f"--size {total}: storage needs at least {MIN_BYTES_PER_THREAD // MIB} MiB per "
                                 f"thread ({n * MIN_BYTES_PER_THREAD} bytes for {n} threads)")
-        notes["size"] = "set by the user"
+        notes["size"] = "set by the user" + (" (data per node)" if par is not None else "")
     else:
         total = QUICK_TOTAL_BYTES if quick else TOTAL_BYTES
         mem = meminfo_bytes("MemTotal")
-        notes["size"] = (f"{total // MIB} MiB of data per measurement ({'quick' if quick else 'default'}); the "
-                         "page cache is defeated by O_DIRECT or fadvise, not by size"
+        notes["size"] = (f"{total // MIB} MiB of data per measurement{' and node' if par is not None else ''} "
+                         f"({'quick' if quick else 'default'}); the page cache is defeated by O_DIRECT or "
+                         "fadvise, not by size"
                          + (f" (1.5x the {mem // GIB} GiB of memory would take far longer)" if mem else ""))
     bpt = max(XFER, total // n // XFER * XFER)
     reps = opts.reps if opts.reps else (QUICK_REPS if quick else REPS)
     if reps < 1 or reps > 1000:
         raise BadValueError(f"--reps {reps}: must be between 1 and 1000")
     rand = min(QUICK_RAND_FILE_BYTES if quick else RAND_FILE_BYTES, bpt) // RAND_XFER * RAND_XFER
-    return Plan(threads=n, cpus=cpus, total_bytes=n * bpt, bytes_per_thread=bpt, xfer=XFER,
+    return Plan(threads=n_threads, cpus=cpus, total_bytes=n * bpt, bytes_per_thread=bpt, xfer=XFER,
                 strided_xfer=STRIDED_XFER, sweep=list(QUICK_SWEEP_XFERS if quick else SWEEP_XFERS),
                 rand_file_bytes=rand, rand_seconds=QUICK_RAND_SECONDS if quick else RAND_SECONDS,
                 md_files=QUICK_MD_FILES if quick else MD_FILES, md_bytes=MD_BYTES, reps=reps, notes=notes)
@@ -767,16 +796,18 @@ class _Mode:
     refused: str = ""           # why O_DIRECT was given up
 
 
-def lat_cap(threads: int) -> int:
+def lat_cap(threads: int, par: Any = None) -> int:
     """Latency samples kept per thread: all threads together keep about LAT_SAMPLES per phase."""
+    if par is not None:
+        return par.lat_cap()
     return min(LAT_CAP, max(1024, LAT_SAMPLES // max(1, threads)))
 
 
 class _Runner:
     """One storage run: the mode (direct or buffered), the context every metric carries."""
 
-    def __init__(self, ctx: Context, p: Plan, run_dir: str, fs: FileSystem):
-        self.ctx, self.p, self.dir, self.fs = ctx, p, run_dir, fs
+    def __init__(self, ctx: Context, p: Plan, run_dir: str, fs: FileSystem, par: Any = None):
+        self.ctx, self.p, self.dir, self.fs, self.par = ctx, p, run_dir, fs, par
         self.mode = _Mode()
         self.n = 0
 
@@ -793,7 +824,7 @@ class _Runner:
         """One sequential measurement; falls back to buffered (for good) when O_DIRECT is refused."""
         want = self.mode.direct if direct is None else direct
         kw = dict(nthreads=self.p.threads, cpus=self.p.cpus, bytes_per_thread=bytes_per_thread, xfer=xfer,
-                  layout=layout, evict=True, reps=reps, between=self.between())
+                  layout=layout, evict=True, reps=reps, between=self.between(), par=self.par)
         if want:
             try:
                 return seq_io(self.dir, direct=True, tag=self.tag(f"seq.{layout}"), **kw)
@@ -803,7 +834,8 @@ class _Runner:
 
     def rand(self) -> IoRaw:
         kw = dict(nthreads=self.p.threads, cpus=self.p.cpus, file_bytes=self.p.rand_file_bytes,
-                  duration_s=self.p.rand_seconds, reps=self.p.reps, evict=True, lat_cap=lat_cap(self.p.threads))
+                  duration_s=self.p.rand_seconds, reps=self.p.reps, evict=True,
+                  lat_cap=lat_cap(self.p.threads, self.par), par=self.par)
         if self.mode.direct:
             try:
                 return random_io(self.dir, direct=True, tag=self.tag("rand"), **kw)
@@ -814,13 +846,16 @@ class _Runner:
     def meta(self, unique: bool) -> IoRaw:
         return meta_io(self.dir, nthreads=self.p.threads, cpus=self.p.cpus, files=self.p.md_files,
                        md_bytes=self.p.md_bytes, unique_dir=unique, reps=self.p.reps,
-                       lat_cap=lat_cap(self.p.threads),
+                       lat_cap=lat_cap(self.p.threads, self.par), par=self.par,
                        tag=self.tag("md.unique" if unique else "md.shared"))
 
     def context(self, raw: IoRaw, **extra) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"threads": raw.nthreads, "cpus": self.p.cpus[:raw.nthreads],
-                               "placement": self.ctx.opts.placement, "reps": len(raw.phase_s),
+        out: Dict[str, Any] = {"threads": raw.nthreads, "reps": len(raw.phase_s),
                                "io": "direct" if raw.direct else "buffered"}
+        if self.par is None:
+            out.update(cpus=(self.p.cpus or [])[:raw.nthreads], placement=self.ctx.opts.placement)
+        else:
+            out.update(self.par.context())
         out.update(self.fs.context())
         out.update(extra)
         out.update({f"{k}_note": v for k, v in self.p.notes.items()})
@@ -877,8 +912,8 @@ def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffi
     return out
 
 
-def _check_space(p: Plan, path: str, shown: str) -> None:
-    need = p.bytes_at_once()
+def _check_space(p: Plan, path: str, shown: str, processes: int = 1) -> None:
+    need = p.bytes_at_once() * processes
     free = free_bytes(path)
     if free < FREE_MARGIN * need:
         raise BadValueError(f"--dir {shown}: {free / GIB:.2f} GiB free, the storage bench needs "
@@ -897,16 +932,63 @@ def preflight(ctx: Context) -> Plan:
     return p
 
 
-def bench_storage(ctx: Context) -> Outcome:
-    """Sequential bandwidth, random IOPS and metadata rates on ``storage_dir`` (or $TMPDIR)."""
-    p = plan(ctx)
+def bench_storage(ctx: Context, parallel: bool = False) -> Outcome:
+    """Sequential bandwidth, random IOPS and metadata rates on ``storage_dir`` (or $TMPDIR).
+
+    ``parallel``: every MPI rank calls this and they measure together
+    (bench/storage_mpi.py); every rank returns the same figures.
+    """
     parent = getattr(ctx.opts, "storage_dir", None)
+    if parallel:
+        return _bench_parallel(ctx, parent)
+    p = plan(ctx)
     out = Outcome()
     with RunDir(parent) as rd:
         _check_space(p, rd.path, parent or os.path.dirname(rd.path))
         fs = describe_fs(rd.path)
         fs.dir = os.path.dirname(rd.path)     # the run's own subdirectory is gone afterwards
         r = _Runner(ctx, p, rd.path, fs)
+        try:
+            _measure(r, out)
+        except KeyboardInterrupt as e:
+            raise StorageInterrupted(out, *e.args) from None
+    return out
+
+
+def _plan_parallel(ctx: Context, parent: Optional[str], par: Any, path: str) -> Plan:
+    """The plan on every rank, and the free space of each group's directory, or every rank's error."""
+    from .storage_mpi import raise_agreed
+    err = None
+    try:
+        p = plan(ctx, par)
+    except CeilingError as e:
+        err = e
+    raise_agreed(par.world, err)
+    if par.group.Get_rank() == 0:        # what the whole group writes at once, in its directory
+        try:
+            _check_space(p, path, parent or os.path.dirname(path), processes=par.group.Get_size())
+        except CeilingError as e:
+            err = e
+    raise_agreed(par.world, err)
+    return p
+
+
+def preflight_parallel(ctx: Context) -> None:
+    """preflight() for every MPI rank together: each one's error is everyone's, before any measurement."""
+    from .storage_mpi import parallel_run
+    parent = getattr(ctx.opts, "storage_dir", None)
+    with parallel_run(ctx, parent) as (par, path):
+        _plan_parallel(ctx, parent, par, path)
+
+
+def _bench_parallel(ctx: Context, parent: Optional[str]) -> Outcome:
+    from .storage_mpi import parallel_run
+    out = Outcome()
+    with parallel_run(ctx, parent) as (par, path):
+        p = _plan_parallel(ctx, parent, par, path)
+        fs = describe_fs(path)
+        fs.dir = os.path.dirname(path)
+        r = _Runner(ctx, p, path, fs, par)
         try:
             _measure(r, out)
         except KeyboardInterrupt as e:
@@ -954,7 +1036,8 @@ def _measure(r: _Runner, out: Outcome) -> None:
             invalid.append(f"{xfer} B: {raw.msg}")
         prog.advance()
     for ph, what in ((0, "write"), (1, "read")):
-        c = {"layout": "fpp", "threads": p.threads, "io": "direct" if r.mode.direct else "buffered",
+        c = {"layout": "fpp", "threads": p.threads * (r.par.size if r.par else 1),
+             "io": "direct" if r.mode.direct else "buffered", **(r.par.context() if r.par else {}),
              "reps": sweep_reps, "y_stat": f"best of {sweep_reps} repetitions",
              "x_note": f"transfer size; each thread moves up to {SWEEP_TRANSFERS} transfers",
              **fs.context()}

@@ -1,0 +1,38 @@
+"""What the MPI tests share: whether mpi4py is there, the environment of a
+launched rank, and the probe that finds the library, compiler wrapper and
+launcher (the `mpi_setup` fixture in conftest.py runs it once per session)."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
+needs_mpi = pytest.mark.skipif(not HAVE_MPI4PY, reason="mpi4py is not installed (pip install mpi4py mpich)")
+
+PROBE = textwrap.dedent("""
+    import json
+    from ceiling.cluster import mpi
+    mpi.world()
+    lib = mpi.library()
+    cc = mpi.find_mpicc(lib)
+    ln = mpi.find_launcher(lib, cc)
+    import os
+    assert mpi.pids_on_this_host(mpi.world()) == [os.getpid()]
+    print(json.dumps({"family": lib.family, "version": lib.family_version, "mpicc": cc.path,
+                      "cc_family": cc.family, "cc_version": cc.version, "launcher": ln.path,
+                      "launcher_family": ln.family, "argv2": ln.argv(2), "argv4": ln.argv(4, oversubscribe=True)}))
+""")
+
+
+def run_env(tmp: Path, **extra) -> dict:
+    """The environment of a launched rank: this checkout's sources, a private build cache."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    env["XDG_CACHE_HOME"] = str(tmp / "cache")
+    env.update(extra)
+    return env
