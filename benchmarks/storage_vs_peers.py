@@ -2,7 +2,8 @@
 given), with the same pattern, threads, sizes and directory.
 
     PYTHONPATH=src python benchmarks/storage_vs_peers.py [--fio fio] [--ior PATH/ior] \
-        [--mdtest PATH/mdtest] [--mpirun mpirun] [--dir /tmp] [--threads N] [--rounds 5]
+        [--mdtest PATH/mdtest] [--mpirun mpirun] [--ours-mpirun MPIEXEC] [--dir /tmp] \
+        [--threads N] [--rounds 5]
 
 fio comes from the distribution (apt-get install -y fio). IOR and mdtest need
 MPI and are built by whoever runs this (https://github.com/hpc/ior:
@@ -28,6 +29,11 @@ Like with like:
     of the same size, against our random phases (which also check every read).
   - metadata: mdtest -F -n files -w 3901 -e 3901 (shared directory, and -u
     for one per rank) against ours; rates in ops/s of all ranks/threads.
+  - with --ours-mpirun (the launcher of the MPI that mpi4py loads, which may
+    differ from the peers' --mpirun): ceiling under MPI, N ranks of one
+    thread each making one measurement together (bench/storage_mpi.py),
+    against the same IOR and mdtest runs: "mpi" rows. Also one shared file
+    (IOR without -F, each rank a contiguous segment: ours' "shared" layout).
 
 Settling: before every measurement the script syncs and waits --settle
 seconds (default 5). Deleting a tool's files frees blocks that ext4 (mounted
@@ -131,9 +137,9 @@ def mpi(args, n: int, exe: str, *rest: str) -> str:
     return p.stdout
 
 
-def ior(args, d: str, n: int, bpt: int, xfer: int) -> Tuple[Optional[float], Optional[float]]:
-    out = mpi(args, n, args.ior, "-a", "POSIX", "-F", "-e", "-w", "-r", "-t", str(xfer), "-b", str(bpt),
-              "-i", "1", "--posix.odirect", "-o", os.path.join(d, "ior.dat"))
+def ior(args, d: str, n: int, bpt: int, xfer: int, shared: bool = False) -> Tuple[Optional[float], Optional[float]]:
+    out = mpi(args, n, args.ior, "-a", "POSIX", *([] if shared else ["-F"]), "-e", "-w", "-r", "-t", str(xfer),
+              "-b", str(bpt), "-i", "1", "--posix.odirect", "-o", os.path.join(d, "ior.dat"))
     clear(d)
     # the first table of results: "write  <bw MiB/s> ..." (IOR 3.3+), or "Max Write: <x> MiB/sec" (older)
     w = re.search(r"^write\s+([\d.]+)", out, re.M) or re.search(r"^Max Write:\s+([\d.]+) MiB/sec", out, re.M)
@@ -156,6 +162,47 @@ def mdtest(args, d: str, n: int, files: int, unique: bool) -> Dict[str, float]:
     return res
 
 
+# -- ceiling under MPI --------------------------------------------------------------------
+
+MPI_DRIVER = """
+import json, sys
+from ceiling.bench import storage as st, storage_mpi
+from ceiling.bench.base import Context, Options
+from ceiling.machine.model import Machine
+test, d, bpt, xfer, files = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+ctx = Context(Machine(), Options(), [])
+with storage_mpi.parallel_run(ctx, d) as (par, path):
+    if test.startswith("seq."):
+        raw = st.seq_io(path, nthreads=1, cpus=par.cpus, bytes_per_thread=bpt, xfer=xfer, direct=True,
+                        layout="shared" if test == "seq.shared" else "fpp", par=par)
+        res = {"write": raw.rates(0, 1 / (1 << 20))[0], "read": raw.rates(1, 1 / (1 << 20))[0]}
+    else:
+        raw = st.meta_io(path, nthreads=1, cpus=par.cpus, files=files, unique_dir=test == "md.unique", lat_cap=0,
+                         par=par)
+        res = {op: raw.rates(i)[0] for i, op in enumerate(("create", "stat", "read", "unlink"))}
+    if par.rank == 0:
+        print("RESULT " + json.dumps({"valid": raw.valid, "msg": raw.msg, "res": res}))
+"""
+
+
+def ours_mpi(args, d: str, n: int, test: str, bpt: int) -> Dict[str, float]:
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(MPI_DRIVER)
+    try:
+        cmd = args.ours_mpirun.split() + ["-n", str(n), sys.executable, f.name, test, d, str(bpt),
+                                          str(args.xfer), str(args.md_files)]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    finally:
+        os.unlink(f.name)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if p.returncode != 0 or line is None:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stdout[-2000:]}")
+    out = json.loads(line[7:])
+    if not out["valid"]:
+        raise SystemExit(f"ours (MPI) did not validate: {out['msg']}")
+    return out["res"]
+
+
 # -- main ------------------------------------------------------------------------------
 
 def main(argv=None) -> int:
@@ -164,6 +211,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ior", help="IOR binary built against MPI")
     ap.add_argument("--mdtest", help="mdtest binary built against MPI")
     ap.add_argument("--mpirun", default="mpirun", help="MPI launcher and its options (default: mpirun)")
+    ap.add_argument("--ours-mpirun", help="launcher of mpi4py's MPI: also run ceiling under MPI (mpi rows)")
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write (a new subdirectory)")
     ap.add_argument("--threads", type=int, default=min(len(os.sched_getaffinity(0)), st.DEFAULT_MAX_THREADS))
     ap.add_argument("--size", type=int, default=1 << 30, help="sequential bytes per measurement, all threads")
@@ -198,6 +246,10 @@ def main(argv=None) -> int:
                     jobs.append(("fio", f"seq.{mode}"))
             if args.ior:
                 jobs.append(("ior", "seq.direct"))
+            if args.ours_mpirun:
+                jobs += [("ours-mpi", "seq.direct"), ("ours-mpi", "seq.shared")]
+                if args.ior:
+                    jobs.append(("ior", "seq.shared"))
         if "rand" in only:
             jobs.append(("ours", "rand"))
             if args.fio:
@@ -207,6 +259,8 @@ def main(argv=None) -> int:
                 jobs.append(("ours", f"md.{layout}"))
                 if args.mdtest:
                     jobs.append(("mdtest", f"md.{layout}"))
+                if args.ours_mpirun:
+                    jobs.append(("ours-mpi", f"md.{layout}"))
         for rnd in range(args.rounds):
             ROUND[0] = rnd
             shift = rnd % len(jobs)
@@ -218,18 +272,21 @@ def main(argv=None) -> int:
     rows = [("test", "ours best", "ours median", "peer", "peer best", "peer median", "best/peer", "median/peer",
              "paired")]
     tests = [("seq.direct", "write", "MiB/s"), ("seq.direct", "read", "MiB/s"),
+             ("seq.shared", "write", "MiB/s"), ("seq.shared", "read", "MiB/s"),
              ("seq.buffered", "write", "MiB/s"), ("seq.buffered", "read", "MiB/s"),
              ("rand", "randread", "IOPS"), ("rand", "randwrite", "IOPS")] + \
         [(f"md.{lay}", op, "op/s") for lay in ("shared", "unique") for op, _ in MD_OPS]
-    for test, what, unit in tests:
-        ours = ("ours", f"{test}.{what}")
+    for test, what, unit, who in [(t, w, u, who) for t, w, u in tests for who in ("ours", "ours-mpi")]:
+        ours = (who, f"{test}.{what}")
         if not seen.get(ours):
             continue
-        peers = [p for p in ("fio", "ior", "mdtest") if seen.get((p, f"{test}.{what}"))] or ["-"]
-        for peer in peers:
+        peers = [p for p in ("fio", "ior", "mdtest") if seen.get((p, f"{test}.{what}"))]
+        if who == "ours-mpi":
+            peers = [p for p in peers if p != "fio"]
+        for peer in peers or ["-"]:
             key = (peer, f"{test}.{what}")
-            rows.append((f"{test}.{what} ({unit})", fmt(best_of(seen, ours)), fmt(median_of(seen, ours)), peer,
-                         fmt(best_of(seen, key)), fmt(median_of(seen, key)),
+            rows.append((f"{test}.{what}{' mpi' if who == 'ours-mpi' else ''} ({unit})", fmt(best_of(seen, ours)),
+                         fmt(median_of(seen, ours)), peer, fmt(best_of(seen, key)), fmt(median_of(seen, key)),
                          ratio(best_of(seen, ours), best_of(seen, key)),
                          ratio(median_of(seen, ours), median_of(seen, key)), paired(seen, ours, key)))
     print("best: best round; median: median over rounds; paired: median over rounds of each round's ours/peer")
@@ -248,6 +305,15 @@ def settle(seconds: float) -> None:
 
 def run_one(args, tool: str, test: str, d: str, cpus: List[int], bpt: int, seen: Dict) -> None:
     n = len(cpus)
+    if tool == "ours-mpi":
+        for k, v in ours_mpi(args, d, n, test, bpt).items():
+            keep(seen, (tool, f"{test}.{k}"), v)
+        return
+    if test == "seq.shared":          # IOR, one shared file
+        w, r = ior(args, d, n, bpt, args.xfer, shared=True)
+        keep(seen, (tool, f"{test}.write"), w)
+        keep(seen, (tool, f"{test}.read"), r)
+        return
     if test.startswith("seq."):
         direct = test == "seq.direct"
         if tool == "ours":

@@ -210,3 +210,35 @@ def test_same_report_from_json_and_from_a_machine_object():
     vm = sample_runs.vm_run()
     vm.machine = sample_runs._vm_machine()            # a Machine, not its dictionary
     assert html.render(vm) == html.render(sample_runs.vm_run())
+
+
+def test_placements_rank_counts_and_directions_share_one_plot():
+    """Ping-pong curves of every placement on one pair of axes (the intra-/inter-socket/inter-node
+    comparison), collectives one plot per operation with a line per rank count, storage write and
+    read together; a series matching no group keeps its own plot."""
+    run = sample_runs.vm_run()
+    sizes = [1, 64, 4096, 1 << 20]
+    for label, base in (("same_l3", 0.3), ("cross_socket", 0.6), ("cross_node", 1.5)):
+        run.series.append(Series(f"net.pingpong.latency.{label}", "xy", x=sizes, y=[base * (1 + s / 4096) for s in sizes],
+                                 x_label="message size", x_unit="bytes", y_label="one-way time", y_unit="µs"))
+    for k in (2, 4):
+        run.series.append(Series(f"net.allreduce.k{k}", "xy", x=sizes, y=[k * 0.2 * (1 + s / 1024) for s in sizes],
+                                 x_label="message size", x_unit="bytes", y_label="t_avg", y_unit="µs"))
+    run.series.append(Series("net.bcast.k2", "xy", x=sizes, y=[0.3, 0.4, 1.0, 80.0], x_unit="bytes", y_unit="µs"))
+    for d in ("write", "read"):
+        run.series.append(Series(f"storage.seq.{d}.xfer", "xy", x=[4096, 1 << 20], y=[100.0, 900.0],
+                                 x_label="transfer", x_unit="bytes", y_label="bandwidth", y_unit="MiB/s"))
+    run.series.append(Series("net.barrier.ranks", "xy", x=[2, 4], y=[0.5, 1.1], x_label="ranks", y_unit="µs"))
+    blocks = {_series_attr(b): b for b in _svgs(html.render(run))}
+    lat = blocks["net.pingpong.latency.same_l3 net.pingpong.latency.cross_socket net.pingpong.latency.cross_node"]
+    assert "MPI ping-pong latency by placement" in lat
+    for label in ("same_l3", "cross_socket", "cross_node"):
+        assert f">{label}<" in lat                         # a legend entry per placement
+    assert lat.count("<polyline") == 3
+    ar = blocks["net.allreduce.k2 net.allreduce.k4"]
+    assert "MPI allreduce by message size" in ar and ">2 ranks<" in ar and ">4 ranks<" in ar
+    assert "MPI bcast by message size" in blocks["net.bcast.k2"]
+    io = blocks["storage.seq.write.xfer storage.seq.read.xfer"]
+    assert ">write<" in io and ">read<" in io
+    assert "net.barrier.ranks" in blocks                    # no group: a plot of its own
+    assert not any(name.startswith("net.pingpong.latency.") and " " not in name for name in blocks)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from html import escape
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import roofline as _roofline
 from ..analysis import summary as _summary
@@ -35,6 +36,17 @@ PLOTS = (
     ("c2c.matrix", "Core-to-core latency", "cores", "core-to-core"),
     ("latency.numa", "Memory latency by NUMA node", "latency", "numa-latency"),
     ("stream.triad.numa", "STREAM triad by NUMA node", "memory", "numa-bandwidth"),
+)
+
+# Series drawn together as the lines of one plot, so that placements, rank counts or write and
+# read are compared on the same axes: (pattern on the series name, the plot's heading, the
+# line's label; both formatted with the pattern's groups). Unmatched series get a plot each.
+GROUPS = (
+    (r"net\.pingpong\.latency\.(?P<p>.+)", "MPI ping-pong latency by placement (IMB PingPong)", "{p}"),
+    (r"net\.pingpong\.bandwidth\.(?P<p>.+)", "MPI ping-pong bandwidth by placement (IMB PingPong)", "{p}"),
+    (r"net\.(?P<k>bw|bibw)\.(?P<p>.+)", "MPI streaming bandwidth by placement (osu_bw, osu_bibw)", "{k} {p}"),
+    (r"net\.(?P<op>bcast|allreduce|alltoall)\.k(?P<k>\d+)", "MPI {op} by message size", "{k} ranks"),
+    (r"storage\.seq\.(?P<d>write|read)\.xfer", "Sequential bandwidth by transfer size", "{d}"),
 )
 
 _TIME_UNITS = ("ns", "µs", "us", "ms", "s", "cycles")
@@ -108,12 +120,18 @@ def _axis_label(label: str, unit: str, fallback: str) -> str:
     return f"{label} ({unit})" if unit else label
 
 
-def _xy_plot(run: Run, s: Series, heading: str) -> Plot:
-    pts = [(x, y) for x, y in zip(s.x, s.y) if x is not None]
-    xs = [float(x) for x, _ in pts]
-    ys = [y for _, y in pts]
+def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Series]] = ()) -> Plot:
+    """One series, or with ``group`` [(label, series), ...] (``s`` the first) several as lines."""
+    members = list(group) or [("", s)]
+    lines = []
+    for label, one in members:
+        pts = [(float(x), y) for x, y in zip(one.x, one.y) if x is not None]
+        if [y for _, y in pts if y is not None]:
+            lines.append(S.Line(label, [x for x, _ in pts], [y for _, y in pts]))
+    xs = [x for ln in lines for x in ln.x]
+    ys = [y for ln in lines for y in ln.y]
     present = _positive(ys)
-    if not pts or not [y for y in ys if y is not None]:
+    if not lines:
         return Plot(s.name, heading, None, missing="the series has no data points")
     is_bytes = s.x_unit in ("B", "bytes")
     is_threads = s.name.endswith(".threads") or s.x_label == "threads"
@@ -145,7 +163,7 @@ def _xy_plot(run: Run, s: Series, heading: str) -> Plot:
         rules += r
         notes.append(text)
     for key in ("placement", "pattern"):
-        if s.context.get(key):
+        if s.context.get(key) and not group:      # in a group, the legend names each line's
             notes.insert(0, f"{key.capitalize()}: {s.context[key]}.")
     for key in ("x_note", "note"):        # what the bench says about its own axis or result
         if s.context.get(key):
@@ -154,11 +172,12 @@ def _xy_plot(run: Run, s: Series, heading: str) -> Plot:
         notes.append("Log scale" + (" on both axes." if x_scale != "linear" and y_scale != "linear"
                                    else (" on x." if x_scale != "linear" else " on y.")))
     x_unit = "" if is_bytes else s.x_unit
-    svg = S.line_plot([S.Line("", xs, ys)], title=heading,
+    names = " ".join(one.name for _, one in members)
+    svg = S.line_plot(lines, title=heading,
                       x_label=_axis_label(s.x_label, x_unit, "x") + (" (bytes)" if is_bytes else ""),
                       y_label=_axis_label(s.y_label, s.y_unit, "y"), x_scale=x_scale, y_scale=y_scale,
                       x_format=x_fmt, x_ticks=x_ticks, rules=rules, uid=_uid(s.name), desc=" ".join(notes) or heading,
-                      attrs={"data-series": s.name})
+                      attrs={"data-series": names})
     return Plot(s.name, heading, svg, " ".join(notes))
 
 
@@ -247,9 +266,21 @@ def plots(run: Run) -> List[Plot]:
             out.append(Plot(name, heading, None, missing=_missing_reason(run, name, suite, step)))
             continue
         out.append(_plot(run, s, s.title or heading))
+    grouped: Dict[str, List[Tuple[str, Series]]] = {}
     for s in run.series:
-        if s.name not in known:
+        if s.name in known:
+            continue
+        hit = next(((pat, head, lab) for pat, head, lab in GROUPS if re.fullmatch(pat, s.name)), None)
+        if hit is None or s.kind != "xy":
             out.append(_plot(run, s, s.title or s.name))
+            continue
+        g = re.fullmatch(hit[0], s.name).groupdict()
+        head = hit[1].format(**g)
+        if head not in grouped:
+            grouped[head] = []
+            out.append(head)          # placeholder: the group's plot goes where its first series was
+        grouped[head].append((hit[2].format(**g), s))
+    out = [_xy_plot(run, grouped[p][0][1], p, grouped[p]) if isinstance(p, str) else p for p in out]
     out.append(_roofline_plot(run))
     return out
 
