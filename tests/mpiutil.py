@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 needs_mpi = pytest.mark.skipif(not HAVE_MPI4PY, reason="mpi4py is not installed (pip install mpi4py mpich)")
 
@@ -30,9 +29,12 @@ PROBE = textwrap.dedent("""
 
 
 def run_env(tmp: Path, **extra) -> dict:
-    """The environment of a launched rank: this checkout's sources, a private build cache."""
+    """The environment of a launched rank: the ceiling these tests import (this checkout's
+    sources in development, the installed package with its C core in CI), a private build cache."""
+    import ceiling
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
+    where = str(Path(ceiling.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [where, env.get("PYTHONPATH")]))
     env["XDG_CACHE_HOME"] = str(tmp / "cache")
     env.update(extra)
     return env
