@@ -266,21 +266,25 @@ def plots(run: Run) -> List[Plot]:
             out.append(Plot(name, heading, None, missing=_missing_reason(run, name, suite, step)))
             continue
         out.append(_plot(run, s, s.title or heading))
-    grouped: Dict[str, List[Tuple[str, Series]]] = {}
+    # the other series in run order; a group's plot stands where its first series was
+    slots: List[Tuple[str, List[Tuple[str, Series]]]] = []     # (heading, [(line label, series)])
+    where: Dict[str, int] = {}
     for s in run.series:
         if s.name in known:
             continue
-        hit = next(((pat, head, lab) for pat, head, lab in GROUPS if re.fullmatch(pat, s.name)), None)
-        if hit is None or s.kind != "xy":
-            out.append(_plot(run, s, s.title or s.name))
+        hit = next((g for g in GROUPS if re.fullmatch(g[0], s.name)), None) if s.kind == "xy" else None
+        if hit is None:
+            slots.append((s.title or s.name, [("", s)]))
             continue
-        g = re.fullmatch(hit[0], s.name).groupdict()
-        head = hit[1].format(**g)
-        if head not in grouped:
-            grouped[head] = []
-            out.append(head)          # placeholder: the group's plot goes where its first series was
-        grouped[head].append((hit[2].format(**g), s))
-    out = [_xy_plot(run, grouped[p][0][1], p, grouped[p]) if isinstance(p, str) else p for p in out]
+        parts = re.fullmatch(hit[0], s.name).groupdict()
+        head = hit[1].format(**parts)
+        if head not in where:
+            where[head] = len(slots)
+            slots.append((head, []))
+        slots[where[head]][1].append((hit[2].format(**parts), s))
+    for head, members in slots:
+        first = members[0][1]
+        out.append(_xy_plot(run, first, head, members) if members[0][0] else _plot(run, first, head))
     out.append(_roofline_plot(run))
     return out
 
