@@ -59,10 +59,7 @@ def machine_model():
 def theoretical_peak(m, precision, cores, isa):
     if m is None:
         return None, "no machine model"
-    try:
-        from ceiling.machine.peaks import flop_peak
-    except ImportError as e:
-        return None, str(e)
+    from ceiling.machine.peaks import flop_peak
     p = flop_peak(m, precision=precision, cores=cores, isa=isa)
     return p.value, p.provenance
 

@@ -18,8 +18,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import core
 from ..machine.model import Machine
-from ..results.model import HIGHER, Metric, Peak, Series
-from .base import CV_WARN, Context, Outcome, rate_metric
+from ..machine.peaks import flop_peak
+from ..results.model import HIGHER, Metric, Series
+from .base import CV_WARN, Context, Outcome, meminfo_bytes, rate_metric
 
 GFLOPS = "Gflop/s"
 PRECISIONS = ("dp", "sp")
@@ -65,14 +66,6 @@ def _cores_of(machine: Machine, cpus: Sequence[int]) -> int:
     return len(seen)
 
 
-def _flop_peak(machine: Machine, precision: str, cores: int, isa: Optional[str]) -> Peak:
-    try:
-        from ..machine.peaks import flop_peak
-    except ImportError as e:
-        return Peak(None, GFLOPS, f"unknown: no peak model ({e})")
-    return flop_peak(machine, precision=precision, cores=cores, isa=isa)
-
-
 # Above this, value / peak is not plausible: the peak's inputs are wrong.
 EFFICIENCY_IMPLAUSIBLE = 1.05
 
@@ -113,14 +106,14 @@ def bench_flops(ctx: Context) -> Outcome:
             raw1 = core.run(k, iters=iters, reps=reps, warmup=1, nthreads=1, cpus=one)
             out.metrics.append(_check_peak(rate_metric(
                 flops_metric_name(prec, "core", k.isa, widest), raw1, per="flops", unit=GFLOPS,
-                peak=_flop_peak(ctx.machine, prec, 1, k.isa), cpus=one, cores=1,
+                peak=flop_peak(ctx.machine, precision=prec, cores=1, isa=k.isa), cpus=one, cores=1,
                 placement=ctx.opts.placement)))
             # With one CPU the node run would repeat the core run: reuse it.
             rawn = raw1 if len(ctx.cpus) == 1 else core.run(
                 k, iters=iters, reps=reps, warmup=1, nthreads=len(ctx.cpus), cpus=ctx.cpus)
             out.metrics.append(_check_peak(rate_metric(
                 flops_metric_name(prec, "node", k.isa, widest), rawn, per="flops", unit=GFLOPS,
-                peak=_flop_peak(ctx.machine, prec, node_cores, k.isa), cpus=list(ctx.cpus),
+                peak=flop_peak(ctx.machine, precision=prec, cores=node_cores, isa=k.isa), cpus=list(ctx.cpus),
                 cores=node_cores, placement=ctx.opts.placement)))
             ctx.progress.done()
     return out
@@ -205,10 +198,10 @@ def dgemm_residual(a, b, c, seed: int = 7) -> Tuple[float, float]:
 
 
 def _mem_cap_n() -> int:
-    """Largest n whose three matrices fit in a quarter of the memory available now."""
-    try:
-        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
+    """Largest n whose three matrices fit in a quarter of the memory available now
+    (MemAvailable, which counts reclaimable page cache; MemFree would not)."""
+    avail = meminfo_bytes("MemAvailable")
+    if avail is None:
         return DGEMM_MAX_N
     return max(256, min(DGEMM_MAX_N, int(math.sqrt(avail / 4 / 24)) // 256 * 256))
 
@@ -270,7 +263,7 @@ def bench_dgemm(ctx: Context) -> Outcome:
     vals, err, bound = dgemm_run(n, nt, reps, limits=limits)
     context = {"n": n, "threads": nt, "blas": blas, "residual": err, "residual_bound": bound,
                "placement": "BLAS threads, not pinned by ceiling", "cores": node_cores}
-    m = Metric.measured("dgemm.node", vals, GFLOPS, HIGHER, peak=_flop_peak(ctx.machine, "dp", node_cores, None),
+    m = Metric.measured("dgemm.node", vals, GFLOPS, HIGHER, peak=flop_peak(ctx.machine, precision="dp", cores=node_cores, isa=None),
                         context=context)
     notes = []
     if err > bound:
