@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from ceiling.bench import network as net
-from ceiling.results.model import Peak
 
 REPO = Path(__file__).resolve().parents[1]
 from mpiutil import needs_mpi
@@ -48,7 +47,6 @@ def test_sizes():
     assert net.coll_sizes(64 * 1024, quick=True) == [8, 4096, 65536]
     assert net.rank_counts(8, quick=False) == [2, 4, 8] and net.rank_counts(6, quick=False) == [2, 4, 6]
     assert net.size_label(8) == "8B" and net.size_label(4096) == "4KiB" and net.size_label(1 << 20) == "1MiB"
-    assert net.cpulist([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8" and net.cpulist([]) == ""
 
 
 def test_osu_loops_are_capped():
@@ -273,6 +271,9 @@ def test_two_ranks_measure_what_this_machine_offers(mpi_setup):
     m = machine.detect("/", measure=False)
     allowed = sorted(m.affinity)
     want, missing = net.plan_placements(facts([("x", allowed), ("x", allowed)]), {"x": net.topology_of(m)})
+    if not want:
+        pytest.skip(f"this machine offers no pair of CPUs on distinct cores: {missing}")
+    assert {f"net.pingpong.latency.{p.label}" for p in want} <= set(ms)
     for p in want:
         for kind in ("pingpong.latency", "pingpong.bandwidth", "bw", "bibw", "msgrate"):
             mt = ms[f"net.{kind}.{p.label}"]
@@ -377,8 +378,3 @@ def test_without_mpi4py_is_one_clear_line(tmp_path):
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ceiling: MPI is not available (No module named 'mpi4py'")
     assert "pip install mpi4py mpich" in lines[0]
-
-
-def test_unknown_link_peak_has_a_reason_here():
-    p = net.link_peak()
-    assert isinstance(p, Peak) and (p.value is None) == p.provenance.startswith("unknown")

@@ -112,7 +112,10 @@ def test_seq_valid_and_leaves_nothing(tmp_path, layout):
     assert raw.valid and raw.msg == "" and raw.bad_offset == -1
     assert len(raw.phase_s) == 3 and all(t > 0 for rep in raw.phase_s for t in rep)
     assert all(a == (N * 256 * KIB,) * 2 for a in raw.amount)
-    assert raw.resident is not None and 0.0 <= raw.resident <= 1.0
+    if st.describe_fs(str(tmp_path)).fstype in st.MEMORY_FS:
+        assert not st.cache_defeat(raw)[1]              # a memory file system cannot drop its pages
+    else:
+        assert st.cache_defeat(raw)[1], st.cache_defeat(raw)[0]      # fadvise after fsync emptied the cache
     assert leftovers(tmp_path) == []
 
 
@@ -326,7 +329,7 @@ def test_signal_mid_run_removes_the_run_directory(tmp_path, sig):
     p.send_signal(sig)
     outp, err = p.communicate(timeout=60)
     assert p.returncode == 130, (outp, err)
-    assert "INTERRUPTED StorageInterrupted" in outp
+    assert "INTERRUPTED Interrupted" in outp
     assert leftovers(tmp_path) == []
 
 
@@ -557,12 +560,14 @@ def test_network_and_memory_file_systems_have_no_device_peak(tmp_path):
 
 # -- statistics ----------------------------------------------------------------------------
 
-def test_percentile_matches_numpy():
+def test_latency_summary_is_numpys_percentiles_in_microseconds():
     rng = np.random.default_rng(1)
-    vals = list(rng.exponential(size=1001))
-    for q in (0, 50, 90, 99, 99.9, 100):
-        assert st.percentile(vals, q) == pytest.approx(np.percentile(vals, q))
-    assert st.percentile([], 50) is None
+    vals = list(rng.exponential(size=1001) * 1e-4)
+    got = st.latency_summary(vals)
+    for q in (50, 90, 99, 99.9):
+        assert got[f"p{q:g}"] == pytest.approx(np.percentile(vals, q) * 1e6, abs=1e-3)
+    assert got["max"] == pytest.approx(max(vals) * 1e6, abs=1e-3) and got["samples"] == 1001
+    assert st.latency_summary([]) == {}
 
 
 # -- the plan and the preflight the CLI runs first -------------------------------------------

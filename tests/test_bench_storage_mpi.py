@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ceiling.bench import storage_mpi as sm
-from ceiling.cluster.mpi import launched_size
+from ceiling.cluster.mpi import launched_rank, launched_size
 
 from mpiutil import needs_mpi
 from mpiutil import run_env as _env
@@ -32,8 +32,17 @@ def test_launched_size_from_each_launchers_environment():
     assert launched_size({"OMPI_COMM_WORLD_SIZE": "4"}) == 4
     assert launched_size({"PMI_SIZE": "2"}) == 2
     assert launched_size({"PMI_SIZE": "1"}) == 1                 # mpirun -n 1: a process alone
+    assert launched_size({"MPI_LOCALNRANKS": "2"}) == 1          # Hydra's count on this node, not the world
     assert launched_size({"SLURM_PROCID": "0", "SLURM_STEP_ID": "3", "SLURM_STEP_NUM_TASKS": "8"}) == 8
     assert launched_size({"SLURM_PROCID": "0", "SLURM_NTASKS": "8"}) == 1   # sbatch's shell, not srun
+
+
+def test_launched_rank():
+    assert launched_rank({}) == 0
+    assert launched_rank({"PMI_RANK": "3", "PMI_SIZE": "4"}) == 3
+    assert launched_rank({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}) == 1
+    assert launched_rank({"SLURM_PROCID": "5", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "8"}) == 5
+    assert launched_rank({"SLURM_PROCID": "5"}) == 0                 # a batch script, not a task
 
 
 def test_task_reordering_reads_the_next_nodes_data():
@@ -47,7 +56,8 @@ def test_task_reordering_reads_the_next_nodes_data():
 
 def test_ranks_are_pinned_only_inside_disjoint_cpu_sets():
     facts = [{"node": "a", "cpus": [0, 1]}, {"node": "a", "cpus": [2, 3]}, {"node": "b", "cpus": [0, 1]}]
-    assert sm._pinning(facts, 1, 2) == ([2, 3], sm._pinning(facts, 1, 2)[1])
+    cpus, why = sm._pinning(facts, 1, 2)
+    assert cpus == [2, 3] and "pinned inside the CPUs the launcher bound it to" in why
     assert sm._pinning(facts, 2, 1)[0] == [0]                     # the same CPUs on another node: fine
     cpus, why = sm._pinning(facts, 0, 3)
     assert cpus is None and "3 threads per rank on 2 CPUs" in why
@@ -87,7 +97,9 @@ DRIVER = textwrap.dedent("""
     m = machine.detect("/", measure=False)
     opts = Options(quick=True, reps=1, size_bytes=int(os.environ.get("TEST_SIZE", str(8 << 20))))
     opts.storage_dir = sys.argv[2]
-    out = storage.bench_storage(Context(m, opts, sorted(m.affinity)), parallel=True)
+    ctx = Context(m, opts, sorted(m.affinity))
+    with storage.prepare_parallel(ctx) as ready:
+        out = storage.bench_storage(ctx, parallel=ready)
     run = Run(tool_version="t", host="h", started="", command=[], metrics=out.metrics, series=out.series,
               findings=out.findings)
     with open(sys.argv[1] + ".%d" % rank, "w") as f:
@@ -132,8 +144,12 @@ def test_two_ranks_measure_together_and_agree(mpi_setup, tmp_path):
     # the node's data is shared by its ranks: 8 MiB per node, 4 MiB per rank
     assert ms["storage.seq.write.fpp"]["context"]["bytes_per_thread"] == 4 * MIB
     assert ms["storage.seq.write.fpp"]["context"]["total_bytes"] == 8 * MIB
-    # every rank returns the same figures
-    assert [metrics(r)["storage.seq.read.fpp"]["values"] for r in runs[1:]] == [ms["storage.seq.read.fpp"]["values"]]
+    # every rank returns the same figures, but the latency percentiles (rank 0 pools every rank's samples)
+    others = metrics(runs[1])
+    same = [n for n in ms if not n.startswith("storage.lat.")]
+    assert same and all(others[n]["values"] == ms[n]["values"] for n in same)
+    assert ms["storage.iops.randread"]["context"]["latency_us"]["samples"] > \
+        others["storage.iops.randread"]["context"]["latency_us"]["samples"]
     assert leftovers(tmp_path) == []
 
 

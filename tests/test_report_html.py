@@ -232,8 +232,8 @@ def test_placements_rank_counts_and_directions_share_one_plot():
     blocks = {_series_attr(b): b for b in _svgs(html.render(run))}
     lat = blocks["net.pingpong.latency.same_l3 net.pingpong.latency.cross_socket net.pingpong.latency.cross_node"]
     assert "MPI ping-pong latency by placement" in lat
-    for label in ("same_l3", "cross_socket", "cross_node"):
-        assert f">{label}<" in lat                         # a legend entry per placement
+    for label in ("same L3", "across sockets", "across nodes"):
+        assert f">{label}<" in lat                         # a legend entry per placement, by its name
     assert lat.count("<polyline") == 3
     ar = blocks["net.allreduce.k2 net.allreduce.k4"]
     assert "MPI allreduce by message size" in ar and ">2 ranks<" in ar and ">4 ranks<" in ar

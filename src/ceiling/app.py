@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import core
 from .bench.base import Options, Outcome, meminfo_bytes
@@ -269,45 +269,46 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     is not measured: on N ranks at once it would disturb the others and say
     nothing about the network or the file system.
     """
+    import contextlib
     import functools
     from . import machine as machine_mod
     from .bench import network, storage
     from .bench.base import Context, NullProgress
     from .cluster import mpi
 
-    if suite == "network":
-        comm = network.preflight()
-        fn = network.bench_network
-        stopped: Any = network.Interrupted
-    else:
-        comm = mpi.world("serialized")       # storage's agreement points run on its I/O thread
-        fn = functools.partial(storage.bench_storage, parallel=True)
-        stopped = storage.StorageInterrupted
+    # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
+    comm = network.preflight() if suite == "network" else mpi.world("serialized")
     leader = comm.Get_rank() == 0
-    opts = options(args)
+    try:                     # every rank parses the same command line: one error, printed once
+        opts = options(args)
+        cfg = _config(args)
+    except CeilingError as e:
+        raise mpi.everywhere(e) from None
+    if suite == "network":
+        network.preflight(comm, opts)
     say = _say(args) if leader else (lambda text: None)
     if leader:
         _check_writable(getattr(args, "out", None), "--out")
         _check_writable(getattr(args, "save_json", None), "--save-json")
-    cfg = _config(args)
     store = _open_store(args) if leader else None
     session = Session(argv, opts, _progress(args) if leader else NullProgress())
     session.own_pids = mpi.pids_on_this_host(comm)
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
-    if suite == "storage":       # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
-        storage.preflight_parallel(Context(m, opts, cpus, NullProgress()))
     session.set_machine(m, cpus)
     code = 0
-    try:
-        session.bench(suite, fn)
-    except stopped as e:
-        session.add(e.outcome)
-        session.interrupted("interrupted (Ctrl-C): results so far are kept")
-        code = INTERRUPTED_EXIT
-    except KeyboardInterrupt:
-        session.interrupted("interrupted (Ctrl-C): results so far are kept")
-        code = INTERRUPTED_EXIT
+    with contextlib.ExitStack() as stack:
+        fn: Callable = network.bench_network
+        if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
+            ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
+            fn = functools.partial(storage.bench_storage, parallel=ready)
+        try:
+            session.bench(suite, fn)
+        except KeyboardInterrupt as e:
+            if getattr(e, "outcome", None) is not None:      # what was measured before it
+                session.add(e.outcome)
+            session.interrupted("interrupted (Ctrl-C): results so far are kept")
+            code = INTERRUPTED_EXIT
     run = session.finish()
     if code == 0 and session.step_errors:
         code = session.step_errors[0].exit_code

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import List, Optional
 
@@ -107,13 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _mpi_rank() -> int:
-    """This process's MPI rank from the launcher's environment (0 without one)."""
-    for key in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
-        v = os.environ.get(key, "")
-        if v.isdigit():
-            return int(v)
-    return 0
+def _launched_rank() -> int:
+    from .cluster.mpi import launched_rank
+    return launched_rank()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -128,7 +123,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return app.dispatch(args, argv)
     except CeilingError as e:
         # an error every MPI rank raised alike is printed once, by rank 0
-        if not (getattr(e, "all_ranks", False) and _mpi_rank() > 0):
+        if not getattr(e, "all_ranks", False) or _launched_rank() == 0:
             print(f"ceiling: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

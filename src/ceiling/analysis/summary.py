@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..cluster import PLACEMENT_TITLES
 from ..results.model import FAIL, WARN, Finding, Metric, Run
 # The sentence is for a reader, so it is formatted exactly as the reports format
 # numbers; report._format imports nothing from analysis, so there is no cycle.
@@ -42,16 +43,14 @@ LABELS = {
     "c2c.cross_socket": "Core-to-core, across sockets",
 }
 
-PLACEMENTS = {"same_l3": "same L3", "same_socket": "same socket", "cross_socket": "across sockets",
-              "cross_node": "across nodes"}
-for _key, _words in PLACEMENTS.items():
+for _key, _words in PLACEMENT_TITLES.items():
     LABELS[f"net.pingpong.latency.{_key}"] = f"MPI latency ({_words})"
     LABELS[f"net.pingpong.bandwidth.{_key}"] = f"MPI ping-pong bandwidth ({_words})"
 
 HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.triad",
             "latency.l1", "latency.l2", "latency.l3", "latency.dram",
             "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket",
-            *(f"net.pingpong.{kind}.{p}" for p in PLACEMENTS for kind in ("latency", "bandwidth")))
+            *(f"net.pingpong.{kind}.{p}" for p in PLACEMENT_TITLES for kind in ("latency", "bandwidth")))
 
 # First dotted component -> the subsystem a user would name.
 SUBSYSTEMS = {

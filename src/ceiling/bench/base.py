@@ -53,6 +53,14 @@ class Context:
         return len(self.cpus)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a bench step: ``outcome`` holds what was measured before it."""
+
+    def __init__(self, outcome: "Outcome", *args):
+        super().__init__(*(args or ("interrupted",)))
+        self.outcome = outcome
+
+
 @dataclass
 class Outcome:
     metrics: List[Metric] = field(default_factory=list)
@@ -96,15 +104,21 @@ def _context(raw: core.RawResult, extra: Dict[str, Any]) -> Dict[str, Any]:
     return ctx
 
 
-def _note(m: Metric, raw: core.RawResult) -> Metric:
-    notes = []
-    if not raw.valid:
-        notes.append(f"validation failed: {raw.msg or 'output did not match'}")
+def judge(m: Metric, valid: bool, problem: str = "",
+          spread_why: str = "other load or frequency changes; rerun on an idle node") -> Metric:
+    """Every bench's verdict on a metric: invalid (``problem`` says why) and a spread above CV_WARN, in its note."""
+    notes = [m.note]
+    if not valid:
+        notes.append(problem)
     if m.stats is not None and m.stats.n > 1 and m.stats.cv > CV_WARN:
-        notes.append(f"spread {m.stats.cv:.0%} (CV) is high: other load or frequency changes; rerun on an idle node")
-    m.valid = raw.valid
-    m.note = "; ".join(filter(None, [m.note] + notes))
+        notes.append(f"spread {m.stats.cv:.0%} (CV) is high: {spread_why}")
+    m.valid = m.valid and valid
+    m.note = "; ".join(filter(None, notes))
     return m
+
+
+def _note(m: Metric, raw: core.RawResult) -> Metric:
+    return judge(m, raw.valid, f"validation failed: {raw.msg or 'output did not match'}")
 
 
 def rate_metric(name: str, raw: core.RawResult, *, per: str = "bytes", unit: str = "GB/s",

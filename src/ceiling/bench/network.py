@@ -67,18 +67,17 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..cluster import PLACEMENT_TITLES, PLACEMENTS
 from ..errors import BadValueError, UsageError
+from ..machine._fs import format_cpulist
 from ..machine._fs import read_text as _read
 from ..machine.model import Machine
 from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
-from .base import Context, NullProgress, Outcome
+from .base import Context, Interrupted, NullProgress, Options, Outcome, judge
 
 US, MBS, MSGS = "µs", "MB/s", "msg/s"
 KIB, MIB = 1 << 10, 1 << 20
 
-PLACEMENTS = ("same_l3", "same_socket", "cross_socket", "cross_node")
-PLACEMENT_TITLES = {"same_l3": "same L3", "same_socket": "same socket, different L3",
-                    "cross_socket": "across sockets", "cross_node": "across nodes"}
 
 # IMB-MPI1 (IMB_settings.h, IMB_warm_up.c)
 MSGSPERSAMPLE = 1000
@@ -106,14 +105,6 @@ PLAN_RANKS_MAX = 64           # ranks of a node considered when pairing
 CONTEXT_RANKS_MAX = 64        # ranks whose CPUs are listed in each metric's context
 
 CORRUPT_FOR_TESTS = False     # tests set this to spoil one byte of each verified exchange
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during the measurements; ``outcome`` holds what rank 0 measured so far."""
-
-    def __init__(self, outcome: Outcome):
-        super().__init__("interrupted")
-        self.outcome = outcome
 
 
 # -- sizes and repetitions -------------------------------------------------------
@@ -171,21 +162,6 @@ def rank_counts(n: int, quick: bool) -> List[int]:
         out.append(k)
         k *= 2
     return out + [n]
-
-
-def cpulist(cpus: Sequence[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2,5" (the kernel's cpulist format)."""
-    out, run = [], []
-    for c in sorted(cpus):
-        if run and c == run[-1] + 1:
-            run.append(c)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [c]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ",".join(out)
 
 
 def size_label(n: int) -> str:
@@ -498,17 +474,25 @@ def latency_values(lat: Curve) -> Tuple[List[float], List[int]]:
 
 # -- the bench -------------------------------------------------------------------
 
-def preflight(comm=None):
-    """MPI.COMM_WORLD with at least 2 ranks, or the one-line error (MPIUnavailableError, UsageError)."""
+def preflight(comm=None, opts: Optional[Options] = None):
+    """MPI.COMM_WORLD with at least 2 ranks and, with ``opts``, a --size the bench takes; or the
+    one-line error (MPIUnavailableError, UsageError, BadValueError), the same on every rank."""
     from ..cluster import mpi
     comm = comm if comm is not None else mpi.world()
     if comm.Get_size() < 2:
-        raise UsageError("ceiling bench network needs at least 2 MPI ranks: mpirun -n 2 ceiling bench network")
+        raise mpi.everywhere(UsageError("ceiling bench network needs at least 2 MPI ranks: "
+                                        "mpirun -n 2 ceiling bench network"))
+    if opts is not None:
+        try:
+            max_bytes(opts)
+        except BadValueError as e:
+            raise mpi.everywhere(e) from None
     return comm
 
 
-def _max_bytes(ctx: Context) -> int:
-    n = ctx.opts.size_bytes
+def max_bytes(opts: Options) -> int:
+    """The largest message: --size, or the default."""
+    n = opts.size_bytes
     if n is None:
         return DEFAULT_MAX_BYTES
     if n > MAX_BYTES:
@@ -555,7 +539,7 @@ class _Run:
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.quick = ctx.opts.quick
         self.blocks = ctx.opts.reps or (QUICK_BLOCKS if self.quick else BLOCKS)
-        self.max_bytes = _max_bytes(ctx)
+        self.max_bytes = max_bytes(ctx.opts)
         self.flags = mpi.NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0
         self.progress = ctx.progress if self.rank == 0 else NullProgress()
         self.out = Outcome()
@@ -572,7 +556,7 @@ class _Run:
         self.leader = first[me["node"]] == self.rank
         topo = None
         if self.leader:
-            m = self.ctx.machine if (self.rank == 0 and self.ctx.machine.cpus) else None
+            m = self.ctx.machine if self.ctx.machine.cpus else None     # every rank has its model (app)
             try:
                 if m is None:
                     from .. import machine as machine_mod
@@ -594,7 +578,7 @@ class _Run:
             "ranks": self.size, "nodes": nodes,
             "ranks_per_node": {n: sum(1 for f in self.facts if f["node"] == n) for n in nodes},
             "hosts": sorted({f["host"] for f in self.facts}),
-            "cpus_per_rank": {f["rank"]: cpulist(f["cpus"]) for f in self.facts[:CONTEXT_RANKS_MAX]},
+            "cpus_per_rank": {f["rank"]: format_cpulist(f["cpus"]) for f in self.facts[:CONTEXT_RANKS_MAX]},
             "mpi_library": self.lib.first_line, "mpi_family": f"{self.lib.family} {self.lib.family_version}",
             "mpi_standard": self.lib.standard, "mpi_library_path": self.lib.path,
             "mpi_thread_level": self.lib.thread_level,
@@ -724,15 +708,8 @@ class _Run:
 
     @staticmethod
     def _note(m: Metric, invalid: List[str]) -> Metric:
-        notes = [m.note] if m.note else []
-        if invalid:
-            m.valid = False
-            notes.append("data check failed: " + "; ".join(invalid[:3]))
-        if m.stats is not None and m.stats.n > 1 and m.stats.cv > 0.10:
-            notes.append(f"spread {m.stats.cv:.0%} (CV) is high: other load on the CPUs or the network; "
-                         "rerun on idle nodes")
-        m.note = "; ".join(notes)
-        return m
+        return judge(m, not invalid, "data check failed: " + "; ".join(invalid[:3]),
+                     "other load on the CPUs or the network; rerun on idle nodes")
 
     # -- collectives -------------------------------------------------------------
     def measure_collectives(self) -> Outcome:

@@ -43,10 +43,10 @@ error, after the files are removed.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import concurrent.futures
 import ctypes
 import errno as errno_mod
-import math
 import os
 import re
 import shutil
@@ -63,7 +63,7 @@ from .. import core
 from ..errors import BadValueError, CeilingError, CoreError, PathError
 from ..machine._fs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
-from .base import Context, Outcome, meminfo_bytes
+from .base import Context, Interrupted, Outcome, judge, meminfo_bytes
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 MIBS = "MiB/s"
@@ -81,7 +81,6 @@ STRIDED_XFER = 64 * KIB             # interleaved layout's transfer (IOR-hard us
 SWEEP_XFERS = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 16 * MIB)
 QUICK_SWEEP_XFERS = (4 * KIB, 64 * KIB, 1 * MIB, 16 * MIB)
 SWEEP_TRANSFERS = 1024              # transfers per thread at each sweep point, at most
-MIN_XFER, MAX_XFER = 4 * KIB, 16 * MIB
 RAND_XFER = 4 * KIB
 RAND_FILE_BYTES = 256 * MIB         # per thread, at most; never more than the sequential data
 QUICK_RAND_FILE_BYTES = 64 * MIB
@@ -92,7 +91,7 @@ REPS, QUICK_REPS = 5, 3
 SWEEP_REPS = 2
 DEFAULT_MAX_THREADS = 8             # without --threads: a node's storage saturates with a few streams
 LAT_CAP = 8192                      # latency samples kept per thread, phase and repetition, at most
-LAT_SAMPLES = 65536                 # ... and per phase and repetition, all threads (never below 1024 a thread)
+LAT_SAMPLES = 65536                 # ... and per phase and repetition, all threads (never below 16 a thread)
 FREE_MARGIN = 1.10                  # free space needed: what a run writes at once, +10 %
 RESIDENT_OK = 0.01                  # at most 1 % of pages left in the page cache counts as defeated
 SEED = 0x10C0FFEE
@@ -247,7 +246,7 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
         o.lat_n = ctypes.cast(lat_n, ctypes.POINTER(ctypes.c_int64))
     r = core._Result()
     rc = _run_cancellable(lambda: fn(ctypes.byref(p), ctypes.byref(s), ctypes.byref(o), ctypes.byref(r)),
-                          hold=par is not None, cancelled=par is not None and par.interrupted)
+                          cancelled=par is not None and par.interrupted)
     msg, err = r.msg.decode(errors="replace"), int(o.err)
     raw = _raw(kind, nph, reps, nthreads, lat_cap, phase_s, amount, lat, lat_n, o, r) if rc == 0 else None
     if par is not None:
@@ -301,13 +300,13 @@ def _io_error(err: int, msg: str) -> PathError:
 _POOL: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
 
-def _run_cancellable(call: Callable[[], int], hold: bool = False, cancelled: bool = False) -> int:
+def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
     """Run a C call on a worker thread so that Ctrl-C reaches Python at once:
     the main thread waits in short slices, and on KeyboardInterrupt asks the C
-    loop to stop (it removes its files), waits for it, and re-raises; with
-    ``hold`` (several ranks) it returns the call's CEIL_ECANCEL instead, so
-    that every rank learns of the cancel at the same point; ``cancelled``: a
-    stop was asked for before the call (it stops at its first agreement point)."""
+    loop to stop (it removes its files), waits for it, and re-raises.
+    ``cancelled``: a stop was asked for before the call (several ranks: their
+    SIGINT handler asks instead of raising, see storage_mpi); the call stops at
+    its first agreement point and returns CEIL_ECANCEL on every rank."""
     global _POOL
     if threading.current_thread() is not threading.main_thread():
         return call()
@@ -321,14 +320,12 @@ def _run_cancellable(call: Callable[[], int], hold: bool = False, cancelled: boo
                 return fut.result(timeout=0.1)
             except concurrent.futures.TimeoutError:
                 continue
-    except BaseException as e:
+    except BaseException:
         _cancel(True)
         try:
             concurrent.futures.wait([fut])
         finally:
             _cancel(False)
-        if hold and isinstance(e, KeyboardInterrupt):
-            return fut.result()
         raise
 
 
@@ -759,36 +756,22 @@ def plan(ctx: Context, par: Any = None) -> Plan:
 
 # -- statistics ------------------------------------------------------------------------
 
-def percentile(values: Sequence[float], q: float) -> Optional[float]:
-    """Linearly interpolated percentile (numpy's default), q in 0..100."""
-    vals = sorted(values)
-    if not vals:
-        return None
-    pos = (len(vals) - 1) * q / 100.0
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(vals) - 1)
-    return vals[lo] + (vals[hi] - vals[lo]) * (pos - lo)
+LAT_QUANTILES = (50, 90, 99, 99.9)
 
 
 def latency_summary(samples: Sequence[float]) -> Dict[str, Any]:
-    """p50/p90/p99/p99.9/max in microseconds of per-operation seconds."""
-    if not samples:
+    """p50/p90/p99/p99.9/max in microseconds of per-operation seconds (numpy's linear percentiles)."""
+    if not len(samples):
         return {}
-    out: Dict[str, Any] = {f"p{q:g}": round(percentile(samples, q) * 1e6, 3) for q in (50, 90, 99, 99.9)}
-    out["max"] = round(max(samples) * 1e6, 3)
-    out["samples"] = len(samples)
+    a = np.asarray(samples, dtype=float)
+    out: Dict[str, Any] = {f"p{q:g}": round(float(v) * 1e6, 3)
+                           for q, v in zip(LAT_QUANTILES, np.percentile(a, LAT_QUANTILES))}
+    out["max"] = round(float(a.max()) * 1e6, 3)
+    out["samples"] = int(a.size)
     return out
 
 
 # -- the bench --------------------------------------------------------------------------
-
-class StorageInterrupted(KeyboardInterrupt):
-    """Ctrl-C during the storage bench: ``outcome`` holds what was measured before it."""
-
-    def __init__(self, outcome: Outcome, *args):
-        super().__init__(*args)
-        self.outcome = outcome
-
 
 @dataclass
 class _Mode:
@@ -796,11 +779,10 @@ class _Mode:
     refused: str = ""           # why O_DIRECT was given up
 
 
-def lat_cap(threads: int, par: Any = None) -> int:
-    """Latency samples kept per thread: all threads together keep about LAT_SAMPLES per phase."""
-    if par is not None:
-        return par.lat_cap()
-    return min(LAT_CAP, max(1024, LAT_SAMPLES // max(1, threads)))
+def lat_cap(threads: int) -> int:
+    """Latency samples kept per thread, ``threads`` those of every process: all together keep
+    about LAT_SAMPLES per phase and repetition (LAT_CAP at most, 16 at least, per thread)."""
+    return min(LAT_CAP, max(16, LAT_SAMPLES // max(1, threads)))
 
 
 class _Runner:
@@ -810,6 +792,7 @@ class _Runner:
         self.ctx, self.p, self.dir, self.fs, self.par = ctx, p, run_dir, fs, par
         self.mode = _Mode()
         self.n = 0
+        self.all_threads = p.threads * (par.size if par is not None else 1)
 
     def tag(self, what: str) -> str:
         self.n += 1
@@ -835,7 +818,7 @@ class _Runner:
     def rand(self) -> IoRaw:
         kw = dict(nthreads=self.p.threads, cpus=self.p.cpus, file_bytes=self.p.rand_file_bytes,
                   duration_s=self.p.rand_seconds, reps=self.p.reps, evict=True,
-                  lat_cap=lat_cap(self.p.threads, self.par), par=self.par)
+                  lat_cap=lat_cap(self.all_threads), par=self.par)
         if self.mode.direct:
             try:
                 return random_io(self.dir, direct=True, tag=self.tag("rand"), **kw)
@@ -846,7 +829,7 @@ class _Runner:
     def meta(self, unique: bool) -> IoRaw:
         return meta_io(self.dir, nthreads=self.p.threads, cpus=self.p.cpus, files=self.p.md_files,
                        md_bytes=self.p.md_bytes, unique_dir=unique, reps=self.p.reps,
-                       lat_cap=lat_cap(self.p.threads, self.par), par=self.par,
+                       lat_cap=lat_cap(self.all_threads), par=self.par,
                        tag=self.tag("md.unique" if unique else "md.shared"))
 
     def context(self, raw: IoRaw, **extra) -> Dict[str, Any]:
@@ -879,15 +862,9 @@ def cache_defeat(raw: IoRaw) -> Tuple[str, bool]:
 def _metric(name: str, values: List[float], unit: str, raw: IoRaw, better: str = HIGHER,
             peak: Optional[Peak] = None, context: Optional[Dict[str, Any]] = None, note: str = "") -> Metric:
     m = Metric.measured(name, values, unit, better, peak=peak, context=context or {})
-    notes = [note] if note else []
-    if not raw.valid:
-        notes.append(f"validation failed: {raw.msg or 'data read back did not match'}")
-    if m.stats is not None and m.stats.n > 1 and m.stats.cv > 0.10:
-        notes.append(f"spread {m.stats.cv:.0%} (CV) is high: other I/O on this file system or device caching; "
-                     "rerun, or use --size to write more")
-    m.valid = raw.valid
-    m.note = "; ".join(notes)
-    return m
+    m.note = note
+    return judge(m, raw.valid, f"validation failed: {raw.msg or 'data read back did not match'}",
+                 "other I/O on this file system or device caching; rerun, or use --size to write more")
 
 
 def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffix: str = "") -> List[Metric]:
@@ -932,15 +909,16 @@ def preflight(ctx: Context) -> Plan:
     return p
 
 
-def bench_storage(ctx: Context, parallel: bool = False) -> Outcome:
+def bench_storage(ctx: Context, parallel: Optional[Tuple[Any, str, Plan]] = None) -> Outcome:
     """Sequential bandwidth, random IOPS and metadata rates on ``storage_dir`` (or $TMPDIR).
 
-    ``parallel``: every MPI rank calls this and they measure together
-    (bench/storage_mpi.py); every rank returns the same figures.
+    ``parallel``: what ``prepare_parallel`` yields; every MPI rank calls this and they
+    measure together (bench/storage_mpi.py). Every rank returns the same figures, except
+    the latency percentiles, which only rank 0 computes from every rank's samples.
     """
+    if parallel is not None:
+        return _bench_parallel(ctx, *parallel)
     parent = getattr(ctx.opts, "storage_dir", None)
-    if parallel:
-        return _bench_parallel(ctx, parent)
     p = plan(ctx)
     out = Outcome()
     with RunDir(parent) as rd:
@@ -951,13 +929,13 @@ def bench_storage(ctx: Context, parallel: bool = False) -> Outcome:
         try:
             _measure(r, out)
         except KeyboardInterrupt as e:
-            raise StorageInterrupted(out, *e.args) from None
+            raise Interrupted(out, *e.args) from None
     return out
 
 
 def _plan_parallel(ctx: Context, parent: Optional[str], par: Any, path: str) -> Plan:
     """The plan on every rank, and the free space of each group's directory, or every rank's error."""
-    from .storage_mpi import raise_agreed
+    from ..cluster.mpi import raise_agreed
     err = None
     try:
         p = plan(ctx, par)
@@ -973,26 +951,26 @@ def _plan_parallel(ctx: Context, parent: Optional[str], par: Any, path: str) -> 
     return p
 
 
-def preflight_parallel(ctx: Context) -> None:
-    """preflight() for every MPI rank together: each one's error is everyone's, before any measurement."""
+@contextlib.contextmanager
+def prepare_parallel(ctx: Context):
+    """Every MPI rank together: directories, indices and the plan, with each rank's error
+    (bad --dir, size or space) raised on all of them before anything is measured. Yields what
+    ``bench_storage(ctx, parallel=...)`` measures with; the directories go on leaving."""
     from .storage_mpi import parallel_run
     parent = getattr(ctx.opts, "storage_dir", None)
     with parallel_run(ctx, parent) as (par, path):
-        _plan_parallel(ctx, parent, par, path)
+        yield par, path, _plan_parallel(ctx, parent, par, path)
 
 
-def _bench_parallel(ctx: Context, parent: Optional[str]) -> Outcome:
-    from .storage_mpi import parallel_run
+def _bench_parallel(ctx: Context, par: Any, path: str, p: Plan) -> Outcome:
     out = Outcome()
-    with parallel_run(ctx, parent) as (par, path):
-        p = _plan_parallel(ctx, parent, par, path)
-        fs = describe_fs(path)
-        fs.dir = os.path.dirname(path)
-        r = _Runner(ctx, p, path, fs, par)
-        try:
-            _measure(r, out)
-        except KeyboardInterrupt as e:
-            raise StorageInterrupted(out, *e.args) from None
+    fs = describe_fs(path)
+    fs.dir = os.path.dirname(path)
+    r = _Runner(ctx, p, path, fs, par)
+    try:
+        _measure(r, out)
+    except KeyboardInterrupt as e:
+        raise Interrupted(out, *e.args) from None
     return out
 
 
@@ -1003,7 +981,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
         id="storage.fs", status=OK, title=f"storage: {fs.fstype} on {fs.mount.source if fs.mount else '?'}",
         evidence=(f"{r.dir} is on {fs.mount.mount_point if fs.mount else '?'} ({fs.fstype}); device peak: "
                   + (f"{fs.peak.value:.0f} {MIBS}" if fs.peak.known else "unknown") + f" - {fs.peak.provenance}")))
-    steps = 3 + 2 + len(p.sweep) + 2 + 2
+    steps = 3 + 1 + len(p.sweep) + 2 + 2     # layouts, buffered, sweep, random read/write, metadata x2
     prog.start("storage", total=steps)
     # headline: the three layouts at the headline transfer, direct when the file system allows
     for layout, xfer in (("fpp", p.xfer), ("shared", p.xfer), ("strided", p.strided_xfer)):
@@ -1065,7 +1043,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
                                                  "the page cache"]))
         out.metrics.append(_metric(f"storage.iops.{what}", raw.rates(ph), IOPS, raw, context=c, note=note))
         for q in (50, 99):
-            vals = [percentile(rep[ph], q) * 1e6 for rep in raw.lat_s if rep[ph]]
+            vals = [float(np.percentile(rep[ph], q)) * 1e6 for rep in raw.lat_s if len(rep[ph])]
             if vals:
                 out.metrics.append(_metric(f"storage.lat.{what}.p{q}", vals, US, raw, better=LOWER,
                                            context={"threads": raw.nthreads, "io": c["io"],

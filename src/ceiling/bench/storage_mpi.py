@@ -45,28 +45,11 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import BadValueError, CeilingError, CoreError, PathError
+from ..cluster.mpi import raise_agreed
+from ..errors import CeilingError, PathError
 from .base import Context
 
 TOKEN_FILE = ".ceiling-group"
-LAT_SAMPLES_ALL = 65536          # latency samples per phase and repetition, all ranks together
-
-
-def everywhere(e: CeilingError) -> CeilingError:
-    """Mark an error every rank raises alike: only rank 0 prints it (cli.main)."""
-    e.all_ranks = True          # type: ignore[attr-defined]
-    return e
-
-
-def raise_agreed(comm, err: Optional[BaseException]) -> None:
-    """Every rank raises the first rank's error (class and message), or none does."""
-    mine = (type(err).__name__, str(err)) if err is not None else None
-    errs = comm.allgather(mine)
-    for rank, e in enumerate(errs):
-        if e is not None:
-            cls = {c.__name__: c for c in (BadValueError, PathError, CoreError)}.get(e[0], CeilingError)
-            msg = e[1] if rank == 0 or e[1].startswith("rank ") else f"rank {rank}: {e[1]}"
-            raise everywhere(cls(msg))
 
 
 @dataclass
@@ -75,14 +58,12 @@ class Parallel:
 
     world: Any                      # MPI.COMM_WORLD: every agreement point
     group: Any                      # the ranks sharing this rank's run directory
-    node: str
     nodes: List[str]                # every rank's node, by rank
     threads: int                    # per rank, the same on every rank
     cpus: Optional[List[int]]       # this rank's threads' CPUs; None: not pinned
     gbase: int = 0
     gthreads: int = 0
     rbase: int = 0
-    run_dir: str = ""
     notes: Dict[str, str] = field(default_factory=dict)
     interrupted: bool = False       # Ctrl-C or SIGTERM arrived: the next agreement point stops every rank
     _mpi: Any = None
@@ -98,10 +79,6 @@ class Parallel:
     @property
     def max_ranks_per_node(self) -> int:
         return max(self.nodes.count(n) for n in set(self.nodes))
-
-    def lat_cap(self) -> int:
-        """Latency samples each thread keeps: about LAT_SAMPLES_ALL per phase over all ranks."""
-        return max(16, min(8192, LAT_SAMPLES_ALL // max(1, self.size * self.threads)))
 
     def sync(self, stop: int) -> int:
         """io.c's agreement point: a barrier over every rank; 1 when any of them stopped."""
@@ -218,9 +195,7 @@ def parallel_run(ctx: Context, parent: Optional[str]):
     node = mpi.node_name()
     facts = comm.allgather({"node": node, "cpus": sorted(os.sched_getaffinity(0))})
     nodes = [f["node"] for f in facts]
-    threads = ctx.opts.threads if ctx.opts.threads else 1
-    if threads < 1:
-        raise everywhere(BadValueError(f"--threads {threads}: must be at least 1"))
+    threads = ctx.opts.threads or 1          # the CLI has checked it is at least 1
     with contextlib.ExitStack() as stack:
         # rank 0's directory, and who can see it
         made, err, token = None, None, secrets.token_hex(16)
@@ -251,9 +226,8 @@ def parallel_run(ctx: Context, parent: Optional[str]):
         cpus, pin_note = _pinning(facts, rank, threads)
         target, how = _reorder(group_ranks, nodes, rank)
         me = group.Get_rank()
-        par = Parallel(world=comm, group=group, node=node, nodes=nodes, threads=threads, cpus=cpus,
-                       gbase=me * threads, gthreads=group.Get_size() * threads, rbase=target * threads,
-                       run_dir=path, _mpi=MPI)
+        par = Parallel(world=comm, group=group, nodes=nodes, threads=threads, cpus=cpus,
+                       gbase=me * threads, gthreads=group.Get_size() * threads, rbase=target * threads, _mpi=MPI)
         n_groups = len(set(comm.allgather(color)))
         _defer_signals(par, stack)
         par.notes = {

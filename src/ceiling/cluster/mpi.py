@@ -92,19 +92,51 @@ def node_name() -> str:
     return os.environ.get("CEILING_NODE_NAME") or socket.gethostname()
 
 
+# What launchers leave in each process's environment: (rank, world size), Open MPI, Hydra
+# (MPICH, Intel MPI) and other PMI-1 launchers, PMIx; Slurm's srun is told from an sbatch
+# script's shell (SLURM_PROCID without a job step) by SLURM_STEP_ID.
+_LAUNCH_KEYS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+                ("PMIX_RANK", "PMIX_SIZE"))
+
+
+def _launched(env: Optional[Dict[str, str]]) -> Tuple[int, int]:
+    env = os.environ if env is None else env
+    for rank, size in _LAUNCH_KEYS:
+        r, n = env.get(rank, ""), env.get(size, "")
+        if r.isdigit() or n.isdigit():
+            return (int(r) if r.isdigit() else 0), (int(n) if n.isdigit() else 1)
+    if "SLURM_PROCID" in env and "SLURM_STEP_ID" in env:
+        r, n = env.get("SLURM_PROCID", ""), env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or ""
+        return (int(r) if r.isdigit() else 0), (int(n) if n.isdigit() else 1)
+    return 0, 1
+
+
 def launched_size(env: Optional[Dict[str, str]] = None) -> int:
     """How many processes the launcher started (1 when none did), from the
     environment it leaves, without initialising MPI."""
-    env = os.environ if env is None else env
-    for key in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
-        v = env.get(key, "")
-        if v.isdigit() and int(v) > 1:
-            return int(v)
-    if "SLURM_PROCID" in env and "SLURM_STEP_ID" in env:
-        v = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or ""
-        if v.isdigit():
-            return int(v)
-    return 1
+    return _launched(env)[1]
+
+
+def launched_rank(env: Optional[Dict[str, str]] = None) -> int:
+    """This process's rank as the launcher numbered it (0 without a launcher)."""
+    return _launched(env)[0]
+
+
+def everywhere(e: CeilingError) -> CeilingError:
+    """Mark an error every rank raises alike: only rank 0 prints it (cli.main)."""
+    e.all_ranks = True          # type: ignore[attr-defined]
+    return e
+
+
+def raise_agreed(comm, err: Optional[BaseException]) -> None:
+    """Every rank raises the first failing rank's error (its class and message), or none does."""
+    from ..errors import BadValueError, PathError, UsageError
+    mine = (type(err).__name__, str(err)) if err is not None else None
+    classes = {c.__name__: c for c in (BadValueError, PathError, CoreError, UsageError, MPIUnavailableError)}
+    for rank, e in enumerate(comm.allgather(mine)):
+        if e is not None:
+            msg = e[1] if rank == 0 or e[1].startswith("rank ") else f"rank {rank}: {e[1]}"
+            raise everywhere(classes.get(e[0], CeilingError)(msg))
 
 
 def world(level: str = "funneled"):
@@ -534,27 +566,21 @@ def build_per_node(comm, leader: bool) -> Tuple[NetBench, Library, Tool]:
     wait), load them everywhere. Collective; every rank raises the same error
     when any rank failed."""
     lib = library()
-    err: Optional[str] = None
+    err: Optional[CeilingError] = None
     mpicc: Optional[Tool] = None
     path: Optional[Path] = None
-    code = MPIUnavailableError.exit_code
     try:
         mpicc = find_mpicc(lib)
         path = build(lib, mpicc) if leader else library_file(lib, mpicc)
     except CeilingError as e:
-        err, code = str(e), e.exit_code
-    except OSError as e:        # every rank must reach the allgather below, or the others hang
-        err, code = f"building the MPI timing loops: {e}", CoreError.exit_code
-    errs = comm.allgather((err, code))
-    err, code = next(((e, c) for e, c in errs if e), (None, 0))
-    if err is None:
-        try:
-            assert path is not None and mpicc is not None
-            nb = NetBench.load(path, lib.version)
-        except CeilingError as e:
-            err, code = str(e), e.exit_code
-        errs = comm.allgather((err, code))
-        err, code = next(((e, c) for e, c in errs if e), (None, 0))
-    if err is not None:
-        raise (MPIUnavailableError if code == MPIUnavailableError.exit_code else CoreError)(err)
+        err = e
+    except OSError as e:        # every rank must reach the agreement below, or the others hang
+        err = CoreError(f"building the MPI timing loops: {e}")
+    raise_agreed(comm, err)
+    assert path is not None and mpicc is not None
+    try:
+        nb = NetBench.load(path, lib.version)
+    except CeilingError as e:
+        err = e
+    raise_agreed(comm, err)
     return nb, lib, mpicc

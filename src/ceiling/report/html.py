@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import roofline as _roofline
 from ..analysis import summary as _summary
+from ..cluster import PLACEMENT_TITLES
 from ..errors import PathError
 from ..results.model import FAIL, LOWER, OK, SKIPPED, WARN, Finding, Metric, Run, Series
 from . import _format as F
@@ -40,11 +41,12 @@ PLOTS = (
 
 # Series drawn together as the lines of one plot, so that placements, rank counts or write and
 # read are compared on the same axes: (pattern on the series name, the plot's heading, the
-# line's label; both formatted with the pattern's groups). Unmatched series get a plot each.
+# line's label; both formatted with the pattern's groups, {title} the placement's name).
+# Unmatched series get a plot each.
 GROUPS = (
-    (r"net\.pingpong\.latency\.(?P<p>.+)", "MPI ping-pong latency by placement (IMB PingPong)", "{p}"),
-    (r"net\.pingpong\.bandwidth\.(?P<p>.+)", "MPI ping-pong bandwidth by placement (IMB PingPong)", "{p}"),
-    (r"net\.(?P<k>bw|bibw)\.(?P<p>.+)", "MPI streaming bandwidth by placement (osu_bw, osu_bibw)", "{k} {p}"),
+    (r"net\.pingpong\.latency\.(?P<p>.+)", "MPI ping-pong latency by placement (IMB PingPong)", "{title}"),
+    (r"net\.pingpong\.bandwidth\.(?P<p>.+)", "MPI ping-pong bandwidth by placement (IMB PingPong)", "{title}"),
+    (r"net\.(?P<k>bw|bibw)\.(?P<p>.+)", "MPI streaming bandwidth by placement (osu_bw, osu_bibw)", "{k} {title}"),
     (r"net\.(?P<op>bcast|allreduce|alltoall)\.k(?P<k>\d+)", "MPI {op} by message size", "{k} ranks"),
     (r"storage\.seq\.(?P<d>write|read)\.xfer", "Sequential bandwidth by transfer size", "{d}"),
 )
@@ -147,7 +149,7 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
         y_scale = "log10"
     rules: List[S.Rule] = []
     notes: List[str] = []
-    if is_bytes and not s.name.startswith(("net.", "storage.")):   # cache lines mean nothing on message or I/O sizes
+    if is_bytes and s.x_label == "working set":   # cache capacities mean nothing on message or I/O sizes
         threads = int(s.context.get("threads") or 1)
         r, words = _cache_rules(run, threads)
         rules += r
@@ -277,6 +279,7 @@ def plots(run: Run) -> List[Plot]:
             slots.append((s.title or s.name, [("", s)]))
             continue
         parts = re.fullmatch(hit[0], s.name).groupdict()
+        parts["title"] = PLACEMENT_TITLES.get(parts.get("p", ""), parts.get("p", ""))
         head = hit[1].format(**parts)
         if head not in where:
             where[head] = len(slots)
