@@ -243,14 +243,14 @@ def fast(monkeypatch):
     """Tiny calibration targets and a fixed fake peak, so the bench runs in well under a second."""
     calls = []
 
-    def fake_peak(machine, precision, cores, isa):
+    def fake_peak(machine, *, precision, cores, isa):
         calls.append((precision, cores, isa))
         return Peak(1000.0 * cores, "Gflop/s", f"fake {precision} {cores} {isa}")
 
     monkeypatch.setattr(compute, "FLOPS_MIN_TIME_S", 1e-4)
     monkeypatch.setattr(compute, "DGEMM_MIN_TIME_S", 1e-3)
     monkeypatch.setattr(compute, "DGEMM_QUICK_MIN_TIME_S", 1e-3)
-    monkeypatch.setattr(compute, "_flop_peak", fake_peak)
+    monkeypatch.setattr(compute, "flop_peak", fake_peak)
     return calls
 
 
@@ -334,11 +334,39 @@ def test_efficiency_above_peak_is_flagged():
     assert m.note == ""
 
 
+def thread_masks():
+    """The affinity of every thread of this process, by thread id (one that exits meanwhile is left out)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            out[int(tid)] = os.sched_getaffinity(int(tid))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs in this process's affinity: pinned to its only CPU, "
+                    "a thread's mask is the same whether or not it is put back")
 @pytest.mark.parametrize("name", ["peak_fma_dp", "clock_add"])
-def test_pinning_does_not_outlive_the_run(name):
+@pytest.mark.parametrize("cpus", ["both", "worker_refused", "caller_refused"])
+def test_pinning_does_not_outlive_the_run(name, cpus):
     # The calling thread is OpenMP thread 0: pinning it and not putting its
     # affinity back would leave the whole process (and BLAS threads it starts
-    # later) on one CPU.
-    before = os.sched_getaffinity(0)
-    core.run(core.find(name), iters=10, reps=1, nthreads=1, cpus=[CPUS[-1]])
+    # later) on one CPU; a pool thread left pinned would run the next unpinned
+    # kernel's share on that one CPU. Only the C core restores them (core.run
+    # does not), so this fails if ceil_pin_member's restore is lost, on the
+    # error path too (one thread pinned, the other refused CPU 1023).
+    k = core.find(name)
+    core.run(k, iters=10, reps=1, nthreads=2)   # OpenMP's pool exists, unpinned, from here on
+    before, threads = os.sched_getaffinity(0), thread_masks()
+    assert len(threads) >= 2
+    if cpus == "both":
+        raw = core.run(k, iters=10, reps=1, nthreads=2, cpus=[CPUS[-1], CPUS[0]])
+        assert raw.valid and raw.nthreads == 2, raw.msg
+    else:
+        placement = [CPUS[-1], 1023] if cpus == "worker_refused" else [1023, CPUS[0]]
+        with pytest.raises(CoreError, match="CPU 1023"):
+            core.run(k, iters=10, reps=1, nthreads=2, cpus=placement)
     assert os.sched_getaffinity(0) == before
+    for tid, mask in thread_masks().items():   # a thread new to this run started with the caller's mask
+        assert mask == threads.get(tid, before), f"thread {tid} left on CPUs {sorted(mask)}"

@@ -189,15 +189,11 @@ def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup:
     r = _Result()
     r.times = ctypes.cast(times, ctypes.POINTER(ctypes.c_double))
     row = _lib().ceil_kernel_get(kernel.index).contents
-    # The calling thread is OpenMP's thread 0 and gets pinned to cpus[0]; kernels put its
-    # affinity back, and this makes sure of it: threads the process starts later (BLAS,
-    # the next kernel's pool) inherit the caller's affinity.
-    saved = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    try:
-        rc = row.run(ctypes.byref(p), ctypes.byref(r))
-    finally:
-        if saved is not None and os.sched_getaffinity(0) != saved:
-            os.sched_setaffinity(0, saved)
+    # The calling thread is OpenMP's thread 0 (the chase's only thread) and gets pinned to
+    # cpus[0]; the C core gives every thread it pins its own affinity back before it
+    # returns (ceil_pin_member / ceil_pin_saving + ceil_affinity_restore), so nothing is
+    # saved or restored here: tests/test_kernels_*.py check the C does it.
+    rc = row.run(ctypes.byref(p), ctypes.byref(r))
     msg = r.msg.decode(errors="replace")
     if rc != 0:
         raise CoreError(f"kernel {kernel.name} ({kernel.isa}): {_ERRORS.get(rc, f'error {rc}')}"
@@ -298,12 +294,8 @@ def noise_detour(cpus: Sequence[int], duration_s: float, threshold_ns: int = 100
     gaps = (_NoiseGap * max(1, n * cap))()
     stats = (_NoiseStats * n)()
     r = _Result()
-    saved = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-    try:
-        rc = fn(ctypes.byref(p), float(duration_s), gaps, cap, stats, ctypes.byref(r))
-    finally:
-        if saved is not None and os.sched_getaffinity(0) != saved:
-            os.sched_setaffinity(0, saved)
+    # The caller is OpenMP thread 0 and pinned like the others; the C restores its affinity.
+    rc = fn(ctypes.byref(p), float(duration_s), gaps, cap, stats, ctypes.byref(r))
     msg = r.msg.decode(errors="replace")
     if rc != 0:
         raise CoreError(f"noise probe: {_ERRORS.get(rc, f'error {rc}')}" + (f": {msg}" if msg else ""))
