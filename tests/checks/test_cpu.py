@@ -1,4 +1,4 @@
-"""cpu.governor, cpu.epp, cpu.cstates, cpu.smt and cpu.consistency on recorded and fake trees.
+"""cpu.clock, cpu.turbo, cpu.governor, cpu.epp, cpu.cstates, cpu.smt and cpu.consistency on recorded and fake trees.
 
 Fake trees follow the kernel's sysfs layout: cpufreq files per CPU in
 /sys/devices/system/cpu/cpuN/cpufreq/ (Documentation/admin-guide/pm/cpufreq.rst;
@@ -12,8 +12,8 @@ value and a newline, as the kernel writes it.
 from pathlib import Path
 
 
-from ceiling.checks import base, cpu
-from ceiling.machine.model import Cpu, Machine
+from ceiling.checks import base, cpu, thermal
+from ceiling.machine.model import Clocks, Cpu, Machine
 from checkutil import run, tree, write
 
 CPU = "sys/devices/system/cpu"
@@ -61,6 +61,74 @@ def idle(root: Path, cpus, states, driver="intel_idle"):
             write(root, f"{d}/latency", f"{lat}\n")
             write(root, f"{d}/disable", f"{int(dis)}\n")
             write(root, f"{d}/usage", "1234\n")
+
+
+# ---- cpu.clock (measured all-core clock against the base clock) --------------------
+
+def clocked(all_ghz, base=None, max_ghz=None, current=None, single=None) -> Machine:
+    m = amd_2s()
+    m.clocks = Clocks(base_ghz=base, base_source="cpufreq base_frequency" if base else "",
+                      max_ghz=max_ghz, max_source="cpufreq cpuinfo_max_freq" if max_ghz else "",
+                      current_ghz=current, current_source="/proc/cpuinfo" if current else "",
+                      measured_all_ghz=all_ghz, measured_single_ghz=single, measured_method="dependent add chain")
+    return m
+
+
+def test_clock_at_base_is_ok(tmp_path):
+    f = run("cpu.clock", clocked(2.40, base=2.45, max_ghz=3.5), tmp_path)
+    assert f.status == "ok" and f.title == "Cores run at 2.40 GHz under load"
+    assert "base clock of 2.45 GHz (cpufreq base_frequency)" in f.evidence
+
+
+def test_clock_above_base_is_turbo_and_ok(tmp_path):
+    f = run("cpu.clock", clocked(3.0, base=2.0, single=3.5), tmp_path)
+    assert f.status == "ok" and "50% above the 2.00 GHz base clock (turbo" in f.title
+    assert "3.50 GHz on one core" in f.evidence
+
+
+def test_clock_below_base_warns_at_the_throttling_threshold(tmp_path):
+    # 2.25 / 2.4 = 94%: under the 95% of base that thermal.throttling_now also uses.
+    assert cpu.ALL_BELOW_BASE is thermal.ALL_BELOW_BASE == 0.95
+    f = run("cpu.clock", clocked(2.25, base=2.4), tmp_path)
+    assert f.status == "warn" and f.title == "Cores run 6% below the base clock under load"
+    assert run("cpu.clock", clocked(2.30, base=2.4), tmp_path).status == "ok"
+
+
+def test_clock_without_base_is_skipped_not_compared_with_turbo(tmp_path):
+    # AMD/Arm: only the single-core maximum (turbo) and an idle sample are known.
+    f = run("cpu.clock", clocked(3.0, max_ghz=3.5, current=1.5), tmp_path)
+    assert f.status == "skipped" and "no base clock" in f.title
+    assert "maximum 3.50 GHz (cpufreq cpuinfo_max_freq)" in f.evidence and "current 1.50 GHz" in f.evidence
+    assert "turbo" in f.why
+
+
+def test_clock_not_measured_is_skipped(tmp_path):
+    f = run("cpu.clock", clocked(None, base=2.4), tmp_path)
+    assert f.status == "skipped" and f.title == "Clock under load: not measured"
+
+
+# ---- cpu.turbo ----------------------------------------------------------------------
+
+def test_turbo_intel_enabled_and_disabled(tmp_path):
+    write(tmp_path, f"{CPU}/intel_pstate/no_turbo", "0\n")
+    f = run("cpu.turbo", intel_2s(), tmp_path)
+    assert f.status == "ok" and f.evidence == "intel_pstate/no_turbo=0"
+    write(tmp_path, f"{CPU}/intel_pstate/no_turbo", "1\n")
+    f = run("cpu.turbo", intel_2s(), tmp_path)
+    assert f.status == "warn" and f.title == "Turbo/boost is disabled" and f.needs_root
+
+
+def test_turbo_cpufreq_boost(tmp_path):
+    write(tmp_path, f"{CPU}/cpufreq/boost", "0\n")
+    f = run("cpu.turbo", amd_2s(), tmp_path)
+    assert f.status == "warn" and f.evidence == "cpufreq/boost=0"
+    write(tmp_path, f"{CPU}/cpufreq/boost", "1\n")
+    assert run("cpu.turbo", amd_2s(), tmp_path).status == "ok"
+
+
+def test_turbo_not_exposed_is_skipped(tmp_path):
+    f = run("cpu.turbo", amd_2s(), tmp_path)
+    assert f.status == "skipped" and "no intel_pstate/no_turbo and no cpufreq/boost" in f.evidence
 
 
 # ---- cpu.governor (evidence names the CPUs and the driver) ------------------------
@@ -232,7 +300,7 @@ def test_smt_on_with_a_sibling_offline(tmp_path):
 def test_consistency_uniform_is_ok(tmp_path):
     cpufreq(tmp_path, range(8), epp="performance")
     f = run("cpu.consistency", intel_2s(), tmp_path)
-    assert f.status == "ok" and f.title == "All 8 online CPUs have the same clock and power settings"
+    assert f.status == "ok" and f.title == "All 8 online CPUs have the same clock settings"
     assert "hardware maximum 3.50 GHz" in f.evidence
 
 
@@ -244,14 +312,22 @@ def test_consistency_cap_names_cpus_and_cap(tmp_path):
     assert "CPUs 4-7 capped at 2.00 GHz (hardware maximum 3.50 GHz)" in f.evidence
 
 
-def test_consistency_mixed_governor_epp_and_min(tmp_path):
+def test_consistency_min_clock_differs_governor_epp_left_to_their_checks(tmp_path):
     cpufreq(tmp_path, range(6), epp="performance")
     cpufreq(tmp_path, (6, 7), governor="powersave", epp="power", smin=2000000)
     f = run("cpu.consistency", intel_2s(), tmp_path)
     assert f.status == "warn"
-    assert "governor differs: performance on CPUs 0-5; powersave on CPUs 6-7" in f.evidence
-    assert "energy-performance preference differs" in f.evidence
     assert "minimum clock differs: at the hardware minimum on CPUs 0-5; raised to 2.00 GHz on CPUs 6-7" in f.evidence
+    # cpu.governor and cpu.epp warn about these; consistency does not say it again.
+    assert "governor" not in f.evidence and "energy-performance" not in f.evidence
+
+
+def test_consistency_ignores_governor_and_epp_differences(tmp_path):
+    cpufreq(tmp_path, range(6), epp="performance")
+    cpufreq(tmp_path, (6, 7), governor="powersave", epp="power")
+    assert run("cpu.consistency", intel_2s(), tmp_path).status == "ok"
+    assert run("cpu.governor", intel_2s(), tmp_path).status == "warn"
+    assert run("cpu.epp", intel_2s(), tmp_path).status == "warn"
 
 
 def test_consistency_recorded_offline_cpus(tmp_path_factory):
@@ -286,7 +362,7 @@ def test_cpulist_is_bounded():
 
 
 def test_explanations_written():
-    for cid in ("cpu.epp", "cpu.cstates", "cpu.smt", "cpu.consistency"):
+    for cid in ("cpu.clock", "cpu.epp", "cpu.cstates", "cpu.smt", "cpu.consistency"):
         text = base.REGISTRY[cid].explain
         assert "warn" in text and "Fix" in text, cid
 

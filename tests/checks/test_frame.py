@@ -108,7 +108,24 @@ def test_core_limit():
     if resource.getrlimit(resource.RLIMIT_CORE)[1] == resource.RLIM_INFINITY:
         unl = _with_limit(resource.RLIMIT_CORE, resource.RLIM_INFINITY, lambda: run("limits.core"))
         pattern = Path("/proc/sys/kernel/core_pattern").read_text()
-        assert unl.status == (OK if pattern.startswith("|") else WARN)
+        assert unl.status == (OK if pattern.startswith(("|", "/")) else WARN)
+
+
+@pytest.mark.parametrize("pattern, status, title", [
+    ("core\n", WARN, "Core dumps are unlimited and written to the working directory"),
+    ("cores/core.%p\n", WARN, "Core dumps are unlimited and written to the working directory"),
+    ("/var/crash/core.%p\n", OK, "Core dumps: unlimited, written to /var/crash"),
+    ("/core.%e\n", OK, "Core dumps: unlimited, written to /"),
+    ("|/usr/lib/systemd/systemd-coredump %P %u\n", OK, "Core dumps: piped to a collector"),
+])
+def test_core_pattern_location(tmp_path, monkeypatch, pattern, status, title):
+    (tmp_path / "proc/sys/kernel").mkdir(parents=True)
+    (tmp_path / "proc/sys/kernel/core_pattern").write_text(pattern)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    probe = base.Probe(tmp_path, machine(), live=True)   # live: limits.core reads this process
+    f = base.run_one(REGISTRY["limits.core"], probe, strict=True)
+    assert (f.status, f.title) == (status, title)
+    assert f"core_pattern: {pattern.strip()}" in f.evidence
 
 
 def test_memlock_limit():

@@ -8,6 +8,8 @@ and Documentation/timers/timekeeping.rst: names separated by spaces), and
 "Not affected", "Vulnerable...", "Mitigation: ...").
 """
 
+from pathlib import Path
+
 from ceiling.checks import base
 from ceiling.checks import os as oscheck
 from ceiling.machine.model import Machine
@@ -61,10 +63,25 @@ def test_kernel_of_the_launch_year_is_ok(tmp_path):
     assert run("os.kernel_age", cpu(), tmp_path).status == "ok"
 
 
-def test_unknown_kernel_or_cpu_year_is_skipped(tmp_path):
+def test_kernel_newer_than_the_table_is_at_least_its_last_date(tmp_path):
+    last = list(oscheck.KERNEL_RELEASES)[-1]
+    date = oscheck.KERNEL_RELEASES[last]
     write(tmp_path, "proc/sys/kernel/osrelease", "7.3.0\n")
     f = run("os.kernel_age", cpu(), tmp_path)
-    assert f.status == "skipped" and "7.3" in f.title
+    assert f.status == "ok" and f.title == f"Kernel Linux 7.3 (after {date}) is not older than the CPU (2023)"
+    assert f"newer than {last} ({date})" in f.evidence
+    write(tmp_path, "proc/sys/kernel/osrelease", "6.19.0-rc1\n")
+    assert run("os.kernel_age", cpu(), tmp_path).status == "ok"
+    # Newer than the table but the table's date is before the CPU: only "unknown" is honest.
+    write(tmp_path, "proc/sys/kernel/osrelease", "7.3.0\n")
+    f = run("os.kernel_age", cpu(year=int(date[:4]) + 1), tmp_path)
+    assert f.status == "skipped" and "newer than ceiling's table" in f.title
+
+
+def test_unknown_kernel_or_cpu_year_is_skipped(tmp_path):
+    write(tmp_path, "proc/sys/kernel/osrelease", "2.6.18-419.el5\n")
+    f = run("os.kernel_age", cpu(), tmp_path)
+    assert f.status == "skipped" and "2.6.18" in f.title
     write(tmp_path, "proc/sys/kernel/osrelease", "6.6.30\n")
     f = run("os.kernel_age", cpu(year=None), tmp_path)
     assert f.status == "skipped" and "launch year" in f.title and "2023-10" in f.title
@@ -84,10 +101,13 @@ def test_recorded_centos7_on_skylake(tmp_path_factory):
     assert "(/proc/version)" in f.evidence and "Red Hat" in f.evidence
 
 
-def test_live_gives_a_finding():
-    m = Machine(cpu_facts={"launch_year": 2019})
+def test_live_reads_this_kernel():
+    # Every kernel in the table or newer than it is from 2009 or later.
+    m = Machine(cpu_facts={"launch_year": 2009})
     f = base.run_one(base.REGISTRY["os.kernel_age"], base.Probe.of(m, "/"), strict=True)
-    assert f.status in ("ok", "warn", "skipped") and f.title
+    release = Path("/proc/sys/kernel/osrelease").read_text().split()[0]
+    assert f"kernel {release} (/proc/sys/kernel/osrelease)" in f.evidence
+    assert f.status == "ok" and f"Linux {oscheck.series(release)} " in f.title
 
 
 # ---- os.clocksource ---------------------------------------------------------------

@@ -200,6 +200,31 @@ def test_rasdaemon_uncorrected_machine_check_fails(tmp_path):
     assert "mce_record uncorrected bank 4 (Intel PCU) CPU 3: Internal unclassified error" in f.evidence
 
 
+def test_rasdaemon_mce_counts_every_row_and_shows_the_last(tmp_path):
+    corrected = ("2024-02-01 12:00:00 +0000", 0x8C00004000010090, 7, "Intel IMC", "MEMORY CONTROLLER RD_CHANNEL0_ERR",
+                 "Corrected_error")
+    last = ("2024-02-03 12:00:00 +0000", 0x8C00004000010090, 5, "Intel IMC", "last one", "Corrected_error")
+    root = rasdb(tmp_path, mce=[corrected] * 300 + [last])
+    path = root / DB
+    con = sqlite3.connect(path)
+    # Rows without an integer MCi_STATUS are classed by their words.
+    con.executemany("INSERT INTO mce_record (timestamp, status, error_msg, mcistatus_msg) VALUES (?, ?, ?, ?)",
+                    [("2024-01-01 00:00:00 +0000", None, "x", "Uncorrected_error"),
+                     ("2024-01-01 00:00:00 +0000", "junk", "Corrected error", None),
+                     ("2024-01-01 00:00:00 +0000", None, None, None)])
+    con.commit()
+    con.close()
+    f = run("ras.rasdaemon", root)
+    assert f.status == "fail" and "mce_record: 1 uncorrected, 302 corrected, 1 other" in f.evidence
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM mce_record WHERE typeof(status) != 'integer'")
+    con.commit()
+    con.close()
+    f = run("ras.rasdaemon", root)
+    assert f.status == "warn" and "mce_record: 301 corrected" in f.evidence
+    assert "mce_record corrected bank 5 (Intel IMC) CPU 3: last one" in f.evidence
+
+
 @pytest.mark.parametrize("typ,status", [("Uncorrected (Non-Fatal)", "fail"), ("Uncorrected (Fatal)", "fail"),
                                         ("Corrected", "warn")])
 def test_rasdaemon_pcie_aer(tmp_path, typ, status):

@@ -103,7 +103,7 @@ def node(tmp_path_factory):
     pairs: List[Tuple[str, str]] = []
     originals: Dict[str, bytes] = {}
     for c in base.select():
-        if c.live or c.slow:
+        if c.live:
             continue
         p = Recorder(root, m)
         f = base.run_one(c, p, strict=True)

@@ -11,9 +11,8 @@ from ..machine.model import Machine
 from ..results.model import Finding
 from .base import AREAS, REGISTRY, Options, run
 
-# Module per area, imported in this order (the order within an area).
-MODULES = ("thermal", "ras", "load", "noise", "placement", "mem", "fs", "cpu", "numa", "os",
-           "limits", "cgroup", "perf", "irq", "env")
+# One module per area, named after it, imported in report order.
+MODULES = tuple(AREAS)
 
 
 def load_all() -> None:

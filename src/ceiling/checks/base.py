@@ -158,7 +158,6 @@ class Check:
     id: str
     fn: Callable[[Probe], Finding]
     live: bool = False      # reads this process or measures now: skipped on a recorded tree
-    slow: bool = False      # takes seconds (OS noise); the others take well under one
 
     @property
     def area(self) -> str:
@@ -172,7 +171,7 @@ class Check:
 REGISTRY: Dict[str, Check] = {}
 
 
-def check(check_id: str, live: bool = False, slow: bool = False):
+def check(check_id: str, live: bool = False):
     """Register a check function under ``check_id`` ("area.name")."""
     area = check_id.split(".", 1)[0]
     if area not in AREAS or "." not in check_id:
@@ -181,7 +180,7 @@ def check(check_id: str, live: bool = False, slow: bool = False):
     def register(fn: Callable[[Probe], Finding]) -> Callable[[Probe], Finding]:
         if check_id in REGISTRY and REGISTRY[check_id].fn is not fn:
             raise ValueError(f"check id {check_id!r} registered twice")
-        REGISTRY[check_id] = Check(check_id, fn, live=live, slow=slow)
+        REGISTRY[check_id] = Check(check_id, fn, live=live)
         return fn
     return register
 

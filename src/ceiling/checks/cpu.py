@@ -8,44 +8,53 @@ from typing import Dict, List, Optional, Tuple
 from ..machine._fs import format_cpulist
 from ..machine._fs import parse_cpulist as cpulist
 from .base import Probe, check, ok, skipped, warn
+from .thermal import ALL_BELOW_BASE
 
 
 @check("cpu.clock")
 def clock(p: Probe):
-    """Clock under load against the clock the OS reports.
+    """Clock under load against the base clock the OS reports.
 
     Reads the clock ceiling measured with a dependent add chain (one core,
     then all allowed cores busy; ``ceiling machine`` shows the method) and
-    compares it with the base clock, else the maximum, else the current one
-    the OS reports (cpufreq, cpuid or /proc/cpuinfo).
+    compares it with the base clock (cpufreq base_frequency, cpuid or the
+    model name).
 
-    warn: all-core clock more than 10% below the reported clock. Thermal or
-    power throttling, a power cap or a power-saving governor then lowers every
-    compute-bound result. A clock well above the reported one is turbo, and
-    is fine: peaks are computed from the measured clock, not the nominal one.
+    warn: all-core clock more than 5% below the base clock (the threshold
+    thermal.throttling_now uses). Thermal or power throttling, a power cap or
+    a power-saving governor then lowers every compute-bound result. A clock
+    well above base is turbo, and is fine: peaks are computed from the
+    measured clock, not the nominal one.
+    skipped: not measured, or no base clock known (common on AMD and Arm).
+    The maximum clock is single-core turbo and the current one is an idle
+    sample: an all-core clock below either is normal, so neither is used.
 
     Fix: check cooling and power capping (BMC / IPMI), the governor
     (cpu.governor) and the throttle counters (thermal.*).
     """
     c = p.machine.clocks
-    nominal, nominal_src = next(((v, src) for v, src in ((c.base_ghz, c.base_source), (c.max_ghz, c.max_source),
-                                                          (c.current_ghz, c.current_source)) if v), (None, ""))
     if c.measured_all_ghz is None:
         return skipped("Clock under load: not measured", evidence=c.measured_method or "")
     ev = f"measured {c.measured_all_ghz:.2f} GHz with all allowed cores busy"
     if c.measured_single_ghz:
         ev += f", {c.measured_single_ghz:.2f} GHz on one core"
-    if nominal is None:
-        return ok(f"Cores run at {c.measured_all_ghz:.2f} GHz under load", evidence=ev + "; no nominal clock to compare")
-    ev += f"; the OS reports {nominal:.2f} GHz ({nominal_src})"
+    if not c.base_ghz:
+        known = "; ".join(f"{name} {v:.2f} GHz ({src})" for name, v, src in
+                          (("maximum", c.max_ghz, c.max_source), ("current", c.current_ghz, c.current_source)) if v)
+        return skipped(f"Clock under load: {c.measured_all_ghz:.2f} GHz, no base clock to compare with",
+                       evidence=ev + "; no base clock known" + (f" (the OS reports {known})" if known else ""),
+                       why="the maximum clock is single-core turbo and the current one an idle sample: an all-core "
+                           "clock under load below either is normal, so only a base clock can show throttling")
+    nominal = c.base_ghz
+    ev += f"; the OS reports a base clock of {nominal:.2f} GHz ({c.base_source})"
     ratio = c.measured_all_ghz / nominal
-    if ratio < 0.9:
-        return warn(f"Cores run {1 - ratio:.0%} below the reported clock under load", evidence=ev,
+    if ratio < ALL_BELOW_BASE:
+        return warn(f"Cores run {1 - ratio:.0%} below the base clock under load", evidence=ev,
                     why="thermal or power throttling, a power cap, or a powersave governor lowers every compute-bound result; "
                         "so do other processes sharing the cores while the clock was measured (see load.competing)",
                     fix="check for competing load, then cooling and power capping (BMC), the governor (cpu.governor) "
                         "and the throttle counters (thermal.*)")
-    note = (f", {ratio - 1:.0%} above the {nominal:.2f} GHz the OS reports (turbo; peaks from the reported clock would be "
+    note = (f", {ratio - 1:.0%} above the {nominal:.2f} GHz base clock (turbo; peaks from the base clock would be "
             f"wrong by as much)") if ratio > 1.05 else ""
     return ok(f"Cores run at {c.measured_all_ghz:.2f} GHz under load{note}", evidence=ev,
               why="peaks are computed from the measured clock, not the nominal one")
@@ -64,11 +73,11 @@ def governor(p: Probe):
     Fix: ``cpupower frequency-set -g performance`` (root), or the batch
     system's ``srun --cpu-freq=performance``.
     """
-    govs = {}
-    for c in p.machine.cpus:
-        g = p.read(f"sys/devices/system/cpu/cpu{c.id}/cpufreq/scaling_governor")
+    govs: Dict[str, List[int]] = {}
+    for c in online_cpus(p):
+        g = p.read(f"{CPU}/cpu{c}/cpufreq/scaling_governor")
         if g is not None:
-            govs.setdefault(g, []).append(c.id)
+            govs.setdefault(g, []).append(c)
     if not govs:
         return skipped("CPU frequency governor: no cpufreq on this node",
                        evidence="/sys/devices/system/cpu/cpu*/cpufreq is absent (a VM, or no cpufreq driver)",
@@ -372,10 +381,11 @@ def khz(p: Probe, rel: str) -> Optional[int]:
 
 @check("cpu.consistency")
 def consistency(p: Probe):
-    """The same clock and power settings on every CPU: online state, scaling
-    governor, energy-performance preference, scaling_max_freq against
-    cpuinfo_max_freq, and scaling_min_freq (cpufreq files under
+    """The same clock settings on every CPU: online state, scaling_max_freq
+    against cpuinfo_max_freq, and scaling_min_freq (cpufreq files under
     /sys/devices/system/cpu/cpuN/cpufreq, /sys/devices/system/cpu/offline).
+    Governors and energy-performance preferences are judged per CPU by
+    cpu.governor and cpu.epp, which name the CPUs that differ.
 
     warn:
     - CPUs offline (present but not online; names them): the node has fewer
@@ -383,26 +393,20 @@ def consistency(p: Probe):
     - a CPU capped below its hardware maximum (scaling_max_freq <
       cpuinfo_max_freq; names the CPUs and the cap): a leftover power cap or a
       manual limit slows those cores;
-    - governors, EPP, or minimum clocks that differ between CPUs: some cores
-      then run slower than others and the slowest rank sets the pace.
+    - minimum clocks that differ between CPUs: some cores then run slower
+      than others and the slowest rank sets the pace.
     Cores of different types (hybrid and big.LITTLE parts) have different
     hardware limits; that alone is not an inconsistency.
     ok: uniform. With no cpufreq only the online state is compared.
 
-    Fix: ``cpupower -c all frequency-set -g performance -u MAX -d MIN``,
+    Fix: ``cpupower -c all frequency-set -u MAX -d MIN``,
     echo 1 > /sys/devices/system/cpu/cpuN/online (root), or find the tool
     that set the limit (tuned, power capping, a previous job's epilogue).
     """
     cpus = online_cpus(p)
-    govs, epps, caps, mins, limits = {}, {}, {}, {}, {}
+    caps, mins, limits = {}, {}, {}
     for c in cpus:
         base = f"{CPU}/cpu{c}/cpufreq"
-        g = p.read(f"{base}/scaling_governor")
-        if g is not None:
-            govs[c] = word(g)
-        e = epp_of(p, c)
-        if e is not None:
-            epps[c] = e
         smax, cmax = khz(p, f"{base}/scaling_max_freq"), khz(p, f"{base}/cpuinfo_max_freq")
         smin, cmin = khz(p, f"{base}/scaling_min_freq"), khz(p, f"{base}/cpuinfo_min_freq")
         if cmax and cmax > 0:
@@ -419,12 +423,11 @@ def consistency(p: Probe):
     if caps:
         for (smax, cmax), cs in group(caps).items():
             problems.append(f"{cpus_text(cs)} capped at {ghz(smax)} (hardware maximum {ghz(cmax)})")
-    for label, values in (("governor", govs), ("energy-performance preference", epps), ("minimum clock", mins)):
-        g = group(values)
-        if len(g) > 1:
-            problems.append(f"{label} differs: " + "; ".join(f"{v} on {cpus_text(cs)}" for v, cs in g.items()))
-        elif g:
-            notes.append(f"{label} {next(iter(g))}")
+    g = group(mins)
+    if len(g) > 1:
+        problems.append("minimum clock differs: " + "; ".join(f"{v} on {cpus_text(cs)}" for v, cs in g.items()))
+    elif g:
+        notes.append(f"minimum clock {next(iter(g))}")
     kinds = group(limits)
     if len(kinds) > 1:
         notes.append("hardware maxima differ by core type: " +
@@ -432,13 +435,13 @@ def consistency(p: Probe):
     elif kinds:
         notes.append(f"hardware maximum {ghz(next(iter(kinds)))}")
     n = len(cpus)
-    base_ev = f"{n} online CPU{'s' * (n != 1)}" + ("" if govs or epps or limits else "; no cpufreq to compare")
+    base_ev = f"{n} online CPU{'s' * (n != 1)}" + ("" if mins or limits else "; no cpufreq to compare")
     if problems:
         return warn(f"CPUs are not configured alike: {problems[0]}"[:160],
                     evidence="; ".join([base_ev] + problems + notes),
                     why="cores that are offline, capped or set differently run slower than the rest, and the "
                         "slowest rank sets the pace of a parallel job",
-                    fix="cpupower -c all frequency-set -g performance (and -u/-d for the limits), "
+                    fix="cpupower -c all frequency-set -u MAX -d MIN for the limits, "
                         "echo 1 > /sys/devices/system/cpu/cpuN/online; find what set the limit (tuned, power capping)",
                     needs_root=True)
-    return ok(f"All {n} online CPUs have the same clock and power settings", evidence="; ".join([base_ev] + notes))
+    return ok(f"All {n} online CPUs have the same clock settings", evidence="; ".join([base_ev] + notes))

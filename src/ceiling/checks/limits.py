@@ -100,8 +100,10 @@ def core(p: Probe):
     A crash of a large job then writes one core file per process, each as
     large as the process's memory, to the (often shared, parallel) file
     system: minutes of I/O and a full quota. A pipe to systemd-coredump or
-    abrt (core_pattern starting with '|') is fine. ok otherwise, saying
-    whether a crash would leave a core to debug.
+    abrt (core_pattern starting with '|') is fine, and so is an absolute
+    path (core_pattern starting with '/', e.g. /var/crash/core.%p): cores
+    then go to that directory, not the working one. ok otherwise, saying
+    whether a crash would leave a core to debug, and where.
 
     Fix: ``ulimit -c 0`` in job scripts that do not need cores, or point
     kernel.core_pattern at local disk (root).
@@ -112,10 +114,14 @@ def core(p: Probe):
     if pattern is not None:
         ev += f"; core_pattern: {pattern}"
     piped = pattern is not None and pattern.startswith("|")
-    if soft == INF and not piped:
+    # An absolute pattern names its own directory (the last '/' ends it).
+    where = (pattern[:pattern.rindex("/")] or "/") if pattern is not None and pattern.startswith("/") else None
+    if soft == INF and not piped and where is None:
         return warn("Core dumps are unlimited and written to the working directory", evidence=ev,
                     why="a crashing job writes one core file per process, each as large as its memory, "
                         "often to the shared file system",
                     fix="ulimit -c 0 in job scripts that do not need core files")
-    state = "off" if soft == 0 else "piped to a collector" if piped else f"up to {_fmt(soft)}"
+    size = "unlimited" if soft == INF else f"up to {_fmt(soft)}"
+    state = ("off" if soft == 0 else "piped to a collector" if piped
+             else f"{size}, written to {where}" if where is not None else size)
     return ok(f"Core dumps: {state}", evidence=ev)

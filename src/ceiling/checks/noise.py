@@ -257,7 +257,7 @@ def judge(w: Window) -> Finding:
     return warn("; ".join(problems), evidence="; ".join(ev), why=WHY, fix=FIX, needs_root=True)
 
 
-@check("noise.os", live=True, slow=True)
+@check("noise.os", live=True)
 def os_noise(p: Probe):
     """OS noise on every allowed CPU, and who makes it (selfish detour, no root).
 

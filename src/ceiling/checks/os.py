@@ -11,8 +11,9 @@ from .base import Probe, check, ok, skipped, warn
 # Mainline release month of each kernel series (the day Linus tagged vX.Y),
 # from kernel.org's release history (https://www.kernel.org/category/releases.html,
 # the tags in git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git) as
-# summarised in Wikipedia's "Linux kernel version history". A version outside
-# this table is 'unknown': the check never extrapolates.
+# summarised in Wikipedia's "Linux kernel version history". A series newer
+# than the last entry was released after it: the last date is then a lower
+# bound. An older series missing from the table is 'unknown'.
 KERNEL_RELEASES: Dict[str, str] = {
     "2.6.32": "2009-12",
     "3.0": "2011-07", "3.1": "2011-10", "3.2": "2012-01", "3.3": "2012-03", "3.4": "2012-05",
@@ -64,6 +65,11 @@ def series(release: str) -> Optional[str]:
     return f"{int(m.group(1))}.{int(m.group(2))}"
 
 
+def version(ser: str) -> Tuple[int, ...]:
+    """'6.18' -> (6, 18); '2.6.32' -> (2, 6, 32): series compare in release order."""
+    return tuple(int(x) for x in ser.split("."))
+
+
 @check("os.kernel_age")
 def kernel_age(p: Probe):
     """The kernel's mainline release date against the CPU's launch year
@@ -80,8 +86,12 @@ def kernel_age(p: Probe):
     for new CPUs into old version numbers, so such a kernel may be fine:
     check the vendor's hardware certification for this CPU.
     ok: the kernel is from the CPU's launch year or later (both dates shown).
-    skipped: the kernel series is not in ceiling's table (3.0 to 6.18 and
-    2.6.32), or the CPU's launch year is unknown.
+    A series newer than ceiling's table (after 6.18) is at least as new as
+    the table's last release date, and is judged with that date.
+    skipped: the kernel series is older than or missing from ceiling's table
+    (3.0 to 6.18 and 2.6.32), a newer series is dated only by the table's last
+    date and that is before the CPU's launch year, or the CPU's launch year
+    is unknown.
 
     Fix: a kernel (or distribution release) that supports the CPU: a newer
     distribution minor release, or its hardware-enablement kernel.
@@ -91,20 +101,29 @@ def kernel_age(p: Probe):
         return skipped("Kernel age: kernel version unknown", evidence="no /proc/sys/kernel/osrelease or /proc/version")
     ser = series(rel)
     date = KERNEL_RELEASES.get(ser or "")
+    last = list(KERNEL_RELEASES)[-1]
+    newer = date is None and ser is not None and version(ser) > version(last)
+    if newer:
+        date = KERNEL_RELEASES[last]   # released after the table's last series: at least that new
     year = p.machine.cpu_facts.get("launch_year")
     cpu = p.machine.cpu_facts.get("name") or p.machine.model_name or "this CPU"
     distro = next((name for pat, name in DISTRO_MARKERS if re.search(pat, rel)), None)
     ev = f"kernel {rel} ({src})"
     if date is None:
         return skipped(f"Kernel age: release date of {ser or rel} not in ceiling's table",
-                       evidence=ev + f"; table covers 2.6.32 and 3.0 to {list(KERNEL_RELEASES)[-1]}")
-    ev += f"; Linux {ser} released {date}"
+                       evidence=ev + f"; table covers 2.6.32 and 3.0 to {last}")
+    when = f"after {date}" if newer else date
+    ev += (f"; Linux {ser} is newer than {last} ({date}), the last series in ceiling's table, so it was released "
+           f"after {date}" if newer else f"; Linux {ser} released {date}")
     if distro:
         ev += f"; a distribution kernel ({distro}), which carries backports"
     if not isinstance(year, int):
-        return skipped(f"Kernel age: Linux {ser} ({date}); launch year of {cpu} unknown",
+        return skipped(f"Kernel age: Linux {ser} ({when}); launch year of {cpu} unknown",
                        evidence=ev + "; CPU not in the families data file", why="nothing to compare the kernel with")
     ev += f"; {cpu} launched {year}"
+    if newer and int(date[:4]) < year:
+        return skipped(f"Kernel age: Linux {ser} is newer than ceiling's table; {cpu} launched {year}",
+                       evidence=ev, why=f"the kernel is known only to be newer than {date}, which is before the CPU")
     if int(date[:4]) < year:
         maybe = f" ({distro} kernels backport support: may be fine)" if distro else ""
         return warn(f"Kernel Linux {ser} ({date}) is older than the CPU ({cpu}, {year}){maybe}", evidence=ev,
@@ -112,7 +131,7 @@ def kernel_age(p: Probe):
                         "distribution kernels (RHEL, SLES) backport such support, so it may be fine",
                     fix="check the distribution's support for this CPU, or use a newer kernel "
                         "(hardware-enablement kernel or distribution release)", needs_root=True)
-    return ok(f"Kernel Linux {ser} ({date}) is not older than the CPU ({year})", evidence=ev)
+    return ok(f"Kernel Linux {ser} ({when}) is not older than the CPU ({year})", evidence=ev)
 
 
 # Clock sources whose reads stay in user space (vDSO) and those that trap to

@@ -207,13 +207,22 @@ def _columns(con: sqlite3.Connection, table: str) -> List[str]:
     return [str(r[1]) for r in con.execute(f"PRAGMA table_info({table})")]
 
 
-def _mce_class(status: Any, texts: Tuple[Any, ...]) -> str:
-    if isinstance(status, int):
-        return "uncorrected" if status & MCI_STATUS_UC else "corrected"
-    joined = " ".join(str(t) for t in texts if t).lower()
-    if "uncorrected" in joined:
-        return "uncorrected"
-    return "corrected" if "corrected" in joined else "other"
+def _mce_class_sql(cols: List[str]) -> str:
+    """SQL for an mce_record row's class: 'uncorrected' when bit 61 (UC) of an
+    integer MCi_STATUS is set, else 'corrected'; without an integer status,
+    from the words in mcistatus_msg and error_msg, else 'other'. rasdaemon
+    stores the 64-bit status signed; SQLite's & works on the same bits."""
+    texts = [c for c in ("mcistatus_msg", "error_msg") if c in cols]
+    if texts:
+        joined = "lower(" + " || ' ' || ".join(f"coalesce(CAST({c} AS TEXT), '')" for c in texts) + ")"
+        by_text = (f"CASE WHEN instr({joined}, 'uncorrected') > 0 THEN 'uncorrected' "
+                   f"WHEN instr({joined}, 'corrected') > 0 THEN 'corrected' ELSE 'other' END")
+    else:
+        by_text = "'other'"
+    if "status" not in cols:
+        return by_text
+    return (f"CASE WHEN typeof(status) = 'integer' THEN "
+            f"(CASE WHEN status & {MCI_STATUS_UC} != 0 THEN 'uncorrected' ELSE 'corrected' END) ELSE {by_text} END")
 
 
 def _rasdaemon_read(con: sqlite3.Connection) -> Tuple[Dict[str, Dict[str, List[int]]], List[Tuple[str, str]]]:
@@ -247,17 +256,14 @@ def _rasdaemon_read(con: sqlite3.Connection) -> Tuple[Dict[str, Dict[str, List[i
     if "mce_record" in tables:
         cols = _columns(con, "mce_record")
         c = counts.setdefault("mce_record", {})
-        want = [x for x in ("timestamp", "status", "bank", "bank_name", "error_msg", "mcistatus_msg", "cpu") if x in cols]
-        last = None
-        for row in con.execute(f"SELECT {', '.join(want)} FROM mce_record ORDER BY rowid LIMIT 200000"):
-            r = dict(zip(want, row))
-            k = _mce_class(r.get("status"), (r.get("mcistatus_msg"), r.get("error_msg")))
-            slot = c.setdefault(k, [0, 0])
-            slot[0] += 1
-            slot[1] += 1
-            last = (r, k)
-        if last is not None:
-            r, k = last
+        cls = _mce_class_sql(cols)
+        for k, events in con.execute(f"SELECT {cls} AS k, COUNT(*) FROM mce_record GROUP BY k"):
+            slot = c.setdefault(str(k), [0, 0])
+            slot[0] += int(events or 0)
+            slot[1] += int(events or 0)
+        want = [x for x in ("timestamp", "bank", "bank_name", "error_msg", "cpu") if x in cols]
+        for row in con.execute(f"SELECT {', '.join(want + [cls])} FROM mce_record ORDER BY rowid DESC LIMIT 1"):
+            r, k = dict(zip(want, row)), row[-1]
             text = f"mce_record {k}"
             if r.get("bank") is not None:
                 text += f" bank {r.get('bank')}" + (f" ({_short(r.get('bank_name'), 30)})" if r.get("bank_name") else "")
