@@ -378,3 +378,64 @@ def test_without_mpi4py_is_one_clear_line(tmp_path):
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ceiling: MPI is not available (No module named 'mpi4py'")
     assert "pip install mpi4py mpich" in lines[0]
+
+
+def _ranks_of(mark: str):
+    """{rank: pid} of the launched ranks whose environment carries TEST_MARK=mark."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = dict(kv.split("=", 1) for kv in (d / "environ").read_text(errors="replace").split("\0") if "=" in kv)
+        except OSError:
+            continue
+        if env.get("TEST_MARK") == mark:
+            rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK")
+            if rank is not None and "python" in (d / "comm").read_text():
+                found[int(rank)] = int(d.name)
+    return found
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether the process has installed a SIGTERM handler (SigCgt bit 15)."""
+    import signal
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+@needs_mpi
+def test_sigterm_to_one_rank_stops_every_rank_together(mpi_setup, tmp_path):
+    """A scheduler's SIGTERM (scancel, a time limit) reaching one rank first: no rank may leave
+    a collective the others wait in; all stop at the same agreement point, rank 0 keeps what
+    was measured, exit 143."""
+    import os
+    import signal
+    import time
+    import uuid
+    tmp, info = mpi_setup
+    mark = uuid.uuid4().hex
+    out = tmp_path / "partial.json"
+    p = subprocess.Popen([*info["argv2"], sys.executable, "-m", "ceiling", "bench", "network", "--no-store",
+                          "--save-json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=_env(tmp, TEST_MARK=mark))
+    try:
+        deadline, pid = time.time() + 60, None
+        while time.time() < deadline and pid is None:
+            r1 = _ranks_of(mark).get(1)
+            if r1 is not None and _catches_sigterm(r1):
+                pid = r1
+            time.sleep(0.05)
+        assert pid is not None, "rank 1 never installed its SIGTERM handler"
+        os.kill(pid, signal.SIGTERM)
+        stdout, stderr = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 143, stdout + stderr
+    assert "Traceback" not in stderr, stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and doc["partial_reason"].startswith("terminated (SIGTERM)"), doc["partial_reason"]
+    assert "PARTIAL RUN: terminated (SIGTERM)" in stdout

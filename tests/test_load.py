@@ -15,7 +15,8 @@ OWN = 1000            # the pid playing "this process" in the fixture trees
 
 def write_proc(root, *, uptime=100.0, loadavg=(0.1, 0.2, 0.3), busy=0, steal=0, ncpus=4,
                procs=None, running=1, tasks=100):
-    """A fixture /proc: procs maps pid -> (comm, utime+stime ticks, start ticks)."""
+    """A fixture /proc: procs maps pid -> (comm, utime+stime ticks, start ticks[, waited-for
+    children's cutime+cstime ticks])."""
     proc = root / "proc"
     proc.mkdir(parents=True, exist_ok=True)
     # user nice system idle iowait irq softirq steal guest guest_nice; busy all in user
@@ -25,13 +26,14 @@ def write_proc(root, *, uptime=100.0, loadavg=(0.1, 0.2, 0.3), busy=0, steal=0, 
     (proc / "stat").write_text("\n".join(lines) + "\n")
     (proc / "uptime").write_text(f"{uptime:.2f} 1234.56\n")
     (proc / "loadavg").write_text(" ".join(f"{x:.2f}" for x in loadavg) + f" {running}/{tasks} 4242\n")
-    for pid, (comm, ticks, start) in (procs or {}).items():
+    for pid, (comm, ticks, start, *child) in (procs or {}).items():
+        kids = child[0] if child else 0
         d = proc / str(pid)
         d.mkdir(exist_ok=True)
         # fields 3.. : state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
         #              utime stime cutime cstime prio nice threads itreal starttime vsize rss
         rest = ["R", 1, pid, pid, 0, -1, 4194304, 10, 0, 0, 0, ticks - ticks // 3, ticks // 3,
-                500, 500, 20, 0, 1, 0, start, 123456, 789]
+                kids - kids // 2, kids // 2, 20, 0, 1, 0, start, 123456, 789]
         (d / "stat").write_text(f"{pid} ({comm}) " + " ".join(map(str, rest)) + "\n")
     return str(root)
 
@@ -121,6 +123,21 @@ def test_node_busy_without_visible_processes(tmp_path):
     assert f.status == WARN and "0.50 CPUs of it in processes not visible here" in f.evidence
 
 
+def test_children_waited_for_are_ours(tmp_path):
+    # The MPI compiler wrapper a rank ran (and waited for) inside the interval is gone from
+    # /proc by the end; its time is in the rank's cutime/cstime, so it is not "invisible" load.
+    b, a = two_samples(tmp_path, dict(procs={OWN: ("ceiling", 0, 5, 7), 30: ("rank1", 0, 6, 0)},
+                                      uptime=10.0, busy=0),
+                       dict(procs={OWN: ("ceiling", HZ, 5, 7 + HZ // 4), 30: ("rank1", HZ // 2, 6, HZ // 4)},
+                            uptime=11.0, busy=2 * HZ))
+    assert b.own_ticks == 7 and a.own_ticks == HZ + 7 + HZ // 4
+    [f] = load.compare(b, a, 4, own_pids=(30,))
+    assert f.status == OK, f.evidence
+    # Without rank 1 counted as ours, its own time and its child's are other load.
+    [g] = load.compare(b, a, 4)
+    assert g.status == WARN and "0.75 CPUs" in g.title
+
+
 def test_high_load_average_before_start(tmp_path):
     b, a = two_samples(tmp_path, dict(loadavg=(2.0, 1.0, 0.5), uptime=1.0),
                        dict(loadavg=(2.0, 1.0, 0.5), uptime=2.0))
@@ -172,3 +189,14 @@ def test_live_busy_child_is_named():
     assert f.status == WARN and f"pid {child.pid} (python" in f.evidence
     [g] = load.compare(before, after, os.cpu_count() or 1, own_pids=(child.pid,), check_loadavg=False)
     assert f"pid {child.pid} " not in g.evidence
+
+
+SPIN_CPU = "import time\nwhile time.process_time() < 0.3:\n    pass\n"
+
+
+def test_live_child_waited_for_counts_as_own_time():
+    before = load.sample()
+    subprocess.run([sys.executable, "-c", SPIN_CPU], check=True)
+    after = load.sample()
+    # CPU time, not wall time: the child used at least 0.3 s of it, however busy the machine.
+    assert after.own_ticks - before.own_ticks >= 0.3 * HZ - 1

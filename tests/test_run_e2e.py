@@ -78,3 +78,22 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["partial"] is True
     assert "interrupted" in doc["partial_reason"]
+
+
+def test_sigterm_keeps_what_was_measured_and_removes_the_files(tmp_path):
+    """A job's time limit or scancel sends SIGTERM: as Ctrl-C, with its own reason and exit 143."""
+    d = tmp_path / "io"
+    d.mkdir()
+    out = tmp_path / "partial.json"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "bench", "storage", "--no-store", "--dir", str(d),
+                          "--size", "1GiB", "--reps", "50", "--save-json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(any(x.iterdir()) for x in d.glob("ceiling-io-*")):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 143, stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] is True and doc["partial_reason"].startswith("terminated (SIGTERM)")
+    assert list(d.iterdir()) == []

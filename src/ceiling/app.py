@@ -12,7 +12,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import core
 from .bench.base import Options, Outcome, meminfo_bytes
-from .errors import INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError
+from .errors import (INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError,
+                     interruption)
 from .results.model import Run
 from .session import Session
 from .units import parse_count, parse_size
@@ -160,8 +161,8 @@ def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, C
     except KeyboardInterrupt as e:
         if getattr(e, "outcome", None) is not None:    # a step's partial results (storage)
             session.add(e.outcome)
-        session.interrupted("interrupted (Ctrl-C): results so far are kept")
-        code = INTERRUPTED_EXIT
+        why, code = interruption(e)
+        session.interrupted(f"{why}: results so far are kept")
     run = session.finish()
     code = _deliver(args, run, store, say, report_html, code)
     if code == 0 and steps_must_run and session.step_errors:
@@ -250,8 +251,11 @@ def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
         return _measure_mpi(args, argv, "network")
-    from .cluster.mpi import launched_size
-    if "storage" in args.suites and launched_size() > 1:
+    from .cluster import mpi
+    n = mpi.launched_size()
+    if "storage" in args.suites and n == 0:       # a PMIx launcher: only MPI knows the size
+        n = mpi.world("serialized").Get_size()
+    if "storage" in args.suites and n > 1:
         if len(set(args.suites)) > 1:
             raise UsageError("under MPI the storage suite runs on its own: "
                              "mpirun -n N ceiling bench storage --dir DIR")
@@ -307,8 +311,8 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
         except KeyboardInterrupt as e:
             if getattr(e, "outcome", None) is not None:      # what was measured before it
                 session.add(e.outcome)
-            session.interrupted("interrupted (Ctrl-C): results so far are kept")
-            code = INTERRUPTED_EXIT
+            why, code = interruption(e)
+            session.interrupted(f"{why}: results so far are kept")
     run = session.finish()
     if code == 0 and session.step_errors:
         code = session.step_errors[0].exit_code
@@ -405,9 +409,9 @@ def cmd_check(args: argparse.Namespace, argv: List[str]) -> int:
             session.add(Outcome(findings=run_checks(m, root, only=only, options=copts)))
         finally:
             progress.done()
-    except KeyboardInterrupt:
-        session.interrupted("interrupted (Ctrl-C): findings so far are kept")
-        code = INTERRUPTED_EXIT
+    except KeyboardInterrupt as e:
+        why, code = interruption(e)
+        session.interrupted(f"{why}: findings so far are kept")
     run = session.finish()
     color = sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ
     if args.nhc:

@@ -6,7 +6,7 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .errors import INTERRUPTED_EXIT, CeilingError, UsageError
+from .errors import TERMINATED, CeilingError, UsageError, interruption
 
 BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores", "network", "storage")
 
@@ -111,8 +111,22 @@ def _launched_rank() -> int:
     return launched_rank()
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt(TERMINATED)
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM (scancel, a job's time limit) ends a run as Ctrl-C does: what was
+    measured is kept and reported, temporary files go, exit 143."""
+    import signal
+    import threading
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _sigterm_as_interrupt()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -126,8 +140,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not getattr(e, "all_ranks", False) or _launched_rank() == 0:
             print(f"ceiling: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("ceiling: interrupted", file=sys.stderr)
-        return INTERRUPTED_EXIT
+    except KeyboardInterrupt as e:
+        why, code = interruption(e)
+        print(f"ceiling: {why}", file=sys.stderr)
+        return code
     except BrokenPipeError:
         return 0

@@ -64,4 +64,13 @@ class ValidationError(CeilingError):
     exit_code = 9
 
 
-INTERRUPTED_EXIT = 130
+INTERRUPTED_EXIT = 130     # Ctrl-C: 128 + SIGINT
+TERMINATED_EXIT = 143      # SIGTERM (scancel, a job's time limit, mpirun aborting its job): 128 + SIGTERM
+TERMINATED = "terminated (SIGTERM)"     # the KeyboardInterrupt a SIGTERM becomes carries this
+
+
+def interruption(e: BaseException) -> "tuple[str, int]":
+    """(what stopped the run, the exit code) for a KeyboardInterrupt: Ctrl-C, or a SIGTERM made into one."""
+    if e.args and e.args[0] == TERMINATED:
+        return TERMINATED, TERMINATED_EXIT
+    return "interrupted (Ctrl-C)", INTERRUPTED_EXIT

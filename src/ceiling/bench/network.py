@@ -544,6 +544,10 @@ class _Run:
         self.progress = ctx.progress if self.rank == 0 else NullProgress()
         self.out = Outcome()
         self.common: Dict[str, Any] = {}
+        self.stop = mpi.DeferredStop(comm)
+        self.pair: Optional[Tuple[Placement, Dict[str, Curve]]] = None
+        self.per: Dict[Tuple[str, int], Dict[int, Tuple[List[float], List[float], List[float], int]]] = {}
+        self.invalid: Dict[Tuple[str, int, int], List[str]] = {}
 
     # -- setup ------------------------------------------------------------------
     def gather(self) -> None:
@@ -596,6 +600,7 @@ class _Run:
         a, b = p.ranks
         cpu = p.cpus[0] if self.rank == a else p.cpus[1] if self.rank == b else None
         res = {"latency": Curve(), "pingpong": Curve(), "bw": Curve(), "bibw": Curve(), "msgrate": Curve()}
+        self.pair = (p, res)        # what an interrupted run still reports
         pp_sizes = pingpong_sizes(self.max_bytes, self.quick)
         st_sizes = stream_sizes(self.max_bytes, self.quick)
         with _Pin(self.comm, cpu) as pin_err:
@@ -610,6 +615,7 @@ class _Run:
                 if s > 0:
                     self._add(res["pingpong"], s, [s / t for t in one_way if t > 0], raw, record_invalid=False)
                 self.progress.advance()
+                self.stop.agree()
             for bidir in (False, True):
                 key = "bibw" if bidir else "bw"
                 for s in st_sizes:
@@ -621,6 +627,7 @@ class _Run:
                         self._add(res["msgrate"], s, [WINDOW * iters / t for t in raw.times_s if t > 0], raw,
                                   record_invalid=False)
                     self.progress.advance()
+                    self.stop.agree()
             self.progress.done()
         return res, None
 
@@ -712,19 +719,16 @@ class _Run:
                      "other load on the CPUs or the network; rerun on idle nodes")
 
     # -- collectives -------------------------------------------------------------
-    def measure_collectives(self) -> Outcome:
-        out = Outcome()
+    def measure_collectives(self) -> Optional[Finding]:
+        """Fill self.per and self.invalid; a finding when the ranks could not be pinned."""
         ks = rank_counts(self.size, self.quick)
         sizes = coll_sizes(self.max_bytes, self.quick)
-        oversub = bool(self.pin_notes)
-        cap = OVERSUBSCRIBED_ITERS if oversub else None
-        per: Dict[Tuple[str, int], Dict[int, Tuple[List[float], List[float], List[float], int]]] = {}
-        invalid: Dict[Tuple[str, int, int], List[str]] = {}
+        cap = OVERSUBSCRIBED_ITERS if self.pin_notes else None
+        per, invalid = self.per, self.invalid
         with _Pin(self.comm, self.pins.get(self.rank)) as pin_err:
             if pin_err:
-                out.findings.append(Finding(id="net.collectives", status=SKIPPED,
-                                            title="collectives: ranks could not be pinned", evidence=pin_err))
-                return out
+                return Finding(id="net.collectives", status=SKIPPED,
+                               title="collectives: ranks could not be pinned", evidence=pin_err)
             self.progress.start("network collectives", total=len(ks) * (1 + len(COLL_OPS) * len(sizes)))
             for k in ks:
                 members = self.order[:k]
@@ -740,9 +744,16 @@ class _Run:
                         if not raw.valid:
                             invalid[(op, k, s)] = [raw.msg or f"{op} {s} B over {k} ranks: check failed"]
                         self.progress.advance()
+                        self.stop.agree()
             self.progress.done()
-        if self.rank != 0:
-            return out
+        return None
+
+    def collectives_outcome(self) -> Outcome:
+        """Rank 0's metrics and series of what measure_collectives measured (all or part)."""
+        out = Outcome()
+        per, invalid = self.per, self.invalid
+        ks = rank_counts(self.size, self.quick)
+        oversub = bool(self.pin_notes)
         n = self.size
         base = {**self.common, "method": "IMB: each call timed alone, a barrier after each; per rank the mean "
                                          "time per call; t_min / t_max / t_avg over ranks",
@@ -784,30 +795,41 @@ class _Run:
 
     # -- all --------------------------------------------------------------------
     def run(self) -> Outcome:
-        self.gather()
-        if self.rank == 0:
-            for label, why in self.missing.items():
-                self.out.findings.append(Finding(
-                    id=f"net.placement.{label}", status=SKIPPED,
-                    title=f"network {PLACEMENT_TITLES[label]}: not measured", evidence=why,
-                    why="Each placement needs two ranks this allocation can put there."))
         try:
-            for p in self.placements:
-                res, pin_err = self.measure_pair(p)
-                if pin_err:
-                    if self.rank == 0:
-                        self.out.findings.append(Finding(
-                            id=f"net.placement.{p.label}", status=SKIPPED,
-                            title=f"network {PLACEMENT_TITLES[p.label]}: not measured", evidence=pin_err))
-                    continue
+            with self.stop:
+                self.gather()
+                self.stop.agree()
                 if self.rank == 0:
-                    self.out.extend(self.pair_outcome(p, res))
-            self.out.extend(self.measure_collectives())
-        except KeyboardInterrupt:
-            if self.rank == 0:
-                raise Interrupted(self.out) from None
+                    for label, why in self.missing.items():
+                        self.out.findings.append(Finding(
+                            id=f"net.placement.{label}", status=SKIPPED,
+                            title=f"network {PLACEMENT_TITLES[label]}: not measured", evidence=why,
+                            why="Each placement needs two ranks this allocation can put there."))
+                for p in self.placements:
+                    res, pin_err = self.measure_pair(p)
+                    self.pair = None
+                    if pin_err:
+                        if self.rank == 0:
+                            self.out.findings.append(Finding(
+                                id=f"net.placement.{p.label}", status=SKIPPED,
+                                title=f"network {PLACEMENT_TITLES[p.label]}: not measured", evidence=pin_err))
+                        continue
+                    if self.rank == 0:
+                        self.out.extend(self.pair_outcome(p, res))
+                skipped = self.measure_collectives()
+        except KeyboardInterrupt as e:
+            if self.rank == 0:       # every rank stopped at the same point: report what was measured
+                if self.pair is not None:
+                    self.out.extend(self.pair_outcome(*self.pair))
+                self.out.extend(self.collectives_outcome())
+                raise Interrupted(self.out, *e.args) from None
             raise
-        return self.out if self.rank == 0 else Outcome()
+        if self.rank != 0:
+            return Outcome()
+        if skipped is not None:
+            self.out.findings.append(skipped)
+        self.out.extend(self.collectives_outcome())
+        return self.out
 
 
 def bench_network(ctx: Context) -> Outcome:

@@ -60,7 +60,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import core
-from ..errors import BadValueError, CeilingError, CoreError, PathError
+from ..errors import TERMINATED, BadValueError, CeilingError, CoreError, PathError
 from ..machine._fs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
 from .base import Context, Interrupted, Outcome, judge, meminfo_bytes
@@ -254,7 +254,7 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
     if rc == E_EDIRECT:
         raise DirectRefused(msg)
     if rc == E_ECANCEL:
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(*((par.stop_reason,) if par is not None else ()))
     if rc == E_EIO:
         raise _io_error(err, msg)
     if rc != 0:
@@ -674,7 +674,7 @@ def check_dir(parent: str) -> None:
 
 
 def _term_to_interrupt(signum, frame):
-    raise KeyboardInterrupt("terminated (SIGTERM)")
+    raise KeyboardInterrupt(TERMINATED)
 
 
 def _remove(path: str) -> None:

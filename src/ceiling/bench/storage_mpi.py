@@ -65,8 +65,17 @@ class Parallel:
     gthreads: int = 0
     rbase: int = 0
     notes: Dict[str, str] = field(default_factory=dict)
-    interrupted: bool = False       # Ctrl-C or SIGTERM arrived: the next agreement point stops every rank
+    stop: Any = None                # cluster.mpi.DeferredStop: Ctrl-C and SIGTERM, held to an agreement point
     _mpi: Any = None
+
+    @property
+    def interrupted(self) -> bool:
+        """A signal arrived: the next agreement point stops every rank."""
+        return self.stop is not None and self.stop.signum != 0
+
+    @property
+    def stop_reason(self) -> str:
+        return self.stop.reason(self.stop.signum) if self.interrupted else "interrupted"
 
     @property
     def rank(self) -> int:
@@ -163,26 +172,6 @@ def _reorder(group_ranks: List[int], nodes: List[str], rank: int) -> Tuple[int, 
                     "(IOR -C, task reordering): the writer's page cache cannot serve it")
 
 
-def _defer_signals(par: Parallel, stack: contextlib.ExitStack) -> None:
-    """SIGINT and SIGTERM become a stop request (see the module's docstring)."""
-    import signal
-    import threading
-    from .storage import _cancel
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def stop(signum, frame):
-        par.interrupted = True
-        _cancel(True)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            old = signal.signal(sig, stop)
-        except (ValueError, OSError):
-            continue
-        stack.callback(signal.signal, sig, old)
-
-
 @contextlib.contextmanager
 def parallel_run(ctx: Context, parent: Optional[str]):
     """Set up the ranks' directories and indices; yields (Parallel, run_dir).
@@ -229,8 +218,12 @@ def parallel_run(ctx: Context, parent: Optional[str]):
         par = Parallel(world=comm, group=group, nodes=nodes, threads=threads, cpus=cpus,
                        gbase=me * threads, gthreads=group.Get_size() * threads, rbase=target * threads, _mpi=MPI)
         n_groups = len(set(comm.allgather(color)))
-        _defer_signals(par, stack)
+        from .storage import _cancel        # a signal asks the running I/O call to stop
+        par.stop = stack.enter_context(mpi.DeferredStop(comm, on_signal=lambda: _cancel(True)))
+        lib = mpi.library()
         par.notes = {
+            "launcher": mpi.launcher_in_use(),
+            "mpi_library": lib.first_line,
             "run_directory": ("one shared by all ranks" if n_groups == 1 and all(sees) else
                           f"{n_groups} directories: ranks on nodes that cannot see rank 0's (a node-local "
                           "--dir) use one per node"),

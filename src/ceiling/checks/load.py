@@ -46,6 +46,7 @@ class ProcTimes:
     start_ticks: int     # start time after boot, clock ticks (tells a reused pid apart)
     rss_pages: int = 0   # resident set, in pages
     uid: Optional[int] = None   # owner (of /proc/[pid]), None when not known
+    child_ticks: int = 0         # cutime + cstime: children it has waited for (a compiler it ran)
 
 
 MIN_INTERVAL_S = 0.5   # shortest interval whose tick counts mean something
@@ -67,7 +68,7 @@ class LoadSample:
     busy_ticks: Optional[int] = None        # all CPUs: user+nice+system+irq+softirq
     steal_ticks: Optional[int] = None       # all CPUs: time the hypervisor gave to someone else
     own_pid: int = 0
-    own_ticks: Optional[int] = None         # this process, all threads
+    own_ticks: Optional[int] = None         # this process, all threads, and the children it waited for
     procs: Dict[int, ProcTimes] = field(default_factory=dict)   # every other process
     unreadable: int = 0                     # processes whose stat could not be read (hidepid)
 
@@ -86,9 +87,10 @@ def _parse_pid_stat(pid: int, data: bytes) -> ProcTimes:
     lp = data.index(b"(")
     rp = data.rindex(b")")
     rest = data[rp + 2:].split()
-    # rest[0] is field 3 (state); utime, stime, starttime are fields 14, 15, 22.
+    # rest[0] is field 3 (state); utime, stime, cutime, cstime, starttime are fields 14-17, 22.
     return ProcTimes(pid, data[lp + 1:rp].decode("utf-8", "replace"),
-                     int(rest[11]) + int(rest[12]), int(rest[19]), rss_pages=max(0, int(rest[21])))
+                     int(rest[11]) + int(rest[12]), int(rest[19]), rss_pages=max(0, int(rest[21])),
+                     child_ticks=int(rest[13]) + int(rest[14]))
 
 
 def _read_pid(proc: str, pid: int) -> Optional[ProcTimes]:
@@ -155,12 +157,12 @@ def sample(root: str = "/", pid: Optional[int] = None) -> LoadSample:
                 s.unreadable += 1
             continue
         if p == own:
-            s.own_ticks = t.cpu_ticks
+            s.own_ticks = t.cpu_ticks + t.child_ticks
         else:
             s.procs[p] = t
     if s.own_ticks is None:
         t = _read_pid(proc, own)
-        s.own_ticks = t.cpu_ticks if t else None
+        s.own_ticks = t.cpu_ticks + t.child_ticks if t else None
     return s
 
 
@@ -225,7 +227,10 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
     if None not in (before.busy_ticks, after.busy_ticks, before.own_ticks, after.own_ticks) \
             and before.own_pid == after.own_pid:
         mine = after.own_ticks - before.own_ticks
-        mine += sum(after.procs[p].cpu_ticks - before.procs[p].cpu_ticks for p in own_pids
+        # Ours: this process, the other ranks, and the short-lived children they ran and
+        # waited for (the MPI compiler wrapper), which no process listing catches.
+        mine += sum(after.procs[p].cpu_ticks + after.procs[p].child_ticks
+                    - before.procs[p].cpu_ticks - before.procs[p].child_ticks for p in own_pids
                     if p in after.procs and p in before.procs)
         node_cpus = max(0.0, (after.busy_ticks - before.busy_ticks - mine) / hz / elapsed)
     # Per-process sums miss short-lived processes and other containers; node totals miss

@@ -92,34 +92,41 @@ def node_name() -> str:
     return os.environ.get("CEILING_NODE_NAME") or socket.gethostname()
 
 
-# What launchers leave in each process's environment: (rank, world size), Open MPI, Hydra
-# (MPICH, Intel MPI) and other PMI-1 launchers, PMIx; Slurm's srun is told from an sbatch
-# script's shell (SLURM_PROCID without a job step) by SLURM_STEP_ID.
-_LAUNCH_KEYS = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
-                ("PMIX_RANK", "PMIX_SIZE"))
+# What launchers leave in each process's environment, in order of trust: Open MPI, Hydra
+# (MPICH, Intel MPI) and other PMI-1/2 launchers (srun --mpi=pmi2 among them), PMIx (rank
+# only: a PMIx server puts no size in the environment, seen under srun --mpi=pmix), then
+# Slurm's own, told from an sbatch script's shell (SLURM_PROCID without a job step) by
+# SLURM_STEP_ID.
+_RANK_KEYS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+_SIZE_KEYS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+_SLURM_RANK, _SLURM_SIZE = ("SLURM_PROCID",), ("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
 
 
-def _launched(env: Optional[Dict[str, str]]) -> Tuple[int, int]:
+def _launched(env: Optional[Dict[str, str]]) -> Tuple[Optional[int], Optional[int]]:
     env = os.environ if env is None else env
-    for rank, size in _LAUNCH_KEYS:
-        r, n = env.get(rank, ""), env.get(size, "")
-        if r.isdigit() or n.isdigit():
-            return (int(r) if r.isdigit() else 0), (int(n) if n.isdigit() else 1)
-    if "SLURM_PROCID" in env and "SLURM_STEP_ID" in env:
-        r, n = env.get("SLURM_PROCID", ""), env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or ""
-        return (int(r) if r.isdigit() else 0), (int(n) if n.isdigit() else 1)
-    return 0, 1
+    in_step = "SLURM_PROCID" in env and "SLURM_STEP_ID" in env
+
+    def first(keys: Sequence[str]) -> Optional[int]:
+        return next((int(env[k]) for k in keys if env.get(k, "").isdigit()), None)
+
+    rank = first(_RANK_KEYS + (_SLURM_RANK if in_step else ()))
+    size = first(_SIZE_KEYS + (_SLURM_SIZE if in_step else ()))
+    return rank, size
 
 
 def launched_size(env: Optional[Dict[str, str]] = None) -> int:
-    """How many processes the launcher started (1 when none did), from the
-    environment it leaves, without initialising MPI."""
-    return _launched(env)[1]
+    """How many processes the launcher started, from the environment it leaves,
+    without initialising MPI: 1 when no launcher did, 0 when one did but did not
+    say how many (ask MPI)."""
+    rank, size = _launched(env)
+    if size is not None:
+        return size
+    return 1 if rank is None else 0
 
 
 def launched_rank(env: Optional[Dict[str, str]] = None) -> int:
     """This process's rank as the launcher numbered it (0 without a launcher)."""
-    return _launched(env)[0]
+    return _launched(env)[0] or 0
 
 
 def everywhere(e: CeilingError) -> CeilingError:
@@ -137,6 +144,61 @@ def raise_agreed(comm, err: Optional[BaseException]) -> None:
         if e is not None:
             msg = e[1] if rank == 0 or e[1].startswith("rank ") else f"rank {rank}: {e[1]}"
             raise everywhere(classes.get(e[0], CeilingError)(msg))
+
+
+class DeferredStop:
+    """Ctrl-C and SIGTERM while ranks measure together.
+
+    A rank that raised on the spot would leave the others waiting in the
+    collective it left, until the launcher kills them and nothing is saved.
+    Inside ``with``, the two signals are only recorded (``on_signal`` is also
+    called, from the main thread); ``agree()``, collective, then makes every
+    rank raise KeyboardInterrupt at the same point when any rank got one,
+    with TERMINATED as its argument for a SIGTERM. A second Ctrl-C raises at
+    once, for a rank stuck waiting on a peer that is gone.
+    """
+
+    def __init__(self, comm, on_signal: Optional[Any] = None):
+        self.comm, self.on_signal = comm, on_signal
+        self.signum = 0
+        self._old: List[Tuple[int, Any]] = []
+
+    def __enter__(self) -> "DeferredStop":
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self._old.append((sig, signal.signal(sig, self._record)))
+                except (ValueError, OSError):
+                    pass
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        while self._old:
+            signal.signal(*self._old.pop())
+
+    def _record(self, signum, frame) -> None:
+        import signal
+        if self.signum and signum == signal.SIGINT:     # a second Ctrl-C: the user will not wait
+            raise KeyboardInterrupt(self.reason(self.signum))
+        self.signum = self.signum or signum
+        if self.on_signal is not None:
+            self.on_signal()
+
+    @staticmethod
+    def reason(signum: int) -> str:
+        import signal
+        from ..errors import TERMINATED
+        return TERMINATED if signum == signal.SIGTERM else "interrupted"
+
+    def agree(self) -> None:
+        """Collective: KeyboardInterrupt on every rank when any rank got a signal."""
+        from mpi4py import MPI
+        got = self.comm.allreduce(self.signum, op=MPI.MAX)
+        if got:
+            raise KeyboardInterrupt(self.reason(got))
 
 
 def world(level: str = "funneled"):
@@ -220,7 +282,8 @@ def library() -> Library:
     major, minor = MPI.Get_version()
     levels = {MPI.THREAD_SINGLE: "single", MPI.THREAD_FUNNELED: "funneled",
               MPI.THREAD_SERIALIZED: "serialized", MPI.THREAD_MULTIPLE: "multiple"}
-    return Library(version=MPI.Get_library_version(), family=_family(name),
+    # Open MPI counts the terminating NUL in the length it returns, so mpi4py's string ends with one.
+    return Library(version=MPI.Get_library_version().rstrip("\0"), family=_family(name),
                    family_version=".".join(str(v) for v in ver), standard=f"{major}.{minor}",
                    path=mapped_libmpi(), thread_level=levels.get(MPI.Query_thread(), "?"))
 
@@ -562,24 +625,27 @@ class NetBench:
 
 
 def build_per_node(comm, leader: bool) -> Tuple[NetBench, Library, Tool]:
-    """Find the wrapper, build the loops on each node's first rank (the others
-    wait), load them everywhere. Collective; every rank raises the same error
-    when any rank failed."""
+    """Find the wrapper and build the loops on each node's first rank, load them
+    everywhere. Only leaders run the wrapper (a 128-rank node would otherwise
+    start 128 ``mpicc -E`` at once); the others take their leader's answer.
+    Collective; every rank raises the same error when any rank failed."""
     lib = library()
     err: Optional[CeilingError] = None
-    mpicc: Optional[Tool] = None
-    path: Optional[Path] = None
-    try:
-        mpicc = find_mpicc(lib)
-        path = build(lib, mpicc) if leader else library_file(lib, mpicc)
-    except CeilingError as e:
-        err = e
-    except OSError as e:        # every rank must reach the agreement below, or the others hang
-        err = CoreError(f"building the MPI timing loops: {e}")
+    made: Optional[Tuple[Tool, str]] = None
+    if leader:
+        try:
+            mpicc = find_mpicc(lib)
+            made = (mpicc, str(build(lib, mpicc)))
+        except CeilingError as e:
+            err = e
+        except OSError as e:    # every rank must reach the agreement below, or the others hang
+            err = CoreError(f"building the MPI timing loops: {e}")
     raise_agreed(comm, err)
-    assert path is not None and mpicc is not None
+    node = node_name()
+    built = dict(x for x in comm.allgather((node, made) if leader else None) if x is not None)
+    mpicc, path = built[node]
     try:
-        nb = NetBench.load(path, lib.version)
+        nb = NetBench.load(Path(path), lib.version)
     except CeilingError as e:
         err = e
     raise_agreed(comm, err)
