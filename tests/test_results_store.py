@@ -183,6 +183,24 @@ def test_two_processes_save_at_once(tmp_path):
         assert len(s.metrics_history("stream.triad")) == 80
 
 
+def test_two_processes_creating_one_database_both_get_in(tmp_path):
+    # The creation race alone, many times: both read the empty file, then both want the
+    # write lock. SQLite answers one of them "locked" at once (about one race in four here
+    # before Store retried); neither may fail.
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    for k in range(12):
+        path = str(tmp_path / f"h{k}.db")
+        barrier = ctx.Barrier(2)
+        procs = [ctx.Process(target=_writer, args=(path, tag, 1, barrier)) for tag in ("p", "q")]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0, 0], f"race {k}"
+        with Store(path) as s:
+            assert len(s.list()) == 2
+
+
 # -- files that are not ours: refused, never written ---------------------------------
 
 def _not_sqlite(p):

@@ -16,7 +16,9 @@ Store versions (``PRAGMA user_version``):
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,41 +131,59 @@ class Store:
             raise PathError(f"cannot create {p}: {parent} is not writable")
 
     def _open(self) -> None:
-        db = self._db
-        try:
-            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # Reads only, before anything is written: whose file is this? One read
-            # transaction, so that a creator committing in between is seen whole or not at all.
-            db.execute("BEGIN")
+        """_open_once, again while another process holds a lock, up to the busy timeout.
+
+        busy_timeout alone does not cover the creation race: two processes that both
+        read the empty file and then both ask for the write lock (WAL switch, schema)
+        would wait on each other, and SQLite answers one of them "locked" at once
+        rather than let both wait forever. That one steps back and starts over."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
             try:
-                version, tables = self._read_header()
-            finally:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")       # nothing was written; ends the snapshot
-        except sqlite3.Error as e:
-            raise self._error(e) from None
-        self._verify(version, tables)
+                self._open_once()
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise self._error(e) from None
+            except sqlite3.Error as e:
+                raise self._error(e) from None
+            try:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            time.sleep(random.uniform(0.005, 0.05))
+
+    def _open_once(self) -> None:
+        db = self._db
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Reads only, before anything is written: whose file is this? One read
+        # transaction, so that a creator committing in between is seen whole or not at all.
+        db.execute("BEGIN")
         try:
-            # Changing the journal mode writes the header: only now that the file is known to be ours.
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            if not tables:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    # Re-read under the write lock: another process may have created it meanwhile.
-                    version, tables = self._read_header()
-                    self._verify(version, tables)
-                    if not tables:
-                        for stmt in _SCHEMA.split(";"):
-                            if stmt.strip():
-                                db.execute(stmt)
-                        db.execute(f"PRAGMA user_version = {STORE_VERSION}")
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-        except sqlite3.Error as e:
-            raise self._error(e) from None
+            version, tables = self._read_header()
+        finally:
+            if db.in_transaction:
+                db.execute("ROLLBACK")       # nothing was written; ends the snapshot
+        self._verify(version, tables)
+        # Changing the journal mode writes the header: only now that the file is known to be ours.
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        if not tables:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                # Re-read under the write lock: another process may have created it meanwhile.
+                version, tables = self._read_header()
+                self._verify(version, tables)
+                if not tables:
+                    for stmt in _SCHEMA.split(";"):
+                        if stmt.strip():
+                            db.execute(stmt)
+                    db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     def _read_header(self) -> Tuple[int, set]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
