@@ -1,10 +1,11 @@
 # make run   - build ceiling into .venv and run the main job (ceiling run)
 # make test  - build ceiling with its test needs into .venv and run the tests
 # make bench - side-by-side comparisons with peer tools (benchmarks/README.md)
+# make test-openmpi - the MPI tests again under Debian's Open MPI and mpi4py (scripts/test-openmpi.sh)
 VENV ?= .venv
 SOURCES := $(shell find src csrc -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -not -name '*.so') pyproject.toml CMakeLists.txt
 
-.PHONY: run test test-all bench clean
+.PHONY: run test test-all test-openmpi bench clean
 
 $(VENV)/.installed: $(SOURCES) scripts/bootstrap.sh
 	CEILING_VENV=$(VENV) scripts/bootstrap.sh --test
@@ -15,6 +16,9 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
+
+test-openmpi: $(VENV)/.installed
+	scripts/test-openmpi.sh
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/compare.py $(ARGS)

@@ -183,7 +183,33 @@ def test_ranks_that_cannot_see_rank_0s_directory_use_one_per_node(mpi_setup, tmp
         assert ms[name]["context"]["run_directory"].startswith("2 directories")
         # in each directory the ranks are on one node: nobody reads another node's data
         assert ms[name]["context"]["task_reordering"].startswith("none: one node")
+        dirs = ms[name]["context"]["directories"]
+        assert [d["nodes"] for d in dirs] == [["n0"], ["n1"]] and dirs[0]["dir"] == dirs[1]["dir"] == str(tmp_path)
+    [fs] = [f for f in runs[0]["findings"] if f["id"] == "storage.fs"]
+    assert fs["title"] == "storage: 2 directories, one per group of nodes" and "nodes n1" in fs["evidence"]
     assert leftovers(tmp_path) == []
+
+
+def _fs(src, peak, dev="nvme0n1"):
+    from ceiling.bench.storage import FileSystem, Mount
+    from ceiling.results.model import Peak
+    m = Mount(mount_point="/scratch", fstype="xfs", source=src, major=259, minor=0, super_options="")
+    return FileSystem("/scratch", m, Peak(peak, "MiB/s", f"{dev} PCIe link" if peak else "unknown: no link"))
+
+
+def test_node_local_directories_add_up_their_devices_peaks():
+    from ceiling.bench.storage import combine_fs
+    one = _fs("/dev/nvme0n1", 3000.0)
+    assert combine_fs([("h0", ["n0"], one)]) is one
+    both = combine_fs([("h0", ["n0"], one), ("h1", ["n1"], _fs("/dev/nvme0n1", 2000.0))])
+    assert both.peak.value == 5000.0 and "sum of 2 devices' peaks" in both.peak.provenance
+    assert [g["host"] for g in both.groups] == ["h0", "h1"] and both.context()["directories"][1]["peak_mibs"] == 2000.0
+    # two groups on one host writing to one device: counted once (CEILING_NODE_NAME stand-ins)
+    same = combine_fs([("h0", ["n0"], one), ("h0", ["n1"], _fs("/dev/nvme0n1", 3000.0))])
+    assert same.peak.value == 3000.0
+    # one unknown makes the aggregate unknown, naming where
+    unk = combine_fs([("h0", ["n0"], one), ("h1", ["n1"], _fs("/dev/sdb", None))])
+    assert unk.peak.value is None and "/dev/sdb on h1" in unk.peak.provenance
 
 
 def _cli(mpi_setup, n, args, pre=(), **env):

@@ -273,6 +273,16 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     is not measured: on N ranks at once it would disturb the others and say
     nothing about the network or the file system.
     """
+    from .bench import network
+    from .cluster import mpi
+
+    # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
+    comm = network.preflight() if suite == "network" else mpi.world("serialized")
+    with mpi.DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
+        return _measure_mpi_ranks(args, argv, suite, comm, stop)
+
+
+def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, stop) -> int:
     import contextlib
     import functools
     from . import machine as machine_mod
@@ -280,8 +290,6 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     from .bench.base import Context, NullProgress
     from .cluster import mpi
 
-    # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
-    comm = network.preflight() if suite == "network" else mpi.world("serialized")
     leader = comm.Get_rank() == 0
     try:                     # every rank parses the same command line: one error, printed once
         opts = options(args)
@@ -303,10 +311,11 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     code = 0
     with contextlib.ExitStack() as stack:
         fn: Callable = network.bench_network
-        if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
-            ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
-            fn = functools.partial(storage.bench_storage, parallel=ready)
         try:
+            stop.agree()         # a signal during the set-up: nothing measured, every rank leaves here
+            if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
+                ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
+                fn = functools.partial(storage.bench_storage, parallel=ready)
             session.bench(suite, fn)
         except KeyboardInterrupt as e:
             if getattr(e, "outcome", None) is not None:      # what was measured before it

@@ -581,6 +581,7 @@ class FileSystem:
     mount: Optional[Mount]
     peak: Peak
     device: Dict[str, Any] = field(default_factory=dict)
+    groups: List[Dict[str, Any]] = field(default_factory=list)   # under MPI, one per directory (combine_fs)
 
     @property
     def fstype(self) -> str:
@@ -589,7 +590,8 @@ class FileSystem:
     def context(self) -> Dict[str, Any]:
         m = self.mount
         return {"fs_type": self.fstype, "fs_source": m.source if m else "", "mount_point": m.mount_point if m else "",
-                "dir": self.dir, **({"device": self.device} if self.device else {})}
+                "dir": self.dir, **({"device": self.device} if self.device else {}),
+                **({"directories": self.groups} if self.groups else {})}
 
 
 def describe_fs(path: str, mountinfo: str = "/proc/self/mountinfo", sys_root: str = "/sys") -> FileSystem:
@@ -962,10 +964,47 @@ def prepare_parallel(ctx: Context):
         yield par, path, _plan_parallel(ctx, parent, par, path)
 
 
+def combine_fs(parts: List[Tuple[str, List[str], FileSystem]]) -> FileSystem:
+    """One description of the directories the ranks write to: (host, nodes, file system)
+    of each group's directory. One directory: its own. Several (node-local --dir): the
+    peak of the aggregate is the sum of each distinct device's (a device shared by two
+    groups on one host counted once), unknown when one of them is; every directory is
+    listed in the context."""
+    if len(parts) == 1:
+        return parts[0][2]
+    first = parts[0][2]
+    seen: Dict[Tuple[str, str], Peak] = {}
+    for host, _, fs in parts:
+        seen.setdefault((host, fs.mount.source if fs.mount else fs.dir), fs.peak)
+    unknown = [(k, pk) for k, pk in seen.items() if not pk.known]
+    if unknown:
+        (host, src), pk = unknown[0]
+        peak = Peak(None, MIBS, f"unknown: {src} on {host}: {pk.provenance}")
+    else:
+        peak = Peak(sum(pk.value for pk in seen.values()), MIBS,    # type: ignore[misc]
+                    f"sum of {len(seen)} devices' peaks, one per directory: "
+                    + "; ".join(f"{src} on {host} {pk.value:.0f} {MIBS}" for (host, src), pk in seen.items()))
+    out = FileSystem(first.dir, first.mount, peak, first.device)
+    out.groups = [{"host": host, "nodes": nodes, **fs.context(),
+                   "peak_mibs": fs.peak.value, "peak_provenance": fs.peak.provenance} for host, nodes, fs in parts]
+    return out
+
+
+def _describe_groups(par: Any, path: str) -> FileSystem:
+    """Each group's first rank describes its directory; every rank gets the combination."""
+    import socket
+    members = par.group.allgather(par.rank)
+    mine = None
+    if par.group.Get_rank() == 0:
+        fs = describe_fs(path)
+        fs.dir = os.path.dirname(path)
+        mine = (socket.gethostname(), list(dict.fromkeys(par.nodes[r] for r in members)), fs)
+    return combine_fs([x for x in par.world.allgather(mine) if x is not None])
+
+
 def _bench_parallel(ctx: Context, par: Any, path: str, p: Plan) -> Outcome:
     out = Outcome()
-    fs = describe_fs(path)
-    fs.dir = os.path.dirname(path)
+    fs = _describe_groups(par, path)
     r = _Runner(ctx, p, path, fs, par)
     try:
         _measure(r, out)
@@ -977,10 +1016,18 @@ def _bench_parallel(ctx: Context, par: Any, path: str, p: Plan) -> Outcome:
 def _measure(r: _Runner, out: Outcome) -> None:
     p, prog = r.p, r.ctx.progress
     fs = r.fs
-    out.findings.append(Finding(
-        id="storage.fs", status=OK, title=f"storage: {fs.fstype} on {fs.mount.source if fs.mount else '?'}",
-        evidence=(f"{r.dir} is on {fs.mount.mount_point if fs.mount else '?'} ({fs.fstype}); device peak: "
-                  + (f"{fs.peak.value:.0f} {MIBS}" if fs.peak.known else "unknown") + f" - {fs.peak.provenance}")))
+    peak = (f"{fs.peak.value:.0f} {MIBS}" if fs.peak.known else "unknown") + f" - {fs.peak.provenance}"
+    if fs.groups:
+        where = "; ".join(f"{g['dir']} on {g['host']} (nodes {', '.join(g['nodes'][:4])}"
+                          f"{' ...' if len(g['nodes']) > 4 else ''}) is on {g['mount_point'] or '?'} ({g['fs_type']})"
+                          for g in fs.groups[:8])
+        out.findings.append(Finding(
+            id="storage.fs", status=OK, title=f"storage: {len(fs.groups)} directories, one per group of nodes",
+            evidence=f"{where}{' ...' if len(fs.groups) > 8 else ''}; peak of the aggregate: {peak}"))
+    else:
+        out.findings.append(Finding(
+            id="storage.fs", status=OK, title=f"storage: {fs.fstype} on {fs.mount.source if fs.mount else '?'}",
+            evidence=f"{r.dir} is on {fs.mount.mount_point if fs.mount else '?'} ({fs.fstype}); device peak: {peak}"))
     steps = 3 + 1 + len(p.sweep) + 2 + 2     # layouts, buffered, sweep, random read/write, metadata x2
     prog.start("storage", total=steps)
     # headline: the three layouts at the headline transfer, direct when the file system allows

@@ -156,36 +156,58 @@ class DeferredStop:
     rank raise KeyboardInterrupt at the same point when any rank got one,
     with TERMINATED as its argument for a SIGTERM. A second Ctrl-C raises at
     once, for a rank stuck waiting on a peer that is gone.
+
+    Nested, an inner one joins the outer (the CLI holds one from MPI's start,
+    a bench holds its own when called as a library): one record of the
+    signal, every ``on_signal`` called.
     """
 
     def __init__(self, comm, on_signal: Optional[Any] = None):
         self.comm, self.on_signal = comm, on_signal
-        self.signum = 0
+        self._signum = 0
+        self._outer: Optional["DeferredStop"] = None
+        self._inner: List["DeferredStop"] = []
         self._old: List[Tuple[int, Any]] = []
+
+    @property
+    def signum(self) -> int:
+        """The first signal recorded (0: none)."""
+        return self._outer.signum if self._outer is not None else self._signum
 
     def __enter__(self) -> "DeferredStop":
         import signal
         import threading
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    self._old.append((sig, signal.signal(sig, self._record)))
-                except (ValueError, OSError):
-                    pass
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        held = signal.getsignal(signal.SIGTERM)
+        outer = getattr(held, "__self__", None)
+        if isinstance(outer, DeferredStop):
+            self._outer = outer
+            outer._inner.append(self)
+            return self
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._old.append((sig, signal.signal(sig, self._record)))
+            except (ValueError, OSError):
+                pass
         return self
 
     def __exit__(self, *exc) -> None:
         import signal
+        if self._outer is not None:
+            self._outer._inner.remove(self)
+            self._outer = None
         while self._old:
             signal.signal(*self._old.pop())
 
     def _record(self, signum, frame) -> None:
         import signal
-        if self.signum and signum == signal.SIGINT:     # a second Ctrl-C: the user will not wait
-            raise KeyboardInterrupt(self.reason(self.signum))
-        self.signum = self.signum or signum
-        if self.on_signal is not None:
-            self.on_signal()
+        if self._signum and signum == signal.SIGINT:     # a second Ctrl-C: the user will not wait
+            raise KeyboardInterrupt(self.reason(self._signum))
+        self._signum = self._signum or signum
+        for d in [self, *self._inner]:
+            if d.on_signal is not None:
+                d.on_signal()
 
     @staticmethod
     def reason(signum: int) -> str:
