@@ -165,17 +165,22 @@ def _writer(path, tag, n, barrier):
             s.save(mkrun(host=tag, started=f"2025-01-01T00:00:{i:02d}Z", run_id=f"{tag}{i:04d}"))
 
 
-def test_two_processes_save_at_once(tmp_path):
-    # Both also race to create the new database: neither may fail or lose a row.
-    path = str(tmp_path / "h.db")
+def _race(path, rows):
+    """Two processes open the database at once and save `rows` runs each; their exit codes."""
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_writer, args=(path, tag, 40, barrier)) for tag in ("p", "q")]
+    procs = [ctx.Process(target=_writer, args=(path, tag, rows, barrier)) for tag in ("p", "q")]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0]
+    return [p.exitcode for p in procs]
+
+
+def test_two_processes_save_at_once(tmp_path):
+    # Both also race to create the new database: neither may fail or lose a row.
+    path = str(tmp_path / "h.db")
+    assert _race(path, 40) == [0, 0]
     with Store(path) as s:
         rows = s.list(limit=1000)
         assert len(rows) == 80
@@ -187,16 +192,9 @@ def test_two_processes_creating_one_database_both_get_in(tmp_path):
     # The creation race alone, many times: both read the empty file, then both want the
     # write lock. SQLite answers one of them "locked" at once (about one race in four here
     # before Store retried); neither may fail.
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     for k in range(12):
         path = str(tmp_path / f"h{k}.db")
-        barrier = ctx.Barrier(2)
-        procs = [ctx.Process(target=_writer, args=(path, tag, 1, barrier)) for tag in ("p", "q")]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(60)
-        assert [p.exitcode for p in procs] == [0, 0], f"race {k}"
+        assert _race(path, 1) == [0, 0], f"race {k}"
         with Store(path) as s:
             assert len(s.list()) == 2
 
