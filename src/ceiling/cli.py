@@ -6,7 +6,7 @@ import sys
 from typing import List, Optional
 
 from . import __version__
-from .errors import TERMINATED, CeilingError, UsageError, interruption
+from .errors import CeilingError, UsageError, interruption, raise_terminated
 
 BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores", "network", "storage")
 
@@ -111,17 +111,13 @@ def _launched_rank() -> int:
     return launched_rank()
 
 
-def _terminated(signum, frame) -> None:
-    raise KeyboardInterrupt(TERMINATED)
-
-
 def _sigterm_as_interrupt() -> None:
     """SIGTERM (scancel, a job's time limit) ends a run as Ctrl-C does: what was
     measured is kept and reported, temporary files go, exit 143."""
     import signal
     import threading
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminated)
+        signal.signal(signal.SIGTERM, raise_terminated)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

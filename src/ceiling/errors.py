@@ -69,6 +69,11 @@ TERMINATED_EXIT = 143      # SIGTERM (scancel, a job's time limit, mpirun aborti
 TERMINATED = "terminated (SIGTERM)"     # the KeyboardInterrupt a SIGTERM becomes carries this
 
 
+def raise_terminated(signum, frame) -> None:
+    """The SIGTERM handler that makes it a KeyboardInterrupt (cli.main; RunDir for library callers)."""
+    raise KeyboardInterrupt(TERMINATED)
+
+
 def interruption(e: BaseException) -> "tuple[str, int]":
     """(what stopped the run, the exit code) for a KeyboardInterrupt: Ctrl-C, or a SIGTERM made into one."""
     if e.args and e.args[0] == TERMINATED:

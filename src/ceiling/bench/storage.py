@@ -60,7 +60,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import core
-from ..errors import TERMINATED, BadValueError, CeilingError, CoreError, PathError
+from ..errors import BadValueError, CeilingError, CoreError, PathError, raise_terminated
 from ..machine._fs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
 from .base import Context, Interrupted, Outcome, judge, meminfo_bytes
@@ -648,7 +648,7 @@ class RunDir:
         if threading.current_thread() is threading.main_thread():
             try:
                 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-                    self._old_term = signal.signal(signal.SIGTERM, _term_to_interrupt)
+                    self._old_term = signal.signal(signal.SIGTERM, raise_terminated)
             except (ValueError, OSError):
                 self._old_term = None
         return self
@@ -673,10 +673,6 @@ def check_dir(parent: str) -> None:
         raise PathError(f"--dir {parent}: cannot be reached: {e.strerror or e}") from None
     if not isdir:
         raise PathError(f"--dir {parent}: not a directory")
-
-
-def _term_to_interrupt(signum, frame):
-    raise KeyboardInterrupt(TERMINATED)
 
 
 def _remove(path: str) -> None:
