@@ -59,7 +59,7 @@ DRIVER = textwrap.dedent("""
     comm = mpi.world()          # first: MPI initialised as ceiling does it (MPI_THREAD_FUNNELED)
     from ceiling import machine
     from ceiling.bench import network
-    from ceiling.bench.base import Context, Options
+    from ceiling.results.measure import Context, Options
     m = machine.detect("/", measure=False)
     out = network.bench_network(Context(m, Options(reps=int(sys.argv[2])), list(m.affinity)))
     if comm.Get_rank() == 0:

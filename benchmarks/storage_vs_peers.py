@@ -169,7 +169,7 @@ def mdtest(args, d: str, n: int, files: int, unique: bool) -> Dict[str, float]:
 MPI_DRIVER = """
 import json, sys
 from ceiling.bench import storage as st, storage_mpi
-from ceiling.bench.base import Context, Options
+from ceiling.results.measure import Context, Options
 from ceiling.machine.model import Machine
 test, d, bpt, xfer, files = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 ctx = Context(Machine(), Options(), [])

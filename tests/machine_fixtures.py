@@ -1,10 +1,10 @@
 """Recorded machines for the machine-model tests.
 
-The shared trees (hwloc's test data: /proc and /sys of real machines, and
-raw cpuid dumps) live outside the repository, in ../shared/fixtures/machines
-beside the clone. Tests unpack what they need into a temporary directory,
-once per test session, and skip with a clear reason when the folder is absent.
-Our own small fixtures (dmidecode outputs) are in tests/fixtures/machines/.
+The recorded trees (hwloc's test data: /proc and /sys of real machines, and
+raw cpuid dumps; BSD-3-Clause, tests/fixtures/machines/hwloc/HWLOC-COPYING)
+are in tests/fixtures/machines/hwloc/, so a clone runs every test. Tests
+unpack what they need into a temporary directory, once per test session.
+Our own small fixtures (dmidecode outputs, configs) are in tests/fixtures/machines/.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Dict, Tuple
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "machines"
 LOCAL = Path(__file__).resolve().parent / "fixtures" / "machines"
+HWLOC = LOCAL / "hwloc"
 
 _cache: Dict[Tuple[str, str, bool], Path] = {}
 
@@ -59,16 +59,14 @@ def _extract(tarball: Path, dest: Path, skip=SKIP) -> Path:
 
 
 def unpack(kind: str, name: str, tmp_path_factory, full: bool = False) -> Path:
-    """Unpack SHARED/kind/name.tar.bz2 (once per session); the tree's root directory.
+    """Unpack HWLOC/kind/name.tar.bz2 (once per session); the tree's root directory.
     ``full``: every file, also those the machine model never reads (checks read them)."""
     key = (kind, name, full)
     if key in _cache:
         return _cache[key]
-    tarball = SHARED / kind / f"{name}.tar.bz2"
-    if not SHARED.is_dir():
-        pytest.skip(f"shared machine fixtures not found at {SHARED} (the CI clone has ../shared beside it)")
+    tarball = HWLOC / kind / f"{name}.tar.bz2"
     if not tarball.exists():
-        pytest.skip(f"shared fixture {tarball} is missing")
+        raise FileNotFoundError(f"recorded machine {tarball} is missing from the repository")
     root = _extract(tarball, tmp_path_factory.mktemp(f"{kind}-{name[:20]}"), skip=() if full else SKIP)
     _cache[key] = root
     return root

@@ -222,7 +222,7 @@ DRIVER = textwrap.dedent("""
         os.environ["CEILING_NODE_NAME"] = nodes.split(",")[rank]
     from ceiling import machine
     from ceiling.bench import network
-    from ceiling.bench.base import Context, Options
+    from ceiling.results.measure import Context, Options
     from ceiling.results.model import Run
     network.MSGSPERSAMPLE = 50
     network.BW_LOOP_SMALL = network.BW_LOOP_LARGE = 4

@@ -20,7 +20,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import storage as st
-from ceiling.bench.base import Context, Options
+from ceiling.results.measure import Context, Options
 from ceiling.errors import BadValueError, CoreError, PathError
 from ceiling.machine.model import Machine
 
@@ -277,7 +277,7 @@ def _child(tmp_path, body: str, **popen):
     code = textwrap.dedent(f"""
         import os, sys
         from ceiling.bench import storage as st
-        from ceiling.bench.base import Context, Options
+        from ceiling.results.measure import Context, Options
         from ceiling.machine.model import Machine
         d = {str(tmp_path)!r}
         """) + textwrap.dedent(body)

@@ -81,7 +81,7 @@ DRIVER = textwrap.dedent("""
         os.environ["CEILING_NODE_NAME"] = nodes.split(",")[rank]
     from ceiling import machine
     from ceiling.bench import storage, storage_mpi
-    from ceiling.bench.base import Context, Options
+    from ceiling.results.measure import Context, Options
     from ceiling.results.model import Run
     storage.QUICK_RAND_SECONDS = 0.2
     storage.QUICK_MD_FILES = 50

@@ -14,7 +14,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import memory
-from ceiling.bench.base import Context, Options
+from ceiling.results.measure import Context, Options
 from ceiling.errors import BadValueError, CoreError
 from ceiling.machine.model import Cache, Cpu, Machine, NumaNode
 from ceiling.results.model import Peak

@@ -9,7 +9,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import cores
-from ceiling.bench.base import Context, Options
+from ceiling.results.measure import Context, Options
 from ceiling.errors import CoreError
 from ceiling.machine.model import Cpu, Machine
 from ceiling.results.model import SKIPPED

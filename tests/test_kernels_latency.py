@@ -11,7 +11,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import latency
-from ceiling.bench.base import Context, Options
+from ceiling.results.measure import Context, Options
 from ceiling.errors import CoreError
 from ceiling.machine.model import Cache, Clocks, Cpu, Machine, NumaNode
 from ceiling.results.model import SKIPPED

@@ -1,6 +1,6 @@
 """cgroup limits (v1 and v2) from small hand-made trees: cpuset, CPU quota, memory limit."""
 from ceiling.machine import cgroups
-from ceiling.machine._fs import Root
+from ceiling.sysfs import Root
 
 
 def write(root, rel, text):

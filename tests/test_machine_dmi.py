@@ -2,7 +2,7 @@
 import pytest
 
 from ceiling.machine import detect, dmi
-from ceiling.machine._fs import Root
+from ceiling.sysfs import Root
 from machine_fixtures import fsroot, local
 
 GIB = 1024 ** 3

@@ -4,7 +4,7 @@ from collections import Counter
 import pytest
 
 from ceiling.machine import detect
-from ceiling.machine._fs import format_cpulist, parse_cpulist, parse_cpumask, parse_size
+from ceiling.sysfs import format_cpulist, parse_cpulist, parse_cpumask, parse_size
 from ceiling.machine.cpuinfo import nominal_ghz, parse as parse_cpuinfo
 from machine_fixtures import fsroot
 

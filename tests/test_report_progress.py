@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ceiling.bench.base import NullProgress
+from ceiling.results.measure import NullProgress
 from ceiling.report.progress import INTERVAL_S, SPINNER, Progress
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import core
-from .bench.base import Options, Outcome, meminfo_bytes
+from .results.measure import Options, Outcome
+from .sysfs import meminfo_bytes
 from .errors import (INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError,
                      interruption)
 from .results.model import Run
@@ -141,7 +142,7 @@ def _measure(args: argparse.Namespace, argv: List[str], steps: List[Tuple[str, C
     cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
     if any(label == "storage" for label, _ in steps):
         from .bench import storage
-        from .bench.base import Context, NullProgress
+        from .results.measure import Context, NullProgress
         storage.preflight(Context(m, opts, cpus, NullProgress()))   # bad --dir or size: its exit code, now
     try:
         if steps:
@@ -287,7 +288,7 @@ def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, co
     import functools
     from . import machine as machine_mod
     from .bench import network, storage
-    from .bench.base import Context, NullProgress
+    from .results.measure import Context, NullProgress
     from .cluster import mpi
 
     leader = comm.Get_rank() == 0

@@ -15,7 +15,7 @@ import uuid
 from typing import Callable, Dict, List, Optional
 
 from . import __version__
-from .bench.base import Context, Options, Outcome
+from .results.measure import Context, Options, Outcome
 from .errors import CeilingError
 from .machine.model import Machine
 from .results.model import SKIPPED, Finding, Run
@@ -72,7 +72,7 @@ class Session:
 
     def context(self) -> Context:
         assert self.machine is not None and self.cpus is not None and self.opts is not None
-        from .bench.base import NullProgress
+        from .results.measure import NullProgress
         return Context(self.machine, self.opts, list(self.cpus), self.progress or NullProgress())
 
     def bench(self, label: str, fn: Callable[[Context], Outcome]) -> None:

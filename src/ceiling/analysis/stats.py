@@ -26,10 +26,9 @@ from __future__ import annotations
 import math
 from typing import List, Optional, Sequence
 
-from ..results.model import HIGHER, LOWER, Stats
+from ..results.model import CV_WARN, HIGHER, LOWER, Stats
 
 OUTLIER_THRESHOLD = 3.5
-CV_WARN = 0.05        # coefficient of variation above which a measurement is noisy
 BEST_FAR = 0.10       # best repetition this far (fraction) from the median: headline is rare
 WORST_FAR = 0.20      # worst repetition this far from the median: some repetitions were disturbed
 MIN_REPS = 5          # fewer repetitions than this: the spread cannot be judged

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..cluster import PLACEMENT_TITLES
+from ..results.placements import PLACEMENT_TITLES
 from ..results.model import FAIL, WARN, Finding, Metric, Run
 # The sentence is for a reader, so it is formatted exactly as the reports format
 # numbers; report._format imports nothing from analysis, so there is no cycle.

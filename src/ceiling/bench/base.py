@@ -1,5 +1,5 @@
-"""What every bench module shares: options, context, outcome, and the one
-place where raw kernel times become rates.
+"""What every bench module shares: the one place where raw kernel times
+become rates, and the verdict every bench writes into a metric's note.
 
 A bench module exposes functions ``f(ctx: Context) -> Outcome``. It calls the
 C core (``ceiling.core.run``), turns raw times into Metrics with
@@ -8,82 +8,12 @@ C core (``ceiling.core.run``), turns raw times into Metrics with
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 from .. import core
 from ..machine.model import Machine
-from ..analysis.stats import CV_WARN
-from ..results.model import HIGHER, LOWER, Finding, Metric, Peak, Series
-
-
-
-@dataclass
-class Options:
-    """What the user asked for; None means "choose for this machine"."""
-
-    quick: bool = False
-    threads: Optional[int] = None        # None: every CPU this process may use (or OMP_NUM_THREADS)
-    placement: str = "compact"           # compact | scatter | node:N
-    reps: Optional[int] = None           # timed repetitions per measurement
-    size_bytes: Optional[int] = None     # working set / array bytes override
-    isa: Optional[str] = None            # force one ISA variant
-    nt_stores: bool = False              # STREAM with non-temporal stores
-    oversubscribe: bool = False          # allow more threads than CPUs
-    storage_dir: Optional[str] = None    # bench storage: where its ceiling-io-* directory goes ($TMPDIR)
-
-
-class NullProgress:
-    """Progress sink that draws nothing (tests, --json, non-TTY)."""
-
-    def start(self, label: str, total: float = 0.0) -> None: ...
-    def advance(self, amount: float = 1.0) -> None: ...
-    def done(self) -> None: ...
-
-
-@dataclass
-class Context:
-    machine: Machine
-    opts: Options
-    cpus: List[int]                      # the placement plan: thread i runs on cpus[i]
-    progress: Any = field(default_factory=NullProgress)
-
-    @property
-    def nthreads(self) -> int:
-        return len(self.cpus)
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a bench step: ``outcome`` holds what was measured before it."""
-
-    def __init__(self, outcome: "Outcome", *args):
-        super().__init__(*(args or ("interrupted",)))
-        self.outcome = outcome
-
-
-@dataclass
-class Outcome:
-    metrics: List[Metric] = field(default_factory=list)
-    series: List[Series] = field(default_factory=list)
-    findings: List[Finding] = field(default_factory=list)
-
-    def extend(self, other: "Outcome") -> "Outcome":
-        self.metrics += other.metrics
-        self.series += other.series
-        self.findings += other.findings
-        return self
-
-
-def meminfo_bytes(field: str = "MemAvailable") -> Optional[int]:
-    """A /proc/meminfo figure in bytes (MemAvailable, MemTotal), None where unreadable."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+from ..results.measure import Outcome
+from ..results.model import CV_WARN, HIGHER, LOWER, Finding, Metric, Peak
 
 
 def single_numa_domain(machine: Machine, finding_id: str, what: str) -> Optional[Outcome]:

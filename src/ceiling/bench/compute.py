@@ -20,7 +20,10 @@ from .. import core
 from ..machine.model import Machine
 from ..machine.peaks import flop_peak
 from ..results.model import HIGHER, Metric, Series
-from .base import CV_WARN, Context, Outcome, meminfo_bytes, rate_metric
+from ..results.measure import Context, Outcome
+from ..results.model import CV_WARN
+from ..sysfs import meminfo_bytes
+from .base import rate_metric
 
 GFLOPS = "Gflop/s"
 PRECISIONS = ("dp", "sp")

@@ -25,7 +25,7 @@ from .. import core
 from ..errors import CoreError
 from ..machine.model import Machine
 from ..results.model import LOWER, SKIPPED, Finding, Metric, Series, Stats
-from .base import Context, Outcome
+from ..results.measure import Context, Outcome
 
 NS = "ns"
 LEVELS = ("smt", "l2", "l3", "socket", "cross_socket")

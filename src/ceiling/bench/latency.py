@@ -32,7 +32,9 @@ from .. import core
 from ..errors import CoreError
 from ..machine.model import Cache, Machine
 from ..results.model import LOWER, Metric, Series, Stats
-from .base import meminfo_bytes, Context, Outcome, per_iter_metric, single_numa_domain
+from ..results.measure import Context, Outcome
+from ..sysfs import meminfo_bytes
+from .base import per_iter_metric, single_numa_domain
 
 KIB, MIB = 1 << 10, 1 << 20
 NS = "ns"

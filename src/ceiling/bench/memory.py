@@ -22,7 +22,9 @@ from .. import core
 from ..errors import BadValueError, CoreError
 from ..machine.model import Cache, Machine
 from ..results.model import Peak, Series
-from .base import meminfo_bytes, Context, Outcome, rate_metric, single_numa_domain
+from ..results.measure import Context, Outcome
+from ..sysfs import meminfo_bytes
+from .base import rate_metric, single_numa_domain
 
 GBS = "GB/s"
 KIB, MIB = 1 << 10, 1 << 20

@@ -67,13 +67,14 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..cluster import PLACEMENT_TITLES, PLACEMENTS
+from ..results.placements import PLACEMENT_TITLES, PLACEMENTS
 from ..errors import BadValueError, UsageError
-from ..machine._fs import format_cpulist
-from ..machine._fs import read_text as _read
+from ..sysfs import format_cpulist
+from ..sysfs import read_text as _read
 from ..machine.model import Machine
 from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
-from .base import Context, Interrupted, NullProgress, Options, Outcome, judge
+from ..results.measure import Context, Interrupted, NullProgress, Options, Outcome
+from .base import judge
 
 US, MBS, MSGS = "µs", "MB/s", "msg/s"
 KIB, MIB = 1 << 10, 1 << 20

@@ -61,9 +61,11 @@ import numpy as np
 
 from .. import core
 from ..errors import BadValueError, CeilingError, CoreError, PathError, raise_terminated
-from ..machine._fs import read_text as _read
+from ..sysfs import read_text as _read
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
-from .base import Context, Interrupted, Outcome, judge, meminfo_bytes
+from ..results.measure import Context, Interrupted, Outcome
+from ..sysfs import meminfo_bytes
+from .base import judge
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 MIBS = "MiB/s"

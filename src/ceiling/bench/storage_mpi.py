@@ -47,7 +47,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..cluster.mpi import raise_agreed
 from ..errors import CeilingError, PathError
-from .base import Context
+from ..results.measure import Context
 
 TOKEN_FILE = ".ceiling-group"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..machine._fs import format_cpulist
+from ..sysfs import format_cpulist
 from .base import Probe, check, ok, skipped, warn
 
 GIB = 2 ** 30

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from ..machine._fs import format_cpulist
-from ..machine._fs import parse_cpulist as cpulist
+from ..sysfs import format_cpulist
+from ..sysfs import parse_cpulist as cpulist
 from .base import Probe, check, ok, skipped, warn
 from .thermal import ALL_BELOW_BASE
 

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from ..machine._fs import format_cpulist
+from ..sysfs import format_cpulist
 from .base import Probe, check, ok, skipped, warn
 
 CONCENTRATED = 0.5      # one CPU taking more than this share of all device interrupts ...

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ..machine._fs import format_cpulist
+from ..sysfs import format_cpulist
 from .base import Probe, check, ok, skipped, warn
 
 

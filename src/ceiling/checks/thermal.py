@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..machine._fs import format_cpulist
+from ..sysfs import format_cpulist
 from ..machine.clocks import measure_clock
 from .base import Probe, check, fail, ok, skipped, warn
 

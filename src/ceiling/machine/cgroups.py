@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._fs import Root, format_cpulist, parse_cpulist
+from ..sysfs import Root, format_cpulist, parse_cpulist
 
 # A v1 memory limit at or above this is "no limit" (the kernel's page-rounded LONG_MAX).
 _UNLIMITED = 1 << 60

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ._fs import Root
+from ..sysfs import Root
 from .cpuinfo import CpuInfo, nominal_ghz
 from .model import Clocks
 

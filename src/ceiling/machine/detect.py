@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from . import cgroups, clocks, dmi, families, isa as isa_mod, peaks, topology
-from ._fs import Root
+from ..sysfs import Root
 from .config import Config, load as load_config
 from .cpuinfo import parse as parse_cpuinfo
 from .model import Machine

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._fs import Root, parse_size
+from ..sysfs import Root, parse_size
 
 SYSTEM_FIELDS = ("sys_vendor", "product_name", "product_version", "board_vendor", "board_name",
                  "bios_vendor", "bios_version", "bios_date", "chassis_vendor")

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from ._fs import Root, parse_cpulist, parse_cpumask, parse_size
+from ..sysfs import Root, parse_cpulist, parse_cpumask, parse_size
 from .model import Cache, Cpu, NumaNode
 
 CPU_DIR = "sys/devices/system/cpu"

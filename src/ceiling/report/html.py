@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..analysis import roofline as _roofline
 from ..analysis import summary as _summary
-from ..cluster import PLACEMENT_TITLES
+from ..results.placements import PLACEMENT_TITLES
 from ..errors import PathError
 from ..results.model import FAIL, LOWER, OK, SKIPPED, WARN, Finding, Metric, Run, Series
 from . import _format as F

@@ -20,6 +20,10 @@ SCHEMA_VERSION = 1
 HIGHER = "higher"
 LOWER = "lower"
 
+# Coefficient of variation above which a measurement is noisy: benches note it on the
+# metric as they measure, analysis.stats warns with it.
+CV_WARN = 0.05
+
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
 STATUSES = (OK, WARN, FAIL, SKIPPED)
 

@@ -1,7 +1,8 @@
 """Reading /proc and /sys under a root, and the small formats they use.
 
-Everything the machine model reads goes through ``Root`` so that a test can
-point it at an unpacked tree of another machine. Reads never raise: a file
+The one reader of the kernel's files for every layer above it (machine model,
+checks, benches). Everything goes through ``Root`` so that a test can point it
+at an unpacked tree of another machine. Reads never raise: a file
 that is missing, unreadable or not text is ``None``, and the caller decides
 what that means (usually: the figure is unknown, with a reason).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 
 class Root:
@@ -63,6 +64,22 @@ MAX_CPU_ID = 1 << 16
 def read_text(path: "str | os.PathLike[str]") -> Optional[str]:
     """Stripped text of one file by its absolute path (sysfs, procfs), or None."""
     return Root("/").read(str(path))
+
+
+def parse_meminfo(text: Optional[str]) -> Dict[str, int]:
+    """/proc/meminfo (or a NUMA node's meminfo) as {field: value}; "kB" values in bytes,
+    unit-less counts (HugePages_Total, ...) as they are. Garbled lines are skipped."""
+    out: Dict[str, int] = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"\s*(?:Node\s+\d+\s+)?([A-Za-z0-9_()]+):\s+(\d+)\s*(kB)?\s*$", line)
+        if m:
+            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
+    return out
+
+
+def meminfo_bytes(field: str = "MemAvailable", root: "Root | None" = None) -> Optional[int]:
+    """One /proc/meminfo figure in bytes (MemAvailable, MemTotal), None where unreadable."""
+    return parse_meminfo((root or Root("/")).read("proc/meminfo")).get(field)
 
 
 def parse_cpulist(text: Optional[str]) -> List[int]:
