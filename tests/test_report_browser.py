@@ -16,6 +16,7 @@ import pytest
 from ceiling.report import html
 
 import sample_runs
+from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -64,7 +65,7 @@ def _run_chromium(tmp_path, url, *args):
 @pytest.mark.parametrize("which", ["vm", "epyc"])
 def test_every_plot_is_laid_out_with_a_size(tmp_path, which):
     run = sample_runs.ALL[which]()
-    page = html.render(run).replace("</body>", PROBE + "\n</body>")
+    page = render_html(run).replace("</body>", PROBE + "\n</body>")
     path = tmp_path / "report.html"
     path.write_text(page, encoding="utf-8")
     dom = _run_chromium(tmp_path, path.as_uri(), "--window-size=1280,2000", "--dump-dom")
@@ -90,7 +91,7 @@ def _png_size(path):
 @needs_chromium
 def test_screenshot_is_not_blank(tmp_path):
     path = tmp_path / "report.html"
-    html.write(sample_runs.epyc_run(), path)
+    write_html(sample_runs.epyc_run(), path)
     shot = tmp_path / "shot.png"
     _run_chromium(tmp_path, path.as_uri(), "--window-size=1280,1800", f"--screenshot={shot}")
     assert _png_size(shot) == (1280, 1800)

@@ -7,10 +7,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ceiling.errors import PathError
-from ceiling.report import html, svg
+from ceiling.report import html, html_plots, svg
 from ceiling.results.model import Finding, Metric, Run, Series
 
 import sample_runs
+from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -26,7 +27,7 @@ def _series_attr(block):
 @pytest.mark.parametrize("which", ["vm", "epyc", "sampled"])
 def test_one_svg_per_present_series_plus_roofline(which):
     run = sample_runs.ALL[which]()
-    page = html.render(run)
+    page = render_html(run)
     blocks = _svgs(page)
     names = [_series_attr(b) for b in blocks]
     assert sorted(names) == sorted([s.name for s in run.series] + ["roofline"])
@@ -35,7 +36,7 @@ def test_one_svg_per_present_series_plus_roofline(which):
 
 @pytest.mark.parametrize("which", sorted(sample_runs.ALL))
 def test_every_svg_is_well_formed_with_title_and_labelled_axes(which):
-    for block in _svgs(html.render(sample_runs.ALL[which]())):
+    for block in _svgs(render_html(sample_runs.ALL[which]())):
         root = ET.fromstring(block)                      # well-formed XML, or this raises
         assert root.tag == SVG_NS + "svg"
         assert root[0].tag == SVG_NS + "title" and root[0].text.strip()
@@ -46,7 +47,7 @@ def test_every_svg_is_well_formed_with_title_and_labelled_axes(which):
 
 
 def test_axis_units_and_cache_marks():
-    page = html.render(sample_runs.epyc_run())
+    page = render_html(sample_runs.epyc_run())
     lat = next(b for b in _svgs(page) if 'data-series="latency.size"' in b)
     assert "latency (ns)" in lat and "working set (bytes)" in lat
     for mark in ("L1d 32 KiB", "L2 512 KiB", "L3 32 MiB"):
@@ -62,16 +63,16 @@ def test_axis_units_and_cache_marks():
 
 
 def test_missing_series_say_not_measured_and_draw_no_axes():
-    page = html.render(sample_runs.vm_run())
+    page = render_html(sample_runs.vm_run())
     assert "Memory latency by NUMA node</strong> - not measured: one NUMA domain" in page
     assert 'data-series="latency.numa"' not in page
     bare = sample_runs.bare_run()
-    page = html.render(bare)
+    page = render_html(bare)
     assert [_series_attr(b) for b in _svgs(page)] == ["roofline"]          # flops and triad were measured
-    assert page.count("not measured:") == len(html.PLOTS)
+    assert page.count("not measured:") == len(html_plots.PLOTS)
     assert "the run stopped before this measurement (interrupted (SIGINT) during bench memory)" in page
     bare.metrics = [m for m in bare.metrics if m.name != "stream.triad"]
-    page = html.render(bare)
+    page = render_html(bare)
     assert "<svg" not in page
     assert "Roofline (DP)</strong> - not measured: needs flops.dp.node and a bandwidth metric" in page
 
@@ -79,17 +80,17 @@ def test_missing_series_say_not_measured_and_draw_no_axes():
 def test_missing_reason_from_a_skipped_finding_and_for_a_full_run():
     run = sample_runs.epyc_run()
     run.series = [s for s in run.series if s.name != "c2c.matrix"]
-    assert "not part of this run (measured by: ceiling bench cores)" in html.render(run)
+    assert "not part of this run (measured by: ceiling bench cores)" in render_html(run)
     run.findings.append(Finding("bench.core-to-core", "skipped", "core-to-core: not measured",
                                 evidence="only 1 CPU in the affinity mask"))
-    assert "not measured: core-to-core: not measured (only 1 CPU in the affinity mask)" in html.render(run)
+    assert "not measured: core-to-core: not measured (only 1 CPU in the affinity mask)" in render_html(run)
 
 
 def test_empty_series_are_omitted_with_a_reason():
     run = sample_runs.vm_run()
     run.series.append(Series("latency.numa", "matrix", labels=["0", "1"], matrix=[[None, None], [None, None]]))
     run.series.append(Series("custom.xy", "xy", x=[1, 2], y=[None, None]))
-    page = html.render(run)
+    page = render_html(run)
     assert "the matrix has no values" in page and "the series has no data points" in page
     assert 'data-series="custom.xy"' not in page
 
@@ -110,7 +111,7 @@ def test_malicious_text_is_escaped():
                              labels=[evil, "b"], matrix=[[None, 1.0], [2.0, None]], context={"unit": evil}))
     run.series.append(Series("evil.xy", "xy", title=evil, x_label=evil, y_label=evil, x_unit=evil, y_unit=evil,
                              x=[1, 2], y=[3.0, 4.0]))
-    page = html.render(run)
+    page = render_html(run)
     assert "<script" not in page and "<img" not in page
     assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;&amp;&lt;img" in page
     for block in _svgs(page):
@@ -119,18 +120,18 @@ def test_malicious_text_is_escaped():
 
 def test_self_contained_and_deterministic():
     run = sample_runs.epyc_run()
-    page = html.render(run)
+    page = render_html(run)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)|url\(\s*["']?(https?:|//)|@import|<script|<link""",
                          page, flags=re.I)
     assert sorted(set(re.findall(r'href="([^"]*)"', page))) == ["#findings", "#machine"]
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
-    assert html.render(run) == page
+    assert render_html(run) == page
 
 
 def test_summary_table_and_findings_content():
-    page = html.render(sample_runs.vm_run())
+    page = render_html(sample_runs.vm_run())
     assert ("<strong>Furthest below peak:</strong> Compute: DGEMM (all cores) 88.9 Gflop/s is 87% of the "
             "102.7 Gflop/s peak") in page
     assert '<li><span class="badge fail">fail</span> Transparent huge pages are disabled</li>' in page
@@ -139,18 +140,18 @@ def test_summary_table_and_findings_content():
     assert "<code>echo madvise &gt; /sys/kernel/mm/transparent_hugepage/enabled</code>" in page
     assert "needs root" in page
     assert "<code>dgemm.node</code></td><td class='n'>88.9</td>" in page
-    bare = html.render(sample_runs.bare_run())
+    bare = render_html(sample_runs.bare_run())
     assert "Partial run:</strong> interrupted (SIGINT) during bench memory. What" in bare
     assert "every peak is unknown" in bare
 
 
 def test_large_matrix_stays_small():
-    page = html.render(sample_runs.sampled_run())
+    page = render_html(sample_runs.sampled_run())
     c2c = next(b for b in _svgs(page) if 'data-series="c2c.matrix"' in b)
     assert len(c2c) < 600_000
     assert "no value" in c2c                                     # the holes have a legend
     assert "Hatched: " in page and "sampled: 20% of pairs" in page
-    dense = next(b for b in _svgs(html.render(sample_runs.epyc_run())) if 'data-series="c2c.matrix"' in b)
+    dense = next(b for b in _svgs(render_html(sample_runs.epyc_run())) if 'data-series="c2c.matrix"' in b)
     assert "no value" not in dense                               # every pair measured
 
 
@@ -158,18 +159,18 @@ def test_write_is_atomic_and_errors_are_one_line(tmp_path):
     run = sample_runs.vm_run()
     out = tmp_path / "report.html"
     out.write_text("old report")
-    html.write(run, out)
-    assert out.read_text(encoding="utf-8") == html.render(run)
+    write_html(run, out)
+    assert out.read_text(encoding="utf-8") == render_html(run)
     assert os.listdir(tmp_path) == ["report.html"]
     with pytest.raises(PathError) as e:
-        html.write(run, tmp_path / "no" / "such" / "dir" / "r.html")
+        write_html(run, tmp_path / "no" / "such" / "dir" / "r.html")
     assert "\n" not in str(e.value) and "cannot write the HTML report" in str(e.value)
     with pytest.raises(PathError, match="is a directory"):
-        html.write(run, tmp_path)
+        write_html(run, tmp_path)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(PathError):
-        html.write(run, blocker / "r.html")
+        write_html(run, blocker / "r.html")
     assert sorted(os.listdir(tmp_path)) == ["file", "report.html"]        # no temporary file left behind
 
 
@@ -206,10 +207,10 @@ def test_same_report_from_json_and_from_a_machine_object():
     import json
     run = sample_runs.epyc_run()
     again = Run.from_dict(json.loads(json.dumps(run.to_dict())))
-    assert html.render(again) == html.render(run)
+    assert render_html(again) == render_html(run)
     vm = sample_runs.vm_run()
     vm.machine = sample_runs._vm_machine()            # a Machine, not its dictionary
-    assert html.render(vm) == html.render(sample_runs.vm_run())
+    assert render_html(vm) == render_html(sample_runs.vm_run())
 
 
 def test_placements_rank_counts_and_directions_share_one_plot():
@@ -229,7 +230,7 @@ def test_placements_rank_counts_and_directions_share_one_plot():
         run.series.append(Series(f"storage.seq.{d}.xfer", "xy", x=[4096, 1 << 20], y=[100.0, 900.0],
                                  x_label="transfer", x_unit="bytes", y_label="bandwidth", y_unit="MiB/s"))
     run.series.append(Series("net.barrier.ranks", "xy", x=[2, 4], y=[0.5, 1.1], x_label="ranks", y_unit="µs"))
-    blocks = {_series_attr(b): b for b in _svgs(html.render(run))}
+    blocks = {_series_attr(b): b for b in _svgs(render_html(run))}
     lat = blocks["net.pingpong.latency.same_l3 net.pingpong.latency.cross_socket net.pingpong.latency.cross_node"]
     assert "MPI ping-pong latency by placement" in lat
     for label in ("same L3", "across sockets", "across nodes"):
@@ -242,3 +243,18 @@ def test_placements_rank_counts_and_directions_share_one_plot():
     assert ">write<" in io and ">read<" in io
     assert "net.barrier.ranks" in blocks                    # no group: a plot of its own
     assert not any(name.startswith("net.pingpong.latency.") and " " not in name for name in blocks)
+
+
+def test_reports_render_the_stored_analysis_and_compute_nothing():
+    from ceiling.report import terminal
+    from ceiling.results.analysis import Verdict
+    from reporting import analysed
+    run = analysed(sample_runs.vm_run())
+    run.analysis.verdict = Verdict(kind="no_verdict", evidence="CPUs were busy (a test's own words)")
+    run.analysis.absent["latency.numa"] = "a reason only the stored analysis knows"
+    run.analysis.roofline = None
+    page = html.render(run)
+    assert "No verdict: CPUs were busy (a test&#x27;s own words)" in page
+    assert "a reason only the stored analysis knows" in page
+    assert 'data-series="roofline"' not in page and "no roofline was recorded for this run" in page
+    assert "No verdict: CPUs were busy" in terminal.render(run) and "No verdict: CPUs were busy" in terminal.summary(run)

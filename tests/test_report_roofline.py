@@ -72,3 +72,13 @@ def test_sample_run_ridge():
     rl = ceilings(sample_runs.epyc_run())
     assert rl.ridge("flops.dp.node", "stream.triad") == pytest.approx(5570.0 / 290.0)
     assert rl.ridge("peak:flops.dp.node", "peak:membw.node") == pytest.approx(128 * 2.8 * 16 / 409.6)
+
+
+def test_stored_roofline_keeps_every_roof_and_its_lookups():
+    from ceiling.analysis.roofline import from_stored, stored
+    rl = ceilings(_known())
+    rec = stored(rl)
+    assert {r.kind for r in rec.roofs} == {"compute", "bandwidth"}
+    back = from_stored(rec)
+    assert back == rl
+    assert back.ridge("flops.dp.node", "stream.triad") == pytest.approx(10.0)

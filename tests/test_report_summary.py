@@ -1,7 +1,8 @@
-"""analysis.summary: which subsystem is furthest below its peak, and the words for it."""
+"""analysis.summary: which subsystem is furthest below its peak (as data); report.labels: the words for it."""
 import pytest
 
 from ceiling.analysis import summary
+from ceiling.report import labels
 from ceiling.results.model import LOWER, Metric, Peak, Run
 
 import sample_runs
@@ -11,10 +12,24 @@ def _run(*metrics, machine=None):
     return Run(tool_version="0", host="h", started="", command=[], metrics=list(metrics), machine=machine or {})
 
 
+def _below(run):
+    """The metric furthest below peak, and the sentence the reports print for the stored verdict."""
+    m = summary.furthest_below_peak(run)
+    if m is None:
+        return None, None
+    run.analysis.verdict = summary.verdict(run)
+    return m, labels.verdict_text(run).removeprefix("Furthest below peak - ")
+
+
+def _verdict_text(run):
+    run.analysis.verdict = summary.verdict(run)
+    return labels.verdict_text(run)
+
+
 def test_sentence_matches_the_agreed_wording():
     peak = Peak(62.4, "GB/s", "4 channels × 1950 MT/s × 8 B")
     triad = Metric.measured("stream.triad", [38.1, 37.0], "GB/s", peak=peak)
-    m, text = summary.furthest_below_peak(_run(triad))
+    m, text = _below(_run(triad))
     assert m is triad
     assert text == ("Memory bandwidth: STREAM triad 38.1 GB/s is 61% of the 62.4 GB/s peak "
                     "(4 channels × 1950 MT/s × 8 B)")
@@ -24,10 +39,10 @@ def test_lowest_efficiency_wins():
     flops = Metric.measured("flops.dp.node", [90.0], "Gflop/s", peak=Peak(100.0, "Gflop/s", "f"))
     triad = Metric.measured("stream.triad", [50.0], "GB/s", peak=Peak(100.0, "GB/s", "b"))
     dgemm = Metric.measured("dgemm.node", [70.0], "Gflop/s", peak=Peak(100.0, "Gflop/s", "f"))
-    m, text = summary.furthest_below_peak(_run(flops, triad, dgemm))
+    m, text = _below(_run(flops, triad, dgemm))
     assert m.name == "stream.triad" and text.startswith("Memory bandwidth: STREAM triad 50.0 GB/s is 50%")
     triad.efficiency = 0.95
-    m, text = summary.furthest_below_peak(_run(flops, triad, dgemm))
+    m, text = _below(_run(flops, triad, dgemm))
     assert m.name == "dgemm.node" and text.startswith("Compute: DGEMM")
 
 
@@ -38,17 +53,17 @@ def test_variants_invalid_and_stream_copy_stand_aside():
     scalar = Metric.measured("flops.dp.node.scalar", [10.0], "Gflop/s", peak=Peak(100.0, "Gflop/s", "f"))
     broken = Metric.measured("dgemm.node", [5.0], "Gflop/s", peak=Peak(100.0, "Gflop/s", "f"))
     broken.valid = False
-    m, _ = summary.furthest_below_peak(_run(triad, copy, scalar, broken))
+    m, _ = _below(_run(triad, copy, scalar, broken))
     assert m is triad
     # Without a triad efficiency, copy speaks for memory bandwidth.
-    m, _ = summary.furthest_below_peak(_run(copy, scalar, broken))
+    m, _ = _below(_run(copy, scalar, broken))
     assert m is copy
 
 
 def test_sample_runs_name_the_right_subsystem():
-    m, text = summary.furthest_below_peak(sample_runs.vm_run())
+    m, text = _below(sample_runs.vm_run())
     assert m.name == "dgemm.node" and text.startswith("Compute: DGEMM (all cores) 88.9 Gflop/s is 87%")
-    m, text = summary.furthest_below_peak(sample_runs.epyc_run())
+    m, text = _below(sample_runs.epyc_run())
     assert m.name == "stream.triad"
     assert "290 GB/s is 71% of the 409.6 GB/s peak (2 sockets × 8 channels × 3200 MT/s × 8 B)" in text
 
@@ -59,7 +74,7 @@ def test_unknown_peaks_say_why():
     unknown = dict(summary.unknown_peaks(run))
     assert set(unknown) == {"flops.dp.node", "stream.triad"}       # latency has no peak by nature
     assert "0xd4f is not in the CPU families data file" in unknown["flops.dp.node"]
-    text = summary.verdict(run)
+    text = _verdict_text(run)
     assert "every peak is unknown" in text and "dmidecode needs root" in text
 
 
@@ -67,30 +82,31 @@ def test_unknown_reason_falls_back_to_the_machine_peak():
     triad = Metric.measured("stream.triad", [10.0], "GB/s")          # the bench attached no Peak
     machine = {"peaks": {"membw.node": {"value": None, "unit": "GB/s", "provenance": "no DIMM data"}}}
     assert summary.unknown_peaks(_run(triad, machine=machine)) == [("stream.triad", "no DIMM data")]
-    assert summary.verdict(_run()) == "Nothing was measured in this run."
+    assert _verdict_text(_run()) == "Nothing was measured in this run."
+    assert summary.verdict(_run()).kind == "nothing_measured"
 
 
 def test_headline_order_and_fallback():
-    labels = [label for label, _ in summary.headline(sample_runs.sampled_run())]
-    assert labels[:5] == ["Clock (one core busy)", "Clock (all cores busy)", "DP flops (all cores)",
+    words = [label for label, _ in labels.headline(sample_runs.sampled_run())]
+    assert words[:5] == ["Clock (one core busy)", "Clock (all cores busy)", "DP flops (all cores)",
                           "DGEMM (all cores)", "STREAM triad"]
-    assert labels[-4:] == ["Core-to-core, SMT siblings", "Core-to-core, shared L3",
+    assert words[-4:] == ["Core-to-core, SMT siblings", "Core-to-core, shared L3",
                            "Core-to-core, same socket", "Core-to-core, across sockets"]
     core = Metric.measured("flops.dp.core", [50.0], "Gflop/s")
     lat = Metric.measured("latency.dram", [90.0], "ns", LOWER)
-    assert summary.headline(_run(lat, core)) == [("DP flops (one core)", core), ("DRAM latency", lat)]
+    assert labels.headline(_run(lat, core)) == [("DP flops (one core)", core), ("DRAM latency", lat)]
 
 
 @pytest.mark.parametrize("name,sub", [("stream.triad", "Memory bandwidth"), ("bandwidth.l2", "Cache bandwidth"),
                                       ("bandwidth.dram", "Memory bandwidth"), ("c2c.l3", "Core-to-core latency"),
                                       ("flops.sp.node.avx512", "Compute"), ("clock.all", "Clock")])
 def test_subsystem_names(name, sub):
-    assert summary.subsystem(name) == sub
+    assert labels.subsystem(name) == sub
 
 
 def test_variant_label():
-    assert summary.label("flops.dp.node.avx2") == "DP flops (all cores) (AVX2)"
-    assert summary.label("something.new") == "something.new"
+    assert labels.label("flops.dp.node.avx2") == "DP flops (all cores) (AVX2)"
+    assert labels.label("something.new") == "something.new"
 
 
 def test_problems_group_the_same_cause():

@@ -8,6 +8,7 @@ from ceiling.report import terminal
 from ceiling.results.model import LOWER, Metric, Peak, Run
 
 import sample_runs
+from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
 
 ALLOWED = set("×µ")          # the only non-ASCII characters a pasteable report may hold
 
@@ -26,18 +27,18 @@ def _row(text, name):
 @pytest.mark.parametrize("width", [60, 80, 100, 140])
 @pytest.mark.parametrize("which", sorted(sample_runs.ALL))
 def test_plain_and_within_width(which, width):
-    text = terminal.render(sample_runs.ALL[which](), color=False, width=width)
+    text = render_text(sample_runs.ALL[which](), color=False, width=width)
     _pasteable(text)
     too_long = [line for line in text.splitlines() if len(line) > width]
     assert not too_long
-    summary = terminal.summary(sample_runs.ALL[which](), width=width)
+    summary = summary_text(sample_runs.ALL[which](), width=width)
     _pasteable(summary)
     assert all(len(line) <= width for line in summary.splitlines())
 
 
 def test_metrics_table_shows_efficiency_peak_and_spread():
     run = sample_runs.vm_run()
-    text = terminal.render(run, color=False, width=120)
+    text = render_text(run, color=False, width=120)
     row = _row(text, "dgemm.node").split()
     assert row[1:6] == ["88.9", "Gflop/s", "102.7", "87%", F.num(run.metric("dgemm.node").stats.median)]
     row = _row(text, "flops.dp.node.scalar").split()
@@ -49,7 +50,7 @@ def test_metrics_table_shows_efficiency_peak_and_spread():
 
 
 def test_unknown_peak_shows_unknown_and_its_reason_once():
-    text = terminal.render(sample_runs.vm_run(), color=False, width=100)
+    text = render_text(sample_runs.vm_run(), color=False, width=100)
     row = _row(text, "stream.triad").split()
     assert row[3:5] == ["unknown", "unknown"]
     flat = " ".join(text.split())
@@ -60,7 +61,7 @@ def test_unknown_peak_shows_unknown_and_its_reason_once():
 
 
 def test_findings_grouped_with_evidence_why_fix():
-    text = terminal.render(sample_runs.vm_run(), color=False, width=100)
+    text = render_text(sample_runs.vm_run(), color=False, width=100)
     order = [text.index(f"\n  {s}\n") for s in ("FAIL", "WARN", "OK", "SKIPPED")]
     assert order == sorted(order)
     flat = " ".join(text.split())
@@ -72,7 +73,7 @@ def test_findings_grouped_with_evidence_why_fix():
 
 
 def test_header_facts():
-    text = terminal.render(sample_runs.epyc_run(), color=False, width=160)
+    text = render_text(sample_runs.epyc_run(), color=False, width=160)
     assert "cn0421.hpc.example.org" in text
     assert "2 sockets × 64 cores × 1 thread = 128 CPUs, 8 NUMA nodes" in text
     assert "base 2.45 GHz (cpufreq base_frequency)" in text
@@ -80,35 +81,35 @@ def test_header_facts():
     assert "L1d 32 KiB ×128, L2 512 KiB ×128, L3 32 MiB ×16" in text
     assert "512 GiB, 8 channels × 3200 MT/s per socket" in text
     assert "OMP_NUM_THREADS=128" in text
-    vm = terminal.render(sample_runs.vm_run(), color=False, width=160)
+    vm = render_text(sample_runs.vm_run(), color=False, width=160)
     assert "base unknown (no cpufreq in this VM)" in vm and "KVM" in vm
 
 
 def test_partial_and_empty_runs():
-    text = terminal.render(sample_runs.bare_run(), color=False, width=80)
+    text = render_text(sample_runs.bare_run(), color=False, width=80)
     assert "PARTIAL RUN: interrupted (SIGINT) during bench memory" in text
     assert "Findings  (none)" in text
     empty = Run(tool_version="0", host="", started="", command=[])
-    text = terminal.render(empty, color=False, width=80)
+    text = render_text(empty, color=False, width=80)
     assert "nothing was measured" in text and "not recorded" in text
-    assert "Nothing was measured in this run." in terminal.summary(empty)
+    assert "Nothing was measured in this run." in summary_text(empty)
 
 
 def test_invalid_metric_is_marked():
     m = Metric.measured("stream.triad", [50.0], "GB/s", peak=Peak(100.0, "GB/s", "p"))
     m.valid = False
     run = Run(tool_version="0", host="h", started="", command=[], metrics=[m])
-    text = terminal.render(run, color=False, width=100)
+    text = render_text(run, color=False, width=100)
     assert "50.0!" in _row(text, "stream.triad") and "INVALID" in text
-    assert "INVALID" in terminal.summary(run)
+    assert "INVALID" in summary_text(run)
     # An invalid number is never the verdict.
-    assert "Furthest below peak" not in terminal.summary(run)
+    assert "Furthest below peak" not in summary_text(run)
 
 
 def test_long_latency_is_shown_in_microseconds():
     m = Metric.measured("latency.numa_remote", [1500.0, 1600.0], "ns", LOWER)
     run = Run(tool_version="0", host="h", started="", command=[], metrics=[m])
-    row = _row(terminal.render(run, color=False, width=100), "latency.numa_remote").split()
+    row = _row(render_text(run, color=False, width=100), "latency.numa_remote").split()
     assert row[1:3] == ["1.50", "µs"] and row[3:5] == ["-", "-"] and row[5] == "1.55"
 
 
@@ -124,22 +125,22 @@ def test_narrow_width_drops_columns_not_rows():
 
 def test_color_is_ansi_only_when_asked():
     run = sample_runs.vm_run()
-    assert "\033[" in terminal.render(run, color=True, width=100)
-    assert "\033[" in terminal.summary(run, color=True)
-    plain = re.sub(r"\033\[[0-9;]*m", "", terminal.render(run, color=True, width=100))
-    assert plain == terminal.render(run, color=False, width=100)
+    assert "\033[" in render_text(run, color=True, width=100)
+    assert "\033[" in summary_text(run, color=True)
+    plain = re.sub(r"\033\[[0-9;]*m", "", render_text(run, color=True, width=100))
+    assert plain == render_text(run, color=False, width=100)
 
 
 def test_summary_names_the_subsystem_and_problems():
-    text = terminal.summary(sample_runs.epyc_run())
+    text = summary_text(sample_runs.epyc_run())
     flat = " ".join(text.split())
     assert "Furthest below peak - Memory bandwidth: STREAM triad 290 GB/s is 71% of the 409.6 GB/s peak" in flat
     assert "STREAM triad 290 GB/s 71% of 409.6 GB/s peak" in flat
     assert "WARN Automatic NUMA balancing is on - fix: sysctl kernel.numa_balancing=0" in flat
     assert len(text.splitlines()) <= 24
-    vm = " ".join(terminal.summary(sample_runs.vm_run()).split())
+    vm = " ".join(summary_text(sample_runs.vm_run()).split())
     assert "Compute: DGEMM (all cores) 88.9 Gflop/s is 87%" in vm and "FAIL Transparent huge pages" in vm
-    bare = " ".join(terminal.summary(sample_runs.bare_run()).split())
+    bare = " ".join(summary_text(sample_runs.bare_run()).split())
     assert "STREAM triad 38.1 GB/s peak unknown" in bare and "every peak is unknown" in bare
 
 

@@ -1,8 +1,17 @@
-"""Parsing the numbers users type: sizes and counts, with one-line errors."""
+"""Numbers in and out: parsing what users type (sizes and counts, with one-line
+errors) and writing figures the way HPC users write them.
+
+Figures are shown with three significant digits (four when the value is at
+least 1000, never dropping integer digits), binary units for sizes (KiB, MiB),
+and times scaled to ns / µs / ms / s so a column never shows "123456 ns".
+Every layer that writes a number (findings, analysis notes, reports) uses
+these, so a figure reads the same everywhere.
+"""
 from __future__ import annotations
 
+import math
 import re
-from typing import Optional
+from typing import Optional, Tuple
 
 from .errors import BadValueError, UsageError
 
@@ -45,3 +54,90 @@ def parse_count(text: Optional[str], *, what: str, low: int = 1, high: Optional[
     if high is not None and value > high:
         raise BadValueError(f"{what} {value}: more than {high}{' ' + high_reason if high_reason else ''}")
     return value
+
+
+# -- writing figures ---------------------------------------------------------------
+
+DASH = "-"          # shown for a missing number; ASCII so it survives e-mail
+
+_TIME_UNITS = ("ns", "µs", "ms", "s")
+
+
+def num(value: Optional[float], sig: int = 3) -> str:
+    """``value`` with ``sig`` significant digits, keeping every integer digit."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    v = float(value)
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 10 ** sig or a >= 1000:
+        return f"{v:.0f}"
+    if a < 1e-3:
+        return f"{v:.{max(sig - 1, 0)}e}"
+    decimals = sig - 1 - int(math.floor(math.log10(a)))
+    text = f"{v:.{max(decimals, 0)}f}"
+    # 9.996 rounds to "10.00": one digit too many.
+    if decimals > 0 and len(text.lstrip("-").replace(".", "").lstrip("0")) > sig:
+        text = f"{v:.{decimals - 1}f}"
+    if sig > 3 and "." in text:
+        # A peak is shown with a fourth digit only when it has one (409.6, not 62.40).
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def pct(fraction: Optional[float]) -> str:
+    """A fraction as a percentage: "61%", "0.4%", "103%"."""
+    if fraction is None:
+        return DASH
+    p = 100.0 * fraction
+    if 0 < abs(p) < 1:
+        return f"{p:.1f}%"
+    return f"{p:.0f}%"
+
+
+def size(nbytes: Optional[float]) -> str:
+    """Bytes in binary units: "32 KiB", "1.5 MiB", "24 GiB"."""
+    if nbytes is None:
+        return DASH
+    v = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{v:.0f} B"
+            text = num(v)
+            if "." in text:
+                text = text.rstrip("0").rstrip(".")   # "32 KiB", not "32.0 KiB"
+            return f"{text} {unit}"
+        v /= 1024.0
+    return f"{v} B"  # unreachable
+
+
+def time_scale(value: Optional[float], unit: str) -> Tuple[float, str]:
+    """Factor and unit that show ``value`` (in ``unit``) below 1000 when it is a time."""
+    if unit not in _TIME_UNITS or value is None:
+        return 1.0, unit
+    i = _TIME_UNITS.index(unit)
+    factor = 1.0
+    v = abs(float(value))
+    while v >= 1000 and i < len(_TIME_UNITS) - 1:
+        v /= 1000.0
+        factor /= 1000.0
+        i += 1
+    return factor, _TIME_UNITS[i]
+
+
+def quantity(value: Optional[float], unit: str, sig: int = 3) -> Tuple[str, str]:
+    """(number text, unit text) with times rescaled to a readable unit."""
+    factor, shown = time_scale(value, unit)
+    return num(None if value is None else value * factor, sig), shown
+
+
+def with_unit(value: Optional[float], unit: str, sig: int = 3) -> str:
+    """ "38.1 GB/s", "1.20 µs", or "-" for a missing value."""
+    text, shown = quantity(value, unit, sig)
+    if value is None:
+        return DASH
+    return f"{text} {shown}".rstrip()

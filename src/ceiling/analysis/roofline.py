@@ -7,14 +7,19 @@ l2/l3 and stream.triad (DRAM); the theoretical ones from the peaks those
 metrics, or the machine, carry. A ridge point is the arithmetic intensity
 (flop/byte) where a bandwidth roof meets a compute roof: a kernel below it is
 bandwidth-bound on that level, above it compute-bound.
+
+``ceilings`` computes it once; ``stored`` turns it into the Run's record
+(results.analysis.Roofline) and ``from_stored`` gives a stored one back its
+look-ups (roof, ridge, attainable), so a report draws what was recorded.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from ..results import analysis as stored_analysis
+from ..results.machine_view import MachineFacts
 from ..results.model import Metric, Peak, Run
-from ..report._format import machine_peak
 
 _GFLOPS = {"Gflop/s": 1.0, "Tflop/s": 1e3, "Mflop/s": 1e-3}
 _GBS = {"GB/s": 1.0, "TB/s": 1e3, "MB/s": 1e-3}
@@ -103,7 +108,7 @@ def _peak(m: Optional[Metric], run: Run, key: str) -> Peak:
     """The metric's own peak when known, else the machine's, else an unknown one."""
     if m is not None and m.peak is not None and m.peak.known:
         return m.peak
-    mp = machine_peak(run.machine, key)
+    mp = MachineFacts(run.machine).peak(key)
     if mp is not None:
         return mp
     if m is not None and m.peak is not None:
@@ -147,3 +152,23 @@ def ceilings(run: Run) -> Roofline:
     ridges = tuple(Ridge(c.name, b.name, c.value / b.value)
                    for c in compute for b in bandwidth if b.value > 0)
     return Roofline(tuple(compute), tuple(bandwidth), ridges, tuple(missing))
+
+
+def stored(rl: Roofline) -> stored_analysis.Roofline:
+    """The record kept in Run.analysis: every roof with its kind and unit, the ridges, what is missing."""
+    roofs = ([stored_analysis.Roof(r.name, r.label, "compute", r.value, "Gflop/s", r.measured, r.source)
+              for r in rl.compute]
+             + [stored_analysis.Roof(r.name, r.label, "bandwidth", r.value, "GB/s", r.measured, r.source)
+                for r in rl.bandwidth])
+    ridges = [stored_analysis.Ridge(r.compute, r.bandwidth, r.intensity) for r in rl.ridges]
+    return stored_analysis.Roofline(roofs=roofs, ridges=ridges, missing=list(rl.missing))
+
+
+def from_stored(rec: stored_analysis.Roofline) -> Roofline:
+    """A stored roofline with its look-ups again."""
+    def roof(r) -> Roof:
+        return Roof(r.name, r.label, r.value, r.measured, r.source)
+    return Roofline(tuple(roof(r) for r in rec.roofs if r.kind == "compute"),
+                    tuple(roof(r) for r in rec.roofs if r.kind == "bandwidth"),
+                    tuple(Ridge(r.compute, r.bandwidth, r.intensity) for r in rec.ridges),
+                    tuple(rec.missing))

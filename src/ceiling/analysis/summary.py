@@ -1,69 +1,17 @@
-"""What a summary says first: the headline metrics, and the subsystem furthest
-below its peak.
+"""The verdict of a run: the subsystem furthest below its peak, or why no
+efficiency can be given; and the problems a summary lists first.
 
-Pure functions over a results.model.Run; the terminal and HTML reports both
-read them, so the two always tell the same story.
+Pure functions over a results.model.Run. ``verdict`` is computed once, stored
+in ``Run.analysis`` (analysis.analyse), and only rendered afterwards: the
+words for it are the report's (report/labels.py).
 """
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..results.placements import PLACEMENT_TITLES
+from ..results.analysis import Verdict
+from ..results.machine_view import MachineFacts
 from ..results.model import FAIL, WARN, Finding, Metric, Run
-# The sentence is for a reader, so it is formatted exactly as the reports format
-# numbers; report._format imports nothing from analysis, so there is no cycle.
-from ..report._format import machine_peak, pct, with_unit
-
-# Names a summary shows, in the order it shows them, with the words a user reads.
-LABELS = {
-    "clock.single": "Clock (one core busy)",
-    "clock.all": "Clock (all cores busy)",
-    "flops.dp.core": "DP flops (one core)",
-    "flops.sp.core": "SP flops (one core)",
-    "flops.dp.node": "DP flops (all cores)",
-    "flops.sp.node": "SP flops (all cores)",
-    "dgemm.node": "DGEMM (all cores)",
-    "stream.copy": "STREAM copy",
-    "stream.scale": "STREAM scale",
-    "stream.add": "STREAM add",
-    "stream.triad": "STREAM triad",
-    "bandwidth.l1": "L1 load bandwidth",
-    "bandwidth.l2": "L2 load bandwidth",
-    "bandwidth.l3": "L3 load bandwidth",
-    "bandwidth.dram": "DRAM load bandwidth",
-    "latency.l1": "L1 latency",
-    "latency.l2": "L2 latency",
-    "latency.l3": "L3 latency",
-    "latency.dram": "DRAM latency",
-    "latency.numa_factor": "Remote/local NUMA latency",
-    "c2c.smt": "Core-to-core, SMT siblings",
-    "c2c.l2": "Core-to-core, shared L2",
-    "c2c.l3": "Core-to-core, shared L3",
-    "c2c.socket": "Core-to-core, same socket",
-    "c2c.cross_socket": "Core-to-core, across sockets",
-}
-
-for _key, _words in PLACEMENT_TITLES.items():
-    LABELS[f"net.pingpong.latency.{_key}"] = f"MPI latency ({_words})"
-    LABELS[f"net.pingpong.bandwidth.{_key}"] = f"MPI ping-pong bandwidth ({_words})"
-
-HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.triad",
-            "latency.l1", "latency.l2", "latency.l3", "latency.dram",
-            "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket",
-            *(f"net.pingpong.{kind}.{p}" for p in PLACEMENT_TITLES for kind in ("latency", "bandwidth")))
-
-# First dotted component -> the subsystem a user would name.
-SUBSYSTEMS = {
-    "clock": "Clock",
-    "flops": "Compute",
-    "dgemm": "Compute",
-    "stream": "Memory bandwidth",
-    "latency": "Memory latency",
-    "c2c": "Core-to-core latency",
-    "network": "Network",
-    "net": "Network",
-    "storage": "Storage",
-}
 
 # Suffixes that name a kernel variant: such a metric measures the variant, not
 # the subsystem (the widest variant carries the plain name).
@@ -77,23 +25,6 @@ MACHINE_PEAK = {
 }
 
 
-def label(name: str) -> str:
-    """The words for a metric name; the name itself when it has none."""
-    if name in LABELS:
-        return LABELS[name]
-    base, _, last = name.rpartition(".")
-    if last in ISA_SUFFIXES and base in LABELS:
-        return f"{LABELS[base]} ({last.upper()})"
-    return name
-
-
-def subsystem(name: str) -> str:
-    head = name.split(".", 1)[0]
-    if name.startswith("bandwidth."):
-        return "Memory bandwidth" if name == "bandwidth.dram" else "Cache bandwidth"
-    return SUBSYSTEMS.get(head, head.capitalize())
-
-
 def is_variant(name: str) -> bool:
     return name.rpartition(".")[2] in ISA_SUFFIXES
 
@@ -103,10 +34,9 @@ def _eligible(m: Metric) -> bool:
             and m.peak is not None and m.peak.known and not is_variant(m.name))
 
 
-def furthest_below_peak(run: Run) -> Optional[Tuple[Metric, str]]:
-    """The valid metric with the lowest known efficiency, and a sentence saying so.
+def furthest_below_peak(run: Run) -> Optional[Metric]:
+    """The valid metric with the lowest known efficiency; None when no metric has a known peak.
 
-    None when no metric has a known peak; ``unknown_peaks`` then says why.
     Per-ISA variants are left out: they rate a kernel variant, not the node.
     STREAM copy/scale/add stand aside when the triad has a known efficiency.
     """
@@ -117,17 +47,7 @@ def furthest_below_peak(run: Run) -> Optional[Tuple[Metric, str]]:
         cands = [m for m in cands if m.name == "stream.triad" or not m.name.startswith("stream.")]
     if not cands:
         return None
-    m = min(cands, key=lambda x: (x.efficiency, x.name))
-    return m, sentence(m)
-
-
-def sentence(m: Metric) -> str:
-    """ "Memory bandwidth: STREAM triad 38.1 GB/s is 61% of the 62.4 GB/s peak (...)"."""
-    text = (f"{subsystem(m.name)}: {label(m.name)} {with_unit(m.value, m.unit)} is "
-            f"{pct(m.efficiency)} of the {with_unit(m.peak.value, m.peak.unit or m.unit, sig=4)} peak")
-    if m.peak.provenance:
-        text += f" ({m.peak.provenance})"
-    return text
+    return min(cands, key=lambda x: (x.efficiency, x.name))
 
 
 def unknown_peaks(run: Run) -> List[Tuple[str, str]]:
@@ -135,8 +55,9 @@ def unknown_peaks(run: Run) -> List[Tuple[str, str]]:
 
     The reason is the peak's provenance when the bench attached an unknown
     Peak, else the machine's peak of the same key, else "no theoretical peak
-    is defined for it".
+    was recorded for it".
     """
+    facts = MachineFacts(run.machine)
     out = []
     for m in run.metrics:
         if m.value is None or is_variant(m.name) or (m.peak is not None and m.peak.known):
@@ -145,44 +66,24 @@ def unknown_peaks(run: Run) -> List[Tuple[str, str]]:
             continue     # latencies and the like have no peak by nature: nothing to explain
         reason = m.peak.provenance if m.peak is not None else ""
         if not reason:
-            mp = machine_peak(run.machine, MACHINE_PEAK.get(m.name, m.name))
+            mp = facts.peak(MACHINE_PEAK.get(m.name, m.name))
             reason = mp.provenance if mp is not None and not mp.known else ""
         out.append((m.name, reason or "no theoretical peak was recorded for it"))
     return out
 
 
-def verdict(run: Run) -> str:
-    """The one sentence a summary leads with."""
-    found = furthest_below_peak(run)
-    if found is not None:
-        return "Furthest below peak - " + found[1]
+def verdict(run: Run) -> Verdict:
+    """What a summary leads with, as data: the metric furthest below its peak, or why there is none."""
+    m = furthest_below_peak(run)
+    if m is not None:
+        return Verdict(kind="below_peak", metric=m.name, node=m.node, value=m.value, unit=m.unit,
+                       efficiency=m.efficiency, peak=m.peak)
     unknown = unknown_peaks(run)
     if unknown:
-        # One reason often covers many metrics (every storage figure on one device): say it once.
-        by_reason: Dict[str, List[str]] = {}
-        for n, why in unknown:
-            by_reason.setdefault(why, []).append(label(n))
-        parts = []
-        for why, names in by_reason.items():
-            who = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
-            parts.append(f"{who}: {why.removeprefix('unknown: ')}")
-        return "No efficiency can be given: every peak is unknown. " + "; ".join(parts)
+        return Verdict(kind="unknown_peaks", unknown=[{"metric": n, "reason": why} for n, why in unknown])
     if not run.metrics:
-        return "Nothing was measured in this run."
-    return "No measured metric has a theoretical peak to compare with."
-
-
-def headline(run: Run) -> List[Tuple[str, Metric]]:
-    """(label, metric) for the metrics a summary shows, in a fixed order, those present."""
-    out = []
-    for name in HEADLINE:
-        m = run.metric(name)
-        if m is None and name == "flops.dp.node":
-            m = run.metric("flops.dp.core")
-            name = "flops.dp.core"
-        if m is not None:
-            out.append((label(name), m))
-    return out
+        return Verdict(kind="nothing_measured")
+    return Verdict(kind="no_peak")
 
 
 def problems(run: Run) -> List[Tuple[Finding, int]]:
@@ -192,7 +93,7 @@ def problems(run: Run) -> List[Tuple[Finding, int]]:
     one problem to the reader: the first finding stands for the group.
     """
     groups: List[Tuple[Finding, int]] = []
-    index = {}
+    index: Dict[tuple, int] = {}
     for status in (FAIL, WARN):
         for f in run.findings:
             if f.status != status:

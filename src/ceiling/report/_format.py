@@ -1,73 +1,17 @@
-"""Number, size and unit formatting shared by the terminal and HTML reports.
+"""Text shared by the terminal and HTML reports: times, machine facts, axis ticks.
 
-Numbers are shown the way HPC users write them: three significant digits
-(four when the value is at least 1000, never dropping integer digits), binary
-units for sizes (KiB, MiB), and times scaled to ns / µs / ms / s so a column
-never shows "123456 ns". Everything here is plain text; callers escape it.
+Numbers themselves are formatted by ceiling.units (num, pct, size, with_unit),
+which every layer shares so that a figure reads the same everywhere; they are
+imported here so that reports say F.num, F.pct as before. Everything here is
+plain text; callers escape it.
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..results.model import Peak
-
-DASH = "-"          # shown for a missing number; ASCII so it survives e-mail
-
-_TIME_UNITS = ("ns", "µs", "ms", "s")
-
-
-def num(value: Optional[float], sig: int = 3) -> str:
-    """``value`` with ``sig`` significant digits, keeping every integer digit."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return DASH
-    v = float(value)
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    a = abs(v)
-    if a >= 10 ** sig or a >= 1000:
-        return f"{v:.0f}"
-    if a < 1e-3:
-        return f"{v:.{max(sig - 1, 0)}e}"
-    decimals = sig - 1 - int(math.floor(math.log10(a)))
-    text = f"{v:.{max(decimals, 0)}f}"
-    # 9.996 rounds to "10.00": one digit too many.
-    if decimals > 0 and len(text.lstrip("-").replace(".", "").lstrip("0")) > sig:
-        text = f"{v:.{decimals - 1}f}"
-    if sig > 3 and "." in text:
-        # A peak is shown with a fourth digit only when it has one (409.6, not 62.40).
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def pct(fraction: Optional[float]) -> str:
-    """A fraction as a percentage: "61%", "0.4%", "103%"."""
-    if fraction is None:
-        return DASH
-    p = 100.0 * fraction
-    if 0 < abs(p) < 1:
-        return f"{p:.1f}%"
-    return f"{p:.0f}%"
-
-
-def size(nbytes: Optional[float]) -> str:
-    """Bytes in binary units: "32 KiB", "1.5 MiB", "24 GiB"."""
-    if nbytes is None:
-        return DASH
-    v = float(nbytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(v) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{v:.0f} B"
-            text = num(v)
-            if "." in text:
-                text = text.rstrip("0").rstrip(".")   # "32 KiB", not "32.0 KiB"
-            return f"{text} {unit}"
-        v /= 1024.0
-    return f"{v} B"  # unreachable
-
+from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
+from ..units import DASH, num, pct, quantity, size, time_scale, with_unit  # noqa: F401
 
 def size_tick(nbytes: float) -> str:
     """Short size label for an axis tick: "4K", "512K", "32M", "1G"."""
@@ -104,68 +48,7 @@ def when(iso: str) -> str:
     return text
 
 
-def time_scale(value: Optional[float], unit: str) -> Tuple[float, str]:
-    """Factor and unit that show ``value`` (in ``unit``) below 1000 when it is a time."""
-    if unit not in _TIME_UNITS or value is None:
-        return 1.0, unit
-    i = _TIME_UNITS.index(unit)
-    factor = 1.0
-    v = abs(float(value))
-    while v >= 1000 and i < len(_TIME_UNITS) - 1:
-        v /= 1000.0
-        factor /= 1000.0
-        i += 1
-    return factor, _TIME_UNITS[i]
-
-
-def quantity(value: Optional[float], unit: str, sig: int = 3) -> Tuple[str, str]:
-    """(number text, unit text) with times rescaled to a readable unit."""
-    factor, shown = time_scale(value, unit)
-    return num(None if value is None else value * factor, sig), shown
-
-
-def with_unit(value: Optional[float], unit: str, sig: int = 3) -> str:
-    """ "38.1 GB/s", "1.20 µs", or "-" for a missing value."""
-    text, shown = quantity(value, unit, sig)
-    if value is None:
-        return DASH
-    return f"{text} {shown}".rstrip()
-
-
-# -- reading a Run's machine dictionary -----------------------------------------
-
-def as_dict(obj: Any) -> Dict[str, Any]:
-    """A Machine, a Machine.to_dict() or None, as a dictionary."""
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    return dict(getattr(obj, "__dict__", {}))
-
-
-def peak_from(obj: Any) -> Optional[Peak]:
-    """A Peak from a Peak or its dictionary form (JSON); None otherwise."""
-    if obj is None:
-        return None
-    if isinstance(obj, Peak):
-        return obj
-    if isinstance(obj, dict):
-        return Peak(obj.get("value"), obj.get("unit", ""), obj.get("provenance", ""))
-    return None
-
-
-def machine_peak(machine: Dict[str, Any], key: str) -> Optional[Peak]:
-    return peak_from(as_dict(machine).get("peaks", {}).get(key))
-
-
-def caches(machine: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Data and unified caches, ordered by level."""
-    out = [as_dict(c) for c in as_dict(machine).get("caches", []) or []]
-    out = [c for c in out if c.get("type") != "instruction" and c.get("size_bytes")]
-    return sorted(out, key=lambda c: (c.get("level", 0), c.get("type", "")))
-
+# -- machine facts in words ------------------------------------------------------------
 
 def cache_name(cache: Dict[str, Any]) -> str:
     level = cache.get("level", "?")
@@ -261,7 +144,7 @@ def isa_text(machine: Dict[str, Any], limit: int = 12) -> str:
 
 def caches_text(machine: Dict[str, Any]) -> str:
     parts = []
-    for c in caches(machine):
+    for c in MachineFacts(machine).caches():
         inst = c.get("instances")
         parts.append(f"{cache_name(c)} {size(c['size_bytes'])}" + (f" ×{inst}" if inst else ""))
     return ", ".join(parts) or "unknown"

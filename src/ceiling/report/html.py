@@ -1,301 +1,26 @@
 """The single-file HTML report: header facts, summary, plots, metrics, findings.
 
-One self-contained file: inline CSS, inline SVG (report/svg.py), no script,
-no external font, image or stylesheet, so it opens offline, survives being
-mailed, and prints. Every piece of text from the run goes through
-html.escape. A series that is absent is not drawn as empty axes: the plot's
-place gets one line, "not measured: <reason>".
+One self-contained file: inline CSS (html_style.py), inline SVG (html_plots.py,
+svg.py), no script, no external font, image or stylesheet, so it opens
+offline, survives being mailed, and prints. Every piece of text from the run
+goes through html.escape. The page renders what the Run records, the analysis
+included; it computes nothing.
 """
 from __future__ import annotations
 
-import math
 import os
-import re
 import tempfile
-from dataclasses import dataclass
-from html import escape
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional
 
-from ..analysis import roofline as _roofline
-from ..analysis import summary as _summary
-from ..results.placements import PLACEMENT_TITLES
+from ..analysis.summary import problems as _problems
 from ..errors import PathError
-from ..results.model import FAIL, LOWER, OK, SKIPPED, WARN, Finding, Metric, Run, Series
+from ..results.model import FAIL, OK, SKIPPED, WARN, Finding, Metric, Run
 from . import _format as F
-from . import svg as S
+from . import labels as L
+from .html_plots import Plot, esc, plots, uid as _uid
+from .html_style import CSS
 
 STATUS_ORDER = (FAIL, WARN, OK, SKIPPED)
-
-# Known plots, in report order: (series, heading, the bench suite that measures it, its step
-# label: a step that failed leaves a skipped Finding "bench.<label>" whose evidence says why).
-PLOTS = (
-    ("stream.triad.threads", "STREAM triad vs threads", "memory", "stream-threads"),
-    ("dgemm.threads", "DGEMM vs threads", "dgemm", "dgemm"),
-    ("bandwidth.load.size", "Load bandwidth vs working set", "cache", "cache-bandwidth"),
-    ("bandwidth.triad.size", "Triad bandwidth vs working set", "cache", "cache-bandwidth"),
-    ("latency.size", "Latency vs working set", "latency", "latency"),
-    ("c2c.matrix", "Core-to-core latency", "cores", "core-to-core"),
-    ("latency.numa", "Memory latency by NUMA node", "latency", "numa-latency"),
-    ("stream.triad.numa", "STREAM triad by NUMA node", "memory", "numa-bandwidth"),
-)
-
-# Series drawn together as the lines of one plot, so that placements, rank counts or write and
-# read are compared on the same axes: (pattern on the series name, the plot's heading, the
-# line's label; both formatted with the pattern's groups, {title} the placement's name).
-# Unmatched series get a plot each.
-GROUPS = (
-    (r"net\.pingpong\.latency\.(?P<p>.+)", "MPI ping-pong latency by placement (IMB PingPong)", "{title}"),
-    (r"net\.pingpong\.bandwidth\.(?P<p>.+)", "MPI ping-pong bandwidth by placement (IMB PingPong)", "{title}"),
-    (r"net\.(?P<k>bw|bibw)\.(?P<p>.+)", "MPI streaming bandwidth by placement (osu_bw, osu_bibw)", "{k} {title}"),
-    (r"net\.(?P<op>bcast|allreduce|alltoall)\.k(?P<k>\d+)", "MPI {op} by message size", "{k} ranks"),
-    (r"storage\.seq\.(?P<d>write|read)\.xfer", "Sequential bandwidth by transfer size", "{d}"),
-)
-
-_TIME_UNITS = ("ns", "µs", "us", "ms", "s", "cycles")
-
-
-def esc(text: object) -> str:
-    return escape(str(text), quote=True)
-
-
-@dataclass
-class Plot:
-    name: str                 # series name, or "roofline"
-    heading: str
-    svg: Optional[str]        # None: not drawn, ``missing`` says why
-    caption: str = ""
-    missing: str = ""
-    wide: bool = False
-
-
-# -- reasons for an absent plot -------------------------------------------------------
-
-def _missing_reason(run: Run, name: str, suite: str, step: str = "") -> str:
-    m = F.as_dict(run.machine)
-    family = name.split(".", 1)[0]
-    if name.endswith(".numa") and len(m.get("nodes") or []) <= 1 and m:
-        return "one NUMA domain, so there is no remote memory to compare"
-    if name == "c2c.matrix" and m and (m.get("threads") or 0) < 2:
-        return "needs at least two CPUs"
-    skipped = [f for f in run.findings if f.status == SKIPPED]
-    exact = [f for f in skipped if step and f.id.replace("_", "-") == f"bench.{step}"]
-    loose = [f for f in skipped if name in f.id or family in f.id.split(".") or suite in f.id.split(".")]
-    for f in exact + loose:
-        return f"{f.title}" + (f" ({f.evidence})" if f.evidence else "")
-    if run.partial:
-        return "the run stopped before this measurement" + (f" ({run.partial_reason})" if run.partial_reason else "")
-    return f"not part of this run (measured by: ceiling bench {suite})"
-
-
-# -- xy plots ---------------------------------------------------------------------
-
-def _positive(xs: Sequence[Optional[float]]) -> List[float]:
-    return [float(v) for v in xs if v is not None and v > 0]
-
-
-def _cache_rules(run: Run, threads: int) -> Tuple[List[S.Rule], List[str]]:
-    """Vertical lines at the cache capacity ``threads`` compactly placed threads can use."""
-    rules, words = [], []
-    for c in F.caches(run.machine):
-        inst = max(1, int(c.get("instances") or 1))
-        per = max(1, int(c.get("cpus_per_instance") or 1))
-        used = 1 if threads <= 1 else min(inst, math.ceil(threads / per))
-        cap = c["size_bytes"] * used
-        text = f"{F.cache_name(c)} {F.size(cap)}" + (f" (×{used})" if used > 1 else "")
-        rules.append(S.Rule(cap, text, "x", S.MUTED, True))
-        words.append(text)
-    return rules, words
-
-
-def _peak_rule(run: Run, metric: str, machine_key: str) -> Tuple[List[S.Rule], str]:
-    m = run.metric(metric)
-    p = m.peak if m is not None and m.peak is not None and m.peak.known else F.machine_peak(run.machine, machine_key)
-    if p is None or not p.known:
-        why = p.provenance if p is not None else "not recorded"
-        return [], f"Theoretical peak unknown: {why}."
-    text = f"peak {F.with_unit(p.value, p.unit, sig=4)}"
-    return [S.Rule(p.value, text, "y", S.PALETTE[1], True)], f"Dashed line: theoretical {text} ({p.provenance})."
-
-
-def _axis_label(label: str, unit: str, fallback: str) -> str:
-    label = label or fallback
-    return f"{label} ({unit})" if unit else label
-
-
-def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Series]] = ()) -> Plot:
-    """One series, or with ``group`` [(label, series), ...] (``s`` the first) several as lines."""
-    members = list(group) or [("", s)]
-    lines = []
-    for label, one in members:
-        pts = [(float(x), y) for x, y in zip(one.x, one.y) if x is not None]
-        if [y for _, y in pts if y is not None]:
-            lines.append(S.Line(label, [x for x, _ in pts], [y for _, y in pts]))
-    xs = [x for ln in lines for x in ln.x]
-    ys = [y for ln in lines for y in ln.y]
-    present = _positive(ys)
-    if not lines:
-        return Plot(s.name, heading, None, missing="the series has no data points")
-    is_bytes = s.x_unit in ("B", "bytes")
-    is_threads = s.name.endswith(".threads") or s.x_label == "threads"
-    x_scale, x_fmt, x_ticks = "linear", S.tick_label, None
-    if is_bytes and min(xs) > 0:
-        x_scale, x_fmt = "log2", F.size_tick
-    elif is_threads and min(xs) > 0 and max(xs) / min(xs) >= 8:
-        x_scale = "log2"
-    elif is_threads and len(set(xs)) <= 16:
-        x_ticks = sorted(set(xs))      # a thread count is a whole number
-    y_scale = "linear"
-    if present and len(present) == len([y for y in ys if y is not None]) and max(present) / min(present) > 20:
-        y_scale = "log10"
-    rules: List[S.Rule] = []
-    notes: List[str] = []
-    if is_bytes and s.x_label == "working set":   # cache capacities mean nothing on message or I/O sizes
-        threads = int(s.context.get("threads") or 1)
-        r, words = _cache_rules(run, threads)
-        rules += r
-        if words:
-            scope = "per cache instance (one thread)" if threads <= 1 else f"usable by {threads} threads placed compactly"
-            notes.append(f"Dashed vertical lines: cache capacity {scope}: {', '.join(words)}.")
-    if s.name == "stream.triad.threads":
-        r, text = _peak_rule(run, "stream.triad", "membw.node")
-        rules += r
-        notes.append(text)
-    elif s.name == "dgemm.threads":
-        r, text = _peak_rule(run, "dgemm.node", "flops.dp.node")
-        rules += r
-        notes.append(text)
-    for key in ("placement", "pattern"):
-        if s.context.get(key) and not group:      # in a group, the legend names each line's
-            notes.insert(0, f"{key.capitalize()}: {s.context[key]}.")
-    for key in ("x_note", "note"):        # what the bench says about its own axis or result
-        if s.context.get(key):
-            notes.append(str(s.context[key]).rstrip(".") + ".")
-    if x_scale != "linear" or y_scale != "linear":
-        notes.append("Log scale" + (" on both axes." if x_scale != "linear" and y_scale != "linear"
-                                   else (" on x." if x_scale != "linear" else " on y.")))
-    x_unit = "" if is_bytes else s.x_unit
-    names = " ".join(one.name for _, one in members)
-    svg = S.line_plot(lines, title=heading,
-                      x_label=_axis_label(s.x_label, x_unit, "x") + (" (bytes)" if is_bytes else ""),
-                      y_label=_axis_label(s.y_label, s.y_unit, "y"), x_scale=x_scale, y_scale=y_scale,
-                      x_format=x_fmt, x_ticks=x_ticks, rules=rules, uid=_uid(s.name), desc=" ".join(notes) or heading,
-                      attrs={"data-series": names})
-    return Plot(s.name, heading, svg, " ".join(notes))
-
-
-# -- matrices -----------------------------------------------------------------------
-
-def _groups(run: Run, labels: Sequence[str]) -> List[int]:
-    """Indices where the socket of the labelled CPU changes."""
-    sockets = {}
-    for c in F.as_dict(run.machine).get("cpus") or []:
-        c = F.as_dict(c)
-        sockets[str(c.get("id"))] = c.get("socket")
-    if len(set(sockets.values())) < 2:
-        return []
-    return [i for i in range(1, len(labels)) if sockets.get(labels[i]) != sockets.get(labels[i - 1])]
-
-
-def _matrix_plot(run: Run, s: Series, heading: str) -> Plot:
-    vals = [v for r in s.matrix for v in r if v is not None]
-    if not vals:
-        return Plot(s.name, heading, None, missing="the matrix has no values")
-    unit = s.context.get("unit") or s.y_unit or s.x_unit or ""
-    better = s.context.get("better") or (LOWER if unit in _TIME_UNITS else "higher")
-    n = max(len(s.matrix), len(s.labels))
-    labels = list(s.labels) or [str(i) for i in range(n)]
-    is_c2c = s.name.startswith("c2c")
-    groups = _groups(run, labels) if is_c2c else []
-    holes = sum(1 for i, r in enumerate(s.matrix) for j, v in enumerate(r) if v is None and i != j)
-    total = sum(len(r) for r in s.matrix) - min(len(s.matrix), n)
-    notes = [("Lighter is faster." if better == LOWER else "Lighter is higher (better).")
-             + f" Range {F.num(min(vals))} to {F.num(max(vals))} {unit}."]
-    if is_c2c:
-        notes.insert(0, "One-way latency from the row CPU to the column CPU.")
-    if groups:
-        notes.append("White lines: socket boundaries.")
-    if all(i >= len(r) or r[i] is None for i, r in enumerate(s.matrix)) and is_c2c:
-        notes.append("The diagonal (a CPU with itself) is not a pair.")
-    if holes:
-        sampled = s.context.get("sampled")
-        notes.append(f"Hatched: {holes} of {total} pairs have no value"
-                     + (f" (sampled: {sampled})." if sampled else "."))
-    svg = S.heatmap(s.matrix, labels, title=heading, unit=unit,
-                    x_label=s.x_label or ("to CPU" if is_c2c else "column"),
-                    y_label=s.y_label or ("from CPU" if is_c2c else "row"), better=better, groups=groups,
-                    uid=_uid(s.name), desc=" ".join(notes), attrs={"data-series": s.name})
-    return Plot(s.name, heading, svg, " ".join(notes), wide=n > 24)
-
-
-# -- roofline -----------------------------------------------------------------------
-
-def _roofline_plot(run: Run) -> Plot:
-    heading = "Roofline (DP)"
-    rl = _roofline.ceilings(run)
-    if rl.empty:
-        need = "; ".join(rl.missing) or "no compute or bandwidth roof"
-        return Plot("roofline", heading, None, missing=f"needs flops.dp.node and a bandwidth metric ({need})")
-    compute = [(f"{r.label} {F.with_unit(r.value, 'Gflop/s', 4)}", r.value, r.measured) for r in rl.compute]
-    bandwidth = [(f"{r.label} {F.with_unit(r.value, 'GB/s', 4)}", r.value, r.measured) for r in rl.bandwidth]
-    ridges = []
-    notes = ["Solid: measured; dashed: theoretical."]
-    c = next((r for r in rl.compute if r.measured), rl.compute[0])
-    b = rl.roof("stream.triad") or rl.bandwidth[-1]
-    x = rl.ridge(c.name, b.name)
-    if x is not None:
-        ridges.append((f"ridge {F.num(x)} flop/byte", x, c.value))
-        notes.append(f"Ridge point {F.num(x)} flop/byte ({c.label} / {b.label}): a kernel with less "
-                     "arithmetic intensity is bound by that bandwidth.")
-    if rl.missing:
-        notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
-    svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
-                     desc=" ".join(notes), attrs={"data-series": "roofline"})
-    return Plot("roofline", heading, svg, " ".join(notes))
-
-
-def _uid(name: str) -> str:
-    return "p-" + "".join(ch if ch.isalnum() else "-" for ch in name)
-
-
-def plots(run: Run) -> List[Plot]:
-    """Every plot the report shows, known ones first, then any other series, then the roofline."""
-    out = []
-    by_name = {s.name: s for s in run.series}
-    known = {name for name, _, _, _ in PLOTS}
-    for name, heading, suite, step in PLOTS:
-        s = by_name.get(name)
-        if s is None:
-            out.append(Plot(name, heading, None, missing=_missing_reason(run, name, suite, step)))
-            continue
-        out.append(_plot(run, s, s.title or heading))
-    # the other series in run order; a group's plot stands where its first series was
-    slots: List[Tuple[str, List[Tuple[str, Series]]]] = []     # (heading, [(line label, series)])
-    where: Dict[str, int] = {}
-    for s in run.series:
-        if s.name in known:
-            continue
-        hit = next((g for g in GROUPS if re.fullmatch(g[0], s.name)), None) if s.kind == "xy" else None
-        if hit is None:
-            slots.append((s.title or s.name, [("", s)]))
-            continue
-        parts = re.fullmatch(hit[0], s.name).groupdict()
-        parts["title"] = PLACEMENT_TITLES.get(parts.get("p", ""), parts.get("p", ""))
-        head = hit[1].format(**parts)
-        if head not in where:
-            where[head] = len(slots)
-            slots.append((head, []))
-        slots[where[head]][1].append((hit[2].format(**parts), s))
-    for head, members in slots:
-        first = members[0][1]
-        out.append(_xy_plot(run, first, head, members) if members[0][0] else _plot(run, first, head))
-    out.append(_roofline_plot(run))
-    return out
-
-
-def _plot(run: Run, s: Series, heading: str) -> Plot:
-    if s.kind == "matrix":
-        return _matrix_plot(run, s, heading)
-    return _xy_plot(run, s, heading)
 
 
 # -- page sections ------------------------------------------------------------------
@@ -335,7 +60,7 @@ def _header(run: Run) -> str:
 
 def _summary_section(run: Run) -> str:
     cards = []
-    for label, m in _summary.headline(run):
+    for label, m in L.headline(run):
         value, unit = F.quantity(m.value, m.unit)
         if m.efficiency is not None and m.peak is not None and m.peak.known:
             w = max(0.0, min(1.0, m.efficiency)) * 100
@@ -351,13 +76,12 @@ def _summary_section(run: Run) -> str:
                      f'<div class="value">{esc(value)}<span class="unit">{esc(unit)}</span></div>{eff}</div>')
     counts = ", ".join(f"{sum(1 for f in run.findings if f.status == s)} {s}" for s in STATUS_ORDER
                        if any(f.status == s for f in run.findings)) or "none"
-    verdict = esc(_summary.verdict(run))
-    lead = "Furthest below peak - "
-    if verdict.startswith(lead):
-        verdict = f"<strong>Furthest below peak:</strong> {verdict[len(lead):]}"
+    text = L.verdict_text(run)
+    lead = L.verdict_lead(text)
+    verdict = f"<strong>{esc(lead[0])}:</strong> {esc(lead[1])}" if lead else esc(text)
     problems = "".join(f'<li><span class="badge {f.status}">{esc(f.status)}</span> {esc(f.title)}'
                        + (f' <span class="more">and {more} more like it</span>' if more else "") + "</li>"
-                       for f, more in _summary.problems(run))
+                       for f, more in _problems(run))
     return ('<section id="summary"><h2>Summary</h2>'
             f'<p class="verdict">{verdict}</p>'
             + (f'<div class="cards">{"".join(cards)}</div>' if cards else "<p>No headline metric was measured.</p>")
@@ -511,71 +235,6 @@ def _run_section(run: Run) -> str:
         facts.append((k, v))
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
     return f'<section id="run"><h2>Run</h2><dl class="facts">{dl}</dl></section>'
-
-
-CSS = """
-:root{--ink:#1f1f1f;--muted:#5f6368;--line:#e3e5e8;--panel:#f6f7f9;--accent:#0072B2;
---fail:#C2410C;--warn:#E69F00;--ok:#00785A;--skip:#7a7a7a}
-*{box-sizing:border-box}
-body{margin:0;background:#fff;color:var(--ink);
-font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
--webkit-print-color-adjust:exact;print-color-adjust:exact}
-main{max-width:1240px;margin:0 auto;padding:28px 32px 40px}
-h1{font-size:24px;font-weight:650;margin:0 0 2px;letter-spacing:-.01em}
-h1 .host{color:var(--accent)}
-h2{font-size:17px;font-weight:650;margin:34px 0 12px;padding-bottom:6px;border-bottom:2px solid var(--line)}
-h3{font-size:14px;margin:18px 0 6px}
-a{color:var(--accent)}
-.sub,.hint,.counts{color:var(--muted);margin:4px 0}
-.strip{margin:6px 0 0}
-ul.problems{list-style:none;padding:0;margin:4px 0 0}
-ul.problems li{margin:3px 0} .more{color:var(--muted)}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
-.banner{border-left:4px solid var(--warn);background:#fff7e0;padding:10px 14px;margin:16px 0 0}
-.verdict{font-size:15px;background:var(--panel);border-left:4px solid var(--accent);padding:12px 16px;margin:0 0 14px}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(200px,1fr));gap:10px}
-.card{border:1px solid var(--line);border-radius:6px;padding:9px 12px;break-inside:avoid}
-.card .label{color:var(--muted);font-size:12.5px}
-.card .value{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums;line-height:1.3}
-.card .unit{font-size:13px;font-weight:400;color:var(--muted);margin-left:4px}
-.card .eff{font-size:12px;color:var(--muted)}
-.meter{height:5px;background:#e6e8eb;border-radius:3px;overflow:hidden;margin:4px 0 2px}
-.meter>span{display:block;height:100%;background:var(--accent)}
-.bar{display:inline-block;height:6px;background:#e6e8eb;border-radius:3px;vertical-align:middle;overflow:hidden}
-.bar>span{display:block;height:100%;background:var(--accent)}
-dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:3px 20px;margin:0}
-dl.facts dt{color:var(--muted)} dl.facts dd{margin:0}
-.scroll{overflow-x:auto}
-table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
-th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
-th{font-size:12px;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);white-space:nowrap}
-.n{text-align:right;white-space:nowrap}
-td.eff{white-space:nowrap}
-td.note{color:var(--muted);font-size:12px;min-width:260px}
-tbody tr:nth-child(even){background:#fafbfc}
-tr.invalid td{color:var(--fail)}
-.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:16px}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:12px 12px 10px;break-inside:avoid;page-break-inside:avoid}
-figure.wide{grid-column:1/-1}
-figure svg{display:block;max-width:100%;height:auto;margin:0 auto}
-figcaption{color:var(--muted);font-size:12px;margin-top:6px}
-ul.missing{color:var(--muted);padding-left:20px;margin:12px 0 0}
-.badge{display:inline-block;min-width:58px;text-align:center;padding:1px 7px;border-radius:9px;font-size:10.5px;
-font-weight:700;letter-spacing:.05em;text-transform:uppercase;color:#fff;vertical-align:1px}
-.badge.fail{background:var(--fail)} .badge.warn{background:var(--warn);color:#1f1f1f}
-.badge.ok{background:var(--ok)} .badge.skipped{background:var(--skip)}
-.finding{border:1px solid var(--line);border-left:4px solid var(--skip);border-radius:4px;padding:8px 14px;margin:8px 0;break-inside:avoid}
-.finding.fail{border-left-color:var(--fail)} .finding.warn{border-left-color:var(--warn)} .finding.ok{border-left-color:var(--ok)}
-.ftitle{font-weight:600} .fid{color:var(--muted);font-weight:400;margin-left:6px}
-.root{font-size:11px;font-weight:600;color:var(--fail);border:1px solid var(--fail);border-radius:3px;padding:0 4px;margin-left:6px}
-.finding dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 2px}
-.finding dt{color:var(--muted)} .finding dd{margin:0}
-footer{margin-top:36px;padding-top:10px;border-top:1px solid var(--line);color:var(--muted);font-size:12px}
-@media (max-width:720px){main{padding:16px}.plots{grid-template-columns:1fr}}
-@media print{@page{size:A4;margin:12mm}main{max-width:none;padding:0}body{font-size:10.5px}
-h2{break-after:avoid}.plots{grid-template-columns:1fr}figure svg{max-height:120mm;width:auto}
-.scroll{overflow:visible}td.note{min-width:0}a{color:inherit;text-decoration:none}}
-"""
 
 
 def render(run: Run) -> str:

@@ -11,9 +11,10 @@ import re
 import textwrap
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..analysis import summary as _summary
+from ..analysis.summary import problems as _problems
 from ..results.model import FAIL, OK, SKIPPED, WARN, Finding, Metric, Run
 from . import _format as F
+from . import labels as L
 
 STATUS_ORDER = (FAIL, WARN, OK, SKIPPED)
 
@@ -238,17 +239,12 @@ def findings(run: Run, *, color: bool = False, width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def _area_titles() -> Dict[str, str]:
-    from ..checks.base import AREAS
-    return AREAS
-
-
 def render_checks(run: Run, *, color: bool = False, width: int = 100, verbose: bool = False) -> str:
     """``ceiling check``: findings grouped by area in report order, problems with
     their evidence, why and fix; ok and skipped in one line (all details with verbose)."""
     st = _Style(color)
     width = max(int(width), 60)
-    areas = _area_titles()
+    areas = L.AREA_TITLES
     order = {a: i for i, a in enumerate(areas)}
     by_area: Dict[str, List[Finding]] = {}
     for f in run.findings:
@@ -301,7 +297,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     """The full report: header, summary line, peaks, metrics, findings."""
     width = max(int(width), 60)
     parts = [header(run, color=color, width=width)]
-    parts.append("\n".join(_wrap(_summary.verdict(run), width, "  ")))
+    parts.append("\n".join(_wrap(L.verdict_text(run), width, "  ")))
     for part in (peaks(run, color=color, width=width), metrics_table(run, color=color, width=width),
                  findings(run, color=color, width=width)):
         if part:
@@ -320,7 +316,7 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
     lines = [st(x, "bold") for x in _wrap(f"ceiling summary: {who}", width, "  ", "")]
     if run.partial:
         lines.append(st("PARTIAL RUN: " + (run.partial_reason or "stopped before the end"), "yellow"))
-    heads = _summary.headline(run)
+    heads = L.headline(run)
     if heads:
         lw = max(len(label) for label, _ in heads)
         cells = [F.quantity(met.value, met.unit) for _, met in heads]
@@ -340,8 +336,8 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
     else:
         lines.append("  no headline metric was measured")
     lines.append("")
-    lines += _wrap(_summary.verdict(run), width, "  ")
-    problems = _summary.problems(run)
+    lines += _wrap(L.verdict_text(run), width, "  ")
+    problems = _problems(run)
     lines.append("")
     lines.append(f"Findings: {_counts(run.findings)}")
     for f, more in problems[:8]:

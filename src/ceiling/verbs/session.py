@@ -14,11 +14,11 @@ import sys
 import uuid
 from typing import Callable, Dict, List, Optional
 
-from . import __version__
-from .results.measure import Context, Options, Outcome
-from .errors import CeilingError
-from .machine.model import Machine
-from .results.model import SKIPPED, Finding, Run
+from .. import __version__
+from ..results.measure import Context, Options, Outcome
+from ..errors import CeilingError
+from ..machine.model import Machine
+from ..results.model import SKIPPED, Finding, Run
 
 # Environment variables that change how kernels and libraries run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "GOTO_", "SLURM_CPUS", "SLURM_JOB_ID",
@@ -72,12 +72,12 @@ class Session:
 
     def context(self) -> Context:
         assert self.machine is not None and self.cpus is not None and self.opts is not None
-        from .results.measure import NullProgress
+        from ..results.measure import NullProgress
         return Context(self.machine, self.opts, list(self.cpus), self.progress or NullProgress())
 
     def bench(self, label: str, fn: Callable[[Context], Outcome]) -> None:
         """One bench step, bracketed by competing-load samples."""
-        from .checks import load
+        from ..checks import load
         ncpus = len(self.cpus or []) or 1
         before = load.sample()
         if self.progress is not None:

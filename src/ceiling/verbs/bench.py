@@ -1,0 +1,61 @@
+"""ceiling bench: measure subsystems against their peaks; network and storage under MPI."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import List
+
+from ..errors import UsageError
+from . import common
+
+NAME = "bench"
+HELP = "measure subsystems against their peaks"
+DESCRIPTION = ("Run benchmark suites: " + ", ".join(common.BENCH_SUITES) + ". 'all' is the node's own "
+               "(compute to cores); network runs under MPI (mpirun -n 2 ceiling bench network); "
+               "storage writes in a new directory under --dir.")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("suites", nargs="*", metavar="SUITE",
+                   help="one or more of: " + ", ".join(common.BENCH_SUITES) + " (default: all)")
+    p.add_argument("--quick", action="store_true", help="short benchmarks")
+    p.add_argument("--list", action="store_true", help="list the kernels in the C core and exit")
+    p.add_argument("--dir", metavar="DIR", help="storage: where to write (a new ceiling-io-* subdirectory, removed "
+                   "afterwards; default $TMPDIR or /tmp)")
+    common.measure_options(p)
+    common.output_options(p)
+
+
+def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from . import suites
+    from .measure import measure, measure_mpi
+    if args.list:
+        return _list_kernels(args)
+    if "network" in args.suites:
+        if len(set(args.suites)) > 1:
+            raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
+        return measure_mpi(args, argv, "network")
+    from ..cluster import mpi
+    n = mpi.launched_size()
+    if "storage" in args.suites and n == 0:       # a PMIx launcher: only MPI knows the size
+        n = mpi.world("serialized").Get_size()
+    if "storage" in args.suites and n > 1:
+        if len(set(args.suites)) > 1:
+            raise UsageError("under MPI the storage suite runs on its own: "
+                             "mpirun -n N ceiling bench storage --dir DIR")
+        return measure_mpi(args, argv, "storage")
+    steps = suites.steps(args.suites, args.quick)
+    return measure(args, argv, steps, with_checks=False, report_html=bool(args.out), steps_must_run=True)
+
+
+def _list_kernels(args: argparse.Namespace) -> int:
+    from .. import core
+    ks = core.kernels()
+    if args.json:
+        print(json.dumps([k.__dict__ for k in ks], indent=1))
+        return 0
+    print(f"{'kernel':<16} {'family':<10} {'isa':<7} {'runs here':<9} {'B/iter':>7} {'flop/iter':>9}  what one iteration is")
+    for k in ks:
+        print(f"{k.name:<16} {k.family:<10} {k.isa:<7} {'yes' if k.supported else 'no':<9} "
+              f"{k.bytes_per_iter:>7g} {k.flops_per_iter:>9g}  {k.doc}")
+    return 0

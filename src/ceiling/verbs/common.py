@@ -1,0 +1,168 @@
+"""What the verbs share: option groups, option checks, the output of a Run
+(exporters and exit codes), and the small helpers around them."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable, List, Optional
+
+from .. import core
+from ..errors import INTERRUPTED_EXIT, BadValueError, PathError, UsageError, ValidationError
+from ..report.exporters.base import Exporter, deliver as _deliver_all, prepare
+from ..results.measure import Options
+from ..results.model import Run
+from ..sysfs import meminfo_bytes
+from ..units import parse_count, parse_size
+
+ISAS = ("scalar", "sse2", "avx2", "avx512", "neon", "sve")
+BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores", "network", "storage")
+
+
+# -- option groups ------------------------------------------------------------------
+
+def measure_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("measurement")
+    g.add_argument("--threads", type=str, metavar="N",
+                   help="threads for multi-threaded kernels (default: OMP_NUM_THREADS, else every CPU this process may use)")
+    g.add_argument("--placement", default="compact", metavar="POLICY",
+                   help="compact (one thread per core first), scatter (round-robin over NUMA domains), or node:N")
+    g.add_argument("--reps", type=str, metavar="N", help="timed repetitions per measurement")
+    g.add_argument("--size", type=str, metavar="BYTES",
+                   help="array / working-set size, e.g. 512MiB or 2G (default: sized from the caches)")
+    g.add_argument("--isa", metavar="ISA", help="force one kernel variant: scalar, sse2, avx2, avx512, neon, sve")
+    g.add_argument("--nt-stores", action="store_true", help="STREAM with non-temporal (streaming) stores")
+    g.add_argument("--oversubscribe", action="store_true", help="allow more threads than available CPUs")
+
+
+def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = True) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument("--json", action="store_true", help="print the run as versioned JSON on stdout (terminal text goes to stderr)")
+    if html:
+        g.add_argument("--out", metavar="FILE.html", help="write the single-file HTML report here")
+    g.add_argument("--save-json", metavar="FILE.json", help="also write the run's JSON to this file")
+    if store:
+        g.add_argument("--db", metavar="PATH", help="SQLite history (default: ~/.local/share/ceiling/history.db)")
+        g.add_argument("--no-store", action="store_true", help="do not record this run in the history")
+
+
+# -- option values --------------------------------------------------------------------
+
+def options(args: argparse.Namespace) -> Options:
+    """Validate measurement options before anything is measured."""
+    isa = getattr(args, "isa", None)
+    if isa is not None and isa not in ISAS:
+        raise UsageError(f"--isa {isa!r}: unknown (one of {', '.join(ISAS)})")
+    if isa is not None and not core.isa_supported(isa):
+        have = ", ".join(i for i in ISAS if core.isa_supported(i))
+        raise BadValueError(f"--isa {isa}: this CPU cannot run it (it runs: {have})")
+    size = None
+    if getattr(args, "size", None) is not None:
+        # Storage sizes are bounded by the file system's free space (checked by its preflight), not by memory.
+        on_disk = "storage" in (getattr(args, "suites", None) or [])
+        size = parse_size(args.size, what="--size", limit=None if on_disk else meminfo_bytes("MemTotal"))
+    reps = parse_count(getattr(args, "reps", None), what="--reps", low=1, high=10000)
+    threads = parse_count(getattr(args, "threads", None), what="--threads", low=1)
+    placement = getattr(args, "placement", "compact")
+    if placement not in ("compact", "scatter") and not placement.startswith("node:"):
+        raise UsageError(f"--placement {placement!r}: unknown (compact, scatter or node:N)")
+    return Options(quick=getattr(args, "quick", False), threads=threads, placement=placement, reps=reps,
+                   size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
+                   oversubscribe=getattr(args, "oversubscribe", False), storage_dir=getattr(args, "dir", None))
+
+
+def open_store(args: argparse.Namespace):
+    """The history store, or None with --no-store; opened (and checked) before measuring."""
+    if getattr(args, "no_store", False):
+        return None
+    from ..results.store import Store
+    return Store(getattr(args, "db", None))
+
+
+def config(args: argparse.Namespace):
+    from ..machine import config as cfg
+    return cfg.load(args.config) if getattr(args, "config", None) else cfg.load()
+
+
+def progress(args: argparse.Namespace):
+    from ..report.progress import Progress
+    return Progress(stream=sys.stderr)
+
+
+def say(args: argparse.Namespace) -> Callable[[str], None]:
+    """Terminal text goes to stdout, or to stderr when stdout carries JSON."""
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    return lambda text: print(text, file=stream, flush=True)
+
+
+def width() -> int:
+    try:
+        return max(60, min(os.get_terminal_size().columns, 140))
+    except OSError:
+        return 100
+
+
+def color(args: argparse.Namespace) -> bool:
+    return sys.stdout.isatty() and not getattr(args, "json", False) and "NO_COLOR" not in os.environ
+
+
+def require_dir(path: Optional[str], what: str = "--root") -> None:
+    if path and not os.path.isdir(path):
+        raise PathError(f"{what} {path}: not a directory")
+
+
+# -- the output of a Run ----------------------------------------------------------------
+
+def exporters(args: argparse.Namespace, store, *, html: bool, render: Optional[Callable[[Run], str]] = None,
+              quiet_store: bool = False) -> List[Exporter]:
+    """The outputs the usual options ask for, in delivery order: --save-json, the HTML report,
+    the history, the terminal, --json."""
+    from ..report.exporters.history import History
+    from ..report.exporters.html_file import HtmlFile
+    from ..report.exporters.json_doc import JsonFile, JsonStdout
+    from ..report.exporters.terminal import Terminal
+    out: List[Exporter] = []
+    if getattr(args, "save_json", None):
+        out.append(JsonFile(args.save_json))
+    if html:
+        out.append(HtmlFile(getattr(args, "out", None)))
+    if store is not None:
+        out.append(History(store, quiet=quiet_store))
+    out.append(Terminal(say(args), color=color(args), width=width(), render=render))
+    if getattr(args, "json", False):
+        out.append(JsonStdout())
+    return out
+
+
+def check_outputs(args: argparse.Namespace, html: bool = True) -> None:
+    """Refuse --out and --save-json paths that cannot be written, before measuring."""
+    from ..report.exporters.html_file import HtmlFile
+    from ..report.exporters.json_doc import JsonFile
+    outs: List[Exporter] = []
+    if html and getattr(args, "out", None):
+        outs.append(HtmlFile(args.out))
+    if getattr(args, "save_json", None):
+        outs.append(JsonFile(args.save_json))
+    prepare(outs)
+
+
+def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], None]) -> int:
+    """Analyse ``run`` once, hand it to every output (receipts through ``say``), and settle
+    the exit code: ``code`` (a step's error, an interruption) stands; then invalid measurements
+    (9), a partial run (130), an output that could not be written (4)."""
+    from ..analysis.analyse import ensure
+    ensure(run)
+    errors = _deliver_all(run, outputs, say)
+    for e in errors:
+        print(f"ceiling: {e}", file=sys.stderr)
+    invalid = [m.name for m in run.metrics if not m.valid]
+    if invalid:
+        print(f"ceiling: {len(invalid)} measurement(s) failed validation and are not trusted: {', '.join(invalid)}",
+              file=sys.stderr)
+        if code == 0:
+            code = ValidationError.exit_code
+    if run.partial and code == 0:
+        code = INTERRUPTED_EXIT
+    if errors and code == 0:
+        code = PathError.exit_code
+    return code

@@ -1,0 +1,128 @@
+"""The measuring flow the verbs share: a Session filled step by step on this
+node (``measure``) or on every rank of an MPI job (``measure_mpi``), then
+analysed and delivered. Ctrl-C or SIGTERM keeps what was measured."""
+from __future__ import annotations
+
+import argparse
+from typing import Callable, List, Tuple
+
+from ..errors import CeilingError, interruption
+from ..results.measure import Context, NullProgress, Outcome
+from . import common
+from .session import Session
+
+Step = Tuple[str, Callable]
+
+
+def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_checks: bool,
+            report_html: bool, steps_must_run: bool = False) -> int:
+    """Measure ``steps`` into one Run and deliver it. ``steps_must_run``: a step that
+    could not run (a full disk, a kernel refusing) makes the exit code its error's,
+    after everything else was saved; ``ceiling run`` instead reports it and goes on."""
+    from .. import machine as machine_mod
+    from ..checks import run_checks
+    from ..machine import placement
+
+    opts = common.options(args)
+    say = common.say(args)
+    common.check_outputs(args)
+    cfg = common.config(args)
+    store = common.open_store(args)
+    progress = common.progress(args)
+    session = Session(argv, opts, progress)
+    code = 0
+    # Placement is validated on the read-only model, before the clock is measured.
+    m = machine_mod.detect("/", measure=False, config=cfg)
+    cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
+    if any(label == "storage" for label, _ in steps):
+        from ..bench import storage
+        storage.preflight(Context(m, opts, cpus, NullProgress()))   # bad --dir or size: its exit code, now
+    try:
+        if steps:
+            progress.start("machine model and clock")
+            try:
+                m = machine_mod.detect("/", measure=True, config=cfg)
+            finally:
+                progress.done()
+        session.set_machine(m, cpus)
+        if steps:
+            from ..bench.compute import clock_metrics
+            session.add(clock_metrics(m))
+        if with_checks:
+            session.add(Outcome(findings=run_checks(m)))
+        for label, fn in steps:
+            session.bench(label, fn)
+    except KeyboardInterrupt as e:
+        if getattr(e, "outcome", None) is not None:    # a step's partial results (storage)
+            session.add(e.outcome)
+        why, code = interruption(e)
+        session.interrupted(f"{why}: results so far are kept")
+    run = session.finish()
+    code = common.deliver(run, common.exporters(args, store, html=report_html), code, say)
+    if code == 0 and steps_must_run and session.step_errors:
+        code = session.step_errors[0].exit_code
+    return code
+
+
+def measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
+    """``mpirun -n N ceiling bench network`` or ``... bench storage``: every rank
+    measures, rank 0 reports.
+
+    MPI is checked first (mpi4py, a library; two ranks or more for the network),
+    before anything imports mpi4py.MPI with other settings or measures. The clock
+    is not measured: on N ranks at once it would disturb the others and say
+    nothing about the network or the file system.
+    """
+    from ..bench import network
+    from ..cluster import mpi
+
+    # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
+    comm = network.preflight() if suite == "network" else mpi.world("serialized")
+    with mpi.DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
+        return _measure_ranks(args, argv, suite, comm, stop)
+
+
+def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, stop) -> int:
+    import contextlib
+    import functools
+    from .. import machine as machine_mod
+    from ..bench import network, storage
+    from ..cluster import mpi
+
+    leader = comm.Get_rank() == 0
+    try:                     # every rank parses the same command line: one error, printed once
+        opts = common.options(args)
+        cfg = common.config(args)
+    except CeilingError as e:
+        raise mpi.everywhere(e) from None
+    if suite == "network":
+        network.preflight(comm, opts)
+    say = common.say(args) if leader else (lambda text: None)
+    if leader:
+        common.check_outputs(args)
+    store = common.open_store(args) if leader else None
+    session = Session(argv, opts, common.progress(args) if leader else NullProgress())
+    session.own_pids = mpi.pids_on_this_host(comm)
+    m = machine_mod.detect("/", measure=False, config=cfg)
+    cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
+    session.set_machine(m, cpus)
+    code = 0
+    with contextlib.ExitStack() as stack:
+        fn: Callable = network.bench_network
+        try:
+            stop.agree()         # a signal during the set-up: nothing measured, every rank leaves here
+            if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
+                ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
+                fn = functools.partial(storage.bench_storage, parallel=ready)
+            session.bench(suite, fn)
+        except KeyboardInterrupt as e:
+            if getattr(e, "outcome", None) is not None:      # what was measured before it
+                session.add(e.outcome)
+            why, code = interruption(e)
+            session.interrupted(f"{why}: results so far are kept")
+    run = session.finish()
+    if code == 0 and session.step_errors:
+        code = session.step_errors[0].exit_code
+    if not leader:
+        return code
+    return common.deliver(run, common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)

@@ -1,0 +1,161 @@
+"""The package's layers, checked on its source: imports run one way only, from the
+top (cli, verbs) down to the bottom (errors, results, machine), never back up, and
+no module is part of an import circle; and no source file grows past about 500
+lines without saying why in its docstring.
+
+Function-level imports count (they are how a layer reaches up when it should
+not); imports under ``if TYPE_CHECKING:`` do not (they are annotations only).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "ceiling"
+CSRC = Path(__file__).resolve().parents[1] / "csrc"
+
+# Rank of each top-level part of the package: an import may go to the same rank or lower.
+RANK = {
+    "errors": 0, "units": 1, "sysfs": 1, "core": 2, "results": 2, "machine": 3,
+    "probes": 4,
+    "checks": 5, "bench": 5, "cluster": 5, "profile": 5, "trace": 5,
+    "analysis": 6,
+    "report": 7,
+    "verbs": 8,
+    "cli": 9, "__main__": 10, "__init__": 0,
+}
+# Among the measurements (rank 5), the one direction allowed: a bench uses MPI through cluster/.
+SIDEWAYS = {("bench", "cluster")}
+LONG_MARK = "Longer than 500 lines"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> List[str]:
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        pkg = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        pkg = pkg[: len(pkg) - (node.level - 1)]
+        base = ".".join(pkg + ([node.module] if node.module else []))
+    if not base.startswith("ceiling"):
+        return []
+    if node.module is None or base.count(".") < 2:
+        # "from . import core" / "from .. import machine": the names are modules
+        return [f"{base}.{a.name}" for a in node.names]
+    return [base]
+
+
+def _type_checking_lines(tree: ast.AST) -> Set[int]:
+    lines: Set[int] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test):
+            for sub in n.body:
+                for x in ast.walk(sub):
+                    if hasattr(x, "lineno"):
+                        lines.add(x.lineno)
+    return lines
+
+
+def _graph() -> Dict[str, Set[str]]:
+    edges: Dict[str, Set[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        mod = _module_name(path)
+        tree = ast.parse(path.read_text(), str(path))
+        skip = _type_checking_lines(tree)
+        out: Set[str] = set()
+        for n in ast.walk(tree):
+            if getattr(n, "lineno", None) in skip:
+                continue
+            if isinstance(n, ast.ImportFrom):
+                out.update(_resolve(mod, path.name == "__init__.py", n))
+            elif isinstance(n, ast.Import):
+                out.update(a.name for a in n.names if a.name.startswith("ceiling"))
+        edges[mod] = {t for t in out if t != mod}
+    return edges
+
+
+def _part(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _known(graph: Dict[str, Set[str]], target: str) -> str:
+    """The module ``target`` names (an attribute of a module resolves to the module)."""
+    while target and target not in graph:
+        target = target.rpartition(".")[0]
+    return target
+
+
+def test_every_part_has_a_rank():
+    parts = {_part(m) for m in _graph()}
+    assert not parts - set(RANK), f"give these a layer in RANK: {sorted(parts - set(RANK))}"
+
+
+def test_imports_never_run_up_the_layers():
+    graph = _graph_cache
+    bad = []
+    for mod, targets in graph.items():
+        a = _part(mod)
+        for t in targets:
+            t = _known(graph, t)
+            if not t:
+                continue
+            b = _part(t)
+            if a == b or (a, b) in SIDEWAYS:
+                continue
+            if RANK[b] > RANK[a] or (RANK[b] == RANK[a] and a != "__init__"):
+                bad.append(f"{mod} -> {t}")
+    assert not bad, "imports against the layers:\n" + "\n".join(sorted(bad))
+
+
+def test_no_import_circle():
+    graph = {m: {_known(_graph_cache, t) for t in ts} - {""} for m, ts in _graph_cache.items()}
+    # A package's __init__ importing its own modules is how a package presents itself, not a circle.
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not (t.startswith(m + ".") or m.startswith(t + ".") and _is_pkg(t))}
+    seen: Dict[str, int] = {}
+    stack: List[str] = []
+    cycles: List[Tuple[str, ...]] = []
+
+    def visit(m: str) -> None:
+        seen[m] = 1
+        stack.append(m)
+        for t in sorted(graph.get(m, ())):
+            if seen.get(t) == 1:
+                cycles.append(tuple(stack[stack.index(t):]) + (t,))
+            elif t not in seen:
+                visit(t)
+        stack.pop()
+        seen[m] = 2
+
+    for m in sorted(graph):
+        if m not in seen:
+            visit(m)
+    assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def _is_pkg(mod: str) -> bool:
+    return (SRC.parent / mod.replace(".", "/") / "__init__.py").exists()
+
+
+_graph_cache = _graph()
+
+
+@pytest.mark.parametrize("path", sorted([*SRC.rglob("*.py"), *CSRC.rglob("*.c")]), ids=lambda p: p.name)
+def test_no_long_file_without_a_reason(path: Path):
+    text = path.read_text()
+    if text.count("\n") <= 520:
+        return
+    head = text[:4000]
+    assert LONG_MARK in head, (f"{path.relative_to(SRC.parents[1])} has {text.count(chr(10))} lines: split it along "
+                               f"its seams, or say why not in its docstring ('{LONG_MARK}: ...')")
