@@ -14,9 +14,11 @@ from ..results.measure import Options
 from ..results.model import Run
 from ..sysfs import meminfo_bytes
 from ..units import parse_count, parse_size
+from . import suites
 
 ISAS = ("scalar", "sse2", "avx2", "avx512", "neon", "sve")
-BENCH_SUITES = ("all", "compute", "dgemm", "memory", "cache", "latency", "cores", "network", "storage")
+# What `ceiling bench` takes: the node's own suites (suites.py), the network under MPI, storage.
+BENCH_SUITES = ("all", *suites.ORDER, "network", *suites.EXTRA)
 
 
 # -- option groups ------------------------------------------------------------------
