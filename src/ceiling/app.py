@@ -252,10 +252,11 @@ def cmd_bench(args: argparse.Namespace, argv: List[str]) -> int:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
         return _measure_mpi(args, argv, "network")
-    from .cluster import mpi
-    n = mpi.launched_size()
+    from .cluster.comm import world
+    from .cluster.launch import launched_size
+    n = launched_size()
     if "storage" in args.suites and n == 0:       # a PMIx launcher: only MPI knows the size
-        n = mpi.world("serialized").Get_size()
+        n = world("serialized").Get_size()
     if "storage" in args.suites and n > 1:
         if len(set(args.suites)) > 1:
             raise UsageError("under MPI the storage suite runs on its own: "
@@ -275,11 +276,12 @@ def _measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     nothing about the network or the file system.
     """
     from .bench import network
-    from .cluster import mpi
+    from .cluster.comm import world
+    from .cluster.stop import DeferredStop
 
     # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
-    comm = network.preflight() if suite == "network" else mpi.world("serialized")
-    with mpi.DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
+    comm = network.preflight() if suite == "network" else world("serialized")
+    with DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
         return _measure_mpi_ranks(args, argv, suite, comm, stop)
 
 
@@ -289,14 +291,15 @@ def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, co
     from . import machine as machine_mod
     from .bench import network, storage
     from .results.measure import Context, NullProgress
-    from .cluster import mpi
+    from .cluster.gather import pids_on_this_host
+    from .cluster.stop import everywhere
 
     leader = comm.Get_rank() == 0
     try:                     # every rank parses the same command line: one error, printed once
         opts = options(args)
         cfg = _config(args)
     except CeilingError as e:
-        raise mpi.everywhere(e) from None
+        raise everywhere(e) from None
     if suite == "network":
         network.preflight(comm, opts)
     say = _say(args) if leader else (lambda text: None)
@@ -305,7 +308,7 @@ def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, co
         _check_writable(getattr(args, "save_json", None), "--save-json")
     store = _open_store(args) if leader else None
     session = Session(argv, opts, _progress(args) if leader else NullProgress())
-    session.own_pids = mpi.pids_on_this_host(comm)
+    session.own_pids = pids_on_this_host(comm)
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
     session.set_machine(m, cpus)

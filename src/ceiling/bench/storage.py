@@ -935,7 +935,7 @@ def bench_storage(ctx: Context, parallel: Optional[Tuple[Any, str, Plan]] = None
 
 def _plan_parallel(ctx: Context, parent: Optional[str], par: Any, path: str) -> Plan:
     """The plan on every rank, and the free space of each group's directory, or every rank's error."""
-    from ..cluster.mpi import raise_agreed
+    from ..cluster.stop import raise_agreed
     err = None
     try:
         p = plan(ctx, par)
