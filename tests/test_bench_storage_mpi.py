@@ -116,7 +116,7 @@ DRIVER = textwrap.dedent("""
     opts = Options(quick=True, reps=1, size_bytes=int(os.environ.get("TEST_SIZE", str(8 << 20))))
     opts.storage_dir = sys.argv[2]
     ctx = Context(m, opts, sorted(m.affinity))
-    with storage.prepare_parallel(ctx) as ready:
+    with storage_mpi.prepare_parallel(ctx) as ready:
         out = storage.bench_storage(ctx, parallel=ready)
     run = Run(tool_version="t", host="h", started="", command=[], metrics=out.metrics, series=out.series,
               findings=out.findings)
@@ -204,14 +204,14 @@ def test_ranks_that_cannot_see_rank_0s_directory_use_one_per_node(mpi_setup, tmp
 
 
 def _fs(src, peak, dev="nvme0n1"):
-    from ceiling.bench.storage import FileSystem, Mount
+    from ceiling.machine.storage import FileSystem, Mount
     from ceiling.results.model import Peak
     m = Mount(mount_point="/scratch", fstype="xfs", source=src, major=259, minor=0, super_options="")
     return FileSystem("/scratch", m, Peak(peak, "MiB/s", f"{dev} PCIe link" if peak else "unknown: no link"))
 
 
 def test_node_local_directories_add_up_their_devices_peaks():
-    from ceiling.bench.storage import combine_fs
+    from ceiling.machine.storage import combine_fs
     one = _fs("/dev/nvme0n1", 3000.0)
     assert combine_fs([("h0", ["n0"], one)]) is one
     both = combine_fs([("h0", ["n0"], one), ("h1", ["n1"], _fs("/dev/nvme0n1", 2000.0))])

@@ -289,7 +289,7 @@ def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, co
     import contextlib
     import functools
     from . import machine as machine_mod
-    from .bench import network, storage
+    from .bench import network, storage, storage_mpi
     from .results.measure import Context, NullProgress
     from .cluster.gather import pids_on_this_host
     from .cluster.stop import everywhere
@@ -318,7 +318,7 @@ def _measure_mpi_ranks(args: argparse.Namespace, argv: List[str], suite: str, co
         try:
             stop.agree()         # a signal during the set-up: nothing measured, every rank leaves here
             if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
-                ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
+                ready = stack.enter_context(storage_mpi.prepare_parallel(Context(m, opts, cpus, NullProgress())))
                 fn = functools.partial(storage.bench_storage, parallel=ready)
             session.bench(suite, fn)
         except KeyboardInterrupt as e:

@@ -39,12 +39,16 @@ process), and the ranks make each measurement together:
   its own CPUs; when ranks share CPUs, threads are left to the scheduler (I/O
   waits, it does not compute) and the context says so
   (cluster/placement.bound_cpus).
+
+``prepare_parallel`` sets all this up and yields what ``storage.bench_storage``
+measures with; this module uses bench/storage.py, never the other way round.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -54,10 +58,12 @@ from ..cluster.launch import launcher_in_use
 from ..cluster.library import library
 from ..cluster.placement import bound_cpus
 from ..cluster.stop import DeferredStop, agree_max, raise_agreed
+from ..core.io import E_EPEER, IoRaw, cancel
 from ..errors import CeilingError, PathError
+from ..machine.storage import FileSystem, combine_fs, describe_fs
 from ..results.measure import Context
-from .storage import E_EPEER, IoRaw, RunDir
-from .storage import _cancel as cancel
+from .storage import Plan, check_space, plan
+from .storage_dir import RunDir
 
 TOKEN_FILE = ".ceiling-group"
 
@@ -139,6 +145,16 @@ class Parallel:
                     direct=all(h[6] for h in head), nthreads=sum(h[7] for h in head))
         return 0, 0, "", out
 
+    def file_system(self, path: str) -> FileSystem:
+        """Collective: each group's first rank describes its directory; every rank gets the combination."""
+        members = self.group.allgather(self.rank)
+        mine = None
+        if self.group.Get_rank() == 0:
+            fs = describe_fs(path)
+            fs.dir = os.path.dirname(path)
+            mine = (socket.gethostname(), list(dict.fromkeys(self.nodes[r] for r in members)), fs)
+        return combine_fs([x for x in self.world.allgather(mine) if x is not None])
+
 
 def _visible(path: str, token: str) -> bool:
     try:
@@ -218,3 +234,30 @@ def parallel_run(ctx: Context, parent: Optional[str]):
             "pinning": pin_note,
         }
         yield par, path
+
+
+def _plan_parallel(ctx: Context, parent: Optional[str], par: Parallel, path: str) -> Plan:
+    """The plan on every rank, and the free space of each group's directory, or every rank's error."""
+    err = None
+    try:
+        p = plan(ctx, par)
+    except CeilingError as e:
+        err = e
+    raise_agreed(par.world, err)
+    if par.group.Get_rank() == 0:        # what the whole group writes at once, in its directory
+        try:
+            check_space(p, path, parent or os.path.dirname(path), processes=par.group.Get_size())
+        except CeilingError as e:
+            err = e
+    raise_agreed(par.world, err)
+    return p
+
+
+@contextlib.contextmanager
+def prepare_parallel(ctx: Context):
+    """Every MPI rank together: directories, indices and the plan, with each rank's error
+    (bad --dir, size or space) raised on all of them before anything is measured. Yields what
+    ``storage.bench_storage(ctx, parallel=...)`` measures with; the directories go on leaving."""
+    parent = getattr(ctx.opts, "storage_dir", None)
+    with parallel_run(ctx, parent) as (par, path):
+        yield par, path, _plan_parallel(ctx, parent, par, path)
