@@ -10,7 +10,7 @@ wrapper of the MPI library mpi4py loads (this script never builds them):
 OSU with `./configure CC=mpicc CXX=mpicxx && make` (--osu-dir is its build
 directory, or its mpi/ folder), IMB with `make CC=mpicc CXX=mpicxx IMB-MPI1`.
 A peer that is not given is skipped. The launcher is the one ceiling finds for
-that library (cluster/mpi.py), or --mpiexec.
+that library (cluster/library.py), or --mpiexec.
 
 Placement: two ranks, each started under `taskset -c CPU` through the
 launcher's MPMD form (`mpiexec -n 1 taskset -c A prog : -n 1 taskset -c B
@@ -55,8 +55,8 @@ LAT_TARGET, BW_TARGET, COLL_TARGET = 1.10, 0.95, 0.10
 
 DRIVER = textwrap.dedent("""
     import json, sys
-    from ceiling.cluster import mpi
-    comm = mpi.world()          # first: MPI initialised as ceiling does it (MPI_THREAD_FUNNELED)
+    from ceiling.cluster.comm import world
+    comm = world()              # first: MPI initialised as ceiling does it (MPI_THREAD_FUNNELED)
     from ceiling import machine
     from ceiling.bench import network
     from ceiling.results.measure import Context, Options
@@ -93,8 +93,8 @@ def run(cmd: Sequence[str], timeout: int = 900) -> str:
 
 
 def find_mpiexec() -> str:
-    code = ("from ceiling.cluster import mpi; mpi.world(); lib = mpi.library(); "
-            "print(mpi.find_launcher(lib, mpi.find_mpicc(lib)).path)")
+    code = ("from ceiling.cluster.comm import world; from ceiling.cluster.library import find_launcher, "
+            "find_mpicc, library; world(); lib = library(); print(find_launcher(lib, find_mpicc(lib)).path)")
     return run([sys.executable, "-c", code], timeout=120).strip().splitlines()[-1]
 
 

@@ -15,13 +15,15 @@ needs_mpi = pytest.mark.skipif(not HAVE_MPI4PY, reason="mpi4py is not installed 
 
 PROBE = textwrap.dedent("""
     import json
-    from ceiling.cluster import mpi
-    mpi.world()
-    lib = mpi.library()
-    cc = mpi.find_mpicc(lib)
-    ln = mpi.find_launcher(lib, cc)
+    from ceiling.cluster.comm import world
+    from ceiling.cluster.gather import pids_on_this_host
+    from ceiling.cluster.library import find_launcher, find_mpicc, library
+    world()
+    lib = library()
+    cc = find_mpicc(lib)
+    ln = find_launcher(lib, cc)
     import os
-    assert mpi.pids_on_this_host(mpi.world()) == [os.getpid()]
+    assert pids_on_this_host(world()) == [os.getpid()]
     print(json.dumps({"family": lib.family, "version": lib.family_version, "mpicc": cc.path,
                       "cc_family": cc.family, "cc_version": cc.version, "launcher": ln.path,
                       "launcher_family": ln.family, "argv2": ln.argv(2), "argv4": ln.argv(4, oversubscribe=True)}))

@@ -1,6 +1,7 @@
-"""`ceiling bench network`: placement planning, summaries and link peaks as pure
-functions, then the real thing: 2 and 4 MPI ranks on this machine, started
-with the launcher that matches the MPI library mpi4py loads.
+"""`ceiling bench network`: placement planning (cluster/placement.py), summaries
+(results/curves.py) and link peaks (machine/network.py) as pure functions, then
+the real thing: 2 and 4 MPI ranks on this machine, started with the launcher
+that matches the MPI library mpi4py loads.
 
 The MPI tests skip when mpi4py is not installed; with mpi4py present, a
 missing compiler wrapper or launcher fails them (CI installs the mpi extra).
@@ -18,6 +19,9 @@ from pathlib import Path
 import pytest
 
 from ceiling.bench import network as net
+from ceiling.cluster import placement
+from ceiling.machine.network import link_peak
+from ceiling.results import curves
 
 REPO = Path(__file__).resolve().parents[1]
 from mpiutil import needs_mpi
@@ -77,7 +81,7 @@ def facts(nodes_cpus):
 def test_two_sockets_two_l3s_each_gives_every_on_node_placement():
     t = topo(2, 2, 2)                                  # CPUs 0-3 socket 0 (L3 0: 0,1; L3 1: 2,3), 4-7 socket 1
     allc = list(range(8))
-    placements, missing = net.plan_placements(facts([("a", allc), ("a", allc)]), {"a": t})
+    placements, missing = placement.plan_placements(facts([("a", allc), ("a", allc)]), {"a": t})
     got = {p.label: p for p in placements}
     assert set(got) == {"same_l3", "same_socket", "cross_socket"}
     assert missing == {"cross_node": "all 2 ranks run on one node (a)"}
@@ -92,7 +96,7 @@ def test_two_sockets_two_l3s_each_gives_every_on_node_placement():
 
 def test_smt_siblings_are_never_a_pair():
     t = topo(1, 1, 1, smt=2)                           # one core, two threads
-    placements, missing = net.plan_placements(facts([("a", [0, 1]), ("a", [0, 1])]), {"a": t})
+    placements, missing = placement.plan_placements(facts([("a", [0, 1]), ("a", [0, 1])]), {"a": t})
     assert placements == []
     assert "same_l3" in missing and "cross_socket" in missing
 
@@ -100,7 +104,7 @@ def test_smt_siblings_are_never_a_pair():
 def test_bound_ranks_are_paired_by_their_own_cpus():
     t = topo(2, 1, 2)                                  # socket 0: CPUs 0,1; socket 1: CPUs 2,3
     f = facts([("a", [0]), ("a", [2]), ("a", [1])])    # as srun --cpu-bind would leave them
-    placements, missing = net.plan_placements(f, {"a": t})
+    placements, missing = placement.plan_placements(f, {"a": t})
     got = {p.label: p for p in placements}
     assert got["cross_socket"].ranks == (0, 1) and got["cross_socket"].cpus == (0, 2)
     assert got["same_l3"].ranks == (0, 2) and got["same_l3"].cpus == (0, 1)
@@ -109,7 +113,7 @@ def test_bound_ranks_are_paired_by_their_own_cpus():
 
 def test_one_rank_per_node_gives_cross_node_only_with_reasons():
     t = {"a": topo(2, 1, 4, host="a"), "b": topo(2, 1, 4, host="b")}
-    placements, missing = net.plan_placements(facts([("a", range(8)), ("b", range(8))]), t)
+    placements, missing = placement.plan_placements(facts([("a", range(8)), ("b", range(8))]), t)
     assert [p.label for p in placements] == ["cross_node"]
     assert placements[0].note == "" and placements[0].ranks == (0, 1)
     assert "every node has one rank" in missing["same_l3"]
@@ -117,14 +121,14 @@ def test_one_rank_per_node_gives_cross_node_only_with_reasons():
 
 def test_fake_nodes_on_one_host_are_said_to_cross_no_link_and_use_two_cpus():
     t = {"n0": topo(1, 1, 2, host="vm"), "n1": topo(1, 1, 2, host="vm")}
-    placements, _ = net.plan_placements(facts([("n0", [0, 1]), ("n1", [0, 1])]), t)
+    placements, _ = placement.plan_placements(facts([("n0", [0, 1]), ("n1", [0, 1])]), t)
     (p,) = placements
     assert p.label == "cross_node" and "one host" in p.note and p.cpus == (0, 1)
 
 
 def test_unknown_l3_is_said():
     t = topo(1, 1, 4, l3_known=False)
-    placements, missing = net.plan_placements(facts([("a", range(4)), ("a", range(4))]), {"a": t})
+    placements, missing = placement.plan_placements(facts([("a", range(4)), ("a", range(4))]), {"a": t})
     assert [p.label for p in placements] == ["same_socket"]
     assert "L3 instances unknown" in placements[0].note
     assert "unknown" in missing["same_l3"]
@@ -132,9 +136,9 @@ def test_unknown_l3_is_said():
 
 def test_collective_order_and_pinning():
     f = facts([("a", [0, 1]), ("a", [0, 1]), ("b", [0, 1]), ("b", [0, 1]), ("a", [0, 1])])
-    assert net.coll_order(f) == [0, 2, 1, 3, 4]
+    assert placement.coll_order(f) == [0, 2, 1, 3, 4]
     t = {"a": topo(1, 1, 2, host="a"), "b": topo(1, 1, 2, host="b")}
-    pins, notes = net.coll_pinning(f, t)
+    pins, notes = placement.coll_pinning(f, t)
     assert pins[0] != pins[1] and pins[2] != pins[3]
     assert pins[4] is None and "rank 4" in notes[0]
 
@@ -142,7 +146,7 @@ def test_collective_order_and_pinning():
 # -- summaries -------------------------------------------------------------------
 
 def curve(points):
-    c = net.Curve()
+    c = curves.Curve()
     for s, vals in points:
         c.sizes.append(s)
         c.per_block[s] = vals
@@ -151,23 +155,23 @@ def curve(points):
 
 def test_plateau_n_half_and_drop():
     c = curve([(1, [1, 1]), (64, [40, 44]), (1024, [104, 106]), (4096, [200, 210]), (65536, [150, 160])])
-    size, med = net.plateau(c)
+    size, med = curves.plateau(c)
     assert size == 4096 and med == 205
-    assert net.n_half(c, med) == 1024                  # median 105 >= 205 / 2
-    drop = net.large_drop(c, med)
+    assert curves.n_half(c, med) == 1024               # median 105 >= 205 / 2
+    drop = curves.large_drop(c, med)
     assert drop == pytest.approx(155 / 205)
     flat = curve([(1, [1]), (4096, [200]), (65536, [195])])
-    assert net.large_drop(flat, 200) is None          # within 10 %
+    assert curves.large_drop(flat, 200) is None       # within 10 %
 
 
 def test_n_half_is_the_smallest_size_at_half():
     c = curve([(1, [10]), (2, [49]), (4, [50]), (8, [100])])
-    assert net.n_half(c, 100) == 4
+    assert curves.n_half(c, 100) == 4
 
 
 def test_latency_is_the_mean_of_the_small_sizes_per_block():
     c = curve([(0, [1.0, 2.0]), (1, [1.0, 2.0]), (2, [1.0, 2.0]), (4, [1.0, 2.0]), (8, [3.0, 4.0]), (16, [9, 9])])
-    vals, sizes = net.latency_values(c)
+    vals, sizes = curves.latency_values(c)
     assert sizes == [0, 1, 2, 4, 8] and vals == pytest.approx([1.4, 2.4])
 
 
@@ -182,19 +186,19 @@ def write(root: Path, rel: str, text: str):
 def test_link_peak_infiniband(tmp_path):
     write(tmp_path, "sys/class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)")
     write(tmp_path, "sys/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE")
-    p = net.link_peak(str(tmp_path), env={})
+    p = link_peak(str(tmp_path), env={})
     assert p.value == pytest.approx(12500.0) and "mlx5_0:1" in p.provenance
 
 
 def test_link_peak_qdr_deducts_line_encoding_and_different_ports_are_unknown(tmp_path):
     write(tmp_path, "sys/class/infiniband/mlx4_0/ports/1/rate", "40 Gb/sec (4X QDR)")
     write(tmp_path, "sys/class/infiniband/mlx4_0/ports/1/state", "4: ACTIVE")
-    assert net.link_peak(str(tmp_path), env={}).value == pytest.approx(4000.0)
+    assert link_peak(str(tmp_path), env={}).value == pytest.approx(4000.0)
     write(tmp_path, "sys/class/infiniband/mlx5_1/ports/1/rate", "200 Gb/sec (4X HDR)")
     write(tmp_path, "sys/class/infiniband/mlx5_1/ports/1/state", "4: ACTIVE")
-    p = net.link_peak(str(tmp_path), env={})
+    p = link_peak(str(tmp_path), env={})
     assert p.value is None and "different rates" in p.provenance
-    p = net.link_peak(str(tmp_path), env={"UCX_NET_DEVICES": "mlx5_1:1"})
+    p = link_peak(str(tmp_path), env={"UCX_NET_DEVICES": "mlx5_1:1"})
     assert p.value == pytest.approx(25000.0)
 
 
@@ -203,20 +207,20 @@ def test_link_peak_ethernet_and_virtual_nics(tmp_path):
     write(tmp_path, "sys/class/net/eth0/operstate", "up")
     write(tmp_path, "sys/class/net/eth0/speed", "-1")
     (tmp_path / "sys/class/net/eth0/device").mkdir()
-    p = net.link_peak(str(tmp_path), env={})
+    p = link_peak(str(tmp_path), env={})
     assert p.value is None and "report no speed" in p.provenance
     write(tmp_path, "sys/class/net/eth0/speed", "25000")
-    p = net.link_peak(str(tmp_path), env={})
+    p = link_peak(str(tmp_path), env={})
     assert p.value == pytest.approx(3125.0) and "eth0" in p.provenance
-    assert net.link_peak(str(tmp_path / "nothing"), env={}).value is None
+    assert link_peak(str(tmp_path / "nothing"), env={}).value is None
 
 
 # -- the real thing: MPI ranks on this machine ---------------------------------------
 
 DRIVER = textwrap.dedent("""
     import json, os, sys
-    from ceiling.cluster import mpi
-    rank = mpi.world().Get_rank()
+    from ceiling.cluster.comm import world
+    rank = world().Get_rank()
     nodes = os.environ.get("TEST_NODES")
     if nodes:
         os.environ["CEILING_NODE_NAME"] = nodes.split(",")[rank]
@@ -270,7 +274,8 @@ def test_two_ranks_measure_what_this_machine_offers(mpi_setup):
     ms = metrics(run)
     m = machine.detect("/", measure=False)
     allowed = sorted(m.affinity)
-    want, missing = net.plan_placements(facts([("x", allowed), ("x", allowed)]), {"x": net.topology_of(m)})
+    want, missing = placement.plan_placements(facts([("x", allowed), ("x", allowed)]),
+                                              {"x": placement.topology_of(m)})
     if not want:
         pytest.skip(f"this machine offers no pair of CPUs on distinct cores: {missing}")
     assert {f"net.pingpong.latency.{p.label}" for p in want} <= set(ms)
@@ -283,7 +288,7 @@ def test_two_ranks_measure_what_this_machine_offers(mpi_setup):
         assert ms[f"net.pingpong.latency.{p.label}"]["unit"] == "µs"
         assert ms[f"net.pingpong.bandwidth.{p.label}"]["context"]["plateau_size_bytes"] > 0
     any_metric = next(iter(ms.values()))["context"]
-    assert any_metric["mpi_thread_level"] == "funneled"     # not mpi4py's MPI_THREAD_MULTIPLE: see cluster/mpi.py
+    assert any_metric["mpi_thread_level"] == "funneled"     # not mpi4py's MPI_THREAD_MULTIPLE: see cluster/comm.py
     assert any_metric["ranks"] == 2 and any_metric["mpi_library"]
     skipped = {f["id"] for f in run["findings"] if f["status"] == "skipped"}
     assert skipped == {f"net.placement.{lb}" for lb in missing}

@@ -1,8 +1,9 @@
-"""The storage loops (csrc/kernels/io.c) and bench (bench/storage.py) on small
-sizes in a temporary directory: the data pattern against a Python oracle,
-corruption detected, O_EXCL, cleanup after success, error, Ctrl-C and SIGTERM,
-bad directories and sizes, and the file-system and device-peak detection on
-fake sysfs trees. No timing is asserted: I/O rates on a shared VM are noise.
+"""The storage loops (csrc/kernels/io.c, bound by core/io.py) and bench
+(bench/storage.py) on small sizes in a temporary directory: the data pattern
+against a Python oracle (storage_oracle.py), corruption detected, O_EXCL,
+cleanup after success, error, Ctrl-C and SIGTERM, bad directories and sizes,
+and the file-system and device-peak detection (machine/storage.py) on fake
+sysfs trees. No timing is asserted: I/O rates on a shared VM are noise.
 """
 import ctypes
 import os
@@ -20,9 +21,13 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import storage as st
+from ceiling.bench.storage_dir import free_bytes
+from ceiling.core import io as cio
+from ceiling.machine import storage as mst
 from ceiling.results.measure import Context, Options
 from ceiling.errors import BadValueError, CoreError, PathError
 from ceiling.machine.model import Machine
+from storage_oracle import FILE_RAND, FILE_SEQ, SHARED_TID, base_bytes, expected_transfer, file_id, stamp
 
 CPUS = sorted(os.sched_getaffinity(0))
 N = min(2, len(CPUS))
@@ -31,21 +36,6 @@ KIB, MIB = 1 << 10, 1 << 20
 
 def leftovers(d):
     return sorted(p.name for p in Path(d).iterdir())
-
-
-def base_bytes(seed, n):
-    """The pattern's base buffer (io.c's ceil_io_fill_base), in Python."""
-    k = seed ^ 0xBA5EBA11
-    words = [st._mix64((k + w) & st._M64) for w in range((n + 7) // 8)]
-    return np.array(words, dtype=np.uint64).tobytes()[:n]
-
-
-def expected_transfer(seed, fid, off, xfer):
-    """What a transfer of `xfer` bytes at file offset `off` must hold."""
-    buf = bytearray(base_bytes(seed, xfer))
-    for fo in range((off + 511) // 512 * 512, off + xfer - 7, 512):
-        buf[fo - off:fo - off + 8] = st.stamp(seed, fid, fo).to_bytes(8, sys.byteorder)
-    return bytes(buf)
 
 
 def ctx_for(tmp_path, **kw):
@@ -72,9 +62,9 @@ def test_stamp_and_file_id_match_the_c_core():
     lib.ceil_io_stamp.argtypes = [ctypes.c_uint64] * 3
     lib.ceil_io_file_id.restype = ctypes.c_uint64
     lib.ceil_io_file_id.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int64]
-    for seed, fid, off in [(0, 0, 0), (1, 2, 512), (2**64 - 1, 2**63 + 5, 2**40), (st.SEED, 77, 4096)]:
-        assert lib.ceil_io_stamp(seed, fid, off) == st.stamp(seed, fid, off)
-    assert lib.ceil_io_file_id(3, 7, 65535, 12345) == st.file_id(3, 7, 65535, 12345)
+    for seed, fid, off in [(0, 0, 0), (1, 2, 512), (2**64 - 1, 2**63 + 5, 2**40), (cio.SEED, 77, 4096)]:
+        assert lib.ceil_io_stamp(seed, fid, off) == stamp(seed, fid, off)
+    assert lib.ceil_io_file_id(3, 7, 65535, 12345) == file_id(3, 7, 65535, 12345)
     buf = ctypes.create_string_buffer(1001)
     lib.ceil_io_fill_base(ctypes.c_uint64(99), buf, ctypes.c_size_t(1001))
     assert buf.raw[:1001] == base_bytes(99, 1001)
@@ -85,19 +75,19 @@ def test_stamp_and_file_id_match_the_c_core():
 def test_seq_writes_exactly_the_documented_pattern(tmp_path, layout, direct):
     xfer, bpt, seed = 8 * KIB, 32 * KIB, 4242
     try:
-        raw = st.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=bpt, xfer=xfer, layout=layout,
-                        direct=direct, reps=1, seed=seed, keep=True, tag="k")
-    except st.DirectRefused:
+        raw = cio.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=bpt, xfer=xfer, layout=layout,
+                         direct=direct, reps=1, seed=seed, keep=True, tag="k")
+    except cio.DirectRefused:
         pytest.skip("O_DIRECT refused here")
     assert raw.valid, raw.msg
     assert raw.amount == ((N * bpt, N * bpt),) and raw.nthreads == N and raw.direct == direct
     for t in range(N):
         for i in range(bpt // xfer):
             if layout == "fpp":
-                path, fid, off = tmp_path / f"k.r0.t{t}", st.file_id(st.FILE_SEQ, 0, t), i * xfer
+                path, fid, off = tmp_path / f"k.r0.t{t}", file_id(FILE_SEQ, 0, t), i * xfer
             else:
                 off = t * bpt + i * xfer if layout == "shared" else (i * N + t) * xfer
-                path, fid = tmp_path / "k.r0.shared", st.file_id(st.FILE_SEQ, 0, st.SHARED_TID)
+                path, fid = tmp_path / "k.r0.shared", file_id(FILE_SEQ, 0, SHARED_TID)
             with open(path, "rb") as f:
                 f.seek(off)
                 assert f.read(xfer) == expected_transfer(seed, fid, off, xfer), (path, off)
@@ -107,12 +97,12 @@ def test_seq_writes_exactly_the_documented_pattern(tmp_path, layout, direct):
 
 @pytest.mark.parametrize("layout", ["fpp", "shared", "strided"])
 def test_seq_valid_and_leaves_nothing(tmp_path, layout):
-    raw = st.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=256 * KIB, xfer=64 * KIB,
-                    layout=layout, direct=False, reps=3, warmup=1, verify_all=True)
+    raw = cio.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=256 * KIB, xfer=64 * KIB,
+                     layout=layout, direct=False, reps=3, warmup=1, verify_all=True)
     assert raw.valid and raw.msg == "" and raw.bad_offset == -1
     assert len(raw.phase_s) == 3 and all(t > 0 for rep in raw.phase_s for t in rep)
     assert all(a == (N * 256 * KIB,) * 2 for a in raw.amount)
-    if st.describe_fs(str(tmp_path)).fstype in st.MEMORY_FS:
+    if mst.describe_fs(str(tmp_path)).fstype in mst.MEMORY_FS:
         assert not st.cache_defeat(raw)[1]              # a memory file system cannot drop its pages
     else:
         assert st.cache_defeat(raw)[1], st.cache_defeat(raw)[0]      # fadvise after fsync emptied the cache
@@ -121,7 +111,7 @@ def test_seq_valid_and_leaves_nothing(tmp_path, layout):
 
 def test_seq_without_eviction_reads_from_the_page_cache(tmp_path):
     """mincore sees the pages when nothing evicts them: the residency check can fail, so it means something."""
-    raw = st.seq_io(str(tmp_path), nthreads=1, bytes_per_thread=1 * MIB, xfer=64 * KIB, direct=False, evict=False)
+    raw = cio.seq_io(str(tmp_path), nthreads=1, bytes_per_thread=1 * MIB, xfer=64 * KIB, direct=False, evict=False)
     assert raw.resident is not None and raw.resident > 0.5
     assert not st.cache_defeat(raw)[1]
 
@@ -144,9 +134,9 @@ def test_corruption_between_write_and_read_is_detected(tmp_path, direct, offset,
     target = tmp_path / "c.r0.t0"
     raw = None
     try:
-        raw = st.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=128 * KIB, xfer=64 * KIB,
-                        direct=direct, verify_all=verify_all, tag="c", between=lambda: corrupt(target, offset))
-    except st.DirectRefused:
+        raw = cio.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=128 * KIB, xfer=64 * KIB,
+                         direct=direct, verify_all=verify_all, tag="c", between=lambda: corrupt(target, offset))
+    except cio.DirectRefused:
         pytest.skip("O_DIRECT refused here")
     assert not raw.valid
     assert raw.bad_offset == offset
@@ -157,8 +147,8 @@ def test_corruption_between_write_and_read_is_detected(tmp_path, direct, offset,
 def test_stamp_only_check_misses_a_byte_between_stamps(tmp_path):
     """The default check reads one word per 512 B; a byte between stamps needs the full check."""
     target = tmp_path / "c.r0.t0"
-    raw = st.seq_io(str(tmp_path), nthreads=1, bytes_per_thread=64 * KIB, xfer=64 * KIB, direct=False, tag="c",
-                    between=lambda: corrupt(target, 100))
+    raw = cio.seq_io(str(tmp_path), nthreads=1, bytes_per_thread=64 * KIB, xfer=64 * KIB, direct=False, tag="c",
+                     between=lambda: corrupt(target, 100))
     assert raw.valid
 
 
@@ -181,9 +171,9 @@ def test_bench_reports_corruption_as_invalid(tmp_path, small, monkeypatch):
 @pytest.mark.parametrize("direct", [True, False])
 def test_random_counts_ops_and_latencies(tmp_path, direct):
     try:
-        raw = st.random_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], file_bytes=1 * MIB, ops=300, duration_s=0,
-                           direct=direct, reps=2, lat_cap=100, verify_all=True)
-    except st.DirectRefused:
+        raw = cio.random_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], file_bytes=1 * MIB, ops=300, duration_s=0,
+                            direct=direct, reps=2, lat_cap=100, verify_all=True)
+    except cio.DirectRefused:
         pytest.skip("O_DIRECT refused here")
     assert raw.valid, raw.msg
     assert raw.amount == ((300 * N, 300 * N),) * 2
@@ -193,11 +183,11 @@ def test_random_counts_ops_and_latencies(tmp_path, direct):
 
 
 def test_random_file_keeps_the_pattern_after_random_writes(tmp_path):
-    raw = st.random_io(str(tmp_path), nthreads=1, file_bytes=256 * KIB, ops=500, duration_s=0, direct=False,
-                       keep=True, tag="rk", seed=5)
+    raw = cio.random_io(str(tmp_path), nthreads=1, file_bytes=256 * KIB, ops=500, duration_s=0, direct=False,
+                        keep=True, tag="rk", seed=5)
     assert raw.valid
     data = (tmp_path / "rk.t0").read_bytes()
-    fid = st.file_id(st.FILE_RAND, 0, 0)
+    fid = file_id(FILE_RAND, 0, 0)
     for off in range(0, len(data), 4 * KIB):
         assert data[off:off + 4 * KIB] == expected_transfer(5, fid, off, 4 * KIB)
 
@@ -205,8 +195,8 @@ def test_random_file_keeps_the_pattern_after_random_writes(tmp_path):
 @pytest.mark.parametrize("unique", [False, True])
 @pytest.mark.parametrize("md_bytes", [0, 3901])
 def test_metadata_phases(tmp_path, unique, md_bytes):
-    raw = st.meta_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], files=50, md_bytes=md_bytes, unique_dir=unique,
-                     reps=2, lat_cap=64)
+    raw = cio.meta_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], files=50, md_bytes=md_bytes, unique_dir=unique,
+                      reps=2, lat_cap=64)
     assert raw.valid, raw.msg
     assert raw.amount == ((50 * N,) * 4,) * 2
     assert all(len(rep[ph]) == 50 * N for rep in raw.lat_s for ph in range(4))
@@ -214,7 +204,7 @@ def test_metadata_phases(tmp_path, unique, md_bytes):
 
 
 def test_time_limited_random_phase_stops(tmp_path):
-    raw = st.random_io(str(tmp_path), nthreads=1, file_bytes=256 * KIB, duration_s=0.05, direct=False, lat_cap=16)
+    raw = cio.random_io(str(tmp_path), nthreads=1, file_bytes=256 * KIB, duration_s=0.05, direct=False, lat_cap=16)
     assert raw.valid and all(a > 0 for a in raw.amount[0])
 
 
@@ -224,7 +214,7 @@ def test_existing_file_is_never_overwritten(tmp_path):
     mine = tmp_path / "x.r0.t0"
     mine.write_bytes(b"precious")
     with pytest.raises(PathError, match="already exists") as e:
-        st.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=64 * KIB, xfer=64 * KIB, tag="x")
+        cio.seq_io(str(tmp_path), nthreads=N, cpus=CPUS[:N], bytes_per_thread=64 * KIB, xfer=64 * KIB, tag="x")
     assert "x.r0.t0" in str(e.value)
     assert mine.read_bytes() == b"precious"
     assert leftovers(tmp_path) == ["x.r0.t0"]          # the other thread's file was removed
@@ -234,7 +224,7 @@ def test_existing_directory_is_never_reused(tmp_path):
     (tmp_path / "m.r0").mkdir()
     (tmp_path / "m.r0" / "f.0.0").write_bytes(b"keep")
     with pytest.raises(PathError, match="exists"):
-        st.meta_io(str(tmp_path), nthreads=N, files=5, tag="m")
+        cio.meta_io(str(tmp_path), nthreads=N, files=5, tag="m")
     assert (tmp_path / "m.r0" / "f.0.0").read_bytes() == b"keep"
     assert leftovers(tmp_path) == ["m.r0"]
 
@@ -277,6 +267,8 @@ def _child(tmp_path, body: str, **popen):
     code = textwrap.dedent(f"""
         import os, sys
         from ceiling.bench import storage as st
+        from ceiling.core import io as cio
+        from ceiling.errors import PathError
         from ceiling.results.measure import Context, Options
         from ceiling.machine.model import Machine
         d = {str(tmp_path)!r}
@@ -292,8 +284,8 @@ def test_full_file_limit_mid_run_is_a_clear_error_with_cleanup(tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (3 << 20, 3 << 20))
         try:
-            st.seq_io(d, nthreads=2, bytes_per_thread=8 << 20, xfer=1 << 20, direct=False)
-        except st.PathError as e:
+            cio.seq_io(d, nthreads=2, bytes_per_thread=8 << 20, xfer=1 << 20, direct=False)
+        except PathError as e:
             print("ERR", e)
             sys.exit(4)
         """)
@@ -338,15 +330,15 @@ def test_cancel_stops_a_call_and_removes_its_files(tmp_path):
 
     def work():
         try:
-            st.seq_io(str(tmp_path), nthreads=N, bytes_per_thread=1 << 30, xfer=64 * KIB, direct=False, reps=20)
+            cio.seq_io(str(tmp_path), nthreads=N, bytes_per_thread=1 << 30, xfer=64 * KIB, direct=False, reps=20)
         except BaseException as e:   # noqa: B036 - the point is which exception
             box["e"] = e
     t = threading.Thread(target=work)
     t.start()
     time.sleep(0.3)
-    st._cancel(True)
+    cio.cancel(True)
     t.join(60)
-    st._cancel(False)
+    cio.cancel(False)
     assert not t.is_alive()
     assert isinstance(box.get("e"), KeyboardInterrupt)
     assert leftovers(tmp_path) == []
@@ -389,7 +381,7 @@ def test_read_only_dir_for_an_unprivileged_user(tmp_path):
                 opts = Options(quick=True); opts.storage_dir = {ro!r}
                 try:
                     st.bench_storage(Context(machine=Machine(), opts=opts, cpus=[0]))
-                except st.PathError as e:
+                except PathError as e:
                     print("ERR", e); sys.exit(4)
                 """)
             outp, err = p.communicate(timeout=60)
@@ -410,7 +402,7 @@ def test_size_below_the_minimum(tmp_path, size):
 
 
 def test_size_above_the_free_space(tmp_path):
-    free = st.free_bytes(str(tmp_path))
+    free = free_bytes(str(tmp_path))
     with pytest.raises(BadValueError, match="GiB free"):
         st.bench_storage(ctx_for(tmp_path, size_bytes=2 * free))
     assert leftovers(tmp_path) == []
@@ -427,13 +419,13 @@ def test_c_core_refuses_bad_parameters(tmp_path, kw):
     args = dict(nthreads=1, bytes_per_thread=128 * KIB, xfer=64 * KIB, direct=False)
     args.update(kw)
     with pytest.raises(CoreError, match="invalid parameter"):
-        st.seq_io(str(tmp_path), **args)
+        cio.seq_io(str(tmp_path), **args)
     assert leftovers(tmp_path) == []
 
 
 def test_tag_with_a_slash_is_refused(tmp_path):
     with pytest.raises(CoreError, match="tag"):
-        st.meta_io(str(tmp_path), nthreads=1, files=1, tag="../x")
+        cio.meta_io(str(tmp_path), nthreads=1, files=1, tag="../x")
 
 
 # -- file system and device detection ----------------------------------------------------
@@ -443,7 +435,7 @@ def test_fs_type_of_this_machine(tmp_path):
     if p.returncode != 0:
         pytest.skip("df --output unavailable")
     want = p.stdout.split()[-1]
-    fs = st.describe_fs(str(tmp_path))
+    fs = mst.describe_fs(str(tmp_path))
     assert fs.fstype == want
     assert fs.peak.unit == "MiB/s" and fs.peak.provenance
     if not fs.peak.known:
@@ -458,7 +450,7 @@ MOUNTINFO = r"""22 27 0:21 / /proc rw,relatime - proc proc rw
 
 
 def test_parse_mountinfo_fields_and_escapes():
-    ms = st.parse_mountinfo(MOUNTINFO)
+    ms = mst.parse_mountinfo(MOUNTINFO)
     assert [m.mount_point for m in ms] == ["/proc", "/", "/scratch space", "/lus"]
     x = ms[2]
     assert (x.fstype, x.source, x.major, x.minor, x.options) == ("xfs", "/dev/nvme0n1p2", 259, 2, "rw,noatime")
@@ -494,7 +486,7 @@ def test_nvme_peak_from_a_fake_sysfs(tmp_path, speed, width, gbs, enc):
                          "class/nvme/nvme0/device/current_link_width": width,
                          "class/nvme/nvme0/model": "Fake NVMe 9000"},
               {"dev/block/259:2": f"../../{NVME}/nvme0n1p2"})
-    peak, info = st.device_peak(259, 2, str(tmp_path))
+    peak, info = mst.device_peak(259, 2, str(tmp_path))
     assert peak.known and peak.unit == "MiB/s"
     assert peak.value == pytest.approx(gbs * 1e9 / MIB)
     assert enc in peak.provenance and "nvme0" in peak.provenance
@@ -504,7 +496,7 @@ def test_nvme_peak_from_a_fake_sysfs(tmp_path, speed, width, gbs, enc):
 
 def test_nvme_without_link_files_is_unknown(tmp_path):
     make_tree(tmp_path, {f"{NVME}/size": "1"}, {"dev/block/259:0": f"../../{NVME}"})
-    peak, info = st.device_peak(259, 0, str(tmp_path))
+    peak, info = mst.device_peak(259, 0, str(tmp_path))
     assert not peak.known and "current_link_speed" in peak.provenance
 
 
@@ -518,7 +510,7 @@ def test_sata_peak_through_lvm_from_a_fake_sysfs(tmp_path, spd, mbs):
               {"dev/block/253:0": "../../devices/virtual/block/dm-0"})
     (tmp_path / "devices/virtual/block/dm-0/slaves/.keep").unlink()
     (tmp_path / "devices/virtual/block/dm-0/slaves/sda1").symlink_to(f"../../../../../{ATA}/sda1")
-    peak, info = st.device_peak(253, 0, str(tmp_path))
+    peak, info = mst.device_peak(253, 0, str(tmp_path))
     assert peak.known and peak.value == pytest.approx(mbs * 1e6 / MIB)
     assert "8b/10b" in peak.provenance and "spinning" in peak.provenance
     assert info["kind"] == "sata" and info["device"] == "sda" and info["stack"] == ["dm-0 sits on sda1"]
@@ -527,7 +519,7 @@ def test_sata_peak_through_lvm_from_a_fake_sysfs(tmp_path, spd, mbs):
 def test_sata_link_down_is_unknown(tmp_path):
     make_tree(tmp_path, {f"{ATA}/size": "1", "class/ata_link/link3/sata_spd": "<unknown>"},
               {"dev/block/8:0": f"../../{ATA}"})
-    peak, _ = st.device_peak(8, 0, str(tmp_path))
+    peak, _ = mst.device_peak(8, 0, str(tmp_path))
     assert not peak.known and "not understood" in peak.provenance
 
 
@@ -538,13 +530,13 @@ def test_virtio_and_striped_and_missing_are_unknown_with_a_reason(tmp_path):
     (tmp_path / "devices/virtual/block/md0/slaves/.k").unlink()
     for s in ("sda1", "sdb1"):
         (tmp_path / "devices/virtual/block/md0/slaves" / s).symlink_to(f"../../../../../{ATA}")
-    peak, info = st.device_peak(254, 0, str(tmp_path))
+    peak, info = mst.device_peak(254, 0, str(tmp_path))
     assert not peak.known and "virtio" in peak.provenance and info["kind"] == "virtio"
-    peak, _ = st.device_peak(9, 0, str(tmp_path))
+    peak, _ = mst.device_peak(9, 0, str(tmp_path))
     assert not peak.known and "spans" in peak.provenance
-    peak, _ = st.device_peak(1, 99, str(tmp_path))
+    peak, _ = mst.device_peak(1, 99, str(tmp_path))
     assert not peak.known and "no " in peak.provenance
-    peak, _ = st.device_peak(0, 50, str(tmp_path))
+    peak, _ = mst.device_peak(0, 50, str(tmp_path))
     assert not peak.known and "no block device" in peak.provenance
 
 
@@ -554,7 +546,7 @@ def test_network_and_memory_file_systems_have_no_device_peak(tmp_path):
     st_dev = os.stat(tmp_path).st_dev
     for fstype, src, word in (("lustre", "mgs@o2ib:/fs", "network"), ("tmpfs", "tmpfs", "memory-backed")):
         mi.write_text(f"1 0 {os.major(st_dev)}:{os.minor(st_dev)} / {real} rw - {fstype} {src} rw\n")
-        fs = st.describe_fs(str(tmp_path), mountinfo=str(mi))
+        fs = mst.describe_fs(str(tmp_path), mountinfo=str(mi))
         assert fs.fstype == fstype and not fs.peak.known and word in fs.peak.provenance
 
 

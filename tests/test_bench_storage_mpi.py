@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ceiling.bench import storage_mpi as sm
-from ceiling.cluster.mpi import launched_rank, launched_size
+from ceiling.cluster.launch import launched_rank, launched_size
+from ceiling.cluster.placement import bound_cpus
 
 from mpiutil import needs_mpi
 from mpiutil import run_env as _env
@@ -61,14 +62,26 @@ def test_task_reordering_reads_the_next_nodes_data():
 
 def test_ranks_are_pinned_only_inside_disjoint_cpu_sets():
     facts = [{"node": "a", "cpus": [0, 1]}, {"node": "a", "cpus": [2, 3]}, {"node": "b", "cpus": [0, 1]}]
-    cpus, why = sm._pinning(facts, 1, 2)
+    cpus, why = bound_cpus(facts, 1, 2)
     assert cpus == [2, 3] and "pinned inside the CPUs the launcher bound it to" in why
-    assert sm._pinning(facts, 2, 1)[0] == [0]                     # the same CPUs on another node: fine
-    cpus, why = sm._pinning(facts, 0, 3)
+    assert bound_cpus(facts, 2, 1)[0] == [0]                     # the same CPUs on another node: fine
+    cpus, why = bound_cpus(facts, 0, 3)
     assert cpus is None and "3 threads per rank on 2 CPUs" in why
     shared = [{"node": "a", "cpus": [0, 1]}, {"node": "a", "cpus": [0, 1]}]
-    cpus, why = sm._pinning(shared, 0, 1)
+    cpus, why = bound_cpus(shared, 0, 1)
     assert cpus is None and "share CPUs" in why
+
+
+def test_rank_facts_name_each_nodes_first_rank_and_this_hosts_processes():
+    from ceiling.cluster.gather import Ranks
+    facts = [{"rank": r, "node": n, "host": h, "pid": 100 + r, "cpus": [r]}
+             for r, (n, h) in enumerate([("n0", "h"), ("n1", "h"), ("n0", "h"), ("n2", "g")])]
+    got = [(Ranks(r, facts).local_rank, Ranks(r, facts).leader) for r in range(4)]
+    assert got == [(0, True), (0, True), (1, False), (0, True)]
+    assert Ranks(2, facts).nodes == ["n0", "n1", "n0", "n2"] and Ranks(2, facts).node == "n0"
+    # stand-in nodes share their host's processes; another host's are not counted
+    assert Ranks(1, facts).pids_on_this_host() == [100, 101, 102]
+    assert Ranks(3, facts).pids_on_this_host() == [103]
 
 
 # -- real ranks ------------------------------------------------------------------------
@@ -103,7 +116,7 @@ DRIVER = textwrap.dedent("""
     opts = Options(quick=True, reps=1, size_bytes=int(os.environ.get("TEST_SIZE", str(8 << 20))))
     opts.storage_dir = sys.argv[2]
     ctx = Context(m, opts, sorted(m.affinity))
-    with storage.prepare_parallel(ctx) as ready:
+    with storage_mpi.prepare_parallel(ctx) as ready:
         out = storage.bench_storage(ctx, parallel=ready)
     run = Run(tool_version="t", host="h", started="", command=[], metrics=out.metrics, series=out.series,
               findings=out.findings)
@@ -191,14 +204,14 @@ def test_ranks_that_cannot_see_rank_0s_directory_use_one_per_node(mpi_setup, tmp
 
 
 def _fs(src, peak, dev="nvme0n1"):
-    from ceiling.bench.storage import FileSystem, Mount
+    from ceiling.machine.storage import FileSystem, Mount
     from ceiling.results.model import Peak
     m = Mount(mount_point="/scratch", fstype="xfs", source=src, major=259, minor=0, super_options="")
     return FileSystem("/scratch", m, Peak(peak, "MiB/s", f"{dev} PCIe link" if peak else "unknown: no link"))
 
 
 def test_node_local_directories_add_up_their_devices_peaks():
-    from ceiling.bench.storage import combine_fs
+    from ceiling.machine.storage import combine_fs
     one = _fs("/dev/nvme0n1", 3000.0)
     assert combine_fs([("h0", ["n0"], one)]) is one
     both = combine_fs([("h0", ["n0"], one), ("h1", ["n1"], _fs("/dev/nvme0n1", 2000.0))])

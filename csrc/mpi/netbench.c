@@ -4,8 +4,9 @@
  * Not part of the CMake build: ceiling compiles this file at first use with
  * the compiler wrapper (mpicc) of the MPI library that mpi4py loaded, into
  * $XDG_CACHE_HOME/ceiling/mpi-<hash>.so, and loads it with ctypes after
- * mpi4py has initialised MPI (src/ceiling/cluster/mpi.py). So the times are
- * the library's and the fabric's, not Python's.
+ * mpi4py has initialised MPI (src/ceiling/cluster/build.py builds it,
+ * cluster/netbench.py binds it). So the times are the library's and the
+ * fabric's, not Python's.
  *
  * Rules of the interface:
  *  - No MPI handle crosses it. Every function works on MPI_COMM_WORLD, takes

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _launched_rank() -> int:
-    from .cluster.mpi import launched_rank
+    from .cluster.launch import launched_rank
     return launched_rank()
 
 

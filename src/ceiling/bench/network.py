@@ -5,7 +5,7 @@ Run under a launcher, ``mpirun -n N ceiling bench network`` (N >= 2) or
 ``srun -n N ceiling bench network``. Every rank calls ``bench_network``;
 only world rank 0 returns the results (the others return an empty Outcome
 and should print nothing). The timing loops are C (csrc/mpi/netbench.c),
-compiled against the MPI library mpi4py loaded (cluster/mpi.py), so the
+compiled against the MPI library mpi4py loaded (cluster/build.py), so the
 times are the library's and the fabric's, not Python's.
 
 Placements. Each rank reports its node (``CEILING_NODE_NAME`` when set, so
@@ -17,7 +17,8 @@ socket, different L3 instances, or L3 unknown), "cross_socket" and
 "cross_node". Never two SMT siblings of one core. Each of the two ranks
 pins itself to its CPU (sched_setaffinity) for the measurement and restores
 its mask after; a placement that cannot be had is reported as skipped, with
-the reason (one socket, one node, one rank per node ...).
+the reason (one socket, one node, one rank per node ...). The facts are
+gathered by cluster/gather.py, the plan made by cluster/placement.py.
 
 Ping-pong follows IMB-MPI1 PingPong: sizes 0, 1, 2, 4 ... 4 MiB (``--size``
 sets the largest); repetitions per timed block min(1000, max(1, 40 MiB /
@@ -42,7 +43,8 @@ The same plateau rule holds for the streaming figures. For a cross-node
 pair the plateau is set against the link's peak: the InfiniBand port rate
 (/sys/class/infiniband/*/ports/*/rate, data rate after line encoding) or
 the Ethernet speed (/sys/class/net/*/speed) of the one interface that can
-carry it, else unknown with the reason.
+carry it, else unknown with the reason (machine/network.py). The plateau,
+n½, drop and latency rules are results/curves.py's.
 
 Collectives (Barrier, Bcast from rank 0, Allreduce of doubles with
 MPI_SUM, Alltoall with the size per pair of ranks) follow IMB: each call
@@ -60,20 +62,23 @@ metric invalid (exit 9).
 """
 from __future__ import annotations
 
-import glob
-import os
-import socket
 import statistics
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..results.placements import PLACEMENT_TITLES, PLACEMENTS
+from ..cluster.build import build_per_node
+from ..cluster.comm import world
+from ..cluster.gather import rank_facts, topologies
+from ..cluster.launch import launcher_in_use
+from ..cluster.netbench import NB_F_CORRUPT
+from ..cluster.placement import Pinned, Placement, coll_order, coll_pinning, plan_placements
+from ..cluster.stop import DeferredStop, everywhere
 from ..errors import BadValueError, UsageError
-from ..sysfs import format_cpulist
-from ..sysfs import read_text as _read
-from ..machine.model import Machine
-from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
+from ..machine.network import link_peak
+from ..results.curves import Curve, large_drop, latency_values, n_half, plateau
 from ..results.measure import Context, Interrupted, NullProgress, Options, Outcome
+from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
+from ..results.placements import PLACEMENT_TITLES
+from ..sysfs import format_cpulist
 from .base import judge
 
 US, MBS, MSGS = "µs", "MB/s", "msg/s"
@@ -96,13 +101,10 @@ MSGRATE_SIZE = 8
 DEFAULT_MAX_BYTES = 4 * MIB
 MAX_BYTES = 1 << 30
 BLOCKS, QUICK_BLOCKS = 5, 3
-LATENCY_SIZES = (0, 1, 2, 4, 8)
-DROP = 0.10
 COLL_SIZES = (8, 64, 512, 4 * KIB, 32 * KIB, 256 * KIB, 1 * MIB)
 QUICK_COLL_SIZES = (8, 4 * KIB, 1 * MIB)
 COLL_OPS = ("bcast", "allreduce", "alltoall")
 OVERSUBSCRIBED_ITERS = 10     # per block, when ranks outnumber a node's CPUs
-PLAN_RANKS_MAX = 64           # ranks of a node considered when pairing
 CONTEXT_RANKS_MAX = 64        # ranks whose CPUs are listed in each metric's context
 
 CORRUPT_FOR_TESTS = False     # tests set this to spoil one byte of each verified exchange
@@ -172,322 +174,20 @@ def size_label(n: int) -> str:
     return f"{n}B"
 
 
-# -- facts from the ranks --------------------------------------------------------
-
-def topology_of(m: Machine) -> Dict[str, Any]:
-    """What pairing needs of a node: cpu -> (socket, core, l3), sockets, whether L3s are known."""
-    cpus = {c.id: (c.socket, c.core, c.l3, c.smt) for c in m.cpus if c.online}
-    return {"cpus": cpus, "sockets": m.sockets or len({v[0] for v in cpus.values()}) or 1,
-            "l3_known": bool(cpus) and all(v[2] is not None for v in cpus.values()),
-            "host": socket.gethostname()}
-
-
-def unknown_topology(cpus: Sequence[int], why: str) -> Dict[str, Any]:
-    """A node whose topology could not be read: each CPU its own core, sockets and L3s unknown."""
-    return {"cpus": {c: (0, c, None, 0) for c in cpus}, "sockets": 1, "l3_known": False,
-            "host": socket.gethostname(), "note": why}
-
-
-@dataclass
-class Placement:
-    label: str
-    ranks: Tuple[int, int]
-    cpus: Tuple[int, int]
-    nodes: Tuple[str, str]
-    note: str = ""
-
-
-def _cores(topo: Dict[str, Any], allowed: Sequence[int]) -> List[Tuple[int, Tuple]]:
-    """One CPU per core of ``allowed`` (the lowest SMT index, then the lowest id), with its facts."""
-    info = topo["cpus"]
-    best: Dict[Tuple[int, int], Tuple[int, Tuple]] = {}
-    for c in sorted(allowed):
-        f = info.get(c)
-        if f is None:
-            continue
-        key = (f[0], f[1])
-        if key not in best or (f[3], c) < (best[key][1][3], best[key][0]):
-            best[key] = (c, f)
-    return sorted(best.values())
-
-
-def _pick(label: str, topo: Dict[str, Any], a_cpus: Sequence[int], b_cpus: Sequence[int]) -> Optional[Tuple[int, int, str]]:
-    """CPUs (ca, cb, note) on one node that give ``label``, different cores, or None."""
-    ca_list, cb_list = _cores(topo, a_cpus), _cores(topo, b_cpus)
-    l3_known = topo.get("l3_known", False)
-    for ca, fa in ca_list:
-        for cb, fb in cb_list:
-            if ca == cb or (fa[0], fa[1]) == (fb[0], fb[1]):
-                continue
-            same_socket = fa[0] == fb[0]
-            if label == "cross_socket" and not same_socket:
-                return ca, cb, ""
-            if label == "same_l3" and l3_known and same_socket and fa[2] == fb[2]:
-                return ca, cb, ""
-            if label == "same_socket" and same_socket:
-                if not l3_known:
-                    return ca, cb, "L3 instances unknown on this node: the two cores may share one"
-                if fa[2] != fb[2]:
-                    return ca, cb, ""
-    return None
-
-
-def _first_cpu(topo: Dict[str, Any], allowed: Sequence[int]) -> int:
-    cores = _cores(topo, allowed)
-    return cores[0][0] if cores else min(allowed)
-
-
-def _why_not(label: str, by_node: Dict[str, List[int]], topos: Dict[str, Dict[str, Any]]) -> str:
-    multi = [n for n, rs in by_node.items() if len(rs) >= 2]
-    if label == "cross_node":
-        node = next(iter(by_node))
-        return f"all {sum(len(r) for r in by_node.values())} ranks run on one node ({node})"
-    if not multi:
-        return "every node has one rank: no two ranks share a node (start at least 2 ranks per node)"
-    unread = [f"{n}: {topos[n]['note']}" for n in multi if topos[n].get("note")]
-    if len(unread) == len(multi):
-        return "; ".join(unread)
-    if label == "cross_socket":
-        if all(topos[n]["sockets"] <= 1 for n in multi):
-            return "one socket per node"
-        return "the ranks may only use CPUs of one socket (affinity or cgroup)"
-    if label == "same_l3":
-        if not any(topos[n]["l3_known"] for n in multi):
-            return "L3 instances unknown (no cache topology in /sys)"
-        return "no two ranks of a node may use two different cores under one L3 instance"
-    # same_socket
-    known = [n for n in multi if topos[n]["l3_known"]]
-    if known and all(len({f[2] for f in topos[n]["cpus"].values() if f[0] == s}) <= 1
-                     for n in known for s in {f[0] for f in topos[n]["cpus"].values()}):
-        return "each socket has one L3 instance shared by all its cores"
-    return "no two ranks of a node may use cores under different L3 instances of one socket"
-
-
-def plan_placements(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]
-                    ) -> Tuple[List[Placement], Dict[str, str]]:
-    """The placements this allocation offers (in PLACEMENTS order) and why the others are not."""
-    by_node: Dict[str, List[int]] = {}
-    for f in sorted(facts, key=lambda f: f["rank"]):
-        by_node.setdefault(f["node"], []).append(f["rank"])
-    cpus = {f["rank"]: f["cpus"] for f in facts}
-    found: Dict[str, Placement] = {}
-    for label in PLACEMENTS[:3]:
-        for node, ranks in by_node.items():
-            if len(ranks) < 2 or label in found:
-                continue
-            rs = ranks[:PLAN_RANKS_MAX]
-            for i, ra in enumerate(rs):
-                for rb in rs[i + 1:]:
-                    got = _pick(label, topos[node], cpus[ra], cpus[rb])
-                    if got:
-                        found[label] = Placement(label, (ra, rb), (got[0], got[1]), (node, node), got[2])
-                        break
-                if label in found:
-                    break
-    nodes = list(by_node)
-    if len(nodes) >= 2:
-        ra, rb = by_node[nodes[0]][0], by_node[nodes[1]][0]
-        note = ""
-        if topos[nodes[0]].get("host") == topos[nodes[1]].get("host"):
-            note = (f"nodes {nodes[0]} and {nodes[1]} are one host ({topos[nodes[0]].get('host')}; node names "
-                    "from CEILING_NODE_NAME): no network link is crossed")
-        ca = _first_cpu(topos[nodes[0]], cpus[ra])
-        avoid: Sequence[int] = ()
-        if note:   # one host: keep the two ranks off one CPU (and off one core where possible)
-            fa = topos[nodes[0]]["cpus"].get(ca)
-            avoid = [c for c, f in topos[nodes[1]]["cpus"].items()
-                     if c == ca or (fa is not None and (f[0], f[1]) == (fa[0], fa[1]))]
-        cb = _first_cpu(topos[nodes[1]], [c for c in cpus[rb] if c not in avoid] or
-                        [c for c in cpus[rb] if c != ca] or cpus[rb])
-        found["cross_node"] = Placement("cross_node", (ra, rb), (ca, cb), (nodes[0], nodes[1]), note)
-    missing = {lb: _why_not(lb, by_node, topos) for lb in PLACEMENTS if lb not in found}
-    return [found[lb] for lb in PLACEMENTS if lb in found], missing
-
-
-def coll_order(facts: List[Dict[str, Any]]) -> List[int]:
-    """Ranks one per node in turn (rank 0 first), so that k ranks span min(k, nodes) nodes."""
-    by_node: Dict[str, List[int]] = {}
-    for f in sorted(facts, key=lambda f: f["rank"]):
-        by_node.setdefault(f["node"], []).append(f["rank"])
-    out: List[int] = []
-    depth = max(len(v) for v in by_node.values())
-    for i in range(depth):
-        out += [rs[i] for rs in by_node.values() if i < len(rs)]
-    return out
-
-
-def coll_pinning(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]) -> Tuple[Dict[int, Optional[int]], List[str]]:
-    """One CPU per rank, a core of its own where the node has enough; None = left unpinned."""
-    out: Dict[int, Optional[int]] = {}
-    notes: List[str] = []
-    used_core: Dict[str, set] = {}
-    used_cpu: Dict[str, set] = {}
-    for f in sorted(facts, key=lambda f: f["rank"]):
-        node, topo = f["node"], topos[f["node"]]
-        host = topo.get("host", node)      # fake nodes on one host share its CPUs
-        uc, ucpu = used_core.setdefault(host, set()), used_cpu.setdefault(host, set())
-        choice = None
-        for c, fc in _cores(topo, f["cpus"]):
-            if (fc[0], fc[1]) not in uc and c not in ucpu:
-                choice = c
-                break
-        if choice is None:
-            free = [c for c in sorted(f["cpus"]) if c not in ucpu]
-            choice = free[0] if free else None
-        if choice is None:
-            notes.append(f"rank {f['rank']} on {node}: every CPU it may use is taken by another rank; not pinned")
-        else:
-            ucpu.add(choice)
-            fc = topo["cpus"].get(choice)
-            if fc is not None:
-                uc.add((fc[0], fc[1]))
-        out[f["rank"]] = choice
-    return out, notes
-
-
-# -- link peak -------------------------------------------------------------------
-
-_IB_ENCODING = {"SDR": 0.8, "DDR": 0.8, "QDR": 0.8, "FDR10": 64 / 66, "FDR": 64 / 66}
-
-
-def link_peak(root: str = "/", env: Optional[Dict[str, str]] = None) -> Peak:
-    """The peak of the link a cross-node pair uses, MB/s (10^6 B/s) one way, or unknown with the reason.
-
-    InfiniBand: active ports' rate ("100 Gb/sec (4X EDR)"); SDR/DDR/QDR rates
-    are signalling rates with 8b/10b encoding (x 0.8), FDR's with 64b/66b;
-    EDR and later rates are data rates. UCX_NET_DEVICES (e.g. mlx5_0:1) picks
-    the port when set. Ethernet: /sys/class/net/IF/speed (Mb/s) of physical
-    interfaces that are up; the line rate, headers not deducted.
-    """
-    env = os.environ if env is None else env
-    base = os.path.join(root, "sys/class")
-    ports = []
-    for rate_path in sorted(glob.glob(os.path.join(base, "infiniband/*/ports/*/rate"))):
-        port_dir = os.path.dirname(rate_path)
-        dev, port = rate_path.split(os.sep)[-4], os.path.basename(port_dir)
-        state = _read(os.path.join(port_dir, "state")) or ""
-        rate = _read(rate_path) or ""
-        if "ACTIVE" in state and rate:
-            ports.append((f"{dev}:{port}", rate))
-    want = [d.strip() for d in env.get("UCX_NET_DEVICES", "").split(",") if d.strip() and d.strip() != "all"]
-    if want and ports:
-        chosen = [p for p in ports if p[0] in want]
-        if chosen:
-            ports = chosen
-    if ports:
-        parsed = {}
-        for name, rate in ports:
-            try:
-                gbps = float(rate.split()[0])
-            except (ValueError, IndexError):
-                continue
-            gen = rate.split("(")[-1].rstrip(")").split()[-1] if "(" in rate else ""
-            factor = _IB_ENCODING.get(gen, 1.0)
-            parsed[name] = (gbps * factor * 125.0, rate, factor)
-        values = {round(v[0], 3) for v in parsed.values()}
-        if len(values) == 1:
-            name, (mbs, rate, factor) = next(iter(parsed.items()))
-            enc = f" x {factor:.3g} (line encoding)" if factor != 1.0 else ""
-            which = (f"port {name}" if len(parsed) == 1 else
-                     f"{len(parsed)} active ports at the same rate ({', '.join(parsed)})")
-            return Peak(mbs, MBS, f"InfiniBand {which}: rate '{rate}'{enc} = {mbs:.0f} MB/s "
-                                  "(/sys/class/infiniband/*/ports/*/rate)")
-        if parsed:
-            return Peak(None, MBS, "unknown: active InfiniBand ports with different rates ("
-                        + ", ".join(f"{n} {v[1]}" for n, v in parsed.items())
-                        + "); which one MPI uses is not known (set UCX_NET_DEVICES)")
-    nics = []
-    for dev in sorted(glob.glob(os.path.join(base, "net/*"))):
-        name = os.path.basename(dev)
-        if name == "lo" or not os.path.exists(os.path.join(dev, "device")):
-            continue
-        if (_read(os.path.join(dev, "operstate")) or "") != "up":
-            continue
-        try:
-            speed = int(_read(os.path.join(dev, "speed")) or "-1")
-        except ValueError:
-            speed = -1
-        nics.append((name, speed))
-    known = [(n, s) for n, s in nics if s > 0]
-    if not nics:
-        return Peak(None, MBS, "unknown: no active InfiniBand port and no physical network interface that is up")
-    if not known:
-        return Peak(None, MBS, "unknown: the network interfaces that are up report no speed ("
-                    + ", ".join(n for n, _ in nics) + "; virtual NICs report -1 in /sys/class/net/IF/speed)")
-    speeds = {s for _, s in known}
-    if len(speeds) == 1:
-        s = known[0][1]
-        which = known[0][0] if len(known) == 1 else ", ".join(n for n, _ in known)
-        return Peak(s / 8.0, MBS, f"Ethernet {which}: {s} Mb/s line rate = {s / 8:.0f} MB/s "
-                                  "(/sys/class/net/IF/speed; headers not deducted)")
-    return Peak(None, MBS, "unknown: interfaces with different speeds (" + ", ".join(f"{n} {s} Mb/s" for n, s in known)
-                + "); which one MPI uses is not known")
-
-
-# -- summaries -------------------------------------------------------------------
-
-@dataclass
-class Curve:
-    """Per-size results of one pair measurement: one value per timed block."""
-
-    sizes: List[int] = field(default_factory=list)
-    per_block: Dict[int, List[float]] = field(default_factory=dict)   # size -> values in the curve's unit
-    invalid: List[str] = field(default_factory=list)
-
-    def median(self, s: int) -> float:
-        return statistics.median(self.per_block[s])
-
-
-def plateau(curve: Curve) -> Tuple[Optional[int], Optional[float]]:
-    """(size, median) of the size with the highest median bandwidth."""
-    pts = [(curve.median(s), s) for s in curve.sizes if s > 0 and curve.per_block.get(s)]
-    if not pts:
-        return None, None
-    med, size = max(pts)
-    return size, med
-
-
-def n_half(curve: Curve, plateau_median: float) -> Optional[int]:
-    """The smallest size whose median bandwidth reaches half of the plateau's."""
-    for s in curve.sizes:
-        if s > 0 and curve.per_block.get(s) and curve.median(s) >= 0.5 * plateau_median:
-            return s
-    return None
-
-
-def large_drop(curve: Curve, plateau_median: float) -> Optional[float]:
-    """The largest size's median as a fraction of the plateau, when it is more than DROP below it."""
-    top = max((s for s in curve.sizes if curve.per_block.get(s)), default=None)
-    if top is None or not plateau_median:
-        return None
-    frac = curve.median(top) / plateau_median
-    return frac if frac < 1.0 - DROP else None
-
-
-def latency_values(lat: Curve) -> Tuple[List[float], List[int]]:
-    """Per block: the mean one-way time of the LATENCY_SIZES measured."""
-    sizes = [s for s in LATENCY_SIZES if lat.per_block.get(s)]
-    if not sizes:
-        return [], []
-    nblocks = min(len(lat.per_block[s]) for s in sizes)
-    return [statistics.fmean(lat.per_block[s][i] for s in sizes) for i in range(nblocks)], sizes
-
-
 # -- the bench -------------------------------------------------------------------
 
 def preflight(comm=None, opts: Optional[Options] = None):
     """MPI.COMM_WORLD with at least 2 ranks and, with ``opts``, a --size the bench takes; or the
     one-line error (MPIUnavailableError, UsageError, BadValueError), the same on every rank."""
-    from ..cluster import mpi
-    comm = comm if comm is not None else mpi.world()
+    comm = comm if comm is not None else world()
     if comm.Get_size() < 2:
-        raise mpi.everywhere(UsageError("ceiling bench network needs at least 2 MPI ranks: "
-                                        "mpirun -n 2 ceiling bench network"))
+        raise everywhere(UsageError("ceiling bench network needs at least 2 MPI ranks: "
+                                    "mpirun -n 2 ceiling bench network"))
     if opts is not None:
         try:
             max_bytes(opts)
         except BadValueError as e:
-            raise mpi.everywhere(e) from None
+            raise everywhere(e) from None
     return comm
 
 
@@ -505,73 +205,31 @@ def _us(seconds: Sequence[float]) -> List[float]:
     return [x * 1e6 for x in seconds]
 
 
-class _Pin:
-    """Pin this rank to one CPU for a while; every rank learns whether all pins held."""
-
-    def __init__(self, comm, cpu: Optional[int]):
-        self.comm, self.cpu, self.old = comm, cpu, None
-
-    def __enter__(self) -> Optional[str]:
-        err = None
-        if self.cpu is not None:
-            try:
-                self.old = os.sched_getaffinity(0)
-                os.sched_setaffinity(0, {self.cpu})
-            except OSError as e:
-                err = f"rank {self.comm.Get_rank()}: cannot pin to CPU {self.cpu}: {e.strerror}"
-                self.old = None
-        errs = [e for e in self.comm.allgather(err) if e]
-        return "; ".join(errs) or None
-
-    def __exit__(self, *exc) -> None:
-        if self.old is not None:
-            try:
-                os.sched_setaffinity(0, self.old)
-            except OSError:
-                pass
-
-
 class _Run:
     """The state of one bench_network call on one rank."""
 
     def __init__(self, ctx: Context, comm):
-        from ..cluster import mpi
-        self.ctx, self.comm, self.mpi = ctx, comm, mpi
+        self.ctx, self.comm = ctx, comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.quick = ctx.opts.quick
         self.blocks = ctx.opts.reps or (QUICK_BLOCKS if self.quick else BLOCKS)
         self.max_bytes = max_bytes(ctx.opts)
-        self.flags = mpi.NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0
+        self.flags = NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0
         self.progress = ctx.progress if self.rank == 0 else NullProgress()
         self.out = Outcome()
         self.common: Dict[str, Any] = {}
-        self.stop = mpi.DeferredStop(comm)
+        self.stop = DeferredStop(comm)
         self.pair: Optional[Tuple[Placement, Dict[str, Curve]]] = None
         self.per: Dict[Tuple[str, int], Dict[int, Tuple[List[float], List[float], List[float], int]]] = {}
         self.invalid: Dict[Tuple[str, int, int], List[str]] = {}
 
     # -- setup ------------------------------------------------------------------
     def gather(self) -> None:
-        me = {"rank": self.rank, "node": self.mpi.node_name(), "host": socket.gethostname(),
-              "cpus": sorted(os.sched_getaffinity(0))}
-        self.facts: List[Dict[str, Any]] = self.comm.allgather(me)
-        first: Dict[str, int] = {}
-        for f in self.facts:
-            first.setdefault(f["node"], f["rank"])
-        self.leader = first[me["node"]] == self.rank
-        topo = None
-        if self.leader:
-            m = self.ctx.machine if self.ctx.machine.cpus else None     # every rank has its model (app)
-            try:
-                if m is None:
-                    from .. import machine as machine_mod
-                    m = machine_mod.detect("/", measure=False)
-                topo = topology_of(m)
-            except Exception as e:   # noqa: BLE001 - every rank must reach the allgather below
-                topo = unknown_topology(me["cpus"], f"topology not read: {e}")
-        topos = self.comm.allgather((me["node"], topo) if self.leader else None)
-        self.topos: Dict[str, Dict[str, Any]] = {n: t for n, t in (x for x in topos if x)}
-        self.nb, self.lib, self.mpicc = self.mpi.build_per_node(self.comm, self.leader)
+        ranks = rank_facts(self.comm)
+        self.facts: List[Dict[str, Any]] = ranks.facts
+        self.leader = ranks.leader
+        self.topos: Dict[str, Dict[str, Any]] = topologies(self.comm, ranks, self.ctx.machine)
+        self.nb, self.lib, self.mpicc = build_per_node(self.comm, self.leader)
         plan = None
         if self.rank == 0:
             placements, missing = plan_placements(self.facts, self.topos)
@@ -587,7 +245,7 @@ class _Run:
             "mpi_library": self.lib.first_line, "mpi_family": f"{self.lib.family} {self.lib.family_version}",
             "mpi_standard": self.lib.standard, "mpi_library_path": self.lib.path,
             "mpi_thread_level": self.lib.thread_level,
-            "launcher": self.mpi.launcher_in_use(), "mpicc": self.mpicc.path, "timing_loops": self.nb.path,
+            "launcher": launcher_in_use(), "mpicc": self.mpicc.path, "timing_loops": self.nb.path,
             "blocks": self.blocks, "mb": "MB = 10^6 bytes (IMB, OSU)",
         }
         if self.lib.thread_level == "multiple":
@@ -604,7 +262,7 @@ class _Run:
         self.pair = (p, res)        # what an interrupted run still reports
         pp_sizes = pingpong_sizes(self.max_bytes, self.quick)
         st_sizes = stream_sizes(self.max_bytes, self.quick)
-        with _Pin(self.comm, cpu) as pin_err:
+        with Pinned(self.comm, cpu) as pin_err:
             if pin_err:
                 return res, pin_err
             self.progress.start(f"network {PLACEMENT_TITLES[p.label]}", total=len(pp_sizes) + 2 * len(st_sizes))
@@ -726,7 +384,7 @@ class _Run:
         sizes = coll_sizes(self.max_bytes, self.quick)
         cap = OVERSUBSCRIBED_ITERS if self.pin_notes else None
         per, invalid = self.per, self.invalid
-        with _Pin(self.comm, self.pins.get(self.rank)) as pin_err:
+        with Pinned(self.comm, self.pins.get(self.rank)) as pin_err:
             if pin_err:
                 return Finding(id="net.collectives", status=SKIPPED,
                                title="collectives: ranks could not be pinned", evidence=pin_err)

@@ -12,10 +12,11 @@ process), and the ranks make each measurement together:
   the same time. Free space is checked by each group's first rank for what
   the whole group writes.
 - Agreement. io.c calls back before each timed phase and wherever its
-  threads agree to go on or stop; the callback is a MAX-allreduce over every
-  rank: a barrier, and an error on one rank (a full disk) stops all of them
-  at the same point, so none waits forever. The error reported is the first
-  failing rank's, on every rank.
+  threads agree to go on or stop; the callback is the stop agreement's
+  MAX-allreduce over every rank (cluster/stop.py): a barrier, and an error
+  on one rank (a full disk) stops all of them at the same point, so none
+  waits forever. The error reported is the first failing rank's, on every
+  rank.
 - Figures. Each rank's phase runs from the common start to its own end; the
   phase's time is the longest of them (IOR: first start to last end), its
   amount the sum over ranks; latency samples are pooled (about 64 Ki per
@@ -25,9 +26,10 @@ process), and the ranks make each measurement together:
   local index on the next node wrote (IOR -C, task reordering), so the
   writer's cache cannot serve the read.
 - Ctrl-C and SIGTERM do not raise on the spot (a rank leaving a collective
-  early would leave the others waiting in it): they ask the running I/O call
-  to stop, or the next one to stop at once; the stop spreads at the next
-  agreement point and every rank raises KeyboardInterrupt at the same place.
+  early would leave the others waiting in it): cluster/stop.DeferredStop
+  records them and asks the running I/O call to stop, or the next one to
+  stop at once; the stop spreads at the next agreement point and every rank
+  raises KeyboardInterrupt at the same place.
 - Sizes. --size and the default are data per node and measurement (the
   default writes what one process alone writes, on every node); each
   thread's share is the node's data over the threads of the node with the
@@ -35,19 +37,33 @@ process), and the ranks make each measurement together:
 - Pinning. When the launcher bound the ranks of a node to disjoint CPUs
   (mpirun --bind-to core, srun --cpu-bind), each rank pins its threads inside
   its own CPUs; when ranks share CPUs, threads are left to the scheduler (I/O
-  waits, it does not compute) and the context says so.
+  waits, it does not compute) and the context says so
+  (cluster/placement.bound_cpus).
+
+``prepare_parallel`` sets all this up and yields what ``storage.bench_storage``
+measures with; this module uses bench/storage.py, never the other way round.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
+import socket
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..cluster.mpi import raise_agreed
+from ..cluster.comm import world
+from ..cluster.gather import gather_to_root, rank_facts
+from ..cluster.launch import launcher_in_use
+from ..cluster.library import library
+from ..cluster.placement import bound_cpus
+from ..cluster.stop import DeferredStop, agree_max, raise_agreed
+from ..core.io import E_EPEER, IoRaw, cancel
 from ..errors import CeilingError, PathError
+from ..machine.storage import FileSystem, combine_fs, describe_fs
 from ..results.measure import Context
+from .storage import Plan, check_space, plan
+from .storage_dir import RunDir
 
 TOKEN_FILE = ".ceiling-group"
 
@@ -65,17 +81,16 @@ class Parallel:
     gthreads: int = 0
     rbase: int = 0
     notes: Dict[str, str] = field(default_factory=dict)
-    stop: Any = None                # cluster.mpi.DeferredStop: Ctrl-C and SIGTERM, held to an agreement point
-    _mpi: Any = None
+    stop: Optional[DeferredStop] = None     # Ctrl-C and SIGTERM, held to an agreement point
 
     @property
     def interrupted(self) -> bool:
         """A signal arrived: the next agreement point stops every rank."""
-        return self.stop is not None and self.stop.signum != 0
+        return self.stop is not None and self.stop.interrupted
 
     @property
     def stop_reason(self) -> str:
-        return self.stop.reason(self.stop.signum) if self.interrupted else "interrupted"
+        return self.stop.stop_reason if self.stop is not None else "interrupted"
 
     @property
     def rank(self) -> int:
@@ -91,11 +106,7 @@ class Parallel:
 
     def sync(self, stop: int) -> int:
         """io.c's agreement point: a barrier over every rank; 1 when any of them stopped."""
-        import numpy as np
-        a = np.array([1 if stop else 0], dtype=np.int32)
-        b = np.zeros(1, dtype=np.int32)
-        self.world.Allreduce(a, b, op=self._mpi.MAX)
-        return int(b[0])
+        return agree_max(self.world, 1 if stop else 0)
 
     def context(self) -> Dict[str, Any]:
         nodes = list(dict.fromkeys(self.nodes))
@@ -107,7 +118,6 @@ class Parallel:
     def combine(self, rc: int, err: int, msg: str, raw: Any) -> Tuple[int, int, str, Any]:
         """Every rank's outcome of one call made into one: the first failing rank's error
         (CEIL_EPEER is a follower's), or one IoRaw of all ranks."""
-        from .storage import E_EPEER, IoRaw
         outcomes = self.world.allgather((rc, err, msg))
         for r, (rc_r, err_r, msg_r) in enumerate(outcomes):
             if rc_r not in (0, E_EPEER):
@@ -116,7 +126,7 @@ class Parallel:
             return E_EPEER, 0, "a rank stopped without an error of its own", None
         head = self.world.allgather((raw.phase_s, raw.amount, raw.valid, raw.msg, raw.bad_offset, raw.resident,
                                      raw.direct, raw.nthreads))
-        lats = self.world.gather(raw.lat_s, root=0)
+        lats = gather_to_root(self.world, raw.lat_s)
         reps, nph = len(raw.phase_s), len(raw.phase_s[0]) if raw.phase_s else 0
         phase_s = tuple(tuple(max(h[0][i][k] for h in head) for k in range(nph)) for i in range(reps))
         amount = tuple(tuple(sum(h[1][i][k] for h in head) for k in range(nph)) for i in range(reps))
@@ -135,6 +145,16 @@ class Parallel:
                     direct=all(h[6] for h in head), nthreads=sum(h[7] for h in head))
         return 0, 0, "", out
 
+    def file_system(self, path: str) -> FileSystem:
+        """Collective: each group's first rank describes its directory; every rank gets the combination."""
+        members = self.group.allgather(self.rank)
+        mine = None
+        if self.group.Get_rank() == 0:
+            fs = describe_fs(path)
+            fs.dir = os.path.dirname(path)
+            mine = (socket.gethostname(), list(dict.fromkeys(self.nodes[r] for r in members)), fs)
+        return combine_fs([x for x in self.world.allgather(mine) if x is not None])
+
 
 def _visible(path: str, token: str) -> bool:
     try:
@@ -142,19 +162,6 @@ def _visible(path: str, token: str) -> bool:
             return f.read().strip() == token
     except OSError:
         return False
-
-
-def _pinning(facts: List[Dict[str, Any]], rank: int, threads: int) -> Tuple[Optional[List[int]], str]:
-    """This rank's CPUs when the ranks of its node were bound to disjoint CPU sets."""
-    me = facts[rank]
-    mine = set(me["cpus"])
-    others = [set(f["cpus"]) for r, f in enumerate(facts) if f["node"] == me["node"] and r != rank]
-    if any(mine & o for o in others):
-        return None, ("ranks of a node share CPUs (the launcher did not bind them): threads left to the "
-                      "scheduler")
-    if len(mine) < threads:
-        return None, (f"{threads} threads per rank on {len(mine)} CPUs: threads left to the scheduler")
-    return sorted(mine)[:threads], "each rank's threads pinned inside the CPUs the launcher bound it to"
 
 
 def _reorder(group_ranks: List[int], nodes: List[str], rank: int) -> Tuple[int, str]:
@@ -176,14 +183,10 @@ def _reorder(group_ranks: List[int], nodes: List[str], rank: int) -> Tuple[int, 
 def parallel_run(ctx: Context, parent: Optional[str]):
     """Set up the ranks' directories and indices; yields (Parallel, run_dir).
     Every directory made is removed on the way out, by the rank that made it."""
-    from ..cluster import mpi
-    from .storage import RunDir
-    comm = mpi.world("serialized")
-    from mpi4py import MPI
+    comm = world("serialized")
     rank = comm.Get_rank()
-    node = mpi.node_name()
-    facts = comm.allgather({"node": node, "cpus": sorted(os.sched_getaffinity(0))})
-    nodes = [f["node"] for f in facts]
+    ranks = rank_facts(comm)
+    node, nodes = ranks.node, ranks.nodes
     threads = ctx.opts.threads or 1          # the CLI has checked it is at least 1
     with contextlib.ExitStack() as stack:
         # rank 0's directory, and who can see it
@@ -212,17 +215,17 @@ def parallel_run(ctx: Context, parent: Optional[str]):
                 err = e
         raise_agreed(comm, err)
         path = group.bcast(path, root=0)
-        cpus, pin_note = _pinning(facts, rank, threads)
+        cpus, pin_note = bound_cpus(ranks.facts, rank, threads)
         target, how = _reorder(group_ranks, nodes, rank)
         me = group.Get_rank()
         par = Parallel(world=comm, group=group, nodes=nodes, threads=threads, cpus=cpus,
-                       gbase=me * threads, gthreads=group.Get_size() * threads, rbase=target * threads, _mpi=MPI)
+                       gbase=me * threads, gthreads=group.Get_size() * threads, rbase=target * threads)
         n_groups = len(set(comm.allgather(color)))
-        from .storage import _cancel        # a signal asks the running I/O call to stop
-        par.stop = stack.enter_context(mpi.DeferredStop(comm, on_signal=lambda: _cancel(True)))
-        lib = mpi.library()
+        # a signal asks the running I/O call to stop
+        par.stop = stack.enter_context(DeferredStop(comm, on_signal=lambda: cancel(True)))
+        lib = library()
         par.notes = {
-            "launcher": mpi.launcher_in_use(),
+            "launcher": launcher_in_use(),
             "mpi_library": lib.first_line,
             "run_directory": ("one shared by all ranks" if n_groups == 1 and all(sees) else
                           f"{n_groups} directories: ranks on nodes that cannot see rank 0's (a node-local "
@@ -231,3 +234,30 @@ def parallel_run(ctx: Context, parent: Optional[str]):
             "pinning": pin_note,
         }
         yield par, path
+
+
+def _plan_parallel(ctx: Context, parent: Optional[str], par: Parallel, path: str) -> Plan:
+    """The plan on every rank, and the free space of each group's directory, or every rank's error."""
+    err = None
+    try:
+        p = plan(ctx, par)
+    except CeilingError as e:
+        err = e
+    raise_agreed(par.world, err)
+    if par.group.Get_rank() == 0:        # what the whole group writes at once, in its directory
+        try:
+            check_space(p, path, parent or os.path.dirname(path), processes=par.group.Get_size())
+        except CeilingError as e:
+            err = e
+    raise_agreed(par.world, err)
+    return p
+
+
+@contextlib.contextmanager
+def prepare_parallel(ctx: Context):
+    """Every MPI rank together: directories, indices and the plan, with each rank's error
+    (bad --dir, size or space) raised on all of them before anything is measured. Yields what
+    ``storage.bench_storage(ctx, parallel=...)`` measures with; the directories go on leaving."""
+    parent = getattr(ctx.opts, "storage_dir", None)
+    with parallel_run(ctx, parent) as (par, path):
+        yield par, path, _plan_parallel(ctx, parent, par, path)

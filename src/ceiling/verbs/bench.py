@@ -35,10 +35,11 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
         return measure_mpi(args, argv, "network")
-    from ..cluster import mpi
-    n = mpi.launched_size()
+    from ..cluster.comm import world
+    from ..cluster.launch import launched_size
+    n = launched_size()
     if "storage" in args.suites and n == 0:       # a PMIx launcher: only MPI knows the size
-        n = mpi.world("serialized").Get_size()
+        n = world("serialized").Get_size()
     if "storage" in args.suites and n > 1:
         if len(set(args.suites)) > 1:
             raise UsageError("under MPI the storage suite runs on its own: "

@@ -74,11 +74,12 @@ def measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     nothing about the network or the file system.
     """
     from ..bench import network
-    from ..cluster import mpi
+    from ..cluster.comm import world
+    from ..cluster.stop import DeferredStop
 
     # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
-    comm = network.preflight() if suite == "network" else mpi.world("serialized")
-    with mpi.DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
+    comm = network.preflight() if suite == "network" else world("serialized")
+    with DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
         return _measure_ranks(args, argv, suite, comm, stop)
 
 
@@ -86,15 +87,16 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     import contextlib
     import functools
     from .. import machine as machine_mod
-    from ..bench import network, storage
-    from ..cluster import mpi
+    from ..bench import network, storage, storage_mpi
+    from ..cluster.gather import pids_on_this_host
+    from ..cluster.stop import everywhere
 
     leader = comm.Get_rank() == 0
     try:                     # every rank parses the same command line: one error, printed once
         opts = common.options(args)
         cfg = common.config(args)
     except CeilingError as e:
-        raise mpi.everywhere(e) from None
+        raise everywhere(e) from None
     if suite == "network":
         network.preflight(comm, opts)
     say = common.say(args) if leader else (lambda text: None)
@@ -102,7 +104,7 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         common.check_outputs(args)
     store = common.open_store(args) if leader else None
     session = Session(argv, opts, common.progress(args) if leader else NullProgress())
-    session.own_pids = mpi.pids_on_this_host(comm)
+    session.own_pids = pids_on_this_host(comm)
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
     session.set_machine(m, cpus)
@@ -112,7 +114,7 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         try:
             stop.agree()         # a signal during the set-up: nothing measured, every rank leaves here
             if suite == "storage":   # bad --dir, sizes or space on any rank: one line, its exit code, on every rank
-                ready = stack.enter_context(storage.prepare_parallel(Context(m, opts, cpus, NullProgress())))
+                ready = stack.enter_context(storage_mpi.prepare_parallel(Context(m, opts, cpus, NullProgress())))
                 fn = functools.partial(storage.bench_storage, parallel=ready)
             session.bench(suite, fn)
         except KeyboardInterrupt as e:

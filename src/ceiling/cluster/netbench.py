@@ -1,0 +1,106 @@
+"""The MPI timing loops (csrc/mpi/netbench.c) seen from Python: the ctypes
+binding of the library build.py compiles, and what each call returns.
+
+The library is loaded after mpi4py initialised MPI, and must prove it
+resolved the very library mpi4py initialised: ``nb_library`` reports MPI
+initialised there and the same version string. Every call is collective
+over MPI_COMM_WORLD; a negative return is the loop refusing its parameters.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List, Tuple
+
+from ..errors import CoreError, MPIUnavailableError
+
+NB_ABI = 1
+NB_F_CORRUPT = 0x1
+NB_MSG = 256
+
+OPS = {"barrier": 0, "bcast": 1, "allreduce": 2, "alltoall": 3}
+
+
+@dataclass
+class PairRaw:
+    """One point-to-point measurement: seconds per timed block, and the data check."""
+
+    times_s: List[float]
+    valid: bool
+    msg: str = ""
+
+
+@dataclass
+class CollRaw:
+    """One collective measurement: per timed block, IMB's t_min / t_max / t_avg over ranks (seconds per call)."""
+
+    tmin_s: List[float]
+    tmax_s: List[float]
+    tavg_s: List[float]
+    valid: bool
+    msg: str = ""
+
+
+@dataclass
+class NetBench:
+    """The loaded timing loops. Every method is collective over MPI_COMM_WORLD."""
+
+    path: str
+    lib: Any = field(repr=False)
+
+    @classmethod
+    def load(cls, path: Path, library_version: str) -> "NetBench":
+        try:
+            so = ctypes.CDLL(str(path))
+        except OSError as e:
+            raise CoreError(f"cannot load {path}: {e}") from None
+        i64, i32, dp, cp = ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.c_char_p
+        so.nb_abi.restype = i32
+        so.nb_library.argtypes, so.nb_library.restype = [cp, i32], i32
+        so.nb_pingpong.argtypes = [i32, i32, i64, i32, i32, i32, i32, dp, cp]
+        so.nb_stream.argtypes = [i32, i32, i64, i32, i32, i32, i32, i32, i32, dp, cp]
+        so.nb_coll.argtypes = [i32, i32, i32, i64, i32, i32, i32, i32, dp, dp, dp, cp]
+        for fn in (so.nb_pingpong, so.nb_stream, so.nb_coll):
+            fn.restype = i32
+        if so.nb_abi() != NB_ABI:
+            raise CoreError(f"{path}: timing loops of another ceiling (ABI {so.nb_abi()}, want {NB_ABI})")
+        buf = ctypes.create_string_buffer(8192)
+        initialised = so.nb_library(buf, len(buf))
+        theirs = buf.value.decode(errors="replace").strip()
+        if not initialised or theirs != library_version.strip():
+            raise MPIUnavailableError(
+                f"{path} resolved another MPI library than the one mpi4py initialised "
+                f"({'not initialised there' if not initialised else theirs.splitlines()[0]}); "
+                "remove it and make mpicc match mpi4py's library")
+        return cls(str(path), so)
+
+    @staticmethod
+    def _check(rc: int, msg: bytes, what: str) -> Tuple[bool, str]:
+        text = msg.decode(errors="replace").strip("\0").strip()
+        if rc < 0:
+            raise CoreError(f"{what}: {text or 'refused its parameters'}")
+        return rc == 1, text
+
+    def pingpong(self, a: int, b: int, nbytes: int, reps: int, warmup: int, blocks: int, flags: int = 0) -> PairRaw:
+        times = (ctypes.c_double * blocks)()
+        msg = ctypes.create_string_buffer(NB_MSG)
+        rc = self.lib.nb_pingpong(a, b, nbytes, reps, warmup, blocks, flags, times, msg)
+        ok, text = self._check(rc, msg.raw, "ping-pong")
+        return PairRaw(list(times), ok, text)
+
+    def stream(self, a: int, b: int, nbytes: int, window: int, iters: int, warmup: int, blocks: int,
+               bidir: bool, flags: int = 0) -> PairRaw:
+        times = (ctypes.c_double * blocks)()
+        msg = ctypes.create_string_buffer(NB_MSG)
+        rc = self.lib.nb_stream(a, b, nbytes, window, iters, warmup, blocks, int(bidir), flags, times, msg)
+        ok, text = self._check(rc, msg.raw, "bibw" if bidir else "bw")
+        return PairRaw(list(times), ok, text)
+
+    def coll(self, op: str, color: int, key: int, nbytes: int, iters: int, warmup: int, blocks: int,
+             flags: int = 0) -> CollRaw:
+        arrs = [(ctypes.c_double * blocks)() for _ in range(3)]
+        msg = ctypes.create_string_buffer(NB_MSG)
+        rc = self.lib.nb_coll(OPS[op], color, key, nbytes, iters, warmup, blocks, flags, *arrs, msg)
+        ok, text = self._check(rc, msg.raw, op)
+        return CollRaw(list(arrs[0]), list(arrs[1]), list(arrs[2]), ok, text)
