@@ -11,6 +11,9 @@
   256×256 core-to-core matrix with None holes.
 - ``bare_run()``: an Arm login node whose peaks are all unknown, no series,
   interrupted (partial).
+- ``multinode_run()``: tests/golden/run_v2.json, a two-node MPI job (cn101,
+  cn102) with a traced application and a stored analysis (verdict, roofline,
+  bounds, uniformity); not in ALL, whose runs are one node each.
 
 Values are made up but physically consistent (rates below their peaks,
 latencies ordered by level), and seeded so every call returns the same run.
@@ -378,3 +381,11 @@ def bare_run() -> Run:
 
 
 ALL = {"vm": vm_run, "epyc": epyc_run, "sampled": sampled_run, "bare": bare_run}
+
+
+def multinode_run() -> Run:
+    """The golden schema-2 document: two nodes, a job, an application, a stored analysis."""
+    from pathlib import Path
+
+    from ceiling.results import jsonio
+    return jsonio.load(Path(__file__).parent / "golden" / "run_v2.json")

@@ -9,7 +9,9 @@ import pytest
 
 from ceiling.errors import PathError, StoreError
 from ceiling.results import jsonio
-from ceiling.results.model import SCHEMA_VERSION, LOWER, Finding, Metric, Peak, Run, Series
+from ceiling.results import migrate
+from ceiling.results.model import (SCHEMA_VERSION, LOWER, Analysis, Bound, Finding, Job, Metric, Peak, Roof,
+                                   RooflinePoint, Run, Series, Uniformity)
 
 GOLDEN = Path(__file__).parent / "golden"
 GOLDEN_FILES = sorted(GOLDEN.glob("run_v*.json"))
@@ -32,7 +34,8 @@ def small_run(**kw) -> Run:
 
 def test_golden_files_exist():
     names = {p.name for p in GOLDEN_FILES}
-    assert {"run_v1.json", "run_v1_partial.json"} <= names
+    assert {"run_v1.json", "run_v1_partial.json", "run_v2.json", "run_v2_partial.json",
+            "run_v2_from_v1_partial.json"} <= names
     assert len(CURRENT) >= 2, f"add golden files for schema_version {SCHEMA_VERSION}"
 
 
@@ -64,6 +67,67 @@ def test_golden_content_is_what_the_model_reads():
     part = jsonio.load(GOLDEN / "run_v1_partial.json")
     assert part.partial and part.partial_reason
     assert part.metric("stream.copy").value is None and part.metric("stream.copy").stats is None
+
+
+def test_v1_documents_load_as_one_node_runs():
+    run = jsonio.load(GOLDEN / "run_v1.json")
+    assert run.nodes == [] and run.job is None and run.application is None
+    assert run.analysis.empty and run.analysis == Analysis()
+    assert all(m.node == "" for m in run.metrics) and all(s.node == "" for s in run.series)
+    assert all(f.node == "" and f.data == {} for f in run.findings)
+    assert run.node_names() == ["cn042"]
+    assert run.machine_of("") is run.machine_of("cn042") is run.machine
+    assert run.metrics_of("cn042") == run.metrics_of("") == run.metrics
+    with pytest.raises(KeyError, match="no node 'cn999'"):
+        run.machine_of("cn999")
+
+
+def test_v2_golden_content_is_what_the_model_reads():
+    run = jsonio.load(GOLDEN / "run_v2.json")
+    assert run.node_names() == ["cn101", "cn102"] == run.job.node_names
+    assert run.job == Job("mpiexec", "MPICH 4.1.2", 8, 2, 4, ["cn101", "cn102"])
+    assert run.machine_of("cn102")["hostname"] == "cn102" and run.machine_of("")["hostname"] == "cn101"
+    assert [m.value for m in run.metrics_of("cn102")] == [351.75, 61.25, 90.5]
+    # "" is the host: a job-wide metric (node "") belongs to cn101's list, as in a one-node run.
+    assert [m.name for m in run.metrics_of("cn101")] == ["flops.dp.node", "stream.triad", "latency.dram",
+                                                          "net.latency.inter_node"]
+    assert run.findings[1].data == {"channels": 4, "populated": 3, "empty": ["C"]}
+    app = run.application
+    assert app.exit_status == 0 and app.signal == "" and app.overhead == {"per_call_ns": 85.0, "fraction": 0.0125}
+    assert [(f.kind, f.bytes) for f in app.files] == [("trace-perfetto", 1834512), ("trace-otf2", None),
+                                                       ("log", 2048)]
+    a = run.analysis
+    assert not a.empty
+    assert a.verdict.kind == "below_peak" and a.verdict.peak == Peak(102.4, "GB/s", a.verdict.peak.provenance)
+    assert a.verdict.efficiency == pytest.approx(a.verdict.value / a.verdict.peak.value)
+    assert isinstance(a.roofline.roofs[0], Roof) and [r.kind for r in a.roofline.roofs] == [
+        "compute", "compute", "bandwidth"]
+    assert a.roofline.ridges[0].intensity == pytest.approx(352.5 / 81.5, rel=1e-3)
+    assert isinstance(a.roofline.points[0], RooflinePoint)
+    assert [b.subject for b in a.bounds] == ["application", "rank 3"] and isinstance(a.bounds[0], Bound)
+    u = a.uniformity[0]
+    assert isinstance(u, Uniformity) and u.spread == pytest.approx((u.max - u.min) / u.median)
+    assert u.outliers[0]["node"] == "cn102"
+    assert a.notes
+    part = jsonio.load(GOLDEN / "run_v2_partial.json")
+    assert part.partial and part.nodes == [] and part.job is None and part.node_names() == ["ws7"]
+    assert part.application.exit_status is None and part.application.signal == "SIGINT"
+    assert part.analysis.verdict.kind == "nothing_measured" and not part.analysis.empty
+
+
+@pytest.mark.parametrize("old,new", [("run_v1_partial.json", "run_v2_from_v1_partial.json")])
+def test_an_upgraded_v1_file_equals_its_v2_form(old, new):
+    # run_v2_from_v1_partial.json is run_v1_partial.json as this ceiling writes it.
+    assert jsonio.load(GOLDEN / old) == jsonio.load(GOLDEN / new)
+    assert jsonio.dumps(jsonio.load(GOLDEN / old)) == (GOLDEN / new).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", [p for p in GOLDEN_FILES if p not in CURRENT], ids=lambda p: p.name)
+def test_older_golden_files_upgrade_to_what_the_current_loader_reads(path):
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    run = jsonio.load(path)
+    assert run == Run.from_dict(migrate.upgrade(doc))
+    assert jsonio.loads(jsonio.dumps(run)) == run          # written as current, read back the same
 
 
 def test_round_trip_equals_model():
@@ -177,9 +241,9 @@ def test_corrupt_json_names_the_position():
 def test_newer_schema_is_refused():
     doc = jsonio.to_doc(small_run())
     doc["schema_version"] = SCHEMA_VERSION + 1
-    with pytest.raises(StoreError, match=rf"written by a newer ceiling \(schema {SCHEMA_VERSION + 1} > "
-                                         rf"{SCHEMA_VERSION}\); upgrade ceiling"):
-        jsonio.loads(json.dumps(doc))
+    with pytest.raises(StoreError, match=rf"^x.json was written by a newer ceiling \(schema {SCHEMA_VERSION + 1}\); "
+                                         rf"this one reads up to {SCHEMA_VERSION}: upgrade ceiling$"):
+        jsonio.loads(json.dumps(doc), source="x.json")
 
 
 @pytest.mark.parametrize("text", ["[1, 2]", '{"host": "x"}', '{"schema_version": "1"}',

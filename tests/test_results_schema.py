@@ -1,8 +1,10 @@
 """schema.json pins the document that model.py writes; golden files and the model must both match it."""
 import copy
 import dataclasses
+import hashlib
 import json
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -12,12 +14,14 @@ jsonschema = pytest.importorskip("jsonschema")
 from ceiling.errors import StoreError
 from ceiling.machine.model import Machine
 from ceiling.results import jsonio
-from ceiling.results.model import (HIGHER, LOWER, SCHEMA_VERSION, STATUSES, Finding, Metric, Peak, Run, Series,
-                                   Stats)
+from ceiling.results import migrate
+from ceiling.results.model import (BOUND_KINDS, HIGHER, LOWER, ROOF_KINDS, SCHEMA_VERSION, STATUSES,
+                                   VERDICT_KINDS, Finding, Metric, Peak, Run, Series)
 
 GOLDEN = Path(__file__).parent / "golden"
 SCHEMA = jsonio.schema()
 DEFS = SCHEMA["$defs"]
+SCHEMA_V1 = jsonio.schema(1)
 
 
 def test_schema_is_valid_draft_2020_12():
@@ -30,24 +34,167 @@ def test_schema_file_ships_in_the_package():
     assert json.loads(files("ceiling.results").joinpath("schema.json").read_text()) == SCHEMA
 
 
+def test_schema_describes_the_current_version():
+    assert SCHEMA["properties"]["schema_version"] == {
+        "const": SCHEMA_VERSION, "description": SCHEMA["properties"]["schema_version"]["description"]}
+    assert SCHEMA["$id"] == f"urn:ceiling:schema:run:{SCHEMA_VERSION}"
+
+
+def test_every_older_version_keeps_its_schema():
+    for v in range(1, SCHEMA_VERSION):
+        old = jsonio.schema(v)
+        jsonschema.Draft202012Validator.check_schema(old)
+        assert old["$id"] == f"urn:ceiling:schema:run:{v}"
+        assert old["properties"]["schema_version"]["const"] == v
+    with pytest.raises(ValueError, match="no schema"):
+        jsonio.schema(SCHEMA_VERSION + 1)
+
+
+def test_schema_v1_is_frozen():
+    # Documents already written were checked against it: it describes them, not the model.
+    from importlib.resources import files
+    data = files("ceiling.results").joinpath("schema_v1.json").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == \
+        "dc3be1f08255e0d4bf0df25675130c5a74d178bd6a8320c49f940f4d734a90bd"
+
+
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("run_v*.json")), ids=lambda p: p.name)
 def test_golden_files_validate(path):
+    # Each against the schema of its own version, as written; an older one also after upgrade.
     doc = json.loads(path.read_text(encoding="utf-8"))
-    if doc["schema_version"] != SCHEMA_VERSION:
-        pytest.skip("schema.json describes the current version only")
     assert jsonio.validate(doc) is True
+    if doc["schema_version"] < SCHEMA_VERSION:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc, SCHEMA)  # not the current shape...
+        assert jsonio.validate(migrate.upgrade(doc)) is True   # ...until upgraded
+    else:
+        assert doc["schema_version"] == SCHEMA_VERSION
 
 
-@pytest.mark.parametrize("cls,schema", [(Run, SCHEMA), (Metric, DEFS["Metric"]), (Stats, DEFS["Stats"]),
-                                        (Peak, DEFS["Peak"]), (Finding, DEFS["Finding"]),
-                                        (Series, DEFS["Series"])], ids=lambda x: getattr(x, "__name__", ""))
-def test_schema_fields_match_the_model(cls, schema):
-    # A field added, renamed or removed in model.py must be mirrored in schema.json
-    # (and SCHEMA_VERSION bumped when old documents no longer fit).
+# -- the model and schema.json list the same objects, fields and types ------------
+
+def _model_classes():
+    """Every dataclass reachable from Run through its fields' type hints, by name."""
+    found, todo = {}, [Run]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ in found:
+            continue
+        found[cls.__name__] = cls
+        for hint in typing.get_type_hints(cls).values():
+            todo.extend(t for t in _leaves(hint) if dataclasses.is_dataclass(t))
+    return found
+
+
+def _leaves(hint):
+    args = typing.get_args(hint)
+    if not args:
+        return [hint]
+    return [leaf for a in args for leaf in _leaves(a)]
+
+
+MODEL = _model_classes()
+# Objects of the schema that are not result dataclasses: Machine is machine.model's, stored as a
+# free-form dict (only the fields other tools read are pinned).
+NOT_MODEL = {"Machine"}
+
+
+def _schema_of(name):
+    return SCHEMA if name == "Run" else DEFS[name]
+
+
+def _json_types(sub, seen=()):
+    """The JSON types a schema fragment allows (resolving $ref, oneOf, enum, const)."""
+    if "$ref" in sub:
+        ref = sub["$ref"].split("/")[-1]
+        if ref in MODEL:
+            return {ref}
+        return _json_types(DEFS[ref])
+    if "oneOf" in sub or "anyOf" in sub:
+        return set().union(*(_json_types(s) for s in sub.get("oneOf", sub.get("anyOf"))))
+    if "enum" in sub or "const" in sub:
+        vals = sub.get("enum", [sub.get("const")])
+        return {_TYPE_OF_VALUE[type(v)] for v in vals}
+    t = sub["type"]
+    return set(t) if isinstance(t, list) else {t}
+
+
+_TYPE_OF_VALUE = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+
+
+def _hint_types(hint):
+    """The JSON types a field's type hint allows (a dataclass by its name)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union:
+        return set().union(*(_hint_types(a) for a in typing.get_args(hint)))
+    if origin is list:
+        return {"array"}
+    if origin is dict:
+        return {"object"}
+    if dataclasses.is_dataclass(hint):
+        return {hint.__name__}
+    return {{str: "string", int: "integer", float: "number", bool: "boolean",
+             type(None): "null"}[hint]}
+
+
+def test_the_model_reaches_the_new_objects():
+    assert {"Run", "Metric", "Stats", "Peak", "Finding", "Series", "Node", "Job", "Application",
+            "OutputFile", "Analysis", "Verdict", "Roofline", "Roof", "Ridge", "RooflinePoint", "Bound",
+            "Uniformity"} == set(MODEL)
+
+
+@pytest.mark.parametrize("name", sorted(MODEL))
+def test_schema_fields_match_the_model(name):
+    # A field added, renamed, retyped or removed in the model must be mirrored in schema.json
+    # (and SCHEMA_VERSION bumped, with a migrate step, when old documents no longer fit).
+    cls, schema = MODEL[name], _schema_of(name)
     names = [f.name for f in dataclasses.fields(cls)]
-    assert set(schema["properties"]) == set(names)
+    assert list(schema["properties"]) == names            # same fields, in the order asdict writes
     assert set(schema["required"]) == set(names)          # asdict always writes every field
     assert schema["additionalProperties"] is False
+    hints = typing.get_type_hints(cls)
+    for f in names:
+        _same_types(hints[f], schema["properties"][f], f"{name}.{f}")
+
+
+def _same_types(hint, sub, where):
+    allowed = _json_types(sub)
+    # JSON has no int/float distinction the model relies on: a float field may hold an integer
+    # (json.loads gives int for "1"), so "number" in the model admits "integer" in the schema.
+    want = _hint_types(hint)
+    if "number" in want:
+        allowed.discard("integer")
+    if want == {"number"}:
+        allowed.discard("null")           # a float that was not finite is written as null (jsonio.plain)
+    assert allowed == want, f"{where}: schema allows {sorted(allowed)}, model has {sorted(want)}"
+    if typing.get_origin(hint) is list:   # and what the list holds
+        (item,) = typing.get_args(hint)
+        _same_types(item, sub["items"], f"{where}[]")
+
+
+def test_every_schema_object_is_a_model_class():
+    objects = {n for n, d in DEFS.items() if d.get("type") == "object"}
+    assert objects - NOT_MODEL == set(MODEL) - {"Run"}
+
+
+def test_every_object_of_the_schema_is_closed():
+    # additionalProperties false on every object with listed properties, nested ones too
+    # (Verdict.unknown, Uniformity.outliers), except the free-form dicts and Machine.
+    def walk(sub, where):
+        if isinstance(sub, dict):
+            if sub.get("type") == "object" and "properties" in sub and where not in OPEN:
+                assert sub.get("additionalProperties") is False, where
+            for k, v in sub.items():
+                walk(v, f"{where}/{k}")
+        elif isinstance(sub, list):
+            for i, v in enumerate(sub):
+                walk(v, f"{where}/{i}")
+    walk(SCHEMA, "")
+
+
+# Objects with documented keys that stay open: machine facts, and the measured overheads
+# (Application.overhead is Dict[str, Any]; per_call_ns and fraction are the keys written today).
+OPEN = {"/$defs/Machine", "/$defs/Application/properties/overhead"}
 
 
 def test_pinned_machine_fields_exist_in_the_model():
@@ -57,8 +204,12 @@ def test_pinned_machine_fields_exist_in_the_model():
 
 def test_enums_match_the_model():
     assert set(DEFS["Metric"]["properties"]["better"]["enum"]) == {HIGHER, LOWER}
+    assert set(DEFS["Uniformity"]["properties"]["better"]["enum"]) == {HIGHER, LOWER}
     assert set(DEFS["Finding"]["properties"]["status"]["enum"]) == set(STATUSES)
     assert set(DEFS["Series"]["properties"]["kind"]["enum"]) == {"xy", "matrix"}
+    assert DEFS["Verdict"]["properties"]["kind"]["enum"] == list(VERDICT_KINDS)
+    assert DEFS["Roof"]["properties"]["kind"]["enum"] == list(ROOF_KINDS)
+    assert DEFS["Bound"]["properties"]["bound"]["enum"] == list(BOUND_KINDS)
 
 
 def _properties(schema, where="$"):
@@ -68,8 +219,9 @@ def _properties(schema, where="$"):
         yield from _properties(sub, f"{where}.$defs.{name}")
 
 
-def test_every_field_has_a_one_line_description():
-    for where, sub in _properties(SCHEMA):
+@pytest.mark.parametrize("schema", [SCHEMA, SCHEMA_V1], ids=["current", "v1"])
+def test_every_field_has_a_one_line_description(schema):
+    for where, sub in _properties(schema):
         assert sub.get("description"), where
         assert "\n" not in sub["description"], where
 
@@ -86,13 +238,13 @@ def test_a_run_built_from_the_model_validates():
     assert jsonio.validate(run) is True
 
 
-def _golden_doc():
-    return json.loads((GOLDEN / "run_v1.json").read_text(encoding="utf-8"))
+def _golden_doc(name="run_v2.json"):
+    return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
 
 
 BREAKS = [
     ("extra field in a metric", lambda d: d["metrics"][0].update(bandwidth_gbs=1.0)),
-    ("extra top-level field", lambda d: d.update(nodes=[])),
+    ("extra top-level field", lambda d: d.update(ranks=[])),
     ("better not an enum value", lambda d: d["metrics"][0].update(better="up")),
     ("status not an enum value", lambda d: d["findings"][0].update(status="error")),
     ("kind not an enum value", lambda d: d["series"][0].update(kind="table")),
@@ -101,19 +253,71 @@ BREAKS = [
     ("value as text", lambda d: d["metrics"][0].update(value="3.5")),
     ("zero repetitions", lambda d: d["metrics"][0]["stats"].update(n=0)),
     ("stats field renamed", lambda d: d["metrics"][0]["stats"].update(stddev=d["metrics"][0]["stats"].pop("stdev"))),
-    ("newer schema", lambda d: d.update(schema_version=2)),
+    ("newer schema", lambda d: d.update(schema_version=SCHEMA_VERSION + 1)),
+    ("older schema", lambda d: d.update(schema_version=SCHEMA_VERSION - 1)),
     ("peak without provenance", lambda d: d["metrics"][0]["peak"].pop("provenance")),
     ("machine peak malformed", lambda d: d["machine"]["peaks"]["membw.node"].update(value="fast")),
     ("started not ISO 8601", lambda d: d.update(started="yesterday")),
     ("empty name segment", lambda d: d["metrics"][0].update(name="stream..triad")),
     ("matrix row not a list", lambda d: d["series"][1]["matrix"].append(1.0)),
     ("negative efficiency", lambda d: d["metrics"][0].update(efficiency=-0.5)),
+    # v2
+    ("metric node not text", lambda d: d["metrics"][0].update(node=None)),
+    ("finding data not an object", lambda d: d["findings"][0].update(data=[1, 2])),
+    ("missing series node", lambda d: d["series"][0].pop("node")),
+    ("extra field in a node", lambda d: d["nodes"][0].update(rank=0)),
+    ("node without a name", lambda d: d["nodes"][0].update(name="")),
+    ("node machine malformed", lambda d: d["nodes"][1]["machine"].update(cores="four")),
+    ("job of zero ranks", lambda d: d["job"].update(ranks=0)),
+    ("job ranks as text", lambda d: d["job"].update(ranks="8")),
+    ("missing job node_names", lambda d: d["job"].pop("node_names")),
+    ("application exit status as text", lambda d: d["application"].update(exit_status="0")),
+    ("negative wall time", lambda d: d["application"].update(wall_s=-1.0)),
+    ("application started not ISO 8601", lambda d: d["application"].update(started="11:00")),
+    ("overhead not a number", lambda d: d["application"]["overhead"].update(fraction="1%")),
+    ("extra field in a file", lambda d: d["application"]["files"][0].update(mode=0o644)),
+    ("negative file size", lambda d: d["application"]["files"][0].update(bytes=-1)),
+    ("analysis missing notes", lambda d: d["analysis"].pop("notes")),
+    ("extra field in analysis", lambda d: d["analysis"].update(score=1)),
+    ("verdict kind not an enum value", lambda d: d["analysis"]["verdict"].update(kind="slow")),
+    ("verdict unknown entry extra key", lambda d: d["analysis"]["verdict"]["unknown"][0].update(hint="x")),
+    ("verdict unknown entry without reason", lambda d: d["analysis"]["verdict"]["unknown"][0].pop("reason")),
+    ("verdict peak malformed", lambda d: d["analysis"]["verdict"]["peak"].pop("unit")),
+    ("roof kind not an enum value", lambda d: d["analysis"]["roofline"]["roofs"][0].update(kind="latency")),
+    ("roof unit not normalised", lambda d: d["analysis"]["roofline"]["roofs"][0].update(unit="Tflop/s")),
+    ("roof value unknown", lambda d: d["analysis"]["roofline"]["roofs"][0].update(value=None)),
+    ("ridge without intensity", lambda d: d["analysis"]["roofline"]["ridges"][0].pop("intensity")),
+    ("roofline point extra key", lambda d: d["analysis"]["roofline"]["points"][0].update(rank=0)),
+    ("bound not an enum value", lambda d: d["analysis"]["bounds"][0].update(bound="cache")),
+    ("bound share above one", lambda d: d["analysis"]["bounds"][0].update(share=1.5)),
+    ("uniformity value as text", lambda d: d["analysis"]["uniformity"][0]["values"].update(cn101="81.5")),
+    ("negative spread", lambda d: d["analysis"]["uniformity"][0].update(spread=-0.1)),
+    ("outlier extra key", lambda d: d["analysis"]["uniformity"][0]["outliers"][0].update(rank=3)),
+    ("outlier without node", lambda d: d["analysis"]["uniformity"][0]["outliers"][0].pop("node")),
 ]
 
 
 @pytest.mark.parametrize("what,change", BREAKS, ids=[b[0] for b in BREAKS])
 def test_breaking_changes_are_caught(what, change):
     doc = _golden_doc()
+    jsonio.validate(doc)
+    bad = copy.deepcopy(doc)
+    change(bad)
+    with pytest.raises(StoreError, match="invalid run document at"):
+        jsonio.validate(bad)
+
+
+V1_BREAKS = [
+    ("a v2 field in a v1 metric", lambda d: d["metrics"][0].update(node="cn042")),
+    ("a v2 field in a v1 run", lambda d: d.update(nodes=[])),
+    ("extra field in a metric", lambda d: d["metrics"][0].update(bandwidth_gbs=1.0)),
+    ("missing unit", lambda d: d["metrics"][0].pop("unit")),
+]
+
+
+@pytest.mark.parametrize("what,change", V1_BREAKS, ids=[b[0] for b in V1_BREAKS])
+def test_v1_documents_are_still_checked_against_v1(what, change):
+    doc = _golden_doc("run_v1.json")
     jsonio.validate(doc)
     bad = copy.deepcopy(doc)
     change(bad)

@@ -1,5 +1,6 @@
 """SQLite history: save/get/list/history, concurrent writers, and files that are not ours."""
 import hashlib
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -9,7 +10,7 @@ import pytest
 
 from ceiling.errors import PathError, StoreError, UsageError
 from ceiling.results import jsonio
-from ceiling.results.model import LOWER, Metric, Run
+from ceiling.results.model import LOWER, SCHEMA_VERSION, Metric, Run
 from ceiling.results.store import STORE_VERSION, Store, default_db_path
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -47,13 +48,24 @@ def test_default_store_creates_its_directory(monkeypatch, tmp_path):
     assert (tmp_path / "xdg" / "ceiling" / "history.db").is_file()
 
 
-def test_save_and_get_round_trip(tmp_path):
-    run = golden()
+@pytest.mark.parametrize("name", ["run_v2.json", "run_v2_partial.json"])
+def test_save_and_get_round_trip(tmp_path, name):
+    run = golden(name)
+    run.run_id = run.run_id or "abcdef012345"
     with Store(tmp_path / "h.db") as s:
         rid = s.save(run)
         assert rid == run.run_id
         back = s.get(rid)
-    assert jsonio.dumps(back) == (GOLDEN / "run_v1.json").read_text(encoding="utf-8")
+    assert back == run
+    if name == "run_v2.json":
+        assert jsonio.dumps(back) == (GOLDEN / name).read_text(encoding="utf-8")
+
+
+def test_a_v1_golden_run_is_stored_as_current(tmp_path):
+    run = golden("run_v1.json")
+    with Store(tmp_path / "h.db") as s:
+        back = s.get(s.save(run))
+    assert back == run and back.schema_version == SCHEMA_VERSION
 
 
 def test_save_assigns_a_run_id(tmp_path):
@@ -146,7 +158,106 @@ def test_database_format(tmp_path):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     cols = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("runs", "metrics")}
     assert cols == {"runs": ["run_id", "host", "started", "finished", "tool_version", "partial", "doc"],
-                    "metrics": ["run_id", "name", "value", "unit", "better", "efficiency"]}
+                    "metrics": ["run_id", "name", "value", "unit", "better", "efficiency", "node"]}
+    db.close()
+
+
+def test_a_run_of_several_nodes_has_a_row_per_node(tmp_path):
+    run = golden("run_v2.json")                                      # host cn101, nodes cn101 and cn102
+    with Store(tmp_path / "h.db") as s:
+        s.save(run)
+        s.save(mkrun("cn102", "2025-01-01T00:00:00Z", 70.0, "single"))
+        assert s.metrics_history("stream.triad") == [
+            ("2025-01-01T00:00:00Z", "cn102", 70.0, "GB/s", "single"),
+            (run.started, "cn101", 81.5, "GB/s", run.run_id),
+            (run.started, "cn102", 61.25, "GB/s", run.run_id)]
+        assert [h[2] for h in s.metrics_history("stream.triad", host="cn102")] == [70.0, 61.25]
+        # a job-wide metric (node "") is the host's
+        assert [h[1] for h in s.metrics_history("net.latency.inter_node")] == ["cn101"]
+        row = next(r for r in s.list() if r.run_id == run.run_id)
+        assert row.n_metrics == len(run.metrics)
+        assert row.headline["stream.triad"] == (81.5, "GB/s")          # the host's, not cn102's
+        assert row.headline["flops.dp.node"] == (352.5, "Gflop/s")
+
+
+# -- a database written by an older ceiling --------------------------------------------
+
+# The tables of store version 1, as ceiling 0.1 created them.
+_V1_SCHEMA = """
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, host TEXT NOT NULL, started TEXT NOT NULL, finished TEXT NOT NULL,
+                   tool_version TEXT NOT NULL, partial INTEGER NOT NULL, doc TEXT NOT NULL);
+CREATE INDEX runs_host_started ON runs(host, started);
+CREATE TABLE metrics (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE, name TEXT NOT NULL,
+                      value REAL, unit TEXT NOT NULL, better TEXT NOT NULL, efficiency REAL);
+CREATE INDEX metrics_name ON metrics(name, run_id);
+CREATE INDEX metrics_run ON metrics(run_id);
+"""
+
+
+def _v1_store(p, names=("run_v1.json", "run_v1_partial.json")):
+    """A store version 1 file holding the v1 golden documents, as ceiling 0.1 saved them."""
+    db = sqlite3.connect(p)
+    db.executescript(_V1_SCHEMA)
+    for i, name in enumerate(names):
+        text = (GOLDEN / name).read_text(encoding="utf-8")
+        doc = json.loads(text)
+        rid = doc["run_id"] or f"v1run{i:04d}"
+        db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (rid, doc["host"], doc["started"], doc["finished"], doc["tool_version"],
+                    int(doc["partial"]), text))
+        db.executemany("INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?)",
+                       [(rid, m["name"], m["value"], m["unit"], m["better"], m["efficiency"])
+                        for m in doc["metrics"]])
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    assert db.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_a_version_1_store_is_upgraded_and_its_runs_read(tmp_path):
+    p = tmp_path / "h.db"
+    _v1_store(p)
+    with Store(p) as s:
+        # v1 documents come back migrated, equal to what the file loader gives
+        assert s.get(golden().run_id) == golden()
+        assert s.get("v1run0001") == golden("run_v1_partial.json")
+        assert s.get("v1run0001").schema_version == SCHEMA_VERSION
+        assert [(h[1], h[4]) for h in s.metrics_history("stream.triad")] == [
+            ("cn042", golden().run_id), ("cn042", "v1run0001")]
+        assert {r.run_id for r in s.list()} == {golden().run_id, "v1run0001"}
+        s.save(golden("run_v2.json"))                                   # and new runs go in beside them
+        assert len(s.metrics_history("stream.triad", host="cn102")) == 1
+    db = sqlite3.connect(p)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION
+    assert [r[1] for r in db.execute("PRAGMA table_info(metrics)")][-1] == "node"
+    assert {r[0] for r in db.execute("SELECT DISTINCT node FROM metrics m JOIN runs r USING (run_id) "
+                                     "WHERE r.tool_version = '0.1.0'")} == {""}
+    db.close()
+
+
+def test_two_processes_upgrading_one_store_both_get_in(tmp_path):
+    path = tmp_path / "h.db"
+    _v1_store(path)
+    assert _race(str(path), 3) == [0, 0]
+    with Store(path) as s:
+        assert len(s.list(limit=100)) == 2 + 6
+
+
+def test_a_damaged_version_1_store_is_not_upgraded(tmp_path):
+    p = tmp_path / "h.db"
+    _v1_store(p)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["h.db"]     # no WAL: all in the main file
+    data = bytearray(p.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page:] = b"\xa5" * (len(data) - page)          # keep page 1 (the schema), ruin the rest
+    p.write_bytes(bytes(data))
+    before = digest(p)
+    with pytest.raises(StoreError, match="damaged|not a ceiling database|malformed") as e:
+        Store(p)
+    assert "\n" not in str(e.value)
+    assert digest(p) == before
+    db = sqlite3.connect(p)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
     db.close()
 
 

@@ -9,9 +9,11 @@ indent, fields in model order, UTF-8, lists of plain values (raw repetitions,
 one matrix row) on one line so that a large matrix stays readable and
 diffable, and a final newline.
 
-``schema.json`` beside this file pins the shape of each ``schema_version``;
-``validate`` checks a document against it when jsonschema is installed (a
-test dependency, not a runtime one).
+``schema.json`` beside this file pins the shape of the current
+``schema_version``, ``schema_v<N>.json`` that of each older one; ``validate``
+checks a document against the schema of its version when jsonschema is
+installed (a test dependency, not a runtime one). Reading goes through
+``migrate.upgrade``, so a document of any older version loads as a current Run.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from functools import lru_cache
 from typing import Any, Dict, Union
 
 from ..errors import PathError, StoreError
+from . import migrate
 from .model import SCHEMA_VERSION, Run
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -147,16 +150,22 @@ def loads(text: Union[str, bytes], source: str = "run document") -> Run:
 
 
 def from_doc(doc: Any, source: str = "run document") -> Run:
-    """A Run from an already parsed document (same checks as ``loads``)."""
+    """A Run from an already parsed document (same checks as ``loads``).
+
+    An older document is upgraded first (migrate.upgrade), so every reader of
+    files and of the store gets a current Run.
+    """
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise StoreError(f"{source} is not a ceiling run (no schema_version)")
     version = doc["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(f"{source} has an invalid schema_version {version!r}")
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"{source} was written by a newer ceiling "
-                         f"(schema {version} > {SCHEMA_VERSION}); upgrade ceiling")
-    # Older versions would be migrated here, one step per version, before from_dict.
+    try:
+        doc = migrate.upgrade(doc)
+    except migrate.NewerSchemaError as e:
+        raise StoreError(f"{source} was {e}: upgrade ceiling") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise StoreError(f"{source} (schema {version}) could not be upgraded: {e}") from None
     try:
         return Run.from_dict(doc)
     except (TypeError, ValueError, KeyError, AttributeError) as e:
@@ -174,17 +183,24 @@ def load(path: PathLike) -> Run:
     return loads(data, source=path)
 
 
-@lru_cache(maxsize=1)
-def schema() -> Dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of the current document version."""
+@lru_cache(maxsize=None)
+def schema(version: int = SCHEMA_VERSION) -> Dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of document ``version``: schema.json for the
+    current one, schema_v<N>.json for older ones. ValueError for a version never written."""
     from importlib.resources import files
 
-    return json.loads(files(__package__).joinpath("schema.json").read_text(encoding="utf-8"))
+    name = "schema.json" if version == SCHEMA_VERSION else f"schema_v{version}.json"
+    res = files(__package__).joinpath(name)
+    if not (isinstance(version, int) and 1 <= version <= SCHEMA_VERSION) or not res.is_file():
+        raise ValueError(f"no schema for schema_version {version!r}")
+    return json.loads(res.read_text(encoding="utf-8"))
 
 
 def validate(doc: Union[Run, Dict[str, Any]]) -> bool:
-    """Check a document (or Run) against schema.json.
+    """Check a document (or Run) against the schema of its schema_version.
 
+    A document of an older version is checked against that version's schema, as
+    it was written (before migration); anything else against schema.json.
     Returns True when it was checked, False when jsonschema is not installed (the
     check is skipped: it is a test dependency). Raises StoreError naming the first
     offending field when the document does not match.
@@ -195,7 +211,9 @@ def validate(doc: Union[Run, Dict[str, Any]]) -> bool:
         return False
     if isinstance(doc, Run):
         doc = to_doc(doc)
-    validator = jsonschema.Draft202012Validator(schema())
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    known = isinstance(version, int) and not isinstance(version, bool) and 1 <= version < SCHEMA_VERSION
+    validator = jsonschema.Draft202012Validator(schema(version if known else SCHEMA_VERSION))
     err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(top)"

@@ -4,73 +4,53 @@ Everything ceiling measures or concludes ends up here, and every report and
 the store read only this. Objects are plain dataclasses that convert to and
 from the versioned JSON document (``to_dict`` / ``from_dict``); the document's
 shape is pinned by ``schema.json`` beside this file and by the golden files in
-tests/golden/.
+tests/golden/. ``from_dict`` refuses keys the model does not have, naming
+their path (base.DocumentError, a ValueError); older documents are brought up
+to date by migrate.upgrade before they are read.
+
+A run of several nodes (an MPI job) lists them in ``Run.nodes`` and says
+where each Metric, Finding and Series was made with its ``node`` ("" = the
+run's own host, which is what a one-node run uses throughout). What the
+analysis layer concluded is stored in ``Run.analysis`` (analysis.py).
+
+Stats, Peak, HIGHER/LOWER and CV_WARN live in base.py and the stored
+analysis types in analysis.py; all are re-exported here, the one place
+callers import the model from.
 
 Version history of the JSON document (``schema_version``):
   1 - first version.
+  2 - several nodes and what ran: Metric/Finding/Series.node, Finding.data,
+      Run.nodes, Run.job, Run.application; the stored analysis (Run.analysis:
+      verdict, roofline, bounds, uniformity, notes). Unknown keys are refused
+      everywhere. migrate.py turns a version 1 document into version 2.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-SCHEMA_VERSION = 1
+from .analysis import (BANDWIDTH, BELOW_PEAK, BOUND_KINDS, COMPUTE, NO_PEAK, NO_VERDICT,
+                       NOTHING_MEASURED, ROOF_KINDS, UNKNOWN_PEAKS, VERDICT_KINDS, Analysis,
+                       Bound, Ridge, Roof, Roofline, RooflinePoint, Uniformity, Verdict)
+from .base import CV_WARN, HIGHER, LOWER, DocumentError, Peak, Record, Stats
 
-HIGHER = "higher"
-LOWER = "lower"
+__all__ = [
+    "SCHEMA_VERSION", "HIGHER", "LOWER", "CV_WARN", "OK", "WARN", "FAIL", "SKIPPED", "STATUSES",
+    "DocumentError", "Record", "Stats", "Peak", "Metric", "Finding", "Series",
+    "Node", "Job", "OutputFile", "Application", "Run",
+    "Analysis", "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
+    "VERDICT_KINDS", "BELOW_PEAK", "UNKNOWN_PEAKS", "NO_PEAK", "NOTHING_MEASURED", "NO_VERDICT",
+    "ROOF_KINDS", "COMPUTE", "BANDWIDTH", "BOUND_KINDS",
+]
 
-# Coefficient of variation above which a measurement is noisy: benches note it on the
-# metric as they measure, analysis.stats warns with it.
-CV_WARN = 0.05
+SCHEMA_VERSION = 2
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
 STATUSES = (OK, WARN, FAIL, SKIPPED)
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Summary of repeated measurements, in the metric's unit."""
-
-    n: int            # repetitions
-    best: float       # max when better is higher, min when lower
-    median: float
-    mean: float
-    min: float
-    max: float
-    stdev: float      # sample standard deviation (0 when n == 1)
-    cv: float         # stdev / mean (coefficient of variation, a fraction)
-
-    @classmethod
-    def of(cls, values, better: str = HIGHER) -> "Stats":
-        vals = sorted(float(v) for v in values)
-        if not vals:
-            raise ValueError("no values")
-        n = len(vals)
-        mean = math.fsum(vals) / n
-        mid = n // 2
-        median = vals[mid] if n % 2 else 0.5 * (vals[mid - 1] + vals[mid])
-        stdev = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
-        best = vals[-1] if better == HIGHER else vals[0]
-        cv = stdev / mean if mean else 0.0
-        return cls(n, best, median, mean, vals[0], vals[-1], stdev, cv)
-
-
-@dataclass(frozen=True)
-class Peak:
-    """A theoretical ceiling and where it came from, or why it is unknown."""
-
-    value: Optional[float]   # None = unknown
-    unit: str
-    provenance: str          # the formula with its inputs, or the reason it is unknown
-
-    @property
-    def known(self) -> bool:
-        return self.value is not None
-
-
 @dataclass
-class Metric:
+class Metric(Record):
     """One measured quantity with its spread, peak and context."""
 
     name: str                          # dotted: "stream.triad", "flops.dp.avx2", "latency.dram"
@@ -84,6 +64,7 @@ class Metric:
     valid: bool = True                 # the kernel's output matched its analytic value
     context: Dict[str, Any] = field(default_factory=dict)  # threads, cpus, placement, sizes, isa, ...
     note: str = ""                     # warnings attached to this measurement (high CV, load)
+    node: str = ""                     # node it was measured on; "" = the run's own host
 
     @classmethod
     def measured(cls, name: str, values, unit: str, better: str = HIGHER,
@@ -98,7 +79,7 @@ class Metric:
 
 
 @dataclass
-class Finding:
+class Finding(Record):
     """One conclusion about the node, with what it rests on and what to do."""
 
     id: str                 # stable, dotted: "cpu.governor", "load.competing"
@@ -108,10 +89,12 @@ class Finding:
     why: str = ""           # why it matters for performance
     fix: str = ""           # what to do about it
     needs_root: bool = False
+    node: str = ""          # node it is about; "" = the run's own host
+    data: Dict[str, Any] = field(default_factory=dict)  # the evidence as JSON values (per-CPU figures, ...)
 
 
 @dataclass
-class Series:
+class Series(Record):
     """Data behind a plot: x/y points or a labelled matrix."""
 
     name: str                     # "stream.triad.threads", "latency.chase", "c2c.matrix"
@@ -126,26 +109,78 @@ class Series:
     labels: List[str] = field(default_factory=list)        # matrix rows/columns (CPU ids)
     matrix: List[List[Optional[float]]] = field(default_factory=list)
     context: Dict[str, Any] = field(default_factory=dict)
+    node: str = ""                # node it was measured on; "" = the run's own host
 
 
 @dataclass
-class Run:
-    """One invocation of ceiling on one host."""
+class Node(Record):
+    """One node of a run of several: what it is and how it was set up."""
+
+    name: str                                                    # node name as the job saw it (Metric.node)
+    machine: Dict[str, Any] = field(default_factory=dict)        # Machine.to_dict() of that node
+    environment: Dict[str, Any] = field(default_factory=dict)    # as Run.environment, on that node
+
+
+@dataclass
+class Job(Record):
+    """How a run of several processes was launched."""
+
+    launcher: str = ""                     # "mpiexec", "srun", ...; "" = not launched by one
+    mpi_library: str = ""                  # MPI library and version, e.g. "MPICH 4.1.2"; "" = none
+    ranks: int = 1                         # processes in the job
+    nodes: int = 1                         # nodes the ranks ran on
+    ranks_per_node: Optional[int] = None   # None when uneven or not known
+    node_names: List[str] = field(default_factory=list)   # in rank order of first appearance
+
+
+@dataclass
+class OutputFile(Record):
+    """A file a profile or trace wrote beside the run document."""
+
+    path: str                        # as written, relative to the run directory when inside it
+    kind: str                        # "trace-perfetto", "trace-otf2", "log", ...
+    bytes: Optional[int] = None      # size in bytes; None = not known (not written yet, remote)
+    description: str = ""            # one line: what it holds
+
+
+@dataclass
+class Application(Record):
+    """The program a profile or trace ran, and how it ended."""
+
+    command: List[str] = field(default_factory=list)   # argv of the application
+    exit_status: Optional[int] = None      # exit code; None when killed by a signal or not finished
+    signal: str = ""                       # "SIGKILL", ... when a signal ended it; "" = none
+    wall_s: Optional[float] = None         # wall-clock time from start to end, seconds
+    started: str = ""                      # ISO 8601 UTC; "" = not started
+    finished: str = ""                     # ISO 8601 UTC; "" = did not finish
+    # Measured (never estimated) cost of watching it: {"per_call_ns": ns added per intercepted
+    # call, "fraction": share of wall_s spent in the tool}; {} = not measured.
+    overhead: Dict[str, Any] = field(default_factory=dict)
+    files: List[OutputFile] = field(default_factory=list)   # traces and logs written
+
+
+@dataclass
+class Run(Record):
+    """One invocation of ceiling, on one host or on the nodes of a job."""
 
     tool_version: str
-    host: str
+    host: str                              # the node ceiling was started on (rank 0's)
     started: str                           # ISO 8601 UTC
     command: List[str]
     run_id: str = ""
     finished: str = ""
     schema_version: int = SCHEMA_VERSION
-    machine: Dict[str, Any] = field(default_factory=dict)       # Machine.to_dict()
+    machine: Dict[str, Any] = field(default_factory=dict)       # Machine.to_dict() of host
     environment: Dict[str, Any] = field(default_factory=dict)   # OMP_*, threads, placement, affinity
     metrics: List[Metric] = field(default_factory=list)
     findings: List[Finding] = field(default_factory=list)
     series: List[Series] = field(default_factory=list)
     partial: bool = False                  # interrupted or failed before the end
     partial_reason: str = ""
+    nodes: List[Node] = field(default_factory=list)   # every node of a run of several; empty for one node
+    job: Optional[Job] = None              # how the ranks were launched; None = not an MPI job
+    application: Optional[Application] = None   # the program profiled or traced; None = none
+    analysis: Analysis = field(default_factory=Analysis)   # what the analysis layer concluded
 
     def metric(self, name: str) -> Optional[Metric]:
         for m in self.metrics:
@@ -153,27 +188,32 @@ class Run:
                 return m
         return None
 
-    def to_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+    def node_names(self) -> List[str]:
+        """The nodes of the run: Run.nodes' names, or the host alone for a one-node run."""
+        return [n.name for n in self.nodes] if self.nodes else [self.host]
+
+    def _node(self, node: str) -> str:
+        return node or self.host
+
+    def machine_of(self, node: str) -> Dict[str, Any]:
+        """Machine.to_dict() of ``node`` ("" = the host). KeyError for a node not in the run."""
+        name = self._node(node)
+        for n in self.nodes:
+            if n.name == name:
+                return n.machine
+        if name == self.host:
+            return self.machine
+        raise KeyError(f"no node {name!r} in run {self.run_id or '(unsaved)'}")
+
+    def metrics_of(self, node: str) -> List[Metric]:
+        """The metrics measured on ``node`` ("" or the host name: the host's, including node "")."""
+        name = self._node(node)
+        return [m for m in self.metrics if self._node(m.node) == name]
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Run":
-        d = dict(d)
-        d["metrics"] = [_metric_from(m) for m in d.get("metrics", [])]
-        d["findings"] = [Finding(**_known(Finding, f)) for f in d.get("findings", [])]
-        d["series"] = [Series(**_known(Series, s)) for s in d.get("series", [])]
-        return cls(**_known(cls, d))
-
-
-def _known(cls, d: Dict[str, Any]) -> Dict[str, Any]:
-    names = {f.name for f in fields(cls)}
-    return {k: v for k, v in d.items() if k in names}
-
-
-def _metric_from(d: Dict[str, Any]) -> Metric:
-    d = _known(Metric, d)
-    if d.get("stats") is not None:
-        d["stats"] = Stats(**d["stats"])
-    if d.get("peak") is not None:
-        d["peak"] = Peak(**d["peak"])
-    return Metric(**d)
+    def from_dict(cls, d: Any, path: str = "") -> "Run":
+        if isinstance(d, dict) and d.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+            raise DocumentError(f"{path}.schema_version" if path else "schema_version",
+                                f"{d['schema_version']!r} is not {SCHEMA_VERSION}: "
+                                f"upgrade the document first (results.migrate.upgrade)")
+        return super().from_dict(d, path)

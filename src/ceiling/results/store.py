@@ -2,16 +2,21 @@
 
 Each run is kept whole, as its JSON document (``runs.doc``); the ``metrics``
 table repeats the headline figures so that "stream.triad on this host over
-time" is one indexed query rather than a scan of every document.
+time" is one indexed query rather than a scan of every document. A document
+is read back through jsonio, so runs stored by an older ceiling come back
+migrated to the current schema_version.
 
 The file is shared by every ceiling on the machine, possibly at the same
 moment (two ``srun`` steps on one node): WAL journaling and a busy timeout let
 concurrent writers queue instead of failing. A file that is not ours is never
 written to: it is checked before the first write, and refused with a
-StoreError naming what was found.
+StoreError naming what was found. An older database of ours is upgraded in
+place when opened (one transaction, after an integrity check: a damaged one
+is refused, not upgraded).
 
 Store versions (``PRAGMA user_version``):
   1 - runs and metrics tables.
+  2 - metrics.node: the node a metric was measured on ('' = the run's host).
 """
 from __future__ import annotations
 
@@ -28,7 +33,7 @@ from ..errors import PathError, StoreError, UsageError
 from . import jsonio
 from .model import Run
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 6
 
@@ -54,11 +59,18 @@ CREATE TABLE IF NOT EXISTS metrics (
     value      REAL,              -- NULL: not measured
     unit       TEXT NOT NULL,
     better     TEXT NOT NULL,
-    efficiency REAL               -- NULL: peak unknown
+    efficiency REAL,              -- NULL: peak unknown
+    node       TEXT NOT NULL DEFAULT ''   -- Metric.node: '' = the run's host
 );
 CREATE INDEX IF NOT EXISTS metrics_name ON metrics(name, run_id);
 CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id);
 """
+
+# store version n -> the statements that turn an n database into an n + 1 one.
+# ALTER TABLE ... ADD COLUMN appends, so _SCHEMA lists new columns last to match.
+_UPGRADES: Dict[int, Tuple[str, ...]] = {
+    1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
+}
 
 
 def default_db_path() -> Path:
@@ -169,10 +181,11 @@ class Store:
         # Changing the journal mode writes the header: only now that the file is known to be ours.
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA foreign_keys = ON")
-        if not tables:
+        if not tables or version < STORE_VERSION:
             db.execute("BEGIN IMMEDIATE")
             try:
-                # Re-read under the write lock: another process may have created it meanwhile.
+                # Re-read under the write lock: another process may have created or
+                # upgraded it meanwhile.
                 version, tables = self._read_header()
                 self._verify(version, tables)
                 if not tables:
@@ -180,10 +193,25 @@ class Store:
                         if stmt.strip():
                             db.execute(stmt)
                     db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+                elif version < STORE_VERSION:
+                    self._upgrade(version)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+
+    def _upgrade(self, version: int) -> None:
+        """Bring a store of ``version`` up to STORE_VERSION (inside the caller's write transaction)."""
+        # The first write to an old file: make sure it is whole before changing it.
+        problems = [r[0] for r in self._db.execute("PRAGMA quick_check(1)")]
+        if problems != ["ok"]:
+            first = " ".join(" ".join(problems).split())       # one line: the CLI prints it as is
+            raise StoreError(f"{self.path} is damaged ({first}): "
+                             f"not upgraded from store version {version}, not touched")
+        for v in range(version, STORE_VERSION):
+            for stmt in _UPGRADES[v]:
+                self._db.execute(stmt)
+        self._db.execute(f"PRAGMA user_version = {STORE_VERSION}")
 
     def _read_header(self) -> Tuple[int, set]:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
@@ -232,7 +260,7 @@ class Store:
         if not run.run_id:
             run.run_id = uuid.uuid4().hex
         doc = jsonio.dumps(run)
-        rows = [(run.run_id, m.name, _finite(m.value), m.unit, m.better, _finite(m.efficiency))
+        rows = [(run.run_id, m.name, _finite(m.value), m.unit, m.better, _finite(m.efficiency), m.node)
                 for m in run.metrics]
         db = self._db
         try:
@@ -243,8 +271,8 @@ class Store:
                            "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (run.run_id, run.host, run.started, run.finished, run.tool_version,
                             int(run.partial), doc))
-                db.executemany("INSERT INTO metrics (run_id, name, value, unit, better, efficiency) "
-                               "VALUES (?, ?, ?, ?, ?, ?)", rows)
+                db.executemany("INSERT INTO metrics (run_id, name, value, unit, better, efficiency, node) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -295,10 +323,13 @@ class Store:
                 f"FROM runs r {where} ORDER BY started DESC, run_id LIMIT ?", args + [int(limit)]).fetchall()
             heads: Dict[str, Dict[str, Tuple[Optional[float], str]]] = {r[0]: {} for r in runs}
             if runs:
-                q = (f"SELECT run_id, name, value, unit FROM metrics WHERE "
-                     f"run_id IN ({','.join('?' * len(runs))}) AND name IN ({','.join('?' * len(HEADLINE))})")
+                # A run of several nodes has one row per node: the host's figure heads the line.
+                q = (f"SELECT m.run_id, m.name, m.value, m.unit FROM metrics m JOIN runs r "
+                     f"ON r.run_id = m.run_id WHERE "
+                     f"m.run_id IN ({','.join('?' * len(runs))}) AND m.name IN ({','.join('?' * len(HEADLINE))}) "
+                     f"ORDER BY m.node NOT IN ('', r.host), m.node")
                 for rid, name, value, unit in self._db.execute(q, [r[0] for r in runs] + list(HEADLINE)):
-                    heads[rid][name] = (value, unit)
+                    heads[rid].setdefault(name, (value, unit))
         except sqlite3.Error as e:
             raise self._error(e) from None
         return [RunSummary(rid, h, s, f, v, bool(p), n,
@@ -307,15 +338,20 @@ class Store:
 
     def metrics_history(self, name: str, host: Optional[str] = None
                         ) -> List[Tuple[str, str, Optional[float], str, str]]:
-        """Every stored value of metric ``name``: (started, host, value, unit, run_id), oldest first."""
-        sql = ("SELECT r.started, r.host, m.value, m.unit, r.run_id FROM metrics m "
-               "JOIN runs r ON r.run_id = m.run_id WHERE m.name = ?")
+        """Every stored value of metric ``name``: (started, host, value, unit, run_id), oldest first.
+
+        ``host`` is the node the value was measured on: the run's host, or for a
+        run of several nodes the metric's node (one row per node).
+        """
+        where = "CASE WHEN m.node = '' THEN r.host ELSE m.node END"
+        sql = (f"SELECT r.started, {where}, m.value, m.unit, r.run_id FROM metrics m "
+               f"JOIN runs r ON r.run_id = m.run_id WHERE m.name = ?")
         args: list = [name]
         if host is not None:
-            sql += " AND r.host = ?"
+            sql += f" AND {where} = ?"
             args.append(host)
         try:
-            return [tuple(r) for r in self._db.execute(sql + " ORDER BY r.started, r.run_id", args)]
+            return [tuple(r) for r in self._db.execute(sql + f" ORDER BY r.started, r.run_id, {where}", args)]
         except sqlite3.Error as e:
             raise self._error(e) from None
 

@@ -1,0 +1,136 @@
+"""What the analysis layer concluded about a run, stored with it (``Run.analysis``).
+
+The analysis layer (ceiling.analysis) fills these; reports only render them,
+so a stored run shows the same verdict, roofline and bounds wherever and
+whenever it is read. Documents of schema_version 1 carry none: they load with
+an empty Analysis (``Analysis.empty``) and the analysis is computed when they
+are rendered.
+
+These are the stored forms. analysis/roofline.py has its own working types
+(its Roof and Roofline compute attainable rates); the ones here are the
+plain records it writes out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .base import HIGHER, Peak, Record
+
+# Verdict.kind: what the headline conclusion rests on.
+BELOW_PEAK = "below_peak"              # the metric furthest below its known peak
+UNKNOWN_PEAKS = "unknown_peaks"        # metrics were measured but no peak is known
+NO_PEAK = "no_peak"                    # nothing measured has a peak to compare with
+NOTHING_MEASURED = "nothing_measured"  # the run holds no measured value
+NO_VERDICT = "no_verdict"              # the analysis declined to conclude (see evidence)
+VERDICT_KINDS = (BELOW_PEAK, UNKNOWN_PEAKS, NO_PEAK, NOTHING_MEASURED, NO_VERDICT)
+
+# Roof.kind
+COMPUTE = "compute"
+BANDWIDTH = "bandwidth"
+ROOF_KINDS = (COMPUTE, BANDWIDTH)
+
+# Bound.bound: what limits the subject.
+BOUND_KINDS = ("compute", "memory", "mpi", "io", "waiting", "unknown")
+
+
+@dataclass
+class Verdict(Record):
+    """The one-line conclusion of a run: how far below its ceiling, or why that is unknown."""
+
+    kind: str                              # one of VERDICT_KINDS
+    metric: str = ""                       # Metric.name the verdict is about; "" = none
+    node: str = ""                         # Metric.node of that metric; "" = the run's own host
+    value: Optional[float] = None          # the metric's value, in unit
+    unit: str = ""                         # unit of value
+    efficiency: Optional[float] = None     # value / peak.value, a fraction; None when no peak
+    peak: Optional[Peak] = None            # the ceiling it is compared with
+    unknown: List[Dict[str, str]] = field(default_factory=list)  # [{"metric": ..., "reason": ...}] peaks not known
+    evidence: str = ""                     # the figures the verdict rests on, in words
+
+
+@dataclass
+class Roof(Record):
+    """One roof of a stored roofline: a compute ceiling or a bandwidth slope."""
+
+    name: str                 # the metric it comes from, or "peak:<Machine.peaks key>" for a theoretical roof
+    label: str                # words for a legend
+    kind: str                 # "compute" | "bandwidth"
+    value: float              # Gflop/s for a compute roof, GB/s for a bandwidth roof
+    unit: str                 # "Gflop/s" | "GB/s"
+    measured: bool            # False: a theoretical peak
+    source: str = ""          # "measured, best of N" or the peak's provenance
+
+
+@dataclass
+class Ridge(Record):
+    """Where a bandwidth roof meets a compute roof."""
+
+    compute: str              # Roof.name of the compute roof
+    bandwidth: str            # Roof.name of the bandwidth roof
+    intensity: float          # flop/byte where the two roofs meet
+
+
+@dataclass
+class RooflinePoint(Record):
+    """A measured kernel or application placed on the roofline."""
+
+    name: str                 # metric or region name, e.g. "dgemm.node", "application"
+    label: str                # words for a legend
+    intensity: float          # arithmetic intensity, flop/byte
+    value: float              # achieved rate, Gflop/s
+    source: str = ""          # where intensity and rate come from (counters, kernel model)
+
+
+@dataclass
+class Roofline(Record):
+    """The roofline of the run's node as stored: roofs, ridge points and placed points."""
+
+    roofs: List[Roof] = field(default_factory=list)             # compute and bandwidth roofs
+    ridges: List[Ridge] = field(default_factory=list)           # one per compute/bandwidth pair drawn
+    missing: List[str] = field(default_factory=list)            # one line per roof not drawn, with the reason
+    points: List[RooflinePoint] = field(default_factory=list)   # kernels or the application on the plot
+
+
+@dataclass
+class Bound(Record):
+    """What limits a subject (the application, a rank, a node)."""
+
+    subject: str                           # "application", "rank 3", a node name, ...
+    bound: str                             # one of BOUND_KINDS
+    share: Optional[float] = None          # fraction of time spent in that bound; None = not measured
+    evidence: str = ""                     # the figures it rests on, in words
+    data: Dict[str, Any] = field(default_factory=dict)   # the same figures, structured (JSON values)
+
+
+@dataclass
+class Uniformity(Record):
+    """How one metric varies across nodes, and which nodes stand out."""
+
+    metric: str                            # Metric.name
+    unit: str                              # unit of the values
+    better: str = HIGHER                   # "higher" | "lower"
+    values: Dict[str, Optional[float]] = field(default_factory=dict)  # node -> value, in unit
+    median: Optional[float] = None         # median of values, in unit
+    min: Optional[float] = None            # smallest value, in unit
+    max: Optional[float] = None            # largest value, in unit
+    spread: Optional[float] = None         # (max - min) / median, a fraction; None when median is 0 or unknown
+    mad: Optional[float] = None            # median absolute deviation from the median, in unit
+    outliers: List[Dict[str, Any]] = field(default_factory=list)  # [{"node", "value", "z", "evidence"}]
+
+
+@dataclass
+class Analysis(Record):
+    """Everything the analysis layer concluded; empty when not (yet) analysed."""
+
+    verdict: Optional[Verdict] = None                            # the headline conclusion
+    roofline: Optional[Roofline] = None                          # the node's roofline
+    bounds: List[Bound] = field(default_factory=list)            # what limits each subject
+    uniformity: List[Uniformity] = field(default_factory=list)   # per-metric spread across nodes
+    notes: List[str] = field(default_factory=list)               # free-text analysis notes
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing was stored (a v1 document, or a run not analysed)."""
+        return (self.verdict is None and self.roofline is None and not self.bounds
+                and not self.uniformity and not self.notes)

@@ -1,0 +1,141 @@
+"""What model.py and analysis.py both build on: the value types Stats and Peak,
+and the strict reader that turns a JSON document's dicts back into dataclasses.
+
+It is its own module so that analysis.py (whose Verdict carries a Peak) and
+model.py (whose Run carries an Analysis) need not import each other; model.py
+re-exports everything here, and callers keep importing from there.
+
+The reader (``Record.from_dict``) follows each field's type hint: a nested
+dataclass, an ``Optional`` one or a ``List`` of them is read recursively; any
+other value is taken as it is (the schema pins scalar types). A key the
+dataclass does not have is refused, as is a missing field without a default;
+the error names the key path ("metrics[3].colour: unknown key") so that a
+hand-edited or foreign document says where it went wrong.
+"""
+from __future__ import annotations
+
+import math
+import typing
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
+from functools import lru_cache
+from typing import Any, Dict, Optional, Tuple
+
+HIGHER = "higher"
+LOWER = "lower"
+
+# Coefficient of variation above which a measurement is noisy: benches note it on the
+# metric as they measure, analysis.stats warns with it.
+CV_WARN = 0.05
+
+
+class DocumentError(ValueError):
+    """A run document that does not fit the model; ``path`` names the offending key."""
+
+    def __init__(self, path: str, problem: str):
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path or '(top)'}: {problem}")
+
+
+class Record:
+    """Mixin of every result dataclass: ``to_dict`` and the strict ``from_dict``."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str = ""):
+        """An instance from its document dict; DocumentError (a ValueError) naming the key path."""
+        return read(cls, d, path)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+@lru_cache(maxsize=None)
+def _hints(cls) -> Tuple[Tuple[str, Any, bool], ...]:
+    """(name, type hint, required) of each field, in order."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], f.default is MISSING and f.default_factory is MISSING)
+                 for f in fields(cls))
+
+
+def read(cls, d: Any, path: str = ""):
+    """``cls(**d)`` with every nested dataclass read too, unknown and missing keys refused."""
+    if not isinstance(d, dict):
+        raise DocumentError(path, f"expected an object, not {type(d).__name__}")
+    spec = _hints(cls)
+    known = {name for name, _, _ in spec}
+    for key in d:
+        if key not in known:
+            raise DocumentError(_join(path, str(key)), "unknown key")
+    kw = {}
+    for name, hint, required in spec:
+        if name in d:
+            kw[name] = _value(hint, d[name], _join(path, name))
+        elif required:
+            raise DocumentError(_join(path, name), "missing key")
+    return cls(**kw)
+
+
+def _value(hint: Any, v: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin is typing.Union:
+        if v is None:
+            return None
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _value(inner[0], v, path) if len(inner) == 1 else v
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        if is_dataclass(item):
+            if not isinstance(v, list):
+                raise DocumentError(path, f"expected a list, not {type(v).__name__}")
+            return [read(item, x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return v
+    if isinstance(hint, type) and is_dataclass(hint):
+        return read(hint, v, path)
+    return v
+
+
+@dataclass(frozen=True)
+class Stats(Record):
+    """Summary of repeated measurements, in the metric's unit."""
+
+    n: int            # repetitions
+    best: float       # max when better is higher, min when lower
+    median: float
+    mean: float
+    min: float
+    max: float
+    stdev: float      # sample standard deviation (0 when n == 1)
+    cv: float         # stdev / mean (coefficient of variation, a fraction)
+
+    @classmethod
+    def of(cls, values, better: str = HIGHER) -> "Stats":
+        vals = sorted(float(v) for v in values)
+        if not vals:
+            raise ValueError("no values")
+        n = len(vals)
+        mean = math.fsum(vals) / n
+        mid = n // 2
+        median = vals[mid] if n % 2 else 0.5 * (vals[mid - 1] + vals[mid])
+        stdev = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
+        best = vals[-1] if better == HIGHER else vals[0]
+        cv = stdev / mean if mean else 0.0
+        return cls(n, best, median, mean, vals[0], vals[-1], stdev, cv)
+
+
+@dataclass(frozen=True)
+class Peak(Record):
+    """A theoretical ceiling and where it came from, or why it is unknown."""
+
+    value: Optional[float]   # None = unknown
+    unit: str
+    provenance: str          # the formula with its inputs, or the reason it is unknown
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
