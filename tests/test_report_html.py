@@ -251,7 +251,8 @@ def test_reports_render_the_stored_analysis_and_compute_nothing():
     from reporting import analysed
     run = analysed(sample_runs.vm_run())
     run.analysis.verdict = Verdict(kind="no_verdict", evidence="CPUs were busy (a test's own words)")
-    run.analysis.absent["latency.numa"] = "a reason only the stored analysis knows"
+    from ceiling.results.analysis import Absent
+    run.analysis.absent = [Absent("latency.numa", "a reason only the stored analysis knows")]
     run.analysis.roofline = None
     page = html.render(run)
     assert "No verdict: CPUs were busy (a test&#x27;s own words)" in page

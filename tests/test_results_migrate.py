@@ -36,7 +36,8 @@ def test_v1_to_current_keeps_everything_and_adds_the_defaults(name):
                         ("series", {"node": ""})):
         assert new[part] == [dict(x, **added) for x in old[part]]
     assert new["nodes"] == [] and new["job"] is None and new["application"] is None
-    assert new["analysis"] == {"verdict": None, "roofline": None, "bounds": [], "uniformity": [], "notes": []}
+    assert new["analysis"] == {"verdict": None, "roofline": None, "bounds": [], "uniformity": [], "notes": [],
+                               "absent": [], "capacities": []}
     assert set(new) == set(Run.__dataclass_fields__)
     jsonio.validate(new)
     # what the analysis layer looks for to compute it at render time

@@ -140,7 +140,7 @@ def _hint_types(hint):
 def test_the_model_reaches_the_new_objects():
     assert {"Run", "Metric", "Stats", "Peak", "Finding", "Series", "Node", "Job", "Application",
             "OutputFile", "Analysis", "Verdict", "Roofline", "Roof", "Ridge", "RooflinePoint", "Bound",
-            "Uniformity"} == set(MODEL)
+            "Uniformity", "Absent", "Capacity"} == set(MODEL)
 
 
 @pytest.mark.parametrize("name", sorted(MODEL))

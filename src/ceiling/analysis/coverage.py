@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List
 
+from ..results.analysis import Absent, Capacity
 from ..results.machine_view import MachineFacts
 from ..results.model import SKIPPED, Run
 
@@ -44,10 +45,10 @@ def why_absent(run: Run, name: str, suite: str, step: str = "") -> str:
     return f"not part of this run (measured by: ceiling bench {suite})"
 
 
-def absent(run: Run) -> Dict[str, str]:
+def absent(run: Run) -> List[Absent]:
     """Each expected series the run lacks, with why."""
     have = {s.name for s in run.series}
-    return {name: why_absent(run, name, suite, step) for name, suite, step in EXPECTED if name not in have}
+    return [Absent(name, why_absent(run, name, suite, step)) for name, suite, step in EXPECTED if name not in have]
 
 
 def usable_capacity(machine: Any, threads: int) -> List[Dict[str, Any]]:
@@ -63,10 +64,11 @@ def usable_capacity(machine: Any, threads: int) -> List[Dict[str, Any]]:
     return out
 
 
-def capacities(run: Run) -> Dict[str, List[Dict[str, Any]]]:
+def capacities(run: Run) -> List[Capacity]:
     """For each series on a working-set axis, the cache capacities its threads could use."""
-    out = {}
+    out = []
     for s in run.series:
         if s.kind == "xy" and s.x_unit in ("B", "bytes") and s.x_label == "working set":
-            out[s.name] = usable_capacity(run.machine, int(s.context.get("threads") or 1))
+            out += [Capacity(s.name, c["level"], c["type"], c["bytes"], c["instances"])
+                    for c in usable_capacity(run.machine, int(s.context.get("threads") or 1))]
     return out

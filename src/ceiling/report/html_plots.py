@@ -69,10 +69,10 @@ def _positive(xs: Sequence[Optional[float]]) -> List[float]:
 def _cache_rules(run: Run, name: str) -> Tuple[List[S.Rule], List[str]]:
     """Vertical lines at the cache capacities the analysis recorded for this series."""
     rules, words = [], []
-    for c in run.analysis.capacities.get(name, []):
-        used = int(c.get("instances") or 1)
-        text = f"{F.cache_name(c)} {F.size(c['bytes'])}" + (f" (×{used})" if used > 1 else "")
-        rules.append(S.Rule(c["bytes"], text, "x", S.MUTED, True))
+    for c in run.analysis.capacities_of(name):
+        text = f"{F.cache_name({'level': c.level, 'type': c.type})} {F.size(c.bytes)}" + (
+            f" (×{c.instances})" if c.instances > 1 else "")
+        rules.append(S.Rule(c.bytes, text, "x", S.MUTED, True))
         words.append(text)
     return rules, words
 
@@ -119,7 +119,7 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
         y_scale = "log10"
     rules: List[S.Rule] = []
     notes: List[str] = []
-    if s.name in run.analysis.capacities:   # working-set axes only: cache capacities mean nothing on message or I/O sizes
+    if run.analysis.capacities_of(s.name):   # working-set axes only: cache capacities mean nothing on message or I/O sizes
         threads = int(s.context.get("threads") or 1)
         r, words = _cache_rules(run, s.name)
         rules += r
@@ -234,7 +234,7 @@ def plots(run: Run) -> List[Plot]:
     for name, heading in PLOTS:
         s = by_name.get(name)
         if s is None:
-            why = run.analysis.absent.get(name, "not part of this run")
+            why = run.analysis.absent_reason(name) or "not part of this run"
             out.append(Plot(name, heading, None, missing=why))
             continue
         out.append(_plot(run, s, s.title or heading))

@@ -120,6 +120,25 @@ class Uniformity(Record):
 
 
 @dataclass
+class Absent(Record):
+    """An expected series the run lacks, and why (a report says it instead of drawing empty axes)."""
+
+    series: str               # Series.name the report expected
+    reason: str               # why it is not in the run, in words
+
+
+@dataclass
+class Capacity(Record):
+    """A cache capacity a working-set axis is read against: what ``instances`` caches of one level hold."""
+
+    series: str               # Series.name of the working-set plot
+    level: Optional[int]      # cache level (1, 2, 3); None when unknown
+    type: str                 # "data" | "unified"
+    bytes: int                # capacity usable by the series' threads, bytes
+    instances: int            # cache instances those threads span (1 for one thread)
+
+
+@dataclass
 class Analysis(Record):
     """Everything the analysis layer concluded; empty when not (yet) analysed."""
 
@@ -128,9 +147,17 @@ class Analysis(Record):
     bounds: List[Bound] = field(default_factory=list)            # what limits each subject
     uniformity: List[Uniformity] = field(default_factory=list)   # per-metric spread across nodes
     notes: List[str] = field(default_factory=list)               # free-text analysis notes
+    absent: List[Absent] = field(default_factory=list)           # expected series not in the run, with why
+    capacities: List[Capacity] = field(default_factory=list)     # cache capacities of working-set series
+
+    def absent_reason(self, series: str) -> Optional[str]:
+        return next((a.reason for a in self.absent if a.series == series), None)
+
+    def capacities_of(self, series: str) -> List[Capacity]:
+        return [c for c in self.capacities if c.series == series]
 
     @property
     def empty(self) -> bool:
         """True when nothing was stored (a v1 document, or a run not analysed)."""
         return (self.verdict is None and self.roofline is None and not self.bounds
-                and not self.uniformity and not self.notes)
+                and not self.uniformity and not self.notes and not self.absent and not self.capacities)

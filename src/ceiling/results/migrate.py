@@ -52,7 +52,7 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     doc.setdefault("application", None)
     # Nothing was stored by the analysis in v1: the renderer computes it when empty.
     doc.setdefault("analysis", {"verdict": None, "roofline": None, "bounds": [], "uniformity": [],
-                                "notes": []})
+                                "notes": [], "absent": [], "capacities": []})
     return doc
 
 
