@@ -12,6 +12,10 @@ fields of it (``elements`` for bandwidth, ``ws_bytes`` and ``stride`` for
 latency; csrc/include/ceiling.h lists them) and refuses one it would ignore.
 Rates are computed by the callers from ``bytes_per_iter`` / ``flops_per_iter``
 and the raw times.
+
+The LD_PRELOAD interposer (csrc/interpose/) is a separate library that is
+never loaded into this process; ``interpose_library_path`` only says where
+it is, for the code that launches a child with it.
 """
 from __future__ import annotations
 
@@ -114,6 +118,15 @@ def library_path() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1] / "_core" / "libceiling_core.so"
+
+
+def interpose_library_path() -> Path:
+    """Where the LD_PRELOAD interposer is: ``CEILING_INTERPOSE_LIB``, else the one built
+    beside the core. Whether it exists is the caller's question."""
+    env = os.environ.get("CEILING_INTERPOSE_LIB")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "_core" / "libceiling_interpose.so"
 
 
 @lru_cache(maxsize=None)
