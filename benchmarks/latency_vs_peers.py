@@ -100,7 +100,7 @@ def run_chase(size: int, cpu: int, huge: bool, reps: int, guess_ns: float) -> Tu
     """(best ns per load, huge pages obtained); repetitions of about lat_mem_rd's ENOUGH."""
     k = core.find("chase")
     iters = max(1 << 14, int(0.02 / (guess_ns * 1e-9)))
-    raw = core.run(k, size=size, iters=iters, reps=reps, warmup=1, cpus=[cpu], stride=STRIDE,
+    raw = core.run(k, ws_bytes=size, iters=iters, reps=reps, warmup=1, cpus=[cpu], stride=STRIDE,
                    flags=core.F_HUGEPAGES if huge else 0)
     if not raw.valid:
         raise SystemExit(f"chase at {size} bytes did not validate: {raw.msg}")

@@ -92,7 +92,7 @@ def run_ours(name: str, isa: str, elems: int, cpus: List[int], reps: int, flags:
              iters: int = 1) -> Tuple[float, float]:
     """(best, mean) GB/s of one of our kernels; raises if it did not validate."""
     k = core.find(name, isa)
-    raw = core.run(k, size=elems, iters=iters, reps=reps, warmup=1, nthreads=len(cpus), cpus=cpus,
+    raw = core.run(k, elements=elems, iters=iters, reps=reps, warmup=1, nthreads=len(cpus), cpus=cpus,
                    flags=flags)
     if not raw.valid:
         raise SystemExit(f"{name} ({isa}) did not validate: {raw.msg}")
@@ -229,7 +229,7 @@ def cache_table(lk: Optional[str], lk_tests: set, isas: List[str], cpus: List[in
                     k = core.find(name, isa)
                     elems = ws // (8 * arrays)
                     # about 20 ms a repetition, measured from one short run
-                    probe = core.run(k, size=elems, iters=64, reps=1, nthreads=len(cpus), cpus=cpus,
+                    probe = core.run(k, elements=elems, iters=64, reps=1, nthreads=len(cpus), cpus=cpus,
                                      flags=core.F_HUGEPAGES)
                     iters = max(1, int(64 * 0.02 / probe.times_s[0]))
                     b, mean = run_ours(name, isa, elems, cpus, 10, core.F_HUGEPAGES, iters)

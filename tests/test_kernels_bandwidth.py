@@ -54,7 +54,7 @@ def run(k, n, threads=1, **kw):
     kw.setdefault("reps", 2)
     kw.setdefault("warmup", 1)
     cpus = CPUS[:threads] if threads <= len(CPUS) else None
-    return core.run(k, size=n, nthreads=threads, cpus=cpus, **kw)
+    return core.run(k, elements=n, nthreads=threads, cpus=cpus, **kw)
 
 
 # -- the descriptor table ------------------------------------------------------
@@ -135,7 +135,7 @@ def test_partition_with_sizes_not_divisible_by_threads_or_vector_width(k):
     """More threads than CPUs too (unpinned): chunks of zero and odd lengths."""
     for threads in (1, 2, 3, 5):
         for n in (1, 2, 3, 9, 17, 33, 65, 127, 1001, 8 * 64 + 1):
-            raw = core.run(k, size=n, iters=1, reps=1, nthreads=threads)
+            raw = core.run(k, elements=n, iters=1, reps=1, nthreads=threads)
             assert raw.valid, (threads, n, raw.msg)
             want = float(np.sum(v(n))) if k.name == "load_sum" else written_sum(k.name, n)
             assert raw.check == want
@@ -157,21 +157,24 @@ def test_affinity_is_restored_after_a_pinned_run():
 # -- bad parameters --------------------------------------------------------------
 
 BAD = [
-    ({"size": 0}, "size"),
-    ({"size": -5}, "size"),
+    ({"elements": 0}, "elements"),
+    ({"elements": -5}, "elements"),
     ({"nthreads": 0}, "nthreads"),
     ({"iters": 0}, "iters"),
     ({"warmup": -1}, "warmup"),
     ({"flags": 0x100}, "flags"),
     ({"mem_node": 1000}, "NUMA node"),
     ({"cpus": [1 << 20]}, "pin"),
+    # fields a bandwidth kernel does not read are refused, not ignored
+    ({"ws_bytes": 4096}, "ws_bytes = 4096 is not a parameter"),
+    ({"stride": 64}, "stride = 64 is not a parameter"),
 ]
 
 
 @pytest.mark.parametrize("k", [core.find(n, "scalar") for n in ("stream_triad", "load_sum")], ids=ids)
 @pytest.mark.parametrize("kw,words", BAD, ids=[w for _, w in BAD])
 def test_bad_parameters_raise_core_error(k, kw, words):
-    args = dict(size=1000, iters=1, reps=1, nthreads=1)
+    args = dict(elements=1000, iters=1, reps=1, nthreads=1)
     args.update(kw)
     with pytest.raises(CoreError, match=words):
         core.run(k, **args)
@@ -180,7 +183,7 @@ def test_bad_parameters_raise_core_error(k, kw, words):
 @pytest.mark.parametrize("k", bw_variants(supported=False), ids=ids)
 def test_unsupported_isa_is_refused(k):
     with pytest.raises(CoreError, match="ISA"):
-        core.run(k, size=1000, iters=1, reps=1, nthreads=1)
+        core.run(k, elements=1000, iters=1, reps=1, nthreads=1)
 
 
 # -- the bench module ------------------------------------------------------------

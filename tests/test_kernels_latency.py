@@ -24,9 +24,9 @@ def chase():
     return core.find("chase")
 
 
-def run(size, stride=64, iters=1000, reps=2, warmup=1, **kw):
-    return core.run(chase(), size=size, iters=iters, reps=reps, warmup=warmup, cpus=[CPUS[0]],
-                    stride=stride, **kw)
+def run(ws_bytes, stride=64, iters=1000, reps=2, warmup=1, **kw):
+    kw.setdefault("cpus", [CPUS[0]])
+    return core.run(chase(), ws_bytes=ws_bytes, iters=iters, reps=reps, warmup=warmup, stride=stride, **kw)
 
 
 # -- the descriptor table ------------------------------------------------------
@@ -59,16 +59,20 @@ def test_chase_any_seed(seed):
 
 
 def test_default_stride_is_a_cache_line():
-    raw = core.run(chase(), size=64 * KIB, iters=100, reps=1, cpus=[CPUS[0]], stride=0)
+    raw = core.run(chase(), ws_bytes=64 * KIB, iters=100, reps=1, cpus=[CPUS[0]], stride=0)
     assert raw.valid and raw.check == 64 * KIB // 64
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(size=64 * KIB, stride=12), "multiple"),
-    (dict(size=64 * KIB, stride=4), "multiple"),
-    (dict(size=64, stride=64), "fewer than 2 lines"),
-    (dict(size=0, stride=64), "fewer than 2 lines"),
-    (dict(size=64 * KIB, iters=0), "iters"),
+    (dict(ws_bytes=64 * KIB, stride=12), "multiple"),
+    (dict(ws_bytes=64 * KIB, stride=4), "multiple"),
+    (dict(ws_bytes=64, stride=64), "fewer than 2 lines"),
+    (dict(ws_bytes=0, stride=64), "fewer than 2 lines"),
+    (dict(ws_bytes=64 * KIB, iters=0), "iters"),
+    # fields the chase does not read are refused, not ignored
+    (dict(ws_bytes=64 * KIB, elements=1000), "elements = 1000 is not a parameter"),
+    (dict(ws_bytes=64 * KIB, nthreads=2, cpus=None), "one thread"),
+    (dict(ws_bytes=64 * KIB, flags=core.F_NT_STORES), "unknown flags 0x1"),
 ])
 def test_chase_rejects_bad_parameters(kw, match):
     with pytest.raises(CoreError, match=match):
@@ -77,7 +81,7 @@ def test_chase_rejects_bad_parameters(kw, match):
 
 def test_chase_rejects_a_cpu_it_cannot_run_on():
     with pytest.raises(CoreError, match="pin"):
-        core.run(chase(), size=4 * KIB, iters=10, cpus=[1023])
+        core.run(chase(), ws_bytes=4 * KIB, iters=10, cpus=[1023])
 
 
 def test_chase_rejects_a_numa_node_that_does_not_exist():
@@ -100,9 +104,9 @@ def test_chase_gives_the_caller_its_affinity_back(fails):
     before = os.sched_getaffinity(0)
     if fails:
         with pytest.raises(CoreError, match="NUMA node"):
-            core.run(chase(), size=4 * KIB, iters=10, cpus=[CPUS[-1]], mem_node=1000)
+            core.run(chase(), ws_bytes=4 * KIB, iters=10, cpus=[CPUS[-1]], mem_node=1000)
     else:
-        raw = core.run(chase(), size=4 * KIB, iters=10, cpus=[CPUS[-1]])
+        raw = core.run(chase(), ws_bytes=4 * KIB, iters=10, cpus=[CPUS[-1]])
         assert raw.valid, raw.msg
     assert os.sched_getaffinity(0) == before
 

@@ -1,7 +1,7 @@
 /*
  * ceiling.h - the C core's one interface: a table of kernel descriptors.
  *
- * Python (src/ceiling/core.py) loads libceiling_core.so with ctypes, walks the
+ * Python (src/ceiling/core/) loads libceiling_core.so with ctypes, walks the
  * table and calls a kernel's run() with ceil_params; the kernel fills
  * ceil_result with the raw time of every repetition and the work it did.
  * Rates (GB/s, Gflop/s, ns) are computed in Python from bytes_per_iter and
@@ -19,9 +19,19 @@
  *     against the analytic value; msg says why when it is 0.
  *   - run() returns 0 on success, a negative CEIL_E* code on bad parameters
  *     or failed allocation (msg says which); it never exits the process.
+ *   - A kernel reads only the ceil_params fields of its family (the table at
+ *     ceil_params) and refuses, with CEIL_EINVAL, a set field it would ignore
+ *     (ceil_params_unread): a caller cannot pass a size to the wrong name.
  *
- * Symbols are prefixed ceil_. ABI changes bump CEIL_ABI_VERSION, which core.py
- * checks at load time.
+ * Adding a kernel family: a new csrc/kernels/<family>[_<isa>].c defines its
+ * NULL-name-terminated table and registers it with CEIL_REGISTER_TABLE (end
+ * of this file); CMake globs the file, the registry finds the table. Nothing
+ * else is edited.
+ *
+ * Symbols are prefixed ceil_. ABI changes bump CEIL_ABI_VERSION, which
+ * src/ceiling/core/__init__.py checks at load time. The LD_PRELOAD
+ * interposer is a separate library with its own header
+ * (csrc/interpose/interpose.h, prefix ceil_ip_) and shares nothing with this.
  */
 #ifndef CEILING_H
 #define CEILING_H
@@ -29,7 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CEIL_ABI_VERSION 1
+/* 2: ceil_params.size split into elements, ws_bytes and threshold_ns. */
+#define CEIL_ABI_VERSION 2
 
 /* flags */
 #define CEIL_F_NT_STORES  0x1  /* bandwidth: non-temporal (streaming) stores */
@@ -41,16 +52,35 @@
 #define CEIL_ENOISA  (-3)      /* the CPU lacks the ISA this variant needs */
 #define CEIL_EPIN    (-4)      /* pinning a thread to its CPU failed */
 
+/* One parameter block for every kernel. The fields each family reads (any
+ * other field must be left at its "unset" value: 0, mem_node -1, flags 0):
+ *
+ *   family     reads
+ *   bandwidth  elements, iters, reps, warmup, nthreads, cpus, flags (NT_STORES, HUGEPAGES), mem_node
+ *   latency    ws_bytes, stride, seed, iters, reps, warmup, cpus[0], flags (HUGEPAGES), mem_node;
+ *              nthreads must be 1 (or 0)
+ *   flops      iters, reps, warmup, nthreads, cpus
+ *   clock      iters, reps, warmup, nthreads, cpus
+ *   c2c        iters, reps, warmup, nthreads (= 2), cpus (two distinct CPUs)
+ *   noise      threshold_ns, nthreads, cpus (ceil_noise_detour; duration is its own argument)
+ *   storage    nthreads, cpus, reps, warmup, seed (ceil_io_*: the rest is in ceil_io_spec)
+ *
+ * Every family but storage refuses a set elements, ws_bytes, threshold_ns or
+ * stride it does not read, a mem_node >= 0 where it places no memory, and a
+ * flag it does not know (ceil_params_unread). seed is never refused: it has
+ * no unset value. */
 typedef struct ceil_params {
-    int64_t size;          /* kernel-specific: elements per array (bandwidth), working-set bytes (latency); 0 = n/a */
-    int64_t iters;         /* kernel-specific: passes (bandwidth), loads (latency), loop trips per thread (flops, clock), round trips (c2c) */
+    int64_t elements;      /* bandwidth: doubles per array (each of a, b, c; load_sum's one array) */
+    int64_t ws_bytes;      /* latency: working-set bytes, chased stride bytes apart */
+    int64_t threshold_ns;  /* noise: a gap between clock reads longer than this, ns, is a detour (0 = 1000) */
+    int64_t iters;         /* passes (bandwidth), loads (latency), loop trips per thread (flops, clock), round trips (c2c) */
     int32_t reps;          /* timed repetitions; result->times must hold reps doubles */
     int32_t warmup;        /* untimed repetitions before the timed ones */
     int32_t nthreads;      /* OpenMP threads to use (>= 1) */
     int32_t flags;         /* CEIL_F_* */
     const int32_t *cpus;   /* nthreads logical CPU ids; thread i runs on cpus[i]; NULL = leave placement to the OS */
-    int64_t stride;        /* latency: bytes between chased lines (0 = kernel default) */
-    uint64_t seed;         /* random permutations */
+    int64_t stride;        /* latency: bytes between chased lines (0 = 64) */
+    uint64_t seed;         /* latency: the chain's random permutation; storage: the data pattern */
     int32_t mem_node;      /* NUMA node to bind the working set to (mbind); -1 = first touch by the using thread */
     int32_t reserved;
 } ceil_params;
@@ -66,6 +96,12 @@ typedef struct ceil_result {
     char msg[256];         /* why valid == 0 or run() < 0; empty otherwise */
 } ceil_result;
 
+/*
+ * A kernel's entry point: run p->warmup untimed and p->reps timed
+ * repetitions and fill *r (r->times is the caller's, p->reps doubles).
+ * Returns 0 (then r->valid says whether the output checked out) or a
+ * negative CEIL_E* code with r->msg saying why.
+ */
 typedef int (*ceil_run_fn)(const ceil_params *p, ceil_result *r);
 
 /* One kernel, described once. */
@@ -79,18 +115,77 @@ typedef struct ceil_kernel {
     ceil_run_fn run;
 } ceil_kernel;
 
-/* The table (registry.c). */
+/* ---- The table (registry.c) ---------------------------------------------- */
+
+/*
+ * int ceil_abi_version(void)
+ *
+ * CEIL_ABI_VERSION of the built library; the Python binding refuses any
+ * other.
+ */
 int ceil_abi_version(void);
+
+/*
+ * int ceil_kernel_count(void)
+ *
+ * Number of kernels compiled into this library, on this architecture,
+ * whether or not this CPU runs them (ceil_isa_supported says).
+ */
 int ceil_kernel_count(void);
+
+/*
+ * const ceil_kernel *ceil_kernel_get(int i)
+ *
+ * Kernel i, 0 <= i < ceil_kernel_count(), NULL outside. The order is fixed
+ * for a build: tables by their CEIL_ORDER_* rank, kernels in table order
+ * (what `ceiling bench --list` prints).
+ */
 const ceil_kernel *ceil_kernel_get(int i);
 
-/* 1 when this CPU and OS can run code of the named ISA ("scalar", "sse2",
- * "fma" (FMA3), "avx2" (with FMA3), "avx512", "neon", "sve"), else 0. */
+/*
+ * int ceil_isa_supported(const char *isa)
+ *
+ * 1 when this CPU and OS can run code of the named ISA ("scalar", "sse2",
+ * "fma" (FMA3), "avx2" (with FMA3), "avx512", "neon", "sve"), else 0.
+ */
 int ceil_isa_supported(const char *isa);
 
-/* Helpers shared by kernels (common.c). */
-double ceil_now(void);                               /* seconds, CLOCK_MONOTONIC */
-int ceil_pin_self(int cpu);                           /* 0 or -errno */
+/*
+ * int ceil_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4])
+ *
+ * Raw cpuid(leaf, subleaf) on the calling CPU into out[0..3] = eax, ebx,
+ * ecx, edx (cpuid.c). Returns 0, or CEIL_ENOISA where there is no cpuid (not
+ * x86; out is zeroed). The caller checks the maximum leaf first.
+ */
+int ceil_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4]);
+
+/*
+ * int64_t ceil_chase_cycle_length(const void *base, int64_t n, int64_t stride, uint32_t *order)
+ *
+ * Follow a pointer chain of n lines `stride` bytes apart from line 0 of
+ * `base` (latency.c). Returns after how many loads it is first back at line
+ * 0 (n: one cycle through every line), or -1 when it is not back within n
+ * loads or a pointer leaves the lines. order, when not NULL, receives the
+ * line visited at each step (n entries). Public so that tests can hand it a
+ * broken chain.
+ */
+int64_t ceil_chase_cycle_length(const void *base, int64_t n, int64_t stride, uint32_t *order);
+
+/* ---- Helpers shared by kernels (common.c) -------------------------------- */
+
+/*
+ * double ceil_now(void)
+ *
+ * Seconds on CLOCK_MONOTONIC: the clock every repetition is timed with.
+ */
+double ceil_now(void);
+
+/*
+ * int ceil_pin_self(int cpu)
+ *
+ * Pin the calling thread to one CPU. Returns 0 or -errno.
+ */
+int ceil_pin_self(int cpu);
 
 /* A thread's CPU affinity, saved so that it can be put back: pinning outlives
  * an OpenMP region (the caller is thread 0, and OpenMP keeps its workers). */
@@ -98,20 +193,96 @@ typedef struct ceil_affinity {
     unsigned long mask[16];   /* 1024 CPUs, as cpu_set_t */
     int have;                 /* 1 when mask was read */
 } ceil_affinity;
-int ceil_pin_saving(int cpu, ceil_affinity *saved);   /* ceil_pin_self after saving the old mask */
-void ceil_affinity_restore(const ceil_affinity *saved);
-/* Inside an OpenMP region: pin thread tid to p->cpus[tid] (when cpus is set),
- * saving its affinity in *old; the first failure of the team goes to *fail
- * (-errno; stays 0 when all pinned) and *fail_cpu. */
-void ceil_pin_member(const ceil_params *p, int tid, ceil_affinity *old, int *fail, int *fail_cpu);
-int ceil_huge_backed(const void *p, size_t bytes);    /* 1: >= half on huge pages, 0: not, -1: cannot tell */
-void *ceil_alloc(size_t bytes, int hugepages, int *got_huge); /* 2 MiB aligned, zeroed lazily; free with ceil_free */
-void ceil_free(void *p, size_t bytes);
-void ceil_set_msg(ceil_result *r, const char *fmt, ...);
 
-/* Zero a result's outputs (not its times buffer) before a kernel fills it. */
+/*
+ * int ceil_pin_saving(int cpu, ceil_affinity *saved)
+ *
+ * ceil_pin_self after saving the thread's affinity in *saved, which
+ * ceil_affinity_restore puts back (also after a failed pin).
+ */
+int ceil_pin_saving(int cpu, ceil_affinity *saved);
+
+/*
+ * void ceil_affinity_restore(const ceil_affinity *saved)
+ *
+ * Put back an affinity saved by ceil_pin_saving or ceil_pin_member; nothing
+ * when none was saved.
+ */
+void ceil_affinity_restore(const ceil_affinity *saved);
+
+/*
+ * void ceil_pin_member(const ceil_params *p, int tid, ceil_affinity *old, int *fail, int *fail_cpu)
+ *
+ * Inside an OpenMP region: pin thread tid to p->cpus[tid] (when cpus is set),
+ * saving its affinity in *old; the first failure of the team goes to *fail
+ * (-errno; stays 0 when all pinned) and *fail_cpu.
+ */
+void ceil_pin_member(const ceil_params *p, int tid, ceil_affinity *old, int *fail, int *fail_cpu);
+
+/*
+ * int ceil_huge_backed(const void *p, size_t bytes)
+ *
+ * 1 when at least half of [p, p+bytes) is on transparent huge pages, 0 when
+ * not, -1 when /proc/self/smaps cannot tell.
+ */
+int ceil_huge_backed(const void *p, size_t bytes);
+
+/*
+ * void *ceil_alloc(size_t bytes, int hugepages, int *got_huge)
+ *
+ * bytes of anonymous memory, 2 MiB aligned, untouched (first touch is the
+ * user's), MADV_HUGEPAGE when hugepages (then *got_huge = 1 if advised),
+ * MADV_NOHUGEPAGE otherwise. NULL on failure. Free with ceil_free.
+ */
+void *ceil_alloc(size_t bytes, int hugepages, int *got_huge);
+
+/*
+ * void ceil_free(void *p, size_t bytes)
+ *
+ * Unmap what ceil_alloc(bytes, ...) returned; p may be NULL.
+ */
+void ceil_free(void *p, size_t bytes);
+
+/*
+ * int ceil_bind_node(void *p, size_t bytes, int node)
+ *
+ * Bind [p, p+bytes) to NUMA node `node` (mbind, before first touch).
+ * Returns 0, or -errno; node < 0 is a no-op.
+ */
+int ceil_bind_node(void *p, size_t bytes, int node);
+
+/*
+ * void ceil_set_msg(ceil_result *r, const char *fmt, ...)
+ *
+ * printf into r->msg (truncated to its 256 bytes).
+ */
+void ceil_set_msg(ceil_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * void ceil_result_clear(ceil_result *r)
+ *
+ * Zero a result's outputs (not its times buffer) before a kernel fills it.
+ */
 void ceil_result_clear(ceil_result *r);
-int ceil_bind_node(void *p, size_t bytes, int node);   /* before first touch; 0, or -errno; node < 0: no-op */
+
+/* The fields of ceil_params a kernel reads beyond iters, reps, warmup,
+ * nthreads, cpus and seed: the `reads` mask of ceil_params_unread. */
+#define CEIL_READS_ELEMENTS     0x01
+#define CEIL_READS_WS_BYTES     0x02
+#define CEIL_READS_THRESHOLD_NS 0x04
+#define CEIL_READS_STRIDE       0x08
+#define CEIL_READS_MEM_NODE     0x10
+
+/*
+ * int ceil_params_unread(const ceil_params *p, unsigned reads, int32_t flags, const char *who, ceil_result *r)
+ *
+ * Refuse a field a kernel would silently ignore: elements, ws_bytes,
+ * threshold_ns or stride not 0, or mem_node >= 0, where `reads`
+ * (CEIL_READS_*) does not name it, or a flag outside `flags`. Returns 0, or
+ * CEIL_EINVAL with r->msg "<who>: <field> = <value> is not a parameter of
+ * this kernel".
+ */
+int ceil_params_unread(const ceil_params *p, unsigned reads, int32_t flags, const char *who, ceil_result *r);
 
 /* The OS-noise probe (noise.c). Not a rate kernel, so not in the descriptor
  * table: Python calls it by name. Selfish-detour style: one thread pinned on
@@ -135,8 +306,13 @@ typedef struct ceil_noise_stats {
     int32_t ntop;          /* entries filled in the thread's part of top[] */
 } ceil_noise_stats;
 
-/* p->nthreads threads, thread i on p->cpus[i] (NULL: unpinned); p->size is the
- * detour threshold in ns (0 = 1000 ns); other fields are ignored. stats holds
+/*
+ * int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *top, int32_t cap,
+ *                       ceil_noise_stats *stats, ceil_result *r)
+ *
+ * p->nthreads threads, thread i on p->cpus[i] (NULL: unpinned);
+ * p->threshold_ns is the detour threshold (0 = 1000 ns); the other size
+ * fields, mem_node >= 0 and flags are refused (ceil_params_unread). stats holds
  * p->nthreads entries; top holds p->nthreads * cap gaps, thread i's `cap`
  * longest detours at top[i * cap], longest first. r->valid is 1 when every
  * thread read the clock, its detours add up to no more than its window and it
@@ -260,9 +436,50 @@ uint64_t ceil_io_stamp(uint64_t seed, uint64_t file_id, uint64_t offset);
 uint64_t ceil_io_file_id(int kind, int rep, int tid, int64_t index);
 void ceil_io_fill_base(uint64_t seed, void *buf, size_t bytes);
 
-/* Each family file provides NULL-name-terminated tables; registry.c collects
- * them. They are weak so that an ISA variant not built on this architecture
- * simply is not there. */
-#define CEIL_TABLE(sym) extern const ceil_kernel sym[] __attribute__((weak))
+/* ---- Registering a table ------------------------------------------------
+ * Each family file defines a NULL-name-terminated ceil_kernel array and
+ * registers it once, at file scope:
+ *
+ *     static const ceil_kernel ceil_bw_avx2[] = { ..., {NULL} };
+ *     CEIL_REGISTER_TABLE(ceil_bw_avx2, CEIL_ORDER_BW + CEIL_ORDER_AVX2);
+ *
+ * The macro puts a pointer to a ceil_table_reg into the linker section
+ * "ceil_tables"; the linker gathers every object's entries between
+ * __start_ceil_tables and __stop_ceil_tables, which registry.c walks. So
+ * there is no list to keep beside the files: a file CMake does not compile
+ * on this architecture (AVX-512 on aarch64) contributes no entry, and a new
+ * family file adds itself. The section holds pointers only, so the entries
+ * are packed whatever alignment the compiler gives the structures.
+ *
+ * `order` places the table among the others as ceil_kernel_get lists them
+ * (lower first; equal orders fall back to the table's name): the family
+ * rank plus the ISA rank below, which keeps the order `ceiling bench --list`
+ * has always printed. */
+enum {
+    CEIL_ORDER_CLOCK = 0,
+    CEIL_ORDER_FLOPS = 100,
+    CEIL_ORDER_BW = 200,
+    CEIL_ORDER_LATENCY = 300,
+    CEIL_ORDER_C2C = 400,
+};
+enum {
+    CEIL_ORDER_SCALAR = 0,
+    CEIL_ORDER_SSE2 = 1,
+    CEIL_ORDER_AVX2 = 2,
+    CEIL_ORDER_AVX512 = 3,
+    CEIL_ORDER_NEON = 4,
+    CEIL_ORDER_SVE = 5,
+};
+
+typedef struct ceil_table_reg {
+    int order;                    /* rank among tables, see above */
+    const char *name;             /* the table's C name: ties and diagnostics */
+    const ceil_kernel *kernels;   /* NULL-name-terminated */
+} ceil_table_reg;
+
+#define CEIL_REGISTER_TABLE(table, rank)                                                           \
+    static const ceil_table_reg table##_reg_ = {(rank), #table, table};                           \
+    static const ceil_table_reg *const table##_regp_                                               \
+        __attribute__((section("ceil_tables"), used, aligned(sizeof(void *)))) = &table##_reg_
 
 #endif /* CEILING_H */

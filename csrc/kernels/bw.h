@@ -48,13 +48,14 @@ typedef struct ceil_bw_ops {
     ceil_bw_sum_fn sum;
 } ceil_bw_ops;
 
-/* Run one bandwidth kernel with the given inner loops: p->size elements per
- * array, p->iters passes per repetition. Returns 0 or a CEIL_E* code. */
+/* Run one bandwidth kernel with the given inner loops: p->elements doubles
+ * per array, p->iters passes per repetition (the fields it reads: ceiling.h
+ * at ceil_params). Returns 0 or a CEIL_E* code. */
 int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const ceil_bw_ops *ops);
 
 /* The five descriptors of one variant, written once here so that byte and
  * flop counts (STREAM's: bytes named in the source) cannot drift apart. */
-#define CEIL_BW_KERNELS(table, isa_name, ops)                                                   \
+#define CEIL_BW_KERNELS(table, isa_name, rank, ops)                                                 \
     static int table##_copy(const ceil_params *p, ceil_result *r)                               \
     { return ceil_bw_drive(p, r, CEIL_BW_COPY, &(ops)); }                                       \
     static int table##_scale(const ceil_params *p, ceil_result *r)                              \
@@ -65,13 +66,14 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
     { return ceil_bw_drive(p, r, CEIL_BW_TRIAD, &(ops)); }                                      \
     static int table##_load_sum(const ceil_params *p, ceil_result *r)                           \
     { return ceil_bw_drive(p, r, CEIL_BW_LOAD_SUM, &(ops)); }                                   \
-    const ceil_kernel table[] = {                                                               \
+    static const ceil_kernel table[] = {                                                        \
         {"stream_copy", "bandwidth", isa_name, 16, 0, "c[i] = a[i]", table##_copy},             \
         {"stream_scale", "bandwidth", isa_name, 16, 1, "b[i] = q*c[i]", table##_scale},         \
         {"stream_add", "bandwidth", isa_name, 24, 1, "c[i] = a[i] + b[i]", table##_add},        \
         {"stream_triad", "bandwidth", isa_name, 24, 2, "a[i] = b[i] + q*c[i]", table##_triad},  \
         {"load_sum", "bandwidth", isa_name, 8, 1, "s += a[i] (read only)", table##_load_sum},   \
         {NULL, NULL, NULL, 0, 0, NULL, NULL},                                                   \
-    }
+    };                                                                                          \
+    CEIL_REGISTER_TABLE(table, CEIL_ORDER_BW + (rank))
 
 #endif /* CEIL_BW_H */

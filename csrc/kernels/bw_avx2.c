@@ -158,4 +158,4 @@ static __attribute__((noipa)) double sum_avx2(const double *a, int64_t n)
 
 static const ceil_bw_ops avx2_ops = {"avx2", {copy_avx2, scale_avx2, add_avx2, triad_avx2}, sum_avx2};
 
-CEIL_BW_KERNELS(ceil_bw_avx2, "avx2", avx2_ops);
+CEIL_BW_KERNELS(ceil_bw_avx2, "avx2", CEIL_ORDER_AVX2, avx2_ops);

@@ -157,4 +157,4 @@ static __attribute__((noipa)) double sum_avx512(const double *a, int64_t n)
 
 static const ceil_bw_ops avx512_ops = {"avx512", {copy_avx512, scale_avx512, add_avx512, triad_avx512}, sum_avx512};
 
-CEIL_BW_KERNELS(ceil_bw_avx512, "avx512", avx512_ops);
+CEIL_BW_KERNELS(ceil_bw_avx512, "avx512", CEIL_ORDER_AVX512, avx512_ops);

@@ -132,4 +132,4 @@ static __attribute__((noipa)) double sum_neon(const double *a, int64_t n)
 
 static const ceil_bw_ops neon_ops = {"neon", {copy_neon, scale_neon, add_neon, triad_neon}, sum_neon};
 
-CEIL_BW_KERNELS(ceil_bw_neon, "neon", neon_ops);
+CEIL_BW_KERNELS(ceil_bw_neon, "neon", CEIL_ORDER_NEON, neon_ops);

@@ -126,7 +126,7 @@ SCALAR double sum_scalar(const double *restrict a, int64_t n)
 static const ceil_bw_ops scalar_ops = {
     "scalar", {copy_scalar, scale_scalar, add_scalar, triad_scalar}, sum_scalar};
 
-CEIL_BW_KERNELS(ceil_bw_scalar, "scalar", scalar_ops);
+CEIL_BW_KERNELS(ceil_bw_scalar, "scalar", CEIL_ORDER_SCALAR, scalar_ops);
 
 /* ---- the driver --------------------------------------------------------- */
 
@@ -233,27 +233,27 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
         ceil_set_msg(r, "%s: this CPU cannot run the %s variant", name, ops->isa);
         return CEIL_ENOISA;
     }
-    if (p->size < 1 || p->size > MAX_ELEMS) {
-        ceil_set_msg(r, "%s: size (elements per array) must be in 1..2^56, got %lld", name, (long long)p->size);
+    int bad = ceil_params_unread(p, CEIL_READS_ELEMENTS | CEIL_READS_MEM_NODE, CEIL_F_NT_STORES | CEIL_F_HUGEPAGES,
+                                 name, r);
+    if (bad)
+        return bad;
+    if (p->elements < 1 || p->elements > MAX_ELEMS) {
+        ceil_set_msg(r, "%s: elements (per array) must be in 1..2^56, got %lld", name, (long long)p->elements);
         return CEIL_EINVAL;
     }
-    if (p->iters < 1 || p->iters > INT64_MAX / p->size) {
-        ceil_set_msg(r, "%s: iters (passes per repetition) must be >= 1 and size*iters fit in 64 bits", name);
+    if (p->iters < 1 || p->iters > INT64_MAX / p->elements) {
+        ceil_set_msg(r, "%s: iters (passes per repetition) must be >= 1 and elements*iters fit in 64 bits", name);
         return CEIL_EINVAL;
     }
     if (p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
         ceil_set_msg(r, "%s: need reps >= 1, warmup >= 0, nthreads >= 1 and a times buffer", name);
         return CEIL_EINVAL;
     }
-    if (p->flags & ~(CEIL_F_NT_STORES | CEIL_F_HUGEPAGES)) {
-        ceil_set_msg(r, "%s: unknown flags 0x%x", name, (unsigned)p->flags);
-        return CEIL_EINVAL;
-    }
 
     const int narrays = op == CEIL_BW_LOAD_SUM ? 1 : 3;
     const int huge = (p->flags & CEIL_F_HUGEPAGES) != 0;
     const int nt = (p->flags & CEIL_F_NT_STORES) != 0;
-    const size_t bytes = (size_t)p->size * sizeof(double);
+    const size_t bytes = (size_t)p->elements * sizeof(double);
     /* Separate 2 MiB-aligned mappings, so a[i], b[i] and c[i] share their
      * offset in the page, as in stream.c (OFFSET 0) and likwid-bench; shifting
      * them apart made no measurable difference on Zen 3 from L1 to DRAM. */
@@ -277,7 +277,7 @@ int ceil_bw_drive(const ceil_params *p, ceil_result *r, ceil_bw_op op, const cei
     }
 
     double *const a = arr[0], *const b = arr[1], *const c = arr[2];
-    const int64_t n = p->size, iters = p->iters;
+    const int64_t n = p->elements, iters = p->iters;
     const int reps = p->reps, warmup = p->warmup;
     ceil_bw_stream_fn loop = op == CEIL_BW_LOAD_SUM ? NULL : ops->stream[op];
     ceil_bw_sum_fn sum = ops->sum;

@@ -112,4 +112,4 @@ static __attribute__((noipa)) double sum_sve(const double *a, int64_t n)
 
 static const ceil_bw_ops sve_ops = {"sve", {copy_sve, scale_sve, add_sve, triad_sve}, sum_sve};
 
-CEIL_BW_KERNELS(ceil_bw_sve, "sve", sve_ops);
+CEIL_BW_KERNELS(ceil_bw_sve, "sve", CEIL_ORDER_SVE, sve_ops);

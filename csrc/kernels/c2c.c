@@ -91,6 +91,9 @@ static void *c2c_thread(void *arg)
 static int run_pingpong(const ceil_params *p, ceil_result *r)
 {
     ceil_result_clear(r);
+    int unread = ceil_params_unread(p, 0, 0, "c2c_pingpong", r);
+    if (unread)
+        return unread;
 
     if (!p->cpus || p->nthreads != 2) {
         ceil_set_msg(r, "c2c_pingpong: needs nthreads = 2 and two CPUs");
@@ -161,8 +164,9 @@ static int run_pingpong(const ceil_params *p, ceil_result *r)
     return rc;
 }
 
-const ceil_kernel ceil_c2c[] = {
+static const ceil_kernel ceil_c2c[] = {
     {"c2c_pingpong", "c2c", "scalar", 0.0, 0.0,
      "one round trip of a cache line between two CPUs (CAS on one shared counter)", run_pingpong},
     {NULL, NULL, NULL, 0, 0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_c2c, CEIL_ORDER_C2C);

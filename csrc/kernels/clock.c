@@ -50,6 +50,9 @@ static uint64_t add_chain(int64_t n, uint64_t x, uint64_t one)
 static int run_clock_add(const ceil_params *p, ceil_result *r)
 {
     ceil_result_clear(r);
+    int unread = ceil_params_unread(p, 0, 0, "clock_add", r);
+    if (unread)
+        return unread;
     if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
         ceil_set_msg(r, "need iters >= 1, reps >= 1, warmup >= 0, nthreads >= 1 and a times array");
         return CEIL_EINVAL;
@@ -111,18 +114,13 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
     return 0;
 }
 
-const ceil_kernel ceil_clock[] = {
+static const ceil_kernel ceil_clock[] = {
     {"clock_add", "clock", "scalar", 0.0, 0.0,
      "one dependent 1-cycle integer add per thread; GHz = iters / nthreads / seconds / 1e9",
      run_clock_add},
     {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_clock, CEIL_ORDER_CLOCK);
 
-#else
-
-/* Other architectures: no chain whose latency is known to be one cycle. */
-const ceil_kernel ceil_clock[] = {
-    {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
-};
-
-#endif
+#endif /* HAVE_CHAIN: other architectures have no chain whose latency is known
+        * to be one cycle, so they register no table and the kernel is absent. */

@@ -122,6 +122,37 @@ void ceil_result_clear(ceil_result *r)
     r->msg[0] = '\0';
 }
 
+int ceil_params_unread(const ceil_params *p, unsigned reads, int32_t flags, const char *who, ceil_result *r)
+{
+    const struct {
+        unsigned bit;
+        const char *name;
+        int64_t value;
+    } sizes[] = {
+        {CEIL_READS_ELEMENTS, "elements", p->elements},
+        {CEIL_READS_WS_BYTES, "ws_bytes", p->ws_bytes},
+        {CEIL_READS_THRESHOLD_NS, "threshold_ns", p->threshold_ns},
+        {CEIL_READS_STRIDE, "stride", p->stride},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (!(reads & sizes[i].bit) && sizes[i].value != 0) {
+            ceil_set_msg(r, "%s: %s = %lld is not a parameter of this kernel", who, sizes[i].name,
+                         (long long)sizes[i].value);
+            return CEIL_EINVAL;
+        }
+    }
+    if (!(reads & CEIL_READS_MEM_NODE) && p->mem_node >= 0) {
+        ceil_set_msg(r, "%s: mem_node = %d is not a parameter of this kernel (it places no memory)", who,
+                     (int)p->mem_node);
+        return CEIL_EINVAL;
+    }
+    if (p->flags & ~flags) {
+        ceil_set_msg(r, "%s: unknown flags 0x%x", who, (unsigned)(p->flags & ~flags));
+        return CEIL_EINVAL;
+    }
+    return 0;
+}
+
 void ceil_set_msg(ceil_result *r, const char *fmt, ...)
 {
     va_list ap;

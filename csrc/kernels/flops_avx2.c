@@ -91,10 +91,11 @@ static int run_peak_fma_dp(const ceil_params *p, ceil_result *r) { return ceil_f
 /* AVX2 peak SP FMA rate; p->iters = loop trips per thread. */
 static int run_peak_fma_sp(const ceil_params *p, ceil_result *r) { return ceil_flops_drive(p, r, &chain_sp); }
 
-const ceil_kernel ceil_flops_avx2[] = {
+static const ceil_kernel ceil_flops_avx2[] = {
     {"peak_fma_dp", "flops", "avx2", 0.0, ACCS * STEPS * 2 * 4,
      "one loop trip: 24 vfmadd213pd on 12 ymm chains, 24 x 2 x 4 = 192 DP flops", run_peak_fma_dp},
     {"peak_fma_sp", "flops", "avx2", 0.0, ACCS * STEPS * 2 * 8,
      "one loop trip: 24 vfmadd213ps on 12 ymm chains, 24 x 2 x 8 = 384 SP flops", run_peak_fma_sp},
     {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_flops_avx2, CEIL_ORDER_FLOPS + CEIL_ORDER_AVX2);

@@ -57,10 +57,11 @@ static int run_peak_fma_dp(const ceil_params *p, ceil_result *r) { return ceil_f
 /* NEON peak SP FMA rate; p->iters = loop trips per thread. */
 static int run_peak_fma_sp(const ceil_params *p, ceil_result *r) { return ceil_flops_drive(p, r, &chain_sp); }
 
-const ceil_kernel ceil_flops_neon[] = {
+static const ceil_kernel ceil_flops_neon[] = {
     {"peak_fma_dp", "flops", "neon", 0.0, ACCS * STEPS * 2 * 2,
      "one loop trip: 24 fmla .2d on 24 chains, 24 x 2 x 2 = 96 DP flops", run_peak_fma_dp},
     {"peak_fma_sp", "flops", "neon", 0.0, ACCS * STEPS * 2 * 4,
      "one loop trip: 24 fmla .4s on 24 chains, 24 x 2 x 4 = 192 SP flops", run_peak_fma_sp},
     {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_flops_neon, CEIL_ORDER_FLOPS + CEIL_ORDER_NEON);

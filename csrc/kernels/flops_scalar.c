@@ -58,6 +58,9 @@ static int state_ok(const ceil_chain *c, const void *state, int64_t n, int64_t s
 int ceil_flops_drive(const ceil_params *p, ceil_result *r, const ceil_chain *c)
 {
     ceil_result_clear(r);
+    int unread = ceil_params_unread(p, 0, 0, c->sp ? "peak_fma_sp" : "peak_fma_dp", r);
+    if (unread)
+        return unread;
     if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
         ceil_set_msg(r, "need iters >= 1, reps >= 1, warmup >= 0, nthreads >= 1 and a times array");
         return CEIL_EINVAL;
@@ -261,17 +264,12 @@ static int run_peak_fma_sp(const ceil_params *p, ceil_result *r)
 /* 24 steps per trip on both architectures: 12 x 2 on x86-64, 24 x 1 on aarch64. */
 _Static_assert(SC_ACCS * SC_STEPS == 24, "flops_per_iter below assumes 24 steps per trip");
 
-const ceil_kernel ceil_flops_scalar[] = {
+static const ceil_kernel ceil_flops_scalar[] = {
     {"peak_fma_dp", "flops", "scalar", 0.0, 24 * 2, SC_DOC_DP, run_peak_fma_dp},
     {"peak_fma_sp", "flops", "scalar", 0.0, 24 * 2, SC_DOC_SP, run_peak_fma_sp},
     {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_flops_scalar, CEIL_ORDER_FLOPS + CEIL_ORDER_SCALAR);
 
-#else
-
-/* Other architectures: no hand-written chain yet; the kernel is simply absent. */
-const ceil_kernel ceil_flops_scalar[] = {
-    {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
-};
-
-#endif
+#endif /* other architectures: no hand-written chain yet, so no table is
+        * registered and the kernel is simply absent. */

@@ -71,7 +71,7 @@ static int run_peak_fma_dp(const ceil_params *p, ceil_result *r) { return ceil_f
 /* SVE peak SP FMA rate; p->iters = loop trips per thread, result->iters x VL/128. */
 static int run_peak_fma_sp(const ceil_params *p, ceil_result *r) { return ceil_flops_drive(p, r, &chain_sp); }
 
-const ceil_kernel ceil_flops_sve[] = {
+static const ceil_kernel ceil_flops_sve[] = {
     {"peak_fma_dp", "flops", "sve", 0.0, ACCS * STEPS * 2 * 2,
      "one loop trip on one 128-bit granule: 24 fmla .d on 24 chains, 24 x 2 x 2 = 96 DP flops (iters counts granules)",
      run_peak_fma_dp},
@@ -80,3 +80,4 @@ const ceil_kernel ceil_flops_sve[] = {
      run_peak_fma_sp},
     {NULL, NULL, NULL, 0.0, 0.0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_flops_sve, CEIL_ORDER_FLOPS + CEIL_ORDER_SVE);

@@ -1,6 +1,7 @@
 /* latency.c - load-to-use latency: one thread chasing a random pointer cycle.
  *
- * Every line of the working set (one pointer each, p->stride bytes apart)
+ * Every line of the working set (p->ws_bytes; one pointer each, p->stride
+ * bytes apart)
  * points to the next line of a single random cycle through all of them
  * (Sattolo's algorithm), so each load depends on the one before and neither
  * the stride nor the page prefetchers can guess the next address: the time
@@ -92,17 +93,26 @@ static int run_chase(const ceil_params *p, ceil_result *r)
 {
     ceil_result_clear(r);
 
+    int bad = ceil_params_unread(p, CEIL_READS_WS_BYTES | CEIL_READS_STRIDE | CEIL_READS_MEM_NODE,
+                                 CEIL_F_HUGEPAGES, "chase", r);
+    if (bad)
+        return bad;
+    if (p->nthreads > 1) {
+        ceil_set_msg(r, "chase: one thread chases (nthreads = %d)", (int)p->nthreads);
+        return CEIL_EINVAL;
+    }
+
     const int64_t stride = p->stride > 0 ? p->stride : CHASE_DEFAULT_STRIDE;
     if (stride < (int64_t)sizeof(void *) || stride % (int64_t)sizeof(void *) != 0) {
         ceil_set_msg(r, "chase: stride %lld must be a multiple of %zu bytes", (long long)stride, sizeof(void *));
         return CEIL_EINVAL;
     }
-    if (p->size < 2 * stride) {
-        ceil_set_msg(r, "chase: working set of %lld bytes holds fewer than 2 lines of %lld bytes",
-                     (long long)p->size, (long long)stride);
+    if (p->ws_bytes < 2 * stride) {
+        ceil_set_msg(r, "chase: working set of %lld bytes (ws_bytes) holds fewer than 2 lines of %lld bytes",
+                     (long long)p->ws_bytes, (long long)stride);
         return CEIL_EINVAL;
     }
-    const int64_t n = p->size / stride;
+    const int64_t n = p->ws_bytes / stride;
     if (n > (int64_t)UINT32_MAX) {
         ceil_set_msg(r, "chase: %lld lines is more than this kernel indexes (2^32 - 1)", (long long)n);
         return CEIL_EINVAL;
@@ -197,8 +207,9 @@ out:
     return rc;
 }
 
-const ceil_kernel ceil_latency[] = {
+static const ceil_kernel ceil_latency[] = {
     {"chase", "latency", "scalar", (double)sizeof(void *), 0.0,
      "one dependent load through a random cyclic chain, one pointer per stride bytes", run_chase},
     {NULL, NULL, NULL, 0, 0, NULL, NULL},
 };
+CEIL_REGISTER_TABLE(ceil_latency, CEIL_ORDER_LATENCY);

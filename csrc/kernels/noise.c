@@ -123,13 +123,16 @@ int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *t
                       ceil_noise_stats *stats, ceil_result *r)
 {
     ceil_result_clear(r);
-    if (p->nthreads < 1 || !stats || !(duration_s > 0.0) || duration_s > 3600.0 || p->size < 0 ||
+    int unread = ceil_params_unread(p, CEIL_READS_THRESHOLD_NS, 0, "noise", r);
+    if (unread)
+        return unread;
+    if (p->nthreads < 1 || !stats || !(duration_s > 0.0) || duration_s > 3600.0 || p->threshold_ns < 0 ||
         cap < 0 || cap > NOISE_MAX_TOP || (cap > 0 && !top)) {
         ceil_set_msg(r, "noise: needs nthreads >= 1, 0 < duration <= 3600 s, threshold >= 0, "
                         "0 <= top <= %d and the arrays", NOISE_MAX_TOP);
         return CEIL_EINVAL;
     }
-    const int64_t threshold_ns = p->size > 0 ? p->size : NOISE_DEFAULT_THRESHOLD_NS;
+    const int64_t threshold_ns = p->threshold_ns > 0 ? p->threshold_ns : NOISE_DEFAULT_THRESHOLD_NS;
     const int64_t window_ns = (int64_t)(duration_s * 1e9);
     memset(stats, 0, (size_t)p->nthreads * sizeof *stats);
     int pin_err = 0, pin_cpu = -1, nt_run = 0, moved = 0, moved_tid = -1, moved_cpu = -1;

@@ -169,7 +169,7 @@ class _Chaser:
 
     def run(self, size: int, cpu: Optional[int], mem_node: int = -1) -> core.RawResult:
         iters = max(MIN_LOADS, int(self.rep_s / (self.ns * 1e-9)))
-        raw = core.run(self.k, size=size, iters=iters, reps=self.reps, warmup=1, nthreads=1,
+        raw = core.run(self.k, ws_bytes=size, iters=iters, reps=self.reps, warmup=1, nthreads=1,
                        cpus=None if cpu is None else [cpu], flags=self.flags, stride=STRIDE_BYTES,
                        seed=SEED, mem_node=mem_node)
         best = best_ns(raw)

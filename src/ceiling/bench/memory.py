@@ -140,7 +140,7 @@ def bench_stream(ctx: Context) -> Outcome:
     ctx.progress.start("STREAM", total=len(STREAM_KERNELS))
     for short, kname in STREAM_KERNELS:
         k = core.find(kname, ctx.opts.isa)
-        raw = core.run(k, size=elems, iters=1, reps=reps, warmup=1, nthreads=ctx.nthreads,
+        raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=ctx.nthreads,
                        cpus=ctx.cpus, flags=_flags(ctx))
         out.metrics.append(rate_metric(f"stream.{short}", raw, peak=peak,
                                        **_stream_context(ctx, elems, info, ctx.cpus, k)))
@@ -183,7 +183,7 @@ def bench_stream_threads(ctx: Context) -> Outcome:
     invalid: List[str] = []
     ctx.progress.start("STREAM triad by threads", total=len(counts))
     for n in counts:
-        raw = core.run(k, size=elems, iters=1, reps=reps, warmup=1, nthreads=n, cpus=ctx.cpus[:n],
+        raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=n, cpus=ctx.cpus[:n],
                        flags=_flags(ctx))
         xs.append(n)
         ys.append(_best_gbs(raw))
@@ -274,7 +274,7 @@ class _Calibrator:
         pass_bytes = elems * k.bytes_per_iter
         for _ in range(3):
             iters = max(1, round(self.rep_s * self.rate_bps / pass_bytes))
-            raw = core.run(k, size=elems, iters=iters, reps=reps, warmup=1, nthreads=len(cpus),
+            raw = core.run(k, elements=elems, iters=iters, reps=reps, warmup=1, nthreads=len(cpus),
                            cpus=list(cpus), flags=flags)
             t = min(raw.times_s)
             if t > 0:
@@ -380,7 +380,7 @@ def bench_numa_bandwidth(ctx: Context) -> Outcome:
                 errors.append(f"CPU node {cpu_node.id}: no CPU of it may be used")
             else:
                 try:
-                    raw = core.run(k, size=elems, iters=1, reps=reps, warmup=1, nthreads=len(cpus),
+                    raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=len(cpus),
                                    cpus=cpus, flags=_flags(ctx), mem_node=mem_node.id)
                     val = _best_gbs(raw)
                     if not raw.valid:

@@ -7,8 +7,15 @@ ctypes structure of the core.
 The library is csrc/ built by CMake into ``ceiling/_core/libceiling_core.so``
 (or the file named by ``CEILING_CORE_LIB``, for development builds). Python
 never has per-kernel glue: it reads the descriptor table and calls ``run``
-with the same parameter block for every kernel. Rates are computed by the
-callers from ``bytes_per_iter`` / ``flops_per_iter`` and the raw times.
+with the same parameter block for every kernel; each family reads its own
+fields of it (``elements`` for bandwidth, ``ws_bytes`` and ``stride`` for
+latency; csrc/include/ceiling.h lists them) and refuses one it would ignore.
+Rates are computed by the callers from ``bytes_per_iter`` / ``flops_per_iter``
+and the raw times.
+
+The LD_PRELOAD interposer (csrc/interpose/) is a separate library that is
+never loaded into this process; ``interpose_library_path`` only says where
+it is, for the code that launches a child with it.
 """
 from __future__ import annotations
 
@@ -21,7 +28,7 @@ from typing import Optional, Sequence
 
 from ..errors import CoreError
 
-ABI_VERSION = 1
+ABI_VERSION = 2     # CEIL_ABI_VERSION in csrc/include/ceiling.h
 
 F_NT_STORES = 0x1
 F_HUGEPAGES = 0x2
@@ -31,8 +38,12 @@ _ERRORS = {-1: "invalid parameter", -2: "out of memory", -3: "ISA not supported 
 
 
 class _Params(ctypes.Structure):
+    """ceil_params: units and which family reads which field are in ceiling.h."""
+
     _fields_ = [
-        ("size", ctypes.c_int64),
+        ("elements", ctypes.c_int64),       # bandwidth: doubles per array
+        ("ws_bytes", ctypes.c_int64),       # latency: working-set bytes
+        ("threshold_ns", ctypes.c_int64),   # noise: detour threshold, ns
         ("iters", ctypes.c_int64),
         ("reps", ctypes.c_int32),
         ("warmup", ctypes.c_int32),
@@ -109,6 +120,15 @@ def library_path() -> Path:
     return Path(__file__).resolve().parents[1] / "_core" / "libceiling_core.so"
 
 
+def interpose_library_path() -> Path:
+    """Where the LD_PRELOAD interposer is: ``CEILING_INTERPOSE_LIB``, else the one built
+    beside the core. Whether it exists is the caller's question."""
+    env = os.environ.get("CEILING_INTERPOSE_LIB")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "_core" / "libceiling_interpose.so"
+
+
 @lru_cache(maxsize=None)
 def _lib():
     path = library_path()
@@ -172,10 +192,14 @@ def variants(name: str) -> list:
     return sorted(ks, key=lambda k: ISA_PREFERENCE.index(k.isa) if k.isa in ISA_PREFERENCE else 99)
 
 
-def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup: int = 0,
-        nthreads: int = 1, cpus: Optional[Sequence[int]] = None, flags: int = 0,
+def run(kernel: Kernel, *, elements: int = 0, ws_bytes: int = 0, iters: int = 0, reps: int = 1,
+        warmup: int = 0, nthreads: int = 1, cpus: Optional[Sequence[int]] = None, flags: int = 0,
         stride: int = 0, seed: int = 12345, mem_node: int = -1) -> RawResult:
     """Run one kernel once (with its warm-up and repetitions); raise CoreError on failure.
+
+    ``elements``: doubles per array (bandwidth kernels); ``ws_bytes`` and ``stride``:
+    working-set bytes and bytes between lines (the latency chase); ``iters``: the
+    family's unit of work per repetition. A kernel refuses a size it does not read.
 
     The GIL is released for the duration (ctypes does so for every foreign
     call), so a Python thread can watch the clock or draw a progress bar.
@@ -185,8 +209,8 @@ def run(kernel: Kernel, *, size: int = 0, iters: int = 0, reps: int = 1, warmup:
     if cpus is not None and len(cpus) < nthreads:
         raise CoreError(f"placement names {len(cpus)} CPUs for {nthreads} threads")
     times = (ctypes.c_double * reps)()
-    p = _Params(size=size, iters=iters, reps=reps, warmup=warmup, nthreads=nthreads, flags=flags,
-                stride=stride, seed=seed, mem_node=mem_node)
+    p = _Params(elements=elements, ws_bytes=ws_bytes, iters=iters, reps=reps, warmup=warmup,
+                nthreads=nthreads, flags=flags, stride=stride, seed=seed, mem_node=mem_node)
     if cpus is not None:
         arr = (ctypes.c_int32 * len(cpus))(*cpus)
         p.cpus = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int32))

@@ -76,7 +76,8 @@ def noise_detour(cpus: Sequence[int], duration_s: float, threshold_ns: int = 100
         fn.restype = ctypes.c_int
     n, cap = len(cpus), max(0, int(top))
     arr = (ctypes.c_int32 * n)(*cpus)
-    p = _Params(size=int(threshold_ns), nthreads=n, cpus=ctypes.cast(arr, ctypes.POINTER(ctypes.c_int32)))
+    p = _Params(threshold_ns=int(threshold_ns), nthreads=n, mem_node=-1,
+                cpus=ctypes.cast(arr, ctypes.POINTER(ctypes.c_int32)))
     gaps = (_NoiseGap * max(1, n * cap))()
     stats = (_NoiseStats * n)()
     r = _Result()

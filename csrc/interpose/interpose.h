@@ -1,0 +1,299 @@
+/*
+ * interpose.h - the module interface of libceiling_interpose.so, the
+ * LD_PRELOAD library `ceiling profile -- CMD` puts into the user's program.
+ *
+ * Separate from the kernel core (csrc/include/ceiling.h): its own library,
+ * its own prefix (ceil_ip_), no OpenMP, no link to libceiling_core. The
+ * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
+ * module per API (null.c is the template that does nothing; POSIX, stdio
+ * and MPI modules come next), each wrapping the functions of its API,
+ * counting into per-thread blocks and writing its lines of the record at
+ * the end.
+ *
+ * The runtime:
+ *   - is active only when CEILING_INTERPOSE_OUT names the record's file
+ *     (then ceil_ip_active() is 1); without it wrappers only pass through;
+ *   - at load (constructor) reserves every thread's counter blocks at once
+ *     (CEILING_INTERPOSE_THREADS slots, default 1024, one mmap), calls each
+ *     module's init, resolves the real functions it needs itself, and
+ *     installs its fatal-signal handlers where the program has none;
+ *   - gives a thread its slot at its first counted call (one atomic add),
+ *     and nothing else on the hot path: no lock, no allocation;
+ *   - writes the record (format below) once: at exit, on a fatal signal
+ *     (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP,
+ *     SIGQUIT; then the signal is raised again with its default action, so
+ *     the program still dies of it), or when a module calls ceil_ip_flush
+ *     (an MPI module at MPI_Finalize). Not written: SIGKILL, _exit(), a
+ *     signal the program handles itself (unless it then exits), counts made
+ *     before an exec (the new image writes its own record), a statically
+ *     linked or setuid program (the loader ignores LD_PRELOAD);
+ *   - after fork() in the child: every block is zeroed and the record is the
+ *     child's own (pid, ppid, forked=1, start = the fork), so a parent and
+ *     its children never count the same call twice. A threaded parent's
+ *     other threads do not exist in the child and their slots are freed.
+ *
+ * Writing a module (null.c is the commented template):
+ *
+ *     typedef struct { uint64_t calls, ns; } my_counters;       // one thread's block
+ *     static int my_init(ceil_ip_module *m) { return 0; }       // nonzero: module off
+ *     static void my_report(ceil_ip_module *m, ceil_ip_out *o) { ...sum blocks, ceil_ip_put_* ... }
+ *     static ceil_ip_module my_module = {.name = "my", .version = 1, .block_bytes = sizeof(my_counters),
+ *                                        .init = my_init, .report = my_report};
+ *     CEIL_IP_MODULE(my_module);
+ *
+ *     CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
+ *     CEIL_IP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+ *     {
+ *         uint64_t t0 = ceil_ip_now_ns();
+ *         ssize_t rc = CEIL_REAL(write)(fd, buf, n);
+ *         my_counters *c = ceil_ip_block(&my_module);    // NULL: not counting
+ *         if (c) { ceil_ip_add(&c->calls, 1); ceil_ip_add(&c->ns, ceil_ip_now_ns() - t0); }
+ *         return rc;
+ *     }
+ *
+ * ---- The record (CEIL_IP_FORMAT_VERSION 1) ----------------------------------
+ * Line-oriented text appended, with one write(2) on an O_APPEND descriptor,
+ * to the file CEILING_INTERPOSE_OUT names ("%p" in it becomes the pid, "%%"
+ * a "%"), so that every process of a job (forked, exec'ed, launched by
+ * mpirun) can add its record to one file without tearing another's, or
+ * write a file of its own. The caller gives a fresh path. One record:
+ *
+ *     ceiling-interpose 1
+ *     process pid=4242 ppid=4200 forked=0 host=node07 exe=/usr/bin/true reason=exit signal=0
+ *             threads=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=...
+ *     module name=null version=1 enabled=1
+ *     null flushes=1 calls=0 threads=0
+ *     end pid=4242 truncated=0
+ *
+ * (the process line is one line.) Every line is a word, then space-separated
+ * key=value fields. The first line opens a record and carries the format
+ * version; "end" closes it (a record without "end" was cut short: the
+ * process died while writing). Values are decimal integers or strings in
+ * which every byte outside '!'..'~' and every '%' and '=' is written %XX.
+ * "process": reason is exit, signal (signal = its number) or flush (a
+ * module's ceil_ip_flush; then the module's name is in `by`); *_ns are
+ * CLOCK_MONOTONIC nanoseconds (comparable between processes of a node),
+ * start_unix_ns is CLOCK_REALTIME at start (to align nodes); threads are the
+ * slots given out, threads_lost the threads that counted nothing because
+ * the slots ran out. One "module" line per registered module, in name
+ * order, each followed by that module's own lines, every one starting with
+ * the module's name. Readers skip keys and lines they do not know: adding
+ * fields does not change the version, changing a field's meaning does.
+ */
+#ifndef CEIL_INTERPOSE_H
+#define CEIL_INTERPOSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CEIL_IP_FORMAT_VERSION 1
+
+#define CEIL_IP_ENV_OUT "CEILING_INTERPOSE_OUT"          /* the record's path; unset: runtime inactive */
+#define CEIL_IP_ENV_THREADS "CEILING_INTERPOSE_THREADS"  /* thread slots reserved at load (default 1024) */
+#define CEIL_IP_DEFAULT_THREADS 1024
+#define CEIL_IP_MAX_MODULES 32           /* registered modules beyond this are left off (noted on stderr) */
+#define CEIL_IP_MAX_BLOCK 4096           /* bytes of one module's per-thread block, at most */
+#define CEIL_IP_RECORD_BYTES (1 << 20)   /* the record is built in a static buffer this large */
+
+/* What a wrapper the program must resolve to is marked with; everything
+ * else in the library is hidden. */
+#define CEIL_IP_EXPORT __attribute__((visibility("default")))
+
+typedef struct ceil_ip_out ceil_ip_out;   /* the record being written (interpose.c) */
+
+/* One module. The first five fields are the module's; the rest are the
+ * runtime's, zero in the module's definition. */
+typedef struct ceil_ip_module {
+    const char *name;          /* [a-z0-9_]+, unique: the word starting its record lines */
+    uint32_t version;          /* of the module's own lines; bump when their meaning changes */
+    uint32_t block_bytes;      /* one thread's counters (zeroed at load and after fork), <= CEIL_IP_MAX_BLOCK */
+    /* At load, before any wrapper counts, in name order; 0 = ready, else the
+     * module stays off (enabled=0 in the record, ceil_ip_block gives NULL).
+     * May call CEIL_REAL to resolve its functions early. Not called when the
+     * runtime is inactive. */
+    int (*init)(struct ceil_ip_module *self);
+    /* At flush: write the module's lines with ceil_ip_line/ceil_ip_put_*,
+     * reading every thread's block (ceil_ip_threads, ceil_ip_block_of). May
+     * run in a signal handler: no allocation, no lock, no stdio. */
+    void (*report)(struct ceil_ip_module *self, ceil_ip_out *out);
+    /* runtime-owned */
+    uint32_t offset_;          /* of this module's block in a thread's slot */
+    int32_t enabled_;          /* 1 once init returned 0 */
+} ceil_ip_module;
+
+/* Register a module: a pointer to it in the linker section
+ * "ceil_ip_modules", which interpose.c walks (__start_/__stop_), so the
+ * runtime has no list of modules to keep in step. */
+#define CEIL_IP_MODULE(mod)                                                                        \
+    static ceil_ip_module *const mod##_regp_                                                       \
+        __attribute__((section("ceil_ip_modules"), used, aligned(sizeof(void *)))) = &(mod)
+
+/* ---- The hot path ---------------------------------------------------------- */
+
+/* The calling thread's slot (its modules' blocks), NULL until it has one.
+ * Internal to the library: initial-exec TLS, one load, no __tls_get_addr. */
+extern __thread char *ceil_ip_slot_ __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/*
+ * char *ceil_ip_claim_(void)
+ *
+ * Slow path of ceil_ip_block: give the calling thread a slot (one atomic
+ * add) and return it, or NULL when the runtime is inactive or the slots ran
+ * out (the thread is then counted in threads_lost, once).
+ */
+char *ceil_ip_claim_(void) __attribute__((visibility("hidden")));
+
+/* The thread's "no slot, do not ask again" marker. */
+#define CEIL_IP_NO_SLOT ((char *)1)
+
+/*
+ * void *ceil_ip_block(const ceil_ip_module *m)
+ *
+ * The calling thread's block of module m, zeroed when first given, or NULL
+ * when nothing is to be counted (runtime off, module off, no slot left).
+ * After the record is written a thread that has a block keeps it, and what
+ * it counts there is not reported. A wrapper calls it after the real
+ * function; the first call of a thread pays the claim, every later one a
+ * TLS load and a compare.
+ */
+static inline void *ceil_ip_block(const ceil_ip_module *m)
+{
+    char *s = ceil_ip_slot_;
+    if (__builtin_expect(s == NULL, 0))
+        s = ceil_ip_claim_();
+    if (s == NULL || s == CEIL_IP_NO_SLOT || !m->enabled_)
+        return NULL;
+    return s + m->offset_;
+}
+
+/*
+ * void ceil_ip_add(uint64_t *counter, uint64_t n)
+ *
+ * Add n to a counter of the caller's own block. A relaxed load and store,
+ * not an atomic add: only the owning thread writes the block, and the flush
+ * (another thread, or a signal handler) reads it with relaxed loads, so
+ * there is no data race and no locked instruction on the hot path. A flush
+ * during the add sees the old or the new value.
+ */
+static inline void ceil_ip_add(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/*
+ * uint64_t ceil_ip_read(const uint64_t *counter)
+ *
+ * Read another thread's counter at flush time (the relaxed load that pairs
+ * with ceil_ip_add).
+ */
+static inline uint64_t ceil_ip_read(const uint64_t *counter)
+{
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
+/*
+ * uint64_t ceil_ip_now_ns(void)
+ *
+ * CLOCK_MONOTONIC in nanoseconds: the clock of every *_ns in the record.
+ * Through the vDSO it costs a few tens of ns and no system call where the
+ * clocksource allows (tsc, kvm-clock, arch timer).
+ */
+static inline uint64_t ceil_ip_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * int ceil_ip_active(void)
+ *
+ * 1 while the runtime counts: loaded with CEILING_INTERPOSE_OUT set, and the
+ * record not yet written. A wrapper may use it to skip its own timing.
+ */
+int ceil_ip_active(void) __attribute__((visibility("hidden")));
+
+/* ---- Real functions ---------------------------------------------------------
+ * Declare once per wrapped function, at file scope:
+ *
+ *     CEIL_IP_REAL_DECL(int, open, (const char *, int, ...));
+ *
+ * then CEIL_REAL(open)(path, flags, mode) calls the next definition of open
+ * after this library (dlsym(RTLD_NEXT), Darshan's MAP_OR_FAIL), resolved at
+ * the first use and cached; later uses are one relaxed load. Two threads
+ * resolving at once both store the same pointer. A function that cannot be
+ * found stops the program (message on stderr, abort): a wrapper without its
+ * real function has nothing correct left to do. dlsym may allocate, so a
+ * module that wraps the allocator must resolve it in its init, not lazily.
+ */
+#define CEIL_IP_REAL_DECL(ret, fn, params)                                                         \
+    typedef ret(*ceil_ip_##fn##_fn_) params;                                                      \
+    static ceil_ip_##fn##_fn_ ceil_ip_real_##fn##_
+
+#define CEIL_REAL(fn)                                                                              \
+    (__extension__({                                                                               \
+        ceil_ip_##fn##_fn_ f_ = __atomic_load_n(&ceil_ip_real_##fn##_, __ATOMIC_RELAXED);          \
+        if (__builtin_expect(f_ == NULL, 0))                                                       \
+            f_ = (ceil_ip_##fn##_fn_)ceil_ip_resolve(#fn, (void **)&ceil_ip_real_##fn##_);         \
+        f_;                                                                                        \
+    }))
+
+/*
+ * void *ceil_ip_resolve(const char *name, void **cache)
+ *
+ * dlsym(RTLD_NEXT, name), stored in *cache; aborts when there is none. The
+ * slow path of CEIL_REAL.
+ */
+void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility("hidden")));
+
+/* ---- Writing the record (from a module's report) ---------------------------
+ * Async-signal-safe: no stdio, no allocation. Output past
+ * CEIL_IP_RECORD_BYTES is dropped and the record says truncated=1. */
+
+/*
+ * void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m)
+ *
+ * Start a line of module m's: ends the previous line, writes m's name.
+ */
+void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m) __attribute__((visibility("hidden")));
+
+/*
+ * void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v)
+ * void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)
+ * void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v)
+ *
+ * Append " key=value" to the current line; key is [a-z0-9_]+, a string is
+ * escaped as the format says.
+ */
+void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v) __attribute__((visibility("hidden")));
+void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v) __attribute__((visibility("hidden")));
+void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v) __attribute__((visibility("hidden")));
+
+/*
+ * int ceil_ip_threads(void)
+ *
+ * Slots given out so far: blocks 0 .. ceil_ip_threads() - 1 exist.
+ */
+int ceil_ip_threads(void) __attribute__((visibility("hidden")));
+
+/*
+ * const void *ceil_ip_block_of(const ceil_ip_module *m, int thread)
+ *
+ * Thread slot `thread`'s block of module m (read its counters with
+ * ceil_ip_read), NULL outside 0 .. ceil_ip_threads() - 1.
+ */
+const void *ceil_ip_block_of(const ceil_ip_module *m, int thread) __attribute__((visibility("hidden")));
+
+/*
+ * int ceil_ip_flush(const char *by)
+ *
+ * Write the record now, once (reason=flush, by=<by>, a module's name), and
+ * stop counting: what follows is not recorded, and the flush at exit does
+ * nothing. For a module whose API has an end the program reaches before
+ * exit (MPI_Finalize). Returns 1 when this call wrote it, 0 when it was
+ * already written or the runtime is inactive.
+ */
+int ceil_ip_flush(const char *by) __attribute__((visibility("hidden")));
+
+#endif /* CEIL_INTERPOSE_H */

@@ -1,0 +1,195 @@
+"""The LD_PRELOAD interposer's runtime (csrc/interpose/), seen from real child processes.
+
+Nothing is built here: the library is the one ``core.interpose_library_path()`` names
+(CEILING_INTERPOSE_LIB, else ceiling/_core/libceiling_interpose.so beside the core), and
+every test skips when it is not there. Each test runs a child with LD_PRELOAD and
+CEILING_INTERPOSE_OUT and reads the record the child leaves (the format is documented in
+csrc/interpose/interpose.h). The null module's ceil_ip_null_touch is a function of the
+library's own, so a Python child can drive the per-thread counting through ctypes.
+"""
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from ceiling import core
+
+LIB = core.interpose_library_path()
+pytestmark = pytest.mark.skipif(
+    not LIB.is_file(),
+    reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
+           "CEILING_INTERPOSE_LIB, or install the package)")
+
+TRUE = shutil.which("true")
+
+TOUCH = "import ctypes; touch = ctypes.CDLL(None).ceil_ip_null_touch\n"
+
+
+def _unescape(v):
+    return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), v)
+
+
+def _fields(words):
+    out = {}
+    for w in words:
+        k, _, v = w.partition("=")
+        v = _unescape(v)
+        out[k] = int(v) if re.fullmatch(r"-?\d+", v) else v
+    return out
+
+
+def parse(text):
+    """Records in file order: {"version", "process", "modules": {name: fields},
+    "lines": {module: [fields, ...]}, "end"}."""
+    records, rec = [], None
+    for line in text.splitlines():
+        word, *rest = line.split(" ")
+        if word == "ceiling-interpose":
+            rec = {"version": int(rest[0]), "modules": {}, "lines": {}}
+            records.append(rec)
+        elif word == "process":
+            rec["process"] = _fields(rest)
+        elif word == "module":
+            f = _fields(rest)
+            rec["modules"][f["name"]] = f
+        elif word == "end":
+            rec["end"] = _fields(rest)
+        else:
+            rec["lines"].setdefault(word, []).append(_fields(rest))
+    return records
+
+
+def run_child(argv, out, env_extra=None, **kw):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONFAULTHANDLER", "LD_PRELOAD")}
+    env.update(LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out), **(env_extra or {}))
+    return subprocess.run(argv, env=env, capture_output=True, timeout=120, **kw)
+
+
+def python(code, out, **kw):
+    return run_child([sys.executable, "-c", TOUCH + code], out, **kw)
+
+
+def only_record(path):
+    recs = parse(path.read_text())
+    assert len(recs) == 1, recs
+    return recs[0]
+
+
+@pytest.mark.skipif(TRUE is None, reason="no `true` program on PATH")
+def test_a_program_that_does_nothing_leaves_one_record_naming_the_null_module(tmp_path):
+    out = tmp_path / "rec"
+    p = subprocess.Popen([TRUE], env={**os.environ, "LD_PRELOAD": str(LIB), "CEILING_INTERPOSE_OUT": str(out)})
+    assert p.wait(timeout=60) == 0
+    r = only_record(out)
+    assert r["version"] == 1
+    proc = r["process"]
+    assert proc["pid"] == p.pid and proc["ppid"] == os.getpid() and proc["forked"] == 0
+    assert proc["reason"] == "exit" and proc["signal"] == 0
+    assert proc["exe"] == os.path.realpath(TRUE)
+    assert proc["threads"] == 0 and proc["threads_lost"] == 0
+    assert proc["end_ns"] >= proc["start_ns"] > 0
+    assert r["modules"]["null"] == {"name": "null", "version": 1, "enabled": 1}
+    assert r["lines"]["null"] == [{"flushes": 1, "calls": 0, "threads": 0}]
+    assert r["end"] == {"pid": p.pid, "truncated": 0}
+
+
+@pytest.mark.skipif(TRUE is None, reason="no `true` program on PATH")
+def test_without_an_output_path_the_runtime_writes_nothing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "CEILING_INTERPOSE_OUT"}
+    p = subprocess.run([TRUE], env={**env, "LD_PRELOAD": str(LIB)}, cwd=tmp_path, capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_per_thread_counts_are_summed_at_exit(tmp_path):
+    out = tmp_path / "rec"
+    code = ("import threading\n"
+            "touch()\n"
+            "ts = [threading.Thread(target=lambda: [touch() for _ in range(5)]) for _ in range(2)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    r = only_record(out)
+    assert r["process"]["threads"] == 3
+    assert r["lines"]["null"] == [{"flushes": 1, "calls": 11, "threads": 3}]
+
+
+def test_threads_beyond_the_reserved_slots_are_reported_lost_not_counted(tmp_path):
+    out = tmp_path / "rec"
+    code = "import threading\ntouch()\nt = threading.Thread(target=touch); t.start(); t.join()\n"
+    p = python(code, out, env_extra={"CEILING_INTERPOSE_THREADS": "1"})
+    assert p.returncode == 0, p.stderr
+    r = only_record(out)
+    assert (r["process"]["threads"], r["process"]["threads_lost"]) == (1, 1)
+    assert r["lines"]["null"][0]["calls"] == 1
+
+
+def test_a_forked_child_writes_a_record_of_its_own_calls(tmp_path):
+    out = tmp_path / "rec"
+    code = ("import os\n"
+            "touch()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    touch(); touch(); touch()\n"
+            "    raise SystemExit(0)\n"
+            "_, status = os.waitpid(pid, 0)\n"
+            "assert status == 0, status\n"
+            "touch()\n"
+            "print(os.getpid(), pid)\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    parent_pid, child_pid = map(int, p.stdout.split())
+    recs = {r["process"]["pid"]: r for r in parse(out.read_text())}
+    assert set(recs) == {parent_pid, child_pid}
+    child, parent = recs[child_pid]["process"], recs[parent_pid]["process"]
+    assert (child["forked"], child["ppid"]) == (1, parent_pid)
+    assert parent["forked"] == 0
+    assert child["start_ns"] > parent["start_ns"]
+    # the child counts from the fork on; the parent's call before it stays the parent's
+    assert recs[child_pid]["lines"]["null"][0]["calls"] == 3
+    assert recs[parent_pid]["lines"]["null"][0]["calls"] == 2
+
+
+@pytest.mark.skipif(TRUE is None, reason="no `true` program on PATH")
+def test_percent_p_in_the_path_is_the_pid(tmp_path):
+    p = subprocess.Popen([TRUE], env={**os.environ, "LD_PRELOAD": str(LIB),
+                                      "CEILING_INTERPOSE_OUT": str(tmp_path / "rec.%p.100%%")})
+    assert p.wait(timeout=60) == 0
+    assert [f.name for f in tmp_path.iterdir()] == [f"rec.{p.pid}.100%"]
+
+
+def _no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@pytest.mark.parametrize("sig,code", [
+    (signal.SIGTERM, "import os, signal\ntouch()\nos.kill(os.getpid(), signal.SIGTERM)\n"),
+    (signal.SIGSEGV, "touch()\nctypes.string_at(0)\n"),
+], ids=["SIGTERM", "SIGSEGV"])
+def test_a_fatal_signal_still_writes_the_record_and_still_kills(tmp_path, sig, code):
+    out = tmp_path / "rec"
+    p = python(code + "raise SystemExit(3)\n", out, preexec_fn=_no_core)
+    assert p.returncode == -sig, (p.returncode, p.stderr)
+    r = only_record(out)
+    assert (r["process"]["reason"], r["process"]["signal"]) == ("signal", sig)
+    assert r["lines"]["null"] == [{"flushes": 1, "calls": 1, "threads": 1}]
+    assert r["end"]["truncated"] == 0
+
+
+def test_the_core_never_loads_the_interposer():
+    """Two libraries: the kernel core does not link the interposer (it would then run
+    inside every Python process that measures)."""
+    core_lib = core.library_path()
+    if not core_lib.is_file():
+        pytest.skip(f"the core is not built: {core_lib}")
+    assert core_lib.resolve() != LIB.resolve()
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        pytest.skip("no ldd")
+    assert "libceiling_interpose" not in subprocess.run([ldd, str(core_lib)], capture_output=True,
+                                                        text=True, timeout=60).stdout
