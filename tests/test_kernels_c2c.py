@@ -9,6 +9,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import cores
+from ceiling.probes import c2c
 from ceiling.results.measure import Context, Options
 from ceiling.errors import CoreError
 from ceiling.machine.model import Cpu, Machine
@@ -37,7 +38,7 @@ def test_pingpong_valid(iters, reps, warmup):
     assert raw.check == 2 * iters * (reps + warmup)      # every round trip flipped the counter twice
     assert raw.iters == iters and raw.nthreads == 2
     assert len(raw.times_s) == reps and all(t > 0 for t in raw.times_s)
-    one_way = cores.one_way_ns(raw)
+    one_way = c2c.one_way_ns(raw)
     assert one_way == [t / (2 * iters) * 1e9 for t in raw.times_s]
 
 
@@ -105,17 +106,17 @@ def two_socket_machine():
 ])
 def test_classify_pair(a, b, level):
     m = two_socket_machine()
-    assert cores.classify_pair(m, a, b) == level
-    assert cores.classify_pair(m, b, a) == level
+    assert c2c.classify_pair(m, a, b) == level
+    assert c2c.classify_pair(m, b, a) == level
 
 
 def test_classify_pair_unknowns():
     m = two_socket_machine()
-    assert cores.classify_pair(m, 0, 99) is None
-    assert cores.classify_pair(m, 3, 3) is None
+    assert c2c.classify_pair(m, 0, 99) is None
+    assert c2c.classify_pair(m, 3, 3) is None
     # L2 and L3 ids unknown: only the socket can be said.
     bare = Machine(cpus=[Cpu(id=0, core=0, socket=0, node=0, smt=0), Cpu(id=1, core=1, socket=0, node=0, smt=0)])
-    assert cores.classify_pair(bare, 0, 1) == "socket"
+    assert c2c.classify_pair(bare, 0, 1) == "socket"
 
 
 def test_small_nodes_measure_every_pair():
@@ -143,7 +144,7 @@ def test_big_node_sample_covers_every_level_and_is_deterministic():
     assert len(pairs) == len(set(pairs)) and all(a < b for a, b in pairs)
     levels = {}
     for a, b in pairs:
-        levels.setdefault(cores.classify_pair(m, a, b), []).append((a, b))
+        levels.setdefault(c2c.classify_pair(m, a, b), []).append((a, b))
     assert set(levels) == set(cores.LEVELS)
     assert sorted(levels["smt"]) == [(k, k + 128) for k in range(128)]   # every sibling pair
     for lv in ("l2", "l3", "socket", "cross_socket"):

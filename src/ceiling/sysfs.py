@@ -1,10 +1,20 @@
 """Reading /proc and /sys under a root, and the small formats they use.
 
-The one reader of the kernel's files for every layer above it (machine model,
-checks, benches). Everything goes through ``Root`` so that a test can point it
-at an unpacked tree of another machine. Reads never raise: a file
-that is missing, unreadable or not text is ``None``, and the caller decides
-what that means (usually: the figure is unknown, with a reason).
+The one reader of the kernel's files for every layer above it: the machine
+model reads through ``Root``, a check through its Probe, which reads with the
+same ``Root`` and decodes with the same ``decode``. Everything goes through
+``Root.raw`` so that a test can point it at an unpacked tree of another
+machine, or feed it garbage (tests/checks/test_robust.py,
+tests/test_machine_robust.py). Reads never raise: a file that is missing or
+unreadable is ``None``, and the caller decides what that means (usually: the
+figure is unknown, with a reason).
+
+Text comes in two strengths, chosen by the caller, never by the file:
+  lenient (the machine model): NUL bytes dropped (some sysfs dumps have them),
+    undecodable bytes replaced, an empty file is "" - a DMI string with one odd
+    byte still names the board;
+  strict (checks): undecodable bytes or an empty file are None - a check that
+    judges a node says "unreadable" rather than reason from mangled text.
 """
 from __future__ import annotations
 
@@ -12,6 +22,34 @@ import os
 import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
+
+
+def decode(data: Optional[bytes], strict: bool = False) -> Optional[str]:
+    """Stripped text of a file's bytes (see the module doc for ``strict``); None for None."""
+    if data is None:
+        return None
+    if not strict:
+        return data.replace(b"\0", b"").decode("utf-8", errors="replace").strip()
+    try:
+        text = data.decode("utf-8", errors="strict").strip()
+    except UnicodeDecodeError:
+        return None
+    return text or None
+
+
+def first_int(text: Optional[str], base: int = 10) -> Optional[int]:
+    """The first word of ``text`` as an integer (base 0: with its 0x/0o prefix); None when it is not one."""
+    if not text:
+        return None
+    try:
+        return int(text.split()[0], base)
+    except (ValueError, IndexError):
+        return None
+
+
+def natural_key(name: str):
+    """Sort key that puts cpu2 before cpu10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 class Root:
@@ -24,22 +62,19 @@ class Root:
     def p(self, rel: str) -> Path:
         return self.path / rel.lstrip("/")
 
-    def read(self, rel: str) -> Optional[str]:
-        """Stripped text of a file, or None. NUL bytes (some sysfs dumps have them) are dropped."""
+    def raw(self, rel: str) -> Optional[bytes]:
+        """The file's bytes, or None when it cannot be read: every read goes through here."""
         try:
-            data = self.p(rel).read_bytes()
+            return self.p(rel).read_bytes()
         except (OSError, ValueError):
             return None
-        return data.replace(b"\0", b"").decode("utf-8", errors="replace").strip()
 
-    def read_int(self, rel: str, base: int = 10) -> Optional[int]:
-        s = self.read(rel)
-        if s is None:
-            return None
-        try:
-            return int(s.split()[0], base) if s else None
-        except (ValueError, IndexError):
-            return None
+    def read(self, rel: str, strict: bool = False) -> Optional[str]:
+        """Stripped text of a file, or None (``strict``: see the module doc)."""
+        return decode(self.raw(rel), strict)
+
+    def read_int(self, rel: str, base: int = 10, strict: bool = False) -> Optional[int]:
+        return first_int(self.read(rel, strict), base)
 
     def exists(self, rel: str) -> bool:
         try:
@@ -47,11 +82,13 @@ class Root:
         except OSError:
             return False
 
-    def listdir(self, rel: str) -> List[str]:
+    def listdir(self, rel: str, natural: bool = False) -> List[str]:
+        """Names in a directory, sorted (``natural``: cpu2 before cpu10); [] if absent."""
         try:
-            return sorted(os.listdir(self.p(rel)))
+            names = os.listdir(self.p(rel))
         except OSError:
             return []
+        return sorted(names, key=natural_key) if natural else sorted(names)
 
     def __str__(self) -> str:
         return str(self.path)

@@ -25,6 +25,7 @@ from .. import core
 from ..errors import CoreError
 from ..machine.model import Machine
 from ..results.model import LOWER, SKIPPED, Finding, Metric, Series, Stats
+from ..probes.c2c import ROUND_TRIPS, WARMUP, classify_pair, measure_pair, one_way_ns
 from ..results.measure import Context, Outcome
 
 NS = "ns"
@@ -32,9 +33,7 @@ LEVELS = ("smt", "l2", "l3", "socket", "cross_socket")
 ALL_PAIRS_MAX_CPUS = 32
 SAMPLE_PER_LEVEL = 24          # pairs of each non-SMT level on big nodes
 SAMPLE_SEED = 20240607
-ROUND_TRIPS = 1000             # per repetition, core-to-core-latency's default
 REPS, QUICK_REPS = 30, 10
-WARMUP = 2
 
 Pair = Tuple[int, int]
 
@@ -44,25 +43,6 @@ def allowed_cpus(machine: Machine, fallback: Sequence[int] = ()) -> List[int]:
     online = {c.id for c in machine.cpus if c.online} if machine.cpus else None
     ids = machine.affinity or list(fallback) or sorted(online or ())
     return sorted({i for i in ids if online is None or i in online})
-
-
-def classify_pair(machine: Machine, a: int, b: int) -> Optional[str]:
-    """What CPUs a and b share: "smt", "l2", "l3", "socket", "cross_socket"; None when a CPU is unknown.
-
-    "socket" means the same socket with no L3 instance known to be shared.
-    """
-    ca, cb = machine.cpu(a), machine.cpu(b)
-    if ca is None or cb is None or a == b:
-        return None
-    if ca.socket != cb.socket:
-        return "cross_socket"
-    if ca.core == cb.core and ca.core >= 0:
-        return "smt"
-    if ca.l2 is not None and ca.l2 == cb.l2:
-        return "l2"
-    if ca.l3 is not None and ca.l3 == cb.l3:
-        return "l3"
-    return "socket"
 
 
 def sample_pairs(machine: Machine, cpus: Sequence[int], *, all_max: int = ALL_PAIRS_MAX_CPUS,
@@ -82,17 +62,6 @@ def sample_pairs(machine: Machine, cpus: Sequence[int], *, all_max: int = ALL_PA
         cands = by_level.get(level, [])
         chosen += cands if len(cands) <= per_level else rng.sample(cands, per_level)
     return sorted(chosen)
-
-
-def measure_pair(k: core.Kernel, a: int, b: int, reps: int, round_trips: int = ROUND_TRIPS) -> core.RawResult:
-    return core.run(k, iters=round_trips, reps=reps, warmup=WARMUP, nthreads=2, cpus=[a, b])
-
-
-def one_way_ns(raw: core.RawResult) -> Optional[List[float]]:
-    """One-way latency of each repetition (round trip / 2); None when the check failed."""
-    if not raw.valid or raw.iters <= 0:
-        return None
-    return [t / (2 * raw.iters) * 1e9 for t in raw.times_s if t > 0] or None
 
 
 def bench_c2c(ctx: Context) -> Outcome:

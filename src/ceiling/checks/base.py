@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..machine.model import Machine
+from ..sysfs import Root, decode, first_int
 from ..results.model import FAIL, OK, SKIPPED, WARN, Finding
 
 # Areas in the order a report shows them: the node's condition (what can
@@ -59,48 +60,36 @@ class Options:
 @dataclass
 class Probe:
     """What a check may look at: the tree below ``root``, the machine model, and
-    (when ``live``) this process and this node now."""
+    (when ``live``) this process and this node now. It reads with the one reader
+    (sysfs.Root), strictly decoded: a check judges nothing from mangled text."""
 
     root: Path
     machine: Machine
     live: bool = False
     options: Options = field(default_factory=Options)
 
+    def __post_init__(self):
+        self.fs = Root(self.root)
+
     @classmethod
     def of(cls, machine: Machine, root: str = "/", options: Optional[Options] = None) -> "Probe":
         return cls(Path(root), machine, live=str(root) == "/", options=options or Options())
 
     def path(self, rel: str) -> Path:
-        return self.root / rel.lstrip("/")
+        return self.fs.p(rel)
 
     def raw(self, rel: str) -> Optional[bytes]:
-        """The file's bytes, or None when it cannot be read. Every text read goes
-        through here (the robustness test replaces it to feed checks garbage)."""
-        try:
-            return self.path(rel).read_bytes()
-        except (OSError, ValueError):
-            return None
+        """The file's bytes, or None. Every read of a check comes through here
+        (the robustness test replaces it to feed checks garbage)."""
+        return self.fs.raw(rel)
 
     def read(self, rel: str) -> Optional[str]:
         """The file's text, stripped; None when absent, unreadable, binary or empty."""
-        data = self.raw(rel)
-        if data is None:
-            return None
-        try:
-            text = data.decode("utf-8", errors="strict").strip()
-        except UnicodeDecodeError:
-            return None
-        return text or None
+        return decode(self.raw(rel), strict=True)
 
     def read_int(self, rel: str) -> Optional[int]:
-        """The file's first word as an integer; None when it is not one."""
-        text = self.read(rel)
-        if text is None:
-            return None
-        try:
-            return int(text.split()[0], 0)
-        except (ValueError, IndexError):
-            return None
+        """The file's first word as an integer (0x... read as hex); None when it is not one."""
+        return first_int(self.read(rel), 0)
 
     def lines(self, rel: str) -> List[str]:
         text = self.read(rel)
@@ -108,17 +97,10 @@ class Probe:
 
     def listdir(self, rel: str) -> List[str]:
         """Names in a directory, sorted naturally (cpu2 before cpu10); [] if absent."""
-        try:
-            names = [p.name for p in self.path(rel).iterdir()]
-        except OSError:
-            return []
-        return sorted(names, key=natural_key)
+        return self.fs.listdir(rel, natural=True)
 
     def exists(self, rel: str) -> bool:
-        try:
-            return self.path(rel).exists()
-        except OSError:
-            return False
+        return self.fs.exists(rel)
 
     def cpus(self) -> List[int]:
         """The CPUs this check is about: the ones this process may use, else all online."""
@@ -127,10 +109,6 @@ class Probe:
             return sorted(m.affinity)
         return sorted(c.id for c in m.cpus if c.online)
 
-
-def natural_key(name: str):
-    import re
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 # -- results -------------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 from typing import List, Optional, Sequence, Tuple
 
 from .. import core
-from ..bench.cores import WARMUP, classify_pair, measure_pair, one_way_ns
+from ..probes.c2c import WARMUP, classify_pair, measure_pair, one_way_ns
 from ..errors import CoreError
 from ..machine.model import Machine
 from ..results.model import Finding

@@ -164,7 +164,7 @@ def _measure(m: Machine) -> None:
     c.measured_all_values_ghz = res.get("all_values_ghz", [])
 
 
-def detect(root: "str | os.PathLike[str]" = "/", *, measure: bool = True,
+def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,
            config: ConfigArg = None) -> Machine:
     """The Machine under ``root``; on a live root also cpuid, dmidecode and (``measure``) the clock.
 
@@ -173,7 +173,7 @@ def detect(root: "str | os.PathLike[str]" = "/", *, measure: bool = True,
     Never raises for missing or unreadable files; a bad config file raises
     ConfigError.
     """
-    r = Root(root)
+    r = root if isinstance(root, Root) else Root(root)
     m = Machine()
     cfg = _resolve_config(config, r)
     info = parse_cpuinfo(r.read("proc/cpuinfo"))
@@ -181,7 +181,7 @@ def detect(root: "str | os.PathLike[str]" = "/", *, measure: bool = True,
         m.hostname = socket.gethostname()
         m.arch = platform.machine()
     else:
-        m.hostname = r.read("proc/sys/kernel/hostname") or Path(root).name
+        m.hostname = r.read("proc/sys/kernel/hostname") or r.path.name
         m.arch = info.arch
     if not info.arch and not m.arch:
         m.unknowns["cpuinfo"] = f"{r.p('proc/cpuinfo')}: missing or in a format not understood"

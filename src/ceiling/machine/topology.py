@@ -181,8 +181,8 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
             continue
         has_topology.add(c)
         pkg_raw[c], core_raw[c] = pkg, core
-        cl = root.read(f"{base}/cluster_cpus_list")
-        cluster_raw[c] = min(parse_cpulist(cl)) if cl else None
+        cluster = parse_cpulist(root.read(f"{base}/cluster_cpus_list"))
+        cluster_raw[c] = min(cluster) if cluster else None      # garbled or absent: no cluster
         sibs = _siblings(root, c, "core_cpus") or _siblings(root, c, "thread_siblings")
         uf.find(c)
         if sibs:

@@ -1,0 +1,6 @@
+"""Small measurements that checks and benches both use (a check that needs a
+measurement takes it from here, never from a bench module).
+
+c2c.py: one core-to-core cache-line ping-pong between two CPUs, and what the
+two CPUs share.
+"""

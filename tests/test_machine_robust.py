@@ -1,0 +1,64 @@
+"""No file content crashes the machine model: the same one reader the checks use
+(sysfs.Root) is fed random, binary, truncated or out-of-range bytes in place of
+any file the model read on a recorded 2-socket node, and detect() still returns
+a Machine (figures it cannot read become unknown, with a reason)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ceiling.machine import detect  # noqa: E402
+from ceiling.machine.model import Machine  # noqa: E402
+from ceiling.sysfs import Root  # noqa: E402
+from machine_fixtures import fsroot  # noqa: E402
+
+TREES = ("32em64t-2n8c+dax+nvme+mic+dimms", "128arm-2pa2n8cluster4co")
+
+
+class Recorder(Root):
+    """The one reader, remembering what it read and able to swap one file's bytes."""
+
+    def __init__(self, root, swap: Optional[Dict[str, Optional[bytes]]] = None):
+        super().__init__(root)
+        self.seen: List[str] = []
+        self.swap = swap or {}
+
+    def raw(self, rel: str) -> Optional[bytes]:
+        rel = rel.lstrip("/")
+        if rel in self.swap:
+            return self.swap[rel]
+        data = super().raw(rel)
+        if data is not None and rel not in self.seen:
+            self.seen.append(rel)
+        return data
+
+
+@pytest.fixture(scope="module", params=TREES)
+def tree(request, tmp_path_factory):
+    root = fsroot(request.param, tmp_path_factory)
+    rec = Recorder(root)
+    detect(rec, measure=False, config=False)
+    assert "proc/cpuinfo" in rec.seen and any("cache/index" in r for r in rec.seen)
+    return root, rec.seen
+
+
+GARBAGE = st.one_of(
+    st.just(b""), st.none(), st.binary(max_size=200),
+    st.text(max_size=200).map(lambda t: t.encode("utf-8")),
+    st.sampled_from([b"-1\n", b"99999999999999999999999\n", b"nan\n", b"0\n", b"\x00\x00", b"0-999999\n",
+                     b"4294967295-0\n", b"ffffffff,ffffffff\n", b"1K\n", b"-5K\n", b"cpu MHz : nan\n"]))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_no_file_content_crashes_the_machine_model(tree, data):
+    root, seen = tree
+    rel = data.draw(st.sampled_from(seen))
+    m = detect(Recorder(root, {rel: data.draw(GARBAGE)}), measure=False, config=False)
+    assert isinstance(m, Machine)
+    m.to_dict()
