@@ -103,15 +103,25 @@ def read_text(path: "str | os.PathLike[str]") -> Optional[str]:
     return Root("/").read(str(path))
 
 
-def parse_meminfo(text: Optional[str]) -> Dict[str, int]:
-    """/proc/meminfo (or a NUMA node's meminfo) as {field: value}; "kB" values in bytes,
-    unit-less counts (HugePages_Total, ...) as they are. Garbled lines are skipped."""
+def parse_meminfo(text: Optional[str], kib: bool = False, node: Optional[int] = None) -> Dict[str, int]:
+    """/proc/meminfo, or with ``node`` nodeN/meminfo ("Node 0 MemTotal: ..."; lines of
+    another node are skipped), as {field: value}: "kB" values in bytes (``kib``: in KiB,
+    as written), unit-less counts (HugePages_Total, ...) as they are. Garbled lines are skipped."""
     out: Dict[str, int] = {}
     for line in (text or "").splitlines():
-        m = re.match(r"\s*(?:Node\s+\d+\s+)?([A-Za-z0-9_()]+):\s+(\d+)\s*(kB)?\s*$", line)
-        if m:
-            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
+        m = re.match(r"\s*(?:Node\s+(\d+)\s+)?([A-Za-z0-9_()]+):\s+(\d{1,20})\s*(kB)?\s*$", line)
+        if m and (node is None or (m.group(1) is not None and int(m.group(1)) == node)):
+            out[m.group(2)] = int(m.group(3)) * (1024 if m.group(4) and not kib else 1)
     return out
+
+
+def parse_uptime(text: Optional[str]) -> Optional[float]:
+    """Seconds since boot from /proc/uptime; None when unreadable, negative or absurd."""
+    try:
+        v = float((text or "").split()[0])
+    except (ValueError, IndexError):
+        return None
+    return v if 0 <= v < 1e10 else None
 
 
 def meminfo_bytes(field: str = "MemAvailable", root: "Root | None" = None) -> Optional[int]:

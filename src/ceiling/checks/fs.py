@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
+from ..machine.storage import mount_of
 from .base import Probe, check, fail, ok, warn
 
 GIB, MIB = 2 ** 30, 2 ** 20
@@ -30,22 +31,9 @@ def _fmt(b: float) -> str:
 
 
 def _mount_of(path: str) -> Optional[Tuple[str, str]]:
-    """(mount point, type) holding ``path``, from /proc/self/mounts."""
-    best = None
-    real = os.path.realpath(path)
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 3:
-                    continue
-                mnt = parts[1].replace("\\040", " ")
-                if real == mnt or real.startswith(mnt.rstrip("/") + "/") or mnt == "/":
-                    if best is None or len(mnt) >= len(best[0]):
-                        best = (mnt, parts[2])
-    except OSError:
-        return None
-    return best
+    """(mount point, type) holding ``path``: the machine model's reading of /proc/self/mountinfo."""
+    m = mount_of(path)
+    return (m.mount_point, m.fstype) if m is not None else None
 
 
 @check("fs.space", live=True)

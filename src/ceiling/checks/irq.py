@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from ..sysfs import format_cpulist
+from ..sysfs import format_cpulist, parse_uptime
 from .base import Probe, check, ok, skipped, warn
 
 CONCENTRATED = 0.5      # one CPU taking more than this share of all device interrupts ...
@@ -85,11 +85,8 @@ def irqbalance_running(p: Probe) -> Optional[bool]:
 
 
 def uptime_s(p: Probe) -> Optional[float]:
-    try:
-        v = float((p.read("proc/uptime") or "").split()[0])
-    except (IndexError, ValueError):
-        return None
-    return v if 0 < v < 1e10 else None
+    v = parse_uptime(p.read("proc/uptime"))
+    return v if v else None       # 0 s: no rates to divide by
 
 
 @check("irq.balance")

@@ -6,6 +6,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..machine.dmi import channel_of
+from ..sysfs import parse_meminfo
 from .base import Probe, check, ok, skipped, warn
 
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
@@ -56,20 +57,8 @@ def _pct(frac: float) -> str:
 
 def meminfo(p: Probe) -> Dict[str, int]:
     """/proc/meminfo as {field: value}; values in kB except the HugePages_* counts.
-    Lines that are not "Name: <non-negative integer> [kB]" are left out."""
-    out: Dict[str, int] = {}
-    for line in p.lines("proc/meminfo"):
-        key, sep, rest = line.partition(":")
-        words = rest.split()
-        if not sep or not words:
-            continue
-        try:
-            v = int(words[0])
-        except ValueError:
-            continue
-        if v >= 0:
-            out[key.strip()] = v
-    return out
+    Lines that are not "Name: <non-negative integer> [kB]" are left out (sysfs.parse_meminfo)."""
+    return parse_meminfo(p.read("proc/meminfo"), kib=True)
 
 
 # ---- pressure --------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional
 
-from ..sysfs import format_cpulist
+from ..sysfs import format_cpulist, parse_meminfo
 from .base import Probe, check, ok, skipped, warn
 
 
@@ -135,12 +135,7 @@ def domains(p: Probe):
 
 def node_meminfo(p: Probe, node: int) -> Dict[str, int]:
     """'MemTotal', 'MemFree', ... in bytes from nodeN/meminfo ('Node 0 MemTotal:  123 kB')."""
-    out = {}
-    for line in p.lines(f"{NODE}/node{node}/meminfo"):
-        m = re.match(r"\s*Node\s+(\d+)\s+(\w+):\s+(\d{1,20})\s*(kB)?\s*$", line)
-        if m and int(m.group(1)) == node:
-            out[m.group(2)] = int(m.group(3)) * (1024 if m.group(4) else 1)
-    return out
+    return parse_meminfo(p.read(f"{NODE}/node{node}/meminfo"), node=node)
 
 
 LOW_SHARE = 0.8     # a CPU node with less than this fraction of the mean memory is short

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..sysfs import format_cpulist
 from ..machine.clocks import measure_clock
+from ..sysfs import parse_uptime
 from .base import Probe, check, fail, ok, skipped, warn
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -113,12 +114,8 @@ def tally(p: Probe, counters: Dict[int, Dict[str, int]]) -> Tally:
 
 
 def _uptime(p: Probe) -> str:
-    text = p.read("proc/uptime")
-    try:
-        s = float(text.split()[0]) if text else None
-    except (ValueError, IndexError):
-        s = None
-    if s is None or s < 0 or s != s or s == float("inf"):
+    s = parse_uptime(p.read("proc/uptime"))
+    if s is None:
         return "uptime unknown: /proc/uptime not readable"
     d, rest = divmod(int(s), 86400)
     h, rest = divmod(rest, 3600)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from . import cgroups, clocks, dmi, families, isa as isa_mod, peaks, topology
-from ..sysfs import Root
+from ..sysfs import Root, meminfo_bytes
 from .config import Config, load as load_config
 from .cpuinfo import parse as parse_cpuinfo
 from .model import Machine
@@ -67,11 +67,6 @@ def _hypervisor(root: Root, flags: set, system: Dict[str, str], arch: str, cpuid
                 return None
             return name
     return "unknown hypervisor" if is_x86 else None
-
-
-def _meminfo_total(root: Root) -> Optional[int]:
-    m = re.search(r"MemTotal:\s*(\d+)\s*kB", root.read("proc/meminfo") or "")
-    return int(m.group(1)) * 1024 if m else None
 
 
 def _resolve_config(config: ConfigArg, root: Root) -> Optional[Config]:
@@ -203,7 +198,7 @@ def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,
     if len(info.parts) > 1:
         m.unknowns["heterogeneous"] = f"CPU parts {sorted(info.parts)}: cores differ; figures are for {info.part}"
 
-    m.mem_total_bytes = _meminfo_total(r)
+    m.mem_total_bytes = meminfo_bytes("MemTotal", r)
     if m.mem_total_bytes is None:
         m.unknowns["mem_total_bytes"] = "/proc/meminfo missing"
     topo = topology.read(r, m.mem_total_bytes)

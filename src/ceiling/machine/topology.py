@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
-from ..sysfs import Root, parse_cpulist, parse_cpumask, parse_size
+from ..sysfs import Root, parse_cpulist, parse_cpumask, parse_meminfo, parse_size
 from .model import Cache, Cpu, NumaNode
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -136,11 +136,7 @@ def _read_nodes(root: Root) -> Tuple[List[NumaNode], Dict[int, int]]:
         nid = int(m.group(1))
         base = f"{NODE_DIR}/{name}"
         cpus = parse_cpulist(root.read(f"{base}/cpulist")) or parse_cpumask(root.read(f"{base}/cpumap"))
-        mem = None
-        meminfo = root.read(f"{base}/meminfo") or ""
-        mm = re.search(r"MemTotal:\s*(\d+)\s*kB", meminfo)
-        if mm:
-            mem = int(mm.group(1)) * 1024
+        mem = parse_meminfo(root.read(f"{base}/meminfo")).get("MemTotal")
         dist_text = root.read(f"{base}/distance") or ""
         try:
             dist = [int(x) for x in dist_text.split()]
