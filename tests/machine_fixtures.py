@@ -15,7 +15,6 @@ import tarfile
 from pathlib import Path
 from typing import Dict, Tuple
 
-import pytest
 
 LOCAL = Path(__file__).resolve().parent / "fixtures" / "machines"
 HWLOC = LOCAL / "hwloc"

@@ -11,6 +11,7 @@ import pytest
 
 from ceiling import core
 from ceiling.bench import latency
+from ceiling.results import curves
 from ceiling.results.measure import Context, Options
 from ceiling.errors import CoreError
 from ceiling.machine.model import Cache, Clocks, Cpu, Machine, NumaNode
@@ -304,10 +305,10 @@ def test_numa_latency_matrix_degrades_on_a_node_that_cannot_be_bound():
 
 
 def test_numa_factor():
-    f, where = latency.numa_factor([[100.0, 150.0], [140.0, 90.0]])
+    f, where = curves.numa_factor([[100.0, 150.0], [140.0, 90.0]])
     assert f == pytest.approx(140 / 90)
     assert (where["cpu_node_index"], where["memory_node_index"]) == (1, 0)
-    assert latency.numa_factor([[100.0, None], [None, None]])[0] is None
+    assert curves.numa_factor([[100.0, None], [None, None]])[0] is None
 
 
 def test_bench_latency_keeps_going_when_a_point_cannot_run():
@@ -319,3 +320,8 @@ def test_bench_latency_keeps_going_when_a_point_cannot_run():
     assert s.x and all(y is None for y in s.y)
     assert len(s.context["invalid"]) == len(s.x) and "pin" in s.context["invalid"][0]
     assert not out.metrics
+
+
+def test_local_over_remote():
+    assert curves.local_over_remote([[100.0, 50.0], [60.0, 90.0]]) == pytest.approx(95.0 / 55.0)
+    assert curves.local_over_remote([[100.0, None], [None, None]]) is None

@@ -16,7 +16,7 @@ import pytest
 from ceiling.report import html
 
 import sample_runs
-from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
+from reporting import render_html, write_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ from ceiling.report import html, html_plots, svg
 from ceiling.results.model import Finding, Metric, Run, Series
 
 import sample_runs
-from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
+from reporting import render_html, write_html
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -8,7 +8,7 @@ from ceiling.report import terminal
 from ceiling.results.model import LOWER, Metric, Peak, Run
 
 import sample_runs
-from reporting import render_html, render_text, summary_text, write_html  # noqa: F401
+from reporting import render_text, summary_text
 
 ALLOWED = set("×µ")          # the only non-ASCII characters a pasteable report may hold
 

@@ -26,7 +26,7 @@ estimated share of hits is recorded with the figure.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import core
 from ..errors import CoreError
@@ -34,6 +34,8 @@ from ..machine.model import Cache, Machine
 from ..results.model import LOWER, Metric, Series, Stats
 from ..results.measure import Context, Outcome
 from ..sysfs import meminfo_bytes
+from ..results.curves import numa_factor
+from . import numa
 from .base import per_iter_metric, single_numa_domain
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -314,25 +316,9 @@ def bench_latency(ctx: Context) -> Outcome:
 
 # -- NUMA ----------------------------------------------------------------------
 
-def numa_factor(matrix: Sequence[Sequence[Optional[float]]]) -> Tuple[Optional[float], Dict[str, Any]]:
-    """Worst remote latency over the local latency of the same CPU node, and where it is."""
-    best: Optional[float] = None
-    where: Dict[str, Any] = {}
-    for i, row in enumerate(matrix):
-        local = row[i] if i < len(row) else None
-        if not local:
-            continue
-        for j, v in enumerate(row):
-            if j != i and v is not None and (best is None or v / local > best):
-                best = v / local
-                where = {"cpu_node_index": i, "memory_node_index": j, "local_ns": local, "remote_ns": v}
-    return best, where
-
-
 def bench_numa_latency(ctx: Context) -> Outcome:
     """Latency from a CPU of each NUMA node to memory bound to each node: Series "latency.numa"."""
     m = ctx.machine
-    nodes = sorted(m.nodes, key=lambda n: n.id)
     skipped = single_numa_domain(m, "bench.numa_latency", "latency")
     if skipped is not None:
         return skipped
@@ -341,47 +327,29 @@ def bench_numa_latency(ctx: Context) -> Outcome:
     reps = _reps(ctx, REPS, QUICK_REPS)
     chaser = _Chaser(reps, QUICK_REP_S if ctx.opts.quick else REP_S, core.F_HUGEPAGES)
     chaser.ns = 100.0   # DRAM from the start
-    plan = list(ctx.cpus)
-    allowed = set(m.affinity) if m.affinity else None
-    rows: List[List[Optional[float]]] = []
-    row_cpu: Dict[str, Optional[int]] = {}
-    errors: List[str] = []
     no_huge: List[str] = []
-    ctx.progress.start("NUMA latency", total=len(nodes) ** 2)
-    for cpu_node in nodes:
-        mine = [c for c in plan if c in cpu_node.cpus] or \
-               [c for c in cpu_node.cpus if allowed is None or c in allowed]
-        cpu = mine[0] if mine else None
-        row_cpu[str(cpu_node.id)] = cpu
-        row: List[Optional[float]] = []
-        for mem_node in nodes:
-            val = None
-            if cpu is not None and mem_node.mem_bytes != 0:
-                size = dram
-                if mem_node.mem_bytes:
-                    size = min(size, _lines(int(MEM_FRACTION * mem_node.mem_bytes)))
-                try:
-                    raw = chaser.run(size, cpu, mem_node=mem_node.id)
-                    val = best_ns(raw)
-                    if not raw.valid:
-                        errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {raw.msg}")
-                    if not raw.hugepages:
-                        no_huge.append(f"{cpu_node.id}->{mem_node.id}")
-                except CoreError as e:
-                    errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {e}")
-            row.append(val)
-            ctx.progress.advance()
-        rows.append(row)
-    ctx.progress.done()
+
+    def cell(cpu_node, mem_node, cpus):
+        size = dram
+        if mem_node.mem_bytes:
+            size = min(size, _lines(int(MEM_FRACTION * mem_node.mem_bytes)))
+        raw = chaser.run(size, cpus[0], mem_node=mem_node.id)     # one thread: the row's first CPU
+        if not raw.hugepages:
+            no_huge.append(f"{cpu_node.id}->{mem_node.id}")
+        return best_ns(raw), ("" if raw.valid else raw.msg)
+
+    grid = numa.sweep(ctx, "NUMA latency", cell)
+    rows = grid.rows
+    row_cpu = {node: (cpus[0] if cpus else None) for node, cpus in grid.row_cpus.items()}
 
     context: Dict[str, Any] = {"kernel": "chase", "working_set_bytes": dram, "stride": STRIDE_BYTES,
                                "reps": reps, "cell_stat": f"best of {reps} repetitions",
                                "rows": "CPU node (one thread on row_cpu)", "columns": "memory node (mbind)",
                                "row_cpu": row_cpu, "hugepages_missing": no_huge}
     context.update(info)
-    if errors:
-        context["errors"] = errors
-    labels = [str(n.id) for n in nodes]
+    if grid.errors:
+        context["errors"] = grid.errors
+    labels = grid.labels
     out = Outcome(series=[Series("latency.numa", "matrix", title="Load latency, CPU node x memory node",
                                  x_label="memory node", y_label="CPU node", y_unit=NS, labels=labels,
                                  matrix=rows, context=context)])

@@ -19,11 +19,13 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import core
-from ..errors import BadValueError, CoreError
+from ..errors import BadValueError
 from ..machine.model import Cache, Machine
 from ..results.model import Peak, Series
 from ..results.measure import Context, Outcome
 from ..sysfs import meminfo_bytes
+from ..results.curves import local_over_remote
+from . import numa
 from .base import rate_metric, single_numa_domain
 
 GBS = "GB/s"
@@ -360,48 +362,24 @@ def bench_numa_bandwidth(ctx: Context) -> Outcome:
         info["size_note"] = f"capped to half of the smallest NUMA node's {min(node_mem)} bytes"
     reps = _reps(ctx, THREAD_REPS, THREAD_QUICK_REPS)
     k = core.find("stream_triad", ctx.opts.isa)
-    plan = set(ctx.cpus)
-    allowed = set(m.affinity) if m.affinity else None
-    rows: List[List[Optional[float]]] = []
-    row_cpus: Dict[str, List[int]] = {}
-    errors: List[str] = []
-    ctx.progress.start("NUMA bandwidth", total=len(nodes) ** 2)
-    for cpu_node in nodes:
-        cpus = [c for c in cpu_node.cpus if c in plan]
-        if not cpus:   # the plan leaves this node out: use the node's CPUs we may run on
-            cpus = [c for c in cpu_node.cpus if allowed is None or c in allowed]
-        row_cpus[str(cpu_node.id)] = cpus
-        row: List[Optional[float]] = []
-        for mem_node in nodes:
-            val = None
-            if mem_node.mem_bytes == 0:
-                errors.append(f"memory node {mem_node.id} has no memory")
-            elif not cpus:
-                errors.append(f"CPU node {cpu_node.id}: no CPU of it may be used")
-            else:
-                try:
-                    raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=len(cpus),
-                                   cpus=cpus, flags=_flags(ctx), mem_node=mem_node.id)
-                    val = _best_gbs(raw)
-                    if not raw.valid:
-                        errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {raw.msg}")
-                except CoreError as e:
-                    errors.append(f"CPU node {cpu_node.id}, memory node {mem_node.id}: {e}")
-            row.append(val)
-            ctx.progress.advance()
-        rows.append(row)
-    ctx.progress.done()
+
+    def cell(cpu_node, mem_node, cpus):
+        raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=len(cpus),
+                       cpus=cpus, flags=_flags(ctx), mem_node=mem_node.id)
+        return _best_gbs(raw), ("" if raw.valid else raw.msg)
+
+    grid = numa.sweep(ctx, "NUMA bandwidth", cell)
+    rows = grid.rows
     context = _stream_context(ctx, elems, info, ctx.cpus, k)
     context.update({"reps": reps, "cell_stat": f"best of {reps} repetitions",
                     "rows": "CPU node (threads on its CPUs)", "columns": "memory node (mbind)",
-                    "row_cpus": row_cpus})
-    local = [rows[i][i] for i in range(len(nodes)) if rows[i][i] is not None]
-    remote = [v for i, r in enumerate(rows) for j, v in enumerate(r) if i != j and v is not None]
-    if local and remote:
-        context["local_over_remote"] = (sum(local) / len(local)) / (sum(remote) / len(remote))
-    if errors:
-        context["errors"] = errors
+                    "row_cpus": grid.row_cpus})
+    ratio = local_over_remote(rows)
+    if ratio is not None:
+        context["local_over_remote"] = ratio
+    if grid.errors:
+        context["errors"] = grid.errors
     series = Series("stream.triad.numa", "matrix", title="STREAM triad, CPU node x memory node",
                     x_label="memory node", y_label="CPU node", y_unit=GBS,
-                    labels=[str(n.id) for n in nodes], matrix=rows, context=context)
+                    labels=grid.labels, matrix=rows, context=context)
     return Outcome(series=[series])

@@ -13,7 +13,6 @@ import os
 import platform
 import re
 import socket
-from pathlib import Path
 from typing import Dict, List, Optional, Union
 
 from . import cgroups, clocks, dmi, families, isa as isa_mod, peaks, topology

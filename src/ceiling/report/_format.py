@@ -7,8 +7,7 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
-import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
 from ..units import DASH, num, pct, quantity, size, time_scale, with_unit  # noqa: F401

@@ -1,4 +1,7 @@
-"""Per-size curves of a message-size sweep and the figures taken from them.
+"""Measured curves and matrices, and the figures a bench states from them.
+
+Per-size curves of a message-size sweep (network), and CPU-node x
+memory-node matrices (NUMA bandwidth and latency).
 
 Measurement-side statistics: the network bench (bench/network.py) needs
 these numbers while it measures, to name the plateau, n½ and a drop at the
@@ -9,13 +12,16 @@ The rules (IMB- and OSU-style curves of one value per timed block):
 plateau = the size with the highest median bandwidth (its best block is the
 metric); n½ = the smallest size whose median reaches half of the plateau's
 median; a drop = the largest size's median more than DROP below the
-plateau's; latency = per block, the mean one-way time of LATENCY_SIZES.
+plateau's; latency = per block, the mean one-way time of LATENCY_SIZES. For a NUMA
+matrix (rows: CPU nodes, columns: memory nodes, the diagonal local):
+the NUMA factor = the worst remote cell over the local cell of its row;
+local over remote = mean of the diagonal over mean of the rest.
 """
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 LATENCY_SIZES = (0, 1, 2, 4, 8)
 DROP = 0.10
@@ -66,3 +72,29 @@ def latency_values(lat: Curve) -> Tuple[List[float], List[int]]:
         return [], []
     nblocks = min(len(lat.per_block[s]) for s in sizes)
     return [statistics.fmean(lat.per_block[s][i] for s in sizes) for i in range(nblocks)], sizes
+
+
+# -- NUMA matrices --------------------------------------------------------------------
+
+def numa_factor(matrix: Sequence[Sequence[Optional[float]]]) -> Tuple[Optional[float], Dict[str, Any]]:
+    """Worst remote latency over the local latency of the same CPU node, and where it is."""
+    best: Optional[float] = None
+    where: Dict[str, Any] = {}
+    for i, row in enumerate(matrix):
+        local = row[i] if i < len(row) else None
+        if not local:
+            continue
+        for j, v in enumerate(row):
+            if j != i and v is not None and (best is None or v / local > best):
+                best = v / local
+                where = {"cpu_node_index": i, "memory_node_index": j, "local_ns": local, "remote_ns": v}
+    return best, where
+
+
+def local_over_remote(matrix: Sequence[Sequence[Optional[float]]]) -> Optional[float]:
+    """Mean of the diagonal (local) over the mean of the other cells (remote); None without both."""
+    local = [matrix[i][i] for i in range(len(matrix)) if i < len(matrix[i]) and matrix[i][i] is not None]
+    remote = [v for i, r in enumerate(matrix) for j, v in enumerate(r) if i != j and v is not None]
+    if not (local and remote):
+        return None
+    return (sum(local) / len(local)) / (sum(remote) / len(remote))
