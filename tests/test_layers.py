@@ -159,3 +159,9 @@ def test_no_long_file_without_a_reason(path: Path):
     head = text[:4000]
     assert LONG_MARK in head, (f"{path.relative_to(SRC.parents[1])} has {text.count(chr(10))} lines: split it along "
                                f"its seams, or say why not in its docstring ('{LONG_MARK}: ...')")
+
+
+def test_every_check_area_has_a_title():
+    from ceiling.checks.base import AREAS
+    from ceiling.report.labels import AREA_TITLES
+    assert tuple(AREA_TITLES) == AREAS

@@ -29,24 +29,10 @@ from ..sysfs import Root, decode, first_int
 from ..results.model import FAIL, OK, SKIPPED, WARN, Finding
 
 # Areas in the order a report shows them: the node's condition (what can
-# change from one hour to the next) first, then its configuration.
-AREAS: Dict[str, str] = {
-    "thermal": "Throttling",
-    "ras": "Memory and machine-check errors",
-    "load": "Competing load",
-    "noise": "OS noise",
-    "placement": "Placement stability",
-    "mem": "Memory",
-    "fs": "File systems",
-    "cpu": "CPU clock and power",
-    "numa": "NUMA",
-    "os": "Kernel and OS",
-    "limits": "Resource limits",
-    "cgroup": "Containers and cgroups",
-    "perf": "Profiling support",
-    "irq": "Interrupts",
-    "env": "Virtualization",
-}
+# change from one hour to the next) first, then its configuration. Their
+# titles are display names, so they are the report's (report/labels.py).
+AREAS = ("thermal", "ras", "load", "noise", "placement", "mem", "fs", "cpu", "numa", "os", "limits",
+         "cgroup", "perf", "irq", "env")
 
 
 @dataclass
