@@ -296,6 +296,9 @@ def test_quiet_node_is_ok():
     assert "LOC (Local timer interrupts) 500 [250/s]" in f.evidence
     assert "softirqs on these CPUs: TIMER 400 [200/s]" in f.evidence
     assert "one read costs 25 ns" in f.evidence
+    # the per-CPU figures are also structured data, matching the words
+    assert [c["cpu"] for c in f.data["cpus"]] == [0, 1]
+    assert f.data["cpus"][0]["fraction"] == pytest.approx(0.001) and f.data["cpus"][0]["detours"] == 2
 
 
 def test_noisy_cpu_warns_and_names_the_sources():

@@ -239,10 +239,16 @@ def judge(w: Window) -> Finding:
     ev.append(f"probe: detour = gap between clock reads > {r.threshold_ns} ns; one read costs "
               f"{loop_ns:.0f} ns; {sum(c.reads for c in cs)} reads")
 
+    # The same figures as data, for a cluster's comparison of nodes and for plots.
+    data = {"window_s": r.duration_s, "threshold_ns": r.threshold_ns,
+            "cpus": [{"cpu": c.cpu, "fraction": c.fraction, "detours": c.detours, "max_detour_s": c.max_gap_s,
+                      "reads": c.reads} for c in cs]}
     if not noisy and not long_:
         title = (f"OS noise {_pct(worst.fraction)} at most (CPU {worst.cpu})"
                  + (f", largest detour {_us(longest_s)} µs (CPU {longest.cpu})" if longest_s else ""))
-        return ok(title, evidence="; ".join(ev), why=WHY)
+        f = ok(title, evidence="; ".join(ev), why=WHY)
+        f.data = data
+        return f
     problems = []
     if noisy:
         names = ", ".join(f"CPU {c.cpu} {_pct(c.fraction)}"
@@ -254,7 +260,9 @@ def judge(w: Window) -> Finding:
                           for c in sorted(long_, key=lambda c: (-c.max_gap_s, c.cpu))[:WORST_CPUS])
         more = f" and {len(long_) - WORST_CPUS} more" if len(long_) > WORST_CPUS else ""
         problems.append(f"detours over {DETOUR_WARN_S * 1e3:g} ms ({names}{more})")
-    return warn("; ".join(problems), evidence="; ".join(ev), why=WHY, fix=FIX, needs_root=True)
+    f = warn("; ".join(problems), evidence="; ".join(ev), why=WHY, fix=FIX, needs_root=True)
+    f.data = data
+    return f
 
 
 @check("noise.os", live=True)
