@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, List, Optional, Tuple
 
 
 LOCAL = Path(__file__).resolve().parent / "fixtures" / "machines"
@@ -79,3 +79,23 @@ def fsroot(name: str, tmp_path_factory, full: bool = False) -> Path:
 def cpuid_dump(name: str, tmp_path_factory, pu: str = "pu0") -> Path:
     """One PU's cpuid dump file from x86-cpuid/NAME."""
     return unpack("x86-cpuid", name, tmp_path_factory) / pu
+
+
+class Recording:
+    """A reader (sysfs.Root, or a check's Probe) that remembers every file it read
+    and can swap one file's bytes: the robustness tests' way to find what a parser
+    reads and then feed it garbage. Mix in before the reader's class."""
+
+    def __init__(self, *a, swap: Optional[Dict[str, Optional[bytes]]] = None, **kw):
+        super().__init__(*a, **kw)
+        self.seen: List[str] = []
+        self.swap: Dict[str, Optional[bytes]] = dict(swap or {})
+
+    def raw(self, rel: str) -> Optional[bytes]:
+        rel = rel.lstrip("/")
+        if rel in self.swap:
+            return self.swap[rel]
+        data = super().raw(rel)
+        if data is not None and rel not in self.seen:
+            self.seen.append(rel)
+        return data

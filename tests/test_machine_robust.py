@@ -4,8 +4,6 @@ any file the model read on a recorded 2-socket node, and detect() still returns
 a Machine (figures it cannot read become unknown, with a reason)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
-
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -15,27 +13,13 @@ from hypothesis import strategies as st  # noqa: E402
 from ceiling.machine import detect  # noqa: E402
 from ceiling.machine.model import Machine  # noqa: E402
 from ceiling.sysfs import Root  # noqa: E402
-from machine_fixtures import fsroot  # noqa: E402
+from machine_fixtures import Recording, fsroot  # noqa: E402
 
 TREES = ("32em64t-2n8c+dax+nvme+mic+dimms", "128arm-2pa2n8cluster4co")
 
 
-class Recorder(Root):
+class Recorder(Recording, Root):
     """The one reader, remembering what it read and able to swap one file's bytes."""
-
-    def __init__(self, root, swap: Optional[Dict[str, Optional[bytes]]] = None):
-        super().__init__(root)
-        self.seen: List[str] = []
-        self.swap = swap or {}
-
-    def raw(self, rel: str) -> Optional[bytes]:
-        rel = rel.lstrip("/")
-        if rel in self.swap:
-            return self.swap[rel]
-        data = super().raw(rel)
-        if data is not None and rel not in self.seen:
-            self.seen.append(rel)
-        return data
 
 
 @pytest.fixture(scope="module", params=TREES)
@@ -59,6 +43,6 @@ GARBAGE = st.one_of(
 def test_no_file_content_crashes_the_machine_model(tree, data):
     root, seen = tree
     rel = data.draw(st.sampled_from(seen))
-    m = detect(Recorder(root, {rel: data.draw(GARBAGE)}), measure=False, config=False)
+    m = detect(Recorder(root, swap={rel: data.draw(GARBAGE)}), measure=False, config=False)
     assert isinstance(m, Machine)
     m.to_dict()

@@ -9,7 +9,7 @@ then picks one (check, file) pair and replaces that file's bytes. Live checks
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -21,7 +21,7 @@ from ceiling import machine as machine_mod  # noqa: E402
 from ceiling.checks import REGISTRY, base, load_all  # noqa: E402
 from ceiling.results.model import FAIL, OK, SKIPPED, WARN, Finding  # noqa: E402
 
-from machine_fixtures import fsroot  # noqa: E402
+from machine_fixtures import Recording, fsroot  # noqa: E402
 
 load_all()
 
@@ -73,22 +73,8 @@ EXTRA = {
 }
 
 
-class Recorder(base.Probe):
+class Recorder(Recording, base.Probe):
     """A probe that remembers every file it read and can swap one file's bytes."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.seen: List[str] = []
-        self.swap: Dict[str, Optional[bytes]] = {}
-
-    def raw(self, rel: str) -> Optional[bytes]:
-        rel = rel.lstrip("/")
-        if rel in self.swap:
-            return self.swap[rel]
-        data = super().raw(rel)
-        if data is not None and rel not in self.seen:
-            self.seen.append(rel)
-        return data
 
 
 @pytest.fixture(scope="module")
