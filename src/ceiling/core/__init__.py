@@ -1,8 +1,8 @@
 """The C core, seen from Python: its kernel table and one call to run a kernel.
 
 Every ctypes binding of the C core lives in this package: the kernel table
-here, the OS-noise probe in noise.py. Nothing else in ceiling declares a
-ctypes structure of the core.
+here, the OS-noise probe in noise.py, the storage I/O loops in io.py.
+Nothing else in ceiling declares a ctypes structure of the core.
 
 The library is csrc/ built by CMake into ``ceiling/_core/libceiling_core.so``
 (or the file named by ``CEILING_CORE_LIB``, for development builds). Python
