@@ -79,3 +79,48 @@ def interruption(e: BaseException) -> "tuple[str, int]":
     if e.args and e.args[0] == TERMINATED:
         return TERMINATED, TERMINATED_EXIT
     return "interrupted (Ctrl-C)", INTERRUPTED_EXIT
+
+
+class Held:
+    """The signal held_signals() caught, if any."""
+
+    def __init__(self) -> None:
+        self.signum: "int | None" = None
+
+    def interruption(self) -> "tuple[str, int]":
+        """(what it was, its exit code), as interruption() says for the exception it would have raised."""
+        import signal
+        return interruption(KeyboardInterrupt(TERMINATED) if self.signum == signal.SIGTERM else KeyboardInterrupt())
+
+
+class held_signals:
+    """Hold SIGINT and SIGTERM through a block that must finish (delivering a measured
+    run: the history, the JSON, the HTML): the first signal is remembered in the
+    ``Held`` it yields and acted on by the caller afterwards; a second one raises at
+    once, as the user insists. Outside the main thread it holds nothing."""
+
+    def __enter__(self) -> Held:
+        import signal
+        import threading
+        self.held = Held()
+        self.old: dict = {}
+        if threading.current_thread() is not threading.main_thread():
+            return self.held
+        for s in (signal.SIGINT, signal.SIGTERM):
+            self.old[s] = signal.getsignal(s)
+            signal.signal(s, self._handler)
+        return self.held
+
+    def _handler(self, signum, frame) -> None:
+        if self.held.signum is None:
+            self.held.signum = signum
+            return
+        import signal
+        if signum == signal.SIGTERM:
+            raise_terminated(signum, frame)
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        for s, h in self.old.items():
+            signal.signal(s, h)

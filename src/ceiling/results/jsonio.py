@@ -118,18 +118,22 @@ def dump(run: Run, path: PathLike) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as e:
         raise PathError(f"cannot write {path}: {e.strerror or e}") from None
+    done = False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        done = True
     except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         raise PathError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if not done:          # also on Ctrl-C: never leave the temporary file behind
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def loads(text: Union[str, bytes], source: str = "run document") -> Run:

@@ -8,7 +8,7 @@ import sys
 from typing import Callable, List, Optional
 
 from .. import core
-from ..errors import INTERRUPTED_EXIT, BadValueError, PathError, UsageError, ValidationError
+from ..errors import INTERRUPTED_EXIT, BadValueError, PathError, UsageError, ValidationError, held_signals
 from ..report.exporters.base import Exporter, deliver as _deliver_all, prepare
 from ..results.measure import Options
 from ..results.model import Run
@@ -153,10 +153,18 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
     the exit code: ``code`` (a step's error, an interruption) stands; then invalid measurements
     (9), a partial run (130), an output that could not be written (4)."""
     from ..analysis.analyse import ensure
-    ensure(run)
-    errors = _deliver_all(run, outputs, say)
+    # Once measured, a run is delivered: Ctrl-C or SIGTERM now waits until every output is
+    # written (a second one stops at once, and the exporters remove their temporary files).
+    with held_signals() as held:
+        ensure(run)
+        errors = _deliver_all(run, outputs, say)
     for e in errors:
         print(f"ceiling: {e}", file=sys.stderr)
+    if held.signum is not None:
+        why, icode = held.interruption()
+        print(f"ceiling: {why} while the run was delivered; every output was written first", file=sys.stderr)
+        if code == 0:
+            code = icode
     invalid = [m.name for m in run.metrics if not m.valid]
     if invalid:
         print(f"ceiling: {len(invalid)} measurement(s) failed validation and are not trusted: {', '.join(invalid)}",
