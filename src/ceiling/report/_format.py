@@ -7,6 +7,7 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Sequence
 
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
@@ -45,6 +46,30 @@ def when(iso: str) -> str:
                 text = text[: text.rindex(".")]     # fractions of a second say nothing here
             return text + " UTC"
     return text
+
+
+# -- text from outside --------------------------------------------------------------
+
+# C0 controls but tab and newline, DEL, and C1 controls: what a terminal would act on.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character a terminal would act on (ESC, BEL, CR, ...)
+    written out as \\xNN, so that a hostname, a model name or a JSON file cannot move the
+    cursor, retitle the window or fake a line of the report."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def printable_value(v: Any) -> Any:
+    """Every string inside ``v`` (dicts, lists, keys too) made printable."""
+    if isinstance(v, str):
+        return printable(v)
+    if isinstance(v, dict):
+        return {printable_value(k): printable_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(printable_value(x) for x in v)
+    return v
 
 
 # -- machine facts in words ------------------------------------------------------------

@@ -7,6 +7,7 @@ Colour is ANSI and only decorates text that is already complete without it.
 """
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -34,6 +35,15 @@ class _Style:
 
 
 _GLUE = re.compile(r"(\d) (?=\S)")
+
+
+def _printable_run(fn):
+    """Render a copy of the run whose every string is printable (report._format.printable):
+    the terminal shows what came from outside, it never obeys it."""
+    @functools.wraps(fn)
+    def wrapper(run: Run, *a, **kw):
+        return fn(Run.from_dict(F.printable_value(run.to_dict())), *a, **kw)
+    return wrapper
 
 
 def _wrap(text: str, width: int, indent: str, first: Optional[str] = None) -> List[str]:
@@ -239,6 +249,7 @@ def findings(run: Run, *, color: bool = False, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+@_printable_run
 def render_checks(run: Run, *, color: bool = False, width: int = 100, verbose: bool = False) -> str:
     """``ceiling check``: findings grouped by area in report order, problems with
     their evidence, why and fix; ok and skipped in one line (all details with verbose)."""
@@ -278,6 +289,7 @@ def render_checks(run: Run, *, color: bool = False, width: int = 100, verbose: b
     return "\n".join(lines) + "\n"
 
 
+@_printable_run
 def nhc_line(run: Run) -> str:
     """One line in the style of LBNL NHC, for a Slurm HealthCheckProgram log."""
     fails = [f for f in run.findings if f.status == FAIL]
@@ -293,6 +305,7 @@ def nhc_line(run: Run) -> str:
 
 # -- the whole report and the summary --------------------------------------------
 
+@_printable_run
 def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     """The full report: header, summary line, peaks, metrics, findings."""
     width = max(int(width), 60)
@@ -305,6 +318,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+@_printable_run
 def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
     """One screen: machine in a line, headline numbers, the verdict, the problems."""
     st = _Style(color)
@@ -354,6 +368,7 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
 
 # -- other verbs: ceiling machine, ceiling history --------------------------------
 
+@_printable_run
 def render_machine(run: Run, *, color: bool = False, width: int = 100) -> str:
     """``ceiling machine``: the header facts, the peaks, and what could not be read and why."""
     width = max(int(width), 60)
@@ -389,6 +404,10 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[b
 def render_history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) -> str:
     """``ceiling history``: stored runs (results.store.RunSummary), newest first, or, with
     ``metric``, that metric's values as (started, host, value, unit, run_id) tuples."""
+    return F.printable(_history(rows, metric=metric, width=width))
+
+
+def _history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) -> str:
     if metric:
         if not rows:
             return f"No value of {metric} is recorded."

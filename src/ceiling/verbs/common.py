@@ -153,13 +153,14 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
     the exit code: ``code`` (a step's error, an interruption) stands; then invalid measurements
     (9), a partial run (130), an output that could not be written (4)."""
     from ..analysis.analyse import ensure
+    from ..report._format import printable
     # Once measured, a run is delivered: Ctrl-C or SIGTERM now waits until every output is
     # written (a second one stops at once, and the exporters remove their temporary files).
     with held_signals() as held:
         ensure(run)
-        errors = _deliver_all(run, outputs, say)
+        errors = _deliver_all(run, outputs, lambda line: say(printable(line)))   # receipts name outside paths
     for e in errors:
-        print(f"ceiling: {e}", file=sys.stderr)
+        print(f"ceiling: {printable(e)}", file=sys.stderr)
     if held.signum is not None:
         why, icode = held.interruption()
         print(f"ceiling: {why} while the run was delivered; every output was written first", file=sys.stderr)
