@@ -199,3 +199,11 @@ def test_describe_is_short(tmp_path_factory):
     m = detect(fsroot("memorysidecaches", tmp_path_factory), measure=False)
     lines = m.describe()
     assert 4 <= len(lines) <= 10 and "Cascade Lake" in lines[0] and "2 sockets, 40 cores, 80 threads" in lines[1]
+
+
+def test_cpumask_junk_is_empty_and_linear():
+    # "-1" once looped forever (a negative int never shifts to 0) until memory ran out
+    assert parse_cpumask("-1") == [] and parse_cpumask("0x3") == [] and parse_cpumask("g") == []
+    assert parse_cpumask("00000000,0000000f") == [0, 1, 2, 3]
+    assert parse_cpumask("f" * 20000) == []                 # more bits than any kernel has CPUs
+    assert len(parse_cpumask("f" * 2048)) == 8192

@@ -150,20 +150,18 @@ def parse_cpulist(text: Optional[str]) -> List[int]:
 
 
 def parse_cpumask(text: Optional[str]) -> List[int]:
-    """Hex mask "00000000,0000000f" (most significant word first) -> ids."""
+    """Hex mask "00000000,0000000f" (most significant word first) -> ids; junk, a sign or
+    more than MAX_CPU_ID bits -> []. Linear in the mask's length."""
     if not text:
         return []
-    try:
-        value = int(text.replace(",", "").strip() or "0", 16)
-    except ValueError:
+    digits = text.replace(",", "").strip()
+    if not digits or not re.fullmatch(r"[0-9a-fA-F]+", digits):
         return []
-    ids, i = [], 0
-    while value:
-        if value & 1:
-            ids.append(i)
-        value >>= 1
-        i += 1
-    return ids
+    value = int(digits, 16)
+    if value.bit_length() > MAX_CPU_ID:
+        return []
+    bits = bin(value)[:1:-1]          # least significant first
+    return [i for i, b in enumerate(bits) if b == "1"]
 
 
 def format_cpulist(ids: Iterable[int]) -> str:
