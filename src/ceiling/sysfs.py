@@ -5,9 +5,10 @@ model reads through ``Root``, a check through its Probe, which reads with the
 same ``Root`` and decodes with the same ``decode``. Everything goes through
 ``Root.raw`` so that a test can point it at an unpacked tree of another
 machine, or feed it garbage (tests/checks/test_robust.py,
-tests/test_machine_robust.py). Reads never raise: a file that is missing or
-unreadable is ``None``, and the caller decides what that means (usually: the
-figure is unknown, with a reason).
+tests/test_machine_robust.py). Reads never raise and never hang: a file that is
+missing, unreadable, not a regular file (a FIFO, /dev/zero) or absurdly large
+(MAX_FILE_BYTES) is ``None``, and the caller decides what that means (usually:
+the figure is unknown, with a reason).
 
 Text comes in two strengths, chosen by the caller, never by the file:
   lenient (the machine model): NUL bytes dropped (some sysfs dumps have them),
@@ -20,8 +21,50 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
+
+
+# A file larger than this is not one the kernel writes for a real machine (/proc/interrupts
+# of 10,000 CPUs and 300 IRQs is about 35 MB): refused, rather than read into memory.
+MAX_FILE_BYTES = 64 << 20
+_CHUNK = 1 << 20
+
+
+class NotReadable(Exception):
+    """Why read_file refused a file (raised only with ``why=True``)."""
+
+
+def read_file(path: "str | os.PathLike[str]", cap: int = MAX_FILE_BYTES, why: bool = False) -> Optional[bytes]:
+    """The bytes of a regular file of at most ``cap`` bytes; None otherwise (missing,
+    unreadable, a FIFO, a device such as /dev/zero, or too large). Never blocks on
+    a FIFO and never reads more than ``cap`` + 1 MiB. ``why``: raise NotReadable
+    with the reason instead of returning None."""
+    def no(reason: str) -> None:
+        if why:
+            raise NotReadable(reason)
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as e:
+        return no(getattr(e, "strerror", None) or str(e))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return no("not a regular file")
+        chunks, total = [], 0
+        while True:
+            b = os.read(fd, _CHUNK)
+            if not b:
+                return b"".join(chunks)
+            total += len(b)
+            if total > cap:
+                return no(f"larger than {cap >> 20} MiB")
+            chunks.append(b)
+    except OSError as e:
+        return no(e.strerror or str(e))
+    finally:
+        os.close(fd)
 
 
 def decode(data: Optional[bytes], strict: bool = False) -> Optional[str]:
@@ -63,11 +106,9 @@ class Root:
         return self.path / rel.lstrip("/")
 
     def raw(self, rel: str) -> Optional[bytes]:
-        """The file's bytes, or None when it cannot be read: every read goes through here."""
-        try:
-            return self.p(rel).read_bytes()
-        except (OSError, ValueError):
-            return None
+        """The file's bytes, or None when it cannot be read (read_file: regular files of
+        at most MAX_FILE_BYTES only): every read goes through here."""
+        return read_file(self.p(rel))
 
     def read(self, rel: str, strict: bool = False) -> Optional[str]:
         """Stripped text of a file, or None (``strict``: see the module doc)."""

@@ -43,6 +43,7 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
 from ..errors import ConfigError
+from ..sysfs import NotReadable, read_file
 
 Number = (int, float)
 
@@ -144,6 +145,9 @@ def parse(text: str, path: str = "<string>") -> Config:
     return check(data, path)
 
 
+MAX_CONFIG_BYTES = 1 << 20      # a config of figures is a few hundred bytes
+
+
 def load(path: "Optional[Union[str, os.PathLike[str]]]" = None) -> Optional[Config]:
     """The config in force, or None when there is none (see the module doc for the order)."""
     explicit = path is not None
@@ -155,7 +159,7 @@ def load(path: "Optional[Union[str, os.PathLike[str]]]" = None) -> Optional[Conf
             raise ConfigError(f"config file {p}: not found")
         return None
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_file(p, cap=MAX_CONFIG_BYTES, why=True).decode("utf-8")
+    except (NotReadable, UnicodeDecodeError) as e:
         raise ConfigError(f"config file {p}: cannot be read ({e})") from None
     return parse(text, str(p))
