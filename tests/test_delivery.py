@@ -103,3 +103,12 @@ def test_an_interrupted_json_write_leaves_no_temporary_file(tmp_path, monkeypatc
     with pytest.raises(KeyboardInterrupt):
         jsonio.dump(_run(), tmp_path / "run.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_sigterm_after_ctrl_c_does_not_stop_delivery():
+    # Open MPI: the Ctrl-C reaches the ranks, then mpirun sends each a SIGTERM of its own
+    with held_signals() as held:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert held.signum == signal.SIGINT
+    assert held.interruption()[1] == 130

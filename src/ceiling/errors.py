@@ -96,8 +96,11 @@ class Held:
 class held_signals:
     """Hold SIGINT and SIGTERM through a block that must finish (delivering a measured
     run: the history, the JSON, the HTML): the first signal is remembered in the
-    ``Held`` it yields and acted on by the caller afterwards; a second one raises at
-    once, as the user insists. Outside the main thread it holds nothing."""
+    ``Held`` it yields and acted on by the caller afterwards. A second Ctrl-C raises
+    at once, as the user insists; a SIGTERM after a signal is only noted (Open MPI's
+    mpirun answers the Ctrl-C that also reached the ranks with a SIGTERM of its own,
+    and sends SIGKILL later if it must). Outside the main thread it holds nothing,
+    as cluster.stop.DeferredStop."""
 
     def __enter__(self) -> Held:
         import signal
@@ -112,13 +115,11 @@ class held_signals:
         return self.held
 
     def _handler(self, signum, frame) -> None:
+        import signal
         if self.held.signum is None:
             self.held.signum = signum
-            return
-        import signal
-        if signum == signal.SIGTERM:
-            raise_terminated(signum, frame)
-        raise KeyboardInterrupt
+        elif signum == signal.SIGINT:
+            raise KeyboardInterrupt(TERMINATED if self.held.signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:
         import signal
