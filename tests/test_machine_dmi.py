@@ -123,3 +123,9 @@ def test_parse_smbios17_extended_size_and_speed():
     r = dmi.parse_smbios17(bytes(raw) + b"DIMM_A1\0\0")
     assert r["size_bytes"] == 64 * GIB and r["type"] == "DDR5"
     assert r["speed_mts"] == 8800 and r["configured_mts"] == 6400 and r["locator"] == "DIMM_A1"
+
+
+def test_a_truncated_smbios_record_is_read_not_crashed_on():
+    from ceiling.machine.dmi import parse_smbios17
+    d = parse_smbios17(bytes([17, 0x28]) + bytes(0x13))     # declares 0x28 bytes, holds 0x15
+    assert d is not None and d["size_bytes"] is None and not d["populated"]

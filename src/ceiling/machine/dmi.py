@@ -97,7 +97,7 @@ def parse_smbios17(raw: bytes) -> Optional[Dict[str, Any]]:
     """One raw SMBIOS type 17 structure (formatted area + strings), as DSP0134 lays it out."""
     if len(raw) < 0x15 or raw[0] != 17:
         return None
-    length = raw[1]
+    length = min(raw[1], len(raw))   # a truncated record declares more than it holds
     strings = [s.decode("latin-1").strip() for s in raw[length:].split(b"\0")]
 
     def string(off: int) -> str:
