@@ -5,20 +5,26 @@
 (library.find_mpicc) into ``$XDG_CACHE_HOME/ceiling/mpi-<hash>.so`` (default
 ``~/.cache/ceiling``), the hash covering the source, the library's version
 string and the compiler's identity, so a new MPI or a new ceiling builds
-anew. The build goes to a temporary name and is renamed into place
-(atomic), so ranks of several nodes sharing a home directory never load a
-half-written file; on each node only its first rank builds while the others
-wait (``build_per_node``), then every rank loads it (netbench.NetBench).
+anew. The build goes to a temporary file (mkstemp: O_EXCL, 0600) and is
+renamed into place (atomic), so ranks of several nodes sharing a home
+directory never load a half-written file; on each node only its first rank
+builds while the others wait (``build_per_node``), then every rank loads it
+(netbench.NetBench).
+
+The cache is private (cache.py): its directory is ours and 0700, each
+library has its SHA-256 recorded beside it, and a cached file that is not
+ours, is writable by others, or does not match its record is rebuilt over,
+never loaded; every rank checks again before loading.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-import socket
 from pathlib import Path
 from typing import Optional, Tuple
 
 from ..errors import CeilingError, CoreError
+from . import cache
 from .launch import node_name
 from .library import Library, Tool, find_mpicc, library, run_tool
 from .netbench import NetBench
@@ -66,22 +72,20 @@ def library_file(lib: Library, mpicc: Tool, src: Optional[Path] = None) -> Path:
 
 
 def build(lib: Library, mpicc: Tool, src: Optional[Path] = None) -> Path:
-    """Compile netbench.c unless the cache holds it; atomic rename into place."""
+    """Compile netbench.c unless the cache holds it, verified (cache.verified);
+    a missing, stale or foreign file is compiled anew and renamed over."""
     src = src or source_path()
     target = library_file(lib, mpicc, src)
-    if target.is_file():
+    cache.private_dir(target.parent)
+    if cache.verified(target):
         return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise CoreError(f"cannot create the cache directory {target.parent}: {e.strerror}") from None
-    tmp = target.with_name(f"{target.name}.{socket.gethostname()}.{os.getpid()}.tmp")
+    tmp = cache.temporary(target)
     try:
         rc, out = run_tool([mpicc.path, *COMPILE_FLAGS, "-o", str(tmp), str(src)], timeout=120)
-        if rc != 0 or not tmp.is_file():
+        if rc != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
             last = out.strip().splitlines()[-1] if out.strip() else f"exit {rc}"
             raise CoreError(f"compiling {src} with {mpicc.path} failed: {last}")
-        os.replace(tmp, target)
+        cache.install(tmp, target)
     finally:
         try:
             tmp.unlink()        # only still there when the build failed or was interrupted
@@ -93,7 +97,8 @@ def build(lib: Library, mpicc: Tool, src: Optional[Path] = None) -> Path:
 def build_per_node(comm, leader: bool) -> Tuple[NetBench, Library, Tool]:
     """Find the wrapper and build the loops on each node's first rank, load them
     everywhere. Only leaders run the wrapper (a 128-rank node would otherwise
-    start 128 ``mpicc -E`` at once); the others take their leader's answer.
+    start 128 ``mpicc -E`` at once); the others take their leader's answer,
+    and every rank checks the file again as it loads it (NetBench.load).
     Collective; every rank raises the same error when any rank failed."""
     lib = library()
     err: Optional[CeilingError] = None

@@ -5,6 +5,12 @@ The library is loaded after mpi4py initialised MPI, and must prove it
 resolved the very library mpi4py initialised: ``nb_library`` reports MPI
 initialised there and the same version string. Every call is collective
 over MPI_COMM_WORLD; a negative return is the loop refusing its parameters.
+
+Loading runs the library's code, so ``NetBench.load`` first checks the file
+as every rank finds it (cache.verified: a private directory of ours, a file
+of ours matching the digest recorded when it was built) and refuses it
+otherwise: build.py rebuilds what fails the check, a rank merely loading
+never executes it.
 """
 from __future__ import annotations
 
@@ -13,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, List, Tuple
 
-from ..errors import CoreError, MPIUnavailableError
+from ..errors import CoreError, MPIUnavailableError, PathError
+from . import cache
 
 NB_ABI = 1
 NB_F_CORRUPT = 0x1
@@ -51,6 +58,11 @@ class NetBench:
 
     @classmethod
     def load(cls, path: Path, library_version: str) -> "NetBench":
+        # Checked by path, then loaded by the same path: safe because the directory is
+        # 0700 and ours (checked in cache.verified), so no one else can swap the file between.
+        if not cache.verified(Path(path)):
+            raise PathError(f"refusing to load {path}: not a file of yours matching the digest recorded "
+                            f"when it was built ({cache.record_of(Path(path)).name}); run again to rebuild it")
         try:
             so = ctypes.CDLL(str(path))
         except OSError as e:
