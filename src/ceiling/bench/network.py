@@ -6,7 +6,8 @@ Run under a launcher, ``mpirun -n N ceiling bench network`` (N >= 2) or
 only world rank 0 returns the results (the others return an empty Outcome
 and should print nothing). The timing loops are C (csrc/mpi/netbench.c),
 compiled against the MPI library mpi4py loaded (cluster/build.py), so the
-times are the library's and the fabric's, not Python's.
+times are the library's and the fabric's, not Python's. Longer than 500 lines:
+a tenth of it is this description of the method, kept with the code it describes.
 
 Placements. Each rank reports its node (``CEILING_NODE_NAME`` when set, so
 ranks on one machine can stand in for several nodes; else the host name),
