@@ -78,7 +78,7 @@ def open_store(args: argparse.Namespace):
     if getattr(args, "no_store", False):
         return None
     from ..results.store import Store
-    return Store(getattr(args, "db", None))
+    return Store(getattr(args, "db", None), check=True)    # a damaged history is refused, not written to
 
 
 def config(args: argparse.Namespace):
