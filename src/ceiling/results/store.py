@@ -14,7 +14,17 @@ StoreError naming what was found. An older database of ours is upgraded in
 place when opened (one transaction, after an integrity check: a damaged one
 is refused, not upgraded). A verb that will record a run opens the store
 with ``check=True`` before it measures: a damaged history is then refused
-(exit 5) and left byte for byte as it was.
+(exit 5) and left byte for byte as it was, and one that cannot be written
+(a read-only file or mount) is refused there too (exit 4), not after the
+measurements.
+
+Reading verbs (``history``, ``show``) open it with ``readonly=True``: SQLite's
+``mode=ro``, nothing created, upgraded or written, so they work on a history
+another user owns or on a read-only mount. WAL needs a ``-shm`` file beside
+the database; where none exists and none can be made (a read-only mount, a
+directory of another user), the file is opened ``immutable``: no writer of
+ours can be changing it there. An older store is read through a temporary
+view that adds the columns it lacks; a missing file reads as an empty history.
 
 Store versions (``PRAGMA user_version``):
   1 - runs and metrics tables.
@@ -26,6 +36,7 @@ import os
 import random
 import sqlite3
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +85,12 @@ _UPGRADES: Dict[int, Tuple[str, ...]] = {
     1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
 }
 
+# store version n -> how a reader sees an n database as the current one without
+# writing to it: temporary views (the temp schema is searched before the file's).
+_READ_OLD: Dict[int, Tuple[str, ...]] = {
+    1: ("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics",),
+}
+
 
 def default_db_path() -> Path:
     """``$XDG_DATA_HOME/ceiling/history.db``, else ``~/.local/share/ceiling/history.db``."""
@@ -100,13 +117,19 @@ class RunSummary:
 class Store:
     """The history database. Use as a context manager, or call ``close``."""
 
-    def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, check: bool = False):
-        """``check``: verify the file is intact (SQLite's quick_check) before anything is
-        written to it, as a verb that will record a run does before measuring; a damaged
-        file is refused, never written to. Reading verbs leave it to SQLite's own errors."""
+    def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, check: bool = False,
+                 readonly: bool = False):
+        """``check``: verify the file is intact (SQLite's quick_check) and can be written
+        before anything is written to it, as a verb that will record a run does before
+        measuring; a damaged or read-only file is refused, never written to.
+        ``readonly``: for reading only (module docstring); ``save`` then refuses."""
         self._check_intact = check
+        self.readonly = readonly
         default = path is None
         self.path = Path(default_db_path() if default else path)
+        if readonly:
+            self._db = self._connect_readonly()
+            return
         self._check_path(create_parent=default)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000,
@@ -147,6 +170,49 @@ class Store:
             raise PathError(f"cannot create {p}: {parent} is not a directory")
         if not os.access(parent, os.W_OK | os.X_OK):
             raise PathError(f"cannot create {p}: {parent} is not writable")
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        p = self.path
+        if p.is_dir():
+            raise PathError(f"cannot read {p} as a results database: it is a directory")
+        if not p.exists():
+            db = sqlite3.connect(":memory:", isolation_level=None)    # no history yet: an empty one
+            db.executescript(_SCHEMA)
+            return db
+        self._check_path(create_parent=False)          # an SQLite file, readable
+        base = "file:" + urllib.parse.quote(str(p.resolve())) + "?mode=ro"
+        last: Optional[sqlite3.Error] = None
+        for uri in (base, base + "&immutable=1"):
+            try:
+                db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            except sqlite3.Error as e:
+                last = e
+                continue
+            try:
+                db.execute("BEGIN")
+                try:
+                    version, tables = self._read_header(db)
+                finally:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+            except sqlite3.OperationalError as e:
+                db.close()
+                last = e
+                continue                                # no -shm to be had: immutable
+            except sqlite3.Error as e:
+                db.close()
+                raise self._error(e, reading=True) from None
+            try:
+                self._verify(version, tables)
+                if version < STORE_VERSION:
+                    for stmt in _READ_OLD.get(version, ()):
+                        db.execute(stmt)
+            except BaseException:
+                db.close()
+                raise
+            return db
+        assert last is not None
+        raise self._error(last, reading=True) from None
 
     def _open(self) -> None:
         """_open_once, again while another process holds a lock, up to the busy timeout.
@@ -207,6 +273,15 @@ class Store:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+        if self._check_intact:
+            # SQLite opens a file it may not write read-only without a word, and a save
+            # after the measurements would fail: a write that changes nothing, now
+            # (BEGIN IMMEDIATE alone succeeds on such a connection).
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM runs WHERE 0")
+            finally:
+                db.execute("ROLLBACK")
 
     def _upgrade(self, version: int) -> None:
         """Bring a store of ``version`` up to STORE_VERSION (inside the caller's write transaction)."""
@@ -226,9 +301,10 @@ class Store:
             first = " ".join(" ".join(problems).split())       # one line: the CLI prints it as is
             raise StoreError(f"{self.path} is damaged ({first}): {what}, not touched")
 
-    def _read_header(self) -> Tuple[int, set]:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    def _read_header(self, db: Optional[sqlite3.Connection] = None) -> Tuple[int, set]:
+        db = db or self._db
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         return version, tables
 
     def _verify(self, version: int, tables: set) -> None:
@@ -242,11 +318,11 @@ class Store:
             raise StoreError(f"{self.path} was written by a newer ceiling "
                              f"(store version {version} > {STORE_VERSION}); upgrade ceiling")
 
-    def _error(self, e: sqlite3.Error) -> Exception:
+    def _error(self, e: sqlite3.Error, reading: bool = False) -> Exception:
         msg = str(e)
         if isinstance(e, sqlite3.OperationalError) and (
                 "unable to open" in msg or "readonly" in msg or "read-only" in msg):
-            return PathError(f"cannot write {self.path}: {msg}")
+            return PathError(f"cannot {'read' if reading or self.readonly else 'write'} {self.path}: {msg}")
         if isinstance(e, sqlite3.OperationalError) and "locked" in msg:
             return StoreError(f"{self.path} is locked by another process for more than "
                               f"{BUSY_TIMEOUT_MS // 1000} s: {msg}")
@@ -270,6 +346,8 @@ class Store:
 
         A run without a run_id gets a new uuid4 hex one, set on ``run`` itself.
         """
+        if self.readonly:
+            raise PathError(f"{self.path} was opened for reading only: run not saved")
         if not run.run_id:
             run.run_id = uuid.uuid4().hex
         doc = jsonio.dumps(run)

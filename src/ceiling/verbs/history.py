@@ -24,7 +24,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..report import terminal
     from ..results.store import Store
     limit = parse_count(args.limit, what="--limit", low=1)
-    store = Store(args.db)
+    store = Store(args.db, readonly=True)     # never created, upgraded or written by reading
     if args.metric:
         rows = store.metrics_history(args.metric, host=args.host)[-limit:]
     else:

@@ -35,7 +35,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         run = jsonio.load(args.run)
     else:
         from ..results.store import Store
-        run = Store(args.db).get(args.run)
+        run = Store(args.db, readonly=True).get(args.run)
     ensure(run)      # a run recorded before the analysis was stored (schema 1) is analysed once, here
     if args.out:
         html.write(run, args.out)
