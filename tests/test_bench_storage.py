@@ -6,8 +6,10 @@ and the file-system and device-peak detection (machine/storage.py) on fake
 sysfs trees. No timing is asserted: I/O rates on a shared VM are noise.
 """
 import ctypes
+import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -249,18 +251,78 @@ def test_bench_leaves_nothing_and_names_its_metrics(tmp_path, small):
     assert leftovers(tmp_path) == []
 
 
-def test_bench_cleans_up_after_an_injected_error(tmp_path, small, monkeypatch):
+def test_bench_cleans_up_after_an_injected_error_and_keeps_what_it_measured(tmp_path, small, monkeypatch):
+    """A step failing part-way (the disk filling in the metadata phase): its files are
+    gone, and the figures measured before travel with the error (issue 11, item 11)."""
     seen = []
 
     def boom(run_dir, **kw):
         seen.append(leftovers(run_dir))
-        (Path(run_dir) / "stray").write_bytes(b"x")
-        raise PathError("injected")
+        raise PathError("storage: the file system is full during the run (injected)")
     monkeypatch.setattr(st, "meta_io", boom)
+    with pytest.raises(PathError, match="injected") as e:
+        st.bench_storage(ctx_for(tmp_path, size_bytes=N * MIB, reps=1))
+    assert seen == [[".ceiling-owner"]]                # earlier steps removed their own files
+    assert leftovers(tmp_path) == []
+    kept = {m.name for m in e.value.outcome.metrics}
+    assert {"storage.seq.write.fpp", "storage.seq.read.strided", "storage.iops.randread"} <= kept
+    assert not any(n.startswith("storage.md") for n in kept)
+
+
+def test_a_file_planted_in_the_run_directory_is_kept(tmp_path, small, monkeypatch, capsys):
+    """Only what ceiling created is deleted (issue 11, item 12): a file someone else put in
+    the run directory mid-run stays, with the directory, and stderr says so."""
+    planted = []
+
+    def plant(run_dir, **kw):
+        planted.append(Path(run_dir) / "results.dat")
+        planted[0].write_bytes(b"someone's data")
+        raise PathError("injected")
+    monkeypatch.setattr(st, "meta_io", plant)
     with pytest.raises(PathError, match="injected"):
         st.bench_storage(ctx_for(tmp_path, size_bytes=N * MIB, reps=1))
-    assert seen == [[]]                                # earlier steps removed their own files
-    assert leftovers(tmp_path) == []
+    assert planted[0].read_bytes() == b"someone's data"
+    assert leftovers(planted[0].parent) == ["results.dat"]          # ceiling's own files are gone
+    err = capsys.readouterr().err
+    assert f"kept {planted[0].parent}" in err and "'results.dat'" in err and err.count("\n") == 1
+
+
+def test_leftovers_of_a_killed_run_are_named_and_cleaned(tmp_path, small):
+    """A run killed with SIGKILL leaves its directory; the next run names it (a finding with
+    the command) and --clean removes it. A live run's directory is never claimed."""
+    p = _child(tmp_path, """
+        from ceiling.bench.storage_dir import RunDir
+        rd = RunDir(d).__enter__()
+        open(os.path.join(rd.path, "seq.fpp1.r0.t0"), "wb").write(b"x" * 65536)
+        print(rd.path, flush=True)
+        import time; time.sleep(60)
+        """)
+    dead = p.stdout.readline().strip()
+    live = _child(tmp_path, """
+        from ceiling.bench.storage_dir import RunDir
+        rd = RunDir(d).__enter__()
+        print(rd.path, flush=True)
+        import time; time.sleep(60)
+        """)
+    alive = live.stdout.readline().strip()
+    try:
+        p.kill()
+        p.wait()
+        from ceiling.bench import storage_dir
+        found = storage_dir.leftovers(str(tmp_path))
+        assert [lo.path for lo in found] == [dead] and found[0].bytes >= 65536 and "gone" in found[0].why
+        out = st.bench_storage(ctx_for(tmp_path, size_bytes=N * MIB, reps=1))
+        f = next(f for f in out.findings if f.id == "storage.leftovers")
+        assert f.status == "warn" and dead in f.evidence and alive not in f.evidence and "--clean" in f.fix
+        assert os.path.isdir(dead)
+        ctx = ctx_for(tmp_path, size_bytes=N * MIB, reps=1)
+        ctx.opts.storage_clean = True
+        out = st.bench_storage(ctx)
+        assert not os.path.exists(dead) and os.path.isdir(alive)
+        assert not any(f.id == "storage.leftovers" for f in out.findings)
+    finally:
+        live.kill()
+        live.wait()
 
 
 def _child(tmp_path, body: str, **popen):
@@ -600,3 +662,50 @@ def test_cli_full_disk_mid_run_exits_4_and_leaves_nothing(tmp_path):
     assert "storage: not measured" in r.stdout and "file size limit" in r.stdout
     assert "Traceback" not in r.stderr
     assert leftovers(tmp_path) == []
+
+
+_ENOSPC_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+/* The disk fills when the metadata phase makes its first directory: the sequential
+   and random figures are measured by then. */
+int mkdir(const char *path, mode_t mode)
+{
+    static int (*real)(const char *, mode_t);
+    if (strstr(path, "/md.")) { errno = ENOSPC; return -1; }
+    if (!real) real = (int (*)(const char *, mode_t))dlsym(RTLD_NEXT, "mkdir");
+    return real(path, mode);
+}
+"""
+
+
+def test_cli_disk_full_part_way_keeps_the_figures_measured_before(tmp_path):
+    """`ceiling bench storage` with the disk filling in its metadata phase (a preloaded
+    shim: mkdir fails with ENOSPC): the run keeps the sequential and random figures,
+    is marked partial, says what stopped it, and exits 4 (issue 11, item 11)."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler for the shim")
+    src, shim = tmp_path / "enospc.c", tmp_path / "enospc.so"
+    src.write_text(_ENOSPC_SHIM)
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(shim), str(src), "-ldl"], check=True)
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "run.json"
+    env = dict(os.environ, LD_PRELOAD=str(shim))
+    r = subprocess.run([sys.executable, "-m", "ceiling", "bench", "storage", "--dir", str(d), "--size", "8MiB",
+                        "--threads", "1", "--reps", "1", "--quick", "--no-store", "--save-json", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 4, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    doc = json.loads(out.read_text())
+    names = {m["name"] for m in doc["metrics"]}
+    assert {"storage.seq.write.fpp", "storage.seq.read.fpp", "storage.iops.randwrite"} <= names
+    assert not any(n.startswith("storage.md") for n in names)
+    assert doc["partial"] and "file system is full" in doc["partial_reason"]
+    assert any(f["id"] == "bench.storage" and "stopped after" in f["title"] for f in doc["findings"])
+    assert leftovers(d) == []

@@ -46,3 +46,16 @@ def test_no_file_content_crashes_the_machine_model(tree, data):
     m = detect(Recorder(root, swap={rel: data.draw(GARBAGE)}), measure=False, config=False)
     assert isinstance(m, Machine)
     m.to_dict()
+
+
+@pytest.mark.parametrize("text, why", [
+    (b"MemTotal:       -16384 kB\nMemFree: 1 kB\n", "MemTotal is not a size in kB: 'MemTotal:       -16384 kB'"),
+    (b"MemTotal:       0 kB\n", "MemTotal is not a size in kB"),
+    (b"MemFree: 1 kB\n", "no MemTotal line"),
+    (None, "missing or unreadable"),
+])
+def test_a_bad_mem_total_says_what_it_is(tree, text, why):
+    """A negative or zero MemTotal is not reported as a missing file (issue 11, item 12)."""
+    root, _ = tree
+    m = detect(Recorder(root, swap={"proc/meminfo": text}), measure=False, config=False)
+    assert m.mem_total_bytes is None and why in m.unknowns["mem_total_bytes"]

@@ -38,7 +38,8 @@ Safety: everything is written inside a new ``ceiling-io-XXXXXX`` directory
 (under ``--dir``, or $TMPDIR), every file is created with O_EXCL, free space
 is checked first, and the directory is removed on success, error and Ctrl-C
 (and by an atexit hook if all else failed). A full disk mid-run is one clear
-error, after the files are removed.
+error, after the files are removed; the figures measured before it are kept
+(they travel with the error, and the run is marked partial).
 
 The pieces: the C loops' binding is core/io.py, the file system and its
 device peak machine/storage.py, the run directory bench/storage_dir.py, and
@@ -55,12 +56,13 @@ import numpy as np
 
 from ..core.io import LAT_CAP, MD_BYTES, RAND_XFER, STAMP_EVERY, DirectRefused, Group, IoRaw, meta_io, random_io, \
     seq_io
-from ..errors import BadValueError
+from ..errors import BadValueError, CeilingError
 from ..machine.storage import FileSystem, describe_fs
 from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
 from ..results.measure import Context, Interrupted, Outcome
 from ..sysfs import meminfo_bytes
 from .base import judge
+from . import storage_dir
 from .storage_dir import RunDir, free_bytes
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -331,9 +333,19 @@ def preflight(ctx: Context) -> Plan:
     (BadValueError). bench_storage repeats them; this only makes bad input fail first."""
     p = plan(ctx)
     parent = getattr(ctx.opts, "storage_dir", None)
+    found = storage_dir.find_leftovers(ctx.opts)
     with RunDir(parent) as rd:        # proves the directory writable, and removes the probe
-        check_space(p, rd.path, parent or os.path.dirname(rd.path))
+        _space(p, rd.path, parent, found)
     return p
+
+
+def _space(p: Plan, path: str, parent: Optional[str], found: List[storage_dir.Leftover], processes: int = 1) -> None:
+    try:
+        check_space(p, path, parent or os.path.dirname(path), processes=processes)
+    except BadValueError as e:
+        if not found:
+            raise
+        raise BadValueError(f"{e}; {storage_dir.held(found)}: --clean removes them") from None
 
 
 def bench_storage(ctx: Context, parallel: Optional[Tuple[ParallelPart, str, Plan]] = None) -> Outcome:
@@ -349,27 +361,34 @@ def bench_storage(ctx: Context, parallel: Optional[Tuple[ParallelPart, str, Plan
     parent = getattr(ctx.opts, "storage_dir", None)
     p = plan(ctx)
     out = Outcome()
+    found = storage_dir.find_leftovers(ctx.opts)
+    if found:
+        out.findings.append(storage_dir.leftover_finding(found))
     with RunDir(parent) as rd:
-        check_space(p, rd.path, parent or os.path.dirname(rd.path))
+        _space(p, rd.path, parent, found)
         fs = describe_fs(rd.path)
         fs.dir = os.path.dirname(rd.path)     # the run's own subdirectory is gone afterwards
-        r = _Runner(ctx, p, rd.path, fs)
-        try:
-            _measure(r, out)
-        except KeyboardInterrupt as e:
-            raise Interrupted(out, *e.args) from None
+        _measure_keeping(_Runner(ctx, p, rd.path, fs), out)
     return out
 
 
 def _bench_parallel(ctx: Context, par: ParallelPart, path: str, p: Plan) -> Outcome:
     out = Outcome()
     fs = par.file_system(path)
-    r = _Runner(ctx, p, path, fs, par)
+    _measure_keeping(_Runner(ctx, p, path, fs, par), out)
+    return out
+
+
+def _measure_keeping(r: "_Runner", out: Outcome) -> None:
+    """_measure; what it measured before a stop or a failure (a full disk) travels with
+    the exception: Interrupted's outcome, or ``outcome`` set on the CeilingError."""
     try:
         _measure(r, out)
     except KeyboardInterrupt as e:
         raise Interrupted(out, *e.args) from None
-    return out
+    except CeilingError as e:
+        e.outcome = out          # type: ignore[attr-defined]
+        raise
 
 
 def _measure(r: _Runner, out: Outcome) -> None:

@@ -5,21 +5,43 @@ Safety comes first: the parent must exist and be a directory, the new one is
 made with mkdtemp (never an existing name), and it is removed on success,
 error and Ctrl-C, by an atexit hook if the interpreter exits some other way,
 and on SIGTERM (made a KeyboardInterrupt when nobody else handles it).
+
+Only what ceiling created is deleted: the C loops remove their own files
+(also on an error or a cancel), this module removes the two files it writes
+itself (OWN_FILES), then the directory with rmdir. Anything else found there
+was put there by someone else: the directory is kept, and a line on stderr
+names what is in it.
+
+A run killed outright (SIGKILL, a node crash) cannot clean up. Its directory
+holds an owner record (``.ceiling-owner``: host, pid, the pid's start time and
+the boot id); ``leftovers`` finds such directories of this user whose process is
+gone on this host, for the storage bench to name and ``--clean`` to remove.
 """
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import shutil
 import signal
+import socket
 import stat as stat_mod
+import sys
 import tempfile
 import threading
-from typing import Any, Callable, Optional
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional
 
 from ..errors import PathError, raise_terminated
+from ..results.model import WARN, Finding
 
 RUN_PREFIX = "ceiling-io-"
+OWNER_FILE = ".ceiling-owner"
+# The files this package writes itself (bench/storage_mpi.py's TOKEN_FILE is the second).
+OWN_FILES = (OWNER_FILE, ".ceiling-group")
+# How long the last rank out waits for the others' files to go before it keeps the directory.
+RMDIR_WAIT_S = 2.0
 
 
 class RunDir:
@@ -47,6 +69,12 @@ class RunDir:
             where = parent if parent is not None else tempfile.gettempdir()
             raise PathError(f"--dir {where}: cannot create a directory in it: {e.strerror or e}") from None
         path = self.path
+        try:
+            _write_owner(path)
+        except OSError as e:
+            os.rmdir(path)
+            raise PathError(f"--dir {parent or tempfile.gettempdir()}: cannot write in it: "
+                            f"{e.strerror or e}") from None
         self._hook = lambda: _remove(path)
         atexit.register(self._hook)
         if threading.current_thread() is threading.main_thread():
@@ -79,11 +107,158 @@ def check_dir(parent: str) -> None:
         raise PathError(f"--dir {parent}: not a directory")
 
 
-def _remove(path: str) -> None:
-    if path and os.path.isdir(path):
-        shutil.rmtree(path, ignore_errors=True)
+def _remove(path: str, wait_s: float = RMDIR_WAIT_S) -> bool:
+    """Remove the run directory: our own files, then rmdir. False (and one line on
+    stderr) when something ceiling did not create is still in it, which is kept."""
+    if not path or not os.path.isdir(path):
+        return True
+    for name in OWN_FILES:
+        try:
+            os.unlink(os.path.join(path, name))
+        except OSError:
+            pass
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as e:
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or time.monotonic() >= deadline:
+                break
+        time.sleep(0.05)    # other ranks sharing it may still be removing their files
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        names = []
+    shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    print(f"ceiling: kept {path}: it holds files ceiling did not create ({shown or 'unreadable'}); "
+          "nothing in it was deleted", file=sys.stderr, flush=True)
+    return False
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str:
+    """Field 22 of /proc/PID/stat (clock ticks after boot): a pid reused since differs."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[19] if ")" in stat else ""
+
+
+def _write_owner(path: str) -> None:
+    pid = os.getpid()
+    fd = os.open(os.path.join(path, OWNER_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{socket.gethostname()} {pid} {_start_time(pid)} {_boot_id()}\n")
+
+
+@dataclass
+class Leftover:
+    """A run directory of this user left by a ceiling process that is gone."""
+
+    path: str
+    bytes: int
+    why: str
+
+
+def leftovers(parent: Optional[str]) -> List[Leftover]:
+    """The ceiling-io-* directories in ``parent`` (or $TMPDIR) that this user's ceiling
+    left behind on this host: an owner record naming this host, and its process gone
+    (no such pid, another start time, or an earlier boot). A directory of another host
+    on a shared file system, or without a record, is never claimed."""
+    base = parent if parent is not None else tempfile.gettempdir()
+    found: List[Leftover] = []
+    try:
+        names = sorted(n for n in os.listdir(base) if n.startswith(RUN_PREFIX))
+    except OSError:
+        return found
+    host, boot, uid = socket.gethostname(), _boot_id(), os.geteuid()
+    for name in names:
+        d = os.path.join(base, name)
+        try:
+            st = os.lstat(d)
+            if not stat_mod.S_ISDIR(st.st_mode) or st.st_uid != uid:
+                continue
+            with open(os.path.join(d, OWNER_FILE)) as f:
+                fields = f.read(4096).split()
+        except OSError:
+            continue
+        if len(fields) < 2 or fields[0] != host or not fields[1].isdigit():
+            continue
+        pid, started = int(fields[1]), fields[2] if len(fields) > 2 else ""
+        booted = fields[3] if len(fields) > 3 else ""
+        if boot and booted and booted != boot:
+            why = f"pid {pid} ran before the last reboot"
+        elif not os.path.exists(f"/proc/{pid}"):
+            why = f"pid {pid} is gone"
+        elif started and _start_time(pid) != started:
+            why = f"pid {pid} is gone (the number is another process's now)"
+        else:
+            continue                      # its ceiling is still running
+        found.append(Leftover(d, _du(d), why))
+    return found
+
+
+def _du(path: str) -> int:
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for n in files:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def clean(found: List[Leftover]) -> List[str]:
+    """Remove leftovers (``--clean``); what could not be removed, one line each."""
+    failed: List[str] = []
+    for lo in found:
+        try:
+            shutil.rmtree(lo.path)
+        except OSError as e:
+            failed.append(f"{lo.path}: {e.strerror or e}")
+    return failed
 
 
 def free_bytes(path: str) -> int:
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
+
+
+def find_leftovers(opts: Any) -> List[Leftover]:
+    """What killed runs of this user left in the parent; removed first with --clean."""
+    found = leftovers(getattr(opts, "storage_dir", None))
+    if found and getattr(opts, "storage_clean", False):
+        failed = clean(found)
+        if failed:
+            raise PathError(f"--clean: could not remove {failed[0]}")
+        return []
+    return found
+
+
+def held(found: List[Leftover]) -> str:
+    return (f"{len(found)} ceiling-io-* director{'y' if len(found) == 1 else 'ies'} left by killed runs "
+            f"hold{'s' if len(found) == 1 else ''} {sum(lo.bytes for lo in found) / (1 << 30):.2f} GiB")
+
+
+def leftover_finding(found: List[Leftover]) -> Finding:
+    listed = "; ".join(f"{lo.path} ({lo.bytes / (1 << 20):.0f} MiB, {lo.why})" for lo in found[:5])
+    return Finding(
+        id="storage.leftovers", status=WARN, title=f"storage: {held(found)}",
+        evidence=listed + (f"; and {len(found) - 5} more" if len(found) > 5 else ""),
+        why="A run killed outright (SIGKILL, a crash, a node reboot) cannot remove its files; they take "
+            "space the next runs need.",
+        fix="ceiling bench storage --clean (with the same --dir) removes them, or: rm -r "
+            + " ".join(lo.path for lo in found[:5]))

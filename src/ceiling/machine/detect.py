@@ -197,9 +197,9 @@ def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,
     if len(info.parts) > 1:
         m.unknowns["heterogeneous"] = f"CPU parts {sorted(info.parts)}: cores differ; figures are for {info.part}"
 
-    m.mem_total_bytes = meminfo_bytes("MemTotal", r)
+    m.mem_total_bytes = meminfo_bytes("MemTotal", r) or None      # 0 B of memory is no figure
     if m.mem_total_bytes is None:
-        m.unknowns["mem_total_bytes"] = "/proc/meminfo missing"
+        m.unknowns["mem_total_bytes"] = _no_mem_total(r.read("proc/meminfo"))
     topo = topology.read(r, m.mem_total_bytes)
     m.cpus, m.nodes, m.caches = topo.cpus, topo.nodes, topo.caches
     m.unknowns.update(topo.unknowns)
@@ -281,3 +281,14 @@ def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,
 
     peaks.compute_peaks(m)
     return m
+
+
+def _no_mem_total(text: Optional[str]) -> str:
+    """Why /proc/meminfo gave no memory size: missing, or what its MemTotal line says."""
+    if text is None:
+        return "/proc/meminfo missing or unreadable"
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith("MemTotal:")), None)
+    if line is None:
+        return "/proc/meminfo has no MemTotal line"
+    return f"/proc/meminfo's MemTotal is not a size in kB: {line[:80]!r}"
+

@@ -30,6 +30,7 @@ class Options:
     nt_stores: bool = False              # STREAM with non-temporal stores
     oversubscribe: bool = False          # allow more threads than CPUs
     storage_dir: Optional[str] = None    # bench storage: where its ceiling-io-* directory goes ($TMPDIR)
+    storage_clean: bool = False          # bench storage --clean: remove what killed runs left there first
 
 
 class NullProgress:

@@ -22,6 +22,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the kernels in the C core and exit")
     p.add_argument("--dir", metavar="DIR", help="storage: where to write (a new ceiling-io-* subdirectory, removed "
                    "afterwards; default $TMPDIR or /tmp)")
+    p.add_argument("--clean", action="store_true", help="storage: first remove the ceiling-io-* directories "
+                   "that your killed runs left in DIR (a run names them when it finds them)")
     common.measure_options(p)
     common.output_options(p)
 

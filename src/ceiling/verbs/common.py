@@ -68,9 +68,11 @@ def options(args: argparse.Namespace) -> Options:
     placement = getattr(args, "placement", "compact")
     if placement not in ("compact", "scatter") and not placement.startswith("node:"):
         raise UsageError(f"--placement {placement!r}: unknown (compact, scatter or node:N)")
-    return Options(quick=getattr(args, "quick", False), threads=threads, placement=placement, reps=reps,
+    opts = Options(quick=getattr(args, "quick", False), threads=threads, placement=placement, reps=reps,
                    size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
                    oversubscribe=getattr(args, "oversubscribe", False), storage_dir=getattr(args, "dir", None))
+    opts.storage_clean = bool(getattr(args, "clean", False))
+    return opts
 
 
 def open_store(args: argparse.Namespace):

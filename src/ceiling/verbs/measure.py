@@ -58,10 +58,9 @@ def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_c
         why, code = interruption(e)
         session.interrupted(f"{why}: results so far are kept")
     run = session.finish()
-    code = common.deliver(run, common.exporters(args, store, html=report_html), code, say)
     if code == 0 and steps_must_run and session.step_errors:
-        code = session.step_errors[0].exit_code
-    return code
+        code = session.step_errors[0].exit_code     # before deliver: not the 130 of a partial run
+    return common.deliver(run, common.exporters(args, store, html=report_html), code, say)
 
 
 def measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:

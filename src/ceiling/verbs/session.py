@@ -18,7 +18,7 @@ from .. import __version__
 from ..results.measure import Context, Options, Outcome
 from ..errors import CeilingError
 from ..machine.model import Machine
-from ..results.model import SKIPPED, Finding, Run
+from ..results.model import SKIPPED, WARN, Finding, Run
 
 # Environment variables that change how kernels and libraries run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "GOTO_", "SLURM_CPUS", "SLURM_JOB_ID",
@@ -85,10 +85,21 @@ class Session:
         try:
             outcome = fn(self.context())
         except CeilingError as e:
-            # One kernel refusing (no such ISA, no memory, a full disk) skips its step, not the run.
+            # One kernel refusing (no such ISA, no memory, a full disk) skips its step, not the run;
+            # what the step measured before (e.outcome: storage's figures before the disk filled)
+            # is kept, and the run says it is partial.
             self.step_errors.append(e)
-            outcome = Outcome(findings=[Finding(id=f"bench.{label}", status=SKIPPED,
-                                                title=f"{label}: not measured", evidence=str(e))])
+            kept = getattr(e, "outcome", None)
+            if kept is not None and (kept.metrics or kept.series):
+                outcome = kept
+                outcome.findings.append(Finding(
+                    id=f"bench.{label}", status=WARN, title=f"{label}: stopped after {len(kept.metrics)} figures",
+                    evidence=str(e), why="The figures measured before the failure are kept; the rest of the "
+                    "step was not measured."))
+                self.partial(str(e) if str(e).startswith(f"{label}:") else f"{label} stopped: {e}")
+            else:
+                outcome = Outcome(findings=[Finding(id=f"bench.{label}", status=SKIPPED,
+                                                    title=f"{label}: not measured", evidence=str(e))])
         finally:
             if self.progress is not None:
                 self.progress.done()
@@ -104,8 +115,13 @@ class Session:
 
     # -- end -------------------------------------------------------------
     def interrupted(self, reason: str) -> None:
+        self.partial(reason)
+
+    def partial(self, reason: str) -> None:
+        """Mark the run partial; every reason is kept, in the order they came."""
+        self.run.partial_reason = "; ".join(filter(None, [self.run.partial_reason if self.run.partial else "",
+                                                          reason]))
         self.run.partial = True
-        self.run.partial_reason = reason
 
     def finish(self) -> Run:
         self.run.finished = utcnow()
