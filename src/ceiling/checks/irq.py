@@ -124,7 +124,8 @@ def balance(p: Probe):
     total = sum(dev.values())
     ncols = len(table.cpus)
     compute = [c for c in p.cpus() if c in dev] or list(table.cpus)
-    housekeeping = [c for c in table.cpus if c not in compute]
+    mine = set(compute)           # membership tested per CPU per IRQ line: a set, not the list
+    housekeeping = [c for c in table.cpus if c not in mine]
     balancer = irqbalance_running(p)
 
     def rate(n: int) -> str:
@@ -137,14 +138,14 @@ def balance(p: Probe):
     if total:
         top = sorted(dev.items(), key=lambda kv: -kv[1])[:4]
         ev.append("busiest CPUs: " + ", ".join(f"CPU{c} {n / total:.0%}" for c, n in top if n))
-    on_compute = sorted(((sum(n for c, n in zip(table.cpus, r.counts) if c in compute), r) for r in table.device),
+    on_compute = sorted(((sum(n for c, n in zip(table.cpus, r.counts) if c in mine), r) for r in table.device),
                         key=lambda t: -t[0])
     on_compute = [(n, r) for n, r in on_compute if n][:5]
     compute_total = sum(dev[c] for c in compute)
     ev.append(f"on this process's CPUs ({format_cpulist(compute)}): {rate(compute_total)}" +
               (": " + ", ".join(f"IRQ {r.label} {r.name} {n:,}" for n, r in on_compute) if on_compute else ""))
     sysint = table.per_cpu([r for r in table.system if r.label in ("LOC", "RES", "CAL", "TLB")])
-    sys_total = sum(n for c, n in sysint.items() if c in compute)
+    sys_total = sum(n for c, n in sysint.items() if c in mine)
     if sys_total:
         ev.append(f"per-CPU system interrupts (LOC, RES, CAL, TLB) there: {rate(sys_total)}, not movable")
     ev.append({True: "irqbalance is running", False: "irqbalance is not running (/proc/*/comm)",

@@ -66,7 +66,8 @@ def read_clocks(root: Root, info: CpuInfo, online: List[int],
         if nom:
             c.base_ghz, c.base_source = round(nom, 3), "/proc/cpuinfo model name (nominal)"
     if c.current_ghz is None and info.mhz:
-        vals = [v for k, v in info.mhz.items() if k in set(online)] or list(info.mhz.values())
+        on = set(online)
+        vals = [v for k, v in info.mhz.items() if k in on] or list(info.mhz.values())
         if vals:
             c.current_ghz = round(sum(vals) / len(vals) / 1000.0, 3)
             c.current_source = "/proc/cpuinfo cpu MHz (mean; often the nominal or the hypervisor's figure)"

@@ -54,15 +54,34 @@ def online_cpus(root: Root, present: List[int]) -> Tuple[List[int], str]:
     return out, f"{CPU_DIR}/cpuN/online"
 
 
-def _siblings(root: Root, cpu: int, name: str) -> Optional[List[int]]:
-    # The mask is what the kernel keeps; the _list file is printed from it.
-    # Prefer the mask where both exist (hand-made trees sometimes disagree).
+class _Sets:
+    """CPU sets parsed once per distinct text. On a large node thousands of files hold
+    the same list (every CPU of an L3, of a node, or on a flattened tree all of them):
+    parsing each, and keeping a copy per CPU, is quadratic in time and memory."""
+
+    def __init__(self) -> None:
+        self._seen: Dict[Tuple[str, str], FrozenSet[int]] = {}
+
+    def parse(self, text: Optional[str], kind: str) -> FrozenSet[int]:
+        if not text:
+            return frozenset()
+        key = (kind, text)
+        got = self._seen.get(key)
+        if got is None:
+            got = frozenset(parse_cpumask(text) if kind == "mask" else parse_cpulist(text))
+            self._seen[key] = got
+        return got
+
+    def either(self, root: Root, mask: str, lst: str) -> FrozenSet[int]:
+        """The mask's set, else the list's. The mask is what the kernel keeps, the _list
+        file is printed from it: prefer the mask where both exist (hand-made trees
+        sometimes disagree)."""
+        return self.parse(root.read(mask), "mask") or self.parse(root.read(lst), "list")
+
+
+def _siblings(root: Root, sets: _Sets, cpu: int, name: str) -> FrozenSet[int]:
     base = f"{CPU_DIR}/cpu{cpu}/topology/{name}"
-    mask = parse_cpumask(root.read(base))
-    if mask:
-        return mask
-    lst = parse_cpulist(root.read(base + "_list"))
-    return lst or None
+    return sets.either(root, base, base + "_list")
 
 
 class _UnionFind:
@@ -82,7 +101,8 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def _read_caches(root: Root, cpus: List[int]) -> Tuple[List[Cache], Dict[int, Dict[int, int]], Dict[str, str]]:
+def _read_caches(root: Root, cpus: List[int], sets: _Sets
+                 ) -> Tuple[List[Cache], Dict[int, Dict[int, int]], Dict[str, str]]:
     """Caches grouped by (level, type, size); per-CPU instance ids of L2 and L3."""
     unknowns: Dict[str, str] = {}
     # (level, type, size, line) -> set of sharing sets
@@ -102,11 +122,10 @@ def _read_caches(root: Root, cpus: List[int]) -> Tuple[List[Cache], Dict[int, Di
             if level is None or size is None or ctype not in ("data", "instruction", "unified"):
                 continue
             line = root.read_int(f"{d}/coherency_line_size")
-            shared = parse_cpumask(root.read(f"{d}/shared_cpu_map")) or \
-                parse_cpulist(root.read(f"{d}/shared_cpu_list"))
+            shared = sets.either(root, f"{d}/shared_cpu_map", f"{d}/shared_cpu_list")
             if not shared:
-                shared, unshared = [c], True
-            key = frozenset(shared) | {c}
+                shared, unshared = frozenset(), True
+            key = shared if c in shared else sets.parse(",".join(map(str, sorted(shared | {c}))), "list")
             groups.setdefault((level, ctype, size, line), set()).add(key)
             if ctype != "instruction":
                 per_level_sets.setdefault(level, set()).add(key)
@@ -157,7 +176,8 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
         topo.unknowns["topology"] = f"{CPU_DIR} lists no CPUs"
         return topo
     online, src = online_cpus(root, present)
-    online = [c for c in online if c in present] or []
+    present_set = set(present)
+    online = [c for c in online if c in present_set] or []
     topo.sources["online"] = src
     online_set = set(online)
     topo.online = online
@@ -165,10 +185,13 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
 
     # Cores: the kernel's thread-sibling sets, joined symmetrically.
     uf = _UnionFind()
+    sets = _Sets()
     pkg_raw: Dict[int, Optional[int]] = {}
     core_raw: Dict[int, Optional[int]] = {}
     cluster_raw: Dict[int, Optional[int]] = {}
     has_topology = set()
+    joined: Dict[FrozenSet[int], int] = {}              # a sibling set joined once -> its first CPU
+    first_of: Dict[Tuple[Optional[int], int], int] = {}     # (package, core_id) -> its first CPU
     for c in present:
         base = f"{CPU_DIR}/cpu{c}/topology"
         pkg = root.read_int(f"{base}/physical_package_id")
@@ -177,19 +200,20 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
             continue
         has_topology.add(c)
         pkg_raw[c], core_raw[c] = pkg, core
-        cluster = parse_cpulist(root.read(f"{base}/cluster_cpus_list"))
+        cluster = sets.parse(root.read(f"{base}/cluster_cpus_list"), "list")
         cluster_raw[c] = min(cluster) if cluster else None      # garbled or absent: no cluster
-        sibs = _siblings(root, c, "core_cpus") or _siblings(root, c, "thread_siblings")
+        sibs = _siblings(root, sets, c, "core_cpus") or _siblings(root, sets, c, "thread_siblings")
         uf.find(c)
         if sibs:
-            for s in sibs:
-                if s in present:
+            if sibs not in joined:
+                joined[sibs] = c
+                for s in sibs & present_set:
                     uf.union(c, s)
+            else:
+                uf.union(c, joined[sibs])
         elif core is not None:
             # No sibling lists (very old kernels): same package and core_id = same core.
-            for o in list(has_topology):
-                if o != c and pkg_raw.get(o) == pkg and core_raw.get(o) == core:
-                    uf.union(c, o)
+            uf.union(c, first_of.setdefault((pkg, core), c))
     if not has_topology:
         topo.unknowns["topology"] = "no cpuN/topology directories: each CPU counted as one core of one socket"
 
@@ -209,7 +233,7 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
     cluster_index = {v: i for i, v in enumerate(clusters)}
 
     nodes, cpu_node = _read_nodes(root)
-    caches, cache_ids, cache_unknowns = _read_caches(root, online)
+    caches, cache_ids, cache_unknowns = _read_caches(root, online, sets)
     topo.unknowns.update(cache_unknowns)
     if not caches:
         topo.unknowns["caches"] = f"no {CPU_DIR}/cpuN/cache directories"
@@ -225,19 +249,19 @@ def read(root: Root, mem_total_bytes: Optional[int] = None) -> Topology:
                 cpu_node[c] = int(m.group(1))
                 break
 
+    smt_of = {c: i for group in core_groups.values() for i, c in enumerate(sorted(group))}
     for c in present:
         if c not in has_topology and has_topology:
             topo.cpus.append(Cpu(id=c, core=-1, socket=-1, node=cpu_node.get(c, -1), smt=0,
                                  online=c in online_set))
             continue
         r = uf.find(c)
-        group = sorted(core_groups.get(r, [c]))
         p = pkg_raw.get(c)
         socket = pkg_index.get(p, 0) if p is not None else 0
         ids = cache_ids.get(c, {})
         cl = cluster_raw.get(c)
         topo.cpus.append(Cpu(id=c, core=core_index.get(r, c), socket=socket,
-                             node=cpu_node.get(c, 0), smt=group.index(c),
+                             node=cpu_node.get(c, 0), smt=smt_of.get(c, 0),
                              l2=ids.get(2), l3=ids.get(3), online=c in online_set,
                              cluster=cluster_index.get(cl) if cl is not None else None))
 
