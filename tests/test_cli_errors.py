@@ -30,6 +30,7 @@ CASES = [
     (["bench", "memory", "--size", "0", "--no-store"], 3, "larger than zero"),
     (["bench", "memory", "--size=-5M", "--no-store"], 3, "positive"),
     (["bench", "memory", "--size", "100TiB", "--no-store"], 3, "larger than this node's memory"),
+    (["bench", "memory", "--size", "1", "--no-store"], 3, "below one STREAM array element"),
     (["bench", "memory", "--threads", "0", "--no-store"], 3, "at least 1"),
     (["bench", "memory", "--threads", "x", "--no-store"], 2, "not a whole number"),
     (["bench", "memory", "--threads", "100000", "--no-store"], 3, "CPU"),
@@ -135,3 +136,13 @@ def test_help_for_every_verb():
         assert verb in r.stdout
     r = ceiling("--version")
     assert r.returncode == 0 and r.stdout.startswith("ceiling ")
+
+
+def test_a_bad_size_is_refused_before_measuring(tmp_path):
+    """`bench memory --size 1` measured the clock and every step, then exited 3 (issue 10, item 8)."""
+    db = tmp_path / "h.db"
+    r = ceiling("bench", "memory", "cache", "--size", "1", "--db", str(db))
+    assert r.returncode == 3 and r.stdout == "", r.stdout[:500]
+    from ceiling.results.store import Store
+    with Store(db, readonly=True) as s:
+        assert s.list() == []

@@ -252,7 +252,7 @@ def test_sweep_sizes_are_geometric_and_include_the_levels():
 
 
 def test_bench_stream_metrics_are_valid_with_context():
-    ctx = ctx_for(fake_machine(), size_bytes=1 << 20, reps=2)
+    ctx = ctx_for(fake_machine(l3=1 << 20), size_bytes=1 << 20, reps=2)     # 3 MiB of arrays, 1 MiB of L3
     out = memory.bench_stream(ctx)
     assert [m.name for m in out.metrics] == ["stream.copy", "stream.scale", "stream.add", "stream.triad"]
     for m in out.metrics:
@@ -261,8 +261,23 @@ def test_bench_stream_metrics_are_valid_with_context():
         assert m.context["array_elements"] == (1 << 20) // 8 and m.context["total_bytes"] == 3 << 20
         assert m.context["threads"] == len(ctx.cpus) and m.context["nt_stores"] is False
         assert m.efficiency == pytest.approx(m.value / 100.0)
-    nt = memory.bench_stream(ctx_for(fake_machine(), size_bytes=1 << 20, reps=1, nt_stores=True))
+    assert "below STREAM's rule of 4x" in out.metrics[0].context["size_note"]
+    nt = memory.bench_stream(ctx_for(fake_machine(l3=1 << 20), size_bytes=1 << 20, reps=1, nt_stores=True))
     assert all(m.valid and m.context["nt_stores"] for m in nt.metrics)
+
+
+def test_a_working_set_inside_the_caches_is_kept_apart():
+    """`bench memory --size 1MiB` on a node with 8 MiB of L3 measures the caches: its figures
+    get their own names (the history never mixes them with memory's), no memory peak, and a
+    warning (issue 10, item 7)."""
+    out = memory.bench_stream(ctx_for(fake_machine(l3=8 << 20), size_bytes=1 << 20, reps=1))
+    assert [m.name for m in out.metrics] == ["stream.copy.incache", "stream.scale.incache",
+                                             "stream.add.incache", "stream.triad.incache"]
+    assert all(m.efficiency is None and "not memory bandwidth" in m.note for m in out.metrics)
+    (f,) = out.findings
+    assert f.status == "warn" and "fit in the 8388608 bytes of last-level cache" in f.evidence
+    (s,) = memory.bench_stream_threads(ctx_for(fake_machine(l3=8 << 20), size_bytes=1 << 20, reps=1)).series
+    assert "in_cache" in s.context and "in the caches" in s.title
 
 
 def test_bench_stream_threads_series():

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import core
 from ..errors import BadValueError
 from ..machine.model import Cache, Machine
-from ..results.model import Peak, Series
+from ..results.model import WARN, Finding, Peak, Series
 from ..results.measure import Context, Outcome
 from ..sysfs import meminfo_bytes
 from ..results.curves import local_over_remote
@@ -76,7 +76,7 @@ def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
     info: Dict[str, Any] = {}
     if size_bytes is not None:
         if size_bytes < 8:
-            raise BadValueError(f"array size {size_bytes} bytes is below one element (8 bytes)")
+            raise BadValueError(f"--size {size_bytes} bytes: below one STREAM array element (8 bytes)")
         if mem_available is not None and STREAM_ARRAYS * size_bytes > mem_available:
             raise BadValueError(f"3 arrays of {size_bytes} bytes do not fit in the {mem_available} bytes "
                                 "of memory available")
@@ -97,6 +97,31 @@ def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
             info["size_note"] = (f"capped to fit half of the {mem_available} bytes of available memory: "
                                  "arrays may not exceed the caches by 4x")
     return int(elems), info
+
+
+def preflight(ctx: Context) -> None:
+    """The size checks of every STREAM step, before anything is measured (BadValueError)."""
+    stream_array_elements(ctx.machine, ctx.opts.size_bytes)
+
+
+def in_cache(machine: Machine, elems: int) -> Optional[str]:
+    """Why a STREAM figure at ``elems`` per array is the caches' bandwidth, not memory's:
+    the three arrays fit in the last-level caches together. None when they do not, or
+    when the caches are unknown."""
+    llc = machine.total_llc_bytes()
+    total = STREAM_ARRAYS * elems * 8
+    if llc is None or total > llc:
+        return None
+    return (f"the 3 arrays ({total} bytes) fit in the {llc} bytes of last-level cache: this is cache "
+            f"bandwidth, not memory's (STREAM's rule: each array at least {LLC_FACTOR}x the caches)")
+
+
+def _below_rule(machine: Machine, elems: int) -> Optional[str]:
+    llc = machine.total_llc_bytes()
+    if llc is None or elems * 8 >= LLC_FACTOR * llc:
+        return None
+    return (f"each array ({elems * 8} bytes) is below STREAM's rule of {LLC_FACTOR}x the {llc} bytes of "
+            "last-level cache: caches inflate the figure")
 
 
 def _reps(ctx: Context, full: int, quick: int) -> int:
@@ -139,13 +164,31 @@ def bench_stream(ctx: Context) -> Outcome:
     reps = _reps(ctx, STREAM_REPS, STREAM_QUICK_REPS)
     peak = _membw_peak(ctx.machine)
     out = Outcome()
+    # A working set inside the caches is recorded under its own names (stream.triad.incache):
+    # the history and the report never mix it with memory bandwidth.
+    cached = in_cache(ctx.machine, elems)
+    suffix = ""
+    if cached:
+        suffix, peak = ".incache", Peak(None, GBS, f"none: {cached}")
+        out.findings.append(Finding(
+            id="bench.stream.incache", status=WARN, title="STREAM: the working set fits in the caches",
+            evidence=f"--size {elems * 8} bytes per array: {cached}",
+            why="A figure measured inside the caches says nothing about memory bandwidth.",
+            fix=f"Leave --size out (ceiling sizes the arrays at {LLC_FACTOR}x the caches), or give at least "
+                f"{LLC_FACTOR}x the last-level cache per array; the figures are kept as stream.*.incache."))
+    else:
+        below = _below_rule(ctx.machine, elems) if info.get("size_rule") == "set by the user" else None
+        if below:
+            info = {**info, "size_note": below}
     ctx.progress.start("STREAM", total=len(STREAM_KERNELS))
     for short, kname in STREAM_KERNELS:
         k = core.find(kname, ctx.opts.isa)
         raw = core.run(k, elements=elems, iters=1, reps=reps, warmup=1, nthreads=ctx.nthreads,
                        cpus=ctx.cpus, flags=_flags(ctx))
-        out.metrics.append(rate_metric(f"stream.{short}", raw, peak=peak,
-                                       **_stream_context(ctx, elems, info, ctx.cpus, k)))
+        m = rate_metric(f"stream.{short}{suffix}", raw, peak=peak, **_stream_context(ctx, elems, info, ctx.cpus, k))
+        if cached:
+            m.note = "; ".join(filter(None, [m.note, "in the caches: not memory bandwidth"]))
+        out.metrics.append(m)
         ctx.progress.advance()
     ctx.progress.done()
     return out
@@ -195,6 +238,9 @@ def bench_stream_threads(ctx: Context) -> Outcome:
     ctx.progress.done()
     sat = saturation(xs, ys)
     context = _stream_context(ctx, elems, info, ctx.cpus, k)
+    cached = in_cache(ctx.machine, elems)
+    if cached:
+        context["in_cache"] = cached
     context.update({"reps": reps, "y_stat": f"best of {reps} repetitions", "saturation_threads": sat,
                     "saturation_fraction": SATURATION})
     if sat is not None:
@@ -204,7 +250,8 @@ def bench_stream_threads(ctx: Context) -> Outcome:
                            f"(>= {SATURATION:.0%} of the best, {top:.1f} GB/s)")
     if invalid:
         context["invalid"] = invalid
-    series = Series("stream.triad.threads", "xy", title="STREAM triad by thread count",
+    series = Series("stream.triad.threads", "xy",
+                    title="STREAM triad by thread count" + (" (in the caches)" if cached else ""),
                     x_label="threads", x_unit="", y_label="bandwidth", y_unit=GBS, x=xs, y=ys,
                     context=context)
     return Outcome(series=[series])

@@ -8,7 +8,7 @@ from typing import Callable, List, Tuple
 
 from ..errors import CeilingError, interruption
 from ..results.measure import Context, NullProgress, Outcome
-from . import common
+from . import common, suites
 from .session import Session
 
 Step = Tuple[str, Callable]
@@ -34,9 +34,9 @@ def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_c
     # Placement is validated on the read-only model, before the clock is measured.
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
-    if any(label == "storage" for label, _ in steps):
-        from ..bench import storage
-        storage.preflight(Context(m, opts, cpus, NullProgress()))   # bad --dir or size: its exit code, now
+    checks = suites.preflights()
+    for fn in dict.fromkeys(checks[label] for label, _ in steps if label in checks):
+        fn(Context(m, opts, cpus, NullProgress()))      # a bad --size or --dir: its exit code, now
     try:
         if steps:
             progress.start("machine model and clock")

@@ -28,6 +28,13 @@ def table() -> Dict[str, List[Tuple[str, Callable]]]:
     }
 
 
+def preflights() -> Dict[str, Callable]:
+    """step label -> the checks of its options that need no measurement (raise a
+    CeilingError): run for every chosen step before anything is measured."""
+    from ..bench import memory, storage
+    return {"stream": memory.preflight, "stream-threads": memory.preflight, "storage": storage.preflight}
+
+
 def steps(names: List[str], quick: bool) -> List[Tuple[str, Callable]]:
     """The steps of the named suites ("all" = the node's own, compute to cores), in suite order."""
     wanted = names or ["all"]
