@@ -333,8 +333,26 @@ def test_consistency_ignores_governor_and_epp_differences(tmp_path):
 def test_consistency_recorded_offline_cpus(tmp_path_factory):
     m, root = tree("offline-cpu0-node0", tmp_path_factory)
     f = run("cpu.consistency", m, root)
-    assert f.status == "warn" and "CPUs 0-3,21-23 offline" in f.title
+    # CPUs missing from a node with SMT on: a node to drain (issue 10, item 6)
+    assert f.status == "fail" and "CPUs 0-3,21-23 offline" in f.title
     assert "offline=0-3,21-191" in f.evidence and "present=0-23" in f.evidence
+
+
+def test_consistency_offline_siblings_with_smt_off_only_warn(tmp_path_factory, tmp_path):
+    import shutil
+    m, root = tree("offline-cpu0-node0", tmp_path_factory)
+    copy = tmp_path / "t"
+    import os
+    import stat
+
+    def regular_only(src, dst):          # the recorded tree holds FIFOs and devices: never open them
+        if stat.S_ISREG(os.lstat(src).st_mode):
+            shutil.copy2(src, dst)
+    shutil.copytree(root, copy, symlinks=True, copy_function=regular_only)
+    (copy / "sys/devices/system/cpu/smt").mkdir(parents=True, exist_ok=True)
+    (copy / "sys/devices/system/cpu/smt/control").write_text("off\n")
+    f = run("cpu.consistency", m, copy)
+    assert f.status == "warn" and "SMT is switched off" in f.evidence
 
 
 def test_consistency_possible_but_absent_cpus_are_not_offline(tmp_path_factory):

@@ -225,7 +225,7 @@ def test_check_verb_json_and_strict_codes(tmp_path):
     r = ceiling("check", "--only", "limits,cgroup", "--strict", "--no-store")
     assert r.returncode == {OK: 0, WARN: 1, FAIL: 2}[worst]
     r = ceiling("check", "--only", "limits,cgroup", "--nhc", "--no-store")
-    assert r.returncode == {OK: 0, WARN: 1, FAIL: 2}[worst]
+    assert r.returncode == {OK: 0, WARN: 0, FAIL: 2}[worst]       # NHC drains on errors only
     assert len(r.stdout.strip().splitlines()) == 1
     assert r.stdout.startswith({OK: "OK: ceiling", WARN: "WARNING: ceiling", FAIL: "ERROR: ceiling"}[worst])
 
@@ -243,3 +243,26 @@ def test_check_on_a_recorded_tree(tmp_path):
     r = ceiling("check", "--root", str(tmp_path), "--only", "mem,limits")
     assert r.returncode == 0, r.stderr
     assert "not applicable to a recorded tree" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_nhc_drains_on_failures_only(tmp_path):
+    """`check --nhc` exits 2 when a check fails, 0 when checks only warn (printed in its
+    line), and `--nhc --strict` 1 on warnings too: LBNL NHC drains on errors only, and the
+    README's Slurm wrapper must not drain a node for a setting (issue 10, item 6)."""
+    thp = tmp_path / "sys/kernel/mm/transparent_hugepage"
+    thp.mkdir(parents=True)
+    (thp / "enabled").write_text("always madvise [never]\n")
+    (tmp_path / "proc").mkdir()
+    r = ceiling("check", "--root", str(tmp_path), "--only", "mem.thp", "--nhc")
+    assert r.returncode == 0 and r.stdout.startswith("WARNING: ceiling: mem.thp:"), (r.returncode, r.stdout)
+    r = ceiling("check", "--root", str(tmp_path), "--only", "mem.thp", "--nhc", "--strict")
+    assert r.returncode == 1
+    cpu = tmp_path / "sys/devices/system/cpu"
+    for c in range(4):
+        (cpu / f"cpu{c}").mkdir(parents=True)
+    (cpu / "present").write_text("0-3\n")
+    (cpu / "online").write_text("0-1\n")
+    (cpu / "offline").write_text("2-3\n")
+    r = ceiling("check", "--root", str(tmp_path), "--only", "mem.thp,cpu.consistency", "--nhc")
+    assert r.returncode == 2 and r.stdout.startswith("ERROR: ceiling: Health check failed: cpu.consistency:"), \
+        (r.returncode, r.stdout)

@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..sysfs import format_cpulist
 from ..sysfs import parse_cpulist as cpulist
-from .base import Probe, check, ok, skipped, warn
+from .base import Probe, check, fail, ok, skipped, warn
 from .thermal import ALL_BELOW_BASE
 
 
@@ -387,9 +387,14 @@ def consistency(p: Probe):
     Governors and energy-performance preferences are judged per CPU by
     cpu.governor and cpu.epp, which name the CPUs that differ.
 
+    fail: CPUs offline (present but not online; names them) while SMT is not
+    switched off as a whole: the node has fewer cores than it should (a CPU
+    taken offline after a machine check, or by hand), and the batch system
+    may not know it: a node to drain (``check --nhc``).
+
     warn:
-    - CPUs offline (present but not online; names them): the node has fewer
-      cores than it should, and the batch system may not know it;
+    - CPUs offline with SMT switched off (smt/control off or forceoff): the
+      siblings are offline by design; named so that the count is no surprise;
     - a CPU capped below its hardware maximum (scaling_max_freq <
       cpuinfo_max_freq; names the CPUs and the cap): a leftover power cap or a
       manual limit slows those cores;
@@ -417,9 +422,11 @@ def consistency(p: Probe):
             mins[c] = "at the hardware minimum" if cmin is not None and smin <= cmin else f"raised to {ghz(smin)}"
     problems, notes = [], []
     offline, src = offline_cpus(p)
+    smt_off = (p.read(f"{CPU}/smt/control") or "").strip() in ("off", "forceoff")
     if offline:
         problems.append(f"{cpus_text(offline)} offline")
-        notes.insert(0, f"offline from {src or 'the machine topology'}")
+        notes.insert(0, f"offline from {src or 'the machine topology'}"
+                        + ("; SMT is switched off (smt/control)" if smt_off else ""))
     if caps:
         for (smax, cmax), cs in group(caps).items():
             problems.append(f"{cpus_text(cs)} capped at {ghz(smax)} (hardware maximum {ghz(cmax)})")
@@ -437,7 +444,8 @@ def consistency(p: Probe):
     n = len(cpus)
     base_ev = f"{n} online CPU{'s' * (n != 1)}" + ("" if mins or limits else "; no cpufreq to compare")
     if problems:
-        return warn(f"CPUs are not configured alike: {problems[0]}"[:160],
+        judge = fail if offline and not smt_off else warn
+        return judge(f"CPUs are not configured alike: {problems[0]}"[:160],
                     evidence="; ".join([base_ev] + problems + notes),
                     why="cores that are offline, capped or set differently run slower than the rest, and the "
                         "slowest rank sets the pace of a parallel job",

@@ -297,8 +297,9 @@ def nhc_line(run: Run) -> str:
     if fails or warns:
         first = (fails or warns)[0]
         more = len(fails) + len(warns) - 1
-        kind = "ERROR" if fails else "WARNING"
-        text = f"{kind}: ceiling: Health check failed: {first.id}: {first.title}"
+        # NHC's wording for an error; a warning does not fail the health check (check --nhc exits 0).
+        text = (f"ERROR: ceiling: Health check failed: {first.id}: {first.title}" if fails
+                else f"WARNING: ceiling: {first.id}: {first.title}")
         return text + (f" (and {more} more: {len(fails)} fail, {len(warns)} warn)" if more else "")
     return f"OK: ceiling: {_counts(run.findings)}"
 

@@ -12,8 +12,9 @@ from . import common
 NAME = "check"
 HELP = "the node's condition and configuration"
 DESCRIPTION = "Findings (ok / warn / fail / skipped), each with evidence, why it matters and how to fix it."
-EPILOG = ("Exit status: 0, unless --strict or --nhc: 1 when a check warns, 2 when one fails "
-          "(usable as Slurm's HealthCheckProgram).")
+EPILOG = ("Exit status: 0, unless --strict: 1 when a check warns, 2 when one fails. --nhc (usable as "
+          "Slurm's HealthCheckProgram, as LBNL NHC): 2 when a check fails, warnings printed only; "
+          "--nhc --strict: 1 for warnings too.")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -22,7 +23,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the checks and their areas, and exit")
     p.add_argument("--explain", metavar="ID", help="print the long explanation of one check, and exit")
     p.add_argument("--strict", action="store_true", help="exit 1 when a check warns, 2 when one fails")
-    p.add_argument("--nhc", action="store_true", help="print one health-check line (NHC style) instead of the table; implies --strict")
+    p.add_argument("--nhc", action="store_true", help="print one health-check line (NHC style) instead of the table; "
+                   "exit 2 when a check fails (a node to drain), 0 when checks only warn (with --strict: 1)")
     p.add_argument("--noise-seconds", type=str, metavar="S", help="length of the OS-noise window (default 2)")
     p.add_argument("--root", metavar="DIR", help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
     p.add_argument("-v", "--verbose", action="store_true", help="show evidence for every finding, not only for problems")
@@ -78,7 +80,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     outputs = common.exporters(args, store, html=False, render=render, quiet_store=args.nhc)
     code = common.deliver(run, outputs, code, say)
     if code == 0 and (args.strict or args.nhc):
-        code = {"fail": 2, "warn": 1}.get(worst(run.findings), 0)
+        # A health check drains a node on errors only, as LBNL NHC does: a low memlock or
+        # fragmented huge pages are worth a line, not a drained node.
+        code = {"fail": 2, "warn": 1 if args.strict else 0}.get(worst(run.findings), 0)
     return code
 
 
