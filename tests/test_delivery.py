@@ -112,3 +112,19 @@ def test_a_sigterm_after_ctrl_c_does_not_stop_delivery():
         os.kill(os.getpid(), signal.SIGTERM)
         assert held.signum == signal.SIGINT
     assert held.interruption()[1] == 130
+
+
+def test_the_report_reads_the_umask_without_changing_it(monkeypatch, tmp_path):
+    """html._umask used to set and restore the process umask: a race with threads
+    that create files meanwhile (issue 11, item 12)."""
+    import os
+    from ceiling.report import html
+    calls = []
+    real = os.umask
+    monkeypatch.setattr(os, "umask", lambda m: calls.append(m) or real(m))
+    old = real(0o027)
+    try:
+        assert html._umask() == 0o027
+    finally:
+        real(old)
+    assert calls == []

@@ -254,7 +254,16 @@ def render(run: Run) -> str:
 
 
 def _umask() -> int:
-    mask = os.umask(0o022)
+    """The process umask, read from /proc/self/status (Linux 4.7+) without changing it:
+    os.umask's set-and-restore would briefly change it for every thread of the process."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)        # an older kernel: the only way there is
     os.umask(mask)
     return mask
 
