@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..machine.dmi import channel_of
 from ..sysfs import parse_meminfo
-from .base import Probe, check, fail, ok, skipped, warn
+from .base import Probe, check, ok, skipped, warn
 
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
 
@@ -319,11 +319,9 @@ def population(p: Probe):
     (MemTotal) and the memory channels per socket of this CPU (CPU families
     data file or config).
 
-    fail: visible memory under 90% of installed: memory not recognised (a
-    DIMM disabled after errors, a failed channel), or mirroring or sparing
-    set in the BIOS: a node to drain (``check --nhc``) until someone looks.
-
     warn, each named:
+    - visible memory under 90% of installed: mirroring or sparing set in
+      the BIOS, or memory not recognised (a DIMM disabled after errors);
     - DIMMs of mixed sizes or rated speeds: channels end up unbalanced and
       run at the slowest DIMM's speed;
     - a DIMM configured below its rated speed: the CPU's limit, two DIMMs
@@ -362,7 +360,6 @@ def population(p: Probe):
     facts: List[str] = []
     problems: List[str] = []
     notes: List[str] = []
-    missing = False
     sizes = [r.get("size_bytes") for r in pop if isinstance(r.get("size_bytes"), int) and r["size_bytes"] > 0]
     installed = sum(sizes)
     types = "/".join(sorted({str(r["type"]) for r in pop if r.get("type")})) or "DIMMs"
@@ -375,7 +372,6 @@ def population(p: Probe):
         frac = visible / installed
         facts.append(f"installed {_size(installed)}, visible {_size(visible)} (MemTotal, {frac:.0%})")
         if frac < VISIBLE_BELOW:
-            missing = True
             problems.append(f"only {_size(visible)} of {_size(installed)} installed is visible ({frac:.0%})")
     else:
         notes.append("installed vs visible: " + ("DIMM sizes unknown" if not installed else "MemTotal unknown"))
@@ -447,7 +443,7 @@ def population(p: Probe):
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     evidence += f"; DIMM records from {m.sources.get('dimms', 'SMBIOS')}"
     if problems:
-        return (fail if missing else warn)("Memory population: " + "; ".join(problems), evidence=evidence,
+        return warn("Memory population: " + "; ".join(problems), evidence=evidence,
                     why="memory bandwidth grows with every populated channel and needs identical DIMMs in all of "
                         "them; mixed, slow or missing DIMMs cost bandwidth on every memory-bound code",
                     fix="populate every channel with identical DIMMs, the same number per channel (see the board's "
