@@ -10,17 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-def _cpulist(ids):
-    ids = sorted(ids)
-    out, i = [], 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
+from ceiling.sysfs import format_cpulist
 
 
 def _cpumask(ids, n):
@@ -44,7 +34,7 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
     per_socket = cores // sockets
     per_node = ncpus // nodes
     everyone = range(ncpus)
-    every_list, every_mask = _cpulist(everyone), _cpumask(everyone, ncpus)
+    every_list, every_mask = format_cpulist(everyone), _cpumask(everyone, ncpus)
     cpu = "sys/devices/system/cpu"
     for name in ("online", "present", "possible"):
         _w(root, f"{cpu}/{name}", f"0-{ncpus - 1}\n")
@@ -57,7 +47,7 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
         t = f"{cpu}/cpu{c}/topology"
         _w(root, f"{t}/physical_package_id", f"{sock}\n")
         _w(root, f"{t}/core_id", f"{core % per_socket}\n")
-        sl, sm = (every_list, every_mask) if all_share else (_cpulist(sibs), _cpumask(sibs, ncpus))
+        sl, sm = (every_list, every_mask) if all_share else (format_cpulist(sibs), _cpumask(sibs, ncpus))
         for name in ("core_cpus", "thread_siblings"):
             _w(root, f"{t}/{name}", sm + "\n")
             _w(root, f"{t}/{name}_list", sl + "\n")
@@ -68,7 +58,7 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
             if all_share:
                 shared_list, shared_mask = every_list, every_mask
             else:
-                shared_list, shared_mask = _cpulist(shared), _cpumask(shared, ncpus)
+                shared_list, shared_mask = format_cpulist(shared), _cpumask(shared, ncpus)
             for name, text in (("level", level), ("type", ctype), ("size", size), ("coherency_line_size", 64),
                                ("shared_cpu_list", shared_list), ("shared_cpu_map", shared_mask)):
                 _w(root, f"{d}/{name}", f"{text}\n")
@@ -81,7 +71,7 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
     _w(root, f"{node}/online", f"0-{nodes - 1}\n")
     for k in range(nodes):
         ids = [c for c in everyone if (c % cores) // (cores // nodes) == k]
-        _w(root, f"{node}/node{k}/cpulist", _cpulist(ids) + "\n")
+        _w(root, f"{node}/node{k}/cpulist", format_cpulist(ids) + "\n")
         _w(root, f"{node}/node{k}/meminfo", f"Node {k} MemTotal:       {64 << 20} kB\nNode {k} MemFree: {60 << 20} kB\n")
         _w(root, f"{node}/node{k}/distance", " ".join("10" if j == k else "32" for j in range(nodes)) + "\n")
     _w(root, "proc/meminfo", f"MemTotal:       {nodes * (64 << 20)} kB\nMemFree: {nodes * (60 << 20)} kB\n"

@@ -146,6 +146,12 @@ def read_text(path: "str | os.PathLike[str]") -> Optional[str]:
     return Root("/").read(str(path))
 
 
+def stat_fields(data: bytes) -> List[bytes]:
+    """/proc/PID/stat from field 3 (state) on: comm, which may hold spaces and
+    parentheses, ends at the last ')'. Field N of proc(5) is item N - 3."""
+    return data[data.rindex(b")") + 2:].split()
+
+
 def parse_meminfo(text: Optional[str], kib: bool = False, node: Optional[int] = None) -> Dict[str, int]:
     """/proc/meminfo, or with ``node`` nodeN/meminfo ("Node 0 MemTotal: ..."; lines of
     another node are skipped), as {field: value}: "kB" values in bytes (``kib``: in KiB,

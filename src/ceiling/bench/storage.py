@@ -318,13 +318,17 @@ def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffi
     return out
 
 
-def check_space(p: Plan, path: str, shown: str, processes: int = 1) -> None:
+def check_space(p: Plan, path: str, shown: str, processes: int = 1,
+                found: Sequence[storage_dir.Leftover] = ()) -> None:
+    """BadValueError unless ``path`` has room for what the plan writes at once (+10 %);
+    ``found``: leftovers of killed runs in the same parent, named in the message."""
     need = p.bytes_at_once() * processes
     free = free_bytes(path)
     if free < FREE_MARGIN * need:
         raise BadValueError(f"--dir {shown}: {free / GIB:.2f} GiB free, the storage bench needs "
                             f"{FREE_MARGIN * need / GIB:.2f} GiB (what it writes at once +10 %): use a smaller "
-                            "--size or another --dir")
+                            "--size or another --dir"
+                            + (f"; {storage_dir.held(list(found))}: --clean removes them" if found else ""))
 
 
 def preflight(ctx: Context) -> Plan:
@@ -335,17 +339,8 @@ def preflight(ctx: Context) -> Plan:
     parent = getattr(ctx.opts, "storage_dir", None)
     found = storage_dir.find_leftovers(ctx.opts)
     with RunDir(parent) as rd:        # proves the directory writable, and removes the probe
-        _space(p, rd.path, parent, found)
+        check_space(p, rd.path, parent or os.path.dirname(rd.path), found=found)
     return p
-
-
-def _space(p: Plan, path: str, parent: Optional[str], found: List[storage_dir.Leftover], processes: int = 1) -> None:
-    try:
-        check_space(p, path, parent or os.path.dirname(path), processes=processes)
-    except BadValueError as e:
-        if not found:
-            raise
-        raise BadValueError(f"{e}; {storage_dir.held(found)}: --clean removes them") from None
 
 
 def bench_storage(ctx: Context, parallel: Optional[Tuple[ParallelPart, str, Plan]] = None) -> Outcome:
@@ -365,7 +360,7 @@ def bench_storage(ctx: Context, parallel: Optional[Tuple[ParallelPart, str, Plan
     if found:
         out.findings.append(storage_dir.leftover_finding(found))
     with RunDir(parent) as rd:
-        _space(p, rd.path, parent, found)
+        check_space(p, rd.path, parent or os.path.dirname(rd.path), found=found)
         fs = describe_fs(rd.path)
         fs.dir = os.path.dirname(rd.path)     # the run's own subdirectory is gone afterwards
         _measure_keeping(_Runner(ctx, p, rd.path, fs), out)

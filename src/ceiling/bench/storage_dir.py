@@ -20,7 +20,6 @@ gone on this host, for the storage bench to name and ``--clean`` to remove.
 from __future__ import annotations
 
 import atexit
-import errno
 import os
 import shutil
 import signal
@@ -29,19 +28,17 @@ import stat as stat_mod
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
 from ..errors import PathError, raise_terminated
+from ..sysfs import Root, read_text, stat_fields
 from ..results.model import WARN, Finding
 
 RUN_PREFIX = "ceiling-io-"
 OWNER_FILE = ".ceiling-owner"
 # The files this package writes itself (bench/storage_mpi.py's TOKEN_FILE is the second).
 OWN_FILES = (OWNER_FILE, ".ceiling-group")
-# How long the last rank out waits for the others' files to go before it keeps the directory.
-RMDIR_WAIT_S = 2.0
 
 
 class RunDir:
@@ -107,53 +104,42 @@ def check_dir(parent: str) -> None:
         raise PathError(f"--dir {parent}: not a directory")
 
 
-def _remove(path: str, wait_s: float = RMDIR_WAIT_S) -> bool:
-    """Remove the run directory: our own files, then rmdir. False (and one line on
-    stderr) when something ceiling did not create is still in it, which is kept."""
+def _remove(path: str) -> None:
+    """Remove the run directory: our own files, then rmdir. Something ceiling did not
+    create still in it keeps it, with one line on stderr. (Under MPI every rank's C loop
+    removes its files before the call's last agreement point: rank 0 leaves after.)"""
     if not path or not os.path.isdir(path):
-        return True
+        return
     for name in OWN_FILES:
         try:
             os.unlink(os.path.join(path, name))
         except OSError:
             pass
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            os.rmdir(path)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError as e:
-            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST) or time.monotonic() >= deadline:
-                break
-        time.sleep(0.05)    # other ranks sharing it may still be removing their files
     try:
-        names = sorted(os.listdir(path))
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
     except OSError:
-        names = []
-    shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-    print(f"ceiling: kept {path}: it holds files ceiling did not create ({shown or 'unreadable'}); "
-          "nothing in it was deleted", file=sys.stderr, flush=True)
-    return False
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            names = []
+        shown = ", ".join(repr(n) for n in names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        print(f"ceiling: kept {path}: it holds files ceiling did not create ({shown or 'unreadable'}); "
+              "nothing in it was deleted", file=sys.stderr, flush=True)
 
 
 def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    return read_text("/proc/sys/kernel/random/boot_id") or ""
 
 
 def _start_time(pid: int) -> str:
     """Field 22 of /proc/PID/stat (clock ticks after boot): a pid reused since differs."""
+    data = Root("/").raw(f"proc/{pid}/stat")
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
+        return stat_fields(data)[19].decode() if data else ""
+    except (ValueError, IndexError):
         return ""
-    return stat.rsplit(")", 1)[-1].split()[19] if ")" in stat else ""
 
 
 def _write_owner(path: str) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..results.model import OK, SKIPPED, WARN, Finding
+from ..sysfs import stat_fields
 from .base import Probe, check
 
 OTHER_CPU_WARN = 0.10     # other processes using this fraction of one CPU on average: warn
@@ -83,10 +84,8 @@ def _read(path: str) -> bytes:
 
 
 def _parse_pid_stat(pid: int, data: bytes) -> ProcTimes:
-    # comm may contain spaces and parentheses: it ends at the last ')'.
-    lp = data.index(b"(")
-    rp = data.rindex(b")")
-    rest = data[rp + 2:].split()
+    lp, rp = data.index(b"("), data.rindex(b")")
+    rest = stat_fields(data)
     # rest[0] is field 3 (state); utime, stime, cutime, cstime, starttime are fields 14-17, 22.
     return ProcTimes(pid, data[lp + 1:rp].decode("utf-8", "replace"),
                      int(rest[11]) + int(rest[12]), int(rest[19]), rss_pages=max(0, int(rest[21])),

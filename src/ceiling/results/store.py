@@ -201,7 +201,7 @@ class Store:
                 continue                                # no -shm to be had: immutable
             except sqlite3.Error as e:
                 db.close()
-                raise self._error(e, reading=True) from None
+                raise self._error(e) from None
             try:
                 self._verify(version, tables)
                 if version < STORE_VERSION:
@@ -212,7 +212,7 @@ class Store:
                 raise
             return db
         assert last is not None
-        raise self._error(last, reading=True) from None
+        raise self._error(last) from None
 
     def _open(self) -> None:
         """_open_once, again while another process holds a lock, up to the busy timeout.
@@ -318,11 +318,11 @@ class Store:
             raise StoreError(f"{self.path} was written by a newer ceiling "
                              f"(store version {version} > {STORE_VERSION}); upgrade ceiling")
 
-    def _error(self, e: sqlite3.Error, reading: bool = False) -> Exception:
+    def _error(self, e: sqlite3.Error) -> Exception:
         msg = str(e)
         if isinstance(e, sqlite3.OperationalError) and (
                 "unable to open" in msg or "readonly" in msg or "read-only" in msg):
-            return PathError(f"cannot {'read' if reading or self.readonly else 'write'} {self.path}: {msg}")
+            return PathError(f"cannot {'read' if self.readonly else 'write'} {self.path}: {msg}")
         if isinstance(e, sqlite3.OperationalError) and "locked" in msg:
             return StoreError(f"{self.path} is locked by another process for more than "
                               f"{BUSY_TIMEOUT_MS // 1000} s: {msg}")
