@@ -24,7 +24,8 @@ def test_bad_files_raise_one_clear_line(name, pattern):
 @pytest.mark.parametrize("text,pattern", [
     ("[gpu]\nx = 1\n", r"unknown section \[gpu\]"),
     ("x = 1\n", r"x: unknown key outside a section"),
-    ("[cpu]\nfma_units = 0\nfma_width_bits = 256\n", r"fma_units = 0: out of range: must be a whole number from 1 to 16$"),
+    ("[cpu]\nfma_units = 0\nfma_width_bits = 256\n",
+     r"fma_units = 0: out of range: must be a whole number from 1 to 16$"),
     ("[cpu]\nfma_units = 2\nfma_width_bits = 100\n", r"multiple of 64"),
     ("[cpu]\nfma_units = 2\n", r"go together"),
     ("[cpu]\nbase_ghz = true\n", r"must be a number"),
@@ -117,7 +118,8 @@ def test_every_numeric_key_accepts_its_range_and_refuses_beyond_it(section, key,
             config.parse(text, "c.toml")
         msg = str(e.value)
         assert msg.startswith(f"config file c.toml: [{section}] {key} = ") and "\n" not in msg, msg
-        assert f"out of range: must be {'a whole number' if k.types is int else 'a number'} from {k.low:g} to {k.high:g}" in msg
+        what = "a whole number" if k.types is int else "a number"
+        assert f"out of range: must be {what} from {k.low:g} to {k.high:g}" in msg
         assert e.value.exit_code == 6
     with pytest.raises(ConfigError, match="must be (a number|an integer)$"):
         config.parse(_one(section, key, "true"), "c.toml")        # a bool is no number

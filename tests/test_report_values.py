@@ -222,3 +222,43 @@ def test_nesting_a_run_can_have_is_read():
     doc = copy.deepcopy(BASES["golden_v2"])
     doc["findings"][0]["data"] = {"x": json.loads("[" * 50 + "]" * 50)}
     assert survives(json.dumps(doc)) == "shown"
+
+
+# -- a measured run is delivered whatever its peaks -------------------------------------------
+
+@pytest.mark.parametrize("peak", [0.0, 1e-320, 1e308, float("inf"), float("nan")])
+def test_a_measured_run_with_any_peak_is_delivered_in_full(peak, tmp_path, capsys):
+    # As `ceiling run` delivers: a peak the machine model or an older config gave, efficiencies
+    # computed from it as a bench does, then analysis, JSON file, HTML report, history, terminal.
+    import argparse
+
+    from ceiling.results.model import Peak
+    from ceiling.results.store import Store
+    from ceiling.verbs import common
+
+    run = vm_run()
+    for key, p in list(run.machine["peaks"].items()):
+        run.machine["peaks"][key] = {"value": peak, "unit": p["unit"], "provenance": "config file c.toml"}
+    for m in run.metrics:
+        if m.peak is not None:
+            m.peak = Peak(peak, m.peak.unit, "config file c.toml")
+            m.efficiency = m.value / peak if peak else None
+    args = argparse.Namespace(save_json=str(tmp_path / "r.json"), out=str(tmp_path / "r.html"), json=False)
+    store = Store(str(tmp_path / "h.db"))
+    assert common.deliver(run, common.exporters(args, store, html=True), 0, print) == 0
+    out, err = capsys.readouterr()
+    assert "ceiling: " not in err and "ceiling summary" in out
+    assert not bad_coordinates((tmp_path / "r.html").read_text())
+    back = jsonio.load(tmp_path / "r.json")
+    assert back.metrics and Store(str(tmp_path / "h.db")).get(back.run_id or store.list()[0].run_id).metrics
+
+
+def test_a_nan_efficiency_is_never_the_verdict():
+    from ceiling.analysis.summary import verdict
+    run = vm_run()
+    # the first metric with an efficiency: min() would keep a NaN met first, whatever follows
+    first = next(m for m in run.metrics if m.efficiency is not None)
+    assert verdict(run).metric != first.name
+    expected = verdict(run)
+    first.efficiency = float("nan")             # a NaN peak while measuring
+    assert verdict(run) == expected
