@@ -24,11 +24,12 @@ def test_bad_files_raise_one_clear_line(name, pattern):
 @pytest.mark.parametrize("text,pattern", [
     ("[gpu]\nx = 1\n", r"unknown section \[gpu\]"),
     ("x = 1\n", r"x: unknown key outside a section"),
-    ("[cpu]\nfma_units = 0\nfma_width_bits = 256\n", r"fma_units = 0: must be > 0"),
+    ("[cpu]\nfma_units = 0\nfma_width_bits = 256\n",
+     r"fma_units = 0: out of range: must be a whole number from 1 to 16$"),
     ("[cpu]\nfma_units = 2\nfma_width_bits = 100\n", r"multiple of 64"),
     ("[cpu]\nfma_units = 2\n", r"go together"),
     ("[cpu]\nbase_ghz = true\n", r"must be a number"),
-    ("[peaks]\nflops_dp_node_gflops = -1\n", r"must be > 0"),
+    ("[peaks]\nflops_dp_node_gflops = -1\n", r"= -1: out of range: must be a number from 0.001 to 1e\+09 Gflop/s$"),
 ])
 def test_checks(text, pattern):
     with pytest.raises(ConfigError, match=pattern):
@@ -85,3 +86,60 @@ def test_fixture_roots_ignore_the_users_default_config(tmp_path, monkeypatch, tm
     monkeypatch.setenv("CEILING_CONFIG", str(cfg("peaks.toml")))
     m = detect(fsroot("memorysidecaches", tmp_path_factory), measure=False)
     assert m.config == {} and not m.peaks["flops.dp.node"].known
+
+
+# -- ranges: finite, above zero, and what a real machine can have --------------------------------
+
+def _one(section: str, key: str, value: str) -> str:
+    extra = "fma_width_bits = 256\n" if key == "fma_units" else "fma_units = 2\n" if key == "fma_width_bits" else ""
+    return f"[{section}]\n{key} = {value}\n{extra}"
+
+
+NUMERIC = [(section, key, k) for section, keys in config.SCHEMA.items() for key, k in keys.items()
+           if k.low is not None]
+
+
+@pytest.mark.parametrize("section,key,k", NUMERIC, ids=[f"{s}.{k}" for s, k, _ in NUMERIC])
+def test_every_numeric_key_accepts_its_range_and_refuses_beyond_it(section, key, k):
+    fmt = (lambda v: str(int(v))) if k.types is int else repr
+    for inside in (k.low, k.high):
+        if key == "fma_width_bits":
+            inside = 64 * round(inside / 64)
+        c = config.parse(_one(section, key, fmt(inside)), "c.toml")
+        assert c.get(section, key) == inside
+    outside = [k.low - 1 if k.types is int else k.low / 2, k.high * 2, 0, -1]
+    if k.types is not int:
+        outside += ["inf", "-inf", "nan", "1e-320", "1e308"]
+    else:
+        outside += ["1" + "0" * 400]
+    for v in outside:
+        text = _one(section, key, v if isinstance(v, str) else fmt(v))
+        with pytest.raises(ConfigError) as e:
+            config.parse(text, "c.toml")
+        msg = str(e.value)
+        assert msg.startswith(f"config file c.toml: [{section}] {key} = ") and "\n" not in msg, msg
+        what = "a whole number" if k.types is int else "a number"
+        assert f"out of range: must be {what} from {k.low:g} to {k.high:g}" in msg
+        assert e.value.exit_code == 6
+    with pytest.raises(ConfigError, match="must be (a number|an integer)$"):
+        config.parse(_one(section, key, "true"), "c.toml")        # a bool is no number
+
+
+def test_the_values_of_the_report_are_refused_with_the_range():
+    for value in ("inf", "nan", "1e-320"):
+        with pytest.raises(ConfigError, match=rf"\[peaks\] flops_dp_node_gflops = {value}: out of range: must be "
+                                              r"a number from 0.001 to 1e\+09 Gflop/s$"):
+            config.parse(f"[peaks]\nflops_dp_node_gflops = {value}\n", "c.toml")
+    with pytest.raises(ConfigError, match=r"\[memory\] channels = \(an integer of 401 digits\): out of range"):
+        config.parse("[memory]\nchannels = 1" + "0" * 400 + "\n", "c.toml")
+    with pytest.raises(ConfigError, match=r"\[memory\] mts = 3200000000: out of range: .* to 100000 MT/s$"):
+        config.parse("[memory]\nmts = 3200000000\n", "c.toml")     # Hz, not MT/s
+
+
+def test_an_integer_python_cannot_read_is_one_line():
+    with pytest.raises(ConfigError, match=r"^config file c.toml: cannot be read: an integer of over 4300 digits$"):
+        config.parse("[memory]\nchannels = 1" + "0" * 5000 + "\n", "c.toml")
+
+
+def test_a_float_key_takes_an_integer():
+    assert config.parse("[peaks]\nmembw_node_gbs = 400\n", "c.toml").get("peaks", "membw_node_gbs") == 400.0

@@ -26,7 +26,8 @@ def _evil_run() -> Run:
     run.machine["model_name"] = EVIL
     run.machine["microarch"] = EVIL
     run.findings.append(Finding("env.virtualized", "warn", EVIL, evidence=EVIL, fix=EVIL))
-    run.metrics.append(Metric.measured("x." + EVIL, [1.0], EVIL))
+    # A metric name is dotted words (schema.json): no whitespace, so no carriage return.
+    run.metrics.append(Metric.measured("x." + EVIL.replace("\r", ""), [1.0], EVIL))
     return run
 
 
@@ -43,6 +44,14 @@ def test_show_of_a_crafted_file_escapes(tmp_path, capsys):
     path.write_text(json.dumps(_evil_run().to_dict()))
     assert cli.main(["show", str(path)]) == 0
     _no_controls(capsys.readouterr().out)
+    # A file the schema refuses (whitespace in a metric name) is named in one escaped line.
+    doc = _evil_run().to_dict()
+    doc["metrics"][-1]["name"] = "x." + EVIL
+    path.write_text(json.dumps(doc))
+    assert cli.main(["show", str(path)]) == 5
+    err = capsys.readouterr().err
+    _no_controls(err)
+    assert err.count("\n") == 1 and "metrics[" in err
 
 
 def test_an_error_naming_an_outside_path_escapes(tmp_path, capsys):

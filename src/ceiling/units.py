@@ -5,13 +5,14 @@ Figures are shown with three significant digits (four when the value is at
 least 1000, never dropping integer digits), binary units for sizes (KiB, MiB),
 and times scaled to ns / µs / ms / s so a column never shows "123456 ns".
 Every layer that writes a number (findings, analysis notes, reports) uses
-these, so a figure reads the same everywhere.
+these, so a figure reads the same everywhere. Whatever is not a finite number
+(None, NaN, a string from a damaged file) is written as "-" (``figure``).
 """
 from __future__ import annotations
 
 import math
 import re
-from typing import Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from .errors import BadValueError, UsageError
 
@@ -63,16 +64,37 @@ DASH = "-"          # shown for a missing number; ASCII so it survives e-mail
 _TIME_UNITS = ("ns", "µs", "ms", "s")
 
 
-def num(value: Optional[float], sig: int = 3) -> str:
-    """``value`` with ``sig`` significant digits, keeping every integer digit."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def figure(value: Any) -> Optional[float]:
+    """``value`` as a finite float, or None when it is no figure: None, NaN, an infinity,
+    an integer beyond a float, true/false, a string, a list. A run read back from a file
+    or a history row may hold any of these where a figure goes; every writer of numbers
+    goes through this, so such a value reads as unknown instead of failing a report."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        v = float(value)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def count(value: Any) -> Optional[int]:
+    """``value`` as a whole number (3, 3.0), or None when it is no whole number (see ``figure``)."""
+    v = figure(value)
+    return int(v) if v is not None and v.is_integer() else None
+
+
+def num(value: Any, sig: int = 3) -> str:
+    """``value`` with ``sig`` significant digits, keeping every integer digit below 1e15; DASH
+    for no figure."""
+    v = figure(value)
+    if v is None:
         return DASH
-    v = float(value)
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
     if v == 0:
         return "0"
     a = abs(v)
+    if a >= 1e15:       # no rate or size is this large: a figure from a damaged file, kept short
+        return f"{v:.{max(sig - 1, 0)}e}"
     if a >= 10 ** sig or a >= 1000:
         return f"{v:.0f}"
     if a < 1e-3:
@@ -88,21 +110,22 @@ def num(value: Optional[float], sig: int = 3) -> str:
     return text
 
 
-def pct(fraction: Optional[float]) -> str:
-    """A fraction as a percentage: "61%", "0.4%", "103%"."""
-    if fraction is None:
+def pct(fraction: Any) -> str:
+    """A fraction as a percentage: "61%", "0.4%", "103%"; DASH for no figure."""
+    f = figure(fraction)
+    p = None if f is None else figure(100.0 * f)
+    if p is None:
         return DASH
-    p = 100.0 * fraction
     if 0 < abs(p) < 1:
         return f"{p:.1f}%"
     return f"{p:.0f}%"
 
 
-def size(nbytes: Optional[float]) -> str:
-    """Bytes in binary units: "32 KiB", "1.5 MiB", "24 GiB"."""
-    if nbytes is None:
+def size(nbytes: Any) -> str:
+    """Bytes in binary units: "32 KiB", "1.5 MiB", "24 GiB"; DASH for no figure."""
+    v = figure(nbytes)
+    if v is None:
         return DASH
-    v = float(nbytes)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(v) < 1024 or unit == "TiB":
             if unit == "B":
@@ -115,9 +138,9 @@ def size(nbytes: Optional[float]) -> str:
     return f"{v} B"  # unreachable
 
 
-def time_scale(value: Optional[float], unit: str) -> Tuple[float, str]:
+def time_scale(value: Any, unit: str) -> Tuple[float, str]:
     """Factor and unit that show ``value`` (in ``unit``) below 1000 when it is a time."""
-    if unit not in _TIME_UNITS or value is None:
+    if unit not in _TIME_UNITS or figure(value) is None:
         return 1.0, unit
     i = _TIME_UNITS.index(unit)
     factor = 1.0
@@ -129,15 +152,16 @@ def time_scale(value: Optional[float], unit: str) -> Tuple[float, str]:
     return factor, _TIME_UNITS[i]
 
 
-def quantity(value: Optional[float], unit: str, sig: int = 3) -> Tuple[str, str]:
+def quantity(value: Any, unit: str, sig: int = 3) -> Tuple[str, str]:
     """(number text, unit text) with times rescaled to a readable unit."""
     factor, shown = time_scale(value, unit)
-    return num(None if value is None else value * factor, sig), shown
+    v = figure(value)
+    return num(None if v is None else v * factor, sig), shown
 
 
-def with_unit(value: Optional[float], unit: str, sig: int = 3) -> str:
-    """ "38.1 GB/s", "1.20 µs", or "-" for a missing value."""
+def with_unit(value: Any, unit: str, sig: int = 3) -> str:
+    """ "38.1 GB/s", "1.20 µs", or "-" for a missing value (or no figure)."""
     text, shown = quantity(value, unit, sig)
-    if value is None:
+    if figure(value) is None:
         return DASH
     return f"{text} {shown}".rstrip()

@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 from ..results.analysis import Absent, Capacity
 from ..results.machine_view import MachineFacts
 from ..results.model import SKIPPED, Run
+from ..units import count
 
 # The series a report expects, with the bench suite that measures each and its step
 # label: a step that failed leaves a skipped Finding "bench.<label>" whose evidence says why.
@@ -56,10 +57,13 @@ def usable_capacity(machine: Any, threads: int) -> List[Dict[str, Any]]:
     [{"level", "type", "bytes", "instances"}], ``instances`` the cache instances they span."""
     out = []
     for c in MachineFacts(machine).caches():
-        inst = max(1, int(c.get("instances") or 1))
-        per = max(1, int(c.get("cpus_per_instance") or 1))
+        inst = max(1, count(c.get("instances")) or 1)
+        per = max(1, count(c.get("cpus_per_instance")) or 1)
         used = 1 if threads <= 1 else min(inst, math.ceil(threads / per))
-        out.append({"level": c.get("level"), "type": c.get("type", ""), "bytes": c["size_bytes"] * used,
+        size = count(c.get("size_bytes"))
+        if size is None or not 0 < size * used < 2 ** 64:
+            continue        # a damaged record (no cache holds 16 EiB): no capacity to draw
+        out.append({"level": count(c.get("level")), "type": str(c.get("type", "")), "bytes": size * used,
                     "instances": used})
     return out
 
@@ -70,5 +74,5 @@ def capacities(run: Run) -> List[Capacity]:
     for s in run.series:
         if s.kind == "xy" and s.x_unit in ("B", "bytes") and s.x_label == "working set":
             out += [Capacity(s.name, c["level"], c["type"], c["bytes"], c["instances"])
-                    for c in usable_capacity(run.machine, int(s.context.get("threads") or 1))]
+                    for c in usable_capacity(run.machine, count(s.context.get("threads")) or 1)]
     return out

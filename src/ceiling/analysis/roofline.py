@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 from ..results import analysis as stored_analysis
 from ..results.machine_view import MachineFacts
 from ..results.model import Metric, Peak, Run
+from ..units import figure, num
 
 _GFLOPS = {"Gflop/s": 1.0, "Tflop/s": 1e3, "Mflop/s": 1e-3}
 _GBS = {"GB/s": 1.0, "TB/s": 1e3, "MB/s": 1e-3}
@@ -101,7 +102,23 @@ def _measured(run: Run, name: str, units: Dict[str, float], missing: List[str]) 
     if m.unit not in units:
         missing.append(f"{name}: unit {m.unit!r} is not a rate this roofline knows")
         return None
-    return m.value * units[m.unit]
+    v = _rate(m.value, units[m.unit])
+    if v is None:
+        missing.append(f"{name}: {num(m.value)} {m.unit} is not a rate above zero")
+    return v
+
+
+def _rate(value: object, scale: float) -> Optional[float]:
+    """``value`` × ``scale`` when it is a finite rate above zero (a roof on log axes); else None.
+
+    A run read back from a file may hold 0, a negative or an absurd figure (the schema
+    allows any number): such a roof would make a ridge of infinity or a log of zero.
+    """
+    v = figure(value)
+    if v is None:
+        return None
+    v *= scale
+    return v if 1e-300 < v < 1e300 else None
 
 
 def _peak(m: Optional[Metric], run: Run, key: str) -> Peak:
@@ -132,9 +149,11 @@ def ceilings(run: Run) -> Roofline:
     if v is not None:
         compute.append(Roof("flops.dp.node", "DP flops, measured", v, True, _source(flops)))
     p = _peak(flops, run, "flops.dp.node")
-    if p.known and p.unit in _GFLOPS:
-        compute.append(Roof("peak:flops.dp.node", "DP peak, theoretical", p.value * _GFLOPS[p.unit],
-                            False, p.provenance))
+    v = _rate(p.value, _GFLOPS[p.unit]) if p.known and p.unit in _GFLOPS else None
+    if v is not None:
+        compute.append(Roof("peak:flops.dp.node", "DP peak, theoretical", v, False, p.provenance))
+    elif p.known:
+        missing.append(f"theoretical DP peak: {num(p.value)} {p.unit} is not a rate above zero ({p.provenance})")
     else:
         missing.append(f"theoretical DP peak: {p.provenance or 'unknown'}")
 
@@ -143,14 +162,17 @@ def ceilings(run: Run) -> Roofline:
         if v is not None:
             bandwidth.append(Roof(name, text, v, True, _source(run.metric(name))))
     p = _peak(run.metric("stream.triad"), run, "membw.node")
-    if p.known and p.unit in _GBS:
-        bandwidth.append(Roof("peak:membw.node", "DRAM peak, theoretical", p.value * _GBS[p.unit],
-                              False, p.provenance))
+    v = _rate(p.value, _GBS[p.unit]) if p.known and p.unit in _GBS else None
+    if v is not None:
+        bandwidth.append(Roof("peak:membw.node", "DRAM peak, theoretical", v, False, p.provenance))
+    elif p.known:
+        missing.append(f"theoretical memory bandwidth: {num(p.value)} {p.unit} is not a rate above zero "
+                       f"({p.provenance})")
     else:
         missing.append(f"theoretical memory bandwidth: {p.provenance or 'unknown'}")
 
     ridges = tuple(Ridge(c.name, b.name, c.value / b.value)
-                   for c in compute for b in bandwidth if b.value > 0)
+                   for c in compute for b in bandwidth if figure(c.value / b.value))
     return Roofline(tuple(compute), tuple(bandwidth), ridges, tuple(missing))
 
 

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple
 from ..results.analysis import Verdict
 from ..results.machine_view import MachineFacts
 from ..results.model import FAIL, WARN, Finding, Metric, Run
+from ..units import figure
 
 # Suffixes that name a kernel variant: such a metric measures the variant, not
 # the subsystem (the widest variant carries the plain name).
@@ -30,7 +31,8 @@ def is_variant(name: str) -> bool:
 
 
 def _eligible(m: Metric) -> bool:
-    return (m.efficiency is not None and m.value is not None and m.valid
+    # a NaN efficiency (a peak of NaN while measuring) would sort anywhere: it is no figure
+    return (figure(m.efficiency) is not None and m.value is not None and m.valid
             and m.peak is not None and m.peak.known and not is_variant(m.name))
 
 

@@ -26,12 +26,15 @@ Keys (every one optional; units in the names):
   flops_dp_core_gflops, flops_sp_core_gflops, flops_dp_node_gflops, flops_sp_node_gflops,
   flops_dp_domain_gflops, flops_sp_domain_gflops, membw_domain_gbs, membw_node_gbs
 
-An unknown section or key, a value of the wrong type, a value out of range
-or a file that is not TOML raises ConfigError with one line that names the
-file, the key and (for bad TOML) the line.
+An unknown section or key, a value of the wrong type (true where a number
+goes), a value out of range (each key's range is in SCHEMA: finite, above zero
+and plausible for a real machine) or a file that is not TOML raises
+ConfigError with one line that names the file, the key, the value and the
+accepted range (for bad TOML, the line).
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,25 +50,46 @@ from ..sysfs import NotReadable, read_file
 
 Number = (int, float)
 
-# section -> key -> (accepted types, lower bound exclusive or None, one-line doc)
-SCHEMA: Dict[str, Dict[str, Tuple[Union[Type, Tuple[Type, ...]], Optional[float], str]]] = {
+
+@dataclass(frozen=True)
+class Key:
+    """One key: its type, the range a real machine's figure falls in (both ends
+    accepted), and the unit the range is written in."""
+
+    types: Union[Type, Tuple[Type, ...]]
+    low: Optional[float] = None
+    high: Optional[float] = None
+    unit: str = ""
+
+
+# The ranges are generous on purpose: they refuse a slip of the keyboard (a peak of
+# 0, inf or nan, 1e-320, MT/s given in Hz, a node figure in the core key) that would
+# make every efficiency and the roofline meaningless, never a machine that exists.
+_GHZ = Key(Number, 0.01, 10.0, "GHz")             # nothing running Linux ticks below 10 MHz; boost
+                                                  # clocks reach 6 GHz, overclocking records 9
+_CORE_GFLOPS = Key(Number, 0.001, 1e5, "Gflop/s")  # 10 GHz x 16 FMA pipes x 2048-bit SP = 20,480
+_NODE_GFLOPS = Key(Number, 0.001, 1e9, "Gflop/s")  # an exaflop/s in one node; today's: tens of Tflop/s
+_GBS = Key(Number, 0.001, 1e6, "GB/s")             # a PB/s; HBM nodes reach a few TB/s
+
+SCHEMA: Dict[str, Dict[str, Key]] = {
     "cpu": {
-        "microarch": (str, None, "microarchitecture name shown in reports"),
-        "fma_units": (int, 0, "FMA pipes per core"),
-        "fma_width_bits": (int, 0, "bits per FMA pipe (a multiple of 64)"),
-        "base_ghz": (Number, 0, "nominal clock, GHz"),
-        "max_ghz": (Number, 0, "highest clock, GHz"),
-        "all_core_ghz": (Number, 0, "clock with all cores busy, GHz (used for peaks)"),
+        "microarch": Key(str),
+        "fma_units": Key(int, 1, 16),             # pipes per core: 1 to 4 on every CPU so far
+        "fma_width_bits": Key(int, 64, 2048),     # 2048: SVE's architectural maximum
+        "base_ghz": _GHZ,
+        "max_ghz": _GHZ,
+        "all_core_ghz": _GHZ,
     },
     "memory": {
-        "channels": (int, 0, "populated DDR channels per socket"),
-        "mts": (int, 0, "DIMM speed, MT/s"),
-        "peak_bandwidth_gbs": (Number, 0, "node memory bandwidth peak, GB/s"),
+        "channels": Key(int, 1, 64),              # per socket: DDR5 has 12 today, HBM 32 pseudo-channels
+        "mts": Key(int, 100, 100_000, "MT/s"),    # DDR5 8800, MRDIMM 12800, HBM3 9600 per pin
+        "peak_bandwidth_gbs": _GBS,
     },
     "peaks": {
-        f"{k}": (Number, 0, f"peak {k}") for k in (
-            "flops_dp_core_gflops", "flops_sp_core_gflops", "flops_dp_node_gflops", "flops_sp_node_gflops",
-            "flops_dp_domain_gflops", "flops_sp_domain_gflops", "membw_domain_gbs", "membw_node_gbs")
+        "flops_dp_core_gflops": _CORE_GFLOPS, "flops_sp_core_gflops": _CORE_GFLOPS,
+        "flops_dp_node_gflops": _NODE_GFLOPS, "flops_sp_node_gflops": _NODE_GFLOPS,
+        "flops_dp_domain_gflops": _NODE_GFLOPS, "flops_sp_domain_gflops": _NODE_GFLOPS,
+        "membw_domain_gbs": _GBS, "membw_node_gbs": _GBS,
     },
 }
 
@@ -107,6 +131,28 @@ def _type_name(t) -> str:
     return {int: "an integer", str: "a string", float: "a number"}.get(t, str(t))
 
 
+def _shown(val: Any) -> str:
+    """The value as the user wrote it, short (an integer of 400 digits is not echoed)."""
+    if isinstance(val, int) and not isinstance(val, bool) and abs(val) >= 10 ** 20:
+        return f"(an integer of {len(str(abs(val)))} digits)"
+    text = repr(val)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _range(spec: Key) -> str:
+    what = "a whole number" if spec.types is int else "a number"
+    return f"{what} from {spec.low:g} to {spec.high:g}" + (f" {spec.unit}" if spec.unit else "")
+
+
+def _in_range(val: Any, spec: Key) -> bool:
+    # Compared as written: an integer beyond a float is out of range, not an OverflowError.
+    if spec.low is None or spec.high is None:
+        return True
+    if isinstance(val, float) and not math.isfinite(val):
+        return False                      # nan and inf: TOML spells both
+    return spec.low <= val <= spec.high
+
+
 def check(data: Dict[str, Any], path: str) -> Config:
     """Validate parsed TOML against SCHEMA; ConfigError names the first bad key."""
     values: Dict[str, Dict[str, Any]] = {}
@@ -122,15 +168,16 @@ def check(data: Dict[str, Any], path: str) -> Config:
             if key not in spec:
                 raise ConfigError(f"config file {path}: [{section}] {key}: unknown key "
                                   f"(known: {', '.join(sorted(spec))})")
-            types, low, _doc = spec[key]
-            if isinstance(val, bool) or not isinstance(val, types):
-                raise ConfigError(f"config file {path}: [{section}] {key} = {val!r}: "
-                                  f"must be {_type_name(types)}")
-            if low is not None and val <= low:
-                raise ConfigError(f"config file {path}: [{section}] {key} = {val!r}: must be > {low:g}")
+            k = spec[key]
+            if isinstance(val, bool) or not isinstance(val, k.types):
+                raise ConfigError(f"config file {path}: [{section}] {key} = {_shown(val)}: "
+                                  f"must be {_type_name(k.types)}")
+            if not _in_range(val, k):
+                raise ConfigError(f"config file {path}: [{section}] {key} = {_shown(val)}: out of range: "
+                                  f"must be {_range(k)}")
             if key == "fma_width_bits" and val % 64:
                 raise ConfigError(f"config file {path}: [{section}] {key} = {val!r}: must be a multiple of 64")
-            values.setdefault(section, {})[key] = float(val) if types is Number else val
+            values.setdefault(section, {})[key] = float(val) if k.types is Number else val
     cpu = values.get("cpu", {})
     if ("fma_units" in cpu) != ("fma_width_bits" in cpu):
         raise ConfigError(f"config file {path}: [cpu] fma_units and fma_width_bits go together: set both")
@@ -142,6 +189,10 @@ def parse(text: str, path: str = "<string>") -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {path}: bad TOML: {e}") from None
+    except ValueError as e:
+        # Python will not read an integer of over 4300 digits (a bare ValueError, not a TOML error).
+        why = "an integer of over 4300 digits" if "digits" in str(e) else str(e)
+        raise ConfigError(f"config file {path}: cannot be read: {why}") from None
     return check(data, path)
 
 

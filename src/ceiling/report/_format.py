@@ -11,7 +11,7 @@ import re
 from typing import Any, Dict, List, Sequence
 
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
-from ..units import DASH, num, pct, quantity, size, time_scale, with_unit  # noqa: F401
+from ..units import DASH, count, figure, num, pct, quantity, size, time_scale, with_unit  # noqa: F401
 
 def size_tick(nbytes: float) -> str:
     """Short size label for an axis tick: "4K", "512K", "32M", "1G"."""
@@ -82,8 +82,8 @@ def cache_name(cache: Dict[str, Any]) -> str:
 def topology(machine: Dict[str, Any]) -> str:
     """ "2 sockets × 64 cores × 2 threads = 256 CPUs", from what is known."""
     m = as_dict(machine)
-    sockets, cores, threads = m.get("sockets") or 0, m.get("cores") or 0, m.get("threads") or 0
-    smt = m.get("smt") or 1
+    sockets, cores, threads = (max(0, count(m.get(k)) or 0) for k in ("sockets", "cores", "threads"))
+    smt = count(m.get("smt")) or 1
     if not (sockets and cores):
         return f"{threads} CPUs" if threads else "unknown"
     per = cores // sockets if sockets else cores
@@ -103,14 +103,14 @@ def clocks(machine: Dict[str, Any]) -> List[str]:
     unknowns = as_dict(machine).get("unknowns", {}) or {}
     parts = []
     for key, label in (("base", "base"), ("max", "max")):
-        v = c.get(f"{key}_ghz")
+        v = figure(c.get(f"{key}_ghz"))
         if v is not None:
             src = c.get(f"{key}_source") or "source not recorded"
             parts.append(f"{label} {num(v)} GHz ({src})")
         else:
             why = unknowns.get(f"clocks.{key}_ghz") or unknowns.get(f"clocks.{key}") or ""
             parts.append(f"{label} unknown" + (f" ({why})" if why else ""))
-    single, all_ = c.get("measured_single_ghz"), c.get("measured_all_ghz")
+    single, all_ = figure(c.get("measured_single_ghz")), figure(c.get("measured_all_ghz"))
     if single is not None or all_ is not None:
         measured = []
         if single is not None:
@@ -126,7 +126,7 @@ def memory(machine: Dict[str, Any]) -> str:
     m = as_dict(machine)
     total = m.get("mem_total_bytes")
     text = size(total) if total else "unknown size"
-    ch, mts = m.get("memory_channels"), m.get("memory_mts")
+    ch, mts = count(m.get("memory_channels")), count(m.get("memory_mts"))
     if ch and mts:
         text += f", {ch} channels × {mts} MT/s per socket"
     elif ch:

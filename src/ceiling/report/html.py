@@ -26,9 +26,10 @@ STATUS_ORDER = (FAIL, WARN, OK, SKIPPED)
 # -- page sections ------------------------------------------------------------------
 
 def _eff_html(m: Metric, width: int = 64) -> str:
-    if m.efficiency is None:
+    eff = F.figure(m.efficiency)
+    if eff is None:
         return ""
-    w = max(0.0, min(1.0, m.efficiency)) * 100
+    w = max(0.0, min(1.0, eff)) * 100
     return f'<span class="bar" style="width:{width}px"><span style="width:{w:.0f}%"></span></span>'
 
 
@@ -62,7 +63,7 @@ def _summary_section(run: Run) -> str:
     cards = []
     for label, m in L.headline(run):
         value, unit = F.quantity(m.value, m.unit)
-        if m.efficiency is not None and m.peak is not None and m.peak.known:
+        if F.figure(m.efficiency) is not None and m.peak is not None and m.peak.known:
             w = max(0.0, min(1.0, m.efficiency)) * 100
             eff = (f'<div class="meter"><span style="width:{w:.0f}%"></span></div>'
                    f'<div class="eff">{esc(F.pct(m.efficiency))} of '
@@ -138,8 +139,9 @@ def _metric_notes(m: Metric) -> List[str]:
         notes.append("INVALID: the kernel's output did not match its analytic value; the number is not trusted.")
     if m.peak is not None:
         notes.append(("peak: " if m.peak.known else "peak unknown: ") + (m.peak.provenance or "no reason recorded"))
-    if m.context.get("cycles") is not None:
-        notes.append(f"{float(m.context['cycles']):.3g} cycles")
+    cycles = F.figure(m.context.get("cycles"))
+    if cycles is not None:
+        notes.append(f"{cycles:.3g} cycles")
     if m.context.get("isa"):
         notes.append(f"ISA {m.context['isa']}")
     if m.note:

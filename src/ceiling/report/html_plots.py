@@ -84,6 +84,8 @@ def _peak_rule(run: Run, metric: str, machine_key: str) -> Tuple[List[S.Rule], s
         why = p.provenance if p is not None else "not recorded"
         return [], f"Theoretical peak unknown: {why}."
     text = f"peak {F.with_unit(p.value, p.unit, sig=4)}"
+    if not S.drawable(p.value) or p.value <= 0:
+        return [], f"Theoretical {text} is not drawn: not a rate above zero ({p.provenance})."
     return [S.Rule(p.value, text, "y", S.PALETTE[1], True)], f"Dashed line: theoretical {text} ({p.provenance})."
 
 
@@ -97,9 +99,9 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
     members = list(group) or [("", s)]
     lines = []
     for label, one in members:
-        pts = [(float(x), y) for x, y in zip(one.x, one.y) if x is not None]
+        pts = [(x, F.figure(y)) for x, y in zip(one.x, one.y) if S.drawable(x)]
         if [y for _, y in pts if y is not None]:
-            lines.append(S.Line(label, [x for x, _ in pts], [y for _, y in pts]))
+            lines.append(S.Line(label, [float(x) for x, _ in pts], [y for _, y in pts]))
     xs = [x for ln in lines for x in ln.x]
     ys = [y for ln in lines for y in ln.y]
     present = _positive(ys)
@@ -120,7 +122,7 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
     rules: List[S.Rule] = []
     notes: List[str] = []
     if run.analysis.capacities_of(s.name):   # working-set axes only: cache capacities mean nothing on message or I/O sizes
-        threads = int(s.context.get("threads") or 1)
+        threads = F.count(s.context.get("threads")) or 1
         r, words = _cache_rules(run, s.name)
         rules += r
         if words:
@@ -145,11 +147,14 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
                                    else (" on x." if x_scale != "linear" else " on y.")))
     x_unit = "" if is_bytes else s.x_unit
     names = " ".join(one.name for _, one in members)
-    svg = S.line_plot(lines, title=heading,
-                      x_label=_axis_label(s.x_label, x_unit, "x") + (" (bytes)" if is_bytes else ""),
-                      y_label=_axis_label(s.y_label, s.y_unit, "y"), x_scale=x_scale, y_scale=y_scale,
-                      x_format=x_fmt, x_ticks=x_ticks, rules=rules, uid=uid(s.name), desc=" ".join(notes) or heading,
-                      attrs={"data-series": names})
+    try:
+        svg = S.line_plot(lines, title=heading,
+                          x_label=_axis_label(s.x_label, x_unit, "x") + (" (bytes)" if is_bytes else ""),
+                          y_label=_axis_label(s.y_label, s.y_unit, "y"), x_scale=x_scale, y_scale=y_scale,
+                          x_format=x_fmt, x_ticks=x_ticks, rules=rules, uid=uid(s.name),
+                          desc=" ".join(notes) or heading, attrs={"data-series": names})
+    except S.NothingToPlot:
+        return Plot(s.name, heading, None, missing="no data point of the series can be drawn")
     return Plot(s.name, heading, svg, " ".join(notes))
 
 
@@ -157,7 +162,7 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
 
 def _groups(run: Run, labels: Sequence[str]) -> List[int]:
     """Indices where the socket of the labelled CPU changes."""
-    sockets = F.MachineFacts(run.machine).socket_of()
+    sockets = {cpu: F.count(socket) for cpu, socket in F.MachineFacts(run.machine).socket_of().items()}
     if len(set(sockets.values())) < 2:
         return []
     return [i for i in range(1, len(labels)) if sockets.get(labels[i]) != sockets.get(labels[i - 1])]
@@ -187,10 +192,13 @@ def _matrix_plot(run: Run, s: Series, heading: str) -> Plot:
         sampled = s.context.get("sampled")
         notes.append(f"Hatched: {holes} of {total} pairs have no value"
                      + (f" (sampled: {sampled})." if sampled else "."))
-    svg = S.heatmap(s.matrix, labels, title=heading, unit=unit,
-                    x_label=s.x_label or ("to CPU" if is_c2c else "column"),
-                    y_label=s.y_label or ("from CPU" if is_c2c else "row"), better=better, groups=groups,
-                    uid=uid(s.name), desc=" ".join(notes), attrs={"data-series": s.name})
+    try:
+        svg = S.heatmap(s.matrix, labels, title=heading, unit=unit,
+                        x_label=s.x_label or ("to CPU" if is_c2c else "column"),
+                        y_label=s.y_label or ("from CPU" if is_c2c else "row"), better=better, groups=groups,
+                        uid=uid(s.name), desc=" ".join(notes), attrs={"data-series": s.name})
+    except S.NothingToPlot:
+        return Plot(s.name, heading, None, missing="no value of the matrix can be drawn")
     return Plot(s.name, heading, svg, " ".join(notes), wide=n > 24)
 
 
@@ -201,6 +209,14 @@ def _roofline_plot(run: Run) -> Plot:
     if run.analysis.roofline is None:
         return Plot("roofline", heading, None, missing="no roofline was recorded for this run")
     rl = _roofline.from_stored(run.analysis.roofline)
+    # A stored roof of 0 or below (a damaged file) has no place on log axes: it is named, not drawn.
+    bad = [r for r in rl.compute + rl.bandwidth if not S.drawable(r.value, "log10")]
+    if bad:
+        rl = _roofline.Roofline(tuple(r for r in rl.compute if r not in bad),
+                                tuple(r for r in rl.bandwidth if r not in bad),
+                                tuple(x for x in rl.ridges if S.drawable(x.intensity, "log2")),
+                                rl.missing + tuple(f"{r.label}: {F.num(r.value)} is no rate a log scale can show"
+                                                   for r in bad))
     if rl.empty:
         need = "; ".join(rl.missing) or "no compute or bandwidth roof"
         return Plot("roofline", heading, None, missing=f"needs flops.dp.node and a bandwidth metric ({need})")
@@ -211,14 +227,17 @@ def _roofline_plot(run: Run) -> Plot:
     c = next((r for r in rl.compute if r.measured), rl.compute[0])
     b = rl.roof("stream.triad") or rl.bandwidth[-1]
     x = rl.ridge(c.name, b.name)
-    if x is not None:
+    if x is not None and S.drawable(x, "log2"):
         ridges.append((f"ridge {F.num(x)} flop/byte", x, c.value))
         notes.append(f"Ridge point {F.num(x)} flop/byte ({c.label} / {b.label}): a kernel with less "
                      "arithmetic intensity is bound by that bandwidth.")
     if rl.missing:
         notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
-    svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
-                     desc=" ".join(notes), attrs={"data-series": "roofline"})
+    try:
+        svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
+                         desc=" ".join(notes), attrs={"data-series": "roofline"})
+    except S.NothingToPlot as e:
+        return Plot("roofline", heading, None, missing=str(e))
     return Plot("roofline", heading, svg, " ".join(notes))
 
 

@@ -6,6 +6,13 @@ and must render offline, in print, and in any browser. Each plot is one
 <svg> with a <title> (and a <desc>), axis labels with units, and a legend.
 Colours are colour-blind safe: Okabe and Ito's palette for lines (with a
 distinct marker shape per line as well), viridis for heat maps.
+
+Any number may reach a plot from a stored run (0, negatives, 1e-320, 1e308):
+a value no axis can place (``drawable``) is left out as a missing one is, and
+a plot left with nothing raises NothingToPlot for the caller to say so.
+
+Longer than 500 lines: the three plots share the scales, the tick labels, the
+markers and the legend, and one file keeps that small library whole.
 """
 from __future__ import annotations
 
@@ -30,6 +37,34 @@ CHAR_W = 0.6       # average glyph width as a fraction of the font size (for lay
 MARKERS = ("circle", "square", "triangle", "diamond")
 
 Formatter = Callable[[float], str]
+
+# What an axis can place. A float holds 1.8e308, so a linear axis over wider values, or a
+# log axis over more than these exponents, would overflow (its span, its ticks, its
+# coordinates). No measurement comes near; a damaged file may: such a value is left out
+# of a plot, as a missing one is.
+LINEAR_MAX = 1e300
+LOG_EXPONENTS = {"log2": (-1000, 1000), "log10": (-300, 300)}
+
+
+class NothingToPlot(ValueError):
+    """No value of a plot can be drawn: the caller says so instead of drawing empty axes."""
+
+
+def drawable(v: object, kind: str = "linear") -> bool:
+    """Whether ``v`` is a number an axis of ``kind`` (linear, log2, log10) can place."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        f = float(v)
+    except OverflowError:
+        return False
+    if not math.isfinite(f):
+        return False
+    if kind == "linear":
+        return abs(f) <= LINEAR_MAX
+    lo, hi = LOG_EXPONENTS[kind]
+    base = 2.0 if kind == "log2" else 10.0
+    return base ** lo <= f <= base ** hi
 
 
 @dataclass
@@ -61,8 +96,8 @@ def esc(text: object) -> str:
 
 
 def _f(v: float) -> str:
-    """A coordinate: one decimal, no trailing ".0"."""
-    text = f"{v:.1f}"
+    """A coordinate: one decimal, no trailing ".0" (and never NaN or an infinity: 0)."""
+    text = f"{v:.1f}" if math.isfinite(v) else "0"
     return text[:-2] if text.endswith(".0") else text
 
 
@@ -77,7 +112,7 @@ def tick_label(v: float) -> str:
     if v == 0:
         return "0"
     a = abs(v)
-    if a < 1:
+    if 1 / 2048 < a < 1:
         inv = 1 / a
         if abs(inv - round(inv)) < 1e-9 and round(inv) in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
             return ("-" if v < 0 else "") + f"1/{round(inv)}"
@@ -89,6 +124,8 @@ def tick_label(v: float) -> str:
 
 def _nice_step(span: float, target: int) -> float:
     raw = span / max(target, 1)
+    if not (1e-300 < raw < 1e300):      # nothing to divide (or nothing a float can): one step
+        return 1.0 if not 1e-300 < span < 1e300 else span
     mag = 10 ** math.floor(math.log10(raw))
     for m in (1, 2, 2.5, 5, 10):
         if raw <= m * mag:
@@ -106,17 +143,21 @@ class Scale:
 
     def _extend(self, lo: float, hi: float) -> Tuple[float, float]:
         if self.kind == "linear":
-            if hi == lo:
-                lo, hi = (lo - 1, hi + 1) if lo == 0 else (lo - abs(lo) * 0.1, hi + abs(hi) * 0.1)
+            lo, hi = max(lo, -LINEAR_MAX), min(hi, LINEAR_MAX)
+            if not hi - lo > 1e-200 * max(1.0, abs(lo), abs(hi)):    # one value, or too close to tell
+                pad = 0.1 * max(abs(lo), abs(hi))
+                pad = pad if pad > 1e-200 else 1.0
+                lo, hi = lo - pad, hi + pad
             step = _nice_step(hi - lo, 5)
             return math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
         base = 2.0 if self.kind == "log2" else 10.0
-        lo = max(lo, 1e-300)
-        hi = max(hi, lo)
-        elo = math.floor(math.log(lo, base) + 1e-9)
-        ehi = math.ceil(math.log(hi, base) - 1e-9)
-        if ehi == elo:
-            ehi += 1
+        emin, emax = LOG_EXPONENTS[self.kind]
+        lo = min(max(lo, base ** emin), base ** emax)
+        hi = min(max(hi, lo), base ** emax)
+        elo = max(emin, math.floor(math.log(lo, base) + 1e-9))
+        ehi = min(emax, math.ceil(math.log(hi, base) - 1e-9))
+        if ehi <= elo:
+            elo, ehi = (elo, elo + 1) if elo < emax else (elo - 1, elo)
         return base ** elo, base ** ehi
 
     def _t(self, v: float) -> float:
@@ -126,7 +167,12 @@ class Scale:
         return (math.log(v) - math.log(self.lo)) / (math.log(self.hi) - math.log(self.lo))
 
     def __call__(self, v: float) -> float:
-        return self.p0 + (self.p1 - self.p0) * self._t(v)
+        try:
+            t = self._t(v)
+        except (ValueError, OverflowError):     # math.log of what no axis can place
+            t = 0.0
+        t = min(2.0, max(-1.0, t)) if math.isfinite(t) else 0.0    # a stray value stays near the plot
+        return self.p0 + (self.p1 - self.p0) * t
 
     def ticks(self, max_ticks: int = 8) -> List[float]:
         if self.kind == "linear":
@@ -225,15 +271,16 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
     """
     x_format = x_format or tick_label
     y_format = y_format or tick_label
-    xs = [float(x) for ln in lines for x, y in zip(ln.x, ln.y) if y is not None]
-    ys = [float(y) for ln in lines for y in ln.y if y is not None]
-    if x_scale != "linear":
-        xs = [x for x in xs if x > 0]
-    if y_scale != "linear":
-        ys = [y for y in ys if y > 0]
+
+    def placed(x: object, y: object) -> bool:
+        return drawable(x, x_scale) and drawable(y, y_scale)
+
+    xs = [float(x) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)]
+    ys = [float(y) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)]
     if not xs or not ys:
-        raise ValueError(f"{title}: no data points to plot")
-    ys_all = ys + [r.at for r in rules if r.axis == "y" and (y_scale == "linear" or r.at > 0)]
+        raise NothingToPlot(f"{title}: no data points to plot")
+    rules = [r for r in rules if drawable(r.at, x_scale if r.axis == "x" else y_scale)]
+    ys_all = ys + [float(r.at) for r in rules if r.axis == "y"]
     ylo, yhi = min(ys_all), max(ys_all)
     if y_scale == "linear" and y_from_zero:
         ylo = min(0.0, ylo)
@@ -296,8 +343,7 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
     for ln, (label, color, dash, shape) in zip(lines, items):
         pts: List[List[Tuple[float, float]]] = [[]]
         for x, y in zip(ln.x, ln.y):
-            ok = y is not None and (x_scale == "linear" or x > 0) and (y_scale == "linear" or y > 0)
-            if not ok:
+            if not placed(x, y):
                 if pts[-1]:
                     pts.append([])
                 continue
@@ -346,12 +392,14 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
     (socket, NUMA node) begins; a line is drawn there.
     """
     value_format = value_format or (lambda v: f"{v:.3g}")
+    # A cell no colour scale can span (see LINEAR_MAX) is shown as a hole, as a missing one.
+    matrix = [[float(v) if drawable(v) else None for v in r] for r in matrix]
     rows = len(matrix)
     cols = max((len(r) for r in matrix), default=0)
     n = max(rows, cols, len(labels))
-    vals = [float(v) for r in matrix for v in r if v is not None]
+    vals = [v for r in matrix for v in r if v is not None]
     if not n or not vals:
-        raise ValueError(f"{title}: no values to plot")
+        raise NothingToPlot(f"{title}: no values to plot")
     vlo, vhi = min(vals), max(vals)
     cell = max(1, min(96, int(max_grid // n)))
     grid = cell * n
@@ -476,13 +524,17 @@ def roofline(compute: Sequence[Tuple[str, float, bool]], bandwidth: Sequence[Tup
 
     ``ridges`` are points to mark: (label, flop/byte, Gflop/s).
     """
+    compute = [r for r in compute if drawable(r[1], "log10")]
+    bandwidth = [r for r in bandwidth if drawable(r[1], "log10")]
     if not compute or not bandwidth:
-        raise ValueError("a roofline needs at least one compute and one bandwidth roof")
+        raise NothingToPlot("a roofline needs at least one compute and one bandwidth roof above zero")
     top_c = max(v for _, v, _ in compute)
     top_b = max(v for _, v, _ in bandwidth)
-    knees = [c / b for _, c, _ in compute for _, b, _ in bandwidth]
-    xlo = min(1 / 8, 2 ** math.floor(math.log2(min(knees) / 4)))
-    xhi = max(64.0, 2 ** math.ceil(math.log2(max(knees) * 4)))
+    # Knees in exponents of 2: a ratio of two extreme roofs would overflow a float.
+    knees = [math.log2(c) - math.log2(b) for _, c, _ in compute for _, b, _ in bandwidth]
+    lo_e, hi_e = LOG_EXPONENTS["log2"]
+    xlo = 2.0 ** max(lo_e, min(-3, math.floor(min(knees) - 2)))
+    xhi = 2.0 ** min(hi_e, max(6, math.ceil(max(knees) + 2)))
     lines: List[Line] = []
     color = iter(PALETTE)
     for label, b, measured in bandwidth:

@@ -166,9 +166,9 @@ def _notes(m: Metric, said: Dict[str, str]) -> List[str]:
         else:
             said[why] = m.name
             notes.append(f"peak unknown: {why}")
-    cycles = m.context.get("cycles")
+    cycles = F.figure(m.context.get("cycles"))
     if cycles is not None:
-        notes.append(f"{float(cycles):.3g} cycles")
+        notes.append(f"{cycles:.3g} cycles")
     if m.note:
         notes.append(m.note)
     return notes

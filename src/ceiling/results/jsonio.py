@@ -13,7 +13,12 @@ diffable, and a final newline.
 ``schema_version``, ``schema_v<N>.json`` that of each older one; ``validate``
 checks a document against the schema of its version when jsonschema is
 installed (a test dependency, not a runtime one). Reading goes through
-``migrate.upgrade``, so a document of any older version loads as a current Run.
+``migrate.upgrade``, so a document of any older version loads as a current Run,
+and then through ``doccheck`` against schema.json (without jsonschema), so a
+damaged document (a string where a figure goes, nesting 100,000 levels deep) is
+refused in one line naming the place. A number beyond a float reads as unknown
+(1e999, as NaN and Infinity do) or, as an integer of hundreds of digits that no
+writer makes, refuses the document.
 """
 from __future__ import annotations
 
@@ -21,13 +26,14 @@ import json
 import math
 import numbers
 import os
+import sys
 import uuid
 from dataclasses import asdict, is_dataclass
 from functools import lru_cache
-from typing import Any, Dict, Union
+from typing import Any, Dict, Optional, Union
 
 from ..errors import PathError, StoreError
-from . import migrate
+from . import doccheck, migrate
 from .model import SCHEMA_VERSION, Run
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -136,20 +142,49 @@ def dump(run: Run, path: PathLike) -> None:
                 pass
 
 
+class _HugeInteger(ValueError):
+    """An integer in the text that no float can hold."""
+
+
+def _float(text: str) -> Optional[float]:
+    v = float(text)
+    return v if math.isfinite(v) else None     # 1e999: an infinity spelt as a number
+
+
+def _int(text: str) -> int:
+    # Every figure is used as a float downstream, where an integer beyond 1.8e308 raises
+    # OverflowError; and Python refuses to parse one of over 4300 digits with a bare
+    # ValueError. No writer produces such a number: the file is refused, before int() runs.
+    digits = len(text.lstrip("-"))
+    if digits <= 309:
+        v = int(text)
+        if abs(v) <= sys.float_info.max:
+            return v
+    raise _HugeInteger(f"an integer of {digits} digits, larger than any figure can be")
+
+
 def loads(text: Union[str, bytes], source: str = "run document") -> Run:
     """Parse a Run from JSON text; ``source`` names it in error messages.
 
-    Raises StoreError for text that is not JSON, not a run document, or written by a
-    newer ceiling.
+    Raises StoreError for text that is not JSON, not a run document (the schema's
+    shape, doccheck), or written by a newer ceiling.
     """
     try:
-        # NaN/Infinity are never written, but another tool may have: read them as unknown.
-        doc = json.loads(text, parse_constant=lambda _name: None)
+        # NaN/Infinity are never written, but another tool may have: read them as unknown,
+        # as a number too large for a float (1e999), which Python would read as infinity.
+        doc = json.loads(text, parse_constant=lambda _name: None, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as e:
         raise StoreError(f"{source} is not valid JSON (line {e.lineno}, column {e.colno}, "
                          f"char {e.pos}): {e.msg}") from None
     except UnicodeDecodeError as e:
         raise StoreError(f"{source} is not valid JSON (byte {e.start}): not UTF-8") from None
+    except _HugeInteger as e:
+        raise StoreError(f"{source} is not a valid ceiling run: {e}") from None
+    except RecursionError:
+        raise StoreError(f"{source} is not a valid ceiling run: nested deeper than "
+                         f"{doccheck.MAX_DEPTH} levels (a ceiling run is under 10)") from None
+    except ValueError as e:     # anything else the parser refuses, in one line
+        raise StoreError(f"{source} is not valid JSON: {e}") from None
     return from_doc(doc, source)
 
 
@@ -161,6 +196,9 @@ def from_doc(doc: Any, source: str = "run document") -> Run:
     """
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise StoreError(f"{source} is not a ceiling run (no schema_version)")
+    too_deep = doccheck.depth_problem(doc)
+    if too_deep:
+        raise StoreError(f"{source} is not a valid ceiling run: {too_deep}")
     version = doc["schema_version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(f"{source} has an invalid schema_version {version!r}")
@@ -171,9 +209,15 @@ def from_doc(doc: Any, source: str = "run document") -> Run:
     except (TypeError, ValueError, KeyError, AttributeError) as e:
         raise StoreError(f"{source} (schema {version}) could not be upgraded: {e}") from None
     try:
+        _checker().check(doc)
         return Run.from_dict(doc)
     except (TypeError, ValueError, KeyError, AttributeError) as e:
         raise StoreError(f"{source} is not a valid ceiling run: {e}") from None
+
+
+@lru_cache(maxsize=None)
+def _checker() -> doccheck.Checker:
+    return doccheck.Checker(schema(SCHEMA_VERSION))
 
 
 def load(path: PathLike) -> Run:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from ..units import figure
 from .model import Peak
 
 
@@ -80,8 +81,8 @@ class MachineFacts:
     def caches(self) -> List[Dict[str, Any]]:
         """Data and unified caches with a known size, ordered by level."""
         out = [as_dict(c) for c in self.raw.get("caches", []) or []]
-        out = [c for c in out if c.get("type") != "instruction" and c.get("size_bytes")]
-        return sorted(out, key=lambda c: (c.get("level", 0), c.get("type", "")))
+        out = [c for c in out if c.get("type") != "instruction" and figure(c.get("size_bytes"))]
+        return sorted(out, key=lambda c: (figure(c.get("level")) or 0, str(c.get("type", ""))))
 
     def socket_of(self) -> Dict[str, Any]:
         """The socket of each CPU, keyed by the CPU id as text (series labels are text)."""

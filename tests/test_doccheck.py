@@ -1,0 +1,93 @@
+"""results.doccheck reads schema.json as jsonschema does: the same documents pass and fail.
+
+doccheck is what refuses a damaged run when it is read (jsonschema is a test dependency
+only); here every kind of value of a golden document is set to values of other types
+and ranges, and both checkers must agree on each."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ceiling.results import doccheck, jsonio
+from test_report_values import BASES, groups, mutated
+
+jsonschema = pytest.importorskip("jsonschema")
+
+SCHEMA = jsonio.schema()
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+CHECKER = doccheck.Checker(SCHEMA)
+
+
+def _keywords(schema, out):
+    """Every keyword schema.json uses (the names under properties and $defs are not keywords)."""
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            out.add(k)
+            if k in ("properties", "$defs"):
+                for sub in v.values():
+                    _keywords(sub, out)
+            elif k in ("items", "additionalProperties"):
+                _keywords(v, out)
+            elif k == "oneOf":
+                for sub in v:
+                    _keywords(sub, out)
+    return out
+
+
+def test_schema_uses_only_keywords_doccheck_reads():
+    assert _keywords(SCHEMA, set()) <= doccheck.SUPPORTED | doccheck.ANNOTATIONS
+
+
+def _agree(text: str) -> bool:
+    doc = json.loads(text)
+    try:
+        CHECKER.check(doc)
+        ours = True
+    except doccheck.Problem:
+        ours = False
+    assert ours == VALIDATOR.is_valid(doc), text[:200]
+    return ours
+
+
+def test_both_checkers_agree_on_every_kind_of_value():
+    doc = BASES["golden_v2"]
+    verdicts = set()
+    numbers = groups(doc)
+    for paths in numbers.values():
+        for v in (-1, 0.5, 1e308, "abc", None, True, {}):
+            verdicts.add(_agree(mutated(doc, [(p, v) for p in paths])))
+    for kind, paths in groups(doc, numbers_only=False).items():
+        if kind not in numbers:
+            for v in (0, "", None):
+                verdicts.add(_agree(mutated(doc, [(p, v) for p in paths])))
+    for key in ("metrics", "findings", "series", "analysis", "machine", "job"):
+        for v in (None, [], {}, "x"):
+            verdicts.add(_agree(json.dumps(dict(doc, **{key: v}))))
+    assert verdicts == {True, False}
+
+
+def test_unknown_and_missing_keys_are_refused_with_their_path():
+    doc = json.loads(json.dumps(BASES["golden_v2"]))
+    doc["metrics"][1]["colour"] = "red"
+    with pytest.raises(doccheck.Problem, match=r"^metrics\[1\]\.colour: unknown key$"):
+        CHECKER.check(doc)
+    del doc["metrics"][1]["colour"]
+    del doc["metrics"][1]["unit"]
+    with pytest.raises(doccheck.Problem, match=r"^metrics\[1\]\.unit: missing key$"):
+        CHECKER.check(doc)
+
+
+def test_a_number_must_be_finite():
+    doc = json.loads(json.dumps(BASES["golden_v2"]))
+    doc["metrics"][0]["value"] = float("inf")
+    with pytest.raises(doccheck.Problem, match="inf is not a number or null"):
+        CHECKER.check(doc)
+
+
+def test_depth_is_measured_without_recursion():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert "nested deeper than 64 levels" in doccheck.depth_problem({"x": deep})
+    assert doccheck.depth_problem(BASES["golden_v2"]) is None

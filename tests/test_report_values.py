@@ -1,0 +1,264 @@
+"""Any value a stored run can hold is either refused when the run is read (one line, a
+CeilingError) or shown: the analysis, the terminal report, the summary, the JSON and
+the HTML page are made without an exception, no plot coordinate is NaN or infinite,
+and what is written can be read back.
+
+A stored run is a JSON file given to ``ceiling show`` or a history row (both read by
+results.jsonio.loads). Its figures are mutated here to what files in the wild hold:
+0, negatives, denormals, 1e308, NaN and infinities (Python's json writes them), huge
+integers, strings, null, true, lists and objects where a number goes.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from ceiling.analysis.analyse import analyse, ensure
+from ceiling.errors import CeilingError
+from ceiling.report import html, terminal
+from ceiling.results import jsonio
+from reporting import analysed
+from sample_runs import vm_run
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+HUGE = "@@HUGE@@"          # replaced by a 5000-digit integer in the text (Python cannot print one)
+BAD: Tuple[Any, ...] = (0, -1, -0.0, 0.5, 1e-320, 1e308, -1e308, float("nan"), float("inf"), float("-inf"),
+                        2 ** 63, 10 ** 300, 10 ** 400, HUGE, "abc", "", None, True, [], {})
+# The same, shorter, for the fast suite (NaN and infinities read as null) and for where a string goes.
+KEY_VALUES = (0, -1, 1e-320, 1e308, "abc", None)
+FOR_STRINGS = (0, 1e308, None, True, [], {})
+
+BASES: Dict[str, Any] = {
+    "golden_v2": json.loads((GOLDEN / "run_v2.json").read_text()),     # two nodes, stored analysis
+    "golden_v1": json.loads((GOLDEN / "run_v1.json").read_text()),     # analysed when read
+    "vm": jsonio.to_doc(analysed(vm_run())),                           # every kind of plot
+}
+
+
+def leaves(doc: Any, numbers_only: bool = True, path: Tuple = ()) -> List[Tuple]:
+    """Paths of the numeric leaves (and, unless numbers_only, the strings) of a document."""
+    out: List[Tuple] = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += leaves(v, numbers_only, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += leaves(v, numbers_only, path + (i,))
+    elif (isinstance(doc, (int, float)) and not isinstance(doc, bool)) or (not numbers_only and isinstance(doc, str)):
+        if path != ("schema_version",):
+            out.append(path)
+    return out
+
+
+def groups(doc: Any, numbers_only: bool = True) -> Dict[Tuple, List[Tuple]]:
+    """The leaves by kind: their paths with every list index as '*' (all metric values, ...)."""
+    out: Dict[Tuple, List[Tuple]] = {}
+    for p in leaves(doc, numbers_only):
+        out.setdefault(tuple("*" if isinstance(x, int) else x for x in p), []).append(p)
+    return dict(sorted(out.items(), key=lambda kv: str(kv[0])))
+
+
+def mutated(doc: Any, changes) -> str:
+    """The JSON text of ``doc`` with each (path, value) set."""
+    doc = copy.deepcopy(doc)
+    for path, value in changes:
+        at = doc
+        for p in path[:-1]:
+            at = at[p]
+        at[path[-1]] = value
+    text = json.dumps(doc)         # NaN and Infinity as Python writes them
+    return text.replace(json.dumps(HUGE), "1" + "0" * 4999)
+
+
+_COORD = re.compile(r'\s(x|y|x1|x2|y1|y2|cx|cy|r|width|height|points|d|viewBox|transform|offset|'
+                    r'stroke-width|font-size)="([^"]*)"')
+_NOT_FINITE = re.compile(r"nan|inf", re.IGNORECASE)
+
+
+def bad_coordinates(page: str) -> List[str]:
+    return [m.group(0) for m in _COORD.finditer(page) if _NOT_FINITE.search(m.group(2))]
+
+
+def survives(text: str) -> str:
+    """'refused' or 'shown'; fails the test on any other outcome."""
+    try:
+        run = jsonio.loads(text, source="t.json")
+    except CeilingError as e:
+        assert "\n" not in str(e)
+        return "refused"
+    for fresh in (False, True):
+        if fresh:
+            run.analysis = analyse(run)       # as `ceiling run` analyses what it measured
+        else:
+            ensure(run)                       # as `ceiling show` does
+        terminal.render(run)
+        terminal.summary(run)
+        page = html.render(run)
+        assert not bad_coordinates(page), bad_coordinates(page)[:3]
+        jsonio.loads(jsonio.dumps(run), source="written")   # what ceiling writes, it reads back
+    return "shown"
+
+
+# -- deterministic: each kind of figure, everywhere it occurs at once, set to a bad value ------
+
+def test_every_figure_of_a_run_with_every_plot_set_to_each_bad_value():
+    doc = BASES["vm"]
+    outcomes = {"refused": 0, "shown": 0}
+    for paths in groups(doc).values():
+        for v in KEY_VALUES:
+            outcomes[survives(mutated(doc, [(p, v) for p in paths]))] += 1
+    assert outcomes["shown"] and outcomes["refused"]
+
+
+@pytest.mark.slow      # about a minute per document
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_every_figure_and_text_set_to_every_bad_value(base):
+    doc = BASES[base]
+    for paths in groups(doc).values():
+        for v in BAD:
+            survives(mutated(doc, [(p, v) for p in paths]))
+    numbers = set(groups(doc))
+    for kind, paths in groups(doc, numbers_only=False).items():
+        if kind not in numbers:
+            for v in FOR_STRINGS:
+                survives(mutated(doc, [(p, v) for p in paths]))
+
+
+# -- random: several figures at once ----------------------------------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+VALUES = st.one_of(st.sampled_from(BAD), st.floats(allow_nan=True, allow_infinity=True),
+                   st.integers(min_value=-(10 ** 320), max_value=10 ** 320), st.text(max_size=8))
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(data=st.data())
+def test_random_values_never_crash_a_report(data):
+    base = data.draw(st.sampled_from(sorted(BASES)))
+    doc = BASES[base]
+    paths = leaves(doc, numbers_only=data.draw(st.booleans()))
+    changes = data.draw(st.lists(st.tuples(st.sampled_from(paths), VALUES), min_size=1, max_size=6))
+    survives(mutated(doc, changes))
+
+
+# -- what is refused and what is shown --------------------------------------------------------
+
+@pytest.mark.parametrize("path,value", [
+    (("metrics", 0, "value"), "abc"),                   # a string where a figure goes
+    (("metrics", 0, "efficiency"), -0.5),               # below the schema's minimum
+    (("metrics", 0, "stats", "n"), None),               # a required integer
+    (("analysis", "roofline", "roofs", 0, "value"), float("inf")),   # read as null: not a number
+    (("machine", "cores"), 10 ** 400),                  # beyond any float
+    (("machine", "cores"), HUGE),                       # beyond what Python parses
+])
+def test_schema_invalid_values_are_refused_when_read(path, value):
+    with pytest.raises(CeilingError) as e:
+        jsonio.loads(mutated(BASES["golden_v2"], [(path, value)]), source="t.json")
+    assert str(e.value).startswith("t.json is not a valid ceiling run: ") and "\n" not in str(e.value)
+
+
+def test_a_refusal_names_the_path_and_the_value():
+    with pytest.raises(CeilingError, match=r"metrics\[0\]\.value: 'abc' is not a number or null"):
+        jsonio.loads(mutated(BASES["golden_v2"], [(("metrics", 0, "value"), "abc")]), source="t.json")
+    with pytest.raises(CeilingError, match="an integer of 5000 digits"):
+        jsonio.loads(mutated(BASES["golden_v2"], [(("metrics", 0, "value"), HUGE)]), source="t.json")
+
+
+@pytest.mark.parametrize("value", [0, -1, -409.6, 1e-320, 1e308])
+@pytest.mark.parametrize("key", ["flops.dp.node", "membw.node"])
+def test_a_peak_the_schema_allows_is_shown(key, value):
+    doc = copy.deepcopy(BASES["vm"])
+    doc["machine"]["peaks"][key]["value"] = value
+    for m in doc["metrics"]:
+        if m["peak"] is not None and m["name"] in ("flops.dp.node", "dgemm.node", "stream.triad"):
+            m["peak"]["value"] = value
+    assert survives(json.dumps(doc)) == "shown"
+    run = jsonio.loads(json.dumps(doc))
+    run.analysis = analyse(run)
+    assert all(0 < r.value < 1e300 for r in run.analysis.roofline.roofs)   # a log axis can place each
+
+
+@pytest.mark.parametrize("value", [0, -1, 1e-320, 1e308])
+def test_a_stored_roof_the_schema_allows_is_named_not_drawn(value):
+    doc = copy.deepcopy(BASES["golden_v2"])
+    for r in doc["analysis"]["roofline"]["roofs"]:
+        r["value"] = value
+    assert survives(json.dumps(doc)) == "shown"
+    page = html.render(jsonio.loads(json.dumps(doc)))
+    assert 'data-series="roofline"' not in page and "is no rate a log scale can show" in page
+
+
+def test_nan_infinity_and_1e999_read_as_unknown():
+    doc = copy.deepcopy(BASES["golden_v2"])
+    for i, spelt in enumerate(("NaN", "Infinity", "-Infinity", "1e999")):
+        doc["metrics"][i]["value"] = f"@@{i}@@"
+    text = json.dumps(doc)
+    for i, spelt in enumerate(("NaN", "Infinity", "-Infinity", "1e999")):
+        text = text.replace(f'"@@{i}@@"', spelt)
+    run = jsonio.loads(text, source="t.json")
+    assert [m.value for m in run.metrics[:4]] == [None] * 4
+
+
+@pytest.mark.parametrize("depth", [65, 5000, 100_000])
+def test_deep_nesting_is_refused_in_one_line(depth):
+    doc = copy.deepcopy(BASES["golden_v2"])
+    doc["environment"] = {"x": "@@DEEP@@"}
+    text = json.dumps(doc).replace('"@@DEEP@@"', "[" * depth + "]" * depth)
+    with pytest.raises(CeilingError, match="nested deeper than 64 levels") as e:
+        jsonio.loads(text, source="t.json")
+    assert "\n" not in str(e.value)
+
+
+def test_nesting_a_run_can_have_is_read():
+    doc = copy.deepcopy(BASES["golden_v2"])
+    doc["findings"][0]["data"] = {"x": json.loads("[" * 50 + "]" * 50)}
+    assert survives(json.dumps(doc)) == "shown"
+
+
+# -- a measured run is delivered whatever its peaks -------------------------------------------
+
+@pytest.mark.parametrize("peak", [0.0, 1e-320, 1e308, float("inf"), float("nan")])
+def test_a_measured_run_with_any_peak_is_delivered_in_full(peak, tmp_path, capsys):
+    # As `ceiling run` delivers: a peak the machine model or an older config gave, efficiencies
+    # computed from it as a bench does, then analysis, JSON file, HTML report, history, terminal.
+    import argparse
+
+    from ceiling.results.model import Peak
+    from ceiling.results.store import Store
+    from ceiling.verbs import common
+
+    run = vm_run()
+    for key, p in list(run.machine["peaks"].items()):
+        run.machine["peaks"][key] = {"value": peak, "unit": p["unit"], "provenance": "config file c.toml"}
+    for m in run.metrics:
+        if m.peak is not None:
+            m.peak = Peak(peak, m.peak.unit, "config file c.toml")
+            m.efficiency = m.value / peak if peak else None
+    args = argparse.Namespace(save_json=str(tmp_path / "r.json"), out=str(tmp_path / "r.html"), json=False)
+    store = Store(str(tmp_path / "h.db"))
+    assert common.deliver(run, common.exporters(args, store, html=True), 0, print) == 0
+    out, err = capsys.readouterr()
+    assert "ceiling: " not in err and "ceiling summary" in out
+    assert not bad_coordinates((tmp_path / "r.html").read_text())
+    back = jsonio.load(tmp_path / "r.json")
+    assert back.metrics and Store(str(tmp_path / "h.db")).get(back.run_id or store.list()[0].run_id).metrics
+
+
+def test_a_nan_efficiency_is_never_the_verdict():
+    from ceiling.analysis.summary import verdict
+    run = vm_run()
+    # the first metric with an efficiency: min() would keep a NaN met first, whatever follows
+    first = next(m for m in run.metrics if m.efficiency is not None)
+    assert verdict(run).metric != first.name
+    expected = verdict(run)
+    first.efficiency = float("nan")             # a NaN peak while measuring
+    assert verdict(run) == expected
