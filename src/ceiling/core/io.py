@@ -17,13 +17,13 @@ process then gets the combined figures, or the first failing one's error.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import errno as errno_mod
 import os
+import signal
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -226,36 +226,52 @@ def _io_error(err: int, msg: str) -> PathError:
     return PathError(f"storage: {msg}")
 
 
-_POOL: Optional[concurrent.futures.ThreadPoolExecutor] = None
-
-
 def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
     """Run a C call on a worker thread so that Ctrl-C reaches Python at once:
     the main thread waits in short slices, and on KeyboardInterrupt asks the C
     loop to stop (it removes its files), waits for it, and re-raises.
     ``cancelled``: a stop was asked for before the call (several processes: their
     SIGINT handler asks instead of raising, see Group); the call stops at its
-    first agreement point and returns CEIL_ECANCEL in every process."""
-    global _POOL
+    first agreement point and returns CEIL_ECANCEL in every process.
+
+    The worker is a daemon thread of its own, not a ThreadPoolExecutor's: a signal
+    landing inside the executor's submit, after its thread started but before the
+    executor recorded it, left a worker that interpreter exit waited for forever
+    (a finished run that never exited, seen with SIGTERM right at the first call).
+    The thread inherits the blocked mask: signals go to the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return call()
-    if _POOL is None:
-        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ceiling-io")
     cancel(cancelled)
-    fut = _POOL.submit(call)
+    box: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["rc"] = call()
+        except BaseException as e:      # noqa: BLE001 - raised again in the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="ceiling-io", daemon=True)
     try:
-        while True:
-            try:
-                return fut.result(timeout=0.1)
-            except concurrent.futures.TimeoutError:
-                continue
+        # Started with SIGINT and SIGTERM blocked: a signal inside start() would leave a thread
+        # running that this function does not know it has to wait for (and its files behind).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            t.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        while t.is_alive():
+            t.join(0.1)
     except BaseException:
         cancel(True)
         try:
-            concurrent.futures.wait([fut])
+            if t.ident is not None:
+                t.join()
         finally:
             cancel(False)
         raise
+    if "error" in box:
+        raise box["error"]
+    return box["rc"]
 
 
 def seq_io(dirpath: str, *, nthreads: int, bytes_per_thread: int, xfer: int, layout: str = "fpp",
