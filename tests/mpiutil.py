@@ -40,3 +40,30 @@ def run_env(tmp: Path, **extra) -> dict:
     env["XDG_CACHE_HOME"] = str(tmp / "cache")
     env.update(extra)
     return env
+
+
+def ranks_of(mark: str):
+    """{rank: pid} of the launched ranks whose environment carries TEST_MARK=mark."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            env = dict(kv.split("=", 1) for kv in (d / "environ").read_text(errors="replace").split("\0") if "=" in kv)
+        except OSError:
+            continue
+        if env.get("TEST_MARK") == mark:
+            rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK")
+            if rank is not None and "python" in (d / "comm").read_text():
+                found[int(rank)] = int(d.name)
+    return found
+
+
+def measuring(pid: int) -> bool:
+    """Whether the rank has loaded the MPI timing loops (cached as mpi-*.so): it is past
+    MPI's start-up, where signals are held for an agreement point."""
+    try:
+        return any("/mpi-" in line and line.rstrip().endswith(".so")
+                   for line in Path(f"/proc/{pid}/maps").read_text().splitlines())
+    except OSError:
+        return False

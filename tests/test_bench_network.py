@@ -25,7 +25,7 @@ from ceiling.results import curves
 
 REPO = Path(__file__).resolve().parents[1]
 from mpiutil import needs_mpi
-from mpiutil import run_env as _env
+from mpiutil import measuring as _measuring, ranks_of as _ranks_of, run_env as _env
 
 
 # -- sizes and repetitions: IMB's and OSU's rules --------------------------------
@@ -383,33 +383,6 @@ def test_without_mpi4py_is_one_clear_line(tmp_path):
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ceiling: MPI is not available (No module named 'mpi4py'")
     assert "pip install mpi4py mpich" in lines[0]
-
-
-def _ranks_of(mark: str):
-    """{rank: pid} of the launched ranks whose environment carries TEST_MARK=mark."""
-    found = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            env = dict(kv.split("=", 1) for kv in (d / "environ").read_text(errors="replace").split("\0") if "=" in kv)
-        except OSError:
-            continue
-        if env.get("TEST_MARK") == mark:
-            rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK")
-            if rank is not None and "python" in (d / "comm").read_text():
-                found[int(rank)] = int(d.name)
-    return found
-
-
-def _measuring(pid: int) -> bool:
-    """Whether the rank has loaded the MPI timing loops (cached as mpi-*.so): it is past
-    MPI's start-up, where signals are held for an agreement point."""
-    try:
-        return any("/mpi-" in line and line.rstrip().endswith(".so")
-                   for line in Path(f"/proc/{pid}/maps").read_text().splitlines())
-    except OSError:
-        return False
 
 
 @needs_mpi

@@ -58,6 +58,12 @@ class MPIUnavailableError(CeilingError):
     exit_code = 10
 
 
+class StalledError(CeilingError):
+    """A rank of an MPI job stopped answering: the job ended at a deadline (cluster/watchdog.py)."""
+
+    exit_code = 11
+
+
 class ValidationError(CeilingError):
     """A kernel's output did not match its analytic value: its timing is not trusted."""
 

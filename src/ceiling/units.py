@@ -57,6 +57,35 @@ def parse_count(text: Optional[str], *, what: str, low: int = 1, high: Optional[
     return value
 
 
+_SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_seconds(text: Optional[str], *, what: str, low: float = 1.0, high: float = 7 * 86400) -> Optional[float]:
+    """'30', '30s', '5m', '1h' -> seconds in [low, high]; None passes through."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h)?\s*", str(text))
+    if not m:
+        raise UsageError(f"{what} {text!r}: not a duration (examples: 30, 90s, 5m, 1h)")
+    value = float(m.group(1)) * _SECONDS[m.group(2) or ""]
+    if not low <= value <= high:
+        raise BadValueError(f"{what} {text!r}: must be from {low:g} s to {high / 86400:g} days")
+    return value
+
+
+# -- text from outside ------------------------------------------------------------
+
+# C0 controls but tab and newline, DEL, and C1 controls: what a terminal would act on.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character a terminal would act on (ESC, BEL, CR, ...)
+    written out as \\xNN, so that a hostname, a model name or a JSON file cannot move the
+    cursor, retitle the window or fake a line of the report."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 # -- writing figures ---------------------------------------------------------------
 
 DASH = "-"          # shown for a missing number; ASCII so it survives e-mail

@@ -66,6 +66,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..cluster import watchdog
 from ..cluster.build import build_per_node
 from ..cluster.comm import world
 from ..cluster.gather import rank_facts, topologies
@@ -263,7 +264,7 @@ class _Run:
         self.pair = (p, res)        # what an interrupted run still reports
         pp_sizes = pingpong_sizes(self.max_bytes, self.quick)
         st_sizes = stream_sizes(self.max_bytes, self.quick)
-        with Pinned(self.comm, cpu) as pin_err:
+        with Pinned(self.comm, cpu) as pin_err, watchdog.phase(f"network, {PLACEMENT_TITLES[p.label]}"):
             if pin_err:
                 return res, pin_err
             self.progress.start(f"network {PLACEMENT_TITLES[p.label]}", total=len(pp_sizes) + 2 * len(st_sizes))
@@ -385,7 +386,7 @@ class _Run:
         sizes = coll_sizes(self.max_bytes, self.quick)
         cap = OVERSUBSCRIBED_ITERS if self.pin_notes else None
         per, invalid = self.per, self.invalid
-        with Pinned(self.comm, self.pins.get(self.rank)) as pin_err:
+        with Pinned(self.comm, self.pins.get(self.rank)) as pin_err, watchdog.phase("network collectives"):
             if pin_err:
                 return Finding(id="net.collectives", status=SKIPPED,
                                title="collectives: ranks could not be pinned", evidence=pin_err)
@@ -454,10 +455,18 @@ class _Run:
         return out
 
     # -- all --------------------------------------------------------------------
+    def so_far(self) -> Outcome:
+        """Rank 0's outcome of what was measured until now (a stop, a rank that stopped answering)."""
+        out = Outcome().extend(self.out)
+        if self.pair is not None:
+            out.extend(self.pair_outcome(*self.pair))
+        return out.extend(self.collectives_outcome())
+
     def run(self) -> Outcome:
         try:
-            with self.stop:
-                self.gather()
+            with self.stop, watchdog.holding(self.so_far):
+                with watchdog.phase("network set-up (the ranks' facts, the timing loops)", watchdog.SETUP_S):
+                    self.gather()
                 self.stop.agree()
                 if self.rank == 0:
                     for label, why in self.missing.items():
@@ -479,10 +488,7 @@ class _Run:
                 skipped = self.measure_collectives()
         except KeyboardInterrupt as e:
             if self.rank == 0:       # every rank stopped at the same point: report what was measured
-                if self.pair is not None:
-                    self.out.extend(self.pair_outcome(*self.pair))
-                self.out.extend(self.collectives_outcome())
-                raise Interrupted(self.out, *e.args) from None
+                raise Interrupted(self.so_far(), *e.args) from None
             raise
         if self.rank != 0:
             return Outcome()

@@ -54,6 +54,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 import numpy as np
 
+from ..cluster import watchdog
 from ..core.io import LAT_CAP, MD_BYTES, RAND_XFER, STAMP_EVERY, DirectRefused, Group, IoRaw, meta_io, random_io, \
     seq_io
 from ..errors import BadValueError, CeilingError
@@ -224,6 +225,7 @@ class _Runner:
         self.all_threads = p.threads * (par.size if par is not None else 1)
 
     def tag(self, what: str) -> str:
+        watchdog.set_phase(f"storage, {storage_dir.TAG_WORDS.get(what, what)}")
         self.n += 1
         return f"{what}{self.n}"
 
@@ -378,7 +380,8 @@ def _measure_keeping(r: "_Runner", out: Outcome) -> None:
     """_measure; what it measured before a stop or a failure (a full disk) travels with
     the exception: Interrupted's outcome, or ``outcome`` set on the CeilingError."""
     try:
-        _measure(r, out)
+        with watchdog.holding(lambda: out):     # a rank stopped answering: rank 0 keeps this much
+            _measure(r, out)
     except KeyboardInterrupt as e:
         raise Interrupted(out, *e.args) from None
     except CeilingError as e:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import signal
 import socket
@@ -90,6 +91,40 @@ class RunDir:
             if self._old_term is not None:
                 signal.signal(signal.SIGTERM, self._old_term)
                 self._old_term = None
+
+
+# The names the C loops give their files and directories (csrc/kernels/io_seq.c, io_random.c,
+# io_meta.c, with the tags bench/storage.py passes): seq.fpp3.r0.t1, rand5.t0, md.unique7.r0/ ...
+LOOP_FILE = re.compile(r"(seq\.[a-z]+[0-9]+\.r[0-9]+\.(t[0-9]+|shared)|rand[0-9]+\.t[0-9]+"
+                       r"|md\.(unique|shared)[0-9]+\.r[0-9]+)")
+
+
+# What each tag's measurement is, in words (a stalled rank's message names it).
+TAG_WORDS = {"seq.fpp": "sequential, a file per thread", "seq.shared": "sequential, one shared file",
+             "seq.strided": "sequential, one shared file in strides", "rand": "random reads and writes",
+             "md.unique": "metadata, a directory per rank", "md.shared": "metadata, one shared directory"}
+
+
+def remove_abandoned(path: str) -> None:
+    """Remove the run directory when the job ends at a deadline (cluster/watchdog.py): a
+    rank that stopped answering never removes its files, so what the C loops name
+    (LOOP_FILE) goes too; anything else keeps the directory, as in ``_remove``."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        if not LOOP_FILE.fullmatch(name):
+            continue
+        p = os.path.join(path, name)
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+        except OSError:
+            pass
+    _remove(path)
 
 
 def check_dir(parent: str) -> None:

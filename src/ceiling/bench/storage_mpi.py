@@ -46,6 +46,7 @@ measures with; this module uses bench/storage.py, never the other way round.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import socket
@@ -57,13 +58,15 @@ from ..cluster.gather import gather_to_root, rank_facts
 from ..cluster.launch import launcher_in_use
 from ..cluster.library import library
 from ..cluster.placement import bound_cpus
+from ..cluster import watchdog
 from ..cluster.stop import DeferredStop, agree_max, raise_agreed
+from ..cluster.watchdog import allowance
 from ..core.io import E_EPEER, IoRaw, cancel
 from ..errors import CeilingError, PathError
 from ..machine.storage import FileSystem, combine_fs, describe_fs
 from ..results.measure import Context
 from .storage import Plan, check_space, plan
-from .storage_dir import RunDir
+from .storage_dir import RunDir, remove_abandoned
 
 TOKEN_FILE = ".ceiling-group"
 
@@ -82,6 +85,7 @@ class Parallel:
     rbase: int = 0
     notes: Dict[str, str] = field(default_factory=dict)
     stop: Optional[DeferredStop] = None     # Ctrl-C and SIGTERM, held to an agreement point
+    wait_s: Optional[float] = None          # the longest an agreement point waits for the others (watchdog)
 
     @property
     def interrupted(self) -> bool:
@@ -106,7 +110,8 @@ class Parallel:
 
     def sync(self, stop: int) -> int:
         """io.c's agreement point: a barrier over every rank; 1 when any of them stopped."""
-        return agree_max(self.world, 1 if stop else 0)
+        with watchdog.waiting("the agreement point after a phase", self.wait_s):
+            return agree_max(self.world, 1 if stop else 0)
 
     def context(self) -> Dict[str, Any]:
         nodes = list(dict.fromkeys(self.nodes))
@@ -194,6 +199,7 @@ def parallel_run(ctx: Context, parent: Optional[str]):
         if rank == 0:
             try:
                 made = stack.enter_context(RunDir(parent))
+                stack.enter_context(watchdog.cleaning(functools.partial(remove_abandoned, made.path)))
                 with open(os.path.join(made.path, TOKEN_FILE), "w") as f:
                     f.write(token)
             except (CeilingError, OSError) as e:
@@ -211,6 +217,7 @@ def parallel_run(ctx: Context, parent: Optional[str]):
         if not sees[rank] and group.Get_rank() == 0:
             try:
                 path = stack.enter_context(RunDir(parent)).path
+                stack.enter_context(watchdog.cleaning(functools.partial(remove_abandoned, path)))
             except CeilingError as e:
                 err = e
         raise_agreed(comm, err)
@@ -250,6 +257,9 @@ def _plan_parallel(ctx: Context, parent: Optional[str], par: Parallel, path: str
         except CeilingError as e:
             err = e
     raise_agreed(par.world, err)
+    # The others may wait at an agreement point while a rank writes its share, or runs its
+    # metadata or timed random phase: the deadline covers the largest of them, generously.
+    par.wait_s = allowance(messages=p.threads * p.md_files, nbytes=p.bytes_at_once()) + p.rand_seconds
     return p
 
 

@@ -25,7 +25,8 @@ def world(level: str = "funneled"):
     (library.library().thread_level).
 
     Without mpi4py or any MPI library: MPIUnavailableError (exit code 10),
-    one line saying what to install.
+    one line saying what to install. Once a watchdog runs (cluster/watchdog.py),
+    the communicator returned has a deadline on every wait.
     """
     try:
         import mpi4py
@@ -35,4 +36,5 @@ def world(level: str = "funneled"):
     except (ImportError, RuntimeError, OSError) as e:
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise MPIUnavailableError(f"MPI is not available ({why}): {INSTALL_HINT}") from None
-    return MPI.COMM_WORLD
+    from .watchdog import wrap
+    return wrap(MPI.COMM_WORLD)

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, List, Tuple
 
 from ..errors import CoreError, MPIUnavailableError, PathError
-from . import cache
+from ..units import size
+from . import cache, watchdog
+from .watchdog import allowance
 
 NB_ABI = 1
 NB_F_CORRUPT = 0x1
@@ -97,7 +99,10 @@ class NetBench:
     def pingpong(self, a: int, b: int, nbytes: int, reps: int, warmup: int, blocks: int, flags: int = 0) -> PairRaw:
         times = (ctypes.c_double * blocks)()
         msg = ctypes.create_string_buffer(NB_MSG)
-        rc = self.lib.nb_pingpong(a, b, nbytes, reps, warmup, blocks, flags, times, msg)
+        n = 2 * (reps + warmup) * blocks
+        with watchdog.waiting(f"ping-pong of {size(nbytes)} between ranks {a} and {b}", allowance(n, n * nbytes),
+                              peers=(a, b)):
+            rc = self.lib.nb_pingpong(a, b, nbytes, reps, warmup, blocks, flags, times, msg)
         ok, text = self._check(rc, msg.raw, "ping-pong")
         return PairRaw(list(times), ok, text)
 
@@ -105,7 +110,10 @@ class NetBench:
                bidir: bool, flags: int = 0) -> PairRaw:
         times = (ctypes.c_double * blocks)()
         msg = ctypes.create_string_buffer(NB_MSG)
-        rc = self.lib.nb_stream(a, b, nbytes, window, iters, warmup, blocks, int(bidir), flags, times, msg)
+        n = (iters + warmup) * window * blocks * (2 if bidir else 1)
+        with watchdog.waiting(f"{'bidirectional ' if bidir else ''}streaming of {size(nbytes)} "
+                              f"messages between ranks {a} and {b}", allowance(n, n * nbytes), peers=(a, b)):
+            rc = self.lib.nb_stream(a, b, nbytes, window, iters, warmup, blocks, int(bidir), flags, times, msg)
         ok, text = self._check(rc, msg.raw, "bibw" if bidir else "bw")
         return PairRaw(list(times), ok, text)
 
@@ -113,6 +121,9 @@ class NetBench:
              flags: int = 0) -> CollRaw:
         arrs = [(ctypes.c_double * blocks)() for _ in range(3)]
         msg = ctypes.create_string_buffer(NB_MSG)
-        rc = self.lib.nb_coll(OPS[op], color, key, nbytes, iters, warmup, blocks, flags, *arrs, msg)
+        dog = watchdog.current()
+        n = (iters + warmup) * blocks * (dog.size if dog is not None else 2)     # alltoall: one per rank
+        with watchdog.waiting(f"{op} of {size(nbytes)}", allowance(n, n * nbytes)):
+            rc = self.lib.nb_coll(OPS[op], color, key, nbytes, iters, warmup, blocks, flags, *arrs, msg)
         ok, text = self._check(rc, msg.raw, op)
         return CollRaw(list(arrs[0]), list(arrs[1]), list(arrs[2]), ok, text)

@@ -7,11 +7,10 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Sequence
 
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
-from ..units import DASH, count, figure, num, pct, quantity, size, time_scale, with_unit  # noqa: F401
+from ..units import DASH, count, figure, num, pct, printable, quantity, size, time_scale, with_unit  # noqa: F401
 
 def size_tick(nbytes: float) -> str:
     """Short size label for an axis tick: "4K", "512K", "32M", "1G"."""
@@ -49,17 +48,6 @@ def when(iso: str) -> str:
 
 
 # -- text from outside --------------------------------------------------------------
-
-# C0 controls but tab and newline, DEL, and C1 controls: what a terminal would act on.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character a terminal would act on (ESC, BEL, CR, ...)
-    written out as \\xNN, so that a hostname, a model name or a JSON file cannot move the
-    cursor, retitle the window or fake a line of the report."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
 
 def printable_value(v: Any) -> Any:
     """Every string inside ``v`` (dicts, lists, keys too) made printable."""

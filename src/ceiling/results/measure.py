@@ -30,6 +30,7 @@ class Options:
     nt_stores: bool = False              # STREAM with non-temporal stores
     oversubscribe: bool = False          # allow more threads than CPUs
     storage_dir: Optional[str] = None    # bench storage: where its ceiling-io-* directory goes ($TMPDIR)
+    node_timeout_s: Optional[float] = None   # MPI: every wait's deadline (cluster/watchdog.py); None: sized
     storage_clean: bool = False          # bench storage --clean: remove what killed runs left there first
 
 

@@ -24,6 +24,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "afterwards; default $TMPDIR or /tmp)")
     p.add_argument("--clean", action="store_true", help="storage: first remove the ceiling-io-* directories "
                    "that your killed runs left in DIR (a run names them when it finds them)")
+    p.add_argument("--node-timeout", metavar="SECONDS",
+                   help="under MPI: end the job when a rank has not answered for this long (30, 5m; default: "
+                   "sized from the work of each wait, at least 2 minutes); what was measured is kept, exit 11")
     common.measure_options(p)
     common.output_options(p)
 

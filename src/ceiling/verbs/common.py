@@ -13,7 +13,7 @@ from ..report.exporters.base import Exporter, deliver as _deliver_all, prepare
 from ..results.measure import Options
 from ..results.model import Run
 from ..sysfs import meminfo_bytes
-from ..units import parse_count, parse_size
+from ..units import parse_count, parse_seconds, parse_size
 from . import suites
 
 ISAS = ("scalar", "sse2", "avx2", "avx512", "neon", "sve")
@@ -72,6 +72,7 @@ def options(args: argparse.Namespace) -> Options:
                    size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
                    oversubscribe=getattr(args, "oversubscribe", False), storage_dir=getattr(args, "dir", None))
     opts.storage_clean = bool(getattr(args, "clean", False))
+    opts.node_timeout_s = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
     return opts
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, List, Tuple
 
-from ..errors import CeilingError, interruption
+from ..errors import CeilingError, StalledError, interruption
 from ..results.measure import Context, NullProgress, Outcome
 from . import common, suites
 from .session import Session
@@ -73,16 +73,22 @@ def measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:
     nothing about the network or the file system.
     """
     from ..bench import network
+    from ..cluster import watchdog
     from ..cluster.comm import world
     from ..cluster.stop import DeferredStop
 
     # storage's agreement points run on its I/O thread: MPI_THREAD_SERIALIZED
     comm = network.preflight() if suite == "network" else world("serialized")
-    with DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
-        return _measure_ranks(args, argv, suite, comm, stop)
+    dog = watchdog.start(comm)           # from here on, every wait for other ranks has a deadline
+    try:
+        comm = watchdog.wrap(comm)
+        with DeferredStop(comm) as stop:     # from here on, a signal stops every rank at one point
+            return _measure_ranks(args, argv, suite, comm, stop, dog)
+    finally:
+        watchdog.stop()
 
 
-def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, stop) -> int:
+def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, stop, dog) -> int:
     import contextlib
     import functools
     from .. import machine as machine_mod
@@ -96,6 +102,7 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         cfg = common.config(args)
     except CeilingError as e:
         raise everywhere(e) from None
+    dog.timeout = opts.node_timeout_s
     if suite == "network":
         network.preflight(comm, opts)
     say = common.say(args) if leader else (lambda text: None)
@@ -107,6 +114,15 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
     session.set_machine(m, cpus)
+    if leader:
+        def rescue(line: str) -> None:
+            """A rank stopped answering (the watchdog's thread, the main thread blocked in MPI)."""
+            for out in dog.held():
+                session.add(out)
+            session.partial(line)
+            common.deliver(session.finish(), common.exporters(args, store, html=bool(getattr(args, "out", None))),
+                           StalledError.exit_code, say)
+        dog.rescue = rescue
     code = 0
     with contextlib.ExitStack() as stack:
         fn: Callable = network.bench_network
