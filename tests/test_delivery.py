@@ -128,3 +128,21 @@ def test_the_report_reads_the_umask_without_changing_it(monkeypatch, tmp_path):
     finally:
         real(old)
     assert calls == []
+
+
+def test_a_bug_in_one_output_costs_only_that_output(tmp_path, monkeypatch, capsys):
+    from ceiling.report.exporters import json_doc
+
+    def broken(self, run):
+        raise ValueError("a figure no axis can place")
+
+    monkeypatch.setattr(json_doc.JsonFile, "export", broken)
+    saved, db = tmp_path / "run.json", tmp_path / "h.db"
+    code = cli.main(["check", "--only", "env", "--save-json", str(saved), "--db", str(db)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "ceiling: JSON not saved: an internal error (ValueError: a figure no axis can place)" in captured.err
+    from ceiling.results.store import Store
+    assert len(Store(str(db)).list()) == 1                # the history and the terminal report still came
+    assert "env" in captured.out
+    assert not saved.exists()

@@ -9,7 +9,7 @@ from typing import Callable, List, Optional
 
 from .. import core
 from ..errors import INTERRUPTED_EXIT, BadValueError, PathError, UsageError, ValidationError, held_signals
-from ..report.exporters.base import Exporter, deliver as _deliver_all, prepare
+from ..report.exporters.base import Exporter, InternalFailure, deliver as _deliver_all, prepare
 from ..results.measure import Options
 from ..results.model import Run
 from ..sysfs import meminfo_bytes
@@ -178,5 +178,5 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
     if run.partial and code == 0:
         code = INTERRUPTED_EXIT
     if errors and code == 0:
-        code = PathError.exit_code
+        code = 1 if any(isinstance(e, InternalFailure) for e in errors) else PathError.exit_code
     return code

@@ -41,8 +41,14 @@ def prepare(exporters: Sequence[Exporter]) -> None:
         e.prepare()
 
 
+class InternalFailure(str):
+    """An error line of an exporter that failed on a bug of ours, not on the path it writes."""
+
+
 def deliver(run: Run, exporters: Sequence[Exporter], say: Say) -> List[str]:
-    """Run every exporter once, by stage; the errors, one line each (``what failed: why``)."""
+    """Run every exporter once, by stage; the errors, one line each (``what failed: why``).
+    An exporter failing on a bug (any other exception) costs only its own output: the history,
+    the JSON and the terminal report of a measured run are not lost to the HTML's bug."""
     errors: List[str] = []
     receipts: List[str] = []
     ordered = sorted(exporters, key=lambda e: e.stage)     # stable: the verb's order within a stage
@@ -55,6 +61,10 @@ def deliver(run: Run, exporters: Sequence[Exporter], say: Say) -> List[str]:
             raise            # the reader went away (| head): nothing more to say to it
         except (CeilingError, OSError) as err:
             errors.append(f"{e.what} {e.failed}: {err}")
+            continue
+        except Exception as err:        # noqa: BLE001 - see the doc: one output lost, not all of them
+            errors.append(InternalFailure(f"{e.what} {e.failed}: an internal error ({type(err).__name__}: "
+                                          f"{err}); the other outputs were written. Please report it"))
             continue
         if line:
             receipts.append(line)
