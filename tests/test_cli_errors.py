@@ -42,6 +42,10 @@ CASES = [
     (["run", "--save-json", "/proc/version", "--no-store"], 4, "not writable"),
     (["history", "--limit", "0", "--db", "{tmp}/h.db"], 3, "at least 1"),
     (["show", "{tmp}/missing.json"], 4, "no such file"),
+    (["show", "{tmp}/notes.txt"], 2, "is not a run's JSON file"),
+    (["show", "{tmp}/h.sqlite"], 2, "is a SQLite database, not a run's JSON: 'ceiling history --db"),
+    (["show", "{tmp}/cut.json"], 5, "is not valid JSON"),
+    (["bench", "memory", "--node-timeout", "-3", "--no-store"], 2, "not a duration"),
     (["bench", "network", "memory", "--no-store"], 2, "runs on its own"),
     (["bench", "storage", "--dir", "{tmp}/nowhere", "--no-store"], 4, "does not exist"),
     (["bench", "storage", "--dir", "{tmp}", "--size", "100TiB", "--no-store"], 3, "free"),
@@ -55,12 +59,16 @@ CASES = [
 
 @pytest.mark.parametrize("args,code,text", CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_bad_input(tmp_path, args, code, text):
+    (tmp_path / "notes.txt").write_text("not a run\n")
+    (tmp_path / "cut.json").write_text('{"schema_version": 3, "metr')       # a run file cut short
+    import sqlite3
+    sqlite3.connect(tmp_path / "h.sqlite").execute("CREATE TABLE t (x)").connection.commit()
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     r = ceiling(*args)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == code, (r.returncode, r.stderr)
     assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("ceiling"), lines
+    assert lines[0].startswith("ceiling: ") and not lines[0].startswith("ceiling: ceiling"), lines
     assert text in lines[0], lines[0]
     assert "Traceback" not in r.stderr
 

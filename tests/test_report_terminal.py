@@ -172,14 +172,15 @@ def test_render_machine_lists_peaks_and_unknowns():
 def test_render_history_runs_and_one_metric():
     from types import SimpleNamespace
     runs = [SimpleNamespace(run_id="a41c07d2", host="cn0421", started="2024-05-03T22:01:12Z", finished="",
-                            tool_version="0.1.0", partial=True, n_metrics=22,
+                            tool_version="0.1.0", partial=True, n_metrics=22, verb="bench memory",
                             headline={"stream.triad": (290.0, "GB/s"), "latency.dram": (108.0, "ns")}),
             SimpleNamespace(run_id="3f2a9c1e", host="ci", started="2024-05-02T09:14:03Z", finished="",
-                            tool_version="0.1.0", partial=False, n_metrics=5, headline={})]
+                            tool_version="0.1.0", partial=False, n_metrics=5, verb="check", headline={})]
     text = terminal.render_history(runs)
     lines = text.splitlines()
-    assert lines[0].split() == ["run", "started", "host", "version", "metrics", "triad", "DRAM", "lat"]
+    assert lines[0].split() == ["run", "started", "host", "verb", "version", "metrics", "triad", "DRAM", "lat"]
     assert "22 partial" in lines[1] and "290 GB/s" in lines[1] and "108 ns" in lines[1]
+    assert " bench memory " in lines[1] and " check " in lines[2]
     assert lines[2].split()[-2:] == ["-", "-"]
     one = terminal.render_history([("2024-05-02T09:14:03Z", "ci", 2500.0, "ns", "3f2a9c1e")], metric="latency.x")
     assert one.splitlines()[0] == "latency.x: 1 value, oldest first"

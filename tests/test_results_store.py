@@ -392,3 +392,14 @@ def test_unwritable_directory(tmp_path):
     d.mkdir(mode=0o500)
     with pytest.raises(PathError):
         Store(d / "h.db")
+
+
+def test_list_says_which_verb_made_each_run(tmp_path):
+    with Store(tmp_path / "h.db") as s:
+        for rid, cmd in (("v1" * 4, ["ceiling", "bench", "memory", "--quick", "compute"]),
+                         ("v2" * 4, ["ceiling", "check", "--nhc"]), ("v3" * 4, ["ceiling"])):
+            r = mkrun(run_id=rid)
+            r.command = cmd
+            s.save(r)
+        verbs = {r.run_id: r.verb for r in s.list()}
+    assert verbs == {"v1" * 4: "bench memory", "v2" * 4: "check", "v3" * 4: ""}

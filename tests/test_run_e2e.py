@@ -59,7 +59,7 @@ def test_quick_run_writes_report_and_history(quick_run):
     h = ceiling("history", "--db", str(d / "h.db"), "--json")
     assert h.returncode == 0, h.stderr
     rows = json.loads(h.stdout)
-    assert len(rows) == 1
+    assert len(rows) == 1 and rows[0]["verb"] == "run"
     run_id = json.loads(r.stdout)["run_id"]
     s = ceiling("show", run_id[:8], "--db", str(d / "h.db"), "--json")
     assert s.returncode == 0, s.stderr

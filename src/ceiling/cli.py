@@ -14,7 +14,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError (one line, exit 2) instead of printing usage."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        # main prints "ceiling: " before every error; a verb's parser names the verb after it
+        verb = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        raise UsageError(f"{verb}{message} (see '{self.prog} --help')")
 
 
 def build_parser() -> argparse.ArgumentParser:

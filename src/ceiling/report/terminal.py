@@ -425,13 +425,15 @@ def _history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) 
     body = []
     for r in rows:
         head = getattr(r, "headline", None) or {}
+        verb = str(getattr(r, "verb", ""))
         cells = [str(getattr(r, "run_id", "")), F.when(getattr(r, "started", "")), str(getattr(r, "host", "")),
+                 verb if len(verb) <= 24 else verb[:23] + "…",
                  str(getattr(r, "tool_version", "")), str(getattr(r, "n_metrics", "")) +
                  (" partial" if getattr(r, "partial", False) else "")]
         for k in keys:
             value, unit = head.get(k, (None, ""))
             cells.append(F.with_unit(value, unit))
         body.append(cells)
-    lines = _table(["run", "started", "host", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys], body,
-                   [False, False, False, False, True] + [True] * len(keys))
+    lines = _table(["run", "started", "host", "verb", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys],
+                   body, [False, False, False, False, False, True] + [True] * len(keys))
     return "\n".join(lines)

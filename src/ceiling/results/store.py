@@ -33,6 +33,7 @@ Store versions (``PRAGMA user_version``):
 from __future__ import annotations
 
 import os
+import json
 import random
 import sqlite3
 import time
@@ -112,6 +113,30 @@ class RunSummary:
     partial: bool
     n_metrics: int
     headline: Dict[str, Tuple[Optional[float], str]] = field(default_factory=dict)  # name -> (value, unit)
+    command: List[str] = field(default_factory=list)      # the command line that made it
+
+    @property
+    def verb(self) -> str:
+        """What made the run: "run", "check", "bench memory", from its command line."""
+        words = []
+        for w in self.command[1:]:
+            if not isinstance(w, str) or w.startswith("-"):
+                break
+            words.append(w)
+        return " ".join(words)
+
+
+# The command line of a run, read from its document by SQLite (JSON1, built in since 3.38)
+# without parsing the whole document in Python; a damaged one reads as none.
+_COMMAND = "CASE WHEN json_valid(doc) THEN json_extract(doc, '$.command') END"
+
+
+def _command(text: Optional[str]) -> List[str]:
+    try:
+        words = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
 
 
 class Store:
@@ -410,7 +435,7 @@ class Store:
         try:
             runs = self._db.execute(
                 f"SELECT run_id, host, started, finished, tool_version, partial, "
-                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id) "
+                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), {_COMMAND} "
                 f"FROM runs r {where} ORDER BY started DESC, run_id LIMIT ?", args + [int(limit)]).fetchall()
             heads: Dict[str, Dict[str, Tuple[Optional[float], str]]] = {r[0]: {} for r in runs}
             if runs:
@@ -424,8 +449,8 @@ class Store:
         except sqlite3.Error as e:
             raise self._error(e) from None
         return [RunSummary(rid, h, s, f, v, bool(p), n,
-                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]})
-                for rid, h, s, f, v, p, n in runs]
+                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c))
+                for rid, h, s, f, v, p, n, c in runs]
 
     def metrics_history(self, name: str, host: Optional[str] = None
                         ) -> List[Tuple[str, str, Optional[float], str, str]]:

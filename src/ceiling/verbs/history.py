@@ -20,6 +20,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="JSON on stdout")
 
 
+def _as_json(o):
+    if hasattr(o, "verb") and hasattr(o, "__dict__"):
+        return {**o.__dict__, "verb": o.verb}      # a RunSummary: what made it, too
+    return o.__dict__ if hasattr(o, "__dict__") else str(o)
+
+
 def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..report import terminal
     from ..results.store import Store
@@ -30,7 +36,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     else:
         rows = store.list(host=args.host, limit=limit)
     if args.json:
-        print(json.dumps(rows, indent=1, default=lambda o: o.__dict__ if hasattr(o, "__dict__") else str(o)))
+        print(json.dumps(rows, indent=1, default=_as_json))
     else:
         print(terminal.render_history(rows, metric=args.metric))
     return 0

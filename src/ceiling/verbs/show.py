@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-from ..errors import PathError
+from ..errors import PathError, UsageError
 from . import common
 
 NAME = "show"
@@ -22,6 +22,23 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON document")
 
 
+def _is_run_file(path: str) -> None:
+    """UsageError for a file that is no run's JSON at all (a database, a text file): the
+    argument is wrong, not a run damaged. A JSON object that is not a valid run stays
+    jsonio's StoreError (exit 5), as a damaged run file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as e:
+        raise PathError(f"{path}: cannot be read: {e.strerror or e}") from None
+    if head.startswith(b"SQLite format 3\0"):
+        raise UsageError(f"{path} is a SQLite database, not a run's JSON: 'ceiling history --db {path}' lists "
+                         f"its runs, 'ceiling show ID --db {path}' shows one")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        raise UsageError(f"{path} is not a run's JSON file (it does not begin with '{{'): give a run id from "
+                         "'ceiling history', or a file written by --save-json or --json")
+
+
 def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.analyse import ensure
     from ..report import html, terminal
@@ -32,6 +49,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if args.run.endswith(".json") or Path(args.run).is_file():
         if not Path(args.run).is_file():
             raise PathError(f"{args.run}: no such file")
+        _is_run_file(args.run)
         run = jsonio.load(args.run)
     else:
         from ..results.store import Store
