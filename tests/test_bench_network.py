@@ -11,6 +11,7 @@ a few seconds even with 4 ranks on 2 CPUs.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -418,3 +419,60 @@ def test_sigterm_to_one_rank_stops_every_rank_together(mpi_setup, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["partial"] and doc["partial_reason"].startswith("terminated (SIGTERM)"), doc["partial_reason"]
     assert "PARTIAL RUN: terminated (SIGTERM)" in stdout
+
+
+class _FakeMPI:
+    def __init__(self, name, ver):
+        self.name, self.ver = name, ver
+
+    def get_vendor(self):
+        return self.name, self.ver
+
+    def Get_library_version(self):
+        return f"{self.name} {'.'.join(map(str, self.ver))}\0"
+
+
+def test_a_launcher_of_another_mpi_is_named_before_mpi_starts():
+    from ceiling.cluster.library import launcher_mismatch
+    mpich, ompi = _FakeMPI("MPICH", (5, 0, 2)), _FakeMPI("Open MPI", (4, 1, 4))
+    line = launcher_mismatch(mpich, {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0"})
+    assert line.startswith("this process was started by Open MPI's mpirun, but mpi4py loaded MPICH 5.0.2")
+    assert "launch with " in line
+    assert launcher_mismatch(ompi, {"PMI_FD": "5", "PMI_RANK": "0"}).startswith(
+        "this process was started by Hydra's mpiexec")
+    assert launcher_mismatch(mpich, {"PMI_FD": "5"}) is None
+    assert launcher_mismatch(ompi, {"OMPI_COMM_WORLD_SIZE": "2"}) is None
+    assert launcher_mismatch(mpich, {"SLURM_PROCID": "0", "PMIX_RANK": "0"}) is None    # srun: cannot tell
+    assert launcher_mismatch(mpich, {}) is None
+
+
+def _foreign_launcher(family):
+    """A launcher of the other MPI family on this machine, or None."""
+    import shutil
+    from ceiling.cluster.library import launcher_identity
+    here = Path(__file__).resolve().parents[1]
+    for cand in (shutil.which("mpirun"), "/usr/bin/mpirun", str(here / ".venv" / "bin" / "mpiexec")):
+        if cand and Path(cand).is_file():
+            fam, _ = launcher_identity(cand)
+            if fam and (fam == "Open MPI") != (family == "Open MPI"):
+                return cand, fam
+    return None
+
+
+@needs_mpi
+def test_the_launcher_of_another_mpi_is_one_line_and_exit_10(mpi_setup, tmp_path):
+    tmp, info = mpi_setup
+    found = _foreign_launcher(info["family"])
+    if found is None:
+        pytest.skip("no launcher of another MPI family on this machine")
+    path, fam = found
+    argv = [path, "-n", "2"] + (["--allow-run-as-root"] if fam == "Open MPI" and os.geteuid() == 0 else [])
+    env = _env(tmp)
+    for k in [k for k in env if k.startswith(("PMI_", "OMPI_", "PMIX_", "HYDI_", "MPI_LOCAL"))]:
+        del env[k]
+    r = subprocess.run([*argv, sys.executable, "-m", "ceiling", "bench", "network", "--no-store"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 10, r.stdout + r.stderr
+    ours = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("ceiling:")]
+    assert len(ours) == 1 and f"but mpi4py loaded {info['family']}" in ours[0], r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "Fatal error" not in r.stdout + r.stderr

@@ -25,16 +25,33 @@ def world(level: str = "funneled"):
     (library.library().thread_level).
 
     Without mpi4py or any MPI library: MPIUnavailableError (exit code 10),
-    one line saying what to install. Once a watchdog runs (cluster/watchdog.py),
+    one line saying what to install. Started by the launcher of another MPI
+    (Open MPI's mpirun for MPICH, Hydra's mpiexec for Open MPI): the same, naming
+    the launcher to use, before MPI_Init (library.launcher_mismatch). Once a watchdog runs (cluster/watchdog.py),
     the communicator returned has a deadline on every wait.
     """
     try:
         import mpi4py
-        if "mpi4py.MPI" not in sys.modules and not os.environ.get("MPI4PY_RC_THREAD_LEVEL"):
-            mpi4py.rc.thread_level = level
+        if "mpi4py.MPI" not in sys.modules:
+            # Initialised below, after the launcher is checked: MPI_Init of a library under
+            # another MPI's launcher aborts the process with a page of internal errors.
+            mpi4py.rc.initialize = False
+            mpi4py.rc.finalize = True
         from mpi4py import MPI
     except (ImportError, RuntimeError, OSError) as e:
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise MPIUnavailableError(f"MPI is not available ({why}): {INSTALL_HINT}") from None
+    if not MPI.Is_initialized():
+        from .library import launcher_mismatch
+        from .stop import everywhere
+        wrong = launcher_mismatch(MPI)
+        if wrong:
+            raise everywhere(MPIUnavailableError(wrong))
+        want = (os.environ.get("MPI4PY_RC_THREAD_LEVEL") or level).lower()
+        MPI.Init_thread(getattr(MPI, _LEVELS.get(want, "THREAD_FUNNELED")))
     from .watchdog import wrap
     return wrap(MPI.COMM_WORLD)
+
+
+_LEVELS = {"single": "THREAD_SINGLE", "funneled": "THREAD_FUNNELED", "serialized": "THREAD_SERIALIZED",
+           "multiple": "THREAD_MULTIPLE"}

@@ -280,3 +280,35 @@ def find_launcher(lib: Library, mpicc: Optional[Tool] = None) -> Launcher:
             tried.append(f"{path} ({fam + ' ' + ver if fam else ver})")
     raise MPIUnavailableError(f"no launcher (mpiexec, mpirun) for {lib.family} {lib.family_version}; "
                               f"tried: {'; '.join(tried) or 'none found'}")
+
+
+# What each launcher family leaves in its ranks' environment (launch.py reads the same keys).
+_HYDRA_KEYS = ("PMI_FD", "PMI_PORT", "HYDI_CONTROL_FD")
+_OPEN_MPI_KEYS = ("OMPI_COMM_WORLD_SIZE",)
+
+
+def launcher_mismatch(mpi, env: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """One line when this rank was started by the launcher of another MPI family than the
+    library mpi4py loaded (``mpi``: mpi4py.MPI, not yet initialised), naming the launcher to
+    use; None when they match or it cannot tell. Under Open MPI's mpirun, MPICH's MPI_Init
+    aborts ("unsupported PMI version PMIx"); under Hydra, Open MPI's ranks start as singletons."""
+    env = os.environ if env is None else env
+    name, ver = mpi.get_vendor()
+    fam = _family(name)
+    hydra = any(k in env for k in _HYDRA_KEYS)
+    ompi = any(k in env for k in _OPEN_MPI_KEYS)
+    if fam == "Open MPI" and hydra and not ompi:
+        started = "Hydra's mpiexec (MPICH, Intel MPI, MVAPICH)"
+    elif fam in ("MPICH", "Intel MPI", "MVAPICH") and ompi and not hydra:
+        started = "Open MPI's mpirun"
+    else:
+        return None
+    version = ".".join(str(v) for v in ver)
+    lib = Library(version=mpi.Get_library_version().rstrip("\0"), family=fam, family_version=version,
+                  standard="", path=mapped_libmpi())
+    try:
+        use = find_launcher(lib).path
+    except MPIUnavailableError:
+        use = f"the mpiexec or mpirun of {fam} {version}"
+    return (f"this process was started by {started}, but mpi4py loaded {fam} {version}"
+            f"{' (' + lib.path + ')' if lib.path else ''}: launch with {use}, e.g. {use} -n 2 ceiling bench network")
