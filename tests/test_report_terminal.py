@@ -193,3 +193,34 @@ def test_when():
     assert F.when("2024-05-02T09:14:03Z") == "2024-05-02 09:14:03 UTC"
     assert F.when("2026-11-21T12:44:24.123456+00:00") == "2026-11-21 12:44:24 UTC"
     assert F.when("") == "time unknown"
+
+
+def test_figures_not_read_from_this_node_say_so_and_the_process_limits_are_shown():
+    run = sample_runs.vm_run()
+    m = dict(run.machine)
+    m["sources"] = {"memory_channels": "CPU families data file: Zen 3 (Milan)", "fma_units": "CPU families data file",
+                    "affinity": "sched_getaffinity"}
+    m.update(memory_channels=8, memory_mts=None, fma_units=2, affinity=[0, 1], threads=2,
+             cgroup={"version": "v2", "cpu_quota_cpus": 1.5, "memory_limit_bytes": 8 << 30, "cpuset": "0-1"})
+    run.machine = m
+    flat = " ".join(terminal.render_machine(run, width=100).split())
+    assert "8 channels per socket (assumed from the CPU family table, not read from this node)" in flat
+    assert "2 FMA pipes/core (assumed from the CPU family table, not read from this node)" in flat
+    assert "Affinity CPUs 0-1 (2 of 2 online), sched_getaffinity" in flat
+    assert "Limits cgroup v2: CPU quota 1.50 CPUs, cpuset 0-1, memory limit 8 GiB" in flat
+    m["sources"]["memory_channels"] = "config file /etc/ceiling.toml"
+    m["cgroup"] = {"version": "v1"}
+    flat = " ".join(terminal.render_machine(run, width=100).split())
+    assert "8 channels per socket (config file /etc/ceiling.toml)" in flat
+    assert "Limits cgroup v1: no CPU quota, no memory limit" in flat
+
+
+def test_machine_json_is_the_run_document(tmp_path):
+    import json
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "ceiling", "machine", "--no-measure", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] >= 1 and doc["machine"]["threads"] >= 1 and "Affinity" in r.stderr

@@ -110,15 +110,25 @@ def clocks(machine: Dict[str, Any]) -> List[str]:
     return parts
 
 
+def _from(m: Dict[str, Any], key: str) -> str:
+    """Where a figure not read from this node came from, for the text beside it ("" when read)."""
+    src = str((m.get("sources") or {}).get(key) or "")
+    if "families data file" in src:
+        return " (assumed from the CPU family table, not read from this node)"
+    if src.startswith("config"):
+        return f" ({src})"
+    return ""
+
+
 def memory(machine: Dict[str, Any]) -> str:
     m = as_dict(machine)
     total = m.get("mem_total_bytes")
     text = size(total) if total else "unknown size"
     ch, mts = count(m.get("memory_channels")), count(m.get("memory_mts"))
     if ch and mts:
-        text += f", {ch} channels × {mts} MT/s per socket"
+        text += f", {ch} channels{_from(m, 'memory_channels')} × {mts} MT/s{_from(m, 'memory_mts')} per socket"
     elif ch:
-        text += f", {ch} channels per socket, speed unknown"
+        text += f", {ch} channels per socket{_from(m, 'memory_channels')}, speed unknown"
     elif mts:
         text += f", {mts} MT/s, channel count unknown"
     else:
@@ -148,7 +158,7 @@ def isa_text(machine: Dict[str, Any], limit: int = 12) -> str:
     if m.get("vector_bits"):
         extra.append(f"{m['vector_bits']}-bit vectors")
     if m.get("fma_units"):
-        extra.append(f"{m['fma_units']} FMA pipes/core")
+        extra.append(f"{m['fma_units']} FMA pipes/core{_from(m, 'fma_units')}")
     if extra:
         text = (text + "; " if text else "") + ", ".join(extra)
     return text or "unknown"
@@ -167,3 +177,37 @@ def numa_text(machine: Dict[str, Any]) -> str:
     if not nodes:
         return "NUMA nodes unknown"
     return f"{len(nodes)} NUMA node" + ("" if len(nodes) == 1 else "s")
+
+
+def affinity_text(machine: Dict[str, Any]) -> str:
+    """The CPUs this process may use, of how many online, and who said so."""
+    from ..sysfs import format_cpulist
+    m = as_dict(machine)
+    cpus = [c for c in (m.get("affinity") or []) if isinstance(c, int) and not isinstance(c, bool)]
+    if not cpus:
+        return "unknown"
+    online = count(m.get("threads"))
+    src = (m.get("sources") or {}).get("affinity")
+    return (f"CPUs {format_cpulist(cpus)}" + (f" ({len(cpus)} of {online} online)" if online else "")
+            + (f", {src}" if src else ""))
+
+
+def limits_text(machine: Dict[str, Any]) -> str:
+    """The cgroup's CPU quota, cpuset and memory limit, or that there is none."""
+    cg = as_dict(machine).get("cgroup") or {}
+    if not isinstance(cg, dict) or not cg:
+        return "no cgroup information"
+    parts = []
+    quota = figure(cg.get("cpu_quota_cpus"))
+    if quota is not None:
+        parts.append(f"CPU quota {num(quota)} CPUs")
+    if cg.get("cpuset"):
+        parts.append(f"cpuset {cg['cpuset']}")
+    mem = figure(cg.get("memory_limit_bytes"))
+    if mem is not None:
+        parts.append(f"memory limit {size(mem)}")
+    if quota is None:
+        parts.append("no CPU quota")
+    if mem is None:
+        parts.append("no memory limit")
+    return f"cgroup {cg.get('version') or '?'}: " + ", ".join(parts)

@@ -72,9 +72,13 @@ def _facts(run: Run) -> List[Tuple[str, str]]:
             ("ISA", F.isa_text(m)),
             ("Caches", F.caches_text(m)),
             ("Memory", F.memory(m)),
+            ("Affinity", F.affinity_text(m)),
+            ("Limits", F.limits_text(m)),
         ]
         if m.get("virtualized"):
-            facts.append(("Virtual", f"running in a {m['virtualized']} virtual machine"))
+            v = str(m["virtualized"])
+            facts.append(("Virtual", "running in a virtual machine (hypervisor unknown)" if v.startswith("unknown")
+                          else f"running in a {v} virtual machine"))
     else:
         facts.append(("Machine", "not recorded in this run"))
     env = run.environment or {}

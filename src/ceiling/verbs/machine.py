@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from typing import List
 
 from . import common
@@ -42,12 +42,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         from ..results import jsonio
         jsonio.dump(run, args.save_json)
     common.say(args)(terminal.render_machine(run))
-    if args.json:
-        print(json.dumps(m.to_dict(), indent=1, default=_json_default))
+    if args.json:        # the run document, as every verb's --json: schema_version, the machine section
+        from ..results import jsonio
+        sys.stdout.write(jsonio.dumps(run))
     return 0
-
-
-def _json_default(o):
-    if hasattr(o, "__dict__"):
-        return o.__dict__
-    return str(o)
