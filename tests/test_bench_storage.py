@@ -384,7 +384,7 @@ def test_signal_mid_run_removes_the_run_directory(tmp_path, sig):
     outp, err = p.communicate(timeout=60)
     assert p.returncode == 130, (outp, err)
     assert "INTERRUPTED Interrupted" in outp
-    assert leftovers(tmp_path) == []
+    assert leftovers(tmp_path) == [], (outp, err, [list(x.iterdir()) for x in tmp_path.glob("ceiling-io-*")])
 
 
 def test_cancel_stops_a_call_and_removes_its_files(tmp_path):

@@ -243,29 +243,35 @@ def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
         return call()
     cancel(cancelled)
     box: Dict[str, Any] = {}
+    done = threading.Event()        # not Thread.join: a KeyboardInterrupt inside join() marks a
+                                    # running thread stopped (CPython), and the wait below would not wait
 
     def work() -> None:
         try:
             box["rc"] = call()
         except BaseException as e:      # noqa: BLE001 - raised again in the main thread
             box["error"] = e
+        finally:
+            done.set()
 
     t = threading.Thread(target=work, name="ceiling-io", daemon=True)
+    started = False
     try:
         # Started with SIGINT and SIGTERM blocked: a signal inside start() would leave a thread
         # running that this function does not know it has to wait for (and its files behind).
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             t.start()
+            started = True
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        while t.is_alive():
-            t.join(0.1)
+        while not done.wait(0.1):
+            pass
     except BaseException:
         cancel(True)
         try:
-            if t.ident is not None:
-                t.join()
+            if started:
+                done.wait()
         finally:
             cancel(False)
         raise
