@@ -46,7 +46,9 @@ def test_metrics_table_shows_efficiency_peak_and_spread():
     lat = _row(text, "latency.dram").split()
     assert lat[1:3] == ["96.4", "ns"] and lat[-1] == "1"           # threads
     assert "312 cycles" in text
-    assert re.search(r"spread \d+% \(CV\) is high", text)
+    assert " 6%! " in _row(text, "stream.triad")                  # the high spread marked in its row
+    assert "spread 6% (CV) is high" not in text                      # and said once, under the table
+    assert text.count("CV above 5% (marked !) on 1 metric: stream.triad: other load or frequency changes") == 1
 
 
 def test_unknown_peak_shows_unknown_and_its_reason_once():

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, Optional
 from .. import core
 from ..machine.model import Machine
 from ..results.measure import Outcome
-from ..results.model import CV_WARN, HIGHER, LOWER, Finding, Metric, Peak
+from ..results.model import HIGHER, LOWER, Finding, Metric, Peak
 
 
 def single_numa_domain(machine: Machine, finding_id: str, what: str) -> Optional[Outcome]:
@@ -34,14 +34,12 @@ def _context(raw: core.RawResult, extra: Dict[str, Any]) -> Dict[str, Any]:
     return ctx
 
 
-def judge(m: Metric, valid: bool, problem: str = "",
-          spread_why: str = "other load or frequency changes; rerun on an idle node") -> Metric:
-    """Every bench's verdict on a metric: invalid (``problem`` says why) and a spread above CV_WARN, in its note."""
+def judge(m: Metric, valid: bool, problem: str = "") -> Metric:
+    """Every bench's verdict on a metric: invalid, with ``problem`` in its note saying why. (A spread
+    above CV_WARN is in its stats; the reports mark it and say why once per run.)"""
     notes = [m.note]
     if not valid:
         notes.append(problem)
-    if m.stats is not None and m.stats.n > 1 and m.stats.cv > CV_WARN:
-        notes.append(f"spread {m.stats.cv:.0%} (CV) is high: {spread_why}")
     m.valid = m.valid and valid
     m.note = "; ".join(filter(None, notes))
     return m

@@ -21,7 +21,6 @@ from ..machine.model import Machine
 from ..machine.peaks import flop_peak
 from ..results.model import HIGHER, Metric, Series
 from ..results.measure import Context, Outcome
-from ..results.model import CV_WARN
 from ..sysfs import meminfo_bytes
 from .base import rate_metric
 
@@ -274,8 +273,6 @@ def bench_dgemm(ctx: Context) -> Outcome:
         notes.append(f"validation failed: residual {err:.2e} exceeds the rounding bound {bound:.2e}")
     if limits is None:
         notes.append(f"BLAS thread count not controllable ({blas.get('why')}): the library chose it")
-    if m.stats is not None and m.stats.n > 1 and m.stats.cv > CV_WARN:
-        notes.append(f"spread {m.stats.cv:.0%} (CV) is high: other load or frequency changes; rerun on an idle node")
     m.note = "; ".join(notes)
     out.metrics.append(_check_peak(m))
     ctx.progress.done()

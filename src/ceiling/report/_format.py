@@ -7,8 +7,10 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Sequence
 
+from ..results.base import CV_WARN
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
 from ..units import DASH, count, figure, num, pct, printable, quantity, size, time_scale, with_unit  # noqa: F401
 
@@ -211,3 +213,44 @@ def limits_text(machine: Dict[str, Any]) -> str:
     if mem is None:
         parts.append("no memory limit")
     return f"cgroup {cg.get('version') or '?'}: " + ", ".join(parts)
+
+
+# -- notes said once per run --------------------------------------------------------
+
+# A high spread and competing load are said once under the metrics table, not on every row
+# (runs stored before said them on each metric's note: they are taken out of the row here).
+_SPREAD_NOTE = re.compile(r"spread \d+% \(CV\) is high(: [^;]*)?")
+BUSY_NOTE = "other processes were busy during this measurement"
+SPREAD_WHY = "other load or frequency changes; rerun on an idle node"
+
+
+def high_spread(m: Any) -> bool:
+    st = getattr(m, "stats", None)
+    cv = figure(getattr(st, "cv", None))
+    return bool(st is not None and (count(getattr(st, "n", 0)) or 0) > 1 and cv is not None and cv > CV_WARN)
+
+
+def row_note(m: Any) -> str:
+    """The metric's own note without what ``run_notes`` says once for the whole run."""
+    parts = [p.strip() for p in str(getattr(m, "note", "") or "").split(";")]
+    return "; ".join(p for p in parts if p and p != BUSY_NOTE and not _SPREAD_NOTE.fullmatch(p))
+
+
+def _names(ms: Sequence[Any], limit: int = 6) -> str:
+    names = [str(m.name) for m in ms]
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def run_notes(metrics: Sequence[Any]) -> List[str]:
+    """What the metrics table says once, below it: the metrics of high spread (their CV is marked),
+    and those measured while other processes were busy."""
+    out = []
+    spread = [m for m in metrics if high_spread(m)]
+    if spread:
+        out.append(f"CV above {CV_WARN:.0%} (marked !) on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
+                   f"{_names(spread)}: {SPREAD_WHY}")
+    busy = [m for m in metrics if BUSY_NOTE in str(getattr(m, "note", "") or "")]
+    if busy:
+        out.append(f"Other processes were busy while {len(busy)} metric{'s were' if len(busy) > 1 else ' was'} "
+                   f"measured ({_names(busy)}): see the competing-load finding")
+    return out

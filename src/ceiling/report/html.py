@@ -144,8 +144,9 @@ def _metric_notes(m: Metric) -> List[str]:
         notes.append(f"{cycles:.3g} cycles")
     if m.context.get("isa"):
         notes.append(f"ISA {m.context['isa']}")
-    if m.note:
-        notes.append(m.note)
+    note = F.row_note(m)
+    if note:
+        notes.append(note)
     return notes
 
 
@@ -178,14 +179,15 @@ def _metrics_section(run: Run) -> str:
             f"<td class='n'>{esc(peak)}</td><td class='eff'>{eff}</td>"
             f"<td class='n'>{esc(sc(st.median) if st else F.DASH)}</td>"
             f"<td class='n'>{esc(f'{sc(st.min)} – {sc(st.max)}' if st else F.DASH)}</td>"
-            f"<td class='n'>{esc(F.pct(st.cv) if st and st.n > 1 else F.DASH)}</td>"
+            f"<td class='n'>{esc((F.pct(st.cv) + ('!' if F.high_spread(m) else '')) if st and st.n > 1 else F.DASH)}</td>"
             f"<td class='n'>{esc(st.n if st else (len(m.values) or F.DASH))}</td>"
             f"<td class='n'>{esc(threads if threads is not None else F.DASH)}</td>"
             f"<td class='note'>{'<br>'.join(esc(n) for n in _metric_notes(m))}</td></tr>")
     return ('<section id="metrics"><h2>Metrics</h2><p class="hint">Value is the best repetition '
             "(STREAM's convention); of peak = value / theoretical peak; CV = standard deviation / mean.</p>"
             f'<div class="scroll"><table class="metrics"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
-            "</table></div></section>")
+            "</table></div>" + "".join(f'<p class="hint">{esc(n)}</p>' for n in F.run_notes(run.metrics))
+            + "</section>")
 
 
 def _finding_html(f: Finding) -> str:

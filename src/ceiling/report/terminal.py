@@ -152,7 +152,7 @@ def _row(m: Metric) -> Dict[str, str]:
     return {
         "metric": m.name, "value": value, "unit": unit, "peak": peak, "eff": _eff_cell(m),
         "median": scaled(st.median) if st else F.DASH,
-        "CV": F.pct(st.cv) if st and st.n > 1 else F.DASH,
+        "CV": (F.pct(st.cv) + ("!" if F.high_spread(m) else "")) if st and st.n > 1 else F.DASH,
         "reps": str(st.n) if st else str(len(m.values) or F.DASH),
         "threads": str(threads) if threads is not None else F.DASH,
     }
@@ -173,8 +173,9 @@ def _notes(m: Metric, said: Dict[str, str]) -> List[str]:
     cycles = F.figure(m.context.get("cycles"))
     if cycles is not None:
         notes.append(f"{cycles:.3g} cycles")
-    if m.note:
-        notes.append(m.note)
+    note = F.row_note(m)
+    if note:
+        notes.append(note)
     return notes
 
 
@@ -217,6 +218,8 @@ def metrics_table(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.append(st(text, "red") if not m.valid else text)
         for note in _notes(m, said):
             lines += [st(x, "dim") for x in _wrap(note, width, "        ", "      ")]
+    for note in F.run_notes(run.metrics):
+        lines += [st(x, "yellow") for x in _wrap(note, width, "    ", "  ")]
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 import uuid
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from .. import __version__
 from ..results.measure import Context, Options, Outcome
@@ -57,6 +57,7 @@ class Session:
         # Processes of this measurement (other MPI ranks on this node): not competing load.
         self.own_pids: List[int] = [os.getpid()]
         self.step_errors: List[CeilingError] = []   # why steps were skipped, in order
+        self.disturbed: List[Tuple[str, Finding]] = []  # (step, its competing-load finding), said once
 
     # -- steps -----------------------------------------------------------
     def set_machine(self, machine: Machine, cpus: Optional[List[int]] = None) -> None:
@@ -106,12 +107,23 @@ class Session:
         after = load.sample()
         for f in load.compare(before, after, ncpus, own_pids=self.own_pids, check_loadavg=False):
             if f.status in ("warn", "fail"):
-                f.id = f"{f.id}.{label}"
-                f.title = f"{label}: {f.title}"
-                outcome.findings.append(f)
+                self.disturbed.append((label, f))       # one finding for every step, at finish
                 for m in outcome.metrics:
                     m.note = "; ".join(filter(None, [m.note, "other processes were busy during this measurement"]))
         self.add(outcome)
+
+    def _disturbed_finding(self) -> Optional[Finding]:
+        """One competing-load finding for the steps that met it, each step's evidence in it."""
+        if not self.disturbed:
+            return None
+        steps = [label for label, _ in self.disturbed]
+        first = self.disturbed[0][1]
+        worst = next((f for _, f in self.disturbed if f.status == "fail"), first)
+        return Finding(id="load.competing.steps", status="fail" if worst.status == "fail" else "warn",
+                       title=f"Competing load during {len(steps)} step{'s' if len(steps) > 1 else ''} "
+                             f"({', '.join(steps)}): {worst.title[0].lower()}{worst.title[1:]}",
+                       evidence="; ".join(f"{label}: {f.evidence}" for label, f in self.disturbed),
+                       why=first.why, fix=first.fix)
 
     # -- end -------------------------------------------------------------
     def interrupted(self, reason: str) -> None:
@@ -124,5 +136,9 @@ class Session:
         self.run.partial = True
 
     def finish(self) -> Run:
+        merged = self._disturbed_finding()
+        if merged is not None:
+            self.run.findings.append(merged)
+            self.disturbed = []
         self.run.finished = utcnow()
         return self.run
