@@ -706,6 +706,7 @@ def test_cli_disk_full_part_way_keeps_the_figures_measured_before(tmp_path):
     names = {m["name"] for m in doc["metrics"]}
     assert {"storage.seq.write.fpp", "storage.seq.read.fpp", "storage.iops.randwrite"} <= names
     assert not any(n.startswith("storage.md") for n in names)
+    assert not any(n.startswith("clock.") for n in names)       # storage alone: the CPU clock is not its figure
     assert doc["partial"] and "file system is full" in doc["partial_reason"]
     assert any(f["id"] == "bench.storage" and "stopped after" in f["title"] for f in doc["findings"])
     assert leftovers(d) == []

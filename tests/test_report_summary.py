@@ -118,3 +118,25 @@ def test_problems_group_the_same_cause():
     run = Run(tool_version="0", host="h", started="", command=[], findings=load + [bare, thp])
     got = [(f.id, n) for f, n in summary.problems(run)]
     assert got == [("mem.thp", 0), ("load.competing.flops", 2), ("x.y", 0)]
+
+
+def test_network_and_storage_runs_lead_with_their_own_figures_and_no_flop_peaks():
+    from ceiling.report import terminal
+    machine = {"peaks": {"flops.dp.node": {"value": 100.0, "unit": "Gflop/s", "provenance": "2 cores"},
+                         "membw.node": {"value": None, "unit": "GB/s", "provenance": "DIMMs unknown"}}}
+    net = _run(Metric.measured("net.pingpong.latency.same_l3", [1.2, 1.3], "µs", LOWER),
+               Metric.measured("net.pingpong.bandwidth.same_l3", [10000.0], "MB/s",
+                               context={"plateau_size_bytes": 1 << 20}),
+               Metric.measured("net.allreduce.8B", [0.4], "µs", LOWER, context={"k_ranks": 4}),
+               machine=machine)
+    assert [t for t, _ in labels.headline(net)] == [
+        "MPI latency (same L3)", "MPI ping-pong bandwidth (same L3) at 1 MiB", "MPI Allreduce 8 B, 4 ranks"]
+    assert labels.shown_peaks(net) == []
+    text = terminal.render(net, width=100)
+    assert "Theoretical peaks" not in text and "flops.dp.node" not in text
+    store = _run(Metric.measured("storage.seq.write.fpp", [400.0], "MiB/s"),
+                 Metric.measured("storage.iops.randread", [40000.0], "IOPS"), machine=machine)
+    assert [t for t, _ in labels.headline(store)] == ["Sequential write (a file per thread)", "Random 4 KiB reads"]
+    flops = _run(Metric.measured("flops.dp.node", [90.0], "Gflop/s"), machine=machine)
+    assert [k for k, _ in labels.shown_peaks(flops)] == ["flops.dp.node"]
+    assert [k for k, _ in labels.shown_peaks(_run(machine=machine))] == ["flops.dp.node", "membw.node"]

@@ -376,8 +376,7 @@ class _Run:
 
     @staticmethod
     def _note(m: Metric, invalid: List[str]) -> Metric:
-        return judge(m, not invalid, "data check failed: " + "; ".join(invalid[:3]),
-                     "other load on the CPUs or the network; rerun on idle nodes")
+        return judge(m, not invalid, "data check failed: " + "; ".join(invalid[:3]))
 
     # -- collectives -------------------------------------------------------------
     def measure_collectives(self) -> Optional[Finding]:

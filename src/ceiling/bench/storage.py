@@ -294,8 +294,7 @@ def _metric(name: str, values: List[float], unit: str, raw: IoRaw, better: str =
             peak: Optional[Peak] = None, context: Optional[Dict[str, Any]] = None, note: str = "") -> Metric:
     m = Metric.measured(name, values, unit, better, peak=peak, context=context or {})
     m.note = note
-    return judge(m, raw.valid, f"validation failed: {raw.msg or 'data read back did not match'}",
-                 "other I/O on this file system or device caching; rerun, or use --size to write more")
+    return judge(m, raw.valid, f"validation failed: {raw.msg or 'data read back did not match'}")
 
 
 def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffix: str = "") -> List[Metric]:

@@ -222,6 +222,9 @@ def limits_text(machine: Dict[str, Any]) -> str:
 _SPREAD_NOTE = re.compile(r"spread \d+% \(CV\) is high(: [^;]*)?")
 BUSY_NOTE = "other processes were busy during this measurement"
 SPREAD_WHY = "other load or frequency changes; rerun on an idle node"
+# Why a spread is high, by the metric's first name component, where it differs from SPREAD_WHY.
+SPREAD_WHY_OF = {"storage": "other I/O on this file system or device caching; rerun, or use --size to write more",
+                 "net": "other load on the CPUs or the network; rerun on idle nodes"}
 
 
 def high_spread(m: Any) -> bool:
@@ -245,10 +248,13 @@ def run_notes(metrics: Sequence[Any]) -> List[str]:
     """What the metrics table says once, below it: the metrics of high spread (their CV is marked),
     and those measured while other processes were busy."""
     out = []
-    spread = [m for m in metrics if high_spread(m)]
-    if spread:
+    by_why: Dict[str, List[Any]] = {}
+    for m in metrics:
+        if high_spread(m):
+            by_why.setdefault(SPREAD_WHY_OF.get(str(m.name).split(".", 1)[0], SPREAD_WHY), []).append(m)
+    for why, spread in by_why.items():
         out.append(f"CV above {CV_WARN:.0%} (marked !) on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
-                   f"{_names(spread)}: {SPREAD_WHY}")
+                   f"{_names(spread)}: {why}")
     busy = [m for m in metrics if BUSY_NOTE in str(getattr(m, "note", "") or "")]
     if busy:
         out.append(f"Other processes were busy while {len(busy)} metric{'s were' if len(busy) > 1 else ' was'} "

@@ -104,7 +104,7 @@ def _machine_section(run: Run) -> str:
         facts.append(("Affinity", f"{len(aff)} of {m['threads']} CPUs"))
     dl = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
     rows = []
-    for key, raw in sorted((m.get("peaks") or {}).items()):
+    for key, raw in L.shown_peaks(run):
         p = F.peak_from(raw)
         if p is None:
             continue

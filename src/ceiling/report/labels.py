@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..analysis.summary import ISA_SUFFIXES
+from ..results.machine_view import as_dict
 from ..results.model import Metric, Run
 from ..results.placements import PLACEMENT_TITLES
-from ..units import pct, with_unit
+from ..units import pct, size, with_unit
 
 # Names a summary shows, in the order it shows them, with the words a user reads.
 LABELS = {
@@ -46,11 +47,32 @@ LABELS = {
 for _key, _words in PLACEMENT_TITLES.items():
     LABELS[f"net.pingpong.latency.{_key}"] = f"MPI latency ({_words})"
     LABELS[f"net.pingpong.bandwidth.{_key}"] = f"MPI ping-pong bandwidth ({_words})"
+    LABELS[f"net.bw.{_key}"] = f"MPI streaming bandwidth ({_words})"
+LABELS.update({
+    "net.barrier": "MPI Barrier", "net.allreduce.8B": "MPI Allreduce 8 B", "net.allreduce.1MiB": "MPI Allreduce 1 MiB",
+    "net.alltoall.4KiB": "MPI Alltoall 4 KiB",
+    "storage.seq.write.fpp": "Sequential write (a file per thread)",
+    "storage.seq.read.fpp": "Sequential read (a file per thread)",
+    "storage.seq.write.shared": "Sequential write (one shared file)",
+    "storage.seq.read.shared": "Sequential read (one shared file)",
+    "storage.iops.randread": "Random 4 KiB reads", "storage.iops.randwrite": "Random 4 KiB writes",
+    "storage.md.create": "File creates", "storage.md.stat": "File stats", "storage.md.unlink": "File removals",
+})
 
+# What each verb's summary leads with, those measured: a storage or network run shows its own.
 HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.triad",
             "latency.l1", "latency.l2", "latency.l3", "latency.dram",
             "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket",
-            *(f"net.pingpong.{kind}.{p}" for p in PLACEMENT_TITLES for kind in ("latency", "bandwidth")))
+            *(f"net.{kind}.{p}" for p in PLACEMENT_TITLES
+              for kind in ("pingpong.latency", "pingpong.bandwidth", "bw")),
+            "net.barrier", "net.allreduce.8B", "net.allreduce.1MiB", "net.alltoall.4KiB",
+            "storage.seq.write.fpp", "storage.seq.read.fpp", "storage.seq.write.shared", "storage.seq.read.shared",
+            "storage.iops.randread", "storage.iops.randwrite", "storage.md.create", "storage.md.stat",
+            "storage.md.unlink")
+
+# The peaks of the machine model and the metrics they are peaks of: a run shows a peak
+# only when it measured something it is the peak of (no flop/s peaks under a network run).
+PEAK_FAMILIES = {"flops": ("flops.", "dgemm."), "membw": ("stream.", "bandwidth.dram")}
 
 # First dotted component -> the subsystem a user would name.
 SUBSYSTEMS = {
@@ -112,8 +134,26 @@ def headline(run: Run) -> List[Tuple[str, Metric]]:
             m = run.metric("flops.dp.core")
             name = "flops.dp.core"
         if m is not None:
-            out.append((label(name), m))
+            text = label(name)
+            at = m.context.get("plateau_size_bytes") or m.context.get("bytes")
+            if name.startswith(("net.pingpong.bandwidth.", "net.bw.")) and isinstance(at, int):
+                text += f" at {size(at)}"
+            ranks = m.context.get("k_ranks")
+            if name.startswith(("net.barrier", "net.allreduce", "net.alltoall")) and isinstance(ranks, int):
+                text += f", {ranks} ranks"
+            out.append((text, m))
     return out
+
+
+def shown_peaks(run: Run) -> List[Tuple[str, object]]:
+    """The machine's peaks a report of this run shows: all of them when it measured nothing
+    (``ceiling machine``), else those of the metrics it measured."""
+    items = sorted((as_dict(run.machine).get("peaks") or {}).items())
+    if not run.metrics:
+        return items
+    names = [m.name for m in run.metrics]
+    keep = {fam for fam, prefixes in PEAK_FAMILIES.items() if any(n.startswith(prefixes) for n in names)}
+    return [(k, v) for k, v in items if k.split(".", 1)[0] in keep or k.split(".", 1)[0] not in PEAK_FAMILIES]
 
 
 def verdict_text(run: Run) -> str:

@@ -107,7 +107,7 @@ def header(run: Run, *, color: bool = False, width: int = 100) -> str:
 def peaks(run: Run, *, color: bool = False, width: int = 100) -> str:
     """The machine's theoretical peaks with their provenance, or why each is unknown."""
     st = _Style(color)
-    items = sorted((F.as_dict(run.machine).get("peaks") or {}).items())
+    items = L.shown_peaks(run)
     if not items:
         return ""
     lines = [st("Theoretical peaks", "bold")]

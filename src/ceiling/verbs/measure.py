@@ -37,15 +37,17 @@ def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_c
     checks = suites.preflights()
     for fn in dict.fromkeys(checks[label] for label, _ in steps if label in checks):
         fn(Context(m, opts, cpus, NullProgress()))      # a bad --size or --dir: its exit code, now
+    # The clock under load: measured for the steps whose figures it bounds (not storage alone).
+    clocked = any(label not in suites.NO_CLOCK for label, _ in steps)
     try:
-        if steps:
+        if clocked:
             progress.start("machine model and clock")
             try:
                 m = machine_mod.detect("/", measure=True, config=cfg)
             finally:
                 progress.done()
         session.set_machine(m, cpus)
-        if steps:
+        if clocked:
             from ..bench.compute import clock_metrics
             session.add(clock_metrics(m))
         if with_checks:

@@ -12,6 +12,7 @@ from ..errors import UsageError
 
 ORDER = ("compute", "dgemm", "memory", "cache", "latency", "cores")
 EXTRA = ("storage",)      # writes to disk: only when asked for, never in "all" or ceiling run
+NO_CLOCK = ("storage",)   # suites whose figures owe nothing to the CPU clock: it is not measured for them
 
 
 def table() -> Dict[str, List[Tuple[str, Callable]]]:
