@@ -44,3 +44,72 @@ def test_competing_load_in_several_steps_is_one_finding(monkeypatch):
     text = terminal.metrics_table(run, width=200)
     assert "other processes were busy during this measurement" not in text
     assert text.count("Other processes were busy while 2 metrics were measured (compute.x, memory.x)") == 1
+
+
+def _session(monkeypatch, loads):
+    """A Session whose steps meet the competing load ``loads`` lists, attempt after attempt."""
+    from ceiling.machine.model import Machine
+    from ceiling.results.measure import Options
+    seq = list(loads)
+
+    def compare(before, after, ncpus, **kw):
+        cpus = seq.pop(0)
+        if not cpus:
+            return [Finding(load.FINDING_ID, "ok", "No competing load during the measurement")]
+        return [Finding(load.FINDING_ID, "warn", f"Other processes used {cpus:.2f} CPUs during the measurement",
+                        evidence=f"other processes used {cpus:.2f} CPUs", why="w", fix="f")]
+
+    monkeypatch.setattr(load, "compare", compare)
+    s = Session(["run"], Options())
+    s.set_machine(Machine(), [0])
+    s.remeasure = ("compute",)
+    return s, seq
+
+
+def _flops(value):
+    from ceiling.results.model import Peak
+    calls = []
+
+    def fn(ctx):
+        calls.append(1)
+        return Outcome(metrics=[Metric.measured("flops.dp.node", [value], "Gflop/s",
+                                                peak=Peak(100.0, "Gflop/s", "2 cores x 3 GHz x 16"))])
+    return fn, calls
+
+
+def test_a_disturbed_step_is_measured_again_and_the_quiet_figures_kept(monkeypatch):
+    s, left = _session(monkeypatch, [1.8, 0.0])
+    fn, calls = _flops(34.0)
+    s.bench("compute", fn)
+    run = s.finish()
+    assert len(calls) == 2 and not left
+    m = run.metric("flops.dp.node")
+    assert "disturbed" not in m.context and "first attempt met competing load" in m.context["remeasured"]
+    assert not [f for f in run.findings if f.id.startswith("load.")]
+    from ceiling.analysis.analyse import ensure
+    ensure(run)
+    assert run.analysis.verdict.kind == "below_peak"
+
+
+def test_load_in_both_attempts_gives_no_verdict_and_marks_the_card(monkeypatch):
+    s, _ = _session(monkeypatch, [1.8, 1.7])
+    fn, calls = _flops(34.0)
+    s.bench("compute", fn)
+    run = s.finish()
+    assert len(calls) == 2
+    assert run.metric("flops.dp.node").context["disturbed"] == "other processes used 1.70 CPUs"
+    from ceiling.analysis.analyse import ensure
+    from ceiling.report import html, labels
+    ensure(run)
+    v = run.analysis.verdict
+    assert v.kind == "no_verdict" and "measured while other processes were busy" in v.evidence
+    assert labels.verdict_text(run).startswith("No verdict: flops.dp.node would be furthest below its peak")
+    assert "(others were busy)" in terminal.summary(run)
+    assert "others were busy</span>" in html.render(run)
+
+
+def test_steps_not_listed_are_measured_once(monkeypatch):
+    s, left = _session(monkeypatch, [1.8])
+    fn, calls = _flops(34.0)
+    s.bench("storage", fn)
+    assert len(calls) == 1 and not left

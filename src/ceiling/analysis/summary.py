@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..results.analysis import Verdict
+from ..results.analysis import NO_VERDICT, Verdict
 from ..results.machine_view import MachineFacts
 from ..results.model import FAIL, WARN, Finding, Metric, Run
 from ..units import figure
@@ -75,8 +75,15 @@ def unknown_peaks(run: Run) -> List[Tuple[str, str]]:
 
 
 def verdict(run: Run) -> Verdict:
-    """What a summary leads with, as data: the metric furthest below its peak, or why there is none."""
+    """What a summary leads with, as data: the metric furthest below its peak, or why there is none.
+    A metric measured under competing load (``context["disturbed"]``, set when a step met it twice)
+    is never the verdict: "no verdict", with the load's evidence."""
     m = furthest_below_peak(run)
+    if m is not None and m.context.get("disturbed"):
+        return Verdict(kind=NO_VERDICT, metric=m.name, node=m.node, value=m.value, unit=m.unit,
+                       efficiency=m.efficiency, peak=m.peak,
+                       evidence=f"{m.name} would be furthest below its peak, but it was measured while other "
+                                f"processes were busy ({m.context['disturbed']}); rerun on an idle node")
     if m is not None:
         return Verdict(kind="below_peak", metric=m.name, node=m.node, value=m.value, unit=m.unit,
                        efficiency=m.efficiency, peak=m.peak)

@@ -73,6 +73,9 @@ def _summary_section(run: Run) -> str:
         else:
             eff = ""
         bad = "" if m.valid else ' <span class="badge fail">invalid</span>'
+        if m.context.get("disturbed"):
+            bad += (f' <span class="badge warn" title="{esc(m.context["disturbed"])}">'
+                    "others were busy</span>")
         cards.append(f'<div class="card"><div class="label">{esc(label)}{bad}</div>'
                      f'<div class="value">{esc(value)}<span class="unit">{esc(unit)}</span></div>{eff}</div>')
     counts = ", ".join(f"{sum(1 for f in run.findings if f.status == s)} {s}" for s in STATUS_ORDER

@@ -354,7 +354,9 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
                 text += "  peak unknown"
             if not met.valid:
                 text += "  INVALID"
-            lines.append(text.rstrip())
+            if met.context.get("disturbed"):
+                text += "  (others were busy)"
+            lines.append(st(text.rstrip(), "yellow") if met.context.get("disturbed") else text.rstrip())
     else:
         lines.append("  no headline metric was measured")
     lines.append("")

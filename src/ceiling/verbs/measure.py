@@ -30,6 +30,7 @@ def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_c
     store = common.open_store(args)
     progress = common.progress(args)
     session = Session(argv, opts, progress)
+    session.remeasure = suites.ORDER
     code = 0
     # Placement is validated on the read-only model, before the clock is measured.
     m = machine_mod.detect("/", measure=False, config=cfg)
