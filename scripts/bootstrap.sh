@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 venv=${CEILING_VENV:-.venv}
 extras=""
 [ "${1:-}" = "--test" ] && extras="[test,mpi]"
+# One line per step on stderr: the first build takes a minute, and a log should say why.
+step() { echo "ceiling setup: $*" >&2; }
 
 cc=${CC:-cc}
 if ! command -v "$cc" >/dev/null 2>&1; then
@@ -18,6 +20,7 @@ fi
 export CC="$cc"
 
 if [ ! -x "$venv/bin/python" ]; then
+    step "creating the virtual environment $venv"
     if ! python3 -m venv "$venv" 2>/dev/null; then
         # Debian's python3 without python3-venv has no ensurepip: make the venv
         # without pip and install pip from its wheel on PyPI.
@@ -33,9 +36,16 @@ subprocess.check_call([sys.executable, os.path.join(path, "pip"), "install", "-q
 PY
     fi
 fi
+step "updating pip"
 "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+if [ -n "$extras" ]; then
+    step "building the C core and installing ceiling with the test and MPI needs (pytest, mpi4py, MPICH; a few minutes the first time)"
+else
+    step "building the C core and installing ceiling (about a minute the first time)"
+fi
 if ! "$venv/bin/python" -m pip install -q ".$extras" && [ "$extras" = "[test,mpi]" ]; then
     # No MPI wheel for this platform: the MPI tests then skip, saying why.
     echo "ceiling: mpi4py/MPICH could not be installed; installing without them (MPI tests will be skipped)" >&2
     "$venv/bin/python" -m pip install -q ".[test]"
 fi
+step "ready: $venv/bin/ceiling"

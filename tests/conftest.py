@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+# The ceiling these tests start writes no progress lines to the pipes they read (one test
+# of report/progress.py turns them on); a user's batch log gets them.
+os.environ["CEILING_PROGRESS"] = "none"
 
 from mpiutil import PROBE, run_env
 

@@ -38,6 +38,18 @@ def test_same_interface_as_null_progress():
         assert callable(getattr(Progress, name)) and callable(getattr(NullProgress, name))
 
 
+def test_a_line_per_step_when_not_a_tty(monkeypatch):
+    monkeypatch.delenv("CEILING_PROGRESS", raising=False)
+    plain = io.StringIO()                           # a batch job's log: no bar, a line as each step starts
+    p = Progress(plain)
+    p.start("machine model and clock")
+    p.done()
+    p.start("stream", 10)
+    p.advance()
+    p.done()
+    assert plain.getvalue() == "ceiling: machine model and clock ...\nceiling: stream ...\n" and not _tickers()
+
+
 @pytest.mark.parametrize("enabled", [None, False])
 def test_silent_when_not_a_tty_or_disabled(enabled):
     plain = io.StringIO()                           # isatty() is False

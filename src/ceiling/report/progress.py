@@ -2,7 +2,9 @@
 bench.base.NullProgress: ``start(label, total=0.0)``, ``advance(amount=1.0)``,
 ``done()``.
 
-It draws only on a TTY (``enabled=None`` decides from the stream), redraws
+It draws on a TTY (``enabled=None`` decides from the stream); elsewhere it writes
+one line as each step starts ("ceiling: memory ..."), or nothing with
+CEILING_PROGRESS=none. The bar redraws
 in place with a carriage return at most ten times a second, and shows a
 spinner when the total is unknown (0). A background thread keeps the elapsed
 time moving while the main thread sits in a long C call (core.run releases
@@ -38,6 +40,10 @@ class Progress:
     def __init__(self, stream: Optional[IO[str]] = None, enabled: Optional[bool] = None):
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _is_tty(self.stream) if enabled is None else bool(enabled)
+        # Not a terminal (a batch job's output file, a pipe): one line as each step starts, so
+        # a log says what ran and what was running when it stopped. CEILING_PROGRESS=none: nothing.
+        self.lines = (enabled is None and not self.enabled
+                      and os.environ.get("CEILING_PROGRESS", "").lower() not in ("none", "0", "off"))
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -55,6 +61,13 @@ class Progress:
 
     def start(self, label: str, total: float = 0.0) -> None:
         """Begin a step; a step still running is finished first."""
+        if self.lines:
+            try:
+                self.stream.write(f"ceiling: {' '.join(str(label).split())} ...\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                self.lines = False
+            return
         if not self.enabled:
             return
         self.done()
