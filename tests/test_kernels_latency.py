@@ -222,6 +222,19 @@ def test_level_working_sets_are_half_of_each_level():
                                                       "dram": 4 * MIB}
 
 
+def test_each_level_is_read_on_its_plateau():
+    m = fake_machine(llc=32 * MIB)
+    m.caches[2] = Cache(2, "unified", 512 * KIB, 64, 1, 1)
+    assert latency.plateau_ranges(m) == {"l1": (0, 4 * KIB), "l2": (16 * KIB, 256 * KIB),
+                                         "l3": (1 * MIB, 16 * MIB)}
+    # a VM's staircase: the L3 plateau at 18 ns, then the TLB's reach runs out inside the L3
+    xs = [512 * KIB, 1 * MIB, 2 * MIB, 4 * MIB, 8 * MIB, 16 * MIB, 64 * MIB]
+    ys = [3.7, 19.0, 18.2, 18.5, 40.0, 234.0, 250.0]
+    assert latency.plateau_point(xs, ys, 1 * MIB, 16 * MIB) == 2 * MIB
+    assert latency.plateau_point(xs, [None] * 7, 1 * MIB, 16 * MIB) is None
+    assert latency.plateau_point(xs, ys, 100 * MIB, 200 * MIB) is None
+
+
 def test_sweep_sizes():
     s = latency.sweep_sizes(16 * KIB, 16 * MIB, 4)
     assert s[0] == 16 * KIB and s[-1] == 16 * MIB
@@ -252,16 +265,23 @@ def test_bench_latency_sweep_and_level_metrics():
     assert all(y is not None and y > 0 for y in s.y)
     assert not s.context.get("invalid")
     assert [mt.name for mt in out.metrics] == ["latency.l1", "latency.l2", "latency.l3", "latency.dram"]
-    want_ws = {"l1": 4 * KIB, "l2": 32 * KIB, "l3": 128 * KIB, "dram": 1 * MIB}
+    # each level on its plateau: beyond twice the level below, within half of its own
+    ranges = {"l1": (0, 4 * KIB), "l2": (16 * KIB, 32 * KIB), "l3": (128 * KIB, 128 * KIB), "dram": None}
     for mt in out.metrics:
         level = mt.name.split(".")[1]
         assert mt.valid and mt.unit == "ns" and mt.better == "lower"
         assert len(mt.values) == 2 and mt.value == min(mt.values)
         c = mt.context
-        assert c["working_set_bytes"] == want_ws[level] and c["stride"] == 64 and c["cpu"] == CPUS[0]
+        ws = c["working_set_bytes"]
+        if ranges[level] is None:
+            assert ws == 1 * MIB
+        else:
+            lo, hi = ranges[level]
+            assert lo < ws <= hi or ws == hi, (level, ws)
+        assert c["stride"] == 64 and c["cpu"] == CPUS[0]
         assert c["cycles"] == pytest.approx(mt.value * 3.0, rel=1e-12)
         assert isinstance(c["hugepages"], bool)
-        assert s.y[s.x.index(want_ws[level])] == pytest.approx(mt.value)
+        assert s.y[s.x.index(ws)] == pytest.approx(mt.value)
 
 
 def test_bench_latency_in_a_vm_notes_the_hosts_pages():
@@ -325,3 +345,28 @@ def test_bench_latency_keeps_going_when_a_point_cannot_run():
 def test_local_over_remote():
     assert curves.local_over_remote([[100.0, 50.0], [60.0, 90.0]]) == pytest.approx(95.0 / 55.0)
     assert curves.local_over_remote([[100.0, None], [None, None]]) is None
+
+
+def test_a_level_distorted_inside_says_so_with_both_figures(monkeypatch):
+    import dataclasses
+    m = fake_machine(llc=32 * MIB)
+    m.caches[2] = Cache(2, "unified", 512 * KIB, 64, 1, 1)
+    m.virtualized = "KVM"
+    real = latency._Chaser.run
+    template = {}
+
+    def staircase(self, size, cpu, mem_node=-1):
+        if "raw" not in template:
+            template["raw"] = real(self, 64 * KIB, cpu)
+        ns = 1.2 if size <= 4 * KIB else 3.7 if size <= 256 * KIB else 18.0 if size <= 4 * MIB else \
+            40.0 if size <= 8 * MIB else 234.0
+        raw = template["raw"]
+        return dataclasses.replace(raw, times_s=tuple(ns * 1e-9 * raw.iters for _ in raw.times_s))
+
+    monkeypatch.setattr(latency._Chaser, "run", staircase)
+    out = latency.bench_latency(_ctx(m, size_bytes=1 << 30, reps=1))
+    l3 = next(mt for mt in out.metrics if mt.name == "latency.l3")
+    assert l3.value == pytest.approx(18.0) and l3.context["working_set_bytes"] <= 4 * MIB
+    assert l3.context["at_half_capacity_ns"] == pytest.approx(234.0)
+    assert "rises inside this level, from 18 ns" in l3.note and "234 ns at 16384 KiB" in l3.note
+    assert "host's page size" in l3.note

@@ -22,6 +22,13 @@ the largest last-level cache instance (so about 3% of loads hit it), 16x in
 quick mode (about 6%, at half the cost: building and proving a chain of a GiB
 takes seconds), and at least 4x the node's total last-level cache. The
 estimated share of hits is recorded with the figure.
+
+Each cache level's figure is its plateau on the sweep: the lowest point
+between twice the level below (whose hits are gone there) and half of the
+level (``plateau_ranges``). A fixed point at half the capacity read DRAM-like
+figures for a 32 MiB L3 in a VM, where 16 MiB exceeds the TLB's reach and
+every miss walks the host's page tables too; when the half-capacity point is
+well above the plateau, the metric's note says so, with both figures.
 """
 from __future__ import annotations
 
@@ -120,6 +127,31 @@ def level_working_sets(machine: Machine, dram_bytes: int) -> Dict[str, int]:
             out[f"l{level}"] = _lines(c.size_bytes // 2)
     out["dram"] = dram_bytes
     return out
+
+
+def plateau_ranges(machine: Machine) -> Dict[str, Tuple[int, int]]:
+    """Per cache level, the working sets that sit on its plateau: beyond twice the level
+    below (so its hits are gone) and within half of this level (one thread's share, before
+    conflicts and the TLB's reach show). The level's figure is the lowest point of its range."""
+    caches = _data_caches(machine)
+    out: Dict[str, Tuple[int, int]] = {}
+    below = 0
+    for level in (1, 2, 3):
+        c = caches.get(level)
+        if c is None:
+            break
+        out[f"l{level}"] = (2 * below, c.size_bytes // 2)
+        below = c.size_bytes
+    return out
+
+
+def plateau_point(xs: List[int], ys: List[Optional[float]], lo: int, hi: int) -> Optional[int]:
+    """The working set of the lowest latency in (lo, hi], None when the sweep has no point there."""
+    pts = [(y, x) for x, y in zip(xs, ys) if y is not None and lo < x <= hi]
+    return min(pts)[1] if pts else None
+
+
+RISE = 1.3    # the half-capacity point this much above the plateau: the level is distorted, say so
 
 
 def sweep_sizes(start: int, stop: int, per_octave: int) -> List[int]:
@@ -259,15 +291,12 @@ def bench_latency(ctx: Context) -> Outcome:
         vm_note = (f"virtualized ({m.virtualized}): the host's page size also limits the TLB's reach, so "
                    "sets beyond it (8 MiB with 2048 entries of 4 KiB) may include a nested page walk")
     chaser = _Chaser(reps, QUICK_REP_S if quick else REP_S, core.F_HUGEPAGES)
-    by_size: Dict[int, List[str]] = {}
-    for name, v in levels.items():
-        by_size.setdefault(v, []).append(name)
-
     xs: List[float] = []
     ys: List[Optional[float]] = []
     no_huge: List[int] = []
     invalid: List[str] = []
     metrics: Dict[str, Metric] = {}
+    raws: Dict[int, core.RawResult] = {}
     out = Outcome()
     ctx.progress.start("memory latency sweep", total=len(sizes))
     for ws in sizes:
@@ -280,20 +309,42 @@ def bench_latency(ctx: Context) -> Outcome:
             ctx.progress.advance()
             continue
         ys.append(best_ns(raw))
+        raws[ws] = raw
         if not raw.valid:
             invalid.append(f"{ws} bytes: {raw.msg}")
         if not raw.hugepages:
             no_huge.append(ws)
-        for level in by_size.get(ws, []):
-            mt = _level_metric(f"latency.{level}", raw, level, ghz, clock_note, cpu, thp_note)
-            mt.context["working_set_bytes"] = ws
-            if vm_note and level in ("l3", "dram"):
-                mt.context["vm_note"] = vm_note
-            if level == "dram":
-                mt.context.update(info)
-            metrics[level] = mt
         ctx.progress.advance()
     ctx.progress.done()
+    ranges = plateau_ranges(m)
+    for level, nominal in levels.items():
+        ws = nominal
+        if level in ranges:
+            ws = plateau_point(xs, ys, *ranges[level]) or nominal
+        if ws not in raws:
+            continue
+        mt = _level_metric(f"latency.{level}", raws[ws], level, ghz, clock_note, cpu, thp_note)
+        mt.context["working_set_bytes"] = ws
+        if level in ranges:
+            lo, hi = ranges[level]
+            mt.context["plateau"] = (f"the lowest point of the sweep between {lo} and {hi} bytes (beyond twice the "
+                                     "level below, within half of this one)")
+            y_ws, y_nom = ys[xs.index(ws)], ys[xs.index(nominal)] if nominal in xs else None
+            if y_ws is not None and y_nom is not None and nominal != ws and y_nom > RISE * y_ws:
+                mt.context["at_half_capacity_ns"] = y_nom
+                mt.note = "; ".join(filter(None, [mt.note, (
+                    f"the latency rises inside this level, from {y_ws:.3g} ns at {ws >> 10} KiB to {y_nom:.3g} ns "
+                    f"at {nominal >> 10} KiB: the TLB's reach" + (" (in this VM the host's page size limits it)"
+                                                                  if vm_note else "") +
+                    "; the figure is the level's plateau")]))
+        if vm_note and level in ("l3", "dram"):
+            mt.context["vm_note"] = vm_note
+        if level == "dram":
+            mt.context.update(info)
+            if vm_note and not raws[ws].hugepages:
+                mt.note = "; ".join(filter(None, [mt.note, "in a VM without huge pages each TLB miss also walks the "
+                                                  "host's page tables: part of this figure is that walk"]))
+        metrics[level] = mt
 
     context: Dict[str, Any] = {"kernel": "chase", "cpu": cpu, "stride": STRIDE_BYTES, "reps": reps,
                                "y_stat": f"best of {reps} repetitions", "levels": levels,
