@@ -203,3 +203,37 @@ def test_bench_c2c_degrades_when_a_pair_cannot_run():
     assert s.matrix == [[None, None], [None, None]]
     assert "1023" in s.context["errors"][0]
     assert out.findings[0].status == "fail"
+
+
+def test_two_modes_of_an_unstable_placement_are_both_reported():
+    assert cores.two_modes([28.0, 29.0, 137.0, 30.0, 139.0]) == ((29.0, 3), (138.0, 2))
+    assert cores.two_modes([28.0, 30.0, 31.0]) is None
+    assert cores.two_modes([28.0]) is None
+
+
+def _stability(status):
+    from ceiling.results.model import Finding
+    title = "Placement is stable: 28-32 ns between CPUs 0 and 1 over 5 probes" if status == "ok" else \
+        "Placement is unstable: the same CPU pair measured between 28 and 140 ns (5.0x)"
+    return Finding("placement.stability", status, title, evidence="CPUs 0 and 1: 28, 30, 32 ns")
+
+
+def _session_with(findings, metric):
+    from ceiling.verbs.session import Session
+    s = Session(["run"])
+    s.run.findings += findings
+    s.run.metrics.append(metric)
+    return s.finish()
+
+
+def test_the_card_and_the_stability_finding_of_one_run_agree():
+    from ceiling.results.model import Metric
+    moded = Metric.measured("c2c.l3", [28.0, 29.0, 137.0, 30.0, 139.0], "ns", "lower")
+    moded.context["modes"] = [{"ns": 29.0, "rounds": 3}, {"ns": 138.0, "rounds": 2}]
+    run = _session_with([_stability("ok")], moded)
+    f = run.findings[0]
+    assert f.status == "warn" and "between 29 and 138 ns during the run" in f.title
+    assert "saw two modes, 29 and 138 ns" in f.evidence and f.fix
+    steady = Metric.measured("c2c.l3", [30.0, 31.0, 29.0], "ns", "lower")
+    run = _session_with([_stability("warn")], steady)
+    assert "placement was unstable when checked" in run.metric("c2c.l3").note

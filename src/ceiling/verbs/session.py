@@ -159,7 +159,32 @@ class Session:
                                                           reason]))
         self.run.partial = True
 
+    def _agree_on_placement(self) -> None:
+        """The placement.stability check and the core-to-core bench of one run tell one story:
+        modes the bench saw make a stable check a warning; an unstable check is said beside the
+        core-to-core figures that saw one mode."""
+        check = next((f for f in self.run.findings if f.id == "placement.stability"), None)
+        c2c = [m for m in self.run.metrics if m.name.startswith("c2c.") and m.value is not None]
+        if check is None or not c2c:
+            return
+        moded = [m for m in c2c if m.context.get("modes")]
+        if moded and check.status == "ok":
+            m = moded[0]
+            lo, hi = (x["ns"] for x in m.context["modes"])
+            check.status = WARN
+            check.evidence = "; ".join(filter(None, [check.evidence, f"then the core-to-core bench ({m.name}) "
+                                                     f"saw two modes, {lo:.0f} and {hi:.0f} ns"]))
+            check.title = (f"Placement is unstable: the core-to-core latency changed between {lo:.0f} and "
+                           f"{hi:.0f} ns during the run (the check's own probes were steady)")
+            from ..checks.placement import FIX, WHY
+            check.why, check.fix = check.why or WHY, check.fix or FIX
+        elif check.status == WARN and not moded:
+            for m in c2c:
+                m.note = "; ".join(filter(None, [m.note, "placement was unstable when checked (placement.stability): "
+                                                 "another run may measure another figure"]))
+
     def finish(self) -> Run:
+        self._agree_on_placement()
         merged = self._disturbed_finding()
         if merged is not None:
             self.run.findings.append(merged)
