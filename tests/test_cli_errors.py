@@ -42,6 +42,8 @@ CASES = [
     (["run", "--save-json", "/proc/version", "--no-store"], 4, "not writable"),
     (["history", "--limit", "0", "--db", "{tmp}/h.db"], 3, "at least 1"),
     (["show", "{tmp}/missing.json"], 4, "no such file"),
+    (["show", "/dev/zero"], 4, "not a regular file"),
+    (["show", "{tmp}/missing-dir/run"], 4, "no such file"),
     (["show", "{tmp}/notes.txt"], 2, "is not a run's JSON file"),
     (["show", "{tmp}/h.sqlite"], 2, "is a SQLite database, not a run's JSON: 'ceiling history --db"),
     (["show", "{tmp}/cut.json"], 5, "is not valid JSON"),
@@ -85,8 +87,10 @@ def _config_cases(tmp_path):
 
 def test_bad_config_files(tmp_path):
     for path, text in _config_cases(tmp_path):
-        for how in (["--config", str(path)], []):
-            r = ceiling(*how, "machine", "--no-measure", env={"CEILING_CONFIG": str(path)})
+        for before, after in ((["--config", str(path)], []), ([], ["--config", str(path)]), ([], [])):
+            # the global option, the same after the verb (where users put it), the environment
+            r = ceiling(*before, "machine", "--no-measure", *after,
+                        env={} if before or after else {"CEILING_CONFIG": str(path)})
             assert r.returncode == 6, r.stderr
             assert len(r.stderr.strip().splitlines()) == 1, r.stderr
             assert text in r.stderr and str(path) in r.stderr, r.stderr

@@ -50,6 +50,25 @@ def test_a_line_per_step_when_not_a_tty(monkeypatch):
     assert plain.getvalue() == "ceiling: machine model and clock ...\nceiling: stream ...\n" and not _tickers()
 
 
+def test_parts_of_a_runs_step_are_indented_under_it(monkeypatch):
+    monkeypatch.delenv("CEILING_PROGRESS", raising=False)
+    plain = io.StringIO()
+    p = Progress(plain)
+    p.start("flops", step=True)                     # the run's step (Session), then the bench's own parts
+    for part in ("peak flop/s DP avx2", "peak flop/s DP scalar"):
+        p.start(part)
+        p.done()
+    p.done(step=True)
+    p.start("stream", step=True)
+    p.start("STREAM", 4)                            # the same name: not said twice
+    p.done()
+    p.done(step=True)
+    p.start("checks")
+    p.done()
+    assert plain.getvalue() == ("ceiling: flops ...\nceiling:   peak flop/s DP avx2 ...\n"
+                                "ceiling:   peak flop/s DP scalar ...\nceiling: stream ...\nceiling: checks ...\n")
+
+
 @pytest.mark.parametrize("enabled", [None, False])
 def test_silent_when_not_a_tty_or_disabled(enabled):
     plain = io.StringIO()                           # isatty() is False

@@ -23,11 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ceiling", description="What limits performance on this node, and by how much.",
                 epilog="Run 'ceiling VERB --help' for a verb's options. Exit codes: see README.md.")
     p.add_argument("--version", action="version", version=f"ceiling {__version__}")
-    p.add_argument("--config", metavar="FILE.toml", help="figures that override what is detected (see README)")
+    config = dict(metavar="FILE.toml", help="figures that override what is detected (see README)")
+    p.add_argument("--config", **config)
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     for name, mod in verbs.load().items():
         vp = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION, epilog=getattr(mod, "EPILOG", None))
         mod.configure(vp)
+        # also after the verb, where users put it (`ceiling run --config F`); absent there, the global one stands
+        vp.add_argument("--config", default=argparse.SUPPRESS, **config)
     return p
 
 

@@ -3,8 +3,8 @@ bench.base.NullProgress: ``start(label, total=0.0)``, ``advance(amount=1.0)``,
 ``done()``.
 
 It draws on a TTY (``enabled=None`` decides from the stream); elsewhere it writes
-one line as each step starts ("ceiling: memory ..."), or nothing with
-CEILING_PROGRESS=none. The bar redraws
+one line as each step starts ("ceiling: memory ..."; a part of a run's step
+indented under it), or nothing with CEILING_PROGRESS=none. The bar redraws
 in place with a carriage return at most ten times a second, and shows a
 spinner when the total is unknown (0). A background thread keeps the elapsed
 time moving while the main thread sits in a long C call (core.run releases
@@ -56,14 +56,21 @@ class Progress:
         self._shown = 0           # length of the line on screen, to blank leftovers
         self._spin = 0
         self._columns = 80
+        self._step: Optional[str] = None   # the run's step open in lines mode: its parts are indented
 
     # -- the NullProgress interface ----------------------------------------------
 
-    def start(self, label: str, total: float = 0.0) -> None:
-        """Begin a step; a step still running is finished first."""
+    def start(self, label: str, total: float = 0.0, step: bool = False) -> None:
+        """Begin a step (``step``: one of a run's steps, which the next starts are parts
+        of until ``done(step=True)``); a step still running is finished first."""
         if self.lines:
+            text = " ".join(str(label).split())
+            if step:
+                self._step = text
+            elif self._step is not None and text.lower() == self._step.lower():
+                return                      # "stream" then "STREAM": said once
             try:
-                self.stream.write(f"ceiling: {' '.join(str(label).split())} ...\n")
+                self.stream.write(f"ceiling: {'  ' if self._step and not step else ''}{text} ...\n")
                 self.stream.flush()
             except (OSError, ValueError):
                 self.lines = False
@@ -99,8 +106,10 @@ class Progress:
             if time.monotonic() - self._last >= INTERVAL_S:
                 self._draw()
 
-    def done(self) -> None:
+    def done(self, step: bool = False) -> None:
         """Finish the step: draw its final line (100% when a total was given) and a newline."""
+        if step:
+            self._step = None
         if not self.enabled:
             return
         with self._lock:

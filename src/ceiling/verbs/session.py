@@ -108,7 +108,7 @@ class Session:
         ncpus = len(self.cpus or []) or 1
         before = load.sample()
         if self.progress is not None:
-            self.progress.start(shown or label)
+            self.progress.start(shown or label, step=True)
         try:
             outcome = fn(self.context())
         except CeilingError as e:
@@ -130,7 +130,7 @@ class Session:
                                                     title=f"{label}: not measured", evidence=str(e))])
         finally:
             if self.progress is not None:
-                self.progress.done()
+                self.progress.done(step=True)
         after = load.sample()
         busy = [f for f in load.compare(before, after, ncpus, own_pids=self.own_pids, check_loadavg=False)
                 if f.status in ("warn", "fail")]

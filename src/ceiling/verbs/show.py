@@ -46,9 +46,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..results import jsonio
     if args.out:
         check_writable(args.out, "--out")
-    if args.run.endswith(".json") or Path(args.run).is_file():
+    if args.run.endswith(".json") or "/" in args.run or Path(args.run).exists():   # a run id has no "/"
         if not Path(args.run).is_file():
-            raise PathError(f"{args.run}: no such file")
+            raise PathError(f"{args.run}: " + ("not a regular file" if Path(args.run).exists() else "no such file"))
         _is_run_file(args.run)
         run = jsonio.load(args.run)
     else:
