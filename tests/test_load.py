@@ -200,3 +200,11 @@ def test_live_child_waited_for_counts_as_own_time():
     after = load.sample()
     # CPU time, not wall time: the child used at least 0.3 s of it, however busy the machine.
     assert after.own_ticks - before.own_ticks >= 0.3 * HZ - 1
+
+
+def test_several_problems_read_as_one_sentence(tmp_path):
+    b, a = two_samples(tmp_path, dict(loadavg=(2.0, 1.0, 0.5), uptime=1.0, steal=0),
+                       dict(loadavg=(2.0, 1.0, 0.5), uptime=3.0, steal=HZ))
+    [f] = load.compare(b, a, 4)
+    assert f.title == ("Load average 2.00 on 4 CPUs before the start; the hypervisor took 0.50 CPUs from this VM "
+                       "(steal time)")

@@ -264,7 +264,7 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
         ev.append(f"steal {steal:.2f} CPUs")
     if before.unreadable or after.unreadable:
         ev.append(f"{max(before.unreadable, after.unreadable)} processes not readable (hidepid)")
-    title = "; ".join(problems) if problems else "No competing load during the measurement"
+    title = _sentence(problems) if problems else "No competing load during the measurement"
     return [Finding(FINDING_ID, WARN if problems else OK, title, evidence="; ".join(ev),
                     why=WHY, fix=FIX if problems else "")]
 
@@ -339,6 +339,11 @@ def competing(p: Probe) -> Finding:
     return check_idle(len(p.cpus()) or 1)
 
 
+def _sentence(parts: List[str]) -> str:
+    """Problems joined into one title: "Other processes used ...; the hypervisor took ..."."""
+    return "; ".join(p if i == 0 else p[:1].lower() + p[1:] for i, p in enumerate(parts))
+
+
 def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding:
     """The load.competing finding now: two samples ``interval_s`` apart, plus memory
     held by other processes and other users' processes (see ``competing``)."""
@@ -354,7 +359,7 @@ def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding
     if ev:
         f.evidence = "; ".join([f.evidence] + ev)
     if problems:
-        f.title = "; ".join(([f.title] if f.status == WARN else []) + problems)
+        f.title = _sentence(([f.title] if f.status == WARN else []) + problems)
         f.status = WARN
         f.fix = FIX
     return f

@@ -81,6 +81,10 @@ def topology(machine: Dict[str, Any]) -> str:
     def plural(n: int, word: str) -> str:
         return f"{n} {word}" + ("" if n == 1 else "s")
 
+    if cores % sockets or (threads and sockets * per * smt != threads):
+        # sockets of unequal size, or sibling lists that do not add up (offline CPUs, a garbled
+        # tree): totals, never a product that does not hold ("2 sockets × 0 cores")
+        return f"{plural(sockets, 'socket')}, {plural(cores, 'core')}, {threads or '?'} CPUs (uneven)"
     text = f"{plural(sockets, 'socket')} × {plural(per, 'core')} × {plural(smt, 'thread')}"
     if threads:
         text += f" = {threads} CPUs"
