@@ -267,20 +267,22 @@ def main() -> int:
     print(f"\nMPI ranks on CPUs {cpus[0]} and {cpus[1]}, launcher {mpiexec}; {a.rounds} rounds, tools alternating; "
           f"ceiling's MPI thread level: {', '.join(sorted(filter(None, levels)))}")
     print(f"{'comparison':48s} {'ours (best)':>12s} {'theirs (best)':>13s} {'best/best':>10s} "
-          f"{'median ratio':>13s}  verdict (best/best)")
+          f"{'median ratio':>13s} {'ratio range':>13s}  verdict (best/best)")
     fails = 0
     for row in per_round[0]:
         pts = [r[row] for r in per_round if r.get(row) and r[row][0] is not None and r[row][1]]
         if not pts:
-            print(f"{row:48s} {'-':>12s} {'-':>13s} {'-':>10s} {'-':>13s}  not compared")
+            print(f"{row:48s} {'-':>12s} {'-':>13s} {'-':>10s} {'-':>13s} {'-':>13s}  not compared")
             continue
         kind = pts[0][2]
-        med = statistics.median(ou / th for ou, th, _ in pts)
+        ratios = [ou / th for ou, th, _ in pts]
+        med = statistics.median(ratios)
         pick = max if kind == "bw" else min
         best_o, best_t = pick(p[0] for p in pts), pick(p[1] for p in pts)
         v = verdict(kind, best_o / best_t)
         fails += not v.startswith("ok")
-        print(f"{row:48s} {best_o:12.2f} {best_t:13.2f} {best_o / best_t:10.3f} {med:13.3f}  {v}")
+        span = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        print(f"{row:48s} {best_o:12.2f} {best_t:13.2f} {best_o / best_t:10.3f} {med:13.3f} {span:>13s}  {v}")
     return 0 if fails == 0 else 1
 
 
