@@ -27,6 +27,11 @@ Like with like:
   - random 4 KiB: fio randread / randwrite, psync, iodepth=1, direct=1,
     time_based for the same seconds, end_fsync=1 on writes, one file per job
     of the same size, against our random phases (which also check every read).
+  - queue (the device kept busy): fio --ioengine=libaio --iodepth=16
+    --direct=1, rw=read / write at bs=1M and randread / randwrite at 4k,
+    time_based, one file per job of the random test's size, reads first (so
+    the writes overwrite laid-out files, as ours do), against ours with 16
+    requests in flight per thread through Linux AIO (bench/storage_queue.py).
   - metadata: mdtest -F -n files -w 3901 -e 3901 (shared directory, and -u
     for one per rank) against ours; rates in ops/s of all ranks/threads.
   - with --ours-mpirun (the launcher of the MPI that mpi4py loads, which may
@@ -62,6 +67,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from ceiling.bench import storage as st
+from ceiling.bench import storage_queue as sq
 from memory_vs_peers import best_of, median_of, ratio, table  # noqa: E402  (same folder)
 
 MIB = 1 << 20
@@ -99,8 +105,8 @@ def clear(d: str) -> None:
 
 # -- fio ------------------------------------------------------------------------------
 
-def fio(path: str, d: str, cpus: List[int], *args: str) -> dict:
-    cmd = [path, "--directory", d, "--ioengine=psync", "--iodepth=1", "--group_reporting",
+def fio(path: str, d: str, cpus: List[int], *args: str, engine: str = "psync", depth: int = 1) -> dict:
+    cmd = [path, "--directory", d, f"--ioengine={engine}", f"--iodepth={depth}", "--group_reporting",
            "--output-format=json", f"--numjobs={len(cpus)}", f"--cpus_allowed={','.join(map(str, cpus))}",
            "--cpus_allowed_policy=split", "--fallocate=none", *args]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -127,6 +133,22 @@ def fio_rand(path: str, d: str, cpus: List[int], file_bytes: int, seconds: float
     rw = fio(path, d, cpus, "--rw=randwrite", "--end_fsync=1", *common)["write"]["iops"]
     clear(d)
     return rr, rw
+
+
+def fio_queue(path: str, d: str, cpus: List[int], file_bytes: int, seconds: float, depth: int
+              ) -> Tuple[float, float, float, float]:
+    """(read, write) MiB/s at 1 MiB in order, (randread, randwrite) IOPS at 4 KiB: libaio, direct,
+    ``depth`` in flight per job; reads first, so the writes overwrite laid-out files as ours do."""
+    out = []
+    for bs, rws in ((MIB, ("read", "write")), (4096, ("randread", "randwrite"))):
+        common = [f"--bs={bs}", f"--size={file_bytes // bs * bs}", "--direct=1", "--name=queue", "--time_based",
+                  f"--runtime={max(1, round(seconds * 1000))}ms"]
+        for rw in rws:
+            res = fio(path, d, cpus, f"--rw={rw}", *(["--end_fsync=1"] if "write" in rw else []), *common,
+                      engine="libaio", depth=depth)["write" if "write" in rw else "read"]
+            out.append(res["bw_bytes"] / MIB if bs == MIB else res["iops"])
+    clear(d)
+    return out[0], out[1], out[2], out[3]
 
 
 # -- IOR and mdtest --------------------------------------------------------------------
@@ -222,7 +244,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rand-seconds", type=float, default=3.0)
     ap.add_argument("--md-files", type=int, default=1000, help="metadata: files per thread")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", action="append", choices=["seq", "rand", "md"], help="only these tests")
+    ap.add_argument("--only", action="append", choices=["seq", "rand", "queue", "md"], help="only these tests")
     ap.add_argument("--settle", type=float, default=5.0,
                     help="seconds to wait, after a sync, before each measurement (default 5; see above)")
     args = ap.parse_args(argv)
@@ -230,7 +252,7 @@ def main(argv=None) -> int:
     cpus = sorted(os.sched_getaffinity(0))[:args.threads]
     n = len(cpus)
     bpt = args.size // n // args.xfer * args.xfer
-    only = set(args.only or ["seq", "rand", "md"])
+    only = set(args.only or ["seq", "rand", "queue", "md"])
     fs = st.describe_fs(args.dir)
     print(f"dir {args.dir}: {fs.fstype} on {fs.mount.source if fs.mount else '?'}; device peak: {fs.peak.provenance}")
     print(f"threads {n} on CPUs {cpus}; sequential {n} x {bpt} bytes in {args.xfer}-byte transfers; "
@@ -256,6 +278,10 @@ def main(argv=None) -> int:
             jobs.append(("ours", "rand"))
             if args.fio:
                 jobs.append(("fio", "rand"))
+        if "queue" in only:
+            jobs.append(("ours", "queue"))
+            if args.fio:
+                jobs.append(("fio", "queue"))
         if "md" in only:
             for layout in ("shared", "unique"):
                 jobs.append(("ours", f"md.{layout}"))
@@ -276,7 +302,9 @@ def main(argv=None) -> int:
     tests = [("seq.direct", "write", "MiB/s"), ("seq.direct", "read", "MiB/s"),
              ("seq.shared", "write", "MiB/s"), ("seq.shared", "read", "MiB/s"),
              ("seq.buffered", "write", "MiB/s"), ("seq.buffered", "read", "MiB/s"),
-             ("rand", "randread", "IOPS"), ("rand", "randwrite", "IOPS")] + \
+             ("rand", "randread", "IOPS"), ("rand", "randwrite", "IOPS"),
+             ("queue", "read", "MiB/s"), ("queue", "write", "MiB/s"),
+             ("queue", "randread", "IOPS"), ("queue", "randwrite", "IOPS")] + \
         [(f"md.{lay}", op, "op/s") for lay in ("shared", "unique") for op, _ in MD_OPS]
     for test, what, unit, who in [(t, w, u, who) for t, w, u in tests for who in ("ours", "ours-mpi")]:
         ours = (who, f"{test}.{what}")
@@ -353,6 +381,22 @@ def run_one(args, tool: str, test: str, d: str, cpus: List[int], bpt: int, seen:
             rr, rw = fio_rand(args.fio, d, cpus, file_bytes, args.rand_seconds)
         keep(seen, (tool, "rand.randread"), rr)
         keep(seen, (tool, "rand.randwrite"), rw)
+    elif test == "queue":
+        file_bytes = args.rand_file // MIB * MIB
+        if tool == "ours":
+            res = []
+            for in_order, xfer in ((True, MIB), (False, 4096)):
+                raw = st.random_io(d, nthreads=n, cpus=cpus, file_bytes=file_bytes, xfer=xfer,
+                                   duration_s=args.rand_seconds, direct=True, depth=sq.QUEUE_DEPTH,
+                                   in_order=in_order)
+                if not raw.valid:
+                    raise SystemExit(f"ours did not validate: {raw.msg}")
+                scale = xfer / MIB if in_order else 1
+                res += [raw.rates(0, scale)[0], raw.rates(1, scale)[0]]
+        else:
+            res = list(fio_queue(args.fio, d, cpus, file_bytes, args.rand_seconds, sq.QUEUE_DEPTH))
+        for what, v in zip(("read", "write", "randread", "randwrite"), res):
+            keep(seen, (tool, f"queue.{what}"), v)
     else:
         unique = test == "md.unique"
         if tool == "ours":

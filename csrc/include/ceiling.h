@@ -345,6 +345,7 @@ int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *t
 #define CEIL_EDIRECT  (-6)     /* O_DIRECT refused by the file system (EINVAL): run again without it */
 #define CEIL_ECANCEL  (-7)     /* ceil_io_cancel(1) was called during the run */
 #define CEIL_EPEER    (-8)     /* parallel: another process stopped (its error is the one to report) */
+#define CEIL_EQUEUE   (-9)     /* random with depth > 1: Linux AIO refused (io_setup); out->err, msg say why */
 
 #define CEIL_IO_FPP        0   /* one file per thread (IOR-easy, file per process) */
 #define CEIL_IO_SEGMENTED  1   /* one shared file, thread t owns bytes [t*B, (t+1)*B) */
@@ -355,6 +356,7 @@ int ceil_noise_detour(const ceil_params *p, double duration_s, ceil_noise_gap *t
 #define CEIL_IO_VERIFY_ALL 0x4  /* the read phase compares every byte, not only the stamp of each 512 B */
 #define CEIL_IO_KEEP       0x8  /* leave the files (tests read them back); the caller removes them */
 #define CEIL_IO_UNIQUE_DIR 0x10 /* metadata: a directory per thread (mdtest -u), not one shared */
+#define CEIL_IO_SEQ_ORDER  0x20 /* random: the file's blocks in order, from its start and around again */
 
 #define CEIL_IO_FILE_SEQ   1    /* file_id kinds (the top byte of a file id) */
 #define CEIL_IO_FILE_RAND  2
@@ -372,8 +374,9 @@ typedef struct ceil_io_spec {
     int32_t flags;             /* CEIL_IO_* */
     int32_t md_bytes;          /* metadata: bytes written at create and read back (0..1 MiB) */
     int32_t lat_cap;           /* latency samples kept per thread, phase and repetition (reservoir) */
-    void (*between)(void);     /* seq: NULL, or called on the calling thread after the write phase
-                                * (and eviction) and before the read phase: tests corrupt data here */
+    void (*between)(void);     /* NULL, or called by one thread, seq: after the write phase (and
+                                * eviction) and before the read phase; random: after the files are
+                                * written, before the first repetition. Tests corrupt data here */
     /* Several processes (MPI ranks) in one measurement; all zero for a process alone. Each process
      * calls the same function with the same parameters; its threads are global threads
      * gbase .. gbase + nthreads - 1 of gthreads, and file names, file ids and shared-file offsets
@@ -382,7 +385,8 @@ typedef struct ceil_io_spec {
     int32_t gthreads;          /* threads of all processes (0: nthreads, a process alone) */
     int32_t rbase;             /* seq: thread t reads back what global thread rbase + t wrote (IOR -C,
                                 * task reordering: another node's data); -1 or gbase: its own */
-    int32_t reserved;
+    int32_t depth;             /* random: operations in flight per thread; 0 or 1: pread/pwrite, one at a
+                                * time (fio psync); more: Linux AIO, which needs CEIL_IO_DIRECT (fio libaio) */
     int (*sync)(int stop);     /* NULL, or called by thread 0 of every process at the same points: before
                                 * each timed phase and wherever the threads agree to go on or stop.
                                 * It must wait for every process (a barrier) and return 1 when any of
@@ -418,7 +422,10 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
  * thread ("<tag>.t<g>", bytes_per_thread each, written and fsynced untimed
  * first). Each repetition: evict (with CEIL_IO_EVICT), phase 0 random reads
  * (checked), phase 1 random writes of the same pattern then fsync (timed).
- * pread/pwrite, one operation in flight per thread (fio psync, iodepth=1). */
+ * pread/pwrite, one operation in flight per thread (fio psync, iodepth=1), or
+ * spec->depth in flight through Linux AIO with O_DIRECT (fio libaio, iodepth=
+ * depth; CEIL_EQUEUE when AIO is refused). CEIL_IO_SEQ_ORDER: the blocks in
+ * order instead (fio read/write at that depth). */
 int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r);
 
 /* Metadata: each thread creates spec->ops files of md_bytes, then stats,

@@ -164,6 +164,41 @@ CEIL_IO_INTERNAL void start_team(io_run *x, int tid, ceil_affinity *old, int *pi
 /* After the first barrier: a pinning failure or a short team stops everyone. */
 CEIL_IO_INTERNAL void team_ok(io_run *x, int pin_err, int nt_run);
 
+/* -- several operations in flight (io_queue.c) ---------------------------------- */
+
+typedef struct io_queue {
+    uint64_t ctx;             /* aio_context_t */
+    int open;
+    int depth;
+    int64_t xfer;
+    char *slots;              /* depth buffers of xfer bytes, IO_ALIGN-aligned */
+    struct iocb *cbs;
+    struct iocb **ptrs;
+    struct io_event *ev;
+    double *t_sub;            /* submission time of each slot's operation */
+} io_queue;
+
+typedef struct io_phase {
+    int fd;
+    const char *path;
+    int write;                /* 1: writes of the pattern; 0: reads, each checked */
+    int seq;                  /* 1: the file's blocks in order (and around again); 0: random */
+    int all;                  /* reads compare every byte (CEIL_IO_VERIFY_ALL) */
+    int64_t nblocks;          /* the file's length in transfers */
+    uint64_t *rng;            /* random offsets' state */
+    double deadline;          /* ceil_now() after which nothing more is submitted; <= 0: none */
+    int64_t max_ops;          /* 0: no limit */
+    const char *base;         /* ceil_io_fill_base of one transfer */
+    uint64_t seed, fid;
+} io_phase;
+
+/* The AIO context and depth buffers of one thread (each holding `base`); 0, or -1 after io_fail
+ * (CEIL_EQUEUE when io_setup is refused). io_queue_close after either. */
+CEIL_IO_INTERNAL int io_queue_open(io_run *x, io_queue *q, int depth, int64_t xfer, const char *base);
+CEIL_IO_INTERNAL void io_queue_close(io_queue *q);
+/* One timed phase with q->depth operations in flight; returns the operations completed. */
+CEIL_IO_INTERNAL int64_t io_queue_phase(io_run *x, io_queue *q, const io_phase *ph, lat_sampler *lat);
+
 /* Global thread index of thread tid, threads of all processes, and the index
  * whose data thread tid reads back (seq). */
 static inline int io_g(const ceil_io_spec *s, int tid)

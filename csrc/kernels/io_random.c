@@ -3,8 +3,10 @@
  * CEIL_IO_EVICT), then times a phase of random reads (each one checked) and a
  * phase of random writes ending with fsync (fio end_fsync=1), one operation
  * of spec->xfer bytes at a time per thread (fio psync, iodepth 1; Python asks
- * for fio's usual 4 KiB), for a count or a duration. Each operation's latency
- * is sampled. Shared state and helpers are io.c's (io.h).
+ * for fio's usual 4 KiB), for a count or a duration; or spec->depth at a time
+ * (io_queue.c: Linux AIO on O_DIRECT, fio libaio), and with CEIL_IO_SEQ_ORDER
+ * the file's blocks in order. Each operation's latency is sampled. Shared
+ * state and helpers are io.c's (io.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +32,13 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
                         "with O_DIRECT), a file size multiple of it, and ops > 0 or 0 < duration <= 3600 s");
         return CEIL_EINVAL;
     }
+    const int depth = s->depth > 1 ? s->depth : 1;
+    if (s->depth < 0 || s->depth > 4096 || (depth > 1 && !direct)) {
+        ceil_set_msg(r, "storage random: a depth of 0 .. 4096 operations in flight, and more than one only "
+                        "with O_DIRECT (buffered AIO completes inside io_submit, one at a time)");
+        return CEIL_EINVAL;
+    }
+    const int seq_order = (s->flags & CEIL_IO_SEQ_ORDER) != 0;
     const int N = p->nthreads, total = p->warmup + p->reps;
     const int dflag = direct ? O_DIRECT : 0;
     const int64_t nblocks = F / X;
@@ -49,6 +58,7 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
         const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_RAND, 0, g, 0);
         char *wbuf = io_buffer((size_t)X), *rbuf = io_buffer((size_t)X), *fill = io_buffer((size_t)chunk);
         int fd = -1, created = 0;
+        io_queue q = {0};
         if (!wbuf || !rbuf || !fill) {
             io_fail(&x, CEIL_ENOMEM, ENOMEM, "storage random: cannot allocate the buffers");
         } else {
@@ -59,6 +69,8 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
         }
 #pragma omp barrier
         team_ok(&x, pin_err, nt_run);
+        if (depth > 1 && wbuf && !io_stopped(&x))
+            io_queue_open(&x, &q, depth, X, wbuf);
         CONSENSUS(&x);
         /* untimed: create and fill the file, fsync it */
         if (!x.stop) {
@@ -82,6 +94,9 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
 #endif
         }
         CONSENSUS(&x);
+        if (tid == 0 && s->between && !x.stop)
+            s->between();       /* tests spoil the files here */
+#pragma omp barrier
         for (int j = 0; j < total && !x.stop; j++) {
             const int rep = j - p->warmup;
             if (tid == 0)
@@ -104,10 +119,19 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
                 lat_sampler lat = lat_for(&x, rep, ph, tid, 2);
                 uint64_t rng = mix64(p->seed ^ fid ^ ((uint64_t)j << 8) ^ (uint64_t)ph) | 1;
                 int64_t n = 0;
+                int64_t pos = 0;
                 PHASE_START(&x, t0);
                 const double deadline = t0 + s->duration_s;
-                while ((s->ops == 0 || n < s->ops) && !io_stopped(&x)) {
-                    int64_t off = (int64_t)((xorshift(&rng) >> 11) % (uint64_t)nblocks) * X;
+                if (depth > 1) {
+                    const io_phase qp = {.fd = fd, .path = path, .write = ph, .seq = seq_order,
+                                         .all = (s->flags & CEIL_IO_VERIFY_ALL) != 0, .nblocks = nblocks,
+                                         .rng = &rng, .deadline = s->duration_s > 0.0 ? deadline : 0.0,
+                                         .max_ops = s->ops, .base = wbuf, .seed = p->seed, .fid = fid};
+                    n = io_queue_phase(&x, &q, &qp, &lat);
+                }
+                while (depth == 1 && (s->ops == 0 || n < s->ops) && !io_stopped(&x)) {
+                    int64_t off = seq_order ? (pos++ % nblocks) * X
+                                            : (int64_t)((xorshift(&rng) >> 11) % (uint64_t)nblocks) * X;
                     double a = ceil_now();
                     if (s->duration_s > 0.0 && a >= deadline)
                         break;
@@ -139,6 +163,7 @@ int ceil_io_random(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, 
             }
             CONSENSUS(&x);
         }
+        io_queue_close(&q);
         if (fd >= 0)
             close(fd);
         if (created && !(s->flags & CEIL_IO_KEEP))

@@ -67,10 +67,7 @@ from . import storage_dir
 from .storage_dir import RunDir, free_bytes
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
-MIBS = "MiB/s"
-IOPS = "IOPS"
-OPS = "op/s"
-US = "µs"
+MIBS, IOPS, OPS, US = "MiB/s", "IOPS", "op/s", "µs"
 
 # -- defaults ---------------------------------------------------------------------
 
@@ -403,7 +400,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
         out.findings.append(Finding(
             id="storage.fs", status=OK, title=f"storage: {fs.fstype} on {fs.mount.source if fs.mount else '?'}",
             evidence=f"{r.dir} is on {fs.mount.mount_point if fs.mount else '?'} ({fs.fstype}); device peak: {peak}"))
-    steps = 3 + 1 + len(p.sweep) + 2 + 2     # layouts, buffered, sweep, random read/write, metadata x2
+    steps = 3 + 1 + len(p.sweep) + 2 + 1 + 2     # layouts, buffered, sweep, random r/w, queued, metadata x2
     prog.start("storage", total=steps)
     # headline: the three layouts at the headline transfer, direct when the file system allows
     for layout, xfer in (("fpp", p.xfer), ("shared", p.xfer), ("strided", p.strided_xfer)):
@@ -472,6 +469,9 @@ def _measure(r: _Runner, out: Outcome) -> None:
                                                     "stat": f"p{q} of each repetition's operations",
                                                     **fs.context()}))
         prog.advance()
+    from .storage_queue import measure as queued
+    queued(r, out)        # the device kept busy: requests in flight (fio libaio), bench/storage_queue.py
+    prog.advance()
     # metadata, shared directory then a directory per thread
     for unique, suffix in ((False, ""), (True, ".unique")):
         raw = r.meta(unique)

@@ -96,12 +96,13 @@ class RunDir:
 # The names the C loops give their files and directories (csrc/kernels/io_seq.c, io_random.c,
 # io_meta.c, with the tags bench/storage.py passes): seq.fpp3.r0.t1, rand5.t0, md.unique7.r0/ ...
 LOOP_FILE = re.compile(r"(seq\.[a-z]+[0-9]+\.r[0-9]+\.(t[0-9]+|shared)|rand[0-9]+\.t[0-9]+"
-                       r"|md\.(unique|shared)[0-9]+\.r[0-9]+)")
+                       r"|queue\.(rand|seq)[0-9]+\.t[0-9]+|md\.(unique|shared)[0-9]+\.r[0-9]+)")
 
 
 # What each tag's measurement is, in words (a stalled rank's message names it).
 TAG_WORDS = {"seq.fpp": "sequential, a file per thread", "seq.shared": "sequential, one shared file",
              "seq.strided": "sequential, one shared file in strides", "rand": "random reads and writes",
+             "queue.seq": "sequential with requests in flight", "queue.rand": "random with requests in flight",
              "md.unique": "metadata, a directory per rank", "md.shared": "metadata, one shared directory"}
 
 

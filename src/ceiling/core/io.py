@@ -31,8 +31,8 @@ from ..errors import CoreError, PathError
 from . import _lib, _Params, _Result
 
 LAYOUTS = {"fpp": 0, "shared": 1, "strided": 2}
-F_DIRECT, F_EVICT, F_VERIFY_ALL, F_KEEP, F_UNIQUE_DIR = 0x1, 0x2, 0x4, 0x8, 0x10
-E_EINVAL, E_ENOMEM, E_EPIN, E_EIO, E_EDIRECT, E_ECANCEL, E_EPEER = -1, -2, -4, -5, -6, -7, -8
+F_DIRECT, F_EVICT, F_VERIFY_ALL, F_KEEP, F_UNIQUE_DIR, F_SEQ_ORDER = 0x1, 0x2, 0x4, 0x8, 0x10, 0x20
+E_EINVAL, E_ENOMEM, E_EPIN, E_EIO, E_EDIRECT, E_ECANCEL, E_EPEER, E_EQUEUE = -1, -2, -4, -5, -6, -7, -8, -9
 STAMP_EVERY = 512
 SEED = 0x10C0FFEE
 RAND_XFER = 4 << 10                 # random I/O's transfer (fio's usual 4k)
@@ -61,7 +61,7 @@ class _IoSpec(ctypes.Structure):
         ("gbase", ctypes.c_int32),
         ("gthreads", ctypes.c_int32),
         ("rbase", ctypes.c_int32),
-        ("reserved", ctypes.c_int32),
+        ("depth", ctypes.c_int32),
         ("sync", _SyncFn),
     ]
 
@@ -105,6 +105,10 @@ class DirectRefused(Exception):
     """O_DIRECT was refused by the file system (EINVAL); run again buffered."""
 
 
+class QueueRefused(Exception):
+    """Several operations in flight were refused: Linux AIO (io_setup) is not available here."""
+
+
 @dataclass(frozen=True)
 class IoRaw:
     """What one ceil_io_* call returned: raw seconds and amounts per repetition and phase."""
@@ -144,7 +148,7 @@ class Group(Protocol):
 def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: int,
           cpus: Optional[Sequence[int]], reps: int, warmup: int, seed: int, flags: int,
           bytes_per_thread: int = 0, xfer: int = 0, ops: int = 0, duration_s: float = 0.0,
-          layout: int = 0, md_bytes: int = 0, lat_cap: int = 0,
+          layout: int = 0, md_bytes: int = 0, lat_cap: int = 0, depth: int = 0,
           between: Optional[Callable[[], None]] = None, par: Optional[Group] = None) -> IoRaw:
     """One ceil_io_* call; with ``par`` (a Group) every process makes it together and
     each gets the combined figures, or the first failing process's error."""
@@ -160,7 +164,7 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
     sync = _SyncFn(par.sync) if par is not None else _SyncFn()
     s = _IoSpec(dir=os.fsencode(dirpath), tag=tag.encode(), bytes_per_thread=bytes_per_thread, xfer=xfer,
                 ops=ops, duration_s=duration_s, layout=layout, flags=flags, md_bytes=md_bytes,
-                lat_cap=lat_cap, between=cb, sync=sync)
+                lat_cap=lat_cap, depth=depth, between=cb, sync=sync)
     if par is not None:
         s.gbase, s.gthreads, s.rbase = par.gbase, par.gthreads, par.rbase
     phase_s = (ctypes.c_double * (reps * nph))()
@@ -182,6 +186,8 @@ def _call(name: str, kind: str, nph: int, *, dirpath: str, tag: str, nthreads: i
         rc, err, msg, raw = par.combine(rc, err, msg, raw)
     if rc == E_EDIRECT:
         raise DirectRefused(msg)
+    if rc == E_EQUEUE:
+        raise QueueRefused(msg)
     if rc == E_ECANCEL:
         raise KeyboardInterrupt(*((par.stop_reason,) if par is not None else ()))
     if rc == E_EIO:
@@ -298,13 +304,16 @@ def random_io(dirpath: str, *, nthreads: int, file_bytes: int, xfer: int = RAND_
               duration_s: float = 1.0, direct: bool = True, evict: bool = True, reps: int = 1,
               warmup: int = 0, cpus: Optional[Sequence[int]] = None, seed: int = SEED,
               verify_all: bool = False, keep: bool = False, lat_cap: int = LAT_CAP,
-              tag: str = "rand", par: Optional[Group] = None) -> IoRaw:
-    """Random reads (checked) then random writes (+ fsync); phases 0 randread, 1 randwrite."""
+              tag: str = "rand", par: Optional[Group] = None, depth: int = 1, in_order: bool = False,
+              between: Optional[Callable[[], None]] = None) -> IoRaw:
+    """Random reads (checked) then random writes (+ fsync); phases 0 randread, 1 randwrite.
+    ``depth`` > 1: that many operations in flight per thread (Linux AIO, needs ``direct``;
+    QueueRefused where AIO is not available); ``in_order``: the file's blocks in order."""
     flags = (F_DIRECT if direct else 0) | (F_EVICT if evict else 0) | (F_VERIFY_ALL if verify_all else 0) \
-        | (F_KEEP if keep else 0)
+        | (F_KEEP if keep else 0) | (F_SEQ_ORDER if in_order else 0)
     return _call("ceil_io_random", "random", 2, dirpath=dirpath, tag=tag, nthreads=nthreads, cpus=cpus,
                  reps=reps, warmup=warmup, seed=seed, flags=flags, bytes_per_thread=file_bytes, xfer=xfer,
-                 ops=ops, duration_s=duration_s, lat_cap=lat_cap, par=par)
+                 ops=ops, duration_s=duration_s, lat_cap=lat_cap, par=par, depth=depth, between=between)
 
 
 def meta_io(dirpath: str, *, nthreads: int, files: int, md_bytes: int = MD_BYTES, unique_dir: bool = False,

@@ -56,6 +56,8 @@ LABELS.update({
     "storage.seq.write.shared": "Sequential write (one shared file)",
     "storage.seq.read.shared": "Sequential read (one shared file)",
     "storage.iops.randread": "Random 4 KiB reads", "storage.iops.randwrite": "Random 4 KiB writes",
+    "storage.queue.read": "Sequential read, queued", "storage.queue.write": "Sequential write, queued",
+    "storage.queue.randread": "Random 4 KiB reads, queued", "storage.queue.randwrite": "Random 4 KiB writes, queued",
     "storage.md.create": "File creates", "storage.md.stat": "File stats", "storage.md.unlink": "File removals",
 })
 
@@ -67,7 +69,8 @@ HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.
               for kind in ("pingpong.latency", "pingpong.bandwidth", "bw")),
             "net.barrier", "net.allreduce.8B", "net.allreduce.1MiB", "net.alltoall.4KiB",
             "storage.seq.write.fpp", "storage.seq.read.fpp", "storage.seq.write.shared", "storage.seq.read.shared",
-            "storage.iops.randread", "storage.iops.randwrite", "storage.md.create", "storage.md.stat",
+            "storage.iops.randread", "storage.iops.randwrite", "storage.queue.read", "storage.queue.write",
+            "storage.queue.randread", "storage.queue.randwrite", "storage.md.create", "storage.md.stat",
             "storage.md.unlink")
 
 # The peaks of the machine model and the metrics they are peaks of: a run shows a peak
@@ -141,6 +144,9 @@ def headline(run: Run) -> List[Tuple[str, Metric]]:
             ranks = m.context.get("k_ranks")
             if name.startswith(("net.barrier", "net.allreduce", "net.alltoall")) and isinstance(ranks, int):
                 text += f", {ranks} ranks"
+            depth = m.context.get("in_flight")
+            if name.startswith("storage.queue.") and isinstance(depth, int):
+                text += f" ({depth} in flight)"
             out.append((text, m))
     return out
 
