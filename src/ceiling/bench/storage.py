@@ -55,19 +55,16 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 import numpy as np
 
 from ..cluster import watchdog
-from ..core.io import LAT_CAP, MD_BYTES, RAND_XFER, STAMP_EVERY, DirectRefused, Group, IoRaw, meta_io, random_io, \
-    seq_io
+from ..core.io import MD_BYTES, RAND_XFER, STAMP_EVERY, DirectRefused, Group, IoRaw, meta_io, random_io, seq_io
 from ..errors import BadValueError, CeilingError
 from ..machine.storage import FileSystem, describe_fs
-from ..results.model import HIGHER, LOWER, OK, WARN, Finding, Metric, Peak, Series
+from ..results.model import LOWER, OK, WARN, Finding, Metric, Series
 from ..results.measure import Context, Interrupted, Outcome
 from ..sysfs import meminfo_bytes
-from .base import judge
-from . import storage_dir
+from . import storage_dir, storage_queue
 from .storage_dir import RunDir, free_bytes
-
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
-MIBS, IOPS, OPS, US = "MiB/s", "IOPS", "op/s", "µs"
+from .storage_figures import (GIB, IOPS, KIB, MIB, MIBS, OPS, US, cache_defeat, lat_cap,  # noqa: F401
+                              latency_summary, metric)
 
 # -- defaults ---------------------------------------------------------------------
 
@@ -86,10 +83,7 @@ MD_FILES, QUICK_MD_FILES = 4000, 1000   # per thread
 REPS, QUICK_REPS = 5, 3
 SWEEP_REPS = 2
 DEFAULT_MAX_THREADS = 8             # without --threads: a node's storage saturates with a few streams
-LAT_SAMPLES = 65536                 # per phase and repetition, all threads (LAT_CAP a thread at most,
-                                    # never below 16)
 FREE_MARGIN = 1.10                  # free space needed: what a run writes at once, +10 %
-RESIDENT_OK = 0.01                  # at most 1 % of pages left in the page cache counts as defeated
 # RAND_XFER (4 KiB), MD_BYTES (3901 B, MD-Workbench's default) and LAT_CAP are the
 # storage loops' own defaults (core/io.py), used here as they are.
 
@@ -181,35 +175,12 @@ def plan(ctx: Context, par: Optional[ParallelPart] = None) -> Plan:
                 md_files=QUICK_MD_FILES if quick else MD_FILES, md_bytes=MD_BYTES, reps=reps, notes=notes)
 
 
-# -- statistics ------------------------------------------------------------------------
-
-LAT_QUANTILES = (50, 90, 99, 99.9)
-
-
-def latency_summary(samples: Sequence[float]) -> Dict[str, Any]:
-    """p50/p90/p99/p99.9/max in microseconds of per-operation seconds (numpy's linear percentiles)."""
-    if not len(samples):
-        return {}
-    a = np.asarray(samples, dtype=float)
-    out: Dict[str, Any] = {f"p{q:g}": round(float(v) * 1e6, 3)
-                           for q, v in zip(LAT_QUANTILES, np.percentile(a, LAT_QUANTILES))}
-    out["max"] = round(float(a.max()) * 1e6, 3)
-    out["samples"] = int(a.size)
-    return out
-
-
 # -- the bench --------------------------------------------------------------------------
 
 @dataclass
 class _Mode:
     direct: bool = True
     refused: str = ""           # why O_DIRECT was given up
-
-
-def lat_cap(threads: int) -> int:
-    """Latency samples kept per thread, ``threads`` those of every process: all together keep
-    about LAT_SAMPLES per phase and repetition (LAT_CAP at most, 16 at least, per thread)."""
-    return min(LAT_CAP, max(16, LAT_SAMPLES // max(1, threads)))
 
 
 class _Runner:
@@ -273,27 +244,6 @@ class _Runner:
         return out
 
 
-def cache_defeat(raw: IoRaw) -> Tuple[str, bool]:
-    """Which method kept the read phase off the page cache, and whether it held."""
-    res = raw.resident
-    if res is None:
-        if raw.direct:
-            return "O_DIRECT (residency not measurable: mmap/mincore failed)", True
-        return ("posix_fadvise(DONTNEED) asked, but residency could not be measured (mmap/mincore failed): "
-                "the read figure may be the page cache's"), False
-    pct = f"{res:.1%} of the file pages resident before the read (mincore)"
-    if res <= RESIDENT_OK:
-        return ("O_DIRECT" if raw.direct else "posix_fadvise(DONTNEED) after fsync") + f": {pct}", True
-    return f"none held: {pct}; the read figure is partly the page cache's", False
-
-
-def _metric(name: str, values: List[float], unit: str, raw: IoRaw, better: str = HIGHER,
-            peak: Optional[Peak] = None, context: Optional[Dict[str, Any]] = None, note: str = "") -> Metric:
-    m = Metric.measured(name, values, unit, better, peak=peak, context=context or {})
-    m.note = note
-    return judge(m, raw.valid, f"validation failed: {raw.msg or 'data read back did not match'}")
-
-
 def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffix: str = "") -> List[Metric]:
     method, held = cache_defeat(raw)
     ctx = r.context(raw, layout=layout, xfer_bytes=xfer, bytes_per_thread=bpt, total_bytes=bpt * raw.nthreads,
@@ -311,7 +261,7 @@ def _seq_metrics(r: _Runner, raw: IoRaw, layout: str, xfer: int, bpt: int, suffi
             c["resident_fraction"] = raw.resident
             if not held:
                 note = f"page cache not defeated: {method}"
-        out.append(_metric(f"storage.seq.{what}.{layout}{suffix}", raw.rates(ph, 1 / MIB), MIBS, raw,
+        out.append(metric(f"storage.seq.{what}.{layout}{suffix}", raw.rates(ph, 1 / MIB), MIBS, raw,
                            peak=r.fs.peak, context=c, note=note))
     return out
 
@@ -460,17 +410,16 @@ def _measure(r: _Runner, out: Outcome) -> None:
         if not raw.direct and ph == 0:
             note = "; ".join(filter(None, [note, "buffered reads: blocks read twice in a repetition come from "
                                                  "the page cache"]))
-        out.metrics.append(_metric(f"storage.iops.{what}", raw.rates(ph), IOPS, raw, context=c, note=note))
+        out.metrics.append(metric(f"storage.iops.{what}", raw.rates(ph), IOPS, raw, context=c, note=note))
         for q in (50, 99):
             vals = [float(np.percentile(rep[ph], q)) * 1e6 for rep in raw.lat_s if len(rep[ph])]
             if vals:
-                out.metrics.append(_metric(f"storage.lat.{what}.p{q}", vals, US, raw, better=LOWER,
+                out.metrics.append(metric(f"storage.lat.{what}.p{q}", vals, US, raw, better=LOWER,
                                            context={"threads": raw.nthreads, "io": c["io"],
                                                     "stat": f"p{q} of each repetition's operations",
                                                     **fs.context()}))
         prog.advance()
-    from .storage_queue import measure as queued
-    queued(r, out)        # the device kept busy: requests in flight (fio libaio), bench/storage_queue.py
+    storage_queue.measure(r, out)        # the device kept busy: requests in flight (fio libaio)
     prog.advance()
     # metadata, shared directory then a directory per thread
     for unique, suffix in ((False, ""), (True, ".unique")):
@@ -481,7 +430,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
                           directory="one per thread (mdtest -u)" if unique else "one shared by all threads",
                           latency_us=latency_summary(pooled), io="buffered",
                           note="no fsync (mdtest's default): rates include the journal's and page cache's work")
-            out.metrics.append(_metric(f"storage.md.{what}{suffix}", raw.rates(ph), OPS, raw, context=c))
+            out.metrics.append(metric(f"storage.md.{what}{suffix}", raw.rates(ph), OPS, raw, context=c))
         prog.advance()
     prog.done()
     if r.mode.refused:

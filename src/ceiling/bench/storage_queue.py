@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..core.io import RAND_XFER, DirectRefused, IoRaw, QueueRefused, random_io
 from ..results.measure import Outcome
 from ..results.model import HIGHER, SKIPPED, Finding
-from .storage import IOPS, MIB, MIBS, _metric, cache_defeat, lat_cap, latency_summary
+from .storage_figures import IOPS, MIB, MIBS, metric, cache_defeat, lat_cap, latency_summary
 
 if TYPE_CHECKING:
     from .storage import _Runner
@@ -80,10 +80,10 @@ def measure(r: "_Runner", out: Outcome) -> None:
                 c["fsync"] = "once per thread at the end, inside the timed phase (fio end_fsync=1)"
             note = "" if held or ph == 1 else f"page cache not defeated: {method}"
             if in_order:
-                out.metrics.append(_metric(f"storage.queue.{what}", raw.rates(ph, xfer / MIB), MIBS, raw,
+                out.metrics.append(metric(f"storage.queue.{what}", raw.rates(ph, xfer / MIB), MIBS, raw,
                                            peak=r.fs.peak, context=c, note=note))
             else:
-                out.metrics.append(_metric(f"storage.queue.rand{what}", raw.rates(ph), IOPS, raw, HIGHER,
+                out.metrics.append(metric(f"storage.queue.rand{what}", raw.rates(ph), IOPS, raw, HIGHER,
                                            context=c, note=note))
 
 
