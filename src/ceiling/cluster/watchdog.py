@@ -132,7 +132,8 @@ class Watchdog:
     sock: socket.socket
     targets: List[Tuple[str, int]] = field(default_factory=list)     # rank 0's address(es), from a non-root rank
     timeout: Optional[float] = None          # --node-timeout: every deadline, when given
-    rescue: Optional[Callable[[str], None]] = None    # rank 0: deliver what was measured, marked partial
+    rescue: Optional[Callable[[str], Optional[str]]] = None   # rank 0: deliver what was measured, marked
+    #                                                           partial; may return a better line to print
     abort: Optional[Callable[[int], None]] = None     # ends the job (MPI_Abort); os._exit when unset
     phase: str = ""                          # what the ranks are doing, for the message
     default_s: float = FLOOR_S               # a wait's deadline when the caller gives none (a Python collective)
@@ -319,7 +320,7 @@ class Watchdog:
         line = self.describe(arm, silent)
         if self.rescue is not None:
             try:
-                self.rescue(line)
+                line = self.rescue(line) or line     # the rescue may know better who is missing
             except BaseException as e:      # noqa: BLE001 - the job must still end
                 self._say(f"what was measured could not be saved: {e}")
         self._say(line)
@@ -338,6 +339,14 @@ class Watchdog:
             more += " (no rank reported waiting: the side channel to rank 0 may be blocked)"
         return (f"{shown}{more} did not answer within {waited} (rank 0 was waiting in {arm.what}); "
                 "what was measured before is kept, marked partial")
+
+    def ending(self) -> bool:
+        """Whether this rank is ending the job (its deadline passed): make no MPI call after."""
+        return self._ending.is_set()
+
+    def where(self, r: int) -> str:
+        """Rank ``r``'s node and pid, and how its process is when it runs on this host."""
+        return self._where(r)
 
     def _where(self, r: int) -> str:
         me, it = self.ranks[self.rank], self.ranks[r]

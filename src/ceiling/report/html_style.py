@@ -40,6 +40,7 @@ th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertic
 th{font-size:12px;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);white-space:nowrap}
 .n{text-align:right;white-space:nowrap}
 td.eff{white-space:nowrap}
+tr.outlier td{background:#fff4e5}
 td.note{color:var(--muted);font-size:12px;min-width:260px}
 tbody tr:nth-child(even){background:#fafbfc}
 tr.invalid td{color:var(--fail)}

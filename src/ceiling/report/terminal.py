@@ -81,6 +81,9 @@ def _facts(run: Run) -> List[Tuple[str, str]]:
                           else f"running in a {v} virtual machine"))
     else:
         facts.append(("Machine", "not recorded in this run"))
+    if run.nodes:
+        from .terminal_cluster import cluster_fact
+        facts.insert(1, ("Cluster", cluster_fact(run)))
     env = run.environment or {}
     threads = env.get("threads")
     if threads:
@@ -209,7 +212,9 @@ def metrics_table(run: Run, *, color: bool = False, width: int = 100) -> str:
 
     lines = [st("Metrics", "bold")]
     lines += [st(x, "dim") for x in
-              _wrap("value = best repetition; of peak = value / theoretical peak; CV = stdev / mean",
+              _wrap("value = median over the nodes (each node's own run has its repetitions); of peak = "
+                    "value / theoretical peak; CV = stdev / mean across the nodes; reps = nodes" if run.nodes else
+                    "value = best repetition; of peak = value / theoretical peak; CV = stdev / mean",
                     width, "  ")]
     lines.append(st(line({k: h for k, h, _, _ in cols}), "dim"))
     said: Dict[str, str] = {}
@@ -298,7 +303,11 @@ def render_checks(run: Run, *, color: bool = False, width: int = 100, verbose: b
 
 @_printable_run
 def nhc_line(run: Run) -> str:
-    """One line in the style of LBNL NHC, for a Slurm HealthCheckProgram log."""
+    """One line in the style of LBNL NHC, for a Slurm HealthCheckProgram log (a cluster run:
+    one line per failing node, for a drain script)."""
+    if run.nodes:
+        from .terminal_cluster import nhc_lines
+        return nhc_lines(run)
     fails = [f for f in run.findings if f.status == FAIL]
     warns = [f for f in run.findings if f.status == WARN]
     if fails or warns:
@@ -317,10 +326,11 @@ def nhc_line(run: Run) -> str:
 def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     """The full report: header, summary line, peaks, metrics, findings."""
     width = max(int(width), 60)
+    from .terminal_cluster import cluster_section
     parts = [header(run, color=color, width=width)]
     parts.append("\n".join(_wrap(L.verdict_text(run), width, "  ")))
-    for part in (peaks(run, color=color, width=width), metrics_table(run, color=color, width=width),
-                 findings(run, color=color, width=width)):
+    for part in (peaks(run, color=color, width=width), cluster_section(run, width),
+                 metrics_table(run, color=color, width=width), findings(run, color=color, width=width)):
         if part:
             parts.append(part)
     return "\n\n".join(parts) + "\n"

@@ -114,21 +114,24 @@ class RunSummary:
     n_metrics: int
     headline: Dict[str, Tuple[Optional[float], str]] = field(default_factory=dict)  # name -> (value, unit)
     command: List[str] = field(default_factory=list)      # the command line that made it
+    nodes: int = 0                                        # nodes of a cluster run; 0 for one node's run
 
     @property
     def verb(self) -> str:
-        """What made the run: "run", "check", "bench memory", from its command line."""
+        """What made the run: "run", "check", "bench memory", from its command line; a
+        cluster's own run says so ("run --cluster, 16 nodes"), each node's run is plain."""
         words = []
         for w in self.command[1:]:
             if not isinstance(w, str) or w.startswith("-"):
                 break
             words.append(w)
-        return " ".join(words)
+        return " ".join(words) + (f" --cluster, {self.nodes} nodes" if self.nodes else "")
 
 
 # The command line of a run, read from its document by SQLite (JSON1, built in since 3.38)
 # without parsing the whole document in Python; a damaged one reads as none.
 _COMMAND = "CASE WHEN json_valid(doc) THEN json_extract(doc, '$.command') END"
+_NODES = "CASE WHEN json_valid(doc) THEN json_array_length(doc, '$.nodes') END"
 
 
 def _command(text: Optional[str]) -> List[str]:
@@ -435,7 +438,7 @@ class Store:
         try:
             runs = self._db.execute(
                 f"SELECT run_id, host, started, finished, tool_version, partial, "
-                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), {_COMMAND} "
+                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), {_COMMAND}, {_NODES} "
                 f"FROM runs r {where} ORDER BY started DESC, run_id LIMIT ?", args + [int(limit)]).fetchall()
             heads: Dict[str, Dict[str, Tuple[Optional[float], str]]] = {r[0]: {} for r in runs}
             if runs:
@@ -449,8 +452,8 @@ class Store:
         except sqlite3.Error as e:
             raise self._error(e) from None
         return [RunSummary(rid, h, s, f, v, bool(p), n,
-                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c))
-                for rid, h, s, f, v, p, n, c in runs]
+                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c), int(k or 0))
+                for rid, h, s, f, v, p, n, c, k in runs]
 
     def metrics_history(self, name: str, host: Optional[str] = None
                         ) -> List[Tuple[str, str, Optional[float], str, str]]:

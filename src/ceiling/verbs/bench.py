@@ -29,6 +29,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "sized from the work of each wait, at least 2 minutes); what was measured is kept, exit 11")
     common.measure_options(p)
     common.output_options(p)
+    from .cluster import configure
+    configure(p, node_timeout=False)
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
@@ -36,6 +38,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from .measure import measure, measure_mpi
     if args.list:
         return _list_kernels(args)
+    if args.cluster and ({"network", "storage"} & set(args.suites)):
+        raise UsageError("--cluster measures each node on its own: the network and storage suites measure the "
+                         "nodes together already (mpirun -n N ceiling bench network / storage)")
     if "network" in args.suites:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
@@ -43,7 +48,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..cluster.comm import world
     from ..cluster.launch import launched_size
     n = launched_size()
-    if "storage" in args.suites and n == 0:       # a PMIx launcher: only MPI knows the size
+    if "storage" in args.suites and n == 0 and not args.cluster:       # a PMIx launcher: only MPI knows the size
         n = world("serialized").Get_size()
     if "storage" in args.suites and n > 1:
         if len(set(args.suites)) > 1:

@@ -29,26 +29,51 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", metavar="DIR", help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
     p.add_argument("-v", "--verbose", action="store_true", help="show evidence for every finding, not only for problems")
     common.output_options(p, store=True, html=False)
+    from .cluster import configure
+    configure(p)
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
-    from .. import machine as machine_mod
-    from ..checks import run_checks
     from ..checks.base import worst
     from ..report import terminal
-    from .session import Session
     if args.explain:
         return _explain(args.explain)
     if args.list:
         return _list_checks(args)
     only, copts = _check_options(args)
     common.require_dir(args.root)
-    root = args.root or "/"
+    color = common.color(args)
+    if args.nhc:
+        render = terminal.nhc_line
+    else:
+        def render(r):
+            return terminal.render_checks(r, color=color, width=common.width(), verbose=args.verbose)
+
+    def settle(run, code: int) -> int:
+        if code == 0 and (args.strict or args.nhc):
+            # A health check drains a node on errors only, as LBNL NHC does: a low memlock or
+            # fragmented huge pages are worth a line, not a drained node.
+            code = {"fail": 2, "warn": 1 if args.strict else 0}.get(worst(run.findings), 0)
+        return code
+    if args.cluster:
+        from .cluster import run_cluster
+        return run_cluster(args, lambda progress: _check_node(args, argv, only, copts, progress), False,
+                           render=render, settle=settle)
     say = common.say(args)
     common.check_outputs(args, html=False)
-    cfg = common.config(args)
     store = None if args.root else common.open_store(args)
-    progress = common.progress(args)
+    run, code = _check_node(args, argv, only, copts, common.progress(args))
+    outputs = common.exporters(args, store, html=False, render=render, quiet_store=args.nhc)
+    return settle(run, common.deliver(run, outputs, code, say))
+
+
+def _check_node(args: argparse.Namespace, argv: List[str], only, copts, progress):
+    """This node's findings as a Run, and the exit code so far (130 when interrupted)."""
+    from .. import machine as machine_mod
+    from ..checks import run_checks
+    from .session import Session
+    root = args.root or "/"
+    cfg = common.config(args)
     session = Session(argv, Options(quick=True), progress)
     code = 0
     try:
@@ -70,20 +95,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     except KeyboardInterrupt as e:
         why, code = interruption(e)
         session.interrupted(f"{why}: findings so far are kept")
-    run = session.finish()
-    color = common.color(args)
-    if args.nhc:
-        render = terminal.nhc_line
-    else:
-        def render(r):
-            return terminal.render_checks(r, color=color, width=common.width(), verbose=args.verbose)
-    outputs = common.exporters(args, store, html=False, render=render, quiet_store=args.nhc)
-    code = common.deliver(run, outputs, code, say)
-    if code == 0 and (args.strict or args.nhc):
-        # A health check drains a node on errors only, as LBNL NHC does: a low memlock or
-        # fragmented huge pages are worth a line, not a drained node.
-        code = {"fail": 2, "warn": 1 if args.strict else 0}.get(worst(run.findings), 0)
-    return code
+    return session.finish(), code
 
 
 def _check_options(args: argparse.Namespace):

@@ -8,6 +8,7 @@ from typing import Callable, List, Tuple
 
 from ..errors import CeilingError, StalledError, interruption
 from ..results.measure import Context, NullProgress, Outcome
+from ..results.model import Run
 from . import common, suites
 from .session import Session
 
@@ -16,19 +17,32 @@ Step = Tuple[str, Callable]
 
 def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_checks: bool,
             report_html: bool, steps_must_run: bool = False) -> int:
-    """Measure ``steps`` into one Run and deliver it. ``steps_must_run``: a step that
-    could not run (a full disk, a kernel refusing) makes the exit code its error's,
-    after everything else was saved; ``ceiling run`` instead reports it and goes on."""
-    from .. import machine as machine_mod
-    from ..checks import run_checks
-    from ..machine import placement
+    """Measure ``steps`` into one Run and deliver it (with --cluster: on every node of the
+    MPI job, verbs/cluster.py). ``steps_must_run``: a step that could not run (a full disk,
+    a kernel refusing) makes the exit code its error's, after everything else was saved;
+    ``ceiling run`` instead reports it and goes on."""
+    if getattr(args, "cluster", False):
+        from .cluster import run_cluster
 
+        def node(progress) -> Tuple[Run, int]:
+            return measure_node(argv, common.options(args), common.config(args), steps, with_checks, progress)
+        return run_cluster(args, node, report_html)
     opts = common.options(args)
     say = common.say(args)
     common.check_outputs(args)
     cfg = common.config(args)
     store = common.open_store(args)
-    progress = common.progress(args)
+    run, code = measure_node(argv, opts, cfg, steps, with_checks, common.progress(args), steps_must_run)
+    return common.deliver(run, common.exporters(args, store, html=report_html), code, say)
+
+
+def measure_node(argv: List[str], opts, cfg, steps: List[Step], with_checks: bool, progress,
+                 steps_must_run: bool = False) -> Tuple[Run, int]:
+    """This node's Run and the exit code so far: the machine, the clock, the checks, the steps."""
+    from .. import machine as machine_mod
+    from ..checks import run_checks
+    from ..machine import placement
+
     session = Session(argv, opts, progress)
     session.remeasure = suites.ORDER
     code = 0
@@ -63,7 +77,7 @@ def measure(args: argparse.Namespace, argv: List[str], steps: List[Step], with_c
     run = session.finish()
     if code == 0 and steps_must_run and session.step_errors:
         code = session.step_errors[0].exit_code     # before deliver: not the 130 of a partial run
-    return common.deliver(run, common.exporters(args, store, html=report_html), code, say)
+    return run, code
 
 
 def measure_mpi(args: argparse.Namespace, argv: List[str], suite: str) -> int:

@@ -15,6 +15,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="short benchmarks (under a minute on a small node)")
     common.measure_options(p)
     common.output_options(p)
+    from .cluster import configure
+    configure(p)
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:

@@ -1,0 +1,260 @@
+"""Cluster mode (``--cluster``): one MPI rank per node measures its own node, all
+nodes at once, and rank 0 gathers, compares and reports.
+
+    mpirun -n N --map-by ppr:1:node ceiling run --cluster
+    srun --ntasks-per-node=1 ceiling check --cluster
+
+Every rank runs the verb's own measurement of its node (``node``: the checks, the
+benchmarks, with the node's threads), then sends rank 0 two things: its digest
+(analysis/cluster.NodeDigest: valid figures, warnings and failures, the
+configuration inventory, machine/inventory.py) and its whole run, which rank 0
+records in the history under the node's name (``ceiling history --host NODE``)
+and drops. Rank 0 receives in the order the nodes finish and keeps only the
+digests' figures, so its memory grows with the nodes, not with their reports.
+The cluster's own run holds one metric per name (the median over the nodes,
+every node's value in it), the uniformity of each metric, and the findings of
+the cluster: outliers, configuration differences, checks that warn or fail on
+some nodes.
+
+A node that has not sent its results by the deadline (``--node-timeout``, or
+its own measurement's time again, two minutes at least, after rank 0 finished
+its own) is named, and the nodes gathered are analysed and reported, marked
+partial; the job then ends (exit 11), as every MPI wait of ceiling does
+(cluster/watchdog.py). Two ranks on one node would measure it twice, each with
+half of it: a usage error, before anything is measured.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+from ..errors import CeilingError, StalledError, UsageError, interruption
+from ..results.measure import NullProgress
+from ..results.model import Job, Node, Run
+from . import common
+
+TAG = 7301                    # the results' messages
+POLL_S = 0.01                 # rank 0's wait between looks for the next node's results
+# Tests: a rank whose environment has this stops itself (SIGSTOP) after measuring, as a hung node would.
+STOP_FOR_TESTS = "CEILING_TEST_STOP_AFTER_MEASURING"
+NodeFn = Callable[[object], Tuple[Run, int]]
+
+
+def configure(p: argparse.ArgumentParser, node_timeout: bool = True) -> None:
+    """The options every verb that measures a node takes for cluster mode (``node_timeout``:
+    False where the verb has its own --node-timeout, bench's for its MPI suites)."""
+    g = p.add_argument_group("cluster (under mpirun / srun, one rank per node)")
+    g.add_argument("--cluster", action="store_true", help="measure every node of the MPI job (one rank per node) "
+                   "and compare them: the slow and the differently configured nodes are named")
+    g.add_argument("--threshold", metavar="PCT", help="cluster: a node worse than the median by more than this "
+                   "is an outlier (default per metric: 5%% compute and clock, 10%% memory, 20%% network, storage)")
+    if node_timeout:
+        g.add_argument("--node-timeout", metavar="SECONDS", help="cluster: a node that has not reported this long "
+                       "after rank 0 finished is named and left out (default: rank 0's own time, 2 minutes at least)")
+
+
+def threshold(args: argparse.Namespace) -> Optional[float]:
+    text = getattr(args, "threshold", None)
+    if text is None:
+        return None
+    try:
+        v = float(str(text).rstrip("%")) / 100
+    except ValueError:
+        raise UsageError(f"--threshold {text!r}: not a percentage (e.g. 5 or 5%)") from None
+    if not 0 < v < 1:
+        from ..errors import BadValueError
+        raise BadValueError(f"--threshold {text}: must be above 0 and below 100 %")
+    return v
+
+
+def run_cluster(args: argparse.Namespace, node: NodeFn, report_html: bool,
+                render: Optional[Callable[[Run], str]] = None,
+                settle: Optional[Callable[[Run, int], int]] = None) -> int:
+    """Measure every node (``node`` on each rank), gather to rank 0, compare, deliver
+    (``render``: the terminal's text, the verb's own by default; ``settle``: the exit code
+    from the delivered cluster run and the code so far, on rank 0)."""
+    from ..cluster import watchdog
+    from ..cluster.comm import world
+    comm = world()
+    dog = watchdog.start(comm)
+    try:
+        return _cluster(args, node, report_html, watchdog.wrap(comm), dog, render, settle)
+    finally:
+        watchdog.stop()
+
+
+def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, dog, render, settle) -> int:
+    from ..analysis.cluster import Cluster, NodeDigest, digest
+    from ..cluster.gather import rank_facts
+    from ..cluster.stop import raise_agreed
+    from ..results import jsonio
+    from ..units import parse_seconds
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    leader = rank == 0
+    err: Optional[BaseException] = None
+    store = None
+    try:                 # every rank parses the same options; rank 0 also checks its outputs
+        limit = threshold(args)
+        common.options(args)
+        common.config(args)
+        timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
+        if leader:
+            common.check_outputs(args, html=report_html)
+            store = common.open_store(args)
+    except CeilingError as e:
+        err = e
+    raise_agreed(comm, err)
+    facts = rank_facts(comm)
+    _one_rank_per_node(facts.nodes)
+    dog.timeout = None       # --node-timeout is the gather's deadline only (below), not every wait's
+    say = common.say(args) if leader else (lambda text: None)
+
+    t0 = time.monotonic()
+    run, code = node(common.progress(args) if leader else NullProgress())
+    run.host = facts.node
+    mine = digest(run, facts.node, _inventory(args))
+    own_s = time.monotonic() - t0
+    deadline = timeout if timeout else max(watchdog_floor(), own_s)
+    if os.environ.get(STOP_FOR_TESTS) == "1":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    if not leader:
+        with _waiting(dog, "sending this node's results to rank 0", deadline + own_s):
+            getattr(comm, "raw", comm).send((mine.to_dict(), jsonio.dumps(run)), dest=0, tag=TAG)
+        return code
+
+    cl = Cluster(limit)
+    got: Dict[str, str] = {}                       # node -> its run's id in the history ("" unsaved)
+    nodes: List[Node] = []
+
+    def take(d: NodeDigest, r: Run) -> None:
+        cl.add(d)
+        nodes.append(Node(d.name, _compact(r.machine), {"inventory": d.inventory, "run_id": r.run_id or ""}))
+        got[d.name] = r.run_id or ""
+
+    if store is not None:
+        store.save(run)
+    take(mine, run)
+
+    def cluster_run(partial: str = "") -> Run:
+        out = _cluster_run(args, facts, cl, nodes, run, size)
+        if partial:
+            out.partial, out.partial_reason = True, partial
+        return out
+
+    def outputs():
+        return common.exporters(args, store, html=report_html, render=render,
+                                quiet_store=bool(getattr(args, "nhc", False)))
+
+    def rescue(line: str) -> str:
+        """The deadline passed (the watchdog's thread): report the nodes gathered, name the rest."""
+        missing = [f["node"] for f in facts.facts if f["node"] not in got]
+        text = (f"{len(missing)} of {size} nodes did not report within {deadline:.0f} s after rank 0 finished: "
+                + ", ".join(f"{n} ({dog.where(facts.nodes.index(n))})" for n in missing[:8])
+                + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+                + f"; the {len(got)} nodes that did are analysed and reported")
+        common.deliver(cluster_run(text), outputs(), StalledError.exit_code, say)
+        return text
+    dog.rescue = rescue
+    stopped = ""
+    try:
+        with _waiting(dog, "gathering the nodes' results", deadline):
+            for _ in range(size - 1):
+                d_dict, doc = _receive(getattr(comm, "raw", comm), dog)
+                r = jsonio.loads(doc)
+                if store is not None:
+                    store.save(r)
+                take(NodeDigest.from_dict(d_dict), r)
+                del r, doc
+    except KeyboardInterrupt as e:      # Ctrl-C or SIGTERM while gathering: what was gathered is reported
+        why, code = interruption(e)
+        missing = [f["node"] for f in facts.facts if f["node"] not in got]
+        stopped = (f"{why} while gathering: {len(got)} of {size} nodes reported" +
+                   (f", not {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}" if missing else ""))
+    partial = "; ".join(f"{k}: {v}" for k, v in cl.partial.items())
+    final = cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
+                                                if partial else ""])))
+    code = common.deliver(final, outputs(), code, say)
+    if stopped:        # the ranks that did not report wait in their send: the job ends here
+        getattr(comm, "raw", comm).Abort(code)
+    return settle(final, code) if settle is not None else code
+
+
+def watchdog_floor() -> float:
+    from ..cluster.watchdog import FLOOR_S
+    return FLOOR_S
+
+
+def _waiting(dog, what: str, seconds: float):
+    return dog.waiting(what, seconds)
+
+
+def _receive(comm, dog):
+    """The next node's results, from whichever rank sends first. Polled (Iprobe, then a
+    sleep) rather than a blocking recv, so that Ctrl-C and SIGTERM reach rank 0 while a
+    node keeps it waiting: a blocked MPI_Recv returns to Python only with a message.
+    Once the watchdog is ending the job this thread makes no MPI call again (the
+    watchdog's MPI_Abort must not meet one: MPI_THREAD_FUNNELED) and waits to be ended."""
+    from mpi4py import MPI
+    status = MPI.Status()
+    while not comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG, status=status):
+        if dog.ending():
+            threading.Event().wait()
+        time.sleep(POLL_S)
+    return comm.recv(source=status.Get_source(), tag=TAG)
+
+
+def _one_rank_per_node(nodes: List[str]) -> None:
+    seen: Dict[str, List[int]] = {}
+    for r, n in enumerate(nodes):
+        seen.setdefault(n, []).append(r)
+    twice = {n: rs for n, rs in seen.items() if len(rs) > 1}
+    if twice:
+        from ..cluster.stop import everywhere
+        n, rs = next(iter(twice.items()))
+        raise everywhere(UsageError(
+            f"--cluster measures each node once, with one rank: node {n} has {len(rs)} ranks "
+            f"({', '.join(map(str, rs[:8]))}){f' and {len(twice) - 1} more nodes too' if len(twice) > 1 else ''}; "
+            "launch one rank per node (mpirun --map-by ppr:1:node, srun --ntasks-per-node=1)"))
+
+
+def _inventory(args: argparse.Namespace) -> Dict[str, str]:
+    """This node's configuration facts, from the tree its run read (check --root DIR, else /)."""
+    from .. import machine as machine_mod
+    from ..machine.inventory import inventory
+    root = getattr(args, "root", None) or "/"
+    return inventory(machine_mod.detect(root, measure=False, config=common.config(args)), root)
+
+
+def _compact(machine: Dict) -> Dict:
+    """The facts of a node the cluster run keeps (its whole machine is in its own run)."""
+    keys = ("hostname", "arch", "vendor", "model_name", "microarch", "sockets", "cores", "threads", "smt",
+            "mem_total_bytes", "virtualized")
+    return {k: machine[k] for k in keys if k in machine}
+
+
+def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Run, size: int) -> Run:
+    from .. import __version__
+    from ..analysis.analyse import analyse
+    from ..cluster import library
+    from ..cluster.launch import launcher_in_use
+    from .session import utcnow
+    uni = cl.uniformity()
+    run = Run(tool_version=__version__, host=facts.node, started=own.started, command=list(own.command),
+              machine=own.machine, environment=own.environment, metrics=cl.metrics(),
+              findings=cl.findings(uni), nodes=list(nodes))
+    lib = library.library()
+    run.job = Job(launcher=launcher_in_use(), mpi_library=lib.first_line, ranks=size, nodes=size,
+                  ranks_per_node=1, node_names=list(facts.nodes))
+    run.environment = dict(own.environment, cluster={"nodes": size, "reported": len(nodes),
+                                                     "host_of_rank_0": socket.gethostname(),
+                                                     "threshold": cl.threshold})
+    run.analysis = analyse(run)
+    run.analysis.uniformity = uni
+    run.finished = utcnow()
+    return run

@@ -1,0 +1,109 @@
+"""The analysis of a cluster run (analysis/cluster.py) on digests made up here:
+medians, spread, robust z, outliers by threshold with their own findings as
+evidence, the configuration diff (majority and odd nodes), checks failing on
+some nodes, and a digest's round trip. No MPI, no timing."""
+import pytest
+
+from ceiling.analysis.cluster import Cluster, NodeDigest, digest, ranked, summary_line, threshold_of
+from ceiling.results.model import HIGHER, LOWER, Finding, Metric, Peak, Run
+
+
+def node(name, dgemm=100.0, lat=100.0, kernel="6.1.0-18", problems=(), peak=120.0):
+    return NodeDigest(name, {"dgemm.node": {"value": dgemm, "unit": "Gflop/s", "better": HIGHER,
+                                            "peak": [peak, "Gflop/s", "2 sockets x ..."]},
+                             "latency.dram": {"value": lat, "unit": "ns", "better": LOWER, "peak": None}},
+                      list(problems), {"kernel": kernel, "governor": "performance"})
+
+
+def cluster_of(*digests, threshold=None):
+    c = Cluster(threshold)
+    for d in digests:
+        c.add(d)
+    return c
+
+
+def test_uniformity_median_spread_and_ranks():
+    c = cluster_of(node("n1", 100), node("n2", 98), node("n3", 102), node("n4", 80), node("n5", 101))
+    u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
+    assert u.median == 100 and u.min == 80 and u.max == 102
+    assert u.spread == pytest.approx(0.22)
+    assert u.mad == 2.0                         # deviations 0, 2, 2, 20, 1: their median
+    assert [n for n, _ in ranked(u)] == ["n3", "n5", "n1", "n2", "n4"]
+    assert "min 80 (n4)" in summary_line(u) and "max 102 (n3)" in summary_line(u)
+
+
+def test_a_slow_node_is_an_outlier_with_its_own_findings_as_evidence():
+    slow = node("n4", 80, problems=[("thermal.throttling_now", "fail", "CPU 3 is throttling now")])
+    c = cluster_of(node("n1", 100), node("n2", 98), node("n3", 102), slow, node("n5", 101))
+    u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
+    [o] = u.outliers
+    assert o["node"] == "n4" and o["below_median"] == pytest.approx(0.2)
+    assert o["z"] == pytest.approx(0.6745 * (80 - 100) / u.mad)
+    assert "thermal.throttling_now fail" in o["evidence"][0]
+    f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
+    assert f.status == "warn" and "n4" in f.title and "20% worse" in f.title
+    assert "CPU 3 is throttling now" in f.evidence
+
+
+def test_lower_is_better_metrics_flag_the_high_values():
+    c = cluster_of(node("a", lat=100), node("b", lat=101), node("c", lat=130))
+    u = {x.metric: x for x in c.uniformity()}["latency.dram"]
+    assert [o["node"] for o in u.outliers] == ["c"]
+
+
+def test_thresholds_per_family_and_override():
+    assert threshold_of("dgemm.node") == 0.05 and threshold_of("stream.triad") == 0.10
+    assert threshold_of("net.bw.node") == 0.20 and threshold_of("whatever.x") == 0.10
+    assert threshold_of("dgemm.node", 0.02) == 0.02
+    c = cluster_of(node("a", 100), node("b", 100), node("c", 96))       # 4 % worse: within DGEMM's 5 %
+    assert not {x.metric: x for x in c.uniformity()}["dgemm.node"].outliers
+    c = cluster_of(node("a", 100), node("b", 100), node("c", 96), threshold=0.03)
+    assert [o["node"] for o in {x.metric: x for x in c.uniformity()}["dgemm.node"].outliers] == ["c"]
+
+
+def test_configuration_differences_name_the_odd_nodes_and_the_majority():
+    c = cluster_of(*[node(f"n{i}") for i in range(6)], node("n6", kernel="6.1.0-21"), node("n7", kernel="6.1.0-21"))
+    [f] = [f for f in c.findings() if f.id.startswith("cluster.config.")]
+    assert f.id == "cluster.config.kernel"
+    assert f.data["majority"] == "6.1.0-18" and f.data["majority_nodes"] == 6
+    assert f.data["others"] == {"6.1.0-21": ["n6", "n7"]}
+    assert "2 of 8 nodes: n6, n7" in f.title
+
+
+def test_a_check_failing_on_some_nodes_is_one_finding_naming_them():
+    bad = [("mem.population", "fail", "DIMM B2 missing")]
+    c = cluster_of(node("a"), node("b", problems=bad), node("c", problems=bad))
+    f = next(f for f in c.findings() if f.id == "cluster.check.mem.population")
+    assert f.status == "fail" and "2 of 3 nodes: b, c" in f.title
+    assert f.data["nodes"] == {"b": "DIMM B2 missing", "c": "DIMM B2 missing"}
+
+
+def test_the_cluster_metric_is_the_median_with_every_value_and_a_shared_peak():
+    c = cluster_of(node("a", 100), node("b", 90), node("c", 110))
+    m = {x.name: x for x in c.metrics()}["dgemm.node"]
+    assert m.value == 100 and sorted(m.values) == [90, 100, 110]
+    assert m.peak.value == 120 and m.efficiency == pytest.approx(100 / 120)
+    assert m.context["nodes"] == 3
+    c = cluster_of(node("a", 100), node("b", 90, peak=140))
+    m = {x.name: x for x in c.metrics()}["dgemm.node"]
+    assert m.peak is None and m.efficiency is None and "peaks differ" in m.note
+
+
+def test_a_digest_keeps_valid_figures_and_problems_and_survives_json():
+    run = Run(tool_version="0", host="n1", started="2026-01-01T00:00:00Z", command=["ceiling"])
+    run.metrics = [Metric.measured("dgemm.node", [90.0, 95.0], "Gflop/s", peak=Peak(120.0, "Gflop/s", "table")),
+                   Metric("stream.triad", None, "GB/s", valid=False)]
+    run.findings = [Finding("cpu.governor", "warn", "powersave"), Finding("ras.edac", "ok", "no errors")]
+    d = digest(run, "n1", {"kernel": "6.1"})
+    assert list(d.metrics) == ["dgemm.node"] and d.metrics["dgemm.node"]["value"] == 95.0
+    assert d.problems == [("cpu.governor", "warn", "powersave")]
+    import json
+    again = NodeDigest.from_dict(json.loads(json.dumps(d.to_dict())))
+    assert again == d
+
+
+def test_a_node_without_a_figure_leaves_it_out_not_zero():
+    c = cluster_of(node("a", 100), node("b", 100), NodeDigest("c", {}, [], {"kernel": "6.1.0-18"}))
+    u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
+    assert set(u.values) == {"a", "b"} and not u.outliers
+    assert c.nodes == ["a", "b", "c"]

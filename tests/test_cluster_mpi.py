@@ -1,0 +1,191 @@
+"""Cluster mode under a real MPI launcher (verbs/cluster.py): ranks on this
+machine stand in for nodes (each its own CEILING_NODE_NAME; MPMD segments give
+each rank its own recorded tree or CPU). The differing node, the node a check
+fails on, the slow node and the hung node must be named; two ranks on one node
+are refused before anything runs. No timing is asserted."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ceiling.errors import StalledError
+from machine_fixtures import fsroot
+from mpiutil import needs_mpi, ranks_of, run_env
+
+pytestmark = needs_mpi
+TREE = "16em64t-4s2c2t"
+
+
+def mpmd(mpi_setup, segments):
+    """The launcher's MPMD form: one rank per (node name, extra argv prefix, ceiling args)."""
+    _, info = mpi_setup
+    argv = list(info["argv4"])
+    i = argv.index("-n")
+    cmd = argv[:i] + argv[i + 2:]            # the launcher and its options, without "-n 4"
+    for i, (node, prefix, args) in enumerate(segments):
+        if i:
+            cmd.append(":")
+        cmd += ["-n", "1", "env", f"CEILING_NODE_NAME={node}", *prefix, sys.executable, "-m", "ceiling", *args]
+    return cmd
+
+
+def launch(mpi_setup, segments, timeout=240, **env):
+    tmp, _ = mpi_setup
+    return subprocess.run(mpmd(mpi_setup, segments), capture_output=True, text=True, timeout=timeout,
+                          env=run_env(tmp, NO_COLOR="1", **env))
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory):
+    """Four recorded nodes: n3 runs another kernel, n4 has uncorrected memory errors."""
+    base = fsroot(TREE, tmp_path_factory)
+    out = {}
+    for i in range(1, 5):
+        d = tmp_path_factory.mktemp(f"n{i}") / "root"
+        shutil.copytree(base, d, symlinks=True)
+        (d / "proc/sys/kernel").mkdir(parents=True, exist_ok=True)
+        (d / "proc/sys/kernel/osrelease").write_text("6.1.0-21-amd64\n" if i == 3 else "6.1.0-18-amd64\n")
+        if i == 4:
+            mc = d / "sys/devices/system/edac/mc/mc0"
+            mc.mkdir(parents=True, exist_ok=True)
+            (mc / "ce_count").write_text("0\n")
+            (mc / "ue_count").write_text("3\n")
+        out[f"n{i}"] = d
+    return out
+
+
+def check_segments(trees, tmp_path, *extra, store=("--no-store",)):
+    out = tmp_path / "cluster.json"
+    segs = []
+    for i, (node, root) in enumerate(trees.items()):
+        args = ["check", "--cluster", "--root", str(root), *store, *extra]
+        if i == 0:
+            args += ["--save-json", str(out)]
+        segs.append((node, [], args))
+    return segs, out
+
+
+def test_the_differing_node_and_the_failing_check_are_named(mpi_setup, trees, tmp_path):
+    db = tmp_path / "h.db"
+    segs, out = check_segments(trees, tmp_path, store=("--db", str(db)))
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(out.read_text())
+    assert [n["name"] for n in doc["nodes"]] and sorted(n["name"] for n in doc["nodes"]) == ["n1", "n2", "n3", "n4"]
+    assert doc["job"]["nodes"] == 4 and doc["job"]["ranks_per_node"] == 1
+    found = {f["id"]: f for f in doc["findings"]}
+    k = found["cluster.config.kernel"]
+    assert k["data"]["majority"] == "6.1.0-18-amd64" and k["data"]["others"] == {"6.1.0-21-amd64": ["n3"]}
+    ras = found["cluster.check.ras.edac"]
+    assert ras["status"] == "fail" and list(ras["data"]["nodes"]) == ["n4"]
+    text = " ".join(r.stdout.split())                 # wrapped to the terminal's width, whatever it is
+    assert "Kernel differs on 1 of 4 nodes: n3" in text, r.stdout
+    # every node's own run is in the history under its name, and the cluster's run says what it is
+    from ceiling.results.store import Store
+    with Store(str(db), readonly=True) as st:
+        rows = st.list(limit=10)
+        assert sorted(x.host for x in rows if x.nodes == 0) == ["n1", "n2", "n3", "n4"]
+        [cl] = [x for x in rows if x.nodes]
+        assert cl.verb == "check --cluster, 4 nodes" and cl.host == "n1"
+        assert [x.host for x in st.list(host="n3")] == ["n3"]
+
+
+def test_nhc_prints_one_line_per_failing_node_and_drains(mpi_setup, trees, tmp_path):
+    segs, _ = check_segments(trees, tmp_path, "--nhc")
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [x for x in r.stdout.splitlines() if x.startswith(("ERROR", "OK", "WARNING"))]
+    assert lines == [next(x for x in lines if x.startswith("ERROR: ceiling: n4: Health check failed: ras.edac"))]
+
+
+def test_two_ranks_on_one_node_is_a_usage_error_before_measuring(mpi_setup, trees, tmp_path):
+    segs = [("same", [], ["check", "--cluster", "--root", str(trees["n1"]), "--no-store"])] * 2
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 2, r.stdout + r.stderr
+    errs = [x for x in r.stderr.splitlines() if x.startswith("ceiling:")]
+    assert len(errs) == 1 and "node same has 2 ranks" in errs[0] and "ppr:1:node" in errs[0], r.stderr
+
+
+def test_a_node_that_stops_is_named_and_the_rest_is_reported(mpi_setup, trees, tmp_path):
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path, "--node-timeout", "5")
+    node, prefix, args = segs[2]
+    segs[2] = (node, ["CEILING_TEST_STOP_AFTER_MEASURING=1"], args)      # n3 hangs once measured
+    mark = uuid.uuid4().hex
+    try:
+        r = launch(mpi_setup, segs, TEST_MARK=mark)
+        assert r.returncode == StalledError.exit_code, r.stdout + r.stderr
+        line = next((x for x in r.stderr.splitlines() if "did not report" in x), r.stdout + "|STDERR|" + r.stderr)
+        assert "n3" in line and "stopped" in line and "the 2 nodes that did are analysed" in line, line
+        doc = json.loads(out.read_text())
+        assert doc["partial"] and sorted(n["name"] for n in doc["nodes"]) == ["n1", "n2"]
+    finally:
+        for pid in ranks_of(mark).values():           # a stopped rank the launcher left behind
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path):
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs: one node per CPU")
+    out = tmp_path / "cluster.json"
+    hog = subprocess.Popen(["taskset", "-c", str(cpus[1]), sys.executable, "-c", "while True: pass"])
+    try:
+        common = ["bench", "compute", "--quick", "--cluster", "--no-store"]
+        r = launch(mpi_setup, [("fast", ["taskset", "-c", str(cpus[0])], common + ["--save-json", str(out)]),
+                               ("slow", ["taskset", "-c", str(cpus[1])], common)])
+    finally:
+        hog.send_signal(signal.SIGKILL)
+        hog.wait()
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    u = {x["metric"]: x for x in doc["analysis"]["uniformity"]}["flops.dp.node"]
+    assert [o["node"] for o in u["outliers"]] == ["slow"], u
+    assert any("load.competing" in e for e in u["outliers"][0]["evidence"]), u["outliers"][0]
+    f = next(f for f in doc["findings"] if f["id"] == "cluster.outlier.flops.dp.node")
+    assert "slow" in f["title"]
+    assert any(" slow " in x and "<- outlier" in x for x in r.stdout.splitlines()), r.stdout
+
+
+def test_ctrl_c_while_gathering_reports_what_was_gathered(mpi_setup, trees, tmp_path):
+    tmp, _ = mpi_setup
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path, "--node-timeout", "120")
+    node, prefix, args = segs[2]
+    segs[2] = (node, ["CEILING_TEST_STOP_AFTER_MEASURING=1"], args)      # n3 keeps rank 0 waiting
+    mark = uuid.uuid4().hex
+    p = subprocess.Popen(mpmd(mpi_setup, segs), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=run_env(tmp, NO_COLOR="1", TEST_MARK=mark))
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and p.poll() is None:
+            pids = ranks_of(mark)
+            if 2 in pids and _state(pids[2]) == "T" and 0 in pids:       # n3 measured and stopped
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)                  # rank 0 has its own and n2's results, and waits for n3
+        os.kill(ranks_of(mark)[0], signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 130, stdout + stderr
+        doc = json.loads(out.read_text())
+        assert doc["partial"] and "while gathering: 2 of 3 nodes reported, not n3" in doc["partial_reason"]
+        assert sorted(n["name"] for n in doc["nodes"]) == ["n1", "n2"]
+    finally:
+        p.kill()
+        for pid in ranks_of(mark).values():
+            os.kill(pid, signal.SIGKILL)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
