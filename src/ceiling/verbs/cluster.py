@@ -116,7 +116,10 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     say = common.say(args) if leader else (lambda text: None)
 
     t0 = time.monotonic()
-    run, code = node(common.progress(args) if leader else NullProgress())
+    try:
+        run, code = node(common.progress(args) if leader else NullProgress())
+    except CeilingError as e:        # this node could not be measured: the others still are, and it is named
+        run, code = _failed_run(facts.node, e), e.exit_code
     run.host = facts.node
     mine = digest(run, facts.node, _inventory(args))
     own_s = time.monotonic() - t0
@@ -207,6 +210,14 @@ def _receive(comm, dog):
             threading.Event().wait()
         time.sleep(POLL_S)
     return comm.recv(source=status.Get_source(), tag=TAG)
+
+
+def _failed_run(node: str, e: CeilingError) -> Run:
+    import sys
+    from .. import __version__
+    from .session import utcnow
+    return Run(tool_version=__version__, host=node, started=utcnow(), command=["ceiling", *sys.argv[1:]],
+               partial=True, partial_reason=f"not measured: {e}")
 
 
 def _one_rank_per_node(nodes: List[str]) -> None:
