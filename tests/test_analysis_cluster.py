@@ -107,3 +107,65 @@ def test_a_node_without_a_figure_leaves_it_out_not_zero():
     u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
     assert set(u.values) == {"a", "b"} and not u.outliers
     assert c.nodes == ["a", "b", "c"]
+
+
+# -- the pairwise network ----------------------------------------------------------------
+
+def test_the_circle_method_meets_every_pair_once_in_n_minus_1_rounds():
+    from ceiling.cluster.pairs import schedule
+    for n in (2, 3, 4, 7, 8, 33):
+        plan = schedule(n, rounds=10 ** 6)
+        assert len(plan) == n - 1 + n % 2
+        met = set()
+        for partners in plan:
+            for a, b in enumerate(partners):
+                if b >= 0:
+                    assert partners[b] == a                       # mutual
+                    met.add((min(a, b), max(a, b)))
+            assert sum(1 for b in partners if b < 0) == n % 2     # a bye only for an odd count
+        assert len(met) == n * (n - 1) // 2
+    assert len(schedule(100, rounds=5)) == 5
+
+
+def _pairs(n, lat, bad_node=None, bad_link=None):
+    """Every pair measured: lat us, 3x for bad_node's pairs, 3x for the one bad link."""
+    per = [[] for _ in range(n)]
+    for a in range(n):
+        for b in range(n):
+            if a != b:
+                v = lat * (3 if bad_node in (a, b) else 1) * (3 if bad_link in ((a, b), (b, a)) else 1)
+                per[a].append({"round": 0, "partner": b, "latency_us": v, "bandwidth_mbs": 10000.0 / (v / lat),
+                               "valid": True, "msg": ""})
+    return per
+
+
+def test_a_node_slow_with_every_partner_is_a_node_problem():
+    from ceiling.analysis.pairs import conclude
+    nodes = [f"n{i}" for i in range(6)]
+    series, metrics, findings = conclude(nodes, _pairs(6, 2.0, bad_node=4), 5, 5)
+    f = {x.id: x for x in findings}
+    assert list(f["cluster.pairs.latency.node"].data["nodes"]) == ["n4"]
+    assert "cluster.pairs.latency.link" not in f                 # its pairs are its own problem
+    m = {x.name: x for x in metrics}["net.pairs.latency"]
+    assert m.value == 2.0 and m.context["pairs"] == 15 and m.valid
+    lat = next(s for s in series if s.name == "cluster.pairs.latency")
+    assert lat.kind == "matrix" and lat.labels == nodes and lat.matrix[0][1] == 2.0 and lat.matrix[0][0] is None
+
+
+def test_one_slow_pair_is_a_link_problem():
+    from ceiling.analysis.pairs import conclude
+    nodes = [f"n{i}" for i in range(6)]
+    _, _, findings = conclude(nodes, _pairs(6, 2.0, bad_link=(1, 3)), 5, 5)
+    f = {x.id: x for x in findings}
+    assert "cluster.pairs.latency.node" not in f
+    assert f["cluster.pairs.latency.link"].data["links"] == [["n1", "n3", 6.0]]
+    assert "n1-n3" in f["cluster.pairs.bandwidth.link"].title
+
+
+def test_a_sampled_network_says_so():
+    from ceiling.analysis.pairs import conclude
+    per = _pairs(6, 2.0)
+    for ps in per:
+        del ps[2:]                                                # each rank met 2 partners
+    series, metrics, _ = conclude([f"n{i}" for i in range(6)], per, 2, 5)
+    assert "2 of 5 rounds" in series[0].context["sampled"] and "sampled" in metrics[0].context

@@ -189,3 +189,18 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def test_the_pairwise_network_fills_the_matrix_with_checked_pairs(mpi_setup, trees, tmp_path):
+    segs, out = check_segments(trees, tmp_path, "--pairs")
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    names = doc["job"]["node_names"]
+    for word in ("latency", "bandwidth"):
+        s = next(x for x in doc["series"] if x["name"] == f"cluster.pairs.{word}")
+        assert s["kind"] == "matrix" and s["labels"] == names
+        # 4 nodes, 3 rounds: every pair measured, from both ends; a node is no pair with itself
+        assert all((v is None) == (i == j) for i, row in enumerate(s["matrix"]) for j, v in enumerate(row)), s
+        m = next(x for x in doc["metrics"] if x["name"] == f"net.pairs.{word}")
+        assert m["valid"] and m["context"]["pairs"] == 6 and m["value"] > 0

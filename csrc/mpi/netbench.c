@@ -50,7 +50,7 @@
 #include <string.h>
 #include <time.h>
 
-#define NB_ABI 1
+#define NB_ABI 2
 
 /* Flags */
 #define NB_F_CORRUPT 0x1   /* test hook: spoil one byte of the verified first exchange */
@@ -296,6 +296,98 @@ int nb_pingpong(int a, int b, int64_t nbytes, int reps, int warmup, int blocks, 
     free(sbuf);
     free(rbuf);
     return finish(a, valid, msg, times, blocks, idle);
+}
+
+/* -- every rank with its partner at once ------------------------------------ */
+
+/**
+ * Ping-pong between each rank and `partner` (every pair at the same time:
+ * cluster mode's pairwise network, a round of a perfect matching); -1 sits
+ * the round out. Partners must be mutual (checked over the world). Per call:
+ * `blocks` timed loops of `reps` round trips of `nbytes` after `warmup`
+ * untimed ones, each block started by every rank together (two world
+ * barriers) and checked as nb_pingpong checks. times[i] = this rank's pair's
+ * seconds of block i (0 for a rank that sat out).
+ */
+int nb_pairs(int partner, int64_t nbytes, int reps, int warmup, int blocks, int flags, double *times, char *msg)
+{
+    int rank, size, valid = 1, ok = 1;
+    msg[0] = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int *all = malloc(sizeof(int) * (size_t)size);
+    if (agree(all != NULL, msg, "nb_pairs: out of memory")) {
+        free(all);
+        return NB_ENOMEM;
+    }
+    MPI_Allgather(&partner, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < size; r++)
+        ok = ok && all[r] >= -1 && all[r] < size && all[r] != r && (all[r] < 0 || all[all[r]] == r);
+    free(all);
+    ok = ok && nbytes >= 0 && nbytes <= NB_MAX_BYTES && reps >= 1 && blocks >= 1 && warmup >= 0 && times;
+    if (agree(ok, msg, "nb_pairs: bad parameters (partners not mutual, size, reps or blocks)"))
+        return NB_EINVAL;
+    for (int i = 0; i < blocks; i++)
+        times[i] = 0.0;
+    int idle = partner < 0, n = (int)nbytes, first = rank < partner;
+    uint8_t *sbuf = idle ? NULL : nb_alloc(nbytes), *rbuf = idle ? NULL : nb_alloc(nbytes);
+    if (agree(idle || (sbuf && rbuf), msg, "nb_pairs: out of memory")) {
+        free(sbuf);
+        free(rbuf);
+        return NB_ENOMEM;
+    }
+    for (int blk = -1; blk < blocks; blk++) {
+        uint64_t ss = idle ? 0 : seed_of(nbytes, blk, rank, partner, 5);
+        uint64_t rs = idle ? 0 : seed_of(nbytes, blk, partner, rank, 5);
+        int64_t at = -1;
+        if (!idle) {
+            fill(sbuf, nbytes, ss, 0);
+            if ((flags & NB_F_CORRUPT) && first && nbytes > 0)
+                sbuf[nbytes / 2] ^= 0x5A;
+            MPI_Sendrecv(sbuf, n, MPI_BYTE, partner, 5, rbuf, n, MPI_BYTE, partner, 5, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);          /* the verified first exchange */
+            at = check(rbuf, nbytes, rs);
+            if (flags & NB_F_CORRUPT)
+                fill(sbuf, nbytes, ss, 0);
+            fill(rbuf, nbytes, rs, 1);
+        }
+        if (at >= 0 && valid) {
+            valid = 0;
+            snprintf(msg, NB_MSG, "pairs %lld B: byte %lld from rank %d wrong on rank %d (first exchange)",
+                     (long long)nbytes, (long long)at, partner, rank);
+        }
+        for (int k = 0; k < NB_N_BARR; k++)
+            MPI_Barrier(MPI_COMM_WORLD);
+        int iters = blk < 0 ? warmup : reps;
+        double t0 = MPI_Wtime();
+        for (int i = 0; !idle && i < iters; i++) {
+            if (first) {
+                MPI_Send(sbuf, n, MPI_BYTE, partner, 6, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, n, MPI_BYTE, partner, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, n, MPI_BYTE, partner, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, n, MPI_BYTE, partner, 6, MPI_COMM_WORLD);
+            }
+        }
+        double t1 = MPI_Wtime();
+        if (blk >= 0 && !idle)
+            times[blk] = t1 - t0;
+        at = !idle && iters > 0 ? check(rbuf, nbytes, rs) : -1;
+        if (at >= 0 && valid) {
+            valid = 0;
+            snprintf(msg, NB_MSG, "pairs %lld B: byte %lld from rank %d wrong on rank %d (last exchange)",
+                     (long long)nbytes, (long long)at, partner, rank);
+        }
+    }
+    free(sbuf);
+    free(rbuf);
+    int everyone = 0, me = valid ? 1 << 30 : rank, bad = 0;
+    MPI_Allreduce(&valid, &everyone, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!everyone) {
+        MPI_Allreduce(&me, &bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Bcast(msg, NB_MSG, MPI_CHAR, bad, MPI_COMM_WORLD);
+    }
+    return everyone;
 }
 
 /* -- streaming bandwidth -------------------------------------------------- */

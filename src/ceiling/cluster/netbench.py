@@ -24,7 +24,7 @@ from ..units import size
 from . import cache, watchdog
 from .watchdog import allowance
 
-NB_ABI = 1
+NB_ABI = 2
 NB_F_CORRUPT = 0x1
 NB_MSG = 256
 
@@ -75,7 +75,8 @@ class NetBench:
         so.nb_pingpong.argtypes = [i32, i32, i64, i32, i32, i32, i32, dp, cp]
         so.nb_stream.argtypes = [i32, i32, i64, i32, i32, i32, i32, i32, i32, dp, cp]
         so.nb_coll.argtypes = [i32, i32, i32, i64, i32, i32, i32, i32, dp, dp, dp, cp]
-        for fn in (so.nb_pingpong, so.nb_stream, so.nb_coll):
+        so.nb_pairs.argtypes = [i32, i64, i32, i32, i32, i32, dp, cp]
+        for fn in (so.nb_pingpong, so.nb_stream, so.nb_coll, so.nb_pairs):
             fn.restype = i32
         if so.nb_abi() != NB_ABI:
             raise CoreError(f"{path}: timing loops of another ceiling (ABI {so.nb_abi()}, want {NB_ABI})")
@@ -104,6 +105,17 @@ class NetBench:
                               peers=(a, b)):
             rc = self.lib.nb_pingpong(a, b, nbytes, reps, warmup, blocks, flags, times, msg)
         ok, text = self._check(rc, msg.raw, "ping-pong")
+        return PairRaw(list(times), ok, text)
+
+    def pairs(self, partner: int, nbytes: int, reps: int, warmup: int, blocks: int, flags: int = 0) -> PairRaw:
+        """Every rank ping-pongs with its partner at once (-1: sits out); this rank's pair's seconds."""
+        times = (ctypes.c_double * blocks)()
+        msg = ctypes.create_string_buffer(NB_MSG)
+        n = 2 * (reps + warmup) * blocks
+        with watchdog.waiting(f"ping-pong of {size(nbytes)} with rank {partner} (all pairs at once)",
+                              allowance(n, n * nbytes), peers=(partner,) if partner >= 0 else ()):
+            rc = self.lib.nb_pairs(partner, nbytes, reps, warmup, blocks, flags, times, msg)
+        ok, text = self._check(rc, msg.raw, "pairs")
         return PairRaw(list(times), ok, text)
 
     def stream(self, a: int, b: int, nbytes: int, window: int, iters: int, warmup: int, blocks: int,

@@ -45,14 +45,20 @@ STOP_FOR_TESTS = "CEILING_TEST_STOP_AFTER_MEASURING"
 NodeFn = Callable[[object], Tuple[Run, int]]
 
 
-def configure(p: argparse.ArgumentParser, node_timeout: bool = True) -> None:
+def configure(p: argparse.ArgumentParser, node_timeout: bool = True, pairs: bool = False) -> None:
     """The options every verb that measures a node takes for cluster mode (``node_timeout``:
-    False where the verb has its own --node-timeout, bench's for its MPI suites)."""
+    False where the verb has its own --node-timeout, bench's for its MPI suites; ``pairs``:
+    whether the pairwise network is measured unless --no-pairs)."""
     g = p.add_argument_group("cluster (under mpirun / srun, one rank per node)")
     g.add_argument("--cluster", action="store_true", help="measure every node of the MPI job (one rank per node) "
                    "and compare them: the slow and the differently configured nodes are named")
     g.add_argument("--threshold", metavar="PCT", help="cluster: a node worse than the median by more than this "
                    "is an outlier (default per metric: 5%% compute and clock, 10%% memory, 20%% network, storage)")
+    g.add_argument("--pairs", action=argparse.BooleanOptionalAction, default=pairs,
+                   help="cluster: measure latency and bandwidth between pairs of nodes, all pairs of a round at "
+                        f"once (default: {'on' if pairs else 'off'} for this verb)")
+    g.add_argument("--pair-rounds", metavar="N", help="cluster: rounds of pairs (each node meets N partners; "
+                   "default 32, every pair up to 33 nodes)")
     if node_timeout:
         g.add_argument("--node-timeout", metavar="SECONDS", help="cluster: a node that has not reported this long "
                        "after rank 0 finished is named and left out (default: rank 0's own time, 2 minutes at least)")
@@ -99,11 +105,13 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     leader = rank == 0
     err: Optional[BaseException] = None
     store = None
+    pair_plan: Optional[int] = None
     try:                 # every rank parses the same options; rank 0 also checks its outputs
         limit = threshold(args)
         common.options(args)
         common.config(args)
         timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
+        pair_plan = _pair_rounds(args) if getattr(args, "pairs", False) and size > 1 else None
         if leader:
             common.check_outputs(args, html=report_html)
             store = common.open_store(args)
@@ -129,6 +137,8 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     if not leader:
         with _waiting(dog, "sending this node's results to rank 0", deadline + own_s):
             getattr(comm, "raw", comm).send((mine.to_dict(), jsonio.dumps(run)), dest=0, tag=TAG)
+        if pair_plan:
+            run_pairs(comm, pair_plan)
         return code
 
     cl = Cluster(limit)
@@ -137,15 +147,16 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
 
     def take(d: NodeDigest, r: Run) -> None:
         cl.add(d)
-        nodes.append(Node(d.name, _compact(r.machine), {"inventory": d.inventory, "run_id": r.run_id or ""}))
-        got[d.name] = r.run_id or ""
+        rid = r.run_id if store is not None else ""       # a run not recorded cannot be shown later
+        nodes.append(Node(d.name, _compact(r.machine), {"inventory": d.inventory, "run_id": rid}))
+        got[d.name] = rid
 
     if store is not None:
         store.save(run)
     take(mine, run)
 
-    def cluster_run(partial: str = "") -> Run:
-        out = _cluster_run(args, facts, cl, nodes, run, size)
+    def cluster_run(partial: str = "", pairs: Optional[Dict] = None) -> Run:
+        out = _cluster_run(args, facts, cl, nodes, run, size, pairs or {})
         if partial:
             out.partial, out.partial_reason = True, partial
         return out
@@ -160,7 +171,8 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
         text = (f"{len(missing)} of {size} nodes did not report within {deadline:.0f} s after rank 0 finished: "
                 + ", ".join(f"{n} ({dog.where(facts.nodes.index(n))})" for n in missing[:8])
                 + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-                + f"; the {len(got)} nodes that did are analysed and reported")
+                + f"; the {len(got)} nodes that did are analysed and reported") if missing else \
+            f"{line}; every node had reported, and is analysed and reported without the pairwise network"
         common.deliver(cluster_run(text), outputs(), StalledError.exit_code, say)
         return text
     dog.rescue = rescue
@@ -179,9 +191,10 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
         missing = [f["node"] for f in facts.facts if f["node"] not in got]
         stopped = (f"{why} while gathering: {len(got)} of {size} nodes reported" +
                    (f", not {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}" if missing else ""))
+    pairs = run_pairs(comm, pair_plan) if pair_plan and not stopped else {}
     partial = "; ".join(f"{k}: {v}" for k, v in cl.partial.items())
     final = cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
-                                                if partial else ""])))
+                                                if partial else ""])), pairs)
     code = common.deliver(final, outputs(), code, say)
     if stopped:        # the ranks that did not report wait in their send: the job ends here
         getattr(comm, "raw", comm).Abort(code)
@@ -249,7 +262,28 @@ def _compact(machine: Dict) -> Dict:
     return {k: machine[k] for k in keys if k in machine}
 
 
-def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Run, size: int) -> Run:
+def _pair_rounds(args: argparse.Namespace) -> int:
+    from ..cluster.pairs import DEFAULT_ROUNDS
+    text = getattr(args, "pair_rounds", None)
+    if text is None:
+        return DEFAULT_ROUNDS
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"--pair-rounds {text!r}: not a whole number") from None
+    if n < 1:
+        from ..errors import BadValueError
+        raise BadValueError(f"--pair-rounds {n}: at least 1")
+    return n
+
+
+def run_pairs(comm, rounds: int) -> Dict:
+    from ..cluster.pairs import run_pairs as measure
+    return measure(comm, rounds)
+
+
+def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Run, size: int,
+                 pairs: Dict) -> Run:
     from .. import __version__
     from ..analysis.analyse import analyse
     from ..cluster import library
@@ -265,6 +299,17 @@ def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Ru
     run.environment = dict(own.environment, cluster={"nodes": size, "reported": len(nodes),
                                                      "host_of_rank_0": socket.gethostname(),
                                                      "threshold": cl.threshold})
+    if pairs.get("pairs"):
+        from ..analysis.pairs import conclude
+        series, metrics, findings = conclude(list(facts.nodes), pairs["pairs"], pairs["rounds"],
+                                             pairs["all_rounds"], cl.threshold)
+        run.series += series
+        run.metrics += metrics
+        run.findings += findings
+    elif pairs.get("skipped"):
+        from ..results.model import SKIPPED, Finding
+        run.findings.append(Finding(id="cluster.pairs", status=SKIPPED, title="no pairwise network: the MPI timing "
+                                    "loops could not be built or loaded", evidence=pairs["skipped"]))
     run.analysis = analyse(run)
     run.analysis.uniformity = uni
     run.finished = utcnow()

@@ -16,7 +16,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     common.measure_options(p)
     common.output_options(p)
     from .cluster import configure
-    configure(p)
+    configure(p, pairs=True)
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
