@@ -204,3 +204,18 @@ def test_the_pairwise_network_fills_the_matrix_with_checked_pairs(mpi_setup, tre
         assert all((v is None) == (i == j) for i, row in enumerate(s["matrix"]) for j, v in enumerate(row)), s
         m = next(x for x in doc["metrics"] if x["name"] == f"net.pairs.{word}")
         assert m["valid"] and m["context"]["pairs"] == 6 and m["value"] > 0
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (["check", "--cluster", "--threshold", "abc"], 2, "not a percentage"),
+    (["check", "--cluster", "--threshold", "150"], 3, "below 100"),
+    (["run", "--cluster", "--pair-rounds", "0", "--quick"], 3, "at least 1"),       # checked on a lone rank too
+    (["bench", "network", "--cluster"], 2, "--pairs"),
+])
+def test_bad_cluster_options_are_one_line_before_measuring(mpi_setup, args, code, text):
+    tmp, _ = mpi_setup
+    r = subprocess.run([sys.executable, "-m", "ceiling", *args, "--no-store"], capture_output=True, text=True,
+                       timeout=120, env=run_env(tmp))
+    assert r.returncode == code, r.stdout + r.stderr
+    lines = [x for x in r.stderr.splitlines() if x.startswith("ceiling: ") and " ..." not in x]
+    assert len(lines) == 1 and text in lines[0], r.stderr

@@ -22,7 +22,7 @@ import pytest
 
 from ceiling.cluster import build
 from ceiling.cluster.library import Library, Tool
-from ceiling.cluster.netbench import NetBench
+from ceiling.cluster.netbench import NB_ABI, NetBench
 from ceiling.errors import PathError
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -31,11 +31,12 @@ VERSION = "fake MPI 1.0"
 
 LOOPS = r"""
 #include <string.h>
-int nb_abi(void) { return 1; }
+int nb_abi(void) { return %d; }
 int nb_library(char *b, int n) { strncpy(b, "%s", n); return 1; }
 int nb_pingpong(void) { return -1; }
 int nb_stream(void) { return -1; }
 int nb_coll(void) { return -1; }
+int nb_pairs(void) { return -1; }
 """
 
 PLANT = r"""
@@ -72,8 +73,8 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     os.makedirs(tmp_path / "xdg", 0o700)
     marker = tmp_path / "MARKER"
-    good = _cc(LOOPS % VERSION, tmp_path / "good.so")
-    planted = _cc(LOOPS % VERSION + PLANT % marker, tmp_path / "planted.so")
+    good = _cc(LOOPS % (NB_ABI, VERSION), tmp_path / "good.so")
+    planted = _cc(LOOPS % (NB_ABI, VERSION) + PLANT % marker, tmp_path / "planted.so")
     log = tmp_path / "mpicc.log"
     cc = tmp_path / "mpicc"
     cc.write_text(FAKE_MPICC.replace("{log}", str(log)).replace("{lib}", str(good)))

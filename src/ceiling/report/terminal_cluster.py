@@ -61,7 +61,7 @@ def cluster_section(run: Run, width: int = 100) -> str:
     n = len(run.nodes) or 1
     job = run.job
     total = job.nodes if job else n
-    lines = [f"Cluster: {n} of {total} nodes reported" if n != total else f"Cluster: {n} nodes"]
+    lines = [f"Cluster: {n} of {total} nodes reported" if n != total else f"Cluster: {n} node{'s' * (n != 1)}"]
     by_name = {u.metric: u for u in uni}
     shown = [name for name in L.HEADLINE if name in by_name]
     for name in shown:
@@ -88,6 +88,7 @@ def nhc_lines(run: Run) -> str:
                 failed.setdefault(node, (f.id[len("cluster.check."):], title))
     if not failed:
         warns = sum(1 for f in run.findings if f.status == "warn")
-        return f"OK: ceiling: {len(run.nodes)} nodes, no check failed ({warns} warnings across the cluster)"
+        n = len(run.nodes)
+        return f"OK: ceiling: {n} node{'s' * (n != 1)}, no check failed ({warns} warnings across the cluster)"
     return "\n".join(f"ERROR: ceiling: {node}: Health check failed: {cid}: {title}"
                      for node, (cid, title) in sorted(failed.items()))

@@ -39,8 +39,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if args.list:
         return _list_kernels(args)
     if args.cluster and ({"network", "storage"} & set(args.suites)):
-        raise UsageError("--cluster measures each node on its own: the network and storage suites measure the "
-                         "nodes together already (mpirun -n N ceiling bench network / storage)")
+        raise UsageError("--cluster measures each node on its own: the network between nodes is --pairs "
+                         "(ceiling bench compute --cluster --pairs, or ceiling run --cluster); the network and "
+                         "storage suites measure the ranks together already (mpirun -n N ceiling bench network)")
     if "network" in args.suites:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")

@@ -111,7 +111,8 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
         common.options(args)
         common.config(args)
         timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
-        pair_plan = _pair_rounds(args) if getattr(args, "pairs", False) and size > 1 else None
+        rounds = _pair_rounds(args)                     # checked even where it is not used
+        pair_plan = rounds if getattr(args, "pairs", False) and size > 1 else None
         if leader:
             common.check_outputs(args, html=report_html)
             store = common.open_store(args)
