@@ -219,3 +219,80 @@ def test_bad_cluster_options_are_one_line_before_measuring(mpi_setup, args, code
     assert r.returncode == code, r.stdout + r.stderr
     lines = [x for x in r.stderr.splitlines() if x.startswith("ceiling: ") and " ..." not in x]
     assert len(lines) == 1 and text in lines[0], r.stderr
+
+
+def test_waves_measure_k_nodes_at_a_time(mpi_setup, trees, tmp_path):
+    db = tmp_path / "h.db"
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path, "--wave", "1", store=("--db", str(db)))
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["cluster"]["wave"] == 1 and len(doc["nodes"]) == 3
+    from ceiling.results.store import Store
+    with Store(str(db), readonly=True) as st:
+        runs = sorted((st.get(x.run_id) for x in st.list(limit=10) if x.nodes == 0), key=lambda x: x.host)
+    # one node at a time: each node's run starts after the one before it finished
+    assert [x.host for x in runs] == ["n1", "n2", "n3"]
+    assert all(a.finished <= b.started for a, b in zip(runs, runs[1:])), [(x.started, x.finished) for x in runs]
+
+
+def test_a_hung_wave_names_the_nodes_it_kept_from_starting(mpi_setup, trees, tmp_path):
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path, "--wave", "2", "--node-timeout", "5")
+    node, prefix, args = segs[1]
+    segs[1] = (node, ["CEILING_TEST_STOP_AFTER_MEASURING=1"], args)      # n2 of the first wave hangs
+    mark = uuid.uuid4().hex
+    try:
+        r = launch(mpi_setup, segs, TEST_MARK=mark)
+        assert r.returncode == StalledError.exit_code, r.stdout + r.stderr
+        line = next((x for x in r.stderr.splitlines() if "did not report" in x), r.stdout + "|STDERR|" + r.stderr)
+        assert "n2 (" in line and "stopped" in line, line
+        assert "n3 (not started: an earlier wave did not finish)" in line, line
+        doc = json.loads(out.read_text())
+        assert doc["partial"] and [n["name"] for n in doc["nodes"]] == ["n1"]
+    finally:
+        for pid in ranks_of(mark).values():
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_node_that_meets_a_bug_is_named_and_the_rest_reported(mpi_setup, trees, tmp_path):
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path)
+    node, prefix, args = segs[1]
+    segs[1] = (node, ["CEILING_TEST_STOP_AFTER_MEASURING=raise"], args)
+    r = launch(mpi_setup, segs)
+    # n2 exits 0 (a non-zero exit would have the launcher end rank 0's work); rank 0's 11 speaks for it
+    assert r.returncode == StalledError.exit_code, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and "n2: not measured: ceiling failed on this node (RuntimeError" in doc["partial_reason"]
+    assert {f["id"]: f for f in doc["findings"]}["cluster.partial"]["status"] == "warn"
+    assert "RuntimeError: injected by a test" in r.stderr            # the traceback, for the bug report
+
+
+def test_a_node_that_dies_keeps_what_was_gathered(mpi_setup, trees, tmp_path):
+    """A rank killed outright. The launchers end the job by default (Hydra with SIGKILL at
+    once, Open MPI's mpirun with SIGTERM and SIGKILL milliseconds apart); what rank 0 had
+    gathered is in the history, each node's run saved as it arrived. Open MPI's mpirun
+    --enable-recovery lets the job go on: the deadline names the dead node, and the rest is
+    analysed and reported. (MPICH has no such mode: a rank polling a dead peer is ended.)"""
+    db = tmp_path / "h.db"
+    segs, out = check_segments(dict(list(trees.items())[:3]), tmp_path, "--node-timeout", "5",
+                               store=("--db", str(db)))
+    node, prefix, args = segs[1]
+    segs[1] = (node, ["CEILING_TEST_STOP_AFTER_MEASURING=kill:4"], args)   # n1 and n3 have reported by then
+    _, info = mpi_setup
+    ompi = info["family"] == "Open MPI"
+    cmd = mpmd(mpi_setup, segs)
+    if ompi:
+        cmd.insert(1, "--enable-recovery")
+    tmp, _ = mpi_setup
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=run_env(tmp, NO_COLOR="1"))
+    from ceiling.results.store import Store
+    with Store(str(db), readonly=True) as st:
+        hosts = sorted(st.get(x.run_id).host for x in st.list(limit=10) if x.nodes == 0)
+    assert hosts == ["n1", "n3"], hosts
+    if ompi:
+        doc = json.loads(out.read_text())
+        assert doc["partial"] and "n2 (node n2, pid " in doc["partial_reason"] \
+            and "gone: the process has exited" in doc["partial_reason"], doc["partial_reason"]
+        assert sorted(n["name"] for n in doc["nodes"]) == ["n1", "n3"]
+    else:
+        assert r.returncode != 0 and not out.exists()

@@ -59,7 +59,8 @@ class MPIUnavailableError(CeilingError):
 
 
 class StalledError(CeilingError):
-    """A rank of an MPI job stopped answering: the job ended at a deadline (cluster/watchdog.py)."""
+    """A rank of an MPI job stopped answering: the job ended at a deadline (cluster/watchdog.py); also
+    the exit of a --cluster run that left out nodes which could not be measured."""
 
     exit_code = 11
 

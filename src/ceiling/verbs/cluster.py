@@ -39,8 +39,11 @@ from ..results.model import Job, Node, Run
 from . import common
 
 TAG = 7301                    # the results' messages
+GO_TAG = 7302                 # rank 0 to a node of a later wave: start measuring
 POLL_S = 0.01                 # rank 0's wait between looks for the next node's results
-# Tests: a rank whose environment has this stops itself (SIGSTOP) after measuring, as a hung node would.
+# Tests: a rank whose environment has this =1 stops itself (SIGSTOP) after measuring, as a hung node
+# would; =kill[:S] kills itself (SIGKILL; S seconds later), as a node that dies does; =raise meets a bug
+# instead of measuring.
 STOP_FOR_TESTS = "CEILING_TEST_STOP_AFTER_MEASURING"
 NodeFn = Callable[[object], Tuple[Run, int]]
 
@@ -54,6 +57,8 @@ def configure(p: argparse.ArgumentParser, node_timeout: bool = True, pairs: bool
                    "and compare them: the slow and the differently configured nodes are named")
     g.add_argument("--threshold", metavar="PCT", help="cluster: a node worse than the median by more than this "
                    "is an outlier (default per metric: 5%% compute and clock, 10%% memory, 20%% network, storage)")
+    g.add_argument("--wave", metavar="K", help="cluster: measure K nodes at a time, wave after wave (nodes that share "
+                   "a file system, a power budget or a switch); default: every node at once")
     g.add_argument("--pairs", action=argparse.BooleanOptionalAction, default=pairs,
                    help="cluster: measure latency and bandwidth between pairs of nodes, all pairs of a round at "
                         f"once (default: {'on' if pairs else 'off'} for this verb)")
@@ -106,12 +111,14 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     err: Optional[BaseException] = None
     store = None
     pair_plan: Optional[int] = None
+    wave = 0
     try:                 # every rank parses the same options; rank 0 also checks its outputs
         limit = threshold(args)
         common.options(args)
         common.config(args)
         timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
         rounds = _pair_rounds(args)                     # checked even where it is not used
+        wave = _count(args, "wave") or 0
         pair_plan = rounds if getattr(args, "pairs", False) and size > 1 else None
         if leader:
             common.check_outputs(args, html=report_html)
@@ -124,23 +131,38 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     dog.timeout = None       # --node-timeout is the gather's deadline only (below), not every wait's
     say = common.say(args) if leader else (lambda text: None)
 
+    waves = [list(range(i, min(i + wave, size))) for i in range(0, size, wave)] if wave else [list(range(size))]
+    if rank not in waves[0]:
+        _wait_turn(getattr(comm, "raw", comm))        # rank 0 says when this node's wave starts
     t0 = time.monotonic()
     try:
+        if os.environ.get(STOP_FOR_TESTS) == "raise":
+            raise RuntimeError("injected by a test")
         run, code = node(common.progress(args) if leader else NullProgress())
     except CeilingError as e:        # this node could not be measured: the others still are, and it is named
         run, code = _failed_run(facts.node, e), e.exit_code
+    except Exception as e:           # a bug met on one node must not take the cluster's report with it
+        import traceback
+        traceback.print_exc()
+        run, code = _failed_run(facts.node, CeilingError(f"ceiling failed on this node ({type(e).__name__}: {e}); "
+                                                          "its traceback is in the job's error output")), 1
     run.host = facts.node
     mine = digest(run, facts.node, _inventory(args))
     own_s = time.monotonic() - t0
     deadline = timeout if timeout else max(watchdog_floor(), own_s)
-    if os.environ.get(STOP_FOR_TESTS) == "1":
-        os.kill(os.getpid(), signal.SIGSTOP)
+    injected = os.environ.get(STOP_FOR_TESTS, "")
+    if injected == "1" or injected.startswith("kill"):
+        time.sleep(float(injected.partition(":")[2] or 0))
+        os.kill(os.getpid(), signal.SIGSTOP if injected == "1" else signal.SIGKILL)
     if not leader:
         with _waiting(dog, "sending this node's results to rank 0", deadline + own_s):
             getattr(comm, "raw", comm).send((mine.to_dict(), jsonio.dumps(run)), dest=0, tag=TAG)
         if pair_plan:
             run_pairs(comm, pair_plan)
-        return code
+        # This node's outcome travels in its results and rank 0's exit code speaks for the job: a
+        # non-zero exit here would have the launcher (Hydra, Open MPI's mpirun) signal rank 0 while it
+        # still gathers or writes the report.
+        return 0
 
     cl = Cluster(limit)
     got: Dict[str, str] = {}                       # node -> its run's id in the history ("" unsaved)
@@ -169,24 +191,37 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     def rescue(line: str) -> str:
         """The deadline passed (the watchdog's thread): report the nodes gathered, name the rest."""
         missing = [f["node"] for f in facts.facts if f["node"] not in got]
+        unstarted = {r for members in waves[current[0] + 1:] for r in members}    # their wave never came
+
+        def state(n: str) -> str:
+            r = facts.nodes.index(n)
+            return "not started: an earlier wave did not finish" if r in unstarted else dog.where(r)
         text = (f"{len(missing)} of {size} nodes did not report within {deadline:.0f} s after rank 0 finished: "
-                + ", ".join(f"{n} ({dog.where(facts.nodes.index(n))})" for n in missing[:8])
+                + ", ".join(f"{n} ({state(n)})" for n in missing[:8])
                 + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
                 + f"; the {len(got)} nodes that did are analysed and reported") if missing else \
             f"{line}; every node had reported, and is analysed and reported without the pairwise network"
         common.deliver(cluster_run(text), outputs(), StalledError.exit_code, say)
         return text
     dog.rescue = rescue
+    current = [0]                                  # the wave being gathered (read by rescue)
     stopped = ""
     try:
-        with _waiting(dog, "gathering the nodes' results", deadline):
-            for _ in range(size - 1):
-                d_dict, doc = _receive(getattr(comm, "raw", comm), dog)
-                r = jsonio.loads(doc)
-                if store is not None:
-                    store.save(r)
-                take(NodeDigest.from_dict(d_dict), r)
-                del r, doc
+        raw = getattr(comm, "raw", comm)
+        for w, members in enumerate(waves):
+            current[0] = w
+            for r in members if w else ():
+                raw.send(None, dest=r, tag=GO_TAG)       # small: sent eagerly, rank 0 does not wait
+            # a later wave's nodes measure now: their own time again, as rank 0's was
+            with _waiting(dog, f"gathering the nodes' results (wave {w + 1} of {len(waves)})" if wave else
+                          "gathering the nodes' results", deadline + (own_s if w else 0.0)):
+                for _ in [r for r in members if r != 0]:
+                    d_dict, doc = _receive(raw, dog)
+                    r = jsonio.loads(doc)
+                    if store is not None:
+                        store.save(r)
+                    take(NodeDigest.from_dict(d_dict), r)
+                    del r, doc
     except KeyboardInterrupt as e:      # Ctrl-C or SIGTERM while gathering: what was gathered is reported
         why, code = interruption(e)
         missing = [f["node"] for f in facts.facts if f["node"] not in got]
@@ -196,6 +231,8 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     partial = "; ".join(f"{k}: {v}" for k, v in cl.partial.items())
     final = cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
                                                 if partial else ""])), pairs)
+    if cl.partial and code == 0:      # nodes left out of the analysis: the job's own code, not an interruption's
+        code = StalledError.exit_code
     code = common.deliver(final, outputs(), code, say)
     if stopped:        # the ranks that did not report wait in their send: the job ends here
         getattr(comm, "raw", comm).Abort(code)
@@ -263,19 +300,32 @@ def _compact(machine: Dict) -> Dict:
     return {k: machine[k] for k in keys if k in machine}
 
 
-def _pair_rounds(args: argparse.Namespace) -> int:
-    from ..cluster.pairs import DEFAULT_ROUNDS
-    text = getattr(args, "pair_rounds", None)
+def _count(args: argparse.Namespace, name: str) -> Optional[int]:
+    """--NAME N: a whole number of at least 1, or None when not given."""
+    text = getattr(args, name.replace("-", "_"), None)
     if text is None:
-        return DEFAULT_ROUNDS
+        return None
     try:
         n = int(text)
     except ValueError:
-        raise UsageError(f"--pair-rounds {text!r}: not a whole number") from None
+        raise UsageError(f"--{name} {text!r}: not a whole number") from None
     if n < 1:
         from ..errors import BadValueError
-        raise BadValueError(f"--pair-rounds {n}: at least 1")
+        raise BadValueError(f"--{name} {n}: at least 1")
     return n
+
+
+def _pair_rounds(args: argparse.Namespace) -> int:
+    from ..cluster.pairs import DEFAULT_ROUNDS
+    n = _count(args, "pair-rounds")
+    return DEFAULT_ROUNDS if n is None else n
+
+
+def _wait_turn(comm) -> None:
+    """A node of a later wave waits for rank 0's word (polled: signals still reach it)."""
+    while not comm.Iprobe(source=0, tag=GO_TAG):
+        time.sleep(POLL_S)
+    comm.recv(source=0, tag=GO_TAG)
 
 
 def run_pairs(comm, rounds: int) -> Dict:
@@ -299,7 +349,8 @@ def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Ru
                   ranks_per_node=1, node_names=list(facts.nodes))
     run.environment = dict(own.environment, cluster={"nodes": size, "reported": len(nodes),
                                                      "host_of_rank_0": socket.gethostname(),
-                                                     "threshold": cl.threshold})
+                                                     "threshold": cl.threshold,
+                                                     "wave": int(args.wave) if getattr(args, "wave", None) else None})
     if pairs.get("pairs"):
         from ..analysis.pairs import conclude
         series, metrics, findings = conclude(list(facts.nodes), pairs["pairs"], pairs["rounds"],
