@@ -83,6 +83,9 @@ def test_the_differing_node_and_the_failing_check_are_named(mpi_setup, trees, tm
     doc = json.loads(out.read_text())
     assert [n["name"] for n in doc["nodes"]] and sorted(n["name"] for n in doc["nodes"]) == ["n1", "n2", "n3", "n4"]
     assert doc["job"]["nodes"] == 4 and doc["job"]["ranks_per_node"] == 1
+    _, info = mpi_setup           # the MPI library each node's rank loaded is in its inventory
+    assert all(n["environment"]["inventory"]["mpi"].startswith(f"{info['family']} {info['version']}")
+               for n in doc["nodes"]), [n["environment"]["inventory"]["mpi"] for n in doc["nodes"]]
     found = {f["id"]: f for f in doc["findings"]}
     k = found["cluster.config.kernel"]
     assert k["data"]["majority"] == "6.1.0-18-amd64" and k["data"]["others"] == {"6.1.0-21-amd64": ["n3"]}

@@ -31,22 +31,25 @@ IB = "sys/class/infiniband"
 GIB, MIB = 1 << 30, 1 << 20
 
 KEYS: Tuple[str, ...] = ("kernel", "os", "bios", "cpu", "microcode", "governor", "turbo", "smt", "numa",
-                         "memory", "dimms", "thp", "mitigations", "interconnect")
+                         "memory", "dimms", "thp", "mitigations", "interconnect", "mpi")
 
 TITLES: Dict[str, str] = {
     "kernel": "Kernel", "os": "Operating system", "bios": "BIOS version", "cpu": "CPU model",
     "microcode": "CPU microcode", "governor": "Frequency governor", "turbo": "Turbo / boost",
     "smt": "SMT (hyper-threading)", "numa": "NUMA nodes", "memory": "Memory", "dimms": "DIMMs",
     "thp": "Transparent huge pages", "mitigations": "CPU mitigations (kernel command line)",
-    "interconnect": "InfiniBand ports",
+    "interconnect": "InfiniBand ports", "mpi": "MPI library",
 }
 
 
-def inventory(m: Machine, root: str = "/") -> Dict[str, str]:
+def inventory(m: Machine, root: str = "/", mpi: Optional[str] = None) -> Dict[str, str]:
     """Every key of KEYS -> a short string. A fact that cannot be read is "unknown" (never
-    missing, never an exception): nodes that all say unknown agree."""
+    missing, never an exception): nodes that all say unknown agree. ``mpi``: the MPI library
+    this process loaded (cluster mode knows it; no file of the tree says it)."""
     r = Root(root)
-    return {key: _READERS[key](m, r) or UNKNOWN for key in KEYS}
+    out = {key: _READERS[key](m, r) or UNKNOWN for key in KEYS if key != "mpi"}
+    out["mpi"] = mpi or UNKNOWN
+    return out
 
 
 # ---- one reader per key: (machine, root) -> the value, or None when unknown ----

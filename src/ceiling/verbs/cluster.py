@@ -290,7 +290,15 @@ def _inventory(args: argparse.Namespace) -> Dict[str, str]:
     from .. import machine as machine_mod
     from ..machine.inventory import inventory
     root = getattr(args, "root", None) or "/"
-    return inventory(machine_mod.detect(root, measure=False, config=common.config(args)), root)
+    return inventory(machine_mod.detect(root, measure=False, config=common.config(args)), root, _mpi_library())
+
+
+def _mpi_library() -> str:
+    """"MPICH 5.0.2 (/path/libmpi.so.12)": what this node's rank loaded, which an image that
+    differs from the others' shows first."""
+    from ..cluster.library import library
+    lib = library()
+    return f"{lib.family} {lib.family_version}" + (f" ({lib.path})" if lib.path else "")
 
 
 def _compact(machine: Dict) -> Dict:
