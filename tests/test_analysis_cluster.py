@@ -37,12 +37,25 @@ def test_a_slow_node_is_an_outlier_with_its_own_findings_as_evidence():
     c = cluster_of(node("n1", 100), node("n2", 98), node("n3", 102), slow, node("n5", 101))
     u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
     [o] = u.outliers
-    assert o["node"] == "n4" and o["below_median"] == pytest.approx(0.2)
+    assert o["node"] == "n4" and o["worse"] == pytest.approx(0.2) and o["than"] == "median"
     assert o["z"] == pytest.approx(0.6745 * (80 - 100) / u.mad)
     assert "thermal.throttling_now fail" in o["evidence"][0]
     f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
     assert f.status == "warn" and "n4" in f.title and "20% worse" in f.title
     assert "CPU 3 is throttling now" in f.evidence
+
+
+def test_of_two_nodes_the_slower_is_measured_against_the_other():
+    """No median of two says which is off: 60 vs 100 is 40% worse than the other node (the
+    median, 80, would make it 25%), and the finding says the figures cannot tell more."""
+    c = cluster_of(node("a", 100, problems=[("load.competing", "warn", "Other processes used 1.0 CPUs")]),
+                   node("b", 60))
+    u = {x.metric: x for x in c.uniformity()}["dgemm.node"]
+    [o] = u.outliers
+    assert o["node"] == "b" and o["than"] == "a" and o["worse"] == pytest.approx(0.4) and o["z"] is None
+    f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
+    assert "b is 40% below a" in f.title and "cannot tell which one is off" in f.title
+    assert "worse than the a" not in f.evidence and "40.0% worse than a" in f.evidence
 
 
 def test_lower_is_better_metrics_flag_the_high_values():

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -141,12 +142,38 @@ def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path)
     if len(cpus) < 2:
         pytest.skip("needs two CPUs: one node per CPU")
     out = tmp_path / "cluster.json"
+    # A co-runner on slow's CPU gives it the evidence a slow node shows (competing load), and a
+    # duty cycle (SIGSTOP 2 ms, SIGCONT 1 ms) slows its kernel for certain: every timed repetition
+    # (tens of ms) is stretched, so best-of-N cannot pick a quiet window. The co-runner alone is not
+    # enough where the VM's two CPUs are SMT siblings on the host: fast then shares its FMA units
+    # and both nodes measure about half.
     hog = subprocess.Popen(["taskset", "-c", str(cpus[1]), sys.executable, "-c", "while True: pass"])
+    mark = uuid.uuid4().hex
+    done = threading.Event()
+
+    def throttle():
+        pid = None
+        while pid is None and not done.wait(0.05):
+            pid = ranks_of(mark).get(1)
+        while pid is not None and not done.is_set():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.002)
+                os.kill(pid, signal.SIGCONT)
+                time.sleep(0.001)
+            except ProcessLookupError:
+                return
+    t = threading.Thread(target=throttle, daemon=True)
+    t.start()
     try:
         common = ["bench", "compute", "--quick", "--cluster", "--no-store"]
         r = launch(mpi_setup, [("fast", ["taskset", "-c", str(cpus[0])], common + ["--save-json", str(out)]),
-                               ("slow", ["taskset", "-c", str(cpus[1])], common)])
+                               ("slow", ["taskset", "-c", str(cpus[1])], common)], TEST_MARK=mark)
     finally:
+        done.set()
+        t.join()
+        for pid in ranks_of(mark).values():
+            os.kill(pid, signal.SIGCONT)
         hog.send_signal(signal.SIGKILL)
         hog.wait()
     assert r.returncode == 0, r.stdout + r.stderr

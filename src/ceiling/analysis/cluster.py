@@ -10,7 +10,7 @@ per check the nodes it warned or failed on. Time and memory are linear in the
 nodes (benchmarks/cluster_analysis.py: 10,000 nodes).
 
 A node is an outlier of a metric when it is worse than the metric's median
-over the nodes by more than the family's threshold (``THRESHOLDS``: what an
+over the nodes (of two nodes: than the other one) by more than the family's threshold (``THRESHOLDS``: what an
 administrator accepts, DGEMM within 5 %, STREAM within 10 %; ``--threshold``
 sets one for all). Its robust z-score (Iglewicz and Hoaglin's modified z,
 0.6745 (x - median) / MAD) says how unusual that is among these nodes, and its
@@ -124,14 +124,20 @@ class Cluster:
             med = statistics.median(vals)
             mad = statistics.median(abs(v - med) for v in vals)
             limit = threshold_of(name, self.threshold)
+            # Two nodes have no majority: the slower is measured against the faster one, not against
+            # a median halfway between them, and the finding says which cannot be told from figures.
+            ref, than = med, "median"
+            if len(pairs) == 2:
+                ref_node, ref = max(pairs, key=lambda p: p[1] if better == HIGHER else -p[1])
+                than = ref_node
             outliers = []
             for node, v in pairs:
-                worse = (med - v if better == HIGHER else v - med) / med if med else 0.0
+                worse = (ref - v if better == HIGHER else v - ref) / ref if ref else 0.0
                 if worse > limit:
-                    z = MAD_Z * (v - med) / mad if mad else None
-                    outliers.append({"node": node, "value": v, "z": z, "below_median": worse,
+                    z = MAD_Z * (v - med) / mad if mad and len(pairs) > 2 else None
+                    outliers.append({"node": node, "value": v, "z": z, "worse": worse, "than": than,
                                      "evidence": self.problems_of.get(node, [])})
-            outliers.sort(key=lambda o: -o["below_median"])
+            outliers.sort(key=lambda o: -o["worse"])
             out.append(Uniformity(metric=name, unit=unit, better=better, values=dict(pairs), median=med,
                                   min=min(vals), max=max(vals), spread=(max(vals) - min(vals)) / med if med else None,
                                   mad=mad, outliers=outliers))
@@ -189,14 +195,21 @@ class Cluster:
         worst = u.outliers[0]
         names = [o["node"] for o in u.outliers]
         direction = "below" if u.better == HIGHER else "above"
-        title = (f"{u.metric}: {_names(names)} {'is' if len(names) == 1 else 'are'} more than {limit:.0%} "
-                 f"{direction} the median of {n} nodes ({worst['node']}: {worst['value']:.4g} vs "
-                 f"{u.median:.4g} {u.unit}, {worst['below_median']:.0%} worse)")
+        if worst["than"] == "median":
+            title = (f"{u.metric}: {_names(names)} {'is' if len(names) == 1 else 'are'} more than {limit:.0%} "
+                     f"{direction} the median of {n} nodes ({worst['node']}: {worst['value']:.4g} vs "
+                     f"{u.median:.4g} {u.unit}, {worst['worse']:.0%} worse)")
+        else:
+            other = u.values[worst["than"]]
+            title = (f"{u.metric}: {worst['node']} is {worst['worse']:.0%} {direction} {worst['than']} "
+                     f"({worst['value']:.4g} vs {other:.4g} {u.unit}; threshold {limit:.0%}); with two nodes the "
+                     "figures alone cannot tell which one is off: its own findings may")
         ev = []
         for o in u.outliers[:20]:
             z = f", robust z {o['z']:.1f}" if o["z"] is not None else ""
             own = f"; its own findings: {' | '.join(o['evidence'][:3])}" if o["evidence"] else "; no finding of its own"
-            ev.append(f"{o['node']} {o['value']:.4g} {u.unit} ({o['below_median']:.1%} worse{z}){own}")
+            ev.append(f"{o['node']} {o['value']:.4g} {u.unit} ({o['worse']:.1%} worse than "
+                      f"{'the median' if o['than'] == 'median' else o['than']}{z}){own}")
         return Finding(id=f"cluster.outlier.{u.metric}", status=WARN, title=title, evidence="; ".join(ev),
                        why="Nodes of one cluster should measure alike; a slow node sets the pace of every "
                            "tightly coupled job placed on it.",
