@@ -3,4 +3,6 @@ measurement takes it from here, never from a bench module).
 
 c2c.py: one core-to-core cache-line ping-pong between two CPUs, and what the
 two CPUs share.
+proc_sampler.py: a running program's threads and processes read from /proc by
+its parent (ceiling profile).
 """

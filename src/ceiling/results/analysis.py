@@ -30,8 +30,9 @@ COMPUTE = "compute"
 BANDWIDTH = "bandwidth"
 ROOF_KINDS = (COMPUTE, BANDWIDTH)
 
-# Bound.bound: what limits the subject.
-BOUND_KINDS = ("compute", "memory", "mpi", "io", "waiting", "unknown")
+# Bound.bound: what limits the subject. "cpu": on a CPU, compute and memory not told apart
+# (no hardware counters); "oversubscribed": runnable but waiting for a CPU.
+BOUND_KINDS = ("compute", "memory", "cpu", "mpi", "io", "oversubscribed", "waiting", "unknown")
 
 
 @dataclass

@@ -1,0 +1,212 @@
+"""Where a profiled program's time went, and what bound it: pure functions over
+what the /proc sampler saw (probes/proc_sampler.py) and the exit rusage.
+
+Every thread's lifetime is split three ways: on a CPU (schedstat's run time, else
+user + system ticks), runnable but waiting for a CPU (schedstat's run-queue
+delay), and off any CPU (the rest: blocked in I/O, waiting on a lock, a message
+or a condition, sleeping). The program's shares are thread-seconds summed over
+its threads, so a program of eight threads that each wait half the time is
+"waiting" however busy its main thread is. A process that only started others
+and waited for them (a shell running a script, mpirun, srun) is left out: its
+waiting is their running. CPU time the sampler did not see
+(threads that began and ended between two samples) comes from wait4's rusage,
+which is exact for the whole tree, and is counted on a CPU.
+
+Without hardware counters, time on a CPU is one class ("cpu"): compute and
+memory cannot be told apart from /proc (counters or the sensitivity experiments
+of a later increment can).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..probes.proc_sampler import Sampled
+from ..results.analysis import Bound
+from ..results.model import LOWER, OK, WARN, Finding, Metric
+
+OVERSUBSCRIBED = 0.20       # waiting for a CPU this share of the time: too many threads for the CPUs
+ON_CPU = 0.60               # on a CPU this share of the time: CPU-bound
+OFF_CPU = 0.50              # off any CPU this share: waiting (I/O, locks, messages, sleep)
+MIN_LIFE_S = 1e-3           # a thread seen this briefly says nothing about shares
+SURE_SAMPLES = 5            # fewer samples than this: the split is a rough one
+LAUNCHER_ON = 0.10          # a parent process on a CPU less than this share of its life only waits for its children
+
+
+@dataclass
+class Rusage:
+    """wait4's figures for the program and every child it waited for."""
+
+    user_s: float
+    system_s: float
+    maxrss_bytes: int
+
+
+@dataclass
+class Split:
+    """One thread's (or the program's) lifetime, seconds, three ways."""
+
+    life_s: float
+    on_s: float
+    runq_s: float
+
+    @property
+    def off_s(self) -> float:
+        return max(0.0, self.life_s - self.on_s - self.runq_s)
+
+    def shares(self) -> Dict[str, float]:
+        life = self.life_s or 1.0
+        return {"on_cpu": self.on_s / life, "runq": self.runq_s / life, "off_cpu": self.off_s / life}
+
+
+def launchers(s: Sampled, wall_s: float) -> List[int]:
+    """Processes that only started and waited for others (a shell running a script, mpirun,
+    srun): they had children and were on a CPU under LAUNCHER_ON of their time. Their waiting
+    is their children's running, not the program's: their threads are left out of the split."""
+    out = []
+    for pid, p in s.processes.items():
+        if not p.parent:
+            continue
+        ts = [t for (tp, _), t in s.threads.items() if tp == pid]
+        life = sum(max(t.last_s - t.first_s, 1e-9) for t in ts)
+        on = sum(t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s for t in ts)
+        if ts and on < LAUNCHER_ON * life:
+            out.append(pid)
+    return sorted(out)
+
+
+def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = ()) -> List[Tuple[str, Split]]:
+    """Per sampled thread: ("pid/tid comm", its split). A thread's lifetime runs from its
+    start to the last sample that saw it, at most the program's wall time."""
+    out = []
+    for (pid, tid), t in sorted(s.threads.items()):
+        if pid in leave_out:
+            continue
+        life = min(max(t.last_s - t.first_s, 0.0), wall_s) if wall_s else t.last_s - t.first_s
+        on = t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
+        life = max(life, on + (t.runq_s or 0.0))       # a last sample just before the end
+        out.append((f"{pid}/{tid} {t.comm}", Split(life, on, t.runq_s or 0.0)))
+    return out
+
+
+def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int
+             ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
+    """(metrics, bounds, findings, breakdown) of one profiled program."""
+    waiters = launchers(s, wall_s)
+    per = [(name, sp) for name, sp in splits(s, wall_s, waiters) if sp.life_s >= MIN_LIFE_S]
+    seen_on = sum(sp.on_s for _, sp in per)
+    exact_cpu = ru.user_s + ru.system_s if ru else None
+    unseen = max(0.0, exact_cpu - seen_on) if exact_cpu is not None else 0.0
+    total = Split(sum(sp.life_s for _, sp in per) + unseen, seen_on + unseen, sum(sp.runq_s for _, sp in per))
+    shares = total.shares() if total.life_s > 0 else {}
+    spread = {k: _spread([sp.shares()[k] for _, sp in per]) for k in ("on_cpu", "runq", "off_cpu")} if per else {}
+    breakdown = {"thread_seconds": round(total.life_s, 6), "shares": shares, "per_thread": spread,
+                 "threads": len(per), "unsampled_cpu_s": round(unseen, 6), "samples": s.samples,
+                 "launchers": [f"{pid} {s.processes[pid].comm}" for pid in waiters],
+                 "schedstat": s.schedstat, "cpus": cpus,
+                 "sampler": {"interval_s": s.interval_s, "cpu_s": round(s.cost_cpu_s, 6),
+                             "share_of_one_cpu": s.cost_cpu_s / wall_s if wall_s else None}}
+
+    metrics = [_m("app.wall", wall_s, "s")]
+    if ru:
+        metrics += [_m("app.cpu.user", ru.user_s, "s"), _m("app.cpu.system", ru.system_s, "s"),
+                    _m("app.cpu.used", (ru.user_s + ru.system_s) / wall_s if wall_s else None, "CPUs",
+                       context={"cpus": cpus}),
+                    _m("app.rss.peak", ru.maxrss_bytes / 2**20, "MiB")]
+    if total.life_s > 0:
+        for key, name in (("on_cpu", "app.time.on_cpu"), ("runq", "app.time.runq"), ("off_cpu", "app.time.off_cpu")):
+            metrics.append(_m(name, shares[key] * 100, "%", context={"per_thread": spread.get(key, {}),
+                                                                    "threads": len(per)}))
+    io = _io_totals(s)
+    for key, name in (("rchar", "app.io.read"), ("wchar", "app.io.write"),
+                      ("read_bytes", "app.io.read_device"), ("write_bytes", "app.io.write_device")):
+        if key in io:
+            metrics.append(_m(name, io[key] / 1e6, "MB", context={"source": f"/proc/PID/io {key}"}))
+
+    sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
+    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io)
+    return metrics, bounds, findings, breakdown
+
+
+def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optional[Rusage], wall_s: float,
+            cpus: int, sure: str, io: Dict[str, int]) -> Tuple[List[Bound], List[Finding]]:
+    if not shares:
+        why = "the program ended before the first sample" if not s.threads else "no thread lived long enough"
+        return [Bound("application", "unknown", None, why)], []
+    on, runq, off = shares["on_cpu"], shares["runq"], shares["off_cpu"]
+    threads = len(per)
+    words = (f"{threads} thread{'s' if threads != 1 else ''} on {cpus} CPU{'s' if cpus != 1 else ''} for "
+             f"{wall_s:.3g} s: on a CPU {on:.0%}, waiting for a CPU {runq:.0%}, off any CPU {off:.0%} of their "
+             f"time ({total.life_s:.3g} thread-seconds; {s.samples} samples, confidence {sure})")
+    data = {"shares": shares, "threads": threads, "cpus": cpus, "confidence": sure}
+    bounds, findings = [], []
+    if runq >= OVERSUBSCRIBED:
+        bounds.append(Bound("application", "oversubscribed", runq, words, data))
+        findings.append(Finding(
+            id="profile.oversubscribed", status=WARN,
+            title=f"Threads waited for a CPU {runq:.0%} of their time: more runnable threads than CPUs",
+            evidence=words + _switches(s),
+            why="A runnable thread that waits for a CPU makes no progress; the program (or other load on "
+                "the node) asks for more CPUs than it has.",
+            fix=f"Run at most {cpus} busy threads (OMP_NUM_THREADS, ranks per node), give the job more CPUs, "
+                "or find the competing load ('ceiling check').", data=data))
+    if on >= ON_CPU:
+        bounds.append(Bound("application", "cpu", on, words + "; compute and memory cannot be told apart "
+                            "without hardware counters", data))
+        findings.append(Finding(
+            id="profile.cpu", status=OK,
+            title=f"On a CPU {on:.0%} of the time: CPU-bound (compute or memory: no hardware counters to tell)",
+            evidence=words, data=data))
+        if threads == 1 and cpus > 1:
+            findings.append(Finding(
+                id="profile.single_thread", status=WARN,
+                title=f"One thread did the work on a node where the program may use {cpus} CPUs",
+                evidence=words,
+                why="A CPU-bound program on one thread leaves the other CPUs idle.",
+                fix="Parallelise it (OpenMP, threads, MPI ranks) or run several instances at once.", data=data))
+    if off >= OFF_CPU:
+        bounds.append(Bound("application", "waiting", off, words, data))
+        findings.append(Finding(
+            id="profile.waiting", status=WARN,
+            title=f"Off any CPU {off:.0%} of the time: blocked or sleeping (I/O, locks, messages, sleep)",
+            evidence=words + _switches(s) + _io_words(io, wall_s),
+            why="Time off the CPU is time the program waits for something; which thing, /proc does not "
+                "say: the I/O and MPI interposer does.",
+            fix="Find what it waits for: I/O (its read and write volume above), a lock, MPI messages, or "
+                "sleeps; overlap the wait with work or remove it.", data=data))
+    if not bounds:
+        kind, share = max((("cpu", on), ("waiting", off), ("oversubscribed", runq)), key=lambda x: x[1])
+        bounds.append(Bound("application", kind, share, words + "; no class dominates", data))
+    bounds.sort(key=lambda b: -(b.share or 0.0))
+    return bounds, findings
+
+
+def _switches(s: Sampled) -> str:
+    vol = sum(p.voluntary for p in s.processes.values())
+    inv = sum(p.involuntary for p in s.processes.values())
+    return f"; context switches: {vol} voluntary (blocking), {inv} involuntary (preempted)" if vol or inv else ""
+
+
+def _io_words(io: Dict[str, int], wall_s: float) -> str:
+    if "rchar" not in io:
+        return ""
+    return (f"; read {io['rchar'] / 1e6:.3g} MB and wrote {io.get('wchar', 0) / 1e6:.3g} MB through system calls "
+            f"({io.get('read_bytes', 0) / 1e6:.3g} MB and {io.get('write_bytes', 0) / 1e6:.3g} MB at the device)")
+
+
+def _io_totals(s: Sampled) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for p in s.processes.values():
+        for k, v in p.io.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _spread(vals: List[float]) -> Dict[str, float]:
+    return {"min": min(vals), "mean": sum(vals) / len(vals), "max": max(vals)} if vals else {}
+
+
+def _m(name: str, value: Optional[float], unit: str, context: Optional[Dict[str, Any]] = None) -> Metric:
+    if value is None:
+        return Metric(name=name, value=None, unit=unit, better=LOWER, context=context or {})
+    return Metric.measured(name, [value], unit, better=LOWER, context=context or {})

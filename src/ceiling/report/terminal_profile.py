@@ -1,0 +1,89 @@
+"""The terminal page of ``ceiling profile``: how the program ended, where its time
+went (on a CPU, waiting for a CPU, off any CPU; min / mean / max over its
+threads), the bound with its evidence, the findings, and what profiling cost."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from ..results.model import Run
+from . import terminal as T
+
+
+@T._printable_run
+def render(run: Run, *, color: bool = False, width: int = 100) -> str:
+    st = T._Style(color)
+    app = run.application
+    prof: Dict[str, Any] = run.environment.get("profile", {})
+    lines = [st(f"ceiling {run.tool_version} profile - {run.host} - {run.started.replace('T', ' ')}", "bold")]
+
+    def fact(key: str, text: str) -> None:
+        lines.extend(T._wrap(text, width, " " * 12, f"  {key:<10}"))
+
+    if app is None:
+        return "\n".join(lines + ["  no program was run"])
+    fact("Command", " ".join(app.command))
+    ended = (f"killed by {app.signal}" if app.signal else
+             f"exit {app.exit_status}" if app.exit_status is not None else "did not finish")
+    fact("Ended", f"{ended} after {app.wall_s:.3g} s" if app.wall_s is not None else ended)
+    m = {x.name: x for x in run.metrics}
+    cpus = prof.get("cpus")
+    if "app.cpu.user" in m:
+        used = m.get("app.cpu.used")
+        fact("CPU time", f"user {m['app.cpu.user'].value:.3g} s, system {m['app.cpu.system'].value:.3g} s"
+             + (f": {used.value:.2f} of the {cpus} CPUs it may use, on average" if used and used.value is not None
+                else "")
+             + (f"; peak resident memory {m['app.rss.peak'].value:.4g} MiB" if "app.rss.peak" in m else ""))
+    if "app.io.read" in m:
+        fact("I/O", f"read {m['app.io.read'].value:.4g} MB, wrote {m['app.io.write'].value:.4g} MB through system "
+             "calls" + (f" ({m['app.io.read_device'].value:.4g} MB and {m['app.io.write_device'].value:.4g} MB "
+                        "at the device)" if "app.io.read_device" in m else ""))
+    if run.partial:
+        lines.append(st(f"  PARTIAL: {run.partial_reason}", "yellow"))
+
+    lines += ["", *_breakdown(run, prof, st)]
+    for b in run.analysis.bounds[:3]:
+        lines.append("")
+        share = f" ({b.share:.0%} of the time)" if b.share is not None else ""
+        lines.extend(T._wrap(f"Bound: {b.bound}{share} - {b.evidence}", width, "    ", "  "))
+    if run.findings:
+        lines += ["", T.findings(run, color=color, width=width)]
+    lines += ["", *T._wrap(_cost(run, prof), width, "    ", "  ")]
+    return "\n".join(lines)
+
+
+def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
+    shares = prof.get("shares") or {}
+    if not shares:
+        return ["  Where the time went: unknown (the program ended before the first sample of /proc)"]
+    per = prof.get("per_thread") or {}
+    n = prof.get("threads", 0)
+    out = [st(f"Where the time went ({prof.get('thread_seconds', 0):.3g} thread-seconds over {n} "
+              f"thread{'s' if n != 1 else ''}; per thread min / mean / max)", "bold")]
+    for key, words in (("on_cpu", "on a CPU"), ("runq", "waiting for a CPU"), ("off_cpu", "off any CPU")):
+        p = per.get(key) or {}
+        spread = f"{p['min']:.0%} / {p['mean']:.0%} / {p['max']:.0%}" if p else "-"
+        out.append(f"  {words:<20} {shares.get(key, 0):>5.0%}   {spread}")
+    if prof.get("launchers"):
+        out.append(f"  (left out: {', '.join(prof['launchers'])}, which only started and waited for the others)")
+    if not prof.get("schedstat", True):
+        out.append("  (this kernel reports no run-queue delays (schedstats): waiting for a CPU is counted as off "
+                   "any CPU)")
+    if prof.get("unsampled_cpu_s"):
+        out.append(f"  ({prof['unsampled_cpu_s']:.3g} s of CPU time from threads that lived between two samples: "
+                   "counted on a CPU, from the exit rusage)")
+    return out
+
+
+def _cost(run: Run, prof: Dict[str, Any]) -> str:
+    s = prof.get("sampler") or {}
+    share = s.get("share_of_one_cpu")
+    parts = [f"Cost of profiling: the /proc sampler used {s.get('cpu_s', 0):.3g} s of CPU"
+             + (f" ({share:.2%} of one CPU over the run)" if share is not None else "")
+             + f", {prof.get('samples', 0)} samples at {s.get('interval_s', 0):g} s"]
+    ip = prof.get("interposer") or {}
+    if ip.get("used"):
+        parts.append(f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
+                     f"{', '.join(ip.get('modules') or []) or 'none'}); its cost per call is not measured yet")
+    elif ip:
+        parts.append(f"no interposer: {ip.get('why')}")
+    return "; ".join(parts)

@@ -1,0 +1,251 @@
+"""ceiling profile -- CMD: what limits this program (first increment: /proc).
+
+The program runs as ceiling's child with its standard input, output and error
+untouched; ceiling's own report goes to standard error when it ends, so the
+program's output can still be piped. The exit status is the program's (128 + N
+when signal N ended it). Ctrl-C reaches the program from the terminal as it
+would without ceiling; ceiling waits for it to end and still reports, marked
+partial. SIGTERM to ceiling is passed on to the program.
+
+While it runs, probes/proc_sampler.py reads its threads and processes from
+/proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
+any CPU) and names the bound. Where the program is dynamically linked and not
+setuid, the LD_PRELOAD interposer (csrc/interpose/) is put into it and its
+records are read back (the I/O and MPI modules come in later increments).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from typing import List, Tuple
+
+from ..errors import BadValueError, CeilingError, UsageError
+from . import common
+
+NAME = "profile"
+HELP = "run a program and say what limits it: ceiling profile -- ./app args"
+DESCRIPTION = ("Run a program (its output untouched) and report where its time went: on a CPU, waiting for "
+               "a CPU, off any CPU; the bound, with evidence; the profiler's own cost. The exit status is "
+               "the program's.")
+EPILOG = "Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable."
+NOT_FOUND, NOT_EXECUTABLE = 127, 126        # the shell's codes, which users and scripts expect
+
+
+class CommandNotFound(CeilingError):
+    exit_code = NOT_FOUND
+
+
+class CommandNotExecutable(CeilingError):
+    exit_code = NOT_EXECUTABLE
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS]",
+                   help="the program to run and its arguments, after --")
+    g = p.add_argument_group("profile")
+    g.add_argument("--interval", metavar="SECONDS", default="0.1",
+                   help="time between two readings of /proc (default 0.1; the sampler stretches it to stay "
+                        "under 1%% of a CPU)")
+    g.add_argument("--no-interpose", action="store_true",
+                   help="do not put the LD_PRELOAD interposer into the program")
+    common.output_options(p, store=True, html=True)
+
+
+def main(args: argparse.Namespace, argv: List[str]) -> int:
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
+    interval = _interval(args.interval)
+    exe = _resolve(cmd[0])
+    common.check_outputs(args, html=bool(args.out))
+    store = common.open_store(args)
+    run, code = _profile(args, argv, cmd, exe, interval)
+    say = _stderr
+    outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
+    outputs = [o for o in outputs if type(o).__name__ != "Terminal"]
+    from ..report.exporters.terminal import Terminal
+    outputs.append(Terminal(say, color=sys.stderr.isatty() and "NO_COLOR" not in os.environ,
+                            width=common.width(), render=_render(args)))
+    delivered = common.deliver(run, outputs, 0, say)
+    return code if code else delivered
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _render(args: argparse.Namespace):
+    from ..report.terminal_profile import render
+    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
+    return lambda run: render(run, color=color, width=common.width())
+
+
+def _interval(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError(f"--interval {text!r}: not a number of seconds") from None
+    if not 0.001 <= v <= 60:
+        raise BadValueError(f"--interval {v:g}: must be between 0.001 and 60 seconds")
+    return v
+
+
+def _resolve(name: str) -> str:
+    """The program's path, as the shell would find it; one line and 127/126 otherwise."""
+    path = name if "/" in name else shutil.which(name)
+    if path is None or not os.path.exists(path):
+        raise CommandNotFound(f"profile: {name}: command not found")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise CommandNotExecutable(f"profile: {name}: not an executable file")
+    return path
+
+
+def preload_refused(path: str) -> str:
+    """Why LD_PRELOAD cannot reach ``path`` ("" when it can): a setuid or setgid program
+    (the loader ignores it there) or a statically linked one (no loader at all). A script
+    is run by its interpreter, which the loader does reach."""
+    try:
+        st = os.stat(path)
+        if st.st_mode & 0o6000:
+            return "it is setuid or setgid: the dynamic loader ignores LD_PRELOAD there"
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:2] == b"#!":
+                return ""
+            if head[:4] != b"\x7fELF" or len(head) < 64:
+                return ""
+            is64, little = head[4] == 2, head[5] == 1
+            order = "little" if little else "big"
+            if is64:
+                phoff, phentsize, phnum = (int.from_bytes(head[32:40], order), int.from_bytes(head[54:56], order),
+                                           int.from_bytes(head[56:58], order))
+            else:
+                phoff, phentsize, phnum = (int.from_bytes(head[28:32], order), int.from_bytes(head[42:44], order),
+                                           int.from_bytes(head[44:46], order))
+            f.seek(phoff)
+            table = f.read(phentsize * min(phnum, 512))
+        for i in range(0, len(table), phentsize):
+            if int.from_bytes(table[i:i + 4], order) == 3:       # PT_INTERP: it has a dynamic loader
+                return ""
+        return "it is statically linked: no dynamic loader reads LD_PRELOAD"
+    except OSError as e:
+        return f"it cannot be read ({e.strerror})"
+
+
+def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
+             interval: float) -> Tuple[object, int]:
+    import subprocess
+    from .. import core
+    from .. import machine as machine_mod
+    from ..analysis.profile import Rusage, conclude
+    from ..probes.interpose_record import parse
+    from ..probes.proc_sampler import ProcSampler
+    from ..results.model import Application, SKIPPED, Finding
+    from .session import Session, utcnow
+
+    m = machine_mod.detect("/", measure=False, config=common.config(args))
+    session = Session(argv)
+    session.set_machine(m, sorted(m.affinity) or None)
+    cpus = len(os.sched_getaffinity(0))
+
+    tmp = tempfile.mkdtemp(prefix="ceiling-profile-")
+    env = dict(os.environ)
+    lib = core.interpose_library_path()
+    refused = ("--no-interpose" if args.no_interpose else
+               f"the interposer is not built ({lib} is missing)" if not lib.exists() else preload_refused(exe))
+    if not refused:
+        env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
+        env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
+
+    app = Application(command=cmd, started=utcnow())
+    interrupted = ""
+    t0 = time.monotonic()
+    try:
+        child = subprocess.Popen(cmd, executable=exe, env=env)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}") from None
+    sampler = ProcSampler(child.pid, interval).start()
+
+    def stopped(signum, frame):
+        """Ctrl-C reached the program with ceiling (the terminal signals its whole foreground
+        group); SIGTERM (scancel, a time limit, kill) is passed on. Either way ceiling waits
+        for the program to end and reports what it saw."""
+        nonlocal interrupted
+        interrupted = interrupted or ("interrupted (Ctrl-C)" if signum == signal.SIGINT else "terminated (SIGTERM)")
+        if signum != signal.SIGINT:
+            try:
+                child.send_signal(signum)
+            except OSError:
+                pass
+    old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        status, ru = _wait(child.pid)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    wall = time.monotonic() - t0
+    sampled = sampler.stop()
+    app.finished, app.wall_s = utcnow(), wall
+    code = 0
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        app.signal = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
+        code = 128 + sig
+    else:
+        app.exit_status = code = os.WEXITSTATUS(status)
+
+    metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
+                                                    wall, cpus)
+    records = _records(tmp, parse)
+    shutil.rmtree(tmp, ignore_errors=True)
+    breakdown["interposer"] = ({"used": False, "why": refused} if refused else
+                               {"used": True, "records": len(records),
+                                "modules": sorted({n for r in records for n in r["modules"]})})
+    cost = breakdown["sampler"]["share_of_one_cpu"]
+    app.overhead = {"sampler_cpu_s": breakdown["sampler"]["cpu_s"], "fraction": cost,
+                    "per_call_ns": None, "note": "the interposer's cost per call is not measured yet"}
+    run = session.run
+    run.application = app
+    run.metrics.extend(metrics)
+    run.findings.extend(findings)
+    if refused and not args.no_interpose:
+        run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
+                                    title="I/O and MPI calls were not counted: " + refused,
+                                    evidence=f"{exe}: {refused}; the profile rests on /proc alone"))
+    run.environment["profile"] = breakdown
+    run.analysis.bounds = bounds
+    if interrupted or (app.signal and app.signal in ("SIGINT", "SIGTERM")):
+        run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
+            ": the profile covers the time until then"
+    return session.finish(), code
+
+
+def _wait(pid: int):
+    """wait4 through EINTR (PEP 475 retries it; a signal handler above may run meanwhile)."""
+    while True:
+        try:
+            _, status, ru = os.wait4(pid, 0)
+            return status, ru
+        except ChildProcessError:
+            raise
+        except InterruptedError:
+            continue
+
+
+def _records(tmp: str, parse) -> list:
+    out = []
+    for name in sorted(os.listdir(tmp)):
+        try:
+            with open(os.path.join(tmp, name), errors="replace") as f:
+                out.extend(parse(f.read(1 << 24)))
+        except OSError:
+            continue
+    return out

@@ -1,0 +1,221 @@
+"""ceiling profile -- CMD, run as a user runs it (a real child process, real /proc):
+the program's output and exit status pass through, the report goes to stderr and
+the JSON, bad commands are one line with the shell's codes, Ctrl-C still reports,
+and the time split names the bound of programs built to have one. No timings are
+asserted: only which class dominates a program that can only be in one."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ceiling.analysis.profile import Rusage, conclude, splits
+from ceiling.probes.interpose_record import parse
+from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
+from ceiling.results import jsonio
+from ceiling.verbs.profile import preload_refused
+
+SH = shutil.which("sh")
+BUSY = f"{sys.executable} -c 'import time; t = time.time()\nwhile time.time() - t < 1.5: pass'"
+
+
+def profile(tmp_path: Path, *cmd: str, opts=(), timeout=120, **kw):
+    out = tmp_path / "p.json"
+    env = dict(os.environ, NO_COLOR="1")
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), *opts,
+                        "--", *cmd], capture_output=True, text=True, timeout=timeout, env=env, **kw)
+    doc = json.loads(out.read_text()) if out.exists() else None
+    return r, doc
+
+
+def bound_kinds(doc):
+    return [b["bound"] for b in doc["analysis"]["bounds"]]
+
+
+def test_output_and_exit_status_pass_through_and_the_report_goes_to_stderr(tmp_path):
+    r, doc = profile(tmp_path, SH, "-c", "printf 'a\\nb'; echo err >&2; exit 3")
+    assert r.returncode == 3
+    assert r.stdout == "a\nb"                            # untouched: nothing of ceiling's on stdout
+    assert r.stderr.startswith("err\n") and "Ended     exit 3" in r.stderr
+    assert doc["application"]["exit_status"] == 3 and doc["application"]["command"][0] == SH
+    jsonio.loads(json.dumps(doc))                        # a valid document of the current schema
+
+
+def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path):
+    r, doc = profile(tmp_path, SH, "-c", "kill -SEGV $$")
+    assert r.returncode == 128 + signal.SIGSEGV
+    assert "killed by SIGSEGV" in r.stderr
+    assert doc["application"]["signal"] == "SIGSEGV" and doc["application"]["exit_status"] is None
+
+
+@pytest.mark.parametrize("cmd, code, text", [
+    ([], 2, "no program given"),
+    (["no-such-command-here"], 127, "no-such-command-here: command not found"),
+    (["/etc/hostname"], 126, "/etc/hostname: "),       # not executable (as root: not a program)
+])
+def test_a_bad_command_is_one_line_with_the_shells_code(tmp_path, cmd, code, text):
+    r, doc = profile(tmp_path, *cmd)
+    lines = [x for x in r.stderr.splitlines() if x]
+    assert r.returncode == code and len(lines) == 1 and text in lines[0], r.stderr
+    assert doc is None
+
+
+def test_a_bad_interval_is_refused_before_running(tmp_path):
+    marker = tmp_path / "ran"
+    r, _ = profile(tmp_path, SH, "-c", f"touch {marker}", opts=["--interval", "0"])
+    assert r.returncode == 3 and "--interval 0" in r.stderr and not marker.exists()
+
+
+def test_a_busy_program_is_on_a_cpu(tmp_path):
+    r, doc = profile(tmp_path, "taskset", "-c", str(min(os.sched_getaffinity(0))), SH, "-c", BUSY)
+    assert r.returncode == 0, r.stderr
+    shares = doc["environment"]["profile"]["shares"]
+    # on its CPU or waiting for it (other load), never off it
+    assert shares["off_cpu"] < 0.2, shares
+    assert bound_kinds(doc)[0] in ("cpu", "oversubscribed"), doc["analysis"]["bounds"]
+    assert {m["name"] for m in doc["metrics"]} >= {"app.wall", "app.cpu.user", "app.time.on_cpu"}
+
+
+def test_a_sleeping_program_is_waiting(tmp_path):
+    r, doc = profile(tmp_path, "sleep", "1")
+    assert r.returncode == 0
+    assert bound_kinds(doc)[0] == "waiting", doc["analysis"]["bounds"]
+    assert doc["environment"]["profile"]["shares"]["off_cpu"] > 0.8
+    assert any(f["id"] == "profile.waiting" for f in doc["findings"])
+
+
+def test_three_busy_processes_on_one_cpu_are_oversubscribed(tmp_path):
+    """Children of the program (a shell's background jobs) are followed; three busy
+    processes on one CPU each wait for it about two thirds of the time."""
+    cpu = str(min(os.sched_getaffinity(0)))
+    r, doc = profile(tmp_path, "taskset", "-c", cpu, SH, "-c", f"{BUSY} & {BUSY} & {BUSY} & wait")
+    assert r.returncode == 0, r.stderr
+    assert bound_kinds(doc)[0] == "oversubscribed", doc["analysis"]["bounds"]
+    assert doc["environment"]["profile"]["threads"] >= 3
+    assert any(f["id"] == "profile.oversubscribed" for f in doc["findings"])
+
+
+def test_ctrl_c_stops_the_program_and_still_reports(tmp_path):
+    out = tmp_path / "p.json"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+                          "sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env=dict(os.environ, NO_COLOR="1"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(
+            c.name == "sleep" for c in _children(p.pid)):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.killpg(p.pid, signal.SIGINT)                     # what the terminal does on Ctrl-C
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGINT, err
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and doc["partial_reason"].startswith("interrupted (Ctrl-C)")
+    assert doc["application"]["signal"] == "SIGINT" and "PARTIAL" in err
+
+
+class _Proc:
+    def __init__(self, pid):
+        self.pid = pid
+        try:
+            self.name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            self.name = ""
+
+
+def _children(pid):
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [_Proc(int(k)) for k in kids]
+
+
+def test_preload_is_refused_for_setuid_and_static_programs(tmp_path):
+    assert preload_refused(SH) == ""
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    assert preload_refused(str(script)) == ""           # its interpreter is what the loader runs
+    suid = tmp_path / "suid"
+    shutil.copy(shutil.which("true"), suid)
+    os.chmod(suid, 0o4755)
+    assert "setuid" in preload_refused(str(suid))
+    src = tmp_path / "s.c"
+    src.write_text("int main(void) { return 0; }\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    static = tmp_path / "static"
+    if not cc or subprocess.run([cc, "-static", "-o", str(static), str(src)], capture_output=True).returncode:
+        pytest.skip("no static C library to link a static program with")
+    assert "statically linked" in preload_refused(str(static))
+
+
+def test_a_static_program_is_profiled_from_proc_and_says_why(tmp_path):
+    src = tmp_path / "s.c"
+    src.write_text("#include <unistd.h>\nint main(void) { usleep(300000); return 4; }\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    static = tmp_path / "static"
+    if not cc or subprocess.run([cc, "-static", "-o", str(static), str(src)], capture_output=True).returncode:
+        pytest.skip("no static C library to link a static program with")
+    r, doc = profile(tmp_path, str(static))
+    assert r.returncode == 4
+    f = {x["id"]: x for x in doc["findings"]}["profile.interposer"]
+    assert f["status"] == "skipped" and "statically linked" in f["title"]
+    assert doc["environment"]["profile"]["interposer"]["used"] is False
+
+
+# ---- the analysis alone, on made-up samples -------------------------------------
+
+def sampled(*threads, samples=10):
+    s = Sampled(samples=samples, interval_s=0.1)
+    for i, (on, runq, life) in enumerate(threads):
+        s.threads[(1, 100 + i)] = ThreadSample(1, 100 + i, "t", on_cpu_s=on, runq_s=runq, first_s=0.0, last_s=life)
+    return s
+
+
+def test_shares_are_thread_seconds_over_every_thread():
+    s = sampled((1.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 1.0), (0.0, 0.0, 1.0))
+    _, bounds, _, b = conclude(s, None, 1.0, 4)
+    assert b["shares"]["on_cpu"] == pytest.approx(0.25) and b["shares"]["off_cpu"] == pytest.approx(0.75)
+    assert b["per_thread"]["on_cpu"] == {"min": 0.0, "mean": 0.25, "max": 1.0}
+    assert bounds[0].bound == "waiting"
+
+
+def test_cpu_time_the_sampler_missed_comes_from_rusage():
+    s = sampled((0.5, 0.0, 1.0))
+    _, _, _, b = conclude(s, Rusage(user_s=1.2, system_s=0.3, maxrss_bytes=1 << 20), 1.0, 2)
+    assert b["unsampled_cpu_s"] == pytest.approx(1.0)
+    assert b["shares"]["on_cpu"] == pytest.approx(1.5 / 2.0)
+
+
+def test_a_program_that_ended_before_any_sample_is_unknown_not_guessed():
+    _, bounds, findings, b = conclude(Sampled(samples=1), Rusage(0.0, 0.0, 0), 0.001, 2)
+    assert [x.bound for x in bounds] == ["unknown"] and not findings and b["shares"] == {}
+
+
+def test_a_parent_that_only_waits_for_its_children_is_left_out():
+    s = sampled((0.01, 0.0, 2.0), (2.0, 0.0, 2.0))
+    s.threads[(2, 200)] = s.threads.pop((1, 101))              # the busy thread is a child process
+    s.threads[(2, 200)].pid, s.threads[(2, 200)].tid = 2, 200
+    s.processes[1] = ProcessSample(1, 0, "sh", parent=True)
+    s.processes[2] = ProcessSample(2, 1, "app")
+    _, bounds, _, b = conclude(s, None, 2.0, 2)
+    assert b["launchers"] == ["1 sh"] and b["threads"] == 1 and bounds[0].bound == "cpu"
+
+
+def test_a_lifetime_is_never_shorter_than_the_time_it_accounts_for():
+    [(_, sp)] = splits(sampled((0.9, 0.3, 1.0)), 1.0)
+    assert sp.life_s == pytest.approx(1.2) and sp.off_s == 0.0
+
+
+def test_interposer_records_are_read_back_with_a_cut_record_kept():
+    text = ("ceiling-interpose 1\nprocess pid=7 ppid=1 exe=/bin/x%20y reason=exit\nmodule name=null version=1\n"
+            "null calls=3\nend pid=7 truncated=0\nceiling-interpose 1\nprocess pid=8\nnull calls=1\n")
+    a, b = parse(text)
+    assert a["process"]["exe"] == "/bin/x y" and a["lines"]["null"] == [{"calls": 3}] and a["end"]["pid"] == 7
+    assert b["process"]["pid"] == 8 and b["end"] == {}
