@@ -171,7 +171,10 @@ typedef struct io_queue {
     int open;
     int depth;
     int64_t xfer;
-    char *slots;              /* depth buffers of xfer bytes, IO_ALIGN-aligned */
+    char *slots;              /* 2 x depth buffers of xfer bytes, IO_ALIGN-aligned */
+    int *buf_of;              /* the buffer each operation slot reads into or writes from */
+    int *spare;               /* buffers not in flight (a stack): a read's slot goes out again with one */
+    int nspare;
     struct iocb *cbs;
     struct iocb **ptrs;
     struct io_event *ev;
@@ -192,7 +195,7 @@ typedef struct io_phase {
     uint64_t seed, fid;
 } io_phase;
 
-/* The AIO context and depth buffers of one thread (each holding `base`); 0, or -1 after io_fail
+/* The AIO context and buffers of one thread (each holding `base`); 0, or -1 after io_fail
  * (CEIL_EQUEUE when io_setup is refused). io_queue_close after either. */
 CEIL_IO_INTERNAL int io_queue_open(io_run *x, io_queue *q, int depth, int64_t xfer, const char *base);
 CEIL_IO_INTERNAL void io_queue_close(io_queue *q);

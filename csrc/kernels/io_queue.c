@@ -6,12 +6,16 @@
  * O_DIRECT; ceil_io_random refuses a depth without it.
  *
  * The queue is kept full: the first `depth` operations are submitted at
- * once, and every completion is checked (reads: the stamps of what was read;
- * writes: the full length written), its latency (submission to reaped
- * completion) sampled, and its slot submitted again at once with the next
+ * once, and every completion's slot is submitted again at once with the next
  * offset, one io_submit per operation as fio's iodepth_batch_submit=1 does
  * (gathering a reaped batch into one io_submit left the slots idle while the
- * batch was checked: random 4 KiB reads ran 10 % below fio). At the deadline
+ * batch was checked: random 4 KiB reads ran 10 % below fio). A read's slot
+ * goes out with a spare buffer, and what it read is checked (the stamps of
+ * every block) after the resubmission, so that the check of 1 MiB is never
+ * time with one operation fewer in flight; there are 2 x depth buffers. A
+ * write is checked (the full length written) first: its buffer is free once
+ * it completed. Every completion's latency (submission to reaped completion)
+ * is sampled. At the deadline
  * or after the operations asked for nothing
  * more is submitted and the queue drains; the phase's time includes the
  * drain and its completions count. Shared state and helpers are io.c's.
@@ -33,18 +37,25 @@ int io_queue_open(io_run *x, io_queue *q, int depth, int64_t xfer, const char *b
     memset(q, 0, sizeof *q);
     q->depth = depth;
     q->xfer = xfer;
-    q->slots = io_buffer((size_t)depth * (size_t)xfer);
+    q->slots = io_buffer(2 * (size_t)depth * (size_t)xfer);
+    q->buf_of = calloc((size_t)depth, sizeof *q->buf_of);
+    q->spare = calloc((size_t)depth, sizeof *q->spare);
     q->cbs = calloc((size_t)depth, sizeof *q->cbs);
     q->ptrs = calloc((size_t)depth, sizeof *q->ptrs);
     q->ev = calloc((size_t)depth, sizeof *q->ev);
     q->t_sub = calloc((size_t)depth, sizeof *q->t_sub);
-    if (!q->slots || !q->cbs || !q->ptrs || !q->ev || !q->t_sub) {
-        io_fail(x, CEIL_ENOMEM, ENOMEM, "storage queue: cannot allocate %d buffers of %lld bytes", depth,
+    if (!q->slots || !q->buf_of || !q->spare || !q->cbs || !q->ptrs || !q->ev || !q->t_sub) {
+        io_fail(x, CEIL_ENOMEM, ENOMEM, "storage queue: cannot allocate %d buffers of %lld bytes", 2 * depth,
                 (long long)xfer);
         return -1;
     }
-    for (int i = 0; i < depth; i++)   /* the pattern's base in every slot; writes add their stamps */
+    for (int i = 0; i < 2 * depth; i++)   /* the pattern's base in every buffer; writes add their stamps */
         memcpy(q->slots + (size_t)i * (size_t)xfer, base, (size_t)xfer);
+    for (int i = 0; i < depth; i++) {
+        q->buf_of[i] = i;
+        q->spare[i] = depth + i;
+    }
+    q->nspare = depth;
     aio_context_t ctx = 0;
     if (syscall(SYS_io_setup, depth, &ctx) != 0) {
         int e = errno;
@@ -66,6 +77,8 @@ void io_queue_close(io_queue *q)
         syscall(SYS_io_destroy, (aio_context_t)q->ctx);
     q->open = 0;
     free(q->slots);
+    free(q->buf_of);
+    free(q->spare);
     free(q->cbs);
     free(q->ptrs);
     free(q->ev);
@@ -106,7 +119,7 @@ int64_t io_queue_phase(io_run *x, io_queue *q, const io_phase *ph, lat_sampler *
     do {                                                                                                 \
         int64_t off_ = ph->seq ? (pos++ % ph->nblocks) * X                                               \
                                : (int64_t)((xorshift(ph->rng) >> 11) % (uint64_t)ph->nblocks) * X;        \
-        char *b_ = q->slots + (size_t)(i) * (size_t)X;                                                   \
+        char *b_ = q->slots + (size_t)q->buf_of[i] * (size_t)X;                                          \
         struct iocb *cb_ = &q->cbs[i];                                                                   \
         memset(cb_, 0, sizeof *cb_);                                                                     \
         if (ph->write)                                                                                   \
@@ -144,22 +157,28 @@ int64_t io_queue_phase(io_run *x, io_queue *q, const io_phase *ph, lat_sampler *
             const int i = (int)q->ev[e].data;
             const struct iocb *cb = &q->cbs[i];
             const int64_t res = q->ev[e].res, off = (int64_t)cb->aio_offset;
+            const int filled = q->buf_of[i];
             inflight--;
             done++;
             lat_add(lat, now - q->t_sub[i]);
-            if (!ph->write) {
-                judge_read(x, ph->path, res < 0 ? -1 : (ssize_t)res, res < 0 ? (int)-res : 0, (size_t)X, off,
-                           q->slots + (size_t)i * (size_t)X, ph->base, ph->seed, ph->fid, ph->all, 1);
-            } else if (res < 0) {
-                io_sysfail(x, "write", ph->path, off, (int)-res, 1);
-            } else if (res < X) {     /* an O_DIRECT write that stops short: the device is full */
-                io_sysfail(x, "write", ph->path, off + res, ENOSPC, 0);
+            if (ph->write) {
+                if (res < 0)
+                    io_sysfail(x, "write", ph->path, off, (int)-res, 1);
+                else if (res < X)     /* an O_DIRECT write that stops short: the device is full */
+                    io_sysfail(x, "write", ph->path, off + res, ENOSPC, 0);
+            } else {
+                q->buf_of[i] = q->spare[--q->nspare];    /* the slot goes out again with a spare buffer */
             }
             if (MORE()) {       /* at once, not after the batch: the queue stays full */
                 PREP(i);
                 q->ptrs[0] = &q->cbs[i];
                 q->t_sub[i] = ceil_now();
                 submit(x, q, 1, ph->path, &inflight);
+            }
+            if (!ph->write) {   /* checked while the slot's next read is in flight */
+                judge_read(x, ph->path, res < 0 ? -1 : (ssize_t)res, res < 0 ? (int)-res : 0, (size_t)X, off,
+                           q->slots + (size_t)filled * (size_t)X, ph->base, ph->seed, ph->fid, ph->all, 1);
+                q->spare[q->nspare++] = filled;
             }
         }
     }
