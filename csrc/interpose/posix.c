@@ -1,0 +1,620 @@
+/* posix.c - the POSIX I/O module: counts the program's calls of the POSIX
+ * file API (open, read, write, lseek, stat, fsync, ...) per call class,
+ * like Darshan's darshan-posix.c but without per-file records, so the hot
+ * path is a few adds into the calling thread's block.
+ *
+ * Only calls the program makes through the dynamic linker are seen: stdio
+ * (fopen, fread) calls glibc's internal functions and is the stdio
+ * module's; the runtime's own record writes call the real functions.
+ *
+ * Its record lines (interpose.h has the format around them), in this order:
+ *
+ *     module name=posix version=1 enabled=1
+ *     posix class=read calls=12 errors=0 bytes=40960 ns=81234 random=1
+ *     posix class=write calls=3 errors=0 bytes=3072 ns=20111 random=0
+ *     posix class=meta calls=40 errors=2 ns=150002
+ *     posix class=sync calls=1 errors=0 ns=900123
+ *     posix hist=read lt1k=2 1k=0 2k=0 4k=10 8k=0 ... 32m=0 ge64m=0
+ *     posix hist=write lt1k=0 1k=3 2k=0 ... ge64m=0
+ *     posix fn=open calls=4
+ *     posix fn=read calls=12
+ *     ...
+ *
+ * class: read (read, pread, readv and their 64/_chk forms), write (write,
+ * pwrite, writev), meta (open, openat, creat, close, lseek, stat and its
+ * forms, unlink, unlinkat, mkdir, rmdir, rename, access), sync (fsync,
+ * fdatasync). calls: all threads' calls, failed ones included; errors: the
+ * calls that returned -1; ns: time inside the real function, summed, in
+ * CLOCK_MONOTONIC nanoseconds (see "the clock" below); bytes: what the successful calls returned (bytes
+ * actually read or written, not asked for); random: read or write calls
+ * that did not start where the same thread's previous access of that
+ * descriptor ended (see "Sequential or not" below).
+ * hist: the successful calls of the class by bytes returned, in
+ * power-of-two buckets: lt1k = 0 .. 1023 bytes (a read at end of file, 0
+ * bytes, is here), 1k = 1 KiB .. 2 KiB - 1, 2k, 4k, ..., 512k, 1m, ...,
+ * 32m = 32 MiB .. 64 MiB - 1, ge64m = 64 MiB and more; 18 buckets that sum
+ * to calls - errors.
+ * fn: one line per wrapped function called at least once, with its calls
+ * (the name is the symbol the program called: open64, __read_chk,
+ * __xstat, ...); these sum to the classes' calls.
+ *
+ * Sequential or not. Each thread keeps, for descriptors below
+ * POSIX_TRACKED_FDS (256), where the next sequential access of the
+ * descriptor would start, without a system call: an open expects offset 0
+ * (nothing with O_APPEND, where writes go to the end), a read or write
+ * moves the expectation by the bytes returned, a pread/pwrite at offset o
+ * sets it to o + bytes, an lseek that moves the position elsewhere marks
+ * the next read or write random, and a pread/pwrite at an offset other
+ * than the expected one is random; close forgets. An lseek(fd, 0,
+ * SEEK_CUR) is a question, not a move: its answer corrects the
+ * expectation. Approximate where it cannot know: a descriptor used by two
+ * threads, inherited, dup'ed or above the tracked range is never counted
+ * random until the thread seeks on it or names an offset; one that mixes
+ * pread with read is compared against the last access of either kind.
+ */
+/* The definitions below replace glibc's functions; with fortified headers
+ * some of them (read, open) would be inline wrappers of their own. */
+#undef _FORTIFY_SOURCE
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+#include "interpose.h"
+
+/* Every wrapped function, for the per-function counts: the ones every
+ * glibc has, resolved at load; */
+#define POSIX_BASE_FNS(X)                                                                          \
+    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)                \
+    X(__openat64_2) X(creat) X(creat64) X(close)                                                   \
+    X(read) X(__read_chk) X(pread) X(pread64) X(__pread_chk) X(__pread64_chk) X(readv)             \
+    X(write) X(pwrite) X(pwrite64) X(writev)                                                       \
+    X(lseek) X(lseek64) X(fsync) X(fdatasync)                                                      \
+    X(unlink) X(unlinkat) X(mkdir) X(rmdir) X(rename) X(access)
+
+/* stat and its forms as functions of their own, exported since glibc 2.33
+ * (before, the headers turned them into __xstat calls), resolved at load; */
+#if __GLIBC_PREREQ(2, 33)
+#define POSIX_STAT_FNS(X)                                                                          \
+    X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat) X(fstatat64)
+#else
+#define POSIX_STAT_FNS(X)
+#endif
+
+/* and what binaries built against an older glibc call instead: resolved at
+ * their first call, so that a glibc that no longer exports them does not
+ * stop every program at load. */
+#define POSIX_XSTAT_FNS(X)                                                                         \
+    X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstat) X(__fxstat64) X(__fxstatat)      \
+    X(__fxstatat64)
+
+#define POSIX_FNS(X) POSIX_BASE_FNS(X) POSIX_STAT_FNS(X) POSIX_XSTAT_FNS(X)
+
+#define POSIX_FN_ENUM(fn) FN_##fn,
+#define POSIX_FN_NAME(fn) #fn,
+enum posix_fn { POSIX_FNS(POSIX_FN_ENUM) FN_COUNT };
+static const char *const fn_names[FN_COUNT] = {POSIX_FNS(POSIX_FN_NAME)};
+
+/* read and write first: they index the histograms too. */
+enum posix_class { PC_READ, PC_WRITE, PC_META, PC_SYNC, PC_COUNT };
+static const char *const class_names[PC_COUNT] = {"read", "write", "meta", "sync"};
+
+#define POSIX_HIST_BUCKETS 18
+static const char *const bucket_names[POSIX_HIST_BUCKETS] = {
+    "lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
+    "1m", "2m", "4m", "8m", "16m", "32m", "ge64m"};
+
+/* 256 descriptors of 8 bytes keep the block inside CEIL_IP_MAX_BLOCK. */
+#define POSIX_TRACKED_FDS 256
+
+typedef struct posix_class_counters {
+    uint64_t calls, errors, bytes, ticks, random;   /* ticks: of posix_ticks, ns at report */
+} posix_class_counters;
+
+/* What report sums: nothing but uint64_t, so it can be summed as an array. */
+typedef struct posix_totals {
+    posix_class_counters cls[PC_COUNT];
+    uint64_t hist[2][POSIX_HIST_BUCKETS];     /* [PC_READ or PC_WRITE][bucket] */
+    uint64_t fn_calls[FN_COUNT];
+} posix_totals;
+
+/* One thread's block. next_pos is the thread's own and never reported:
+ * 0 = unknown, else 1 + the offset where the descriptor's next sequential
+ * access starts, with POS_MOVED set when an lseek moved the position away
+ * from there and no read or write followed yet. */
+typedef struct posix_counters {
+    posix_totals t;
+    uint64_t next_pos[POSIX_TRACKED_FDS];
+} posix_counters;
+
+#define POS_MOVED (UINT64_C(1) << 63)
+
+_Static_assert(sizeof(posix_counters) <= CEIL_IP_MAX_BLOCK, "posix block too large");
+_Static_assert(sizeof(posix_totals) % sizeof(uint64_t) == 0, "posix_totals is not all uint64_t");
+
+static ceil_ip_module posix_module;
+
+/* ---- the clock ----------------------------------------------------------------
+ * Two clock_gettime calls were nearly all of what a wrapper added (24 ns
+ * each through the vDSO, 42-50 ns per call in all, on an AMD EPYC KVM
+ * guest); rdtsc is 10. So where the kernel itself keeps time with the TSC
+ * (clocksource "tsc": it found it invariant and in step across CPUs) the
+ * wrappers sum TSC ticks, and report converts them at the rate the TSC ran
+ * against CLOCK_MONOTONIC between init and report. Elsewhere the ticks are
+ * nanoseconds. Both are set once at init, before any wrapper counts. */
+static int use_tsc;
+static uint64_t tsc_at_init, ns_at_init;
+
+static inline uint64_t posix_ticks(void)
+{
+#if defined(__x86_64__)
+    if (__builtin_expect(use_tsc, 1))
+        return __rdtsc();
+#endif
+    return ceil_ip_now_ns();
+}
+
+/* ---- counting (inlined into every wrapper) ---------------------------------- */
+
+/* A read or write at the file position rather than at an offset it names. */
+#define AT_POSITION ((off64_t)-1)
+
+static inline unsigned size_bucket(uint64_t n)
+{
+    if (n < 1024)
+        return 0;
+    const unsigned b = 63u - (unsigned)__builtin_clzll(n) - 9u;   /* 1 KiB .. 2 KiB - 1 -> 1 */
+    return b < POSIX_HIST_BUCKETS - 1 ? b : POSIX_HIST_BUCKETS - 1;
+}
+
+static inline void count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
+                              int failed)
+{
+    const uint64_t ticks = posix_ticks() - t0;
+    posix_class_counters *q = &c->t.cls[k];
+    ceil_ip_add(&q->calls, 1);
+    ceil_ip_add(&q->errors, (uint64_t)failed);
+    ceil_ip_add(&q->ticks, ticks);
+    ceil_ip_add(&c->t.fn_calls[fn], 1);
+}
+
+/* 1 when a read or write of n bytes at off (or AT_POSITION) on fd is not
+ * where the previous access ended; moves the expectation past it. */
+static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t n)
+{
+    if ((unsigned)fd >= POSIX_TRACKED_FDS)
+        return 0;
+    uint64_t *pos = &c->next_pos[fd];
+    const uint64_t moved = *pos & POS_MOVED, expect = *pos & ~POS_MOVED;
+    if (off == AT_POSITION) {
+        if (*pos == 0)
+            return 0;
+        *pos = expect + n;
+        return moved != 0;
+    }
+    /* pread/pwrite leave the file position where it was, so a pending
+     * move still applies to the next read or write. */
+    *pos = ((uint64_t)off + 1 + n) | moved;
+    return expect != 0 && expect != (uint64_t)off + 1;
+}
+
+static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
+                              ssize_t rc, int fd, off64_t off)
+{
+    const int saved = errno;
+    count_call(c, fn, k, t0, rc < 0);
+    if (rc >= 0) {
+        posix_class_counters *q = &c->t.cls[k];
+        ceil_ip_add(&q->bytes, (uint64_t)rc);
+        ceil_ip_add(&c->t.hist[k][size_bucket((uint64_t)rc)], 1);
+        ceil_ip_add(&q->random, (uint64_t)track_access(c, fd, off, (uint64_t)rc));
+    }
+    errno = saved;
+}
+
+static inline void count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, int failed)
+{
+    const int saved = errno;
+    count_call(c, fn, PC_META, t0, failed);
+    errno = saved;
+}
+
+/* A new descriptor's position is 0, or wherever the file ends at each
+ * write with O_APPEND. */
+static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags)
+{
+    count_meta(c, fn, t0, rc < 0);
+    if ((unsigned)rc < POSIX_TRACKED_FDS)
+        c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
+}
+
+static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
+{
+    if (rc < 0 || (unsigned)fd >= POSIX_TRACKED_FDS)
+        return;
+    uint64_t *pos = &c->next_pos[fd];
+    const uint64_t at = (uint64_t)rc + 1;
+    if ((*pos & ~POS_MOVED) == at)
+        return;
+    /* Unknown before, or only asked: now known, and no move away from
+     * anything this thread knew. */
+    if (*pos == 0 || (whence == SEEK_CUR && off == 0))
+        *pos = at;
+    else
+        *pos = at | POS_MOVED;
+}
+
+/* ---- wrappers ------------------------------------------------------------------
+ * Each asks for its block before the real call, so that a process that is
+ * not counting pays no clock reads, only the block test. t0 is in
+ * posix_ticks. */
+
+/* The mode argument of open and openat, present only when the flags need it. */
+#define POSIX_MODE_ARG(mode, flags)                                                                \
+    do {                                                                                           \
+        if (__OPEN_NEEDS_MODE(flags)) {                                                            \
+            va_list ap_;                                                                           \
+            va_start(ap_, flags);                                                                  \
+            (mode) = va_arg(ap_, mode_t);                                                          \
+            va_end(ap_);                                                                           \
+        }                                                                                          \
+    } while (0)
+
+#define POSIX_OPEN(fn)                                                                             \
+    CEIL_IP_REAL_DECL(int, fn, (const char *, int, ...));                                          \
+    CEIL_IP_EXPORT int fn(const char *path, int flags, ...)                                        \
+    {                                                                                              \
+        mode_t mode = 0;                                                                           \
+        POSIX_MODE_ARG(mode, flags);                                                               \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(path, flags, mode);                                               \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn)(path, flags, mode);                                           \
+        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        return rc;                                                                                 \
+    }
+POSIX_OPEN(open)
+POSIX_OPEN(open64)
+
+#define POSIX_OPENAT(fn)                                                                           \
+    CEIL_IP_REAL_DECL(int, fn, (int, const char *, int, ...));                                     \
+    CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags, ...)                             \
+    {                                                                                              \
+        mode_t mode = 0;                                                                           \
+        POSIX_MODE_ARG(mode, flags);                                                               \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(dirfd, path, flags, mode);                                        \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn)(dirfd, path, flags, mode);                                    \
+        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        return rc;                                                                                 \
+    }
+POSIX_OPENAT(openat)
+POSIX_OPENAT(openat64)
+
+/* What fortified callers (-D_FORTIFY_SOURCE, Ubuntu's default) call when
+ * the flags are not known at compile time; no mode: with O_CREAT the real
+ * one stops the program. */
+#define POSIX_OPEN_2(fn)                                                                           \
+    int fn(const char *, int);                                                                     \
+    CEIL_IP_REAL_DECL(int, fn, (const char *, int));                                               \
+    CEIL_IP_EXPORT int fn(const char *path, int flags)                                             \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(path, flags);                                                     \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn)(path, flags);                                                 \
+        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        return rc;                                                                                 \
+    }
+POSIX_OPEN_2(__open_2)
+POSIX_OPEN_2(__open64_2)
+
+#define POSIX_OPENAT_2(fn)                                                                         \
+    int fn(int, const char *, int);                                                                \
+    CEIL_IP_REAL_DECL(int, fn, (int, const char *, int));                                          \
+    CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags)                                  \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(dirfd, path, flags);                                              \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn)(dirfd, path, flags);                                          \
+        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        return rc;                                                                                 \
+    }
+POSIX_OPENAT_2(__openat_2)
+POSIX_OPENAT_2(__openat64_2)
+
+#define POSIX_CREAT(fn)                                                                            \
+    CEIL_IP_REAL_DECL(int, fn, (const char *, mode_t));                                            \
+    CEIL_IP_EXPORT int fn(const char *path, mode_t mode)                                           \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(path, mode);                                                      \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn)(path, mode);                                                  \
+        count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC);                              \
+        return rc;                                                                                 \
+    }
+POSIX_CREAT(creat)
+POSIX_CREAT(creat64)
+
+CEIL_IP_REAL_DECL(int, close, (int));
+CEIL_IP_EXPORT int close(int fd)
+{
+    posix_counters *c = ceil_ip_block(&posix_module);
+    if (!c)
+        return CEIL_REAL(close)(fd);
+    const uint64_t t0 = posix_ticks();
+    const int rc = CEIL_REAL(close)(fd);
+    count_meta(c, FN_close, t0, rc < 0);
+    /* The number's next user is another file. */
+    if ((unsigned)fd < POSIX_TRACKED_FDS)
+        c->next_pos[fd] = 0;
+    return rc;
+}
+
+/* read and write at the file position: (fd, buf, n). */
+#define POSIX_RW(klass, fn, buf_t)                                                                 \
+    CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t));                                          \
+    CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n)                                         \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd, buf, n);                                                      \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const ssize_t rc = CEIL_REAL(fn)(fd, buf, n);                                              \
+        count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
+        return rc;                                                                                 \
+    }
+POSIX_RW(PC_READ, read, void *)
+POSIX_RW(PC_WRITE, write, const void *)
+
+/* pread and pwrite at an offset: (fd, buf, n, off). */
+#define POSIX_PRW(klass, fn, buf_t, off_type)                                                      \
+    CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t, off_type));                                \
+    CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n, off_type off)                           \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd, buf, n, off);                                                 \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off);                                         \
+        count_data(c, FN_##fn, klass, t0, rc, fd, off);                                            \
+        return rc;                                                                                 \
+    }
+POSIX_PRW(PC_READ, pread, void *, off_t)
+POSIX_PRW(PC_READ, pread64, void *, off64_t)
+POSIX_PRW(PC_WRITE, pwrite, const void *, off_t)
+POSIX_PRW(PC_WRITE, pwrite64, const void *, off64_t)
+
+/* The fortified read and pread: the same, with the buffer's size last. */
+ssize_t __read_chk(int, void *, size_t, size_t);
+CEIL_IP_REAL_DECL(ssize_t, __read_chk, (int, void *, size_t, size_t));
+CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    posix_counters *c = ceil_ip_block(&posix_module);
+    if (!c)
+        return CEIL_REAL(__read_chk)(fd, buf, n, buflen);
+    const uint64_t t0 = posix_ticks();
+    const ssize_t rc = CEIL_REAL(__read_chk)(fd, buf, n, buflen);
+    count_data(c, FN___read_chk, PC_READ, t0, rc, fd, AT_POSITION);
+    return rc;
+}
+
+#define POSIX_PREAD_CHK(fn, off_type)                                                              \
+    ssize_t fn(int, void *, size_t, off_type, size_t);                                             \
+    CEIL_IP_REAL_DECL(ssize_t, fn, (int, void *, size_t, off_type, size_t));                       \
+    CEIL_IP_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_type off, size_t buflen)            \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd, buf, n, off, buflen);                                         \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off, buflen);                                 \
+        count_data(c, FN_##fn, PC_READ, t0, rc, fd, off);                                          \
+        return rc;                                                                                 \
+    }
+POSIX_PREAD_CHK(__pread_chk, off_t)
+POSIX_PREAD_CHK(__pread64_chk, off64_t)
+
+#define POSIX_RWV(klass, fn)                                                                       \
+    CEIL_IP_REAL_DECL(ssize_t, fn, (int, const struct iovec *, int));                              \
+    CEIL_IP_EXPORT ssize_t fn(int fd, const struct iovec *iov, int iovcnt)                         \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd, iov, iovcnt);                                                 \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const ssize_t rc = CEIL_REAL(fn)(fd, iov, iovcnt);                                         \
+        count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
+        return rc;                                                                                 \
+    }
+POSIX_RWV(PC_READ, readv)
+POSIX_RWV(PC_WRITE, writev)
+
+#define POSIX_LSEEK(fn, off_type)                                                                  \
+    CEIL_IP_REAL_DECL(off_type, fn, (int, off_type, int));                                         \
+    CEIL_IP_EXPORT off_type fn(int fd, off_type off, int whence)                                   \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd, off, whence);                                                 \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const off_type rc = CEIL_REAL(fn)(fd, off, whence);                                        \
+        count_meta(c, FN_##fn, t0, rc < 0);                                                        \
+        track_seek(c, fd, off, whence, rc);                                                        \
+        return rc;                                                                                 \
+    }
+POSIX_LSEEK(lseek, off_t)
+POSIX_LSEEK(lseek64, off64_t)
+
+/* A call that is counted in its class and nothing else; every one of them
+ * returns -1 on failure. params name the arguments, args pass them on. */
+#define POSIX_PLAIN(klass, fn, params, args)                                                       \
+    CEIL_IP_REAL_DECL(int, fn, params);                                                            \
+    CEIL_IP_EXPORT int fn params                                                                   \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn) args;                                                             \
+        const uint64_t t0 = posix_ticks();                                                         \
+        const int rc = CEIL_REAL(fn) args;                                                         \
+        const int saved = errno;                                                                   \
+        count_call(c, FN_##fn, klass, t0, rc == -1);                                               \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
+    }
+
+POSIX_PLAIN(PC_SYNC, fsync, (int fd), (fd))
+POSIX_PLAIN(PC_SYNC, fdatasync, (int fd), (fd))
+POSIX_PLAIN(PC_META, unlink, (const char *path), (path))
+POSIX_PLAIN(PC_META, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+POSIX_PLAIN(PC_META, mkdir, (const char *path, mode_t mode), (path, mode))
+POSIX_PLAIN(PC_META, rmdir, (const char *path), (path))
+POSIX_PLAIN(PC_META, rename, (const char *from, const char *to), (from, to))
+POSIX_PLAIN(PC_META, access, (const char *path, int mode), (path, mode))
+
+#if __GLIBC_PREREQ(2, 33)
+POSIX_PLAIN(PC_META, stat, (const char *path, struct stat *st), (path, st))
+POSIX_PLAIN(PC_META, stat64, (const char *path, struct stat64 *st), (path, st))
+POSIX_PLAIN(PC_META, lstat, (const char *path, struct stat *st), (path, st))
+POSIX_PLAIN(PC_META, lstat64, (const char *path, struct stat64 *st), (path, st))
+POSIX_PLAIN(PC_META, fstat, (int fd, struct stat *st), (fd, st))
+POSIX_PLAIN(PC_META, fstat64, (int fd, struct stat64 *st), (fd, st))
+POSIX_PLAIN(PC_META, fstatat, (int dirfd, const char *path, struct stat *st, int flags),
+            (dirfd, path, st, flags))
+POSIX_PLAIN(PC_META, fstatat64, (int dirfd, const char *path, struct stat64 *st, int flags),
+            (dirfd, path, st, flags))
+#endif
+
+/* Declared by glibc's headers only before 2.33. */
+int __xstat(int, const char *, struct stat *);
+int __xstat64(int, const char *, struct stat64 *);
+int __lxstat(int, const char *, struct stat *);
+int __lxstat64(int, const char *, struct stat64 *);
+int __fxstat(int, int, struct stat *);
+int __fxstat64(int, int, struct stat64 *);
+int __fxstatat(int, int, const char *, struct stat *, int);
+int __fxstatat64(int, int, const char *, struct stat64 *, int);
+POSIX_PLAIN(PC_META, __xstat, (int ver, const char *path, struct stat *st), (ver, path, st))
+POSIX_PLAIN(PC_META, __xstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st))
+POSIX_PLAIN(PC_META, __lxstat, (int ver, const char *path, struct stat *st), (ver, path, st))
+POSIX_PLAIN(PC_META, __lxstat64, (int ver, const char *path, struct stat64 *st), (ver, path, st))
+POSIX_PLAIN(PC_META, __fxstat, (int ver, int fd, struct stat *st), (ver, fd, st))
+POSIX_PLAIN(PC_META, __fxstat64, (int ver, int fd, struct stat64 *st), (ver, fd, st))
+POSIX_PLAIN(PC_META, __fxstatat,
+            (int ver, int dirfd, const char *path, struct stat *st, int flags),
+            (ver, dirfd, path, st, flags))
+POSIX_PLAIN(PC_META, __fxstatat64,
+            (int ver, int dirfd, const char *path, struct stat64 *st, int flags),
+            (ver, dirfd, path, st, flags))
+
+/* ---- the module ------------------------------------------------------------- */
+
+/* 1 when the kernel's clocksource is the TSC. Through the real functions:
+ * nothing counts yet, but they must not be resolved lazily later. */
+static int kernel_uses_tsc(void)
+{
+#if defined(__x86_64__)
+    char buf[16] = {0};
+    static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    const int fd = CEIL_REAL(open)(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    const ssize_t n = CEIL_REAL(read)(fd, buf, sizeof buf - 1);
+    CEIL_REAL(close)(fd);
+    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* Resolve now, so that no dlsym runs inside the program's first calls;
+ * choose the clock. errno is the program's even at load. */
+static int posix_init(ceil_ip_module *self)
+{
+    (void)self;
+    const int saved = errno;
+#define POSIX_RESOLVE(fn) (void)CEIL_REAL(fn);
+    POSIX_BASE_FNS(POSIX_RESOLVE)
+    POSIX_STAT_FNS(POSIX_RESOLVE)
+#undef POSIX_RESOLVE
+    use_tsc = kernel_uses_tsc();
+    ns_at_init = ceil_ip_now_ns();
+    tsc_at_init = use_tsc ? posix_ticks() : 0;
+    errno = saved;
+    return 0;
+}
+
+/* Nanoseconds per posix_ticks tick, from init to now. */
+static double ns_per_tick(void)
+{
+    if (!use_tsc)
+        return 1.0;
+    const uint64_t ns = ceil_ip_now_ns() - ns_at_init, ticks = posix_ticks() - tsc_at_init;
+    return ticks > 0 ? (double)ns / (double)ticks : 1.0;
+}
+
+/* May run in a signal handler: the sum is on the stack, no allocation. */
+static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
+{
+    posix_totals sum = {0};
+    uint64_t *s = (uint64_t *)&sum;
+    for (int t = 0; t < ceil_ip_threads(); t++) {
+        const posix_counters *c = ceil_ip_block_of(self, t);
+        if (!c)
+            continue;
+        const uint64_t *v = (const uint64_t *)&c->t;
+        for (size_t i = 0; i < sizeof sum / sizeof *s; i++)
+            s[i] += ceil_ip_read(&v[i]);
+    }
+    const double tick_ns = ns_per_tick();
+    for (int k = 0; k < PC_COUNT; k++) {
+        const posix_class_counters *q = &sum.cls[k];
+        ceil_ip_line(out, self);
+        ceil_ip_put_str(out, "class", class_names[k]);
+        ceil_ip_put_u64(out, "calls", q->calls);
+        ceil_ip_put_u64(out, "errors", q->errors);
+        if (k == PC_READ || k == PC_WRITE)
+            ceil_ip_put_u64(out, "bytes", q->bytes);
+        ceil_ip_put_u64(out, "ns", (uint64_t)((double)q->ticks * tick_ns + 0.5));
+        if (k == PC_READ || k == PC_WRITE)
+            ceil_ip_put_u64(out, "random", q->random);
+    }
+    for (int k = PC_READ; k <= PC_WRITE; k++) {
+        ceil_ip_line(out, self);
+        ceil_ip_put_str(out, "hist", class_names[k]);
+        for (int b = 0; b < POSIX_HIST_BUCKETS; b++)
+            ceil_ip_put_u64(out, bucket_names[b], sum.hist[k][b]);
+    }
+    for (int f = 0; f < FN_COUNT; f++) {
+        if (sum.fn_calls[f] == 0)
+            continue;
+        ceil_ip_line(out, self);
+        ceil_ip_put_str(out, "fn", fn_names[f]);
+        ceil_ip_put_u64(out, "calls", sum.fn_calls[f]);
+    }
+}
+
+static ceil_ip_module posix_module = {
+    .name = "posix",
+    .version = 1,
+    .block_bytes = sizeof(posix_counters),
+    .init = posix_init,
+    .report = posix_report,
+};
+CEIL_IP_MODULE(posix_module);
