@@ -102,6 +102,20 @@ def test_three_busy_processes_on_one_cpu_are_oversubscribed(tmp_path):
     assert any(f["id"] == "profile.oversubscribed" for f in doc["findings"])
 
 
+def test_a_program_in_small_io_calls_is_io_bound_with_small_requests(tmp_path):
+    """dd spends its life in read and write: the interposer's clock says so whatever the disk."""
+    r, doc = profile(tmp_path, "dd", "if=/dev/zero", f"of={tmp_path / 'f'}", "bs=512", "count=300000")
+    assert r.returncode == 0, r.stderr
+    if not doc["environment"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
+    io = doc["environment"]["profile"]["io_calls"]
+    assert io["write"]["calls"] >= 300000 and io["write"]["bytes"] == 300000 * 512
+    assert io["read"]["bytes"] == 300000 * 512
+    assert bound_kinds(doc)[0] == "io", doc["analysis"]["bounds"]
+    ids = {f["id"] for f in doc["findings"]}
+    assert {"profile.io", "profile.io.small_writes"} <= ids and "profile.waiting" not in ids
+
+
 def test_ctrl_c_stops_the_program_and_still_reports(tmp_path):
     out = tmp_path / "p.json"
     p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",

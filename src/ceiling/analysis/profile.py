@@ -89,9 +89,32 @@ def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = ()) -> List[Tup
     return out
 
 
-def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int
+IO_BOUND = 0.30            # inside I/O calls this share of the threads' time: I/O-bound
+SMALL_IO = 64 * 1024       # mean request below this: small requests
+IO_CLASSES = ("read", "write", "meta", "sync")
+
+
+def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
+    """The interposer's POSIX counts summed over every process's record: class -> {calls,
+    errors, bytes, ns, random}; {} when no record has the posix module's lines."""
+    out: Dict[str, Dict[str, int]] = {}
+    for rec in records:
+        for line in rec.get("lines", {}).get("posix", []):
+            cls = line.get("class")
+            if cls not in IO_CLASSES:
+                continue
+            tot = out.setdefault(cls, {"calls": 0, "errors": 0, "bytes": 0, "ns": 0, "random": 0})
+            for k in tot:
+                v = line.get(k, 0)
+                tot[k] += v if isinstance(v, int) else 0
+    return out
+
+
+def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
+             io: Optional[Dict[str, Dict[str, int]]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
-    """(metrics, bounds, findings, breakdown) of one profiled program."""
+    """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
+    interposer's records, when it counted)."""
     waiters = launchers(s, wall_s)
     per = [(name, sp) for name, sp in splits(s, wall_s, waiters) if sp.life_s >= MIN_LIFE_S]
     seen_on = sum(sp.on_s for _, sp in per)
@@ -117,15 +140,75 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int
         for key, name in (("on_cpu", "app.time.on_cpu"), ("runq", "app.time.runq"), ("off_cpu", "app.time.off_cpu")):
             metrics.append(_m(name, shares[key] * 100, "%", context={"per_thread": spread.get(key, {}),
                                                                     "threads": len(per)}))
-    io = _io_totals(s)
+    io_totals = _io_totals(s)
     for key, name in (("rchar", "app.io.read"), ("wchar", "app.io.write"),
                       ("read_bytes", "app.io.read_device"), ("write_bytes", "app.io.write_device")):
-        if key in io:
-            metrics.append(_m(name, io[key] / 1e6, "MB", context={"source": f"/proc/PID/io {key}"}))
+        if key in io_totals:
+            metrics.append(_m(name, io_totals[key] / 1e6, "MB", context={"source": f"/proc/PID/io {key}"}))
 
     sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
-    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io)
+    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals)
+    if io:
+        breakdown["io_calls"] = io
+        b, f, m = _io_bound(io, total.life_s, wall_s)
+        # Time inside I/O calls cuts across the split: a thread waits for the device off any CPU, and
+        # copies and walks the file system on one (system time). Where the calls hold most of either
+        # part, that part is the I/O's, not a bound of its own.
+        if b and b[0].share >= 0.8 * shares.get("off_cpu", 0.0):
+            bounds = [x for x in bounds if x.bound != "waiting"]
+            findings = [x for x in findings if x.id != "profile.waiting"]
+        if b and b[0].share >= 0.8 * shares.get("on_cpu", 0.0):
+            bounds = [x for x in bounds if x.bound != "cpu"]
+            findings = [x for x in findings if x.id not in ("profile.cpu", "profile.single_thread")]
+        bounds, findings, metrics = b + bounds, f + findings, metrics + m
+        bounds.sort(key=lambda x: -(x.share or 0.0))
     return metrics, bounds, findings, breakdown
+
+
+def _io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float
+              ) -> Tuple[List[Bound], List[Finding], List[Metric]]:
+    """The time the program spent inside its POSIX I/O calls (the interposer's clock), by class."""
+    secs = {c: io[c]["ns"] / 1e9 for c in io}
+    total = sum(secs.values())
+    metrics = [_m(f"app.io.{c}.time", secs[c], "s", context={"calls": io[c]["calls"], "bytes": io[c]["bytes"],
+                                                              "errors": io[c]["errors"]}) for c in IO_CLASSES if c in io]
+    if not thread_s or total <= 0:
+        return [], [], metrics
+    share = min(1.0, total / thread_s)
+    parts = []
+    for c in IO_CLASSES:
+        if c not in io or not io[c]["calls"]:
+            continue
+        x = io[c]
+        size = f", {x['bytes'] / x['calls'] / 1024:.3g} KiB per call" if c in ("read", "write") and x["calls"] else ""
+        parts.append(f"{c} {secs[c]:.3g} s in {x['calls']} calls{size}")
+    words = f"{share:.0%} of the threads' time inside POSIX I/O calls ({total:.3g} s: {'; '.join(parts)})"
+    data = {"share": share, "seconds": secs}
+    bounds, findings = [], []
+    if share < IO_BOUND:
+        return [], [], metrics
+    worst = max(secs, key=lambda c: secs[c])
+    bounds.append(Bound("application", "io", share, words, dict(data, by=worst)))
+    findings.append(Finding(
+        id="profile.io", status=WARN, title=f"Inside I/O calls {share:.0%} of the time, most in {worst}",
+        evidence=words,
+        why="Time in I/O calls is time the program does not compute; the storage, the request size or "
+            "the pattern sets its pace.",
+        fix={"meta": "Open, stat and close less often (keep files open, fewer and larger files).",
+             "sync": "fsync less often (once per file or checkpoint, not per write).",
+             }.get(worst, "Larger requests, fewer calls, and I/O overlapped with computation (a writer thread, "
+                          "asynchronous or collective I/O)."), data=data))
+    for c in ("read", "write"):
+        x = io.get(c)
+        if x and x["calls"] and x["bytes"] / x["calls"] < SMALL_IO and secs[c] >= 0.25 * total:
+            findings.append(Finding(
+                id=f"profile.io.small_{c}s", status=WARN,
+                title=f"Small {c}s: {x['calls']} calls of {x['bytes'] / x['calls'] / 1024:.3g} KiB on average",
+                evidence=words, why="Each call costs a system call and, on a parallel file system, a round trip; "
+                                     "small requests reach a fraction of the storage's bandwidth.",
+                fix="Buffer into requests of 1 MiB or more (stdio buffers, an aggregation layer, MPI-IO collective "
+                    "buffering).", data={"calls": x["calls"], "bytes": x["bytes"]}))
+    return bounds, findings, metrics
 
 
 def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optional[Rusage], wall_s: float,

@@ -82,8 +82,10 @@ def _cost(run: Run, prof: Dict[str, Any]) -> str:
              + f", {prof.get('samples', 0)} samples at {s.get('interval_s', 0):g} s"]
     ip = prof.get("interposer") or {}
     if ip.get("used"):
+        calls = sum(c.get("calls", 0) for c in (prof.get("io_calls") or {}).values())
         parts.append(f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
-                     f"{', '.join(ip.get('modules') or []) or 'none'}); its cost per call is not measured yet")
+                     f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {calls} I/O calls; its cost per "
+                     "call is not measured in the run yet (benchmarks/interpose_overhead.py measures it)")
     elif ip:
         parts.append(f"no interposer: {ip.get('why')}")
     return "; ".join(parts)

@@ -144,7 +144,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     import subprocess
     from .. import core
     from .. import machine as machine_mod
-    from ..analysis.profile import Rusage, conclude
+    from ..analysis.profile import Rusage, conclude, io_calls
     from ..probes.interpose_record import parse
     from ..probes.proc_sampler import ProcSampler
     from ..results.model import Application, SKIPPED, Finding
@@ -202,10 +202,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     else:
         app.exit_status = code = os.WEXITSTATUS(status)
 
-    metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
-                                                    wall, cpus)
     records = _records(tmp, parse)
     shutil.rmtree(tmp, ignore_errors=True)
+    metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
+                                                    wall, cpus, io_calls(records))
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]})})
