@@ -116,6 +116,26 @@ def test_a_program_in_small_io_calls_is_io_bound_with_small_requests(tmp_path):
     assert {"profile.io", "profile.io.small_writes"} <= ids and "profile.waiting" not in ids
 
 
+def test_the_cost_of_watching_is_in_every_report(tmp_path):
+    r, doc = profile(tmp_path, "dd", "if=/dev/zero", "of=/dev/null", "bs=4096", "count=1000")
+    ov = doc["application"]["overhead"]
+    assert ov["sampler_cpu_s"] >= 0 and "Cost of profiling" in r.stderr
+    if doc["environment"]["profile"]["interposer"]["used"]:
+        assert ov["calls"] >= 2000 and ov["per_call_ns"] is not None and ov["per_call_ns"] >= 0
+        assert ov["fraction"] == pytest.approx(ov["per_call_ns"] * ov["calls"] / 1e9 / doc["application"]["wall_s"])
+        assert "ns per call (measured before the run" in " ".join(r.stderr.split())
+
+
+def test_overhead_runs_the_program_again_alone(tmp_path):
+    log = tmp_path / "log"
+    r, doc = profile(tmp_path, SH, "-c", f"echo run >> {log}; echo out", opts=["--overhead"])
+    assert r.returncode == 0 and r.stdout == "out\n"          # the second run's output is discarded
+    assert log.read_text() == "run\nrun\n"
+    plain = doc["application"]["overhead"]["uninstrumented"]
+    assert plain["exit_status"] == 0 and plain["wall_s"] > 0 and "slowdown" in plain
+    assert "--overhead: the program alone took" in " ".join(r.stderr.split())
+
+
 def test_ctrl_c_stops_the_program_and_still_reports(tmp_path):
     out = tmp_path / "p.json"
     p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",

@@ -81,11 +81,24 @@ def _cost(run: Run, prof: Dict[str, Any]) -> str:
              + (f" ({share:.2%} of one CPU over the run)" if share is not None else "")
              + f", {prof.get('samples', 0)} samples at {s.get('interval_s', 0):g} s"]
     ip = prof.get("interposer") or {}
+    ov = run.application.overhead if run.application else {}
     if ip.get("used"):
-        calls = sum(c.get("calls", 0) for c in (prof.get("io_calls") or {}).values())
-        parts.append(f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
-                     f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {calls} I/O calls; its cost per "
-                     "call is not measured in the run yet (benchmarks/interpose_overhead.py measures it)")
+        text = (f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
+                f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} calls")
+        if ov.get("per_call_ns") is not None:
+            frac = ov.get("fraction")
+            text += (f"; at {ov['per_call_ns']:.3g} ns per call (measured before the run: {ov.get('how', '')}) "
+                     f"they cost about {ov.get('interposer_s', 0):.3g} s"
+                     + (f", {frac:.2%} of the run" if frac is not None else ""))
+        elif ov.get("why"):
+            text += f"; its cost per call is unknown: {ov['why']}"
+        parts.append(text)
     elif ip:
         parts.append(f"no interposer: {ip.get('why')}")
+    plain = ov.get("uninstrumented") if ov else None
+    if plain and plain.get("slowdown") is not None:
+        parts.append(f"--overhead: the program alone took {plain['wall_s']:.3g} s, profiled "
+                     f"{plain['profiled_wall_s']:.3g} s ({plain['slowdown']:+.1%})")
+    elif plain:
+        parts.append(f"--overhead: not measured ({plain.get('why')})")
     return "; ".join(parts)

@@ -153,8 +153,8 @@ class Application(Record):
     wall_s: Optional[float] = None         # wall-clock time from start to end, seconds
     started: str = ""                      # ISO 8601 UTC; "" = not started
     finished: str = ""                     # ISO 8601 UTC; "" = did not finish
-    # Measured (never estimated) cost of watching it: {"per_call_ns": ns added per intercepted
-    # call, "fraction": share of wall_s spent in the tool}; {} = not measured.
+    # Measured cost of watching it: {"per_call_ns": ns added per intercepted call (measured on the
+    # node), "fraction": that times the calls counted, over wall_s, ...}; {} = not measured.
     overhead: Dict[str, Any] = field(default_factory=dict)
     files: List[OutputFile] = field(default_factory=list)   # traces and logs written
 

@@ -53,6 +53,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "under 1%% of a CPU)")
     g.add_argument("--no-interpose", action="store_true",
                    help="do not put the LD_PRELOAD interposer into the program")
+    g.add_argument("--overhead", action="store_true",
+                   help="run the program a second time, without ceiling (its output discarded), and report "
+                        "how much slower the profiled run was")
     common.output_options(p, store=True, html=True)
 
 
@@ -160,7 +163,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     lib = core.interpose_library_path()
     refused = ("--no-interpose" if args.no_interpose else
                f"the interposer is not built ({lib} is missing)" if not lib.exists() else preload_refused(exe))
+    cost = {}
     if not refused:
+        from ..probes.interpose_cost import measure
+        cost = measure(lib)                      # before the program, not beside it
         env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
         env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
 
@@ -209,9 +215,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]})})
-    cost = breakdown["sampler"]["share_of_one_cpu"]
-    app.overhead = {"sampler_cpu_s": breakdown["sampler"]["cpu_s"], "fraction": cost,
-                    "per_call_ns": None, "note": "the interposer's cost per call is not measured yet"}
+    app.overhead = _overhead(cost, breakdown, wall)
+    if args.overhead:
+        app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
     run = session.run
     run.application = app
     run.metrics.extend(metrics)
@@ -226,6 +232,36 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
+
+
+def _overhead(cost: dict, breakdown: dict, wall: float) -> dict:
+    """What watching cost: the interposer's measured ns per call times the calls it counted
+    (its share of the wall time is the slowdown the program saw), and the sampler's CPU."""
+    calls = sum(c.get("calls", 0) for c in (breakdown.get("io_calls") or {}).values())
+    per = cost.get("per_call_ns")
+    out = {"per_call_ns": per, "calls": calls, "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
+           "sampler_share_of_one_cpu": breakdown["sampler"]["share_of_one_cpu"]}
+    if per is not None:
+        out["interposer_s"] = per * calls / 1e9
+        out["fraction"] = out["interposer_s"] / wall if wall else None
+        out["how"] = cost.get("how", "")
+    elif cost:
+        out["why"] = cost.get("why", "")
+    return out
+
+
+def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
+    """--overhead: the program once more, without ceiling, its output discarded."""
+    import subprocess
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, executable=exe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    except KeyboardInterrupt:
+        return {"why": "interrupted"}
+    plain = time.monotonic() - t0
+    return {"wall_s": plain, "profiled_wall_s": profiled_s, "exit_status": r.returncode,
+            "slowdown": profiled_s / plain - 1 if plain > 0 else None}
 
 
 def _wait(pid: int):
