@@ -194,10 +194,11 @@ def memory_peaks(machine: Machine) -> Dict[str, Peak]:
     else:
         ch, ch_how = _channels(machine)
         mts = machine.memory_mts
-        if ch is None:
-            node = Peak(None, GBS, f"unknown: {ch_how} ({HINT_MEM})")
+        why = machine.unknowns.get("memory_mts") or machine.unknowns.get("dimms") or "DIMM speed unknown"
+        if ch is None:      # both facts named when both are missing: the user needs both
+            speed = f"; DIMM speed (MT/s) not known: {why}" if mts is None else ""
+            node = Peak(None, GBS, f"unknown: {ch_how}{speed} ({HINT_MEM})")
         elif mts is None:
-            why = machine.unknowns.get("memory_mts") or machine.unknowns.get("dimms") or "DIMM speed unknown"
             node = Peak(None, GBS, f"unknown: DIMM speed (MT/s) not known: {why} ({HINT_MEM})")
         else:
             v = ch * mts * 8 / 1000.0
