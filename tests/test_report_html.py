@@ -203,6 +203,15 @@ def test_heatmap_light_means_better():
     assert fills(lat) == ["#fde725", "#440154"] and fills(bw) == ["#440154", "#fde725"]
 
 
+def test_heatmap_values_printed_alike_are_coloured_alike():
+    """Two nodes' pair measured 0.9321 and 0.9324 µs: one colour, one tick, not the scale's two ends."""
+    out = svg.heatmap([[None, 0.9321], [0.9324, None]], ["n1", "n2"], title="t", unit="µs", x_label="x",
+                      y_label="y")
+    fills = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>', out)
+    assert len(fills) == 2 and fills[0] == fills[1] == svg.colormap(0.5)
+    assert out.count(">0.932</text>") == 3          # the two cells and one colour-bar tick
+
+
 def test_same_report_from_json_and_from_a_machine_object():
     import json
     run = sample_runs.epyc_run()

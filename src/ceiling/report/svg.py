@@ -401,6 +401,8 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
     if not n or not vals:
         raise NothingToPlot(f"{title}: no values to plot")
     vlo, vhi = min(vals), max(vals)
+    if value_format(vlo) == value_format(vhi):
+        vhi = vlo           # printed alike, so coloured alike: a spread in the last digits is not a contrast
     cell = max(1, min(96, int(max_grid // n)))
     grid = cell * n
     lab_w = max(text_width(str(s), 10) for s in labels) if labels else 10
