@@ -48,6 +48,15 @@ def test_output_and_exit_status_pass_through_and_the_report_goes_to_stderr(tmp_p
     jsonio.loads(json.dumps(doc))                        # a valid document of the current schema
 
 
+def test_the_html_report_has_the_application_section_and_no_node_plots(tmp_path):
+    page = tmp_path / "p.html"
+    r, doc = profile(tmp_path, "sleep", "0.3", opts=["--out", str(page)])
+    text = page.read_text()
+    assert r.returncode == 0 and 'id="application"' in text and "Where the time went" in text
+    assert "Bound: waiting" in text and "Cost of profiling" in text
+    assert "not part of this run" not in text and "No headline metric" not in text
+
+
 def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path):
     r, doc = profile(tmp_path, SH, "-c", "kill -SEGV $$")
     assert r.returncode == 128 + signal.SIGSEGV
@@ -180,22 +189,23 @@ def test_preload_is_refused_for_setuid_and_static_programs(tmp_path):
     shutil.copy(shutil.which("true"), suid)
     os.chmod(suid, 0o4755)
     assert "setuid" in preload_refused(str(suid))
-    src = tmp_path / "s.c"
-    src.write_text("int main(void) { return 0; }\n")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    static = tmp_path / "static"
-    if not cc or subprocess.run([cc, "-static", "-o", str(static), str(src)], capture_output=True).returncode:
-        pytest.skip("no static C library to link a static program with")
+    static = static_program(tmp_path, "int main(void) { return 0; }\n")
     assert "statically linked" in preload_refused(str(static))
 
 
-def test_a_static_program_is_profiled_from_proc_and_says_why(tmp_path):
+def static_program(tmp_path: Path, source: str) -> Path:
+    """``source`` linked statically (skipped where there is no static C library)."""
     src = tmp_path / "s.c"
-    src.write_text("#include <unistd.h>\nint main(void) { usleep(300000); return 4; }\n")
+    src.write_text(source)
     cc = shutil.which("cc") or shutil.which("gcc")
     static = tmp_path / "static"
     if not cc or subprocess.run([cc, "-static", "-o", str(static), str(src)], capture_output=True).returncode:
         pytest.skip("no static C library to link a static program with")
+    return static
+
+
+def test_a_static_program_is_profiled_from_proc_and_says_why(tmp_path):
+    static = static_program(tmp_path, "#include <unistd.h>\nint main(void) { usleep(300000); return 4; }\n")
     r, doc = profile(tmp_path, str(static))
     assert r.returncode == 4
     f = {x["id"]: x for x in doc["findings"]}["profile.interposer"]

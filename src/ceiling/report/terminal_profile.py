@@ -47,7 +47,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.extend(T._wrap(f"Bound: {b.bound}{share} - {b.evidence}", width, "    ", "  "))
     if run.findings:
         lines += ["", T.findings(run, color=color, width=width)]
-    lines += ["", *T._wrap(_cost(run, prof), width, "    ", "  ")]
+    lines += ["", *T._wrap(cost_text(run, prof), width, "    ", "  ")]
     return "\n".join(lines)
 
 
@@ -74,7 +74,8 @@ def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
     return out
 
 
-def _cost(run: Run, prof: Dict[str, Any]) -> str:
+def cost_text(run: Run, prof: Dict[str, Any]) -> str:
+    """What profiling cost, in one paragraph (the terminal page and the HTML section)."""
     s = prof.get("sampler") or {}
     share = s.get("share_of_one_cpu")
     parts = [f"Cost of profiling: the /proc sampler used {s.get('cpu_s', 0):.3g} s of CPU"

@@ -1,0 +1,88 @@
+"""The application section of an HTML report (a run of ``ceiling profile``): how the
+program ended, where its threads' time went (a bar split three ways, min / mean /
+max over threads), its I/O calls by class, and what profiling cost."""
+from __future__ import annotations
+
+from html import escape as esc
+from typing import Any, Dict, List
+
+from ..results.model import Run
+from .terminal_profile import cost_text
+
+SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
+         ("off_cpu", "off any CPU", "#bdbdbd"))
+
+
+def bound_lead(run: Run) -> str:
+    """The summary's lead for a profiled program: its first bound, or "" when none."""
+    if not run.application or not run.analysis.bounds:
+        return ""
+    b = run.analysis.bounds[0]
+    share = f" ({b.share:.0%} of the time)" if b.share is not None else ""
+    return f"<strong>Bound: {esc(b.bound)}{esc(share)}</strong> - {esc(b.evidence)}"
+
+
+def application_section(run: Run) -> str:
+    """The section, or "" for a run that profiled no program."""
+    app = run.application
+    if app is None:
+        return ""
+    prof: Dict[str, Any] = run.environment.get("profile", {})
+    ended = (f"killed by {app.signal}" if app.signal else
+             f"exit {app.exit_status}" if app.exit_status is not None else "did not finish")
+    wall = f" after {app.wall_s:.3g} s" if app.wall_s is not None else ""
+    facts = [("Command", " ".join(app.command)), ("Ended", ended + wall)]
+    if prof.get("launchers"):
+        facts.append(("Left out", ", ".join(prof["launchers"]) + " (only started and waited for the others)"))
+    parts: List[str] = ['<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
+                        + "</dl>"]
+    parts.append(_split(prof))
+    parts.append(_io_table(prof))
+    if len(run.analysis.bounds) > 1:
+        parts.append("<h3>Bounds</h3><ul>" + "".join(
+            f"<li><strong>{esc(b.bound)}</strong>"
+            + (f" ({b.share:.0%})" if b.share is not None else "") + f" - {esc(b.evidence)}</li>"
+            for b in run.analysis.bounds) + "</ul>")
+    parts.append(f'<p class="hint">{esc(cost_text(run, prof))}</p>')
+    return f'<section id="application"><h2>Application</h2>{"".join(parts)}</section>'
+
+
+def _split(prof: Dict[str, Any]) -> str:
+    shares = prof.get("shares") or {}
+    if not shares:
+        return "<p>Where the time went: unknown (the program ended before the first sample of /proc).</p>"
+    bar = "".join(f'<span title="{esc(words)} {shares.get(k, 0):.1%}" style="display:inline-block;height:18px;'
+                  f'width:{max(0.0, shares.get(k, 0)) * 100:.2f}%;background:{color}"></span>'
+                  for k, words, color in SPLIT)
+    per = prof.get("per_thread") or {}
+    rows = "".join(
+        f'<tr><td><span style="display:inline-block;width:10px;height:10px;background:{color}"></span> '
+        f'{esc(words)}</td><td class="n">{shares.get(k, 0):.0%}</td>'
+        + "".join(f'<td class="n">{(per.get(k) or {}).get(s, 0):.0%}</td>' for s in ("min", "mean", "max"))
+        + "</tr>" for k, words, color in SPLIT)
+    n = prof.get("threads", 0)
+    return (f"<h3>Where the time went</h3><p>{prof.get('thread_seconds', 0):.3g} thread-seconds over {n} "
+            f"thread{'s' if n != 1 else ''}.</p>"
+            f'<div style="width:100%;max-width:720px;border:1px solid #9e9e9e;line-height:0">{bar}</div>'
+            '<table><thead><tr><th></th><th class="n">share</th><th class="n">thread min</th>'
+            f'<th class="n">mean</th><th class="n">max</th></tr></thead><tbody>{rows}</tbody></table>')
+
+
+def _io_table(prof: Dict[str, Any]) -> str:
+    io = prof.get("io_calls") or {}
+    if not io:
+        ip = prof.get("interposer") or {}
+        return (f"<p>I/O calls were not counted: {esc(str(ip.get('why')))}.</p>" if ip and not ip.get("used")
+                else "")
+    rows = []
+    for cls in ("read", "write", "meta", "sync"):
+        x = io.get(cls)
+        if not x:
+            continue
+        size = f"{x['bytes'] / x['calls'] / 1024:.3g} KiB" if cls in ("read", "write") and x["calls"] else "-"
+        rows.append(f'<tr><td>{esc(cls)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
+                    f'<td class="n">{x["bytes"] / 1e6:.4g}</td><td class="n">{size}</td>'
+                    f'<td class="n">{x["ns"] / 1e9:.3g}</td></tr>')
+    return ('<h3>POSIX I/O calls</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
+            '<th class="n">errors</th><th class="n">MB</th><th class="n">per call</th><th class="n">seconds</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
