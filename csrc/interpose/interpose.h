@@ -7,9 +7,8 @@
  * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
  * module per API (null.c is the template that does nothing; posix.c counts
  * the POSIX file API, stdio.c the C stream API; an MPI module comes next),
- * each wrapping the
- * functions of its API, counting into per-thread blocks and writing its
- * lines of the record at the end.
+ * each wrapping the functions of its API, counting into per-thread blocks
+ * and writing its lines of the record at the end.
  *
  * The runtime:
  *   - is active only when CEILING_INTERPOSE_OUT names the record's file
