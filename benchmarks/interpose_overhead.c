@@ -9,7 +9,9 @@
  * a single call). The calls are ones the kernel answers at once, so that
  * what the interposer adds is a visible fraction: a 1-byte write to
  * /dev/null, a 1-byte read of /dev/zero, a 1-byte pread of /dev/zero, an
- * lseek of /dev/null and an fstat.
+ * lseek of /dev/null and an fstat; and for the stdio module a 1-byte fwrite
+ * and an fputc to a FILE * on /dev/null with its default (full) buffering,
+ * so that nearly every call only copies into the buffer.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -27,11 +29,13 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-enum { OP_WRITE, OP_READ, OP_PREAD, OP_LSEEK, OP_FSTAT, OP_COUNT };
+enum { OP_WRITE, OP_READ, OP_PREAD, OP_LSEEK, OP_FSTAT, OP_FWRITE, OP_FPUTC, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {"write_1b_devnull", "read_1b_devzero", "pread_1b_devzero",
-                                               "lseek_devnull", "fstat_devnull"};
+                                               "lseek_devnull", "fstat_devnull", "fwrite_1b_devnull",
+                                               "fputc_devnull"};
 
 static int null_fd, zero_fd;
+static FILE *null_file;
 
 /* One timed loop; a failing call stops the program, since its time would
  * not be the call's. */
@@ -48,6 +52,8 @@ static double loop_ns(int op, long n)
         case OP_PREAD: bad += pread(zero_fd, &c, 1, 0) != 1; break;
         case OP_LSEEK: bad += lseek(null_fd, 0, SEEK_SET) != 0; break;
         case OP_FSTAT: bad += fstat(null_fd, &st) != 0; break;
+        case OP_FWRITE: bad += fwrite(&c, 1, 1, null_file) != 1; break;
+        case OP_FPUTC: bad += fputc(c, null_file) == EOF; break;
         }
     }
     const uint64_t t1 = now_ns();
@@ -67,7 +73,8 @@ int main(int argc, char **argv)
     }
     null_fd = open("/dev/null", O_WRONLY);
     zero_fd = open("/dev/zero", O_RDONLY);
-    if (null_fd < 0 || zero_fd < 0) {
+    null_file = fopen("/dev/null", "w");
+    if (null_fd < 0 || zero_fd < 0 || !null_file) {
         perror("open /dev/null or /dev/zero");
         return 1;
     }

@@ -1,4 +1,4 @@
-"""What libceiling_interpose.so adds to a cheap POSIX call, in ns per call.
+"""What libceiling_interpose.so adds to a cheap POSIX or stdio call, in ns per call.
 
     PYTHONPATH=src python benchmarks/interpose_overhead.py [--lib PATH] [--rounds 5] [--iterations 40000]
 

@@ -55,6 +55,7 @@ static char record[CEIL_IP_RECORD_BYTES];
 CEIL_IP_REAL_DECL(int, open, (const char *, int, ...));
 CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
 CEIL_IP_REAL_DECL(int, close, (int));
+CEIL_IP_REAL_DECL(ssize_t, read, (int, void *, size_t));
 
 /* The linker's bounds of the module section (see CEIL_IP_MODULE); weak, so
  * a build without modules links, hidden, so no other library's are seen. */
@@ -89,6 +90,46 @@ static uint64_t clock_ns(clockid_t id)
     struct timespec ts;
     clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the wrappers' clock (interpose.h: ceil_ip_ticks) ----------------------- */
+
+int ceil_ip_use_tsc_;
+static uint64_t tsc_at_load, ns_at_load;
+
+/* 1 when the kernel's clocksource is the TSC. Through the real functions,
+ * so that no module counts these calls. */
+static int kernel_uses_tsc(void)
+{
+#if defined(__x86_64__)
+    char buf[16] = {0};
+    static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    const int fd = CEIL_REAL(open)(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    const ssize_t n = CEIL_REAL(read)(fd, buf, sizeof buf - 1);
+    CEIL_REAL(close)(fd);
+    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
+#else
+    return 0;
+#endif
+}
+
+static void choose_clock(void)
+{
+    const int saved = errno;
+    ceil_ip_use_tsc_ = kernel_uses_tsc();
+    ns_at_load = ceil_ip_now_ns();
+    tsc_at_load = ceil_ip_use_tsc_ ? ceil_ip_ticks() : 0;
+    errno = saved;
+}
+
+double ceil_ip_ns_per_tick(void)
+{
+    if (!ceil_ip_use_tsc_)
+        return 1.0;
+    const uint64_t ns = ceil_ip_now_ns() - ns_at_load, ticks = ceil_ip_ticks() - tsc_at_load;
+    return ticks > 0 ? (double)ns / (double)ticks : 1.0;
 }
 
 /* ---- slots ---------------------------------------------------------------- */
@@ -427,6 +468,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     (void)CEIL_REAL(open);
     (void)CEIL_REAL(write);
     (void)CEIL_REAL(close);
+    (void)CEIL_REAL(read);
 
     gather_modules();
     size_t off = 0;
@@ -460,6 +502,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     }
     start_ns = clock_ns(CLOCK_MONOTONIC);
     start_unix_ns = clock_ns(CLOCK_REALTIME);
+    choose_clock();
 
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];

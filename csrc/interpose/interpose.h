@@ -6,9 +6,9 @@
  * its own prefix (ceil_ip_), no OpenMP, no link to libceiling_core. The
  * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
  * module per API (null.c is the template that does nothing; posix.c counts
- * the POSIX file API; stdio and MPI modules come next), each wrapping the
- * functions of its API, counting into per-thread blocks and writing its
- * lines of the record at the end.
+ * the POSIX file API, stdio.c the C stream API; an MPI module comes next),
+ * each wrapping the functions of its API, counting into per-thread blocks
+ * and writing its lines of the record at the end.
  *
  * The runtime:
  *   - is active only when CEILING_INTERPOSE_OUT names the record's file
@@ -34,7 +34,7 @@
  *
  * Writing a module (null.c is the commented template):
  *
- *     typedef struct { uint64_t calls, ns; } my_counters;       // one thread's block
+ *     typedef struct { uint64_t calls, ticks; } my_counters;    // one thread's block
  *     static int my_init(ceil_ip_module *m) { return 0; }       // nonzero: module off
  *     static void my_report(ceil_ip_module *m, ceil_ip_out *o) { ...sum blocks, ceil_ip_put_* ... }
  *     static ceil_ip_module my_module = {.name = "my", .version = 1, .block_bytes = sizeof(my_counters),
@@ -44,10 +44,10 @@
  *     CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
  *     CEIL_IP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
  *     {
- *         uint64_t t0 = ceil_ip_now_ns();
+ *         uint64_t t0 = ceil_ip_ticks();
  *         ssize_t rc = CEIL_REAL(write)(fd, buf, n);
  *         my_counters *c = ceil_ip_block(&my_module);    // NULL: not counting
- *         if (c) { ceil_ip_add(&c->calls, 1); ceil_ip_add(&c->ns, ceil_ip_now_ns() - t0); }
+ *         if (c) { ceil_ip_add(&c->calls, 1); ceil_ip_add(&c->ticks, ceil_ip_ticks() - t0); }
  *         return rc;
  *     }
  *
@@ -78,7 +78,7 @@
  * the slots ran out. One "module" line per registered module, in name
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
- * (null.c, posix.c). Readers skip keys and lines they do not know: adding
+ * (null.c, posix.c, stdio.c). Readers skip keys and lines they do not know: adding
  * fields does not change the version, changing a field's meaning does.
  */
 #ifndef CEIL_INTERPOSE_H
@@ -205,6 +205,45 @@ static inline uint64_t ceil_ip_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * uint64_t ceil_ip_ticks(void)
+ * double ceil_ip_ns_per_tick(void)
+ *
+ * The wrappers' clock: what a module sums for the time spent in the real
+ * functions. Two clock_gettime calls were nearly all of what a wrapper
+ * added (24 ns each through the vDSO, 42-50 ns per call in all, on an AMD
+ * EPYC KVM guest); rdtsc is 10. So where the kernel itself keeps time with
+ * the TSC (clocksource "tsc": it found it invariant and in step across
+ * CPUs) a tick is a TSC tick, and a module's report converts its sums with
+ * ceil_ip_ns_per_tick(), the rate the TSC ran against CLOCK_MONOTONIC
+ * between load and now (call it once per report). Elsewhere a tick is a
+ * CLOCK_MONOTONIC nanosecond and the rate is 1. Chosen once at load, before
+ * any module's init; before that (and when the runtime is inactive) ticks
+ * are nanoseconds.
+ */
+extern int ceil_ip_use_tsc_ __attribute__((visibility("hidden")));
+
+static inline uint64_t ceil_ip_ticks(void)
+{
+#if defined(__x86_64__)
+    if (__builtin_expect(ceil_ip_use_tsc_, 1))
+        return __builtin_ia32_rdtsc();
+#endif
+    return ceil_ip_now_ns();
+}
+
+double ceil_ip_ns_per_tick(void) __attribute__((visibility("hidden")));
+
+/*
+ * uint64_t ceil_ip_ticks_ns(uint64_t ticks, double ns_per_tick)
+ *
+ * A sum of ticks in nanoseconds, rounded, at the rate ceil_ip_ns_per_tick gave.
+ */
+static inline uint64_t ceil_ip_ticks_ns(uint64_t ticks, double ns_per_tick)
+{
+    return (uint64_t)((double)ticks * ns_per_tick + 0.5);
 }
 
 /*

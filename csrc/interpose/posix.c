@@ -31,7 +31,7 @@
  * forms, unlink, unlinkat, mkdir, rmdir, rename, access), sync (fsync,
  * fdatasync). calls: all threads' calls, failed ones included; errors: the
  * calls that returned -1; ns: time inside the real function, summed, in
- * CLOCK_MONOTONIC nanoseconds (see "the clock" below); bytes: what the successful calls returned (bytes
+ * CLOCK_MONOTONIC nanoseconds (summed in ceil_ip_ticks, interpose.h); bytes: what the successful calls returned (bytes
  * actually read or written, not asked for); random: read or write calls
  * that did not start where the same thread's previous access of that
  * descriptor ended (see "Sequential or not" below).
@@ -71,9 +71,6 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
 #include "interpose.h"
 
 /* Every wrapped function, for the per-function counts: the ones every
@@ -122,7 +119,7 @@ static const char *const bucket_names[POSIX_HIST_BUCKETS] = {
 #define POSIX_TRACKED_FDS 256
 
 typedef struct posix_class_counters {
-    uint64_t calls, errors, bytes, ticks, random;   /* ticks: of posix_ticks, ns at report */
+    uint64_t calls, errors, bytes, ticks, random;   /* ticks: of ceil_ip_ticks, ns at report */
 } posix_class_counters;
 
 /* What report sums: nothing but uint64_t, so it can be summed as an array. */
@@ -148,26 +145,6 @@ _Static_assert(sizeof(posix_totals) % sizeof(uint64_t) == 0, "posix_totals is no
 
 static ceil_ip_module posix_module;
 
-/* ---- the clock ----------------------------------------------------------------
- * Two clock_gettime calls were nearly all of what a wrapper added (24 ns
- * each through the vDSO, 42-50 ns per call in all, on an AMD EPYC KVM
- * guest); rdtsc is 10. So where the kernel itself keeps time with the TSC
- * (clocksource "tsc": it found it invariant and in step across CPUs) the
- * wrappers sum TSC ticks, and report converts them at the rate the TSC ran
- * against CLOCK_MONOTONIC between init and report. Elsewhere the ticks are
- * nanoseconds. Both are set once at init, before any wrapper counts. */
-static int use_tsc;
-static uint64_t tsc_at_init, ns_at_init;
-
-static inline uint64_t posix_ticks(void)
-{
-#if defined(__x86_64__)
-    if (__builtin_expect(use_tsc, 1))
-        return __rdtsc();
-#endif
-    return ceil_ip_now_ns();
-}
-
 /* ---- counting (inlined into every wrapper) ---------------------------------- */
 
 /* A read or write at the file position rather than at an offset it names. */
@@ -184,7 +161,7 @@ static inline unsigned size_bucket(uint64_t n)
 static inline void count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
                               int failed)
 {
-    const uint64_t ticks = posix_ticks() - t0;
+    const uint64_t ticks = ceil_ip_ticks() - t0;
     posix_class_counters *q = &c->t.cls[k];
     ceil_ip_add(&q->calls, 1);
     ceil_ip_add(&q->errors, (uint64_t)failed);
@@ -261,7 +238,7 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
 /* ---- wrappers ------------------------------------------------------------------
  * Each asks for its block before the real call, so that a process that is
  * not counting pays no clock reads, only the block test. t0 is in
- * posix_ticks. */
+ * ceil_ip_ticks (interpose.h). */
 
 /* The mode argument of open and openat, present only when the flags need it. */
 #define POSIX_MODE_ARG(mode, flags)                                                                \
@@ -283,7 +260,7 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, flags, mode);                                               \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn)(path, flags, mode);                                           \
         count_open(c, FN_##fn, t0, rc, flags);                                                     \
         return rc;                                                                                 \
@@ -300,7 +277,7 @@ POSIX_OPEN(open64)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(dirfd, path, flags, mode);                                        \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags, mode);                                    \
         count_open(c, FN_##fn, t0, rc, flags);                                                     \
         return rc;                                                                                 \
@@ -319,7 +296,7 @@ POSIX_OPENAT(openat64)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, flags);                                                     \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn)(path, flags);                                                 \
         count_open(c, FN_##fn, t0, rc, flags);                                                     \
         return rc;                                                                                 \
@@ -335,7 +312,7 @@ POSIX_OPEN_2(__open64_2)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(dirfd, path, flags);                                              \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags);                                          \
         count_open(c, FN_##fn, t0, rc, flags);                                                     \
         return rc;                                                                                 \
@@ -350,7 +327,7 @@ POSIX_OPENAT_2(__openat64_2)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, mode);                                                      \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn)(path, mode);                                                  \
         count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC);                              \
         return rc;                                                                                 \
@@ -364,7 +341,7 @@ CEIL_IP_EXPORT int close(int fd)
     posix_counters *c = ceil_ip_block(&posix_module);
     if (!c)
         return CEIL_REAL(close)(fd);
-    const uint64_t t0 = posix_ticks();
+    const uint64_t t0 = ceil_ip_ticks();
     const int rc = CEIL_REAL(close)(fd);
     count_meta(c, FN_close, t0, rc < 0);
     /* The number's next user is another file. */
@@ -381,7 +358,7 @@ CEIL_IP_EXPORT int close(int fd)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n);                                                      \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n);                                              \
         count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
         return rc;                                                                                 \
@@ -397,7 +374,7 @@ POSIX_RW(PC_WRITE, write, const void *)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n, off);                                                 \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off);                                         \
         count_data(c, FN_##fn, klass, t0, rc, fd, off);                                            \
         return rc;                                                                                 \
@@ -415,7 +392,7 @@ CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
     posix_counters *c = ceil_ip_block(&posix_module);
     if (!c)
         return CEIL_REAL(__read_chk)(fd, buf, n, buflen);
-    const uint64_t t0 = posix_ticks();
+    const uint64_t t0 = ceil_ip_ticks();
     const ssize_t rc = CEIL_REAL(__read_chk)(fd, buf, n, buflen);
     count_data(c, FN___read_chk, PC_READ, t0, rc, fd, AT_POSITION);
     return rc;
@@ -429,7 +406,7 @@ CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n, off, buflen);                                         \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off, buflen);                                 \
         count_data(c, FN_##fn, PC_READ, t0, rc, fd, off);                                          \
         return rc;                                                                                 \
@@ -444,7 +421,7 @@ POSIX_PREAD_CHK(__pread64_chk, off64_t)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, iov, iovcnt);                                                 \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const ssize_t rc = CEIL_REAL(fn)(fd, iov, iovcnt);                                         \
         count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
         return rc;                                                                                 \
@@ -459,7 +436,7 @@ POSIX_RWV(PC_WRITE, writev)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, off, whence);                                                 \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const off_type rc = CEIL_REAL(fn)(fd, off, whence);                                        \
         count_meta(c, FN_##fn, t0, rc < 0);                                                        \
         track_seek(c, fd, off, whence, rc);                                                        \
@@ -477,7 +454,7 @@ POSIX_LSEEK(lseek64, off64_t)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn) args;                                                             \
-        const uint64_t t0 = posix_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                         \
         const int rc = CEIL_REAL(fn) args;                                                         \
         const int saved = errno;                                                                   \
         count_call(c, FN_##fn, klass, t0, rc == -1);                                               \
@@ -531,26 +508,8 @@ POSIX_PLAIN(PC_META, __fxstatat64,
 
 /* ---- the module ------------------------------------------------------------- */
 
-/* 1 when the kernel's clocksource is the TSC. Through the real functions:
- * nothing counts yet, but they must not be resolved lazily later. */
-static int kernel_uses_tsc(void)
-{
-#if defined(__x86_64__)
-    char buf[16] = {0};
-    static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    const int fd = CEIL_REAL(open)(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    const ssize_t n = CEIL_REAL(read)(fd, buf, sizeof buf - 1);
-    CEIL_REAL(close)(fd);
-    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
-#else
-    return 0;
-#endif
-}
-
 /* Resolve now, so that no dlsym runs inside the program's first calls;
- * choose the clock. errno is the program's even at load. */
+ * errno is the program's even at load. */
 static int posix_init(ceil_ip_module *self)
 {
     (void)self;
@@ -559,20 +518,8 @@ static int posix_init(ceil_ip_module *self)
     POSIX_BASE_FNS(POSIX_RESOLVE)
     POSIX_STAT_FNS(POSIX_RESOLVE)
 #undef POSIX_RESOLVE
-    use_tsc = kernel_uses_tsc();
-    ns_at_init = ceil_ip_now_ns();
-    tsc_at_init = use_tsc ? posix_ticks() : 0;
     errno = saved;
     return 0;
-}
-
-/* Nanoseconds per posix_ticks tick, from init to now. */
-static double ns_per_tick(void)
-{
-    if (!use_tsc)
-        return 1.0;
-    const uint64_t ns = ceil_ip_now_ns() - ns_at_init, ticks = posix_ticks() - tsc_at_init;
-    return ticks > 0 ? (double)ns / (double)ticks : 1.0;
 }
 
 /* May run in a signal handler: the sum is on the stack, no allocation. */
@@ -588,7 +535,7 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
         for (size_t i = 0; i < sizeof sum / sizeof *s; i++)
             s[i] += ceil_ip_read(&v[i]);
     }
-    const double tick_ns = ns_per_tick();
+    const double tick_ns = ceil_ip_ns_per_tick();
     for (int k = 0; k < PC_COUNT; k++) {
         const posix_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
@@ -597,7 +544,7 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
         ceil_ip_put_u64(out, "errors", q->errors);
         if (k == PC_READ || k == PC_WRITE)
             ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", (uint64_t)((double)q->ticks * tick_ns + 0.5));
+        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
         if (k == PC_READ || k == PC_WRITE)
             ceil_ip_put_u64(out, "random", q->random);
     }

@@ -1,0 +1,206 @@
+"""The interposer's stdio module (csrc/interpose/stdio.c), seen from real child processes.
+
+A small C program, compiled here with the system cc, makes a known list of stdio calls
+(WORKLOAD below says which, and the expected counts follow from it); it runs under
+LD_PRELOAD and its record is checked to the call and the byte. The program checks errno
+itself, through the wrappers, and exits nonzero when it is wrong. No timings here: ns is
+only checked to be there. Built twice: -O0 -fno-builtin, so the program calls exactly the
+functions it names, and -O2 -D_FORTIFY_SOURCE=2, where the compiler turns some calls into
+others (fputs of a constant into fwrite) and the headers into their __*_chk forms: the
+per-function counts differ, the classes' counts and bytes do not.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from test_interpose import LIB, only_record, run_child
+
+pytestmark = pytest.mark.skipif(
+    not LIB.is_file(),
+    reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
+           "CEILING_INTERPOSE_LIB, or install the package)")
+
+CC = shutil.which("cc")
+
+WORKLOAD = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char buf[8192], line[256];
+
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+
+static void *writer(void *arg)
+{
+    for (int i = 0; i < 5; i++)
+        CHECK(fwrite(buf, 1, 10, (FILE *)arg) == 10);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    char path[4096], missing[4096];
+    CHECK(argc == 2);
+    snprintf(path, sizeof path, "%s/data", argv[1]);
+    snprintf(missing, sizeof missing, "%s/missing", argv[1]);
+    memset(buf, 'a', sizeof buf);
+
+    /* writes: 3 items of 100 B, 4096 x 1 B, a 10-byte fprintf, a 6-byte fputs, one fputc */
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    CHECK(fwrite(buf, 100, 3, f) == 3);
+    CHECK(fwrite(buf, 1, 4096, f) == 4096);
+    CHECK(fprintf(f, "%d-%s\n", 12345, "abc") == 10);
+    CHECK(fputs("hello\n", f) >= 0);
+    CHECK(fputc('x', f) == 'x');
+    CHECK(fflush(f) == 0);
+    CHECK(fclose(f) == 0);
+
+    /* reads: 3 items of 100 B; to the end and where that is; back to the start; to the
+       fprintf's line and fgets it (10 B); fgetc (1 B); fread of 100 that finds 6 before
+       the end (short, not an error); fgets at the end (NULL, not an error) */
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    CHECK(fread(buf, 100, 3, f) == 3);
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    CHECK(ftell(f) == 300 + 4096 + 10 + 6 + 1);
+    rewind(f);
+    CHECK(fseek(f, 300 + 4096, SEEK_SET) == 0);
+    CHECK(fgets(line, sizeof line, f) == line && strcmp(line, "12345-abc\n") == 0);
+    CHECK(fgetc(f) == 'h');
+    CHECK(fread(buf, 1, 100, f) == 6);
+    CHECK(fgets(line, sizeof line, f) == NULL && feof(f));
+    CHECK(fclose(f) == 0);
+
+    /* errors: a missing file's ENOENT comes through; a write to a stream opened for
+       reading fails (EBADF) and moves nothing; a succeeding call leaves the caller's errno */
+    errno = 0;
+    CHECK(fopen(missing, "r") == NULL && errno == ENOENT);
+    f = fopen(path, "r");
+    CHECK(f != NULL);
+    errno = 0;
+    CHECK(fwrite(buf, 1, 10, f) == 0 && errno == EBADF);
+    CHECK(fclose(f) == 0);
+    FILE *nul = fopen("/dev/null", "w");
+    CHECK(nul != NULL);
+    errno = EXDEV;
+    CHECK(fwrite(buf, 1, 1, nul) == 1 && errno == EXDEV);
+
+    /* another thread: 5 x 10 B */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, writer, nul) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(fclose(nul) == 0);
+    CHECK(remove(path) == 0);
+    return 0;
+}
+"""
+
+# The classes' counts and bytes, for either build.
+CLASSES = {
+    # fwrite 300 and 4096, fprintf 10, fputs 6, fputc 1; the failing fwrite of 10 on a
+    # read-only stream (0 B); fwrite 1 + 5x10 (the thread) to /dev/null
+    "write": {"calls": 12, "errors": 1, "bytes": 300 + 4096 + 10 + 6 + 1 + 1 + 50},
+    # 300, fgets 10, fgetc 1, short fread 6, fgets at the end
+    "read": {"calls": 5, "errors": 0, "bytes": 300 + 10 + 1 + 6},
+    # 5 fopens (one failing), 4 fcloses, 2 fseeks, ftell, rewind
+    "meta": {"calls": 13, "errors": 1},
+    "flush": {"calls": 1, "errors": 0},
+}
+
+BUILDS = {"exact": ["-O0", "-fno-builtin"], "fortified": ["-O2", "-D_FORTIFY_SOURCE=2"]}
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def workload(request, tmp_path_factory):
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    d = tmp_path_factory.mktemp("stdio")
+    src, exe = d / "workload.c", d / "workload"
+    src.write_text(WORKLOAD)
+    r = subprocess.run([CC, *BUILDS[request.param], "-pthread", "-o", str(exe), str(src)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return request.param, exe
+
+
+def stdio_lines(rec):
+    """{"class": {name: fields}, "fn": {name: calls}}."""
+    out = {"class": {}, "fn": {}}
+    for f in rec["lines"]["stdio"]:
+        if "class" in f:
+            out["class"][f.pop("class")] = f
+        else:
+            out["fn"][f["fn"]] = f["calls"]
+    return out
+
+
+def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
+    build, exe = workload
+    out, data = tmp_path / "rec", tmp_path / "data"
+    data.mkdir()
+    p = run_child([str(exe), str(data)], out)
+    assert p.returncode == 0, p.stderr
+    r = only_record(out)
+    assert r["modules"]["stdio"] == {"name": "stdio", "version": 1, "enabled": 1}
+    assert r["process"]["threads"] == 2
+    got = stdio_lines(r)
+    for name, c in got["class"].items():
+        ns = c.pop("ns")
+        assert ns > 0 if c["calls"] else ns == 0, name
+    assert got["class"] == CLASSES
+    fns = got["fn"]
+    assert sum(fns.values()) == sum(c["calls"] for c in CLASSES.values())
+    if build == "exact":
+        assert fns == {"fopen": 5, "fclose": 4, "fwrite": 9, "fprintf": 1, "fputs": 1, "fputc": 1,
+                       "fflush": 1, "fread": 2, "fseek": 2, "ftell": 1, "rewind": 1, "fgets": 2,
+                       "fgetc": 1}
+    else:
+        # whatever the compiler chose, under its own name
+        assert fns.get("fprintf", 0) + fns.get("__fprintf_chk", 0) == 1
+        assert fns.get("fgets", 0) + fns.get("__fgets_chk", 0) == 2
+        assert fns["fopen"] == 5 and fns["fclose"] == 4
+    # glibc's stdio reaches the kernel through its internal aliases: the posix module
+    # sees none of the stream's system calls, the program made none of its own
+    posix = {f["class"]: f for f in r["lines"]["posix"] if "class" in f}
+    assert all(posix[k]["calls"] == 0 for k in ("read", "write", "meta", "sync"))
+    assert r["end"]["truncated"] == 0
+
+
+def test_without_an_output_path_the_wrappers_only_pass_through(workload, tmp_path):
+    """The program's own errno checks (ENOENT from a failing fopen) pass, and nothing is
+    written: no record in the working directory, nothing on stderr."""
+    _, exe = workload
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    data.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CEILING_INTERPOSE_OUT"}
+    p = subprocess.run([str(exe), str(data)], env={**env, "LD_PRELOAD": str(LIB)}, cwd=cwd,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert list(cwd.iterdir()) == [] and list(data.iterdir()) == []
+
+
+def test_printf_to_stdout_is_counted_and_still_printed(tmp_path):
+    """printf and puts go to stdout through the wrappers; the output is the program's."""
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    src, exe, out = tmp_path / "p.c", tmp_path / "p", tmp_path / "rec"
+    src.write_text('#include <stdio.h>\nint main(void) { printf("%s=%d\\n", "x", 7); '
+                   'puts("done"); return 0; }\n')
+    r = subprocess.run([CC, "-O0", "-fno-builtin", "-o", str(exe), str(src)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    p = run_child([str(exe)], out)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout in ("x=7\ndone\n", b"x=7\ndone\n")
+    got = stdio_lines(only_record(out))
+    assert got["fn"] == {"printf": 1, "puts": 1}
+    w = got["class"]["write"]
+    assert (w["calls"], w["errors"], w["bytes"]) == (2, 0, 4 + 5)
