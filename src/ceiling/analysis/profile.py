@@ -94,19 +94,26 @@ SMALL_IO = 64 * 1024       # mean request below this: small requests
 IO_CLASSES = ("read", "write", "meta", "sync")
 
 
+# stdio's classes in the I/O classes: a flush hands buffered bytes to the kernel, a write.
+STDIO_CLASS = {"read": "read", "write": "write", "meta": "meta", "flush": "write"}
+
+
 def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
-    """The interposer's POSIX counts summed over every process's record: class -> {calls,
-    errors, bytes, ns, random}; {} when no record has the posix module's lines."""
+    """The interposer's POSIX and stdio counts summed over every process's record: class ->
+    {calls, errors, bytes, ns, random}; {} when no record has either module's lines. The two
+    never count the same time: glibc's stdio reaches the kernel without the POSIX wrappers."""
     out: Dict[str, Dict[str, int]] = {}
     for rec in records:
-        for line in rec.get("lines", {}).get("posix", []):
-            cls = line.get("class")
-            if cls not in IO_CLASSES:
-                continue
-            tot = out.setdefault(cls, {"calls": 0, "errors": 0, "bytes": 0, "ns": 0, "random": 0})
-            for k in tot:
-                v = line.get(k, 0)
-                tot[k] += v if isinstance(v, int) else 0
+        lines = rec.get("lines", {})
+        for module, classes in (("posix", {c: c for c in IO_CLASSES}), ("stdio", STDIO_CLASS)):
+            for line in lines.get(module, []):
+                cls = classes.get(str(line.get("class")))
+                if cls is None:
+                    continue
+                tot = out.setdefault(cls, {"calls": 0, "errors": 0, "bytes": 0, "ns": 0, "random": 0})
+                for k in tot:
+                    v = line.get(k, 0)
+                    tot[k] += v if isinstance(v, int) else 0
     return out
 
 
@@ -182,7 +189,7 @@ def _io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float
         x = io[c]
         size = f", {x['bytes'] / x['calls'] / 1024:.3g} KiB per call" if c in ("read", "write") and x["calls"] else ""
         parts.append(f"{c} {secs[c]:.3g} s in {x['calls']} calls{size}")
-    words = f"{share:.0%} of the threads' time inside POSIX I/O calls ({total:.3g} s: {'; '.join(parts)})"
+    words = f"{share:.0%} of the threads' time inside I/O calls ({total:.3g} s: {'; '.join(parts)})"
     data = {"share": share, "seconds": secs}
     bounds, findings = [], []
     if share < IO_BOUND:

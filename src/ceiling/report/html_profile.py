@@ -83,6 +83,6 @@ def _io_table(prof: Dict[str, Any]) -> str:
         rows.append(f'<tr><td>{esc(cls)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
                     f'<td class="n">{x["bytes"] / 1e6:.4g}</td><td class="n">{size}</td>'
                     f'<td class="n">{x["ns"] / 1e9:.3g}</td></tr>')
-    return ('<h3>POSIX I/O calls</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
+    return ('<h3>I/O calls (POSIX and stdio)</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
             '<th class="n">errors</th><th class="n">MB</th><th class="n">per call</th><th class="n">seconds</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
