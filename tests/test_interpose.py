@@ -20,10 +20,11 @@ import pytest
 from ceiling import core
 
 LIB = core.interpose_library_path()
-pytestmark = pytest.mark.skipif(
+NEEDS_LIB = pytest.mark.skipif(
     not LIB.is_file(),
     reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
            "CEILING_INTERPOSE_LIB, or install the package)")
+pytestmark = NEEDS_LIB
 
 TRUE = shutil.which("true")
 
@@ -72,6 +73,20 @@ def run_child(argv, out, env_extra=None, **kw):
 
 def python(code, out, **kw):
     return run_child([sys.executable, "-c", TOUCH + code], out, **kw)
+
+
+def assert_silent_without_output(exe, tmp_path):
+    """``exe DATA_DIR`` preloaded but with no CEILING_INTERPOSE_OUT: the wrappers only pass
+    through, so the program's own errno checks pass and nothing is written (no record in the
+    working directory, nothing on stderr)."""
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    data.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CEILING_INTERPOSE_OUT"}
+    p = subprocess.run([str(exe), str(data)], env={**env, "LD_PRELOAD": str(LIB)}, cwd=cwd,
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == b""
+    assert list(cwd.iterdir()) == [] and list(data.iterdir()) == []
 
 
 def only_record(path):

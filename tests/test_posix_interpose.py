@@ -6,19 +6,15 @@ LD_PRELOAD and its record is checked to the call and the byte. The program check
 itself, through the wrappers, and exits nonzero when it is wrong. No timings here: ns is
 only checked to be there. The library is found as in test_interpose.py.
 """
-import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from test_interpose import LIB, only_record, run_child
+from test_interpose import LIB, NEEDS_LIB, assert_silent_without_output, only_record, run_child
 
-pytestmark = pytest.mark.skipif(
-    not LIB.is_file(),
-    reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
-           "CEILING_INTERPOSE_LIB, or install the package)")
+pytestmark = NEEDS_LIB
 
 CC = shutil.which("cc")
 
@@ -173,16 +169,7 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
 
 
 def test_without_an_output_path_the_wrappers_only_pass_through(workload, tmp_path):
-    """The program's own errno checks pass, and nothing is written: no record in the
-    working directory, nothing on stderr."""
-    cwd, data = tmp_path / "cwd", tmp_path / "data"
-    cwd.mkdir()
-    data.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "CEILING_INTERPOSE_OUT"}
-    p = subprocess.run([str(workload), str(data)], env={**env, "LD_PRELOAD": str(LIB)}, cwd=cwd,
-                       capture_output=True, timeout=60)
-    assert p.returncode == 0 and p.stderr == b""
-    assert list(cwd.iterdir()) == [] and list(data.iterdir()) == []
+    assert_silent_without_output(workload, tmp_path)
 
 
 def test_a_python_child_writing_a_file_is_counted(tmp_path):

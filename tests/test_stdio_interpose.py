@@ -9,18 +9,14 @@ functions it names, and -O2 -D_FORTIFY_SOURCE=2, where the compiler turns some c
 others (fputs of a constant into fwrite) and the headers into their __*_chk forms: the
 per-function counts differ, the classes' counts and bytes do not.
 """
-import os
 import shutil
 import subprocess
 
 import pytest
 
-from test_interpose import LIB, only_record, run_child
+from test_interpose import LIB, NEEDS_LIB, assert_silent_without_output, only_record, run_child
 
-pytestmark = pytest.mark.skipif(
-    not LIB.is_file(),
-    reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
-           "CEILING_INTERPOSE_LIB, or install the package)")
+pytestmark = NEEDS_LIB
 
 CC = shutil.which("cc")
 
@@ -174,17 +170,9 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
 
 
 def test_without_an_output_path_the_wrappers_only_pass_through(workload, tmp_path):
-    """The program's own errno checks (ENOENT from a failing fopen) pass, and nothing is
-    written: no record in the working directory, nothing on stderr."""
+    """Its own errno checks (ENOENT from a failing fopen) pass, and nothing is written."""
     _, exe = workload
-    cwd, data = tmp_path / "cwd", tmp_path / "data"
-    cwd.mkdir()
-    data.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "CEILING_INTERPOSE_OUT"}
-    p = subprocess.run([str(exe), str(data)], env={**env, "LD_PRELOAD": str(LIB)}, cwd=cwd,
-                       capture_output=True, timeout=60)
-    assert p.returncode == 0 and p.stderr == b""
-    assert list(cwd.iterdir()) == [] and list(data.iterdir()) == []
+    assert_silent_without_output(exe, tmp_path)
 
 
 def test_printf_to_stdout_is_counted_and_still_printed(tmp_path):

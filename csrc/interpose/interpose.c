@@ -249,6 +249,18 @@ void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)
     }
 }
 
+void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names, const uint64_t *calls,
+                          int n)
+{
+    for (int f = 0; f < n; f++) {
+        if (calls[f] == 0)
+            continue;
+        ceil_ip_line(o, m);
+        ceil_ip_put_str(o, "fn", names[f]);
+        ceil_ip_put_u64(o, "calls", calls[f]);
+    }
+}
+
 void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v)
 {
     static const char hex[] = "0123456789ABCDEF";

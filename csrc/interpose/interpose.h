@@ -311,6 +311,16 @@ void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v) __attribute__((
 void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v) __attribute__((visibility("hidden")));
 
 /*
+ * void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names,
+ *                           const uint64_t *calls, int n)
+ *
+ * One line "NAME fn=<names[i]> calls=<calls[i]>" per function called at least
+ * once: the per-function counts every module that wraps an API writes.
+ */
+void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names, const uint64_t *calls,
+                          int n) __attribute__((visibility("hidden")));
+
+/*
  * int ceil_ip_threads(void)
  *
  * Slots given out so far: blocks 0 .. ceil_ip_threads() - 1 exist.

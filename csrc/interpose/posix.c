@@ -554,13 +554,7 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
         for (int b = 0; b < POSIX_HIST_BUCKETS; b++)
             ceil_ip_put_u64(out, bucket_names[b], sum.hist[k][b]);
     }
-    for (int f = 0; f < FN_COUNT; f++) {
-        if (sum.fn_calls[f] == 0)
-            continue;
-        ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "fn", fn_names[f]);
-        ceil_ip_put_u64(out, "calls", sum.fn_calls[f]);
-    }
+    ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }
 
 static ceil_ip_module posix_module = {

@@ -296,13 +296,7 @@ static void stdio_report(ceil_ip_module *self, ceil_ip_out *out)
             ceil_ip_put_u64(out, "bytes", q->bytes);
         ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
     }
-    for (int f = 0; f < FN_COUNT; f++) {
-        if (sum.fn_calls[f] == 0)
-            continue;
-        ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "fn", fn_names[f]);
-        ceil_ip_put_u64(out, "calls", sum.fn_calls[f]);
-    }
+    ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }
 
 static ceil_ip_module stdio_module = {
