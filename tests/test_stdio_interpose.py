@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from test_interpose import LIB, NEEDS_LIB, assert_silent_without_output, only_record, run_child
+from test_interpose import NEEDS_LIB, assert_silent_without_output, only_record, run_child
 
 pytestmark = NEEDS_LIB
 
