@@ -92,46 +92,6 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the wrappers' clock (interpose.h: ceil_ip_ticks) ----------------------- */
-
-int ceil_ip_use_tsc_;
-static uint64_t tsc_at_load, ns_at_load;
-
-/* 1 when the kernel's clocksource is the TSC. Through the real functions,
- * so that no module counts these calls. */
-static int kernel_uses_tsc(void)
-{
-#if defined(__x86_64__)
-    char buf[16] = {0};
-    static const char path[] = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
-    const int fd = CEIL_REAL(open)(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    const ssize_t n = CEIL_REAL(read)(fd, buf, sizeof buf - 1);
-    CEIL_REAL(close)(fd);
-    return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
-#else
-    return 0;
-#endif
-}
-
-static void choose_clock(void)
-{
-    const int saved = errno;
-    ceil_ip_use_tsc_ = kernel_uses_tsc();
-    ns_at_load = ceil_ip_now_ns();
-    tsc_at_load = ceil_ip_use_tsc_ ? ceil_ip_ticks() : 0;
-    errno = saved;
-}
-
-double ceil_ip_ns_per_tick(void)
-{
-    if (!ceil_ip_use_tsc_)
-        return 1.0;
-    const uint64_t ns = ceil_ip_now_ns() - ns_at_load, ticks = ceil_ip_ticks() - tsc_at_load;
-    return ticks > 0 ? (double)ns / (double)ticks : 1.0;
-}
-
 /* ---- slots ---------------------------------------------------------------- */
 
 int ceil_ip_active(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ST_ACTIVE; }
@@ -514,7 +474,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     }
     start_ns = clock_ns(CLOCK_MONOTONIC);
     start_unix_ns = clock_ns(CLOCK_REALTIME);
-    choose_clock();
+    ceil_ip_clock_init_();
 
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];

@@ -298,6 +298,9 @@ void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility(
  */
 void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m) __attribute__((visibility("hidden")));
 
+/* The runtime's constructor chooses the wrappers' clock (clock.c) before any module's init. */
+void ceil_ip_clock_init_(void) __attribute__((visibility("hidden")));
+
 /*
  * void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v)
  * void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)
