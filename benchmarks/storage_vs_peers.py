@@ -32,6 +32,10 @@ Like with like:
     time_based, one file per job of the random test's size, reads first (so
     the writes overwrite laid-out files, as ours do), against ours with 16
     requests in flight per thread through Linux AIO (bench/storage_queue.py).
+    Ours keep their buffers in transparent huge pages; fio's get --iomem=shmhuge
+    when enough hugetlb pages are reserved (as root: echo 128 >
+    /proc/sys/vm/nr_hugepages), else the table says fio's buffers were 4 KiB pages
+    (a 1 MiB direct transfer from them is two requests on a virtio disk).
   - metadata: mdtest -F -n files -w 3901 -e 3901 (shared directory, and -u
     for one per rank) against ours; rates in ops/s of all ranks/threads.
   - with --ours-mpirun (the launcher of the MPI that mpi4py loads, which may
@@ -135,14 +139,27 @@ def fio_rand(path: str, d: str, cpus: List[int], file_bytes: int, seconds: float
     return rr, rw
 
 
+def fio_hugepages(cpus: List[int], depth: int) -> bool:
+    """Whether fio's queued buffers can sit in huge pages (--iomem=shmhuge): enough hugetlb
+    pages are reserved (/proc/sys/vm/nr_hugepages; root sets it). Ours keep theirs in
+    transparent huge pages (io_queue.c): a 1 MiB direct transfer from 4 KiB pages is split in
+    two by a virtio disk (max_segments 254), which halved fio's sequential reads here."""
+    try:
+        free = int(open("/proc/sys/vm/nr_hugepages").read())
+    except (OSError, ValueError):
+        return False
+    return free * 2 * MIB >= len(cpus) * depth * MIB * 2
+
+
 def fio_queue(path: str, d: str, cpus: List[int], file_bytes: int, seconds: float, depth: int
               ) -> Tuple[float, float, float, float]:
     """(read, write) MiB/s at 1 MiB in order, (randread, randwrite) IOPS at 4 KiB: libaio, direct,
     ``depth`` in flight per job; reads first, so the writes overwrite laid-out files as ours do."""
     out = []
+    huge = ["--iomem=shmhuge"] if fio_hugepages(cpus, depth) else []
     for bs, rws in ((MIB, ("read", "write")), (4096, ("randread", "randwrite"))):
         common = [f"--bs={bs}", f"--size={file_bytes // bs * bs}", "--direct=1", "--name=queue", "--time_based",
-                  f"--runtime={max(1, round(seconds * 1000))}ms"]
+                  f"--runtime={max(1, round(seconds * 1000))}ms", *huge]
         for rw in rws:
             res = fio(path, d, cpus, f"--rw={rw}", *(["--end_fsync=1"] if "write" in rw else []), *common,
                       engine="libaio", depth=depth)["write" if "write" in rw else "read"]
@@ -255,6 +272,9 @@ def main(argv=None) -> int:
     only = set(args.only or ["seq", "rand", "queue", "md"])
     fs = st.describe_fs(args.dir)
     print(f"dir {args.dir}: {fs.fstype} on {fs.mount.source if fs.mount else '?'}; device peak: {fs.peak.provenance}")
+    if "queue" in only:
+        print("fio's queued buffers: " + ("huge pages (--iomem=shmhuge)" if fio_hugepages(cpus, sq.QUEUE_DEPTH) else
+                                          "4 KiB pages (reserve hugetlb pages for a like-for-like comparison)"))
     print(f"threads {n} on CPUs {cpus}; sequential {n} x {bpt} bytes in {args.xfer}-byte transfers; "
           f"random 4 KiB over {n} x {args.rand_file} bytes for {args.rand_seconds:g} s; "
           f"metadata {n} x {args.md_files} files of {st.MD_BYTES} bytes; {args.rounds} rounds")

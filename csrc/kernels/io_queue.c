@@ -14,7 +14,8 @@
  * every block) after the resubmission, so that the check of 1 MiB is never
  * time with one operation fewer in flight; there are 2 x depth buffers. A
  * write is checked (the full length written) first: its buffer is free once
- * it completed. Every completion's latency (submission to reaped completion)
+ * it completed. The buffers sit in huge pages where the kernel grants them
+ * (queue_buffers). Every completion's latency (submission to reaped completion)
  * is sampled. At the deadline
  * or after the operations asked for nothing
  * more is submitted and the queue drains; the phase's time includes the
@@ -25,6 +26,7 @@
 #include <linux/aio_abi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,12 +34,28 @@
 
 #define IO_QUEUE_WAIT_NS 100000000L   /* io_getevents wakes at least this often to see a cancel */
 
+/* The buffers in transparent huge pages where the kernel grants them (enabled = always or
+ * madvise): a 1 MiB O_DIRECT transfer into 4 KiB pages is 256 scattered segments, more than a
+ * virtio disk takes in one request (max_segments 254 here), so the block layer splits it in
+ * two; from one huge page it is a single segment. On the development VM this doubled
+ * sequential reads at depth 16 (1.1-1.2 to 2.6 GB/s), and fio's own buffers do the same
+ * (--iomem=shmhuge: 2.6 GB/s; its default malloc'd buffers: 1.3-1.7). */
+static char *queue_buffers(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20, len = (bytes + huge - 1) / huge * huge;
+    void *b = NULL;
+    if (posix_memalign(&b, huge, len) != 0)
+        return io_buffer(bytes);
+    madvise(b, len, MADV_HUGEPAGE);      /* advice: without THP the pages stay 4 KiB, nothing fails */
+    return b;
+}
+
 int io_queue_open(io_run *x, io_queue *q, int depth, int64_t xfer, const char *base)
 {
     memset(q, 0, sizeof *q);
     q->depth = depth;
     q->xfer = xfer;
-    q->slots = io_buffer(2 * (size_t)depth * (size_t)xfer);
+    q->slots = queue_buffers(2 * (size_t)depth * (size_t)xfer);
     q->buf_of = calloc((size_t)depth, sizeof *q->buf_of);
     q->spare = calloc((size_t)depth, sizeof *q->spare);
     q->cbs = calloc((size_t)depth, sizeof *q->cbs);
