@@ -89,6 +89,21 @@ def assert_silent_without_output(exe, tmp_path):
     assert list(cwd.iterdir()) == [] and list(data.iterdir()) == []
 
 
+def module_lines(rec, module):
+    """A module's lines of one record: {"class": {name: fields}, "hist": {name: buckets},
+    "fn": {name: calls}}."""
+    out = {"class": {}, "hist": {}, "fn": {}}
+    for f in rec["lines"][module]:
+        f = dict(f)
+        if "class" in f:
+            out["class"][f.pop("class")] = f
+        elif "hist" in f:
+            out["hist"][f.pop("hist")] = f
+        else:
+            out["fn"][f["fn"]] = f["calls"]
+    return out
+
+
 def only_record(path):
     recs = parse(path.read_text())
     assert len(recs) == 1, recs

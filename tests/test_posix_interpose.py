@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from test_interpose import NEEDS_LIB, assert_silent_without_output, only_record, run_child
+from test_interpose import NEEDS_LIB, assert_silent_without_output, module_lines, only_record, run_child
 
 pytestmark = NEEDS_LIB
 
@@ -119,19 +119,6 @@ def workload(tmp_path_factory):
     return exe
 
 
-def posix_lines(rec):
-    """{"class": {name: fields}, "hist": {name: buckets}, "fn": {name: calls}}."""
-    out = {"class": {}, "hist": {}, "fn": {}}
-    for f in rec["lines"]["posix"]:
-        if "class" in f:
-            out["class"][f.pop("class")] = f
-        elif "hist" in f:
-            out["hist"][f.pop("hist")] = f
-        else:
-            out["fn"][f["fn"]] = f["calls"]
-    return out
-
-
 def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     out, data = tmp_path / "rec", tmp_path / "data"
     data.mkdir()
@@ -140,7 +127,7 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     r = only_record(out)
     assert r["modules"]["posix"] == {"name": "posix", "version": 1, "enabled": 1}
     assert r["process"]["threads"] == 2
-    got = posix_lines(r)
+    got = module_lines(r, "posix")
     for c in got["class"].values():
         assert c.pop("ns") > 0
     assert got["class"] == {
@@ -182,7 +169,7 @@ def test_a_python_child_writing_a_file_is_counted(tmp_path):
     p = run_child([sys.executable, "-c", code], out)
     assert p.returncode == 0, p.stderr
     assert target.stat().st_size == 3000
-    got = posix_lines(only_record(out))
+    got = module_lines(only_record(out), "posix")
     write = got["class"]["write"]
     assert write["calls"] >= 3 and write["bytes"] >= 3000
     assert got["hist"]["write"]["lt1k"] >= 3

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from test_interpose import NEEDS_LIB, assert_silent_without_output, only_record, run_child
+from test_interpose import NEEDS_LIB, assert_silent_without_output, module_lines, only_record, run_child
 
 pytestmark = NEEDS_LIB
 
@@ -126,17 +126,6 @@ def workload(request, tmp_path_factory):
     return request.param, exe
 
 
-def stdio_lines(rec):
-    """{"class": {name: fields}, "fn": {name: calls}}."""
-    out = {"class": {}, "fn": {}}
-    for f in rec["lines"]["stdio"]:
-        if "class" in f:
-            out["class"][f.pop("class")] = f
-        else:
-            out["fn"][f["fn"]] = f["calls"]
-    return out
-
-
 def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     build, exe = workload
     out, data = tmp_path / "rec", tmp_path / "data"
@@ -146,7 +135,7 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     r = only_record(out)
     assert r["modules"]["stdio"] == {"name": "stdio", "version": 1, "enabled": 1}
     assert r["process"]["threads"] == 2
-    got = stdio_lines(r)
+    got = module_lines(r, "stdio")
     for name, c in got["class"].items():
         ns = c.pop("ns")
         assert ns > 0 if c["calls"] else ns == 0, name
@@ -188,7 +177,7 @@ def test_printf_to_stdout_is_counted_and_still_printed(tmp_path):
     p = run_child([str(exe)], out)
     assert p.returncode == 0, p.stderr
     assert p.stdout in ("x=7\ndone\n", b"x=7\ndone\n")
-    got = stdio_lines(only_record(out))
+    got = module_lines(only_record(out), "stdio")
     assert got["fn"] == {"printf": 1, "puts": 1}
     w = got["class"]["write"]
     assert (w["calls"], w["errors"], w["bytes"]) == (2, 0, 4 + 5)
