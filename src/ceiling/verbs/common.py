@@ -94,9 +94,14 @@ def progress(args: argparse.Namespace):
     return Progress(stream=sys.stderr)
 
 
+def text_stream(args: argparse.Namespace):
+    """Terminal text goes to stdout, or to stderr when stdout carries JSON or belongs to the
+    program a verb runs (``args.text_to_stderr``: ceiling profile)."""
+    return sys.stderr if getattr(args, "json", False) or getattr(args, "text_to_stderr", False) else sys.stdout
+
+
 def say(args: argparse.Namespace) -> Callable[[str], None]:
-    """Terminal text goes to stdout, or to stderr when stdout carries JSON."""
-    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    stream = text_stream(args)
     return lambda text: print(text, file=stream, flush=True)
 
 
@@ -108,7 +113,7 @@ def width() -> int:
 
 
 def color(args: argparse.Namespace) -> bool:
-    return sys.stdout.isatty() and not getattr(args, "json", False) and "NO_COLOR" not in os.environ
+    return text_stream(args).isatty() and not getattr(args, "json", False) and "NO_COLOR" not in os.environ
 
 
 def require_dir(path: Optional[str], what: str = "--root") -> None:

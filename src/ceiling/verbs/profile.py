@@ -19,7 +19,6 @@ import argparse
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from typing import List, Tuple
@@ -70,24 +69,15 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     common.check_outputs(args, html=bool(args.out))
     store = common.open_store(args)
     run, code = _profile(args, argv, cmd, exe, interval)
-    say = _stderr
+    args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
-    outputs = [o for o in outputs if type(o).__name__ != "Terminal"]
-    from ..report.exporters.terminal import Terminal
-    outputs.append(Terminal(say, color=sys.stderr.isatty() and "NO_COLOR" not in os.environ,
-                            width=common.width(), render=_render(args)))
-    delivered = common.deliver(run, outputs, 0, say)
+    delivered = common.deliver(run, outputs, 0, common.say(args))
     return code if code else delivered
-
-
-def _stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _render(args: argparse.Namespace):
     from ..report.terminal_profile import render
-    color = sys.stderr.isatty() and "NO_COLOR" not in os.environ
-    return lambda run: render(run, color=color, width=common.width())
+    return lambda run: render(run, color=common.color(args), width=common.width())
 
 
 def _interval(text: str) -> float:
