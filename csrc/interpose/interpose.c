@@ -13,7 +13,6 @@
  * report must keep to the same.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,13 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include "interpose.h"
+#include "record.h"
 
-enum { ST_LOADING = 0, ST_ACTIVE, ST_OFF, ST_DONE };
+/* ST_WRITING: a checkpoint record is being written; counting goes on after. */
+enum { ST_LOADING = 0, ST_ACTIVE, ST_OFF, ST_DONE, ST_WRITING };
 
 /* Room kept at the end of the record for its "end" line, so that a
  * truncated record still closes. */
@@ -36,6 +36,11 @@ enum { ST_LOADING = 0, ST_ACTIVE, ST_OFF, ST_DONE };
 #define SLOT_ALIGN 64   /* a cache line: threads' slots never share one */
 
 __thread char *ceil_ip_slot_ __attribute__((tls_model("initial-exec")));
+__thread int ceil_ip_depth_ __attribute__((tls_model("initial-exec")));
+
+const char *const ceil_ip_bucket_names[CEIL_IP_HIST_BUCKETS] = {
+    "lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
+    "1m", "2m", "4m", "8m", "16m", "32m", "ge64m"};
 
 static int state = ST_LOADING;          /* ST_*, read and written atomically */
 static ceil_ip_module *mods[CEIL_IP_MAX_MODULES];
@@ -64,31 +69,11 @@ extern ceil_ip_module *const __stop_ceil_ip_modules[] __attribute__((weak, visib
 
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
-/* A note on stderr through the raw system call: usable before the real
- * write is resolved, and from the resolver itself. */
-static void say(const char *a, const char *b)
-{
-    const char *parts[] = {"ceiling interpose: ", a, b ? b : "", "\n"};
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if (syscall(SYS_write, 2, parts[i], strlen(parts[i])) < 0)
-            return;
-}
-
-void *ceil_ip_resolve(const char *name, void **cache)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        say("no real function after this library for ", name);
-        abort();
-    }
-    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-    return f;
-}
-
-static uint64_t clock_ns(clockid_t id)
+/* CLOCK_REALTIME in nanoseconds: the record's start_unix_ns. */
+static uint64_t unix_ns(void)
 {
     struct timespec ts;
-    clock_gettime(id, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -99,8 +84,8 @@ int ceil_ip_active(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == S
 char *ceil_ip_claim_(void)
 {
     int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
-    if (st == ST_LOADING)
-        return NULL;              /* a call before the constructor: ask again later */
+    if (st == ST_LOADING || st == ST_WRITING)
+        return NULL;              /* before the constructor, or during a checkpoint: ask again later */
     if (st != ST_ACTIVE) {
         ceil_ip_slot_ = CEIL_IP_NO_SLOT;
         return NULL;
@@ -128,142 +113,18 @@ const void *ceil_ip_block_of(const ceil_ip_module *m, int thread)
     return slots + (size_t)thread * slot_bytes + m->offset_;
 }
 
-/* ---- the record ----------------------------------------------------------- */
-
-struct ceil_ip_out {
-    char *buf;
-    size_t len, cap;
-    size_t line_start;   /* where the open line began: a line that does not fit is dropped whole */
-    int in_line;
-    int truncated;
-};
-
-static void put(ceil_ip_out *o, const char *s, size_t n)
-{
-    if (o->truncated)
-        return;
-    if (n > o->cap - o->len) {
-        o->len = o->line_start;
-        o->in_line = 0;
-        o->truncated = 1;
-        return;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
-}
-
-static void puts_(ceil_ip_out *o, const char *s) { put(o, s, strlen(s)); }
-
-static void put_dec(ceil_ip_out *o, uint64_t v)
-{
-    char b[24];
-    int i = (int)sizeof b;
-    do {
-        b[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(o, b + i, sizeof b - (size_t)i);
-}
-
-static void end_line(ceil_ip_out *o)
-{
-    if (o->in_line) {
-        put(o, "\n", 1);
-        o->in_line = 0;
-    }
-    o->line_start = o->len;
-}
-
-static void begin_line(ceil_ip_out *o, const char *word)
-{
-    end_line(o);
-    if (o->truncated)
-        return;
-    o->in_line = 1;
-    puts_(o, word);
-}
-
-static void put_key(ceil_ip_out *o, const char *key)
-{
-    put(o, " ", 1);
-    puts_(o, key);
-    put(o, "=", 1);
-}
-
-void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m) { begin_line(o, m->name); }
-
-void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v)
-{
-    put_key(o, key);
-    put_dec(o, v);
-}
-
-void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)
-{
-    put_key(o, key);
-    if (v < 0) {
-        put(o, "-", 1);
-        put_dec(o, (uint64_t)0 - (uint64_t)v);
-    } else {
-        put_dec(o, (uint64_t)v);
-    }
-}
-
-void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names, const uint64_t *calls,
-                          int n)
-{
-    for (int f = 0; f < n; f++) {
-        if (calls[f] == 0)
-            continue;
-        ceil_ip_line(o, m);
-        ceil_ip_put_str(o, "fn", names[f]);
-        ceil_ip_put_u64(o, "calls", calls[f]);
-    }
-}
-
-void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    put_key(o, key);
-    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
-        if (*c < '!' || *c > '~' || *c == '%' || *c == '=') {
-            char e[3] = {'%', hex[*c >> 4], hex[*c & 15]};
-            put(o, e, 3);
-        } else {
-            put(o, (const char *)c, 1);
-        }
-    }
-}
-
-/* out_pattern with "%p" -> pid and "%%" -> "%"; 0, or -1 when too long. */
-static int expand_path(char *dst, size_t cap, pid_t pid)
-{
-    ceil_ip_out o = {dst, 0, cap - 1, 0, 0, 0};
-    for (const char *s = out_pattern; *s; s++) {
-        if (s[0] == '%' && s[1] == 'p') {
-            put_dec(&o, (uint64_t)pid);
-            s++;
-        } else if (s[0] == '%' && s[1] == '%') {
-            put(&o, "%", 1);
-            s++;
-        } else {
-            put(&o, s, 1);
-        }
-    }
-    if (o.truncated)
-        return -1;
-    dst[o.len] = '\0';
-    return 0;
-}
-
-static void write_record(const char *reason, int sig, const char *by)
+/* The record, rendered into `record`; its length. */
+static size_t render_record(const char *reason, int sig, const char *by)
 {
     const pid_t pid = getpid();
     ceil_ip_out o = {record, 0, sizeof record - END_RESERVE, 0, 0, 0};
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        memset(&ru, 0, sizeof ru);
 
-    begin_line(&o, "ceiling-interpose ");
-    put_dec(&o, CEIL_IP_FORMAT_VERSION);
-    begin_line(&o, "process");
+    ceil_ip_out_begin_(&o, "ceiling-interpose ");
+    ceil_ip_out_dec_(&o, CEIL_IP_FORMAT_VERSION);
+    ceil_ip_out_begin_(&o, "process");
     ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
     ceil_ip_put_u64(&o, "ppid", (uint64_t)getppid());
     ceil_ip_put_u64(&o, "forked", (uint64_t)forked);
@@ -276,49 +137,45 @@ static void write_record(const char *reason, int sig, const char *by)
     ceil_ip_put_u64(&o, "threads", (uint64_t)ceil_ip_threads());
     ceil_ip_put_u64(&o, "threads_lost", (uint64_t)__atomic_load_n(&lost, __ATOMIC_RELAXED));
     ceil_ip_put_u64(&o, "start_ns", start_ns);
-    ceil_ip_put_u64(&o, "end_ns", clock_ns(CLOCK_MONOTONIC));
+    ceil_ip_put_u64(&o, "end_ns", ceil_ip_now_ns());
     ceil_ip_put_u64(&o, "start_unix_ns", start_unix_ns);
+    ceil_ip_put_u64(&o, "utime_us", (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+    ceil_ip_put_u64(&o, "stime_us", (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];
-        begin_line(&o, "module");
+        ceil_ip_out_begin_(&o, "module");
         ceil_ip_put_str(&o, "name", m->name);
         ceil_ip_put_u64(&o, "version", m->version);
         ceil_ip_put_u64(&o, "enabled", (uint64_t)(m->enabled_ != 0));
         if (m->enabled_ && m->report)
             m->report(m, &o);
     }
-    end_line(&o);
+    ceil_ip_out_end_(&o);
     o.cap = sizeof record;
     const int truncated = o.truncated;
     o.truncated = 0;
-    begin_line(&o, "end");
+    ceil_ip_out_begin_(&o, "end");
     ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
     ceil_ip_put_u64(&o, "truncated", (uint64_t)truncated);
-    end_line(&o);
+    ceil_ip_out_end_(&o);
+    return o.len;
+}
 
+const char *ceil_ip_out_pattern(void) { return out_pattern; }
+
+int ceil_ip_append(const char *text, size_t len)
+{
     char path[PATH_MAX];
-    if (expand_path(path, sizeof path, pid) != 0) {
-        say("record path too long: ", out_pattern);
-        return;
+    if (ceil_ip_expand_path_(path, sizeof path, out_pattern, getpid()) != 0) {
+        ceil_ip_say("record path too long: ", out_pattern);
+        return -1;
     }
-    int fd = CEIL_REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        say("cannot open the record file ", path);
-        return;
-    }
-    /* One write on O_APPEND: processes appending to one file do not tear
-     * each other's records (a short write, e.g. a full disk, may). */
-    for (size_t done = 0; done < o.len;) {
-        ssize_t n = CEIL_REAL(write)(fd, record + done, o.len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            say("cannot write the record to ", path);
-            break;
-        }
-        done += (size_t)n;
-    }
-    CEIL_REAL(close)(fd);
+    return ceil_ip_append_file_(path, text, len);
+}
+
+static void write_record(const char *reason, int sig, const char *by)
+{
+    ceil_ip_append(record, render_record(reason, sig, by));
 }
 
 /* Write the record if nobody has: the state moves ACTIVE -> DONE once. */
@@ -335,7 +192,30 @@ static int flush_once(const char *reason, int sig, const char *by)
 
 int ceil_ip_flush(const char *by) { return flush_once("flush", 0, by); }
 
-static void at_exit(void) { flush_once("exit", 0, NULL); }
+int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg)
+{
+    int expect = ST_ACTIVE;
+    if (!__atomic_compare_exchange_n(&state, &expect, ST_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return 0;
+    const int saved = errno;
+    const size_t len = render_record("checkpoint", 0, by);
+    if (hand)
+        hand(record, len, arg);
+    ceil_ip_append(record, len);
+    errno = saved;
+    __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* At exit, wait (1 s at most) for a checkpoint another thread is writing; a
+ * fatal signal does not (it may have interrupted one in its own thread). */
+static void at_exit(void)
+{
+    const struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 1000 && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ST_WRITING; i++)
+        nanosleep(&ms, NULL);
+    flush_once("exit", 0, NULL);
+}
 
 /* Flush, then die of the signal as the program would have: the default
  * action is put back and the signal raised again; it is blocked while this
@@ -385,8 +265,8 @@ static void at_fork_child(void)
     __atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
     ceil_ip_slot_ = NULL;
     forked = 1;
-    start_ns = clock_ns(CLOCK_MONOTONIC);
-    start_unix_ns = clock_ns(CLOCK_REALTIME);
+    start_ns = ceil_ip_now_ns();
+    start_unix_ns = unix_ns();
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
 }
 
@@ -397,7 +277,7 @@ static void gather_modules(void)
         return;
     for (ceil_ip_module *const *e = __start_ceil_ip_modules; e < __stop_ceil_ip_modules; e++) {
         if (nmods == CEIL_IP_MAX_MODULES) {
-            say("too many modules, left off: ", (*e)->name);
+            ceil_ip_say("too many modules, left off: ", (*e)->name);
             continue;
         }
         int i = nmods++;
@@ -417,7 +297,7 @@ static int thread_capacity(void)
     char *end;
     long v = strtol(s, &end, 10);
     if (*end || v < 1 || v > (1 << 20)) {
-        say(CEIL_IP_ENV_THREADS " is not a number in 1..1048576, using 1024: ", s);
+        ceil_ip_say(CEIL_IP_ENV_THREADS " is not a number in 1..1048576, using 1024: ", s);
         return CEIL_IP_DEFAULT_THREADS;
     }
     return (int)v;
@@ -431,7 +311,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         return;
     }
     if (strlen(out) >= sizeof out_pattern) {
-        say(CEIL_IP_ENV_OUT " is too long, not recording: ", out);
+        ceil_ip_say(CEIL_IP_ENV_OUT " is too long, not recording: ", out);
         __atomic_store_n(&state, ST_OFF, __ATOMIC_RELEASE);
         return;
     }
@@ -448,7 +328,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         ceil_ip_module *m = mods[i];
         m->enabled_ = 0;
         if (m->block_bytes > CEIL_IP_MAX_BLOCK) {
-            say("module block larger than CEIL_IP_MAX_BLOCK, module off: ", m->name);
+            ceil_ip_say("module block larger than CEIL_IP_MAX_BLOCK, module off: ", m->name);
             continue;
         }
         m->offset_ = (uint32_t)off;
@@ -459,7 +339,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     void *p = mmap(NULL, (size_t)capacity * slot_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-        say("cannot reserve the thread slots, not recording", NULL);
+        ceil_ip_say("cannot reserve the thread slots, not recording", NULL);
         __atomic_store_n(&state, ST_OFF, __ATOMIC_RELEASE);
         return;
     }
@@ -472,8 +352,8 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         strncpy(host, u.nodename, sizeof host - 1);
         host[sizeof host - 1] = '\0';
     }
-    start_ns = clock_ns(CLOCK_MONOTONIC);
-    start_unix_ns = clock_ns(CLOCK_REALTIME);
+    start_ns = ceil_ip_now_ns();
+    start_unix_ns = unix_ns();
     ceil_ip_clock_init_();
 
     for (int i = 0; i < nmods; i++) {

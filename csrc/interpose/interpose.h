@@ -6,7 +6,8 @@
  * its own prefix (ceil_ip_), no OpenMP, no link to libceiling_core. The
  * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
  * module per API (null.c is the template that does nothing; posix.c counts
- * the POSIX file API, stdio.c the C stream API; an MPI module comes next),
+ * the POSIX file API, stdio.c the C stream API, mpi.c with mpi_coll.c and
+ * mpi_io.c the MPI library through its PMPI names),
  * each wrapping the functions of its API, counting into per-thread blocks
  * and writing its lines of the record at the end.
  *
@@ -60,7 +61,7 @@
  *
  *     ceiling-interpose 1
  *     process pid=4242 ppid=4200 forked=0 host=node07 exe=/usr/bin/true reason=exit signal=0
- *             threads=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=...
+ *             threads=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=... utime_us=... stime_us=...
  *     module name=null version=1 enabled=1
  *     null flushes=1 calls=0 threads=0
  *     end pid=4242 truncated=0
@@ -70,15 +71,19 @@
  * version; "end" closes it (a record without "end" was cut short: the
  * process died while writing). Values are decimal integers or strings in
  * which every byte outside '!'..'~' and every '%' and '=' is written %XX.
- * "process": reason is exit, signal (signal = its number) or flush (a
- * module's ceil_ip_flush; then the module's name is in `by`); *_ns are
+ * "process": reason is exit, signal (signal = its number), flush (a
+ * module's ceil_ip_flush; then the module's name is in `by`) or checkpoint
+ * (ceil_ip_checkpoint, `by` likewise: the same process writes a later
+ * record, which supersedes it, unless it is killed first); *_ns are
  * CLOCK_MONOTONIC nanoseconds (comparable between processes of a node),
- * start_unix_ns is CLOCK_REALTIME at start (to align nodes); threads are the
+ * start_unix_ns is CLOCK_REALTIME at start (to align nodes); utime_us and
+ * stime_us the process's user and system CPU time so far (getrusage, all
+ * its threads, not its children); threads are the
  * slots given out, threads_lost the threads that counted nothing because
  * the slots ran out. One "module" line per registered module, in name
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
- * (null.c, posix.c, stdio.c). Readers skip keys and lines they do not know: adding
+ * (null.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
  * fields does not change the version, changing a field's meaning does.
  */
 #ifndef CEIL_INTERPOSE_H
@@ -94,7 +99,7 @@
 #define CEIL_IP_ENV_THREADS "CEILING_INTERPOSE_THREADS"  /* thread slots reserved at load (default 1024) */
 #define CEIL_IP_DEFAULT_THREADS 1024
 #define CEIL_IP_MAX_MODULES 32           /* registered modules beyond this are left off (noted on stderr) */
-#define CEIL_IP_MAX_BLOCK 4096           /* bytes of one module's per-thread block, at most */
+#define CEIL_IP_MAX_BLOCK 8192           /* bytes of one module's per-thread block, at most */
 #define CEIL_IP_RECORD_BYTES (1 << 20)   /* the record is built in a static buffer this large */
 
 /* What a wrapper the program must resolve to is marked with; everything
@@ -149,6 +154,20 @@ char *ceil_ip_claim_(void) __attribute__((visibility("hidden")));
 #define CEIL_IP_NO_SLOT ((char *)1)
 
 /*
+ * Nesting: a wrapper whose real function may itself call wrapped functions
+ * (an MPI call whose progress engine reads a socket, MPI-IO calling pread,
+ * an MPI-IO collective calling MPI_Allreduce) raises the calling thread's
+ * depth around its real call (ceil_ip_enter / ceil_ip_leave), and while it
+ * is raised ceil_ip_block gives every module NULL: the inner calls pass
+ * through uncounted and their time is the outer call's, counted once.
+ * Only a thread that counts raises it, so a pass-through never does.
+ */
+extern __thread int ceil_ip_depth_ __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+static inline void ceil_ip_enter(void) { ceil_ip_depth_++; }
+static inline void ceil_ip_leave(void) { ceil_ip_depth_--; }
+
+/*
  * void *ceil_ip_block(const ceil_ip_module *m)
  *
  * The calling thread's block of module m, zeroed when first given, or NULL
@@ -163,9 +182,29 @@ static inline void *ceil_ip_block(const ceil_ip_module *m)
     char *s = ceil_ip_slot_;
     if (__builtin_expect(s == NULL, 0))
         s = ceil_ip_claim_();
-    if (s == NULL || s == CEIL_IP_NO_SLOT || !m->enabled_)
+    if (s == NULL || s == CEIL_IP_NO_SLOT || !m->enabled_ || ceil_ip_depth_ != 0)
         return NULL;
     return s + m->offset_;
+}
+
+
+/*
+ * unsigned ceil_ip_size_bucket(uint64_t n)
+ *
+ * The size histogram every module keeps: CEIL_IP_HIST_BUCKETS power-of-two
+ * buckets by bytes, named in the record by ceil_ip_bucket_names: lt1k =
+ * 0 .. 1023 bytes, 1k = 1 KiB .. 2 KiB - 1, 2k, 4k, ..., 512k, 1m, ...,
+ * 32m = 32 MiB .. 64 MiB - 1, ge64m = 64 MiB and more.
+ */
+#define CEIL_IP_HIST_BUCKETS 18
+extern const char *const ceil_ip_bucket_names[CEIL_IP_HIST_BUCKETS] __attribute__((visibility("hidden")));
+
+static inline unsigned ceil_ip_size_bucket(uint64_t n)
+{
+    if (n < 1024)
+        return 0;
+    const unsigned b = 63u - (unsigned)__builtin_clzll(n) - 9u;   /* 1 KiB .. 2 KiB - 1 -> 1 */
+    return b < CEIL_IP_HIST_BUCKETS - 1 ? b : CEIL_IP_HIST_BUCKETS - 1;
 }
 
 /*
@@ -287,6 +326,31 @@ int ceil_ip_active(void) __attribute__((visibility("hidden")));
  */
 void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility("hidden")));
 
+/*
+ * void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller)
+ * CEIL_REAL_FROM(fn, caller)
+ *
+ * The same for an API whose library the program may have loaded with
+ * dlopen(RTLD_LOCAL) (mpi4py loads libmpi that way), out of RTLD_NEXT's
+ * reach: when RTLD_NEXT finds nothing, the name is looked up in the object
+ * that made the call (caller: an address inside it, the wrapper's
+ * __builtin_return_address(0)) and the libraries it depends on, and that
+ * object is remembered for later lookups. Aborts like CEIL_REAL when the
+ * name is nowhere. ceil_ip_lookup is the lookup without the abort (NULL:
+ * not found), for names an API may or may not have.
+ */
+void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller) __attribute__((visibility("hidden")));
+void *ceil_ip_lookup(const char *name, const void *caller) __attribute__((visibility("hidden")));
+
+#define CEIL_REAL_FROM(fn, caller)                                                                 \
+    (__extension__({                                                                               \
+        ceil_ip_##fn##_fn_ f_ = __atomic_load_n(&ceil_ip_real_##fn##_, __ATOMIC_RELAXED);          \
+        if (__builtin_expect(f_ == NULL, 0))                                                       \
+            f_ = (ceil_ip_##fn##_fn_)ceil_ip_resolve_from(#fn, (void **)&ceil_ip_real_##fn##_,     \
+                                                          (caller));                               \
+        f_;                                                                                        \
+    }))
+
 /* ---- Writing the record (from a module's report) ---------------------------
  * Async-signal-safe: no stdio, no allocation. Output past
  * CEIL_IP_RECORD_BYTES is dropped and the record says truncated=1. */
@@ -297,6 +361,10 @@ void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility(
  * Start a line of module m's: ends the previous line, writes m's name.
  */
 void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m) __attribute__((visibility("hidden")));
+
+/* A note on stderr ("ceiling interpose: " a b), through the raw system call:
+ * usable before any real function is resolved, and from a signal handler. */
+void ceil_ip_say(const char *a, const char *b) __attribute__((visibility("hidden")));
 
 /* The runtime's constructor chooses the wrappers' clock (clock.c) before any module's init. */
 void ceil_ip_clock_init_(void) __attribute__((visibility("hidden")));
@@ -348,5 +416,34 @@ const void *ceil_ip_block_of(const ceil_ip_module *m, int thread) __attribute__(
  * already written or the runtime is inactive.
  */
 int ceil_ip_flush(const char *by) __attribute__((visibility("hidden")));
+
+/*
+ * int ceil_ip_checkpoint(const char *by)
+ *
+ * Write the record now (reason=checkpoint, by=<by>) and go on counting: the
+ * record at exit (or on a fatal signal) is written too and supersedes it;
+ * a reader keeps a process's last complete record. For an API end after
+ * which the process may be killed before it exits (MPI_Finalize: some
+ * launchers end the ranks soon after), so that what was counted survives,
+ * while what the program does after it is still counted. A thread that
+ * first counts while the checkpoint is written counts from its next call.
+ * `hand`, when not NULL, is given the record's text (and `arg`) before it
+ * is written, to send it elsewhere too (the MPI module gathers every rank's
+ * to one at MPI_Finalize). Returns 1 when this call wrote it, 0 when the
+ * runtime was not active.
+ */
+typedef void (*ceil_ip_hand_fn)(const char *text, size_t len, void *arg);
+int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg) __attribute__((visibility("hidden")));
+
+/*
+ * int ceil_ip_append(const char *text, size_t len)
+ * const char *ceil_ip_out_pattern(void)
+ *
+ * Append text (whole records, another process's included) to this
+ * process's record file, with one write; 0, or -1 (said on stderr). The
+ * file's pattern as CEILING_INTERPOSE_OUT gave it ("%p" not expanded).
+ */
+int ceil_ip_append(const char *text, size_t len) __attribute__((visibility("hidden")));
+const char *ceil_ip_out_pattern(void) __attribute__((visibility("hidden")));
 
 #endif /* CEIL_INTERPOSE_H */

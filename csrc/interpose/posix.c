@@ -20,6 +20,8 @@
  *     posix class=write calls=3 errors=0 bytes=3072 ns=20111 random=0
  *     posix class=meta calls=40 errors=2 ns=150002
  *     posix class=sync calls=1 errors=0 ns=900123
+ *     posix class=other_read calls=2 errors=0 bytes=12 ns=3002
+ *     posix class=other_write calls=5 errors=0 bytes=512 ns=9120
  *     posix hist=read lt1k=2 1k=0 2k=0 4k=10 8k=0 ... 32m=0 ge64m=0
  *     posix hist=write lt1k=0 1k=3 2k=0 ... ge64m=0
  *     posix fn=open calls=4
@@ -29,7 +31,13 @@
  * class: read (read, pread, readv and their 64/_chk forms), write (write,
  * pwrite, writev), meta (open, openat, creat, close, lseek, stat and its
  * forms, unlink, unlinkat, mkdir, rmdir, rename, access), sync (fsync,
- * fdatasync). calls: all threads' calls, failed ones included; errors: the
+ * fdatasync), other_read and other_write (the data calls on a descriptor
+ * that is not a regular file or a block device: a pipe, a socket, a
+ * terminal, /dev/null; not storage I/O, and neither in the histograms nor
+ * tracked for sequential access; a thread asks fstat once per descriptor,
+ * at its first read or write, and again after it is closed or reopened;
+ * descriptors at or above POSIX_TRACKED_FDS are taken for files). calls:
+ * all threads' calls, failed ones included; errors: the
  * calls that returned -1; ns: time inside the real function, summed, in
  * CLOCK_MONOTONIC nanoseconds (summed in ceil_ip_ticks, interpose.h); bytes: what the successful calls returned (bytes
  * actually read or written, not asked for); random: read or write calls
@@ -69,6 +77,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "interpose.h"
@@ -107,13 +116,8 @@ enum posix_fn { POSIX_FNS(POSIX_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {POSIX_FNS(POSIX_FN_NAME)};
 
 /* read and write first: they index the histograms too. */
-enum posix_class { PC_READ, PC_WRITE, PC_META, PC_SYNC, PC_COUNT };
-static const char *const class_names[PC_COUNT] = {"read", "write", "meta", "sync"};
-
-#define POSIX_HIST_BUCKETS 18
-static const char *const bucket_names[POSIX_HIST_BUCKETS] = {
-    "lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
-    "1m", "2m", "4m", "8m", "16m", "32m", "ge64m"};
+enum posix_class { PC_READ, PC_WRITE, PC_META, PC_SYNC, PC_OTHER_READ, PC_OTHER_WRITE, PC_COUNT };
+static const char *const class_names[PC_COUNT] = {"read", "write", "meta", "sync", "other_read", "other_write"};
 
 /* 256 descriptors of 8 bytes keep the block inside CEIL_IP_MAX_BLOCK. */
 #define POSIX_TRACKED_FDS 256
@@ -125,7 +129,7 @@ typedef struct posix_class_counters {
 /* What report sums: nothing but uint64_t, so it can be summed as an array. */
 typedef struct posix_totals {
     posix_class_counters cls[PC_COUNT];
-    uint64_t hist[2][POSIX_HIST_BUCKETS];     /* [PC_READ or PC_WRITE][bucket] */
+    uint64_t hist[2][CEIL_IP_HIST_BUCKETS];     /* [PC_READ or PC_WRITE][bucket] */
     uint64_t fn_calls[FN_COUNT];
 } posix_totals;
 
@@ -136,7 +140,12 @@ typedef struct posix_totals {
 typedef struct posix_counters {
     posix_totals t;
     uint64_t next_pos[POSIX_TRACKED_FDS];
+    uint8_t kind[POSIX_TRACKED_FDS];          /* FD_* below, the thread's own */
 } posix_counters;
+
+/* What a descriptor is: not known yet (asked with fstat at its first read
+ * or write), a file (regular, or a block device), or anything else. */
+enum { FD_UNKNOWN = 0, FD_FILE, FD_OTHER };
 
 #define POS_MOVED (UINT64_C(1) << 63)
 
@@ -149,14 +158,6 @@ static ceil_ip_module posix_module;
 
 /* A read or write at the file position rather than at an offset it names. */
 #define AT_POSITION ((off64_t)-1)
-
-static inline unsigned size_bucket(uint64_t n)
-{
-    if (n < 1024)
-        return 0;
-    const unsigned b = 63u - (unsigned)__builtin_clzll(n) - 9u;   /* 1 KiB .. 2 KiB - 1 -> 1 */
-    return b < POSIX_HIST_BUCKETS - 1 ? b : POSIX_HIST_BUCKETS - 1;
-}
 
 static inline void count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
                               int failed)
@@ -189,15 +190,37 @@ static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t 
     return expect != 0 && expect != (uint64_t)off + 1;
 }
 
+/* 1 when fd is a file: fstat once per descriptor and thread, through the
+ * raw system call (no wrapper counts it); a descriptor above the tracked
+ * range, or one fstat refuses, is taken for a file. */
+static inline int is_file(posix_counters *c, int fd)
+{
+    if ((unsigned)fd >= POSIX_TRACKED_FDS)
+        return 1;
+    if (c->kind[fd] == FD_UNKNOWN) {
+        struct stat st;
+        c->kind[fd] = syscall(SYS_fstat, fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? FD_FILE
+                                                                                                    : FD_OTHER;
+    }
+    return c->kind[fd] == FD_FILE;
+}
+
 static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
                               ssize_t rc, int fd, off64_t off)
 {
     const int saved = errno;
+    if (!is_file(c, fd)) {
+        count_call(c, fn, k == PC_READ ? PC_OTHER_READ : PC_OTHER_WRITE, t0, rc < 0);
+        if (rc > 0)
+            ceil_ip_add(&c->t.cls[k == PC_READ ? PC_OTHER_READ : PC_OTHER_WRITE].bytes, (uint64_t)rc);
+        errno = saved;
+        return;
+    }
     count_call(c, fn, k, t0, rc < 0);
     if (rc >= 0) {
         posix_class_counters *q = &c->t.cls[k];
         ceil_ip_add(&q->bytes, (uint64_t)rc);
-        ceil_ip_add(&c->t.hist[k][size_bucket((uint64_t)rc)], 1);
+        ceil_ip_add(&c->t.hist[k][ceil_ip_size_bucket((uint64_t)rc)], 1);
         ceil_ip_add(&q->random, (uint64_t)track_access(c, fd, off, (uint64_t)rc));
     }
     errno = saved;
@@ -215,8 +238,10 @@ static inline void count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, 
 static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags)
 {
     count_meta(c, fn, t0, rc < 0);
-    if ((unsigned)rc < POSIX_TRACKED_FDS)
+    if ((unsigned)rc < POSIX_TRACKED_FDS) {
         c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
+        c->kind[rc] = FD_UNKNOWN;
+    }
 }
 
 static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
@@ -345,8 +370,10 @@ CEIL_IP_EXPORT int close(int fd)
     const int rc = CEIL_REAL(close)(fd);
     count_meta(c, FN_close, t0, rc < 0);
     /* The number's next user is another file. */
-    if ((unsigned)fd < POSIX_TRACKED_FDS)
+    if ((unsigned)fd < POSIX_TRACKED_FDS) {
         c->next_pos[fd] = 0;
+        c->kind[fd] = FD_UNKNOWN;
+    }
     return rc;
 }
 
@@ -542,7 +569,7 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
         ceil_ip_put_str(out, "class", class_names[k]);
         ceil_ip_put_u64(out, "calls", q->calls);
         ceil_ip_put_u64(out, "errors", q->errors);
-        if (k == PC_READ || k == PC_WRITE)
+        if (k != PC_META && k != PC_SYNC)
             ceil_ip_put_u64(out, "bytes", q->bytes);
         ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
         if (k == PC_READ || k == PC_WRITE)
@@ -551,8 +578,8 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = PC_READ; k <= PC_WRITE; k++) {
         ceil_ip_line(out, self);
         ceil_ip_put_str(out, "hist", class_names[k]);
-        for (int b = 0; b < POSIX_HIST_BUCKETS; b++)
-            ceil_ip_put_u64(out, bucket_names[b], sum.hist[k][b]);
+        for (int b = 0; b < CEIL_IP_HIST_BUCKETS; b++)
+            ceil_ip_put_u64(out, ceil_ip_bucket_names[b], sum.hist[k][b]);
     }
     ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }

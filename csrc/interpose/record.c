@@ -1,0 +1,158 @@
+/* record.c - the record's text: values formatted and escaped as the
+ * format says (interpose.h), lines that do not fit dropped whole, and the
+ * text appended to its file. Async-signal-safe, as the flush that calls it:
+ * no stdio, no allocation, only memcpy and the real open, write and close.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+#include "record.h"
+
+CEIL_IP_REAL_DECL(int, open, (const char *, int, ...));
+CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
+CEIL_IP_REAL_DECL(int, close, (int));
+
+
+static void put(ceil_ip_out *o, const char *s, size_t n)
+{
+    if (o->truncated)
+        return;
+    if (n > o->cap - o->len) {
+        o->len = o->line_start;
+        o->in_line = 0;
+        o->truncated = 1;
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void puts_(ceil_ip_out *o, const char *s) { put(o, s, strlen(s)); }
+
+void ceil_ip_out_dec_(ceil_ip_out *o, uint64_t v)
+{
+    char b[24];
+    int i = (int)sizeof b;
+    do {
+        b[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(o, b + i, sizeof b - (size_t)i);
+}
+
+void ceil_ip_out_end_(ceil_ip_out *o)
+{
+    if (o->in_line) {
+        put(o, "\n", 1);
+        o->in_line = 0;
+    }
+    o->line_start = o->len;
+}
+
+void ceil_ip_out_begin_(ceil_ip_out *o, const char *word)
+{
+    ceil_ip_out_end_(o);
+    if (o->truncated)
+        return;
+    o->in_line = 1;
+    puts_(o, word);
+}
+
+static void put_key(ceil_ip_out *o, const char *key)
+{
+    put(o, " ", 1);
+    puts_(o, key);
+    put(o, "=", 1);
+}
+
+void ceil_ip_line(ceil_ip_out *o, const ceil_ip_module *m) { ceil_ip_out_begin_(o, m->name); }
+
+void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v)
+{
+    put_key(o, key);
+    ceil_ip_out_dec_(o, v);
+}
+
+void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)
+{
+    put_key(o, key);
+    if (v < 0) {
+        put(o, "-", 1);
+        ceil_ip_out_dec_(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        ceil_ip_out_dec_(o, (uint64_t)v);
+    }
+}
+
+void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names, const uint64_t *calls,
+                          int n)
+{
+    for (int f = 0; f < n; f++) {
+        if (calls[f] == 0)
+            continue;
+        ceil_ip_line(o, m);
+        ceil_ip_put_str(o, "fn", names[f]);
+        ceil_ip_put_u64(o, "calls", calls[f]);
+    }
+}
+
+void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    put_key(o, key);
+    for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+        if (*c < '!' || *c > '~' || *c == '%' || *c == '=') {
+            char e[3] = {'%', hex[*c >> 4], hex[*c & 15]};
+            put(o, e, 3);
+        } else {
+            put(o, (const char *)c, 1);
+        }
+    }
+}
+
+int ceil_ip_expand_path_(char *dst, size_t cap, const char *pattern, pid_t pid)
+{
+    ceil_ip_out o = {dst, 0, cap - 1, 0, 0, 0};
+    for (const char *s = pattern; *s; s++) {
+        if (s[0] == '%' && s[1] == 'p') {
+            ceil_ip_out_dec_(&o, (uint64_t)pid);
+            s++;
+        } else if (s[0] == '%' && s[1] == '%') {
+            put(&o, "%", 1);
+            s++;
+        } else {
+            put(&o, s, 1);
+        }
+    }
+    if (o.truncated)
+        return -1;
+    dst[o.len] = '\0';
+    return 0;
+}
+
+int ceil_ip_append_file_(const char *path, const char *text, size_t len)
+{
+    int fd = CEIL_REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        ceil_ip_say("cannot open the record file ", path);
+        return -1;
+    }
+    /* One write on O_APPEND: processes appending to one file do not tear
+     * each other's records (a short write, e.g. a full disk, may). */
+    int rc = 0;
+    for (size_t done = 0; done < len;) {
+        ssize_t n = CEIL_REAL(write)(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ceil_ip_say("cannot write the record to ", path);
+            rc = -1;
+            break;
+        }
+        done += (size_t)n;
+    }
+    CEIL_REAL(close)(fd);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* record.h - the record's text, between the runtime (interpose.c), which
+ * writes the process and module lines, and record.c, which formats values,
+ * cuts lines that do not fit and appends the text to the record's file.
+ * Internal to libceiling_interpose.so; the format is in interpose.h.
+ */
+#ifndef CEIL_RECORD_H
+#define CEIL_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "interpose.h"
+
+struct ceil_ip_out {
+    char *buf;
+    size_t len, cap;
+    size_t line_start;   /* where the open line began: a line that does not fit is dropped whole */
+    int in_line;
+    int truncated;
+};
+
+#define CEIL_IP_HIDDEN __attribute__((visibility("hidden")))
+
+/* Start a line with `word` (ending the open one), end the open line, and
+ * append a decimal number to it. */
+void ceil_ip_out_begin_(ceil_ip_out *o, const char *word) CEIL_IP_HIDDEN;
+void ceil_ip_out_end_(ceil_ip_out *o) CEIL_IP_HIDDEN;
+void ceil_ip_out_dec_(ceil_ip_out *o, uint64_t v) CEIL_IP_HIDDEN;
+
+/* pattern with "%p" -> pid and "%%" -> "%" into dst; 0, or -1 when too long. */
+int ceil_ip_expand_path_(char *dst, size_t cap, const char *pattern, pid_t pid) CEIL_IP_HIDDEN;
+
+/* Append text to the file at path (created 0644) with one write on
+ * O_APPEND, through the real functions; 0, or -1 (said on stderr). */
+int ceil_ip_append_file_(const char *path, const char *text, size_t len) CEIL_IP_HIDDEN;
+
+#endif /* CEIL_RECORD_H */

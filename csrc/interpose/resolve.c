@@ -1,0 +1,64 @@
+/* resolve.c - finding the real functions behind the wrappers (interpose.h:
+ * CEIL_REAL, CEIL_REAL_FROM): the next definition after this library, or,
+ * for an API loaded with dlopen(RTLD_LOCAL), the one its caller sees; and
+ * the runtime's notes on stderr.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "interpose.h"
+
+/* A note on stderr through the raw system call: usable before the real
+ * write is resolved, and from the resolver itself (interpose.h). */
+void ceil_ip_say(const char *a, const char *b)
+{
+    const char *parts[] = {"ceiling interpose: ", a, b ? b : "", "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (syscall(SYS_write, 2, parts[i], strlen(parts[i])) < 0)
+            return;
+}
+
+void *ceil_ip_resolve(const char *name, void **cache)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        ceil_ip_say("no real function after this library for ", name);
+        abort();
+    }
+    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
+    return f;
+}
+
+/* The object a wrapped API was found in through a caller (ceil_ip_resolve_from). */
+static void *api_handle;
+
+void *ceil_ip_lookup(const char *name, const void *caller)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    void *h = __atomic_load_n(&api_handle, __ATOMIC_ACQUIRE);
+    if (!f && h)
+        f = dlsym(h, name);
+    Dl_info info;
+    if (!f && caller && dladdr(caller, &info) && info.dli_fname && info.dli_fname[0]) {
+        /* The caller's object and its dependencies: RTLD_NOLOAD only finds
+         * what is loaded already, and the reference it takes is kept. */
+        h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (h && (f = dlsym(h, name)) != NULL)
+            __atomic_store_n(&api_handle, h, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller)
+{
+    void *f = ceil_ip_lookup(name, caller);
+    if (!f) {
+        ceil_ip_say("no real function after this library, nor where its caller is, for ", name);
+        abort();
+    }
+    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
+    return f;
+}
