@@ -1,0 +1,413 @@
+/* mpi.c - the MPI module: counts the program's MPI calls through the
+ * profiling interface (each MPI_X wrapper calls PMPI_X), like mpiP and
+ * IPM, per function and per class, with message-size histograms and the
+ * destinations of its sends. This file: the module, start and end, the
+ * record; mpi_p2p.c holds point-to-point and completion, mpi_coll.c the
+ * collectives, mpi_io.c MPI-IO, mpi.h what they share (and why one build
+ * serves every MPI).
+ *
+ * Its record lines (interpose.h has the format around them), in this order:
+ *
+ *     module name=mpi version=1 enabled=1
+ *     mpi rank=0 size=4 family=mpich world=1 thread_level=0 init_ns=... finalize_ns=... library=MPICH%20Version...
+ *     mpi class=send calls=100 ns=81234 bytes=409600
+ *     ...
+ *     mpi hist=p2p lt1k=2 1k=0 ... ge64m=0
+ *     mpi hist_ns=p2p lt1k=812 1k=0 ... ge64m=0
+ *     mpi fn=MPI_Send calls=100 ns=81234 bytes=409600
+ *     mpi peer=1 calls=100 bytes=409600 ns=81234
+ *     mpi peer=other calls=0 bytes=0
+ *
+ * A process that made no MPI call has no lines but its module line. The
+ * first line: rank and size in MPI_COMM_WORLD (-1 when the library was
+ * not recognised and no launcher variable gave them: PMI_RANK, PMIX_RANK,
+ * OMPI_COMM_WORLD_RANK, SLURM_PROCID); family: openmpi, mpich (the MPICH
+ * ABI: MPICH, Intel MPI, MVAPICH, Cray MPICH), mpi-abi (the MPI 5
+ * standard ABI, libmpi_abi) or unknown; world: 1 when MPI_COMM_WORLD's
+ * handle is known, so that peers are world ranks (0: no peer lines);
+ * thread_level: what MPI_Init_thread provided (-1: MPI_Init); init_ns: when
+ * MPI_Init returned, finalize_ns: when MPI_Finalize was called (0: not
+ * seen), CLOCK_MONOTONIC; library: MPI_Get_library_version's first line.
+ * class (only those called): init (MPI_Init, MPI_Init_thread,
+ * MPI_Finalize), send (blocking sends), recv (MPI_Recv, MPI_Probe),
+ * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
+ * transfer's time is in the wait that completes it), wait (MPI_Wait*,
+ * MPI_Test*, MPI_Iprobe), coll (blocking collectives), icoll (non-blocking
+ * collectives, posting only), io_meta, io_read, io_write, io_sync
+ * (MPI-IO). calls, ns (time inside the PMPI function, summed in
+ * ceil_ip_ticks), bytes: a send's count times its datatype's size (exact),
+ * a blocking receive's and a read's as received (MPI_Get_count of the
+ * status), an MPI_Irecv's posted size, a sendrecv's two sides, a
+ * collective's as mpi_coll.c says, a write's as asked.
+ * hist / hist_ns: calls and time by bytes (interpose.h's buckets) for p2p
+ * (blocking sends, receives and sendrecvs: the larger side), post,
+ * coll and io (MPI-IO reads and writes); only kinds with calls are written.
+ * fn: one line per function called, with its calls, time and bytes.
+ * peer: sends to one world rank (blocking, non-blocking and sendrecv's
+ * send side), by destination; peer=other: sends on other communicators
+ * and to destinations past the MPI_PEERS each thread tracks.
+ *
+ * Not seen: the large-count (_c) forms, persistent requests (MPI_Start),
+ * one-sided communication, neighbourhood collectives, and Fortran calls
+ * that reach the library without passing through the C MPI_ symbols.
+ * Calls the library makes from inside an MPI call (its progress engine's
+ * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
+ * MPI_Allreduce) are not counted by any module: their time is the outer
+ * call's (interpose.h, nesting). The record is written at MPI_Finalize as
+ * a checkpoint (launchers may kill ranks soon after) and again at exit.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi.h"
+
+#define MPI_FN_NAME(fn, cls) #fn,
+#define MPI_FN_NAME_C(fn, cls) #fn, #fn "_c",
+#define MPI_FN_CLASS(fn, cls) MC_##cls,
+#define MPI_FN_CLASS_C(fn, cls) MC_##cls, MC_##cls,
+static const char *const fn_names[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_NAME, MPI_FN_NAME_C)};
+static const unsigned char fn_class[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CLASS, MPI_FN_CLASS_C)};
+static const char *const class_names[MC_COUNT] = {"init", "send", "recv", "sendrecv", "post", "wait", "coll",
+                                                  "icoll", "io_meta", "io_read", "io_write", "io_sync"};
+static const char *const hist_names[MH_COUNT] = {"p2p", "post", "coll", "io"};
+
+/* Known after MPI_Init (written once there, read at report). */
+static int world_rank = -1, world_size = -1, world_known, thread_level = -1;
+static mpi_h world, byte_type;
+static const char *family = "unknown";
+static char library[256];
+static uint64_t init_ns, finalize_ns;
+
+/* The helpers' PMPI functions, looked up at MPI_Init (softly: NULL if absent). */
+typedef int (*type_size_fn)(mpi_h, int *);
+typedef int (*get_count_fn)(const void *, mpi_h, int *);
+typedef int (*get_count_c_fn)(const void *, mpi_h, mpi_count *);
+typedef int (*comm_int_fn)(mpi_h, int *);
+static type_size_fn type_size;
+static get_count_fn get_count;
+static get_count_c_fn get_count_c;         /* MPI 4: counts past 2^31 - 1 */
+static comm_int_fn comm_rank, comm_size;
+
+/* ---- helpers (mpi.h) ------------------------------------------------------- */
+
+uint64_t mpi_bytes(int64_t count, mpi_h type)
+{
+    int size = 0;
+    if (count <= 0 || !type_size || type_size(type, &size) != 0 || size <= 0)
+        return 0;
+    return (uint64_t)count * (uint64_t)size;
+}
+
+uint64_t mpi_status_bytes(const void *status, mpi_h type)
+{
+    /* MPI_UNDEFINED (negative) when not a whole number of elements */
+    mpi_count n = 0;
+    if (get_count_c)
+        return get_count_c(status, type, &n) == 0 && n > 0 ? mpi_bytes(n, type) : 0;
+    int k = 0;
+    return get_count && get_count(status, type, &k) == 0 && k > 0 ? mpi_bytes(k, type) : 0;
+}
+
+int mpi_comm_size(mpi_h comm)
+{
+    int n = 0;
+    return comm_size && comm_size(comm, &n) == 0 && n > 0 ? n : 0;
+}
+
+int mpi_world(mpi_h *comm, mpi_h *byte, int *rank, int *size)
+{
+    *comm = world;
+    *byte = byte_type;
+    *rank = world_rank;
+    *size = world_size;
+    return world_known && byte_type != 0;
+}
+
+int mpi_comm_rank(mpi_h comm)
+{
+    int r = -1;
+    return comm_rank && comm_rank(comm, &r) == 0 ? r : -1;
+}
+
+void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
+{
+    mpi_fn_counters *f = &c->fn[fn];
+    ceil_ip_add(&f->calls, 1);
+    ceil_ip_add(&f->ticks, ticks);
+    ceil_ip_add(&f->bytes, bytes);
+    if (hist >= 0) {
+        const unsigned b = ceil_ip_size_bucket(bytes);
+        ceil_ip_add(&c->hist[hist][b], 1);
+        ceil_ip_add(&c->hist_ticks[hist][b], ticks);
+    }
+    ceil_ip_leave();
+}
+
+void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
+{
+    if (world_known && comm == world && dest >= 0) {
+        const uint64_t key = (uint64_t)dest + 1;
+        for (unsigned i = 0, h = (unsigned)dest % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {
+            mpi_peer *p = &c->peers[h];
+            if (p->key != key && p->key != 0)
+                continue;
+            if (p->key == 0)
+                __atomic_store_n(&p->key, key, __ATOMIC_RELAXED);
+            ceil_ip_add(&p->calls, 1);
+            ceil_ip_add(&p->bytes, bytes);
+            ceil_ip_add(&p->ticks, ticks);
+            return;
+        }
+    }
+    ceil_ip_add(&c->other_calls, 1);
+    ceil_ip_add(&c->other_bytes, bytes);
+}
+
+/* ---- start and end --------------------------------------------------------- */
+
+static int env_int(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (!*end && n >= 0 && n < (1L << 30))
+                return (int)n;
+        }
+    }
+    return -1;
+}
+
+/* Which MPI this is, MPI_COMM_WORLD's handle, this process's rank. */
+static void mpi_identify(const void *caller, int provided)
+{
+    typedef int (*version_fn)(char *, int *);
+    static char text[8192];          /* MPI_MAX_LIBRARY_VERSION_STRING is 8192 in MPICH, less elsewhere */
+    type_size = (type_size_fn)ceil_ip_lookup("PMPI_Type_size", caller);
+    get_count = (get_count_fn)ceil_ip_lookup("PMPI_Get_count", caller);
+    get_count_c = (get_count_c_fn)ceil_ip_lookup("PMPI_Get_count_c", caller);
+    comm_rank = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_rank", caller);
+    comm_size = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_size", caller);
+    version_fn version = (version_fn)ceil_ip_lookup("PMPI_Get_library_version", caller);
+    int len = 0;
+    if (version && version(text, &len) == 0 && len > 0) {
+        size_t n = strcspn(text, "\n");
+        n = n < sizeof library - 1 ? n : sizeof library - 1;
+        memcpy(library, text, n);
+        library[n] = '\0';
+    }
+    thread_level = provided;
+    /* A data symbol: a program linked against libmpi holds a copy of it
+     * (a copy relocation) that every reference, libmpi's own included,
+     * binds to, and RTLD_NEXT would find libmpi's unused original; the
+     * global scope starts at the program. */
+    void *ompi_world = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
+    if (!ompi_world)
+        ompi_world = ceil_ip_lookup("ompi_mpi_comm_world", caller);
+    void *init = ceil_ip_lookup("PMPI_Init", caller);
+    Dl_info info;
+    if (ompi_world) {
+        family = "openmpi";
+        world = (mpi_h)ompi_world;
+        void *b = dlsym(RTLD_DEFAULT, "ompi_mpi_byte");
+        byte_type = (mpi_h)(b ? b : ceil_ip_lookup("ompi_mpi_byte", caller));
+        world_known = 1;
+    } else if (init && dladdr(init, &info) && info.dli_fname && strstr(info.dli_fname, "libmpi_abi")) {
+        family = "mpi-abi";
+        world = 0x101;               /* mpi_abi.h: MPI_COMM_WORLD, MPI_BYTE */
+        byte_type = 0x247;
+        world_known = 1;
+    } else if (strstr(library, "MPICH") || strstr(library, "Intel(R) MPI") || strstr(library, "MVAPICH")) {
+        family = "mpich";
+        world = 0x44000000;          /* MPICH's mpi.h: MPI_COMM_WORLD, MPI_BYTE */
+        byte_type = 0x4c00010d;
+        world_known = 1;
+    }
+    if (world_known && comm_rank && comm_size && comm_rank(world, &world_rank) == 0 &&
+        comm_size(world, &world_size) == 0)
+        return;
+    world_known = 0;
+    static const char *const ranks[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
+    static const char *const sizes[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
+    world_rank = env_int(ranks);
+    world_size = env_int(sizes);
+}
+
+PMPI_DECL(MPI_Init, (int *, char ***));
+CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Init)(argc, argv);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_Init)(argc, argv);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    if (rc == 0)
+        mpi_identify(__builtin_return_address(0), -1);
+    init_ns = ceil_ip_now_ns();
+    mpi_done(c, FN_MPI_Init, ticks, 0, -1);
+    return rc;
+}
+
+PMPI_DECL(MPI_Init_thread, (int *, char ***, int, int *));
+CEIL_IP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    if (rc == 0)
+        mpi_identify(__builtin_return_address(0), provided ? *provided : -1);
+    init_ns = ceil_ip_now_ns();
+    mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);
+    return rc;
+}
+
+PMPI_DECL(MPI_Finalize, (void));
+CEIL_IP_EXPORT int MPI_Finalize(void)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Finalize)();
+    finalize_ns = ceil_ip_now_ns();
+    const uint64_t t0 = ceil_ip_ticks();
+    /* Every rank's record to one, when ceiling wraps each rank (mpi_gather.c);
+     * before PMPI_Finalize, with the depth still raised. */
+    ceil_ip_checkpoint(ceil_mpi_module.name, mpi_gather_wanted() ? mpi_gather_records : NULL,
+                       (void *)__builtin_return_address(0));
+    const int rc = PMPI_REAL(MPI_Finalize)();
+    mpi_done(c, FN_MPI_Finalize, ceil_ip_ticks() - t0, 0, -1);
+    return rc;
+}
+
+/* ---- the record ------------------------------------------------------------------ */
+
+typedef struct mpi_sums {
+    mpi_fn_counters fn[MPI_FN_COUNT];
+    uint64_t hist[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t hist_ticks[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t other_calls, other_bytes;
+} mpi_sums;
+
+/* The peers of every thread merged (static: a report allocates nothing). */
+#define MERGED_PEERS 4096
+static mpi_peer merged[MERGED_PEERS];
+static mpi_sums sums;
+
+static void merge_peer(const mpi_peer *p)
+{
+    const uint64_t key = ceil_ip_read(&p->key);
+    if (!key)
+        return;
+    for (unsigned i = 0, h = (unsigned)(key % MERGED_PEERS); i < MERGED_PEERS; i++, h = (h + 1) % MERGED_PEERS) {
+        mpi_peer *m = &merged[h];
+        if (m->key != key && m->key != 0)
+            continue;
+        m->key = key;
+        m->calls += ceil_ip_read(&p->calls);
+        m->bytes += ceil_ip_read(&p->bytes);
+        m->ticks += ceil_ip_read(&p->ticks);
+        return;
+    }
+    sums.other_calls += ceil_ip_read(&p->calls);
+    sums.other_bytes += ceil_ip_read(&p->bytes);
+}
+
+static void put_hist(ceil_ip_out *o, ceil_ip_module *m, const char *key, const char *name, const uint64_t *v,
+                     double ns_per_tick, int ticks)
+{
+    ceil_ip_line(o, m);
+    ceil_ip_put_str(o, key, name);
+    for (int b = 0; b < CEIL_IP_HIST_BUCKETS; b++)
+        ceil_ip_put_u64(o, ceil_ip_bucket_names[b], ticks ? ceil_ip_ticks_ns(v[b], ns_per_tick) : v[b]);
+}
+
+static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
+{
+    const double npt = ceil_ip_ns_per_tick();
+    memset(&sums, 0, sizeof sums);
+    memset(merged, 0, sizeof merged);
+    for (int t = 0; t < ceil_ip_threads(); t++) {
+        const mpi_counters *c = ceil_ip_block_of(self, t);
+        if (!c)
+            continue;
+        const uint64_t *src = (const uint64_t *)c;
+        uint64_t *dst = (uint64_t *)&sums;
+        for (size_t i = 0; i < sizeof sums / sizeof(uint64_t); i++)   /* mpi_sums is the block's head */
+            dst[i] += ceil_ip_read(&src[i]);
+        for (int p = 0; p < MPI_PEERS; p++)
+            merge_peer(&c->peers[p]);
+    }
+    uint64_t calls = 0;
+    for (int f = 0; f < MPI_FN_COUNT; f++)
+        calls += sums.fn[f].calls;
+    if (!calls && !init_ns)
+        return;                      /* a process that never called MPI: no lines */
+    ceil_ip_line(o, self);
+    ceil_ip_put_i64(o, "rank", world_rank);
+    ceil_ip_put_i64(o, "size", world_size);
+    ceil_ip_put_str(o, "family", family);
+    ceil_ip_put_u64(o, "world", (uint64_t)world_known);
+    ceil_ip_put_i64(o, "thread_level", thread_level);
+    ceil_ip_put_u64(o, "init_ns", init_ns);
+    ceil_ip_put_u64(o, "finalize_ns", finalize_ns);
+    ceil_ip_put_str(o, "library", library);
+
+    mpi_fn_counters cls[MC_COUNT] = {{0, 0, 0}};
+    for (int f = 0; f < MPI_FN_COUNT; f++) {
+        cls[fn_class[f]].calls += sums.fn[f].calls;
+        cls[fn_class[f]].ticks += sums.fn[f].ticks;
+        cls[fn_class[f]].bytes += sums.fn[f].bytes;
+    }
+    for (int k = 0; k < MC_COUNT; k++) {
+        if (!cls[k].calls)
+            continue;
+        ceil_ip_line(o, self);
+        ceil_ip_put_str(o, "class", class_names[k]);
+        ceil_ip_put_u64(o, "calls", cls[k].calls);
+        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(cls[k].ticks, npt));
+        ceil_ip_put_u64(o, "bytes", cls[k].bytes);
+    }
+    for (int h = 0; h < MH_COUNT; h++) {
+        uint64_t any = 0;
+        for (int b = 0; b < CEIL_IP_HIST_BUCKETS; b++)
+            any += sums.hist[h][b];
+        if (!any)
+            continue;
+        put_hist(o, self, "hist", hist_names[h], sums.hist[h], npt, 0);
+        put_hist(o, self, "hist_ns", hist_names[h], sums.hist_ticks[h], npt, 1);
+    }
+    for (int f = 0; f < MPI_FN_COUNT; f++) {
+        if (!sums.fn[f].calls)
+            continue;
+        ceil_ip_line(o, self);
+        ceil_ip_put_str(o, "fn", fn_names[f]);
+        ceil_ip_put_u64(o, "calls", sums.fn[f].calls);
+        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(sums.fn[f].ticks, npt));
+        ceil_ip_put_u64(o, "bytes", sums.fn[f].bytes);
+    }
+    for (int p = 0; p < MERGED_PEERS; p++) {
+        if (!merged[p].key)
+            continue;
+        ceil_ip_line(o, self);
+        ceil_ip_put_u64(o, "peer", merged[p].key - 1);
+        ceil_ip_put_u64(o, "calls", merged[p].calls);
+        ceil_ip_put_u64(o, "bytes", merged[p].bytes);
+        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(merged[p].ticks, npt));
+    }
+    ceil_ip_line(o, self);
+    ceil_ip_put_str(o, "peer", "other");
+    ceil_ip_put_u64(o, "calls", sums.other_calls);
+    ceil_ip_put_u64(o, "bytes", sums.other_bytes);
+}
+
+_Static_assert(offsetof(mpi_counters, other_bytes) == offsetof(mpi_sums, other_bytes),
+               "mpi_sums must be the head of mpi_counters");
+
+ceil_ip_module ceil_mpi_module = {.name = "mpi", .version = 1, .block_bytes = sizeof(mpi_counters),
+                                  .report = mpi_report};
+CEIL_IP_MODULE(ceil_mpi_module);

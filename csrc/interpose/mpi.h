@@ -1,0 +1,172 @@
+/* mpi.h - what the MPI module's three files share (mpi.c: the module, its
+ * record lines, start-up, point-to-point and completion; mpi_coll.c: the
+ * collectives; mpi_io.c: MPI-IO). Internal to libceiling_interpose.so.
+ *
+ * One library for every MPI: the module is built without any MPI header.
+ * A handle (communicator, datatype, op, request, file, info) is an int in
+ * the MPICH ABI (MPICH, Intel MPI, MVAPICH, Cray MPICH) and a pointer in
+ * Open MPI's and in the MPI 5 standard ABI; on x86-64 and AArch64 either is
+ * passed in a 64-bit register or stack slot, so a wrapper takes every
+ * handle as mpi_h (64 bits), hands it unchanged to the PMPI function, and
+ * never looks inside it. Only the communicator MPI_COMM_WORLD is compared
+ * (to name peers by world rank), with the value the library in the
+ * process uses (mpi.c: mpi_identify). Statuses are opaque too: a wrapper
+ * that needs one for the bytes received and was given MPI_STATUS_IGNORE
+ * (0 in Open MPI and the standard ABI, 1 in MPICH's) passes a buffer of its
+ * own, larger than any library's MPI_Status.
+ */
+#ifndef CEIL_MPI_H
+#define CEIL_MPI_H
+
+#include <stdint.h>
+#include "interpose.h"
+
+typedef uintptr_t mpi_h;             /* any MPI handle, passed through unread */
+typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every ABI here */
+
+/* Every wrapped function, with its class (the record's class= word): X(fn,
+ * cls) for a function alone, C(fn, cls) for one that also has an MPI 4
+ * large-count form fn_c (MPI_Count counts, MPI_Aint displacements), which
+ * mpi4py 4 and other MPI 4 codes call instead. */
+#define MPI_FNS(X, C)                                                                              \
+    X(MPI_Init, INIT) X(MPI_Init_thread, INIT) X(MPI_Finalize, INIT)                               \
+    C(MPI_Send, SEND) C(MPI_Ssend, SEND) C(MPI_Bsend, SEND) C(MPI_Rsend, SEND)                     \
+    C(MPI_Recv, RECV) X(MPI_Probe, RECV)                                                           \
+    C(MPI_Sendrecv, SENDRECV) C(MPI_Sendrecv_replace, SENDRECV)                                    \
+    C(MPI_Isend, POST) C(MPI_Issend, POST) C(MPI_Ibsend, POST) C(MPI_Irsend, POST)                 \
+    C(MPI_Irecv, POST)                                                                             \
+    X(MPI_Wait, WAIT) X(MPI_Waitall, WAIT) X(MPI_Waitany, WAIT) X(MPI_Waitsome, WAIT)              \
+    X(MPI_Test, WAIT) X(MPI_Testall, WAIT) X(MPI_Testany, WAIT) X(MPI_Testsome, WAIT)              \
+    X(MPI_Iprobe, WAIT)                                                                            \
+    X(MPI_Barrier, COLL) C(MPI_Bcast, COLL) C(MPI_Reduce, COLL) C(MPI_Allreduce, COLL)             \
+    C(MPI_Gather, COLL) C(MPI_Gatherv, COLL) C(MPI_Scatter, COLL) C(MPI_Scatterv, COLL)            \
+    C(MPI_Allgather, COLL) C(MPI_Allgatherv, COLL) C(MPI_Alltoall, COLL) C(MPI_Alltoallv, COLL)    \
+    C(MPI_Reduce_scatter, COLL) C(MPI_Reduce_scatter_block, COLL) C(MPI_Scan, COLL)                \
+    C(MPI_Exscan, COLL)                                                                            \
+    X(MPI_Ibarrier, ICOLL) C(MPI_Ibcast, ICOLL) C(MPI_Ireduce, ICOLL) C(MPI_Iallreduce, ICOLL)     \
+    C(MPI_Iallgather, ICOLL) C(MPI_Ialltoall, ICOLL)                                               \
+    X(MPI_File_open, IO_META) X(MPI_File_close, IO_META) X(MPI_File_set_view, IO_META)             \
+    X(MPI_File_set_size, IO_META) X(MPI_File_seek, IO_META)                                        \
+    C(MPI_File_read, IO_READ) C(MPI_File_read_all, IO_READ) C(MPI_File_read_at, IO_READ)           \
+    C(MPI_File_read_at_all, IO_READ) C(MPI_File_iread, IO_READ) C(MPI_File_iread_at, IO_READ)      \
+    C(MPI_File_write, IO_WRITE) C(MPI_File_write_all, IO_WRITE) C(MPI_File_write_at, IO_WRITE)     \
+    C(MPI_File_write_at_all, IO_WRITE) C(MPI_File_iwrite, IO_WRITE) C(MPI_File_iwrite_at, IO_WRITE) \
+    X(MPI_File_sync, IO_SYNC)
+
+#define MPI_FN_ENUM(fn, cls) FN_##fn,
+#define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
+enum mpi_fn { MPI_FNS(MPI_FN_ENUM, MPI_FN_ENUM_C) MPI_FN_COUNT };
+
+typedef int64_t mpi_count;           /* MPI_Count */
+
+enum mpi_class { MC_INIT, MC_SEND, MC_RECV, MC_SENDRECV, MC_POST, MC_WAIT, MC_COLL, MC_ICOLL,
+                 MC_IO_META, MC_IO_READ, MC_IO_WRITE, MC_IO_SYNC, MC_COUNT };
+
+/* The size histograms: blocking point-to-point (a send's bytes, a
+ * receive's as received, a sendrecv's larger side), non-blocking posts (a
+ * send's bytes, a receive's posted size), blocking collectives (the
+ * call's bytes, mpi.c says which), and MPI-IO data calls. */
+enum mpi_hist { MH_P2P, MH_POST, MH_COLL, MH_IO, MH_COUNT };
+
+#define MPI_PEERS 24                 /* destinations tracked per thread; more go to peers_other */
+
+typedef struct mpi_fn_counters {
+    uint64_t calls, ticks, bytes;
+} mpi_fn_counters;
+
+typedef struct mpi_peer {
+    uint64_t key;                    /* 1 + the destination's world rank; 0: free */
+    uint64_t calls, bytes, ticks;
+} mpi_peer;
+
+/* One thread's block. */
+typedef struct mpi_counters {
+    mpi_fn_counters fn[MPI_FN_COUNT];
+    uint64_t hist[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t hist_ticks[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t other_calls, other_bytes;   /* sends not on MPI_COMM_WORLD, or past MPI_PEERS */
+    mpi_peer peers[MPI_PEERS];
+} mpi_counters;
+
+_Static_assert(sizeof(mpi_counters) <= CEIL_IP_MAX_BLOCK, "mpi block too large");
+
+extern ceil_ip_module ceil_mpi_module __attribute__((visibility("hidden")));
+
+/* ---- helpers every wrapper uses (mpi.c) ---------------------------------- */
+
+/* The calling thread's block, with its depth raised (ceil_ip_enter), or
+ * NULL: pass through. */
+static inline mpi_counters *mpi_enter(void)
+{
+    mpi_counters *c = ceil_ip_block(&ceil_mpi_module);
+    if (c)
+        ceil_ip_enter();
+    return c;
+}
+
+/* Bytes of count elements of a datatype (PMPI_Type_size); 0 when unknown. */
+uint64_t mpi_bytes(int64_t count, mpi_h type) __attribute__((visibility("hidden")));
+
+/* Bytes a completed receive or read moved, from its status (PMPI_Get_count). */
+uint64_t mpi_status_bytes(const void *status, mpi_h type) __attribute__((visibility("hidden")));
+
+/* The status to pass: the caller's, or a buffer of ours when it passed
+ * MPI_STATUS_IGNORE (a small integer in every ABI). */
+#define MPI_STATUS_BYTES 64
+static inline void *mpi_status(void *given, void *own) { return (uintptr_t)given < 4096 ? own : given; }
+
+/* MPI_IN_PLACE: (void *)1 in Open MPI and the standard ABI, (void *)-1 in MPICH's. */
+static inline int mpi_in_place(const void *buf) { return buf == (const void *)1 || buf == (const void *)-1; }
+
+/* Count one call (lowers the depth): its time in ticks, its bytes in the
+ * histogram `hist` (-1: none). */
+void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
+    __attribute__((visibility("hidden")));
+
+/* A send of `bytes` to `dest` on `comm` (named by world rank on MPI_COMM_WORLD). */
+void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
+    __attribute__((visibility("hidden")));
+
+/* The size of comm (PMPI_Comm_size), for the v-collectives' counts; 0 when unknown. */
+int mpi_comm_size(mpi_h comm) __attribute__((visibility("hidden")));
+
+/* MPI_COMM_WORLD, MPI_BYTE, this process's rank and the world's size as
+ * MPI_Init found them (mpi.c); 1 when the handles are known. */
+int mpi_world(mpi_h *comm, mpi_h *byte, int *rank, int *size) __attribute__((visibility("hidden")));
+
+/* mpi_gather.c: whether ceiling asked for every rank's record at one rank
+ * (CEILING_INTERPOSE_GATHER=1), and the ceil_ip_checkpoint hand-off that
+ * does it (arg: an address inside the program's caller of MPI_Finalize). */
+int mpi_gather_wanted(void) __attribute__((visibility("hidden")));
+void mpi_gather_records(const char *text, size_t len, void *arg) __attribute__((visibility("hidden")));
+
+/* This process's rank in comm (PMPI_Comm_rank); -1 when unknown. */
+int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
+
+/* The caller of the wrapper: where a PMPI function is looked up when
+ * RTLD_NEXT does not reach the library (interpose.h, CEIL_REAL_FROM). */
+#define PMPI_REAL(fn) CEIL_REAL_FROM(P##fn, __builtin_return_address(0))
+
+/* Declares the PMPI function behind a wrapper. */
+#define PMPI_DECL(fn, params) CEIL_IP_REAL_DECL(int, P##fn, params)
+
+/*
+ * The usual wrapper: exported fn with parameters `named`, calling its PMPI
+ * function with `args`, counting its time and `bytes` (an expression of
+ * the parameters, evaluated after the call) into histogram `hist` (-1:
+ * none). Declare the PMPI function with PMPI_DECL first.
+ */
+#define MPI_WRAP(fn, hist, named, args, bytes)                                                     \
+    CEIL_IP_EXPORT int fn named                                                                    \
+    {                                                                                              \
+        mpi_counters *c = mpi_enter();                                                             \
+        if (!c)                                                                                    \
+            return PMPI_REAL(fn) args;                                                             \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = PMPI_REAL(fn) args;                                                         \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
+        return rc;                                                                                 \
+    }
+
+#endif /* CEIL_MPI_H */

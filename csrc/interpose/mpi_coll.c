@@ -1,0 +1,188 @@
+/* mpi_coll.c - the MPI module's collectives (mpi.c has the module and its
+ * record; mpi.h why one build serves every MPI).
+ *
+ * A collective's bytes are its message size as IMB and OSU name it, from
+ * this process's arguments: Bcast, Reduce, Allreduce, Scan, Exscan and
+ * Reduce_scatter_block: count times the datatype's size; Gather,
+ * Allgather, Alltoall: one block (the send count; with MPI_IN_PLACE, the
+ * receive count); Scatter: the block received (at the root with
+ * MPI_IN_PLACE, the send count); Gatherv, Allgatherv: the block sent
+ * (with MPI_IN_PLACE, this rank's receive count); Scatterv: the block
+ * received (with MPI_IN_PLACE at the root, this rank's send count);
+ * Reduce_scatter: this rank's block of the result; Alltoallv: the mean
+ * block, all the blocks it sends over the communicator's size; Barrier: 0.
+ * The non-blocking ones (class icoll) count the same bytes at posting and
+ * enter no histogram: their time is in the wait that completes them.
+ * Every wrapper is written once for int counts and once for the MPI 4
+ * large-count form (_c: MPI_Count counts, MPI_Aint displacements).
+ */
+#include "mpi.h"
+
+/* counts[rank of this process in comm] times the type's size, and the mean
+ * of counts[0 .. size-1] times it, for int and MPI_Count count arrays; 0
+ * when unknown. */
+#define BLOCKS(suffix, T)                                                                          \
+    static uint64_t own_block##suffix(const T *counts, mpi_h type, mpi_h comm)                     \
+    {                                                                                              \
+        const int r = mpi_comm_rank(comm);                                                         \
+        return counts && r >= 0 ? mpi_bytes((int64_t)counts[r], type) : 0;                         \
+    }                                                                                              \
+    static uint64_t mean_block##suffix(const T *counts, mpi_h type, mpi_h comm)                    \
+    {                                                                                              \
+        const int n = mpi_comm_size(comm);                                                         \
+        if (!counts || n <= 0)                                                                     \
+            return 0;                                                                              \
+        int64_t sum = 0;                                                                           \
+        for (int i = 0; i < n; i++)                                                                \
+            sum += (int64_t)counts[i];                                                             \
+        return mpi_bytes(sum, type) / (uint64_t)n;                                                 \
+    }
+BLOCKS(_i, int)
+BLOCKS(_c, mpi_count)
+
+PMPI_DECL(MPI_Barrier, (mpi_h));
+MPI_WRAP(MPI_Barrier, MH_COLL, (mpi_h comm), (comm), 0)
+
+PMPI_DECL(MPI_Ibarrier, (mpi_h, void *));
+MPI_WRAP(MPI_Ibarrier, -1, (mpi_h comm, void *req), (comm, req), 0)
+
+/* Each macro below: one signature, its bytes, both count types. */
+#define BCAST(fn, cnt)                                                                             \
+    PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h));                                               \
+    MPI_WRAP(fn, MH_COLL, (void *buf, cnt count, mpi_h type, int root, mpi_h comm),                \
+             (buf, count, type, root, comm), mpi_bytes(count, type))
+BCAST(MPI_Bcast, int)
+BCAST(MPI_Bcast_c, mpi_count)
+
+#define IBCAST(fn, cnt)                                                                            \
+    PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h, void *));                                       \
+    MPI_WRAP(fn, -1, (void *buf, cnt count, mpi_h type, int root, mpi_h comm, void *req),          \
+             (buf, count, type, root, comm, req), mpi_bytes(count, type))
+IBCAST(MPI_Ibcast, int)
+IBCAST(MPI_Ibcast_c, mpi_count)
+
+#define REDUCE(fn, cnt)                                                                            \
+    PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h));                          \
+    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm), \
+             (sbuf, rbuf, count, type, op, root, comm), mpi_bytes(count, type))
+REDUCE(MPI_Reduce, int)
+REDUCE(MPI_Reduce_c, mpi_count)
+
+#define IREDUCE(fn, cnt)                                                                           \
+    PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, void *));                  \
+    MPI_WRAP(fn, -1,                                                                               \
+             (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm, void *req), \
+             (sbuf, rbuf, count, type, op, root, comm, req), mpi_bytes(count, type))
+IREDUCE(MPI_Ireduce, int)
+IREDUCE(MPI_Ireduce_c, mpi_count)
+
+/* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm). */
+#define ALLREDUCE(fn, cnt)                                                                         \
+    PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h));                               \
+    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm), \
+             (sbuf, rbuf, count, type, op, comm), mpi_bytes(count, type))
+ALLREDUCE(MPI_Allreduce, int)
+ALLREDUCE(MPI_Allreduce_c, mpi_count)
+ALLREDUCE(MPI_Scan, int)
+ALLREDUCE(MPI_Scan_c, mpi_count)
+ALLREDUCE(MPI_Exscan, int)
+ALLREDUCE(MPI_Exscan_c, mpi_count)
+ALLREDUCE(MPI_Reduce_scatter_block, int)
+ALLREDUCE(MPI_Reduce_scatter_block_c, mpi_count)
+
+#define IALLREDUCE(fn, cnt)                                                                        \
+    PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, void *));                       \
+    MPI_WRAP(fn, -1, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, void *req), \
+             (sbuf, rbuf, count, type, op, comm, req), mpi_bytes(count, type))
+IALLREDUCE(MPI_Iallreduce, int)
+IALLREDUCE(MPI_Iallreduce_c, mpi_count)
+
+#define REDUCE_SCATTER(fn, cnt, sfx)                                                               \
+    PMPI_DECL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h));                       \
+    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm), \
+             (sbuf, rbuf, counts, type, op, comm), own_block##sfx(counts, type, comm))
+REDUCE_SCATTER(MPI_Reduce_scatter, int, _i)
+REDUCE_SCATTER(MPI_Reduce_scatter_c, mpi_count, _c)
+
+/* Gather, Allgather, Alltoall: one block, the one sent (received with MPI_IN_PLACE). */
+#define BLOCK_SENT(scount, stype, rcount, rtype) \
+    (mpi_in_place(sbuf) ? mpi_bytes(rcount, rtype) : mpi_bytes(scount, stype))
+
+#define GATHER(fn, cnt)                                                                            \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h));                     \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm), BLOCK_SENT(scount, stype, rcount, rtype))
+GATHER(MPI_Gather, int)
+GATHER(MPI_Gather_c, mpi_count)
+
+#define SCATTER(fn, cnt)                                                                           \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h));                     \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm),                               \
+             mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype))
+SCATTER(MPI_Scatter, int)
+SCATTER(MPI_Scatter_c, mpi_count)
+
+/* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm); I-forms add a request. */
+#define ALLGATHER(fn, cnt)                                                                         \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm), BLOCK_SENT(scount, stype, rcount, rtype))
+ALLGATHER(MPI_Allgather, int)
+ALLGATHER(MPI_Allgather_c, mpi_count)
+ALLGATHER(MPI_Alltoall, int)
+ALLGATHER(MPI_Alltoall_c, mpi_count)
+
+#define IALLGATHER(fn, cnt)                                                                        \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, void *));                  \
+    MPI_WRAP(fn, -1,                                                                               \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, void *req), \
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req), BLOCK_SENT(scount, stype, rcount, rtype))
+IALLGATHER(MPI_Iallgather, int)
+IALLGATHER(MPI_Iallgather_c, mpi_count)
+IALLGATHER(MPI_Ialltoall, int)
+IALLGATHER(MPI_Ialltoall_c, mpi_count)
+
+#define GATHERV(fn, cnt, disp, sfx)                                                                \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, int, mpi_h)); \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+              mpi_h rtype, int root, mpi_h comm),                                                  \
+             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm),                      \
+             mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+GATHERV(MPI_Gatherv, int, int, _i)
+GATHERV(MPI_Gatherv_c, mpi_count, mpi_aint, _c)
+
+#define ALLGATHERV(fn, cnt, disp, sfx)                                                             \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h));    \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+              mpi_h rtype, mpi_h comm),                                                            \
+             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),                            \
+             mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+ALLGATHERV(MPI_Allgatherv, int, int, _i)
+ALLGATHERV(MPI_Allgatherv_c, mpi_count, mpi_aint, _c)
+
+#define SCATTERV(fn, cnt, disp, sfx)                                                               \
+    PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, cnt, mpi_h, int, mpi_h)); \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, const cnt *scounts, const disp *displs, mpi_h stype, void *rbuf, cnt rcount, \
+              mpi_h rtype, int root, mpi_h comm),                                                  \
+             (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),                      \
+             mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
+SCATTERV(MPI_Scatterv, int, int, _i)
+SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
+
+#define ALLTOALLV(fn, cnt, disp, sfx)                                                              \
+    PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, \
+                   mpi_h, mpi_h));                                                                 \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf,  \
+              const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),                   \
+             (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm),                 \
+             mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
+ALLTOALLV(MPI_Alltoallv, int, int, _i)
+ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
