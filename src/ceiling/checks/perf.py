@@ -1,15 +1,16 @@
 """Profiling support: perf_event_paranoid, and whether hardware counters open here."""
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
-import platform
 import re
 import struct
 from typing import Dict, List, Optional, Tuple
 
+from ..probes.perf_counters import (ATTR_DISABLED, ATTR_EXCLUDE_HV, ATTR_EXCLUDE_KERNEL, ATTR_SIZE,  # noqa: F401
+                                    ERRNO_MEANING, IOC_DISABLE, IOC_ENABLE, IOC_RESET, PERF_TYPE_HARDWARE,
+                                    SYSCALL_NR, PerfEventAttr, perf_event_open)
 from .base import Probe, check, ok, skipped, warn
 
 # What an unprivileged user may do at each level
@@ -103,34 +104,10 @@ def paranoid_verdict(level: int, priv: Optional[bool]):
 
 
 # -- perf_event_open ---------------------------------------------------------------
-# The struct and constants follow include/uapi/linux/perf_event.h.
+# The binding lives with the program's counters (probes/perf_counters.py); a check opens
+# its test counters on this process through it.
 
-SYSCALL_NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241}   # arch/*/syscall tables; asm-generic for the last two
-PERF_TYPE_HARDWARE = 0
 HW_EVENTS = (("cycles", 0), ("instructions", 1))   # PERF_COUNT_HW_CPU_CYCLES, PERF_COUNT_HW_INSTRUCTIONS
-ATTR_DISABLED, ATTR_EXCLUDE_KERNEL, ATTR_EXCLUDE_HV = 1 << 0, 1 << 5, 1 << 6
-PERF_FLAG_FD_CLOEXEC = 1 << 3
-IOC_ENABLE, IOC_DISABLE, IOC_RESET = 0x2400, 0x2401, 0x2403   # _IO('$', 0), _IO('$', 1), _IO('$', 3)
-
-
-class PerfEventAttr(ctypes.Structure):
-    """struct perf_event_attr up to sig_data: PERF_ATTR_SIZE_VER7, 128 bytes.
-    Older kernels accept a larger struct whose extra bytes are zero."""
-
-    _fields_ = [("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-                ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64),
-                ("read_format", ctypes.c_uint64), ("flags", ctypes.c_uint64),   # the bit fields: disabled, ...
-                ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-                ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64),
-                ("branch_sample_type", ctypes.c_uint64), ("sample_regs_user", ctypes.c_uint64),
-                ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-                ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-                ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16),
-                ("aux_sample_size", ctypes.c_uint32), ("reserved_3", ctypes.c_uint32),
-                ("sig_data", ctypes.c_uint64)]
-
-
-ATTR_SIZE = ctypes.sizeof(PerfEventAttr)   # 128
 
 
 def _busy(n: int = 200_000) -> int:
@@ -143,22 +120,12 @@ def _busy(n: int = 200_000) -> int:
 def count_hw(config: int, machine: Optional[str] = None) -> Tuple[Optional[int], Optional[int]]:
     """Open one hardware counter on this process (user space only), count a
     short busy loop, close it: (count, None) or (None, errno)."""
-    nr = SYSCALL_NR.get(machine or platform.machine())
-    if nr is None:
-        return None, errno.ENOSYS
-    attr = PerfEventAttr()
-    attr.type, attr.size, attr.config = PERF_TYPE_HARDWARE, ATTR_SIZE, config
-    attr.flags = ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV
+    attr = PerfEventAttr(type=PERF_TYPE_HARDWARE, size=ATTR_SIZE, config=config,
+                         flags=ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV)
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        syscall = libc.syscall
-    except (OSError, AttributeError):
-        return None, errno.ENOSYS
-    syscall.restype = ctypes.c_long
-    syscall.argtypes = [ctypes.c_long, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_ulong]
-    fd = syscall(nr, ctypes.addressof(attr), 0, -1, -1, PERF_FLAG_FD_CLOEXEC)   # pid 0 = this process, any CPU
-    if fd < 0:
-        return None, ctypes.get_errno() or errno.EINVAL
+        fd = perf_event_open(attr, 0, machine=machine)   # pid 0 = this process, any CPU
+    except OSError as e:
+        return None, e.errno or errno.EINVAL
     try:
         fcntl.ioctl(fd, IOC_RESET, 0)
         fcntl.ioctl(fd, IOC_ENABLE, 0)
@@ -173,20 +140,6 @@ def count_hw(config: int, machine: Optional[str] = None) -> Tuple[Optional[int],
     finally:
         os.close(fd)
 
-
-ERRNO_MEANING = {
-    errno.ENOENT: "the CPU exposes no such hardware event: no PMU, usual in a VM without a virtual PMU",
-    errno.EOPNOTSUPP: "the PMU cannot do this: no counter or interrupt support, usual in VMs",
-    errno.ENODEV: "no such PMU on this CPU",
-    errno.EACCES: "not allowed: perf_event_paranoid or missing CAP_PERFMON",
-    errno.EPERM: "not allowed: perf_event_paranoid, missing CAP_PERFMON, or a container's seccomp profile "
-                 "blocking perf_event_open",
-    errno.ENOSYS: "no perf_event_open here: a kernel without perf events, a filtered system call, or an "
-                  "architecture ceiling does not know",
-    errno.EINVAL: "the kernel rejected the request: an old kernel or an unsupported attribute",
-    errno.EBUSY: "the counters are taken by the NMI watchdog, another profiler or the hypervisor",
-    errno.EMFILE: "out of file descriptors",
-}
 
 CORE_PMUS = re.compile(r"^(cpu|cpu_core|cpu_atom|cpum_cf|armv[789].*|arm_cortex.*|riscv-pmu.*)$")
 UNCORE_PMUS = re.compile(r"^(uncore_.*|amd_df|amd_l3|amd_umc.*|arm_cmn.*|arm_dsu.*|arm_cspmu.*|nvidia_.*|hisi_.*|"
