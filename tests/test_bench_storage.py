@@ -326,8 +326,11 @@ def test_leftovers_of_a_killed_run_are_named_and_cleaned(tmp_path, small):
 
 
 def _child(tmp_path, body: str, **popen):
+    # Ctrl-C's handler, even where the suite runs with SIGINT ignored (a background job of a
+    # shell without job control), which Python would otherwise leave ignored in the child
     code = textwrap.dedent(f"""
-        import os, sys
+        import os, signal, sys
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from ceiling.bench import storage as st
         from ceiling.core import io as cio
         from ceiling.errors import PathError
@@ -381,7 +384,10 @@ def test_signal_mid_run_removes_the_run_directory(tmp_path, sig):
         pytest.fail("the child never started writing")
     time.sleep(0.3)
     p.send_signal(sig)
-    outp, err = p.communicate(timeout=60)
+    try:
+        outp, err = p.communicate(timeout=60)
+    finally:
+        p.kill()                                    # never left running behind a failed test
     assert p.returncode == 130, (outp, err)
     assert "INTERRUPTED Interrupted" in outp
     assert leftovers(tmp_path) == [], (outp, err, [list(x.iterdir()) for x in tmp_path.glob("ceiling-io-*")])
