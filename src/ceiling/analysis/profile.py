@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..probes.proc_sampler import Sampled
 from ..results.analysis import Bound
-from ..results.model import LOWER, OK, WARN, Finding, Metric
+from ..results.model import LOWER, OK, SKIPPED, WARN, Finding, Metric
 
 OVERSUBSCRIBED = 0.20       # waiting for a CPU this share of the time: too many threads for the CPUs
 ON_CPU = 0.60               # on a CPU this share of the time: CPU-bound
@@ -75,12 +75,31 @@ def launchers(s: Sampled, wall_s: float) -> List[int]:
     return sorted(out)
 
 
-def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = ()) -> List[Tuple[str, Split]]:
-    """Per sampled thread: ("pid/tid comm", its split). A thread's lifetime runs from its
-    start to the last sample that saw it, at most the program's wall time."""
+IDLE_HELPER = 0.01          # a thread other than its process's first, on a CPU under this share of its life
+
+
+def idle_helpers(s: Sampled, leave_out: Sequence[int] = ()) -> List[str]:
+    """Threads that did nothing the whole time they were seen: not their process's first
+    thread, on a CPU under IDLE_HELPER of their life (an MPI library's progress thread, a
+    runtime's event loop, a thread pool never given work). Left out of the split, where they
+    would count as the program waiting. Named "pid/tid comm"."""
     out = []
     for (pid, tid), t in sorted(s.threads.items()):
-        if pid in leave_out:
+        life = t.last_s - t.first_s
+        on = t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
+        if pid not in leave_out and tid != pid and life > 0 and on < IDLE_HELPER * life:
+            out.append(f"{pid}/{tid} {t.comm}")
+    return out
+
+
+def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = (), idle: Sequence[str] = ()
+           ) -> List[Tuple[str, Split]]:
+    """Per sampled thread: ("pid/tid comm", its split). A thread's lifetime runs from its
+    start to the last sample that saw it, at most the program's wall time. Processes in
+    ``leave_out`` and threads named in ``idle`` are left out."""
+    out = []
+    for (pid, tid), t in sorted(s.threads.items()):
+        if pid in leave_out or f"{pid}/{tid} {t.comm}" in idle:
             continue
         life = min(max(t.last_s - t.first_s, 0.0), wall_s) if wall_s else t.last_s - t.first_s
         on = t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
@@ -117,13 +136,24 @@ def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
     return out
 
 
+def intercepted_calls(records: Sequence[Dict[str, Any]], modules: Sequence[str] = ("posix", "stdio")) -> int:
+    """Every call the given modules' wrappers counted (their "fn" lines), whatever its class:
+    what the interposer's cost per call multiplies."""
+    return sum(line.get("calls", 0) for rec in records for m in modules
+               for line in rec.get("lines", {}).get(m, []) if "fn" in line and isinstance(line.get("calls"), int))
+
+
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
-             io: Optional[Dict[str, Dict[str, int]]] = None
+             io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
+             counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = ()
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
-    interposer's records, when it counted)."""
-    waiters = launchers(s, wall_s)
-    per = [(name, sp) for name, sp in splits(s, wall_s, waiters) if sp.life_s >= MIN_LIFE_S]
+    interposer's records, when it counted; ``mpi``: analysis/profile_mpi.conclude of them;
+    ``counters``: what probes/perf_counters.py counted; ``leave_out``: launchers known
+    otherwise, as MPI ranks' ancestors)."""
+    waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
+    idle = idle_helpers(s, waiters)
+    per = [(name, sp) for name, sp in splits(s, wall_s, waiters, set(idle)) if sp.life_s >= MIN_LIFE_S]
     seen_on = sum(sp.on_s for _, sp in per)
     exact_cpu = ru.user_s + ru.system_s if ru else None
     unseen = max(0.0, exact_cpu - seen_on) if exact_cpu is not None else 0.0
@@ -132,7 +162,7 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     spread = {k: _spread([sp.shares()[k] for _, sp in per]) for k in ("on_cpu", "runq", "off_cpu")} if per else {}
     breakdown = {"thread_seconds": round(total.life_s, 6), "shares": shares, "per_thread": spread,
                  "threads": len(per), "unsampled_cpu_s": round(unseen, 6), "samples": s.samples,
-                 "launchers": [f"{pid} {s.processes[pid].comm}" for pid in waiters],
+                 "launchers": [f"{pid} {s.processes[pid].comm}" for pid in waiters], "idle_threads": idle,
                  "schedstat": s.schedstat, "cpus": cpus,
                  "sampler": {"interval_s": s.interval_s, "cpu_s": round(s.cost_cpu_s, 6),
                              "share_of_one_cpu": s.cost_cpu_s / wall_s if wall_s else None}}
@@ -159,17 +189,91 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
         breakdown["io_calls"] = io
         b, f, m = _io_bound(io, total.life_s, wall_s)
         # Time inside I/O calls cuts across the split: a thread waits for the device off any CPU, and
-        # copies and walks the file system on one (system time). Where the calls hold most of either
-        # part, that part is the I/O's, not a bound of its own.
+        # copies and walks the file system on one, in system time. So at most the system time of the
+        # I/O time was on a CPU: what is left on a CPU outside I/O is on - min(io, system); where that
+        # (or the waiting outside I/O) falls under its threshold, that part is the I/O's, not a bound.
+        system = ru.system_s / total.life_s if ru and total.life_s else shares.get("on_cpu", 0.0)
         if b and b[0].share >= 0.8 * shares.get("off_cpu", 0.0):
             bounds = [x for x in bounds if x.bound != "waiting"]
             findings = [x for x in findings if x.id != "profile.waiting"]
-        if b and b[0].share >= 0.8 * shares.get("on_cpu", 0.0):
+        if b and (b[0].share >= 0.8 * shares.get("on_cpu", 0.0) or
+                  shares.get("on_cpu", 0.0) - min(b[0].share, system) < ON_CPU):
             bounds = [x for x in bounds if x.bound != "cpu"]
             findings = [x for x in findings if x.id not in ("profile.cpu", "profile.single_thread")]
         bounds, findings, metrics = b + bounds, f + findings, metrics + m
         bounds.sort(key=lambda x: -(x.share or 0.0))
+    if mpi and mpi[3]:
+        metrics, bounds, findings = _with_mpi(mpi, shares, metrics, bounds, findings)
+        breakdown["mpi"] = mpi[3]
+    if counters:
+        breakdown["counters"] = counters
+        metrics, findings = metrics + _counter_metrics(counters), findings + _counter_findings(counters)
     return metrics, bounds, findings, breakdown
+
+
+def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
+    """MPI time cuts across the split as I/O time does, and more: MPI libraries poll by
+    default, so a rank waiting for a message is on a CPU. The ranks' time in MPI is taken
+    from their time on a CPU first (the rest from off any CPU); the CPU bound keeps only
+    what is left, and goes when that is under ON_CPU."""
+    m, b, f, summary = mpi
+    in_mpi = (summary.get("share") or {}).get("mean", 0.0)
+    on, off = shares.get("on_cpu", 0.0), shares.get("off_cpu", 0.0)
+    outside_on = max(0.0, on - in_mpi)
+    outside_off = max(0.0, off - max(0.0, in_mpi - on))
+    kept = []
+    for x in bounds:
+        if x.bound == "cpu":
+            if outside_on < ON_CPU:
+                continue
+            x.share = outside_on
+            x.evidence += f"; outside MPI: {outside_on:.0%}"
+        if x.bound == "waiting" and outside_off < OFF_CPU:
+            continue
+        kept.append(x)
+    dropped = {x.bound for x in bounds} - {x.bound for x in kept}
+    gone = {"cpu": ("profile.cpu", "profile.single_thread"), "waiting": ("profile.waiting",)}
+    findings = [x for x in findings if not any(x.id in gone[k] for k in dropped)]
+    bounds = sorted(b + kept, key=lambda x: -(x.share or 0.0))
+    if not bounds:
+        kind, share = max((("cpu", outside_on), ("waiting", outside_off), ("mpi", in_mpi)), key=lambda x: x[1])
+        bounds = [Bound("application", kind, share,
+                        f"no class dominates: on a CPU outside MPI {outside_on:.0%}, off any CPU outside MPI "
+                        f"{outside_off:.0%}, inside MPI {in_mpi:.0%} of the ranks' time",
+                        {"on_cpu_outside_mpi": outside_on, "off_cpu_outside_mpi": outside_off, "mpi": in_mpi})]
+    return metrics + m, bounds, f + findings
+
+
+COUNTER_METRICS = (("ipc", "app.counters.ipc", "instructions/cycle"),
+                   ("llc_load_misses_per_kilo_instruction", "app.counters.llc_mpki", "misses/1000 instructions"),
+                   ("backend_stall_share", "app.counters.backend_stalls", "%"),
+                   ("memory_bandwidth_min_bytes_per_s", "app.counters.memory_bandwidth_min", "GB/s"))
+
+
+def _counter_metrics(counters: Dict[str, Any]) -> List[Metric]:
+    out = []
+    derived = counters.get("derived") or {}
+    for key, name, unit in COUNTER_METRICS:
+        d = derived.get(key)
+        if not d or d.get("value") is None:
+            continue
+        v = d["value"] * 100 if unit == "%" else d["value"] / 1e9 if unit == "GB/s" else d["value"]
+        out.append(Metric.measured(name, [v], unit, better=LOWER,
+                                   context={"how": d.get("how", ""), **({"note": d["note"]} if d.get("note") else {})}))
+    return out
+
+
+def _counter_findings(counters: Dict[str, Any]) -> List[Finding]:
+    if counters.get("available"):
+        return []
+    return [Finding(id="profile.counters", status=SKIPPED,
+                    title="Hardware counters: not available, so compute and memory are not told apart",
+                    evidence=counters.get("why", ""),
+                    why="Cycles, instructions and cache misses say whether time on a CPU is spent computing or "
+                        "waiting for memory; without them the profile rests on /proc and the interposer.",
+                    fix="On bare metal, or a VM with a virtual PMU (KVM: -cpu host,pmu=on; VMware: vPMC), with "
+                        "kernel.perf_event_paranoid <= 2 or CAP_PERFMON.",
+                    data={"why": counters.get("why", "")})]
 
 
 def _io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float

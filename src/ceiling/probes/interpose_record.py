@@ -3,6 +3,8 @@
 One file may hold the records of many processes (every process of a job appends
 its own with one write); a record cut short (no "end" line: the process died
 while writing) is kept and marked, and lines that are not understood are skipped.
+A process may write more than one record (a checkpoint at MPI_Finalize, then
+its record at exit): ``latest`` keeps the one that supersedes the others.
 """
 from __future__ import annotations
 
@@ -51,3 +53,20 @@ def parse(text: str) -> List[Dict[str, Any]]:
         else:
             rec["lines"].setdefault(word, []).append(fields(rest))
     return records
+
+
+def latest(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One record per process (host, pid, start), in first-seen order: its last complete
+    one (with an "end" line), else its last one. A checkpoint is superseded by the record
+    the same process wrote at exit, which counts everything the checkpoint did and more."""
+    best: Dict[tuple, Dict[str, Any]] = {}
+    order: List[tuple] = []
+    for rec in records:
+        p = rec.get("process", {})
+        key = (p.get("host"), p.get("pid"), p.get("start_ns"))
+        if key not in best:
+            order.append(key)
+            best[key] = rec
+        elif rec.get("end") or not best[key].get("end"):
+            best[key] = rec
+    return [best[k] for k in order]

@@ -1,13 +1,14 @@
 """The application section of an HTML report (a run of ``ceiling profile``): how the
 program ended, where its threads' time went (a bar split three ways, min / mean /
-max over threads), its I/O calls by class, and what profiling cost."""
+max over threads), its I/O calls by class, its MPI time per rank with the calls
+and message sizes that took it, and what profiling cost."""
 from __future__ import annotations
 
 from html import escape as esc
 from typing import Any, Dict, List
 
 from ..results.model import Run
-from .terminal_profile import cost_text
+from .terminal_profile import cost_text, mpi_headline, mpi_rank_rows
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
          ("off_cpu", "off any CPU", "#bdbdbd"))
@@ -38,6 +39,7 @@ def application_section(run: Run) -> str:
                         + "</dl>"]
     parts.append(_split(prof))
     parts.append(_io_table(prof))
+    parts.append(_mpi(prof.get("mpi") or {}))
     if len(run.analysis.bounds) > 1:
         parts.append("<h3>Bounds</h3><ul>" + "".join(
             f"<li><strong>{esc(b.bound)}</strong>"
@@ -86,3 +88,44 @@ def _io_table(prof: Dict[str, Any]) -> str:
     return ('<h3>I/O calls (POSIX and stdio)</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
             '<th class="n">errors</th><th class="n">MB</th><th class="n">per call</th><th class="n">seconds</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _mpi(mpi: Dict[str, Any]) -> str:
+    if not mpi:
+        return ""
+    rows = []
+    for r in mpi_rank_rows(mpi):
+        g = r.get("groups") or {}
+        share = r["mpi_s"] / r["run_s"] if r["run_s"] else 0.0
+        rows.append(f'<tr><td class="n">{r["rank"]}</td><td>{esc(str(r["host"]))}</td>'
+                    f'<td class="n">{r["run_s"]:.3g}</td><td class="n">{share:.0%}</td>'
+                    + "".join(f'<td class="n">{g.get(k, 0):.3g}</td>' for k in ("p2p", "wait", "coll", "io"))
+                    + "</tr>")
+    fns = "".join(f'<tr><td>{esc(f["fn"])}</td><td class="n">{f["calls"]}</td><td class="n">{f["ns"] / 1e9:.3g}</td>'
+                  f'<td class="n">{(f["bytes"] / f["calls"] / 1024 if f["calls"] else 0):.3g}</td></tr>'
+                  for f in (mpi.get("functions") or [])[:12])
+    return (f"<h3>MPI</h3><p>{esc(mpi_headline(mpi))}.</p>"
+            '<table><thead><tr><th class="n">rank</th><th>host</th><th class="n">run s</th><th class="n">in MPI</th>'
+            '<th class="n">point-to-point s</th><th class="n">waiting s</th><th class="n">collectives s</th>'
+            f'<th class="n">MPI-IO s</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            '<table><thead><tr><th>call (all ranks)</th><th class="n">calls</th><th class="n">seconds</th>'
+            f'<th class="n">KiB per call</th></tr></thead><tbody>{fns}</tbody></table>' + _sizes(mpi))
+
+
+def _sizes(mpi: Dict[str, Any]) -> str:
+    """Calls and time by message size, for blocking point-to-point and collectives."""
+    from ..analysis.profile_mpi import BUCKETS
+    hist = mpi.get("hist") or {}
+    kinds = [k for k in ("p2p", "coll") if k in hist]
+    if not kinds:
+        return ""
+    names = {"p2p": "point-to-point", "coll": "collectives"}
+    rows = []
+    for i, b in enumerate(BUCKETS):
+        cells = [(hist[k].get("hist", [0] * len(BUCKETS))[i], hist[k].get("hist_ns", [0] * len(BUCKETS))[i])
+                 for k in kinds]
+        if any(c for c, _ in cells):
+            rows.append(f"<tr><td>{esc(b)}</td>" + "".join(f'<td class="n">{c}</td><td class="n">{ns / 1e9:.3g}</td>'
+                                                            for c, ns in cells) + "</tr>")
+    head = "".join(f'<th class="n">{names[k]} calls</th><th class="n">seconds</th>' for k in kinds)
+    return (f"<table><thead><tr><th>message size</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

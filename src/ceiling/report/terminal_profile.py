@@ -41,6 +41,12 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.append(st(f"  PARTIAL: {run.partial_reason}", "yellow"))
 
     lines += ["", *_breakdown(run, prof, st)]
+    if prof.get("mpi"):
+        lines += ["", *_mpi(prof["mpi"], st, width)]
+    if prof.get("wrapped"):
+        lines.extend(T._wrap(f"(each of the {prof['wrapped']['size']} ranks ran under a ceiling of its own; this "
+                             "is rank 0's: the MPI and I/O figures are every rank's, gathered at MPI_Finalize, the "
+                             "split above is rank 0's process only)", width, "   ", "  "))
     for b in run.analysis.bounds[:3]:
         lines.append("")
         share = f" ({b.share:.0%} of the time)" if b.share is not None else ""
@@ -65,12 +71,62 @@ def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
         out.append(f"  {words:<20} {shares.get(key, 0):>5.0%}   {spread}")
     if prof.get("launchers"):
         out.append(f"  (left out: {', '.join(prof['launchers'])}, which only started and waited for the others)")
+    if prof.get("idle_threads"):
+        idle = prof["idle_threads"]
+        out.append(f"  (left out: {len(idle)} idle helper thread{'s' if len(idle) != 1 else ''} (on a CPU under 1% "
+                   f"of their life: {', '.join(idle[:4])}{', ...' if len(idle) > 4 else ''}))")
     if not prof.get("schedstat", True):
         out.append("  (this kernel reports no run-queue delays (schedstats): waiting for a CPU is counted as off "
                    "any CPU)")
     if prof.get("unsampled_cpu_s"):
         out.append(f"  ({prof['unsampled_cpu_s']:.3g} s of CPU time from threads that lived between two samples: "
                    "counted on a CPU, from the exit rusage)")
+    return out
+
+
+MAX_RANK_ROWS = 16           # more ranks than this: the table shows the extremes only
+
+
+def mpi_rank_rows(mpi: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The ranks a table shows: all of them, or beyond MAX_RANK_ROWS the three with the most
+    and the three with the least time outside MPI (where imbalance shows)."""
+    per = mpi.get("per_rank") or []
+    if len(per) <= MAX_RANK_ROWS:
+        return per
+    by = sorted(per, key=lambda r: r["run_s"] - r["mpi_s"])
+    return by[:3] + by[-3:]
+
+
+def mpi_headline(mpi: Dict[str, Any]) -> str:
+    sh = mpi.get("share") or {}
+    eff = [f"{words} {mpi[k]:.0%}" for k, words in (("load_balance", "load balance"),
+                                                      ("communication_efficiency", "communication efficiency"),
+                                                      ("parallel_efficiency", "parallel efficiency"))
+           if mpi.get(k) is not None]
+    library = " ".join(str(mpi.get("library") or mpi.get("family") or "").split(",")[0].split())
+    return (f"{mpi.get('ranks', 0)} rank(s) of {mpi.get('size', '?')}, {library}: "
+            f"inside MPI {sh.get('mean', 0):.0%} of their run (min {sh.get('min', 0):.0%}, max "
+            f"{sh.get('max', 0):.0%})" + (f"; {', '.join(eff)} (POP)" if eff else ""))
+
+
+def _mpi(mpi: Dict[str, Any], st, width: int) -> List[str]:
+    out = [st("MPI", "bold")]
+    out += T._wrap(mpi_headline(mpi), width, "    ", "  ")
+    rows = mpi_rank_rows(mpi)
+    out.append(f"  {'rank':>6} {'run s':>8} {'in MPI':>7} {'p2p s':>8} {'wait s':>8} {'coll s':>8} {'MPI-IO s':>9}")
+    for r in rows:
+        g = r.get("groups") or {}
+        share = r["mpi_s"] / r["run_s"] if r["run_s"] else 0.0
+        out.append(f"  {r['rank']:>6} {r['run_s']:>8.3g} {share:>7.0%} {g.get('p2p', 0):>8.3g} "
+                   f"{g.get('wait', 0):>8.3g} {g.get('coll', 0):>8.3g} {g.get('io', 0):>9.3g}")
+    if len(rows) < len(mpi.get("per_rank") or []):
+        out.append(f"  (the 3 ranks with the most and the 3 with the least time outside MPI, of {mpi['ranks']})")
+    top = [f for f in mpi.get("functions") or [] if f["fn"] not in ("MPI_Init", "MPI_Init_thread")][:5]
+    if top:
+        out += T._wrap("Top calls (all ranks): " + "; ".join(
+            f"{f['fn']} {f['ns'] / 1e9:.3g} s in {f['calls']} calls"
+            + (f", {f['bytes'] / f['calls'] / 1024:.3g} KiB per call" if f["bytes"] and f["calls"] else "")
+            for f in top), width, "    ", "  ")
     return out
 
 
@@ -85,14 +141,17 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
     ov = run.application.overhead if run.application else {}
     if ip.get("used"):
         text = (f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
-                f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} calls")
+                f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} POSIX and stdio calls")
         if ov.get("per_call_ns") is not None:
             frac = ov.get("fraction")
             text += (f"; at {ov['per_call_ns']:.3g} ns per call (measured before the run: {ov.get('how', '')}) "
                      f"they cost about {ov.get('interposer_s', 0):.3g} s"
-                     + (f", {frac:.2%} of the run" if frac is not None else ""))
+                     + (f", {frac:.2%} of the run in its busiest process" if frac is not None else ""))
         elif ov.get("why"):
             text += f"; its cost per call is unknown: {ov['why']}"
+        if ov.get("mpi_calls"):
+            text += (f"; and {ov['mpi_calls']} MPI calls, each with a datatype-size query more than an I/O call "
+                     "(benchmarks/profile_overhead.py measures a barrier loop)")
         parts.append(text)
     elif ip:
         parts.append(f"no interposer: {ip.get('why')}")

@@ -32,7 +32,8 @@ ROOF_KINDS = (COMPUTE, BANDWIDTH)
 
 # Bound.bound: what limits the subject. "cpu": on a CPU, compute and memory not told apart
 # (no hardware counters); "oversubscribed": runnable but waiting for a CPU.
-BOUND_KINDS = ("compute", "memory", "cpu", "mpi", "io", "oversubscribed", "waiting", "unknown")
+BOUND_KINDS = ("compute", "memory", "cpu", "mpi", "mpi_latency", "mpi_bandwidth", "imbalance", "io", "oversubscribed",
+               "waiting", "unknown")
 
 
 @dataclass

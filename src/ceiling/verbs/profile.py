@@ -1,4 +1,4 @@
-"""ceiling profile -- CMD: what limits this program (first increment: /proc).
+"""ceiling profile -- CMD: what limits this program.
 
 The program runs as ceiling's child with its standard input, output and error
 untouched; ceiling's own report goes to standard error when it ends, so the
@@ -11,7 +11,9 @@ While it runs, probes/proc_sampler.py reads its threads and processes from
 /proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
 any CPU) and names the bound. Where the program is dynamically linked and not
 setuid, the LD_PRELOAD interposer (csrc/interpose/) is put into it and its
-records are read back (the I/O and MPI modules come in later increments).
+records are read back: POSIX and stdio I/O calls, and MPI calls per rank
+(analysis/profile_mpi.py). Hardware counters are opened on it before its exec
+(probes/perf_counters.py) where the machine has them.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import shutil
 import signal
 import tempfile
 import time
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from . import common
@@ -68,11 +70,36 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     exe = _resolve(cmd[0])
     common.check_outputs(args, html=bool(args.out))
     store = common.open_store(args)
-    run, code = _profile(args, argv, cmd, exe, interval)
+    wrapped = launched_rank()
+    if wrapped and args.overhead:
+        raise UsageError("profile: --overhead reruns the program alone, which one rank of an MPI job cannot do")
+    run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+    if wrapped and wrapped[0] != 0:
+        return code                            # rank 0's ceiling reports every rank
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     delivered = common.deliver(run, outputs, 0, common.say(args))
     return code if code else delivered
+
+
+RANK_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                  ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS"))
+
+
+def launched_rank(environ=None) -> Optional[Tuple[int, int]]:
+    """(rank, size) when this ceiling is one rank of an MPI launch (mpirun -n N ceiling
+    profile -- ./app, srun ceiling profile -- ./app): the launcher's variables for its
+    ranks (MPICH's Hydra and Intel MPI: PMI_*; Open MPI: OMPI_COMM_WORLD_*; a Slurm job
+    step: SLURM_PROCID with the step's task count, not a batch script's), with more
+    than one rank. None otherwise."""
+    env = os.environ if environ is None else environ
+    if "SLURM_PROCID" in env and not str(env.get("SLURM_STEP_ID", "")).isdigit():
+        env = {k: v for k, v in env.items() if not k.startswith("SLURM_")}
+    for rank, size in RANK_VARIABLES:
+        r, n = str(env.get(rank, "")), str(env.get(size, ""))
+        if r.isdigit() and n.isdigit() and int(n) > 1 and int(r) < int(n):
+            return int(r), int(n)
+    return None
 
 
 def _render(args: argparse.Namespace):
@@ -133,12 +160,13 @@ def preload_refused(path: str) -> str:
 
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
-             interval: float) -> Tuple[object, int]:
-    import subprocess
+             interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
     from .. import core
     from .. import machine as machine_mod
-    from ..analysis.profile import Rusage, conclude, io_calls
-    from ..probes.interpose_record import parse
+    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
+    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
+    from ..probes.interpose_record import latest, parse
+    from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
     from ..results.model import Application, SKIPPED, Finding
     from .session import Session, utcnow
@@ -156,15 +184,19 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     cost = {}
     if not refused:
         from ..probes.interpose_cost import measure
-        cost = measure(lib)                      # before the program, not beside it
+        if not wrapped or wrapped[0] == 0:
+            cost = measure(lib)                  # before the program, not beside it; by the reporting rank
         env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
         env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
+        if wrapped:
+            env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
     app = Application(command=cmd, started=utcnow())
     interrupted = ""
     t0 = time.monotonic()
     try:
-        child = subprocess.Popen(cmd, executable=exe, env=env)
+        # forked with the counters opened on it before its exec (probes/perf_counters.py)
+        child = spawn(cmd, exe, env)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}") from None
@@ -178,7 +210,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         interrupted = interrupted or ("interrupted (Ctrl-C)" if signum == signal.SIGINT else "terminated (SIGTERM)")
         if signum != signal.SIGINT:
             try:
-                child.send_signal(signum)
+                os.kill(child.pid, signum)
             except OSError:
                 pass
     old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -189,6 +221,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             signal.signal(s, h)
     wall = time.monotonic() - t0
     sampled = sampler.stop()
+    counters = child.finish(wall, hypervisor=m.virtualized)
     app.finished, app.wall_s = utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
@@ -198,14 +231,22 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     else:
         app.exit_status = code = os.WEXITSTATUS(status)
 
-    records = _records(tmp, parse)
+    records = latest(_records(tmp, parse))
     shutil.rmtree(tmp, ignore_errors=True)
+    # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
+    waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
+    own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
-                                                    wall, cpus, io_calls(records))
+                                                    wall, cpus, io_calls(own), mpi_conclude(own), counters,
+                                                    sorted(waiters))
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]})})
-    app.overhead = _overhead(cost, breakdown, wall)
+    if wrapped:
+        breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
+    busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
+    app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
+                             busiest)
     if args.overhead:
         app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
     run = session.run
@@ -224,16 +265,19 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     return session.finish(), code
 
 
-def _overhead(cost: dict, breakdown: dict, wall: float) -> dict:
-    """What watching cost: the interposer's measured ns per call times the calls it counted
-    (its share of the wall time is the slowdown the program saw), and the sampler's CPU."""
-    calls = sum(c.get("calls", 0) for c in (breakdown.get("io_calls") or {}).values())
+def _overhead(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:
+    """What watching cost: the interposer's measured ns per call times the calls it counted in
+    every process, launchers included; the slowdown the program saw is that of its busiest
+    process (the others ran beside it): its calls times the cost over the wall time. And the
+    sampler's CPU."""
     per = cost.get("per_call_ns")
-    out = {"per_call_ns": per, "calls": calls, "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
+    out = {"per_call_ns": per, "calls": calls, "mpi_calls": mpi_calls,
+           "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
            "sampler_share_of_one_cpu": breakdown["sampler"]["share_of_one_cpu"]}
     if per is not None:
         out["interposer_s"] = per * calls / 1e9
-        out["fraction"] = out["interposer_s"] / wall if wall else None
+        out["busiest_calls"] = busiest
+        out["fraction"] = per * busiest / 1e9 / wall if wall else None
         out["how"] = cost.get("how", "")
     elif cost:
         out["why"] = cost.get("why", "")

@@ -1,0 +1,229 @@
+"""The MPI part of a profile: pure functions over the interposer's mpi lines
+(csrc/interpose/mpi.c documents them), one record per rank.
+
+Per rank, the time between MPI_Init's return and the call of MPI_Finalize is
+its run; inside it, time in MPI calls by group (point-to-point, waiting for
+non-blocking requests, collectives, MPI-IO) and the rest, outside MPI, is the
+rank's own work ("useful" in the POP Centre of Excellence's terms). The job's
+figures are POP's:
+
+    load balance              = mean(useful) / max(useful)
+    communication efficiency  = max(useful) / runtime
+    parallel efficiency       = load balance x communication efficiency
+
+where runtime is the longest rank's run plus its MPI_Finalize (a rank that
+finishes early waits in MPI_Finalize for the others, so every rank's run and
+Finalize add up to about the same). Bounds: "imbalance" when load balance is
+poor (the others wait for the slowest rank: the time that costs is max - mean
+of useful over runtime); "mpi_latency" or "mpi_bandwidth" when MPI time is a
+large share with the ranks balanced, by where that time went: messages under
+SMALL_MESSAGE bytes (and barriers) are latency, larger ones bandwidth.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..results.analysis import Bound
+from ..results.model import HIGHER, LOWER, WARN, Finding, Metric
+
+GROUPS = {"send": "p2p", "recv": "p2p", "sendrecv": "p2p", "post": "p2p", "wait": "wait", "coll": "coll",
+          "icoll": "coll", "io_meta": "io", "io_read": "io", "io_write": "io", "io_sync": "io"}
+GROUP_WORDS = {"p2p": "point-to-point", "wait": "waiting for requests", "coll": "collectives", "io": "MPI-IO"}
+BUCKETS = ("lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
+           "1m", "2m", "4m", "8m", "16m", "32m", "ge64m")
+SMALL_MESSAGE = 16 * 1024   # below this a message's time is mostly latency (IMB PingPong's bend on most networks)
+SMALL_BUCKETS = BUCKETS[:5]  # lt1k .. 8k: every bucket entirely under SMALL_MESSAGE
+MPI_BOUND = 0.30            # ranks in MPI this share of their run: an MPI bound
+IMBALANCED = 0.85           # load balance below this: imbalance (POP flags under 0.8-0.85)
+
+
+def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Per process that initialised MPI (its record has an mpi line with init_ns), sorted by
+    rank: the rank's run, its MPI time by group and function, bytes, histograms, peers."""
+    out = []
+    for rec in records:
+        lines = rec.get("lines", {}).get("mpi", [])
+        head = next((ln for ln in lines if "rank" in ln), None)
+        if not head or not head.get("init_ns"):
+            continue
+        proc = rec.get("process", {})
+        end = head.get("finalize_ns") or proc.get("end_ns", 0)
+        classes = {str(ln["class"]): ln for ln in lines if "class" in ln}
+        groups: Dict[str, float] = {}
+        for cls, ln in classes.items():
+            g = GROUPS.get(cls)
+            if g:
+                groups[g] = groups.get(g, 0.0) + ln.get("ns", 0) / 1e9
+        fns = {str(ln["fn"]): ln for ln in lines if "fn" in ln}
+        out.append({
+            "rank": head.get("rank", -1), "size": head.get("size", -1), "host": proc.get("host", ""),
+            "pid": proc.get("pid"), "family": head.get("family", "unknown"), "library": head.get("library", ""),
+            "run_s": max(0.0, (end - head["init_ns"]) / 1e9),
+            "finalize_s": fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9,
+            "init_s": sum(fns.get(f, {}).get("ns", 0) for f in ("MPI_Init", "MPI_Init_thread")) / 1e9,
+            "groups": groups, "mpi_s": sum(groups.values()),
+            "classes": {c: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for c, ln in classes.items()},
+            "functions": {f: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
+            "hist": {str(ln["hist"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist" in ln},
+            "hist_ns": {str(ln["hist_ns"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist_ns" in ln},
+            "peers": {ln["peer"]: {"calls": ln.get("calls", 0), "bytes": ln.get("bytes", 0)}
+                      for ln in lines if "peer" in ln and isinstance(ln["peer"], int)},
+            "threads": proc.get("threads", 1),
+        })
+    return sorted(out, key=lambda r: (r["rank"] if isinstance(r["rank"], int) else -1, r["pid"] or 0))
+
+
+def launcher_pids(records: Sequence[Dict[str, Any]]) -> List[int]:
+    """Processes that started MPI ranks without being one (mpiexec, hydra_pmi_proxy, orted,
+    srun, a wrapping shell): the ancestors of every rank, by the ppid in the records. Their
+    I/O is the launcher's control traffic, not the program's."""
+    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in records if r.get("process")}
+    rank_pids = {r["pid"] for r in ranks(records)}
+    out = set()
+    for pid in rank_pids:
+        up = parent.get(pid)
+        while up in parent and up not in rank_pids and up not in out:
+            out.add(up)
+            up = parent.get(up)
+    return sorted(p for p in out if isinstance(p, int))
+
+
+def _spread(vals: List[float]) -> Dict[str, float]:
+    return {"min": min(vals), "mean": sum(vals) / len(vals), "max": max(vals)} if vals else {}
+
+
+def _small_share(rs: Sequence[Dict[str, Any]]) -> Optional[float]:
+    """The share of MPI communication time spent on messages under SMALL_MESSAGE: blocking
+    calls by their histogram's time; a wait's time split as the requests it completes were
+    posted (by count); barriers are small (0 bytes)."""
+    small = total = 0.0
+    for r in rs:
+        for kind in ("p2p", "coll"):
+            ns = r["hist_ns"].get(kind, [])
+            small += sum(ns[:len(SMALL_BUCKETS)])
+            total += sum(ns)
+        wait = r["groups"].get("wait", 0.0) * 1e9
+        posted = r["hist"].get("post", [])
+        if wait and sum(posted):
+            small += wait * sum(posted[:len(SMALL_BUCKETS)]) / sum(posted)
+            total += wait
+    return small / total if total > 0 else None
+
+
+def conclude(records: Sequence[Dict[str, Any]]
+             ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
+    """(metrics, bounds, findings, the "mpi" part of the breakdown); all empty when no
+    process of the program initialised MPI."""
+    rs = ranks(records)
+    if not rs:
+        return [], [], [], {}
+    runs = [r["run_s"] for r in rs]
+    useful = [max(0.0, r["run_s"] - r["mpi_s"]) for r in rs]
+    runtime = max(r["run_s"] + r["finalize_s"] for r in rs)
+    share = [min(1.0, r["mpi_s"] / r["run_s"]) if r["run_s"] else 0.0 for r in rs]
+    lb = (sum(useful) / len(useful)) / max(useful) if max(useful) > 0 else None
+    ce = max(useful) / runtime if runtime > 0 else None
+    pe = lb * ce if lb is not None and ce is not None else None
+    groups = {g: sum(r["groups"].get(g, 0.0) for r in rs) for g in GROUP_WORDS}
+    expected = max((r["size"] for r in rs if isinstance(r["size"], int)), default=-1)
+    small = _small_share(rs)
+    summary = {
+        "ranks": len(rs), "size": expected, "family": rs[0]["family"], "library": rs[0]["library"],
+        "runtime_s": runtime, "share": _spread(share), "groups_s": groups,
+        "load_balance": lb, "communication_efficiency": ce, "parallel_efficiency": pe,
+        "small_message_share": small,
+        "per_rank": [{k: r[k] for k in ("rank", "host", "pid", "run_s", "mpi_s", "groups", "init_s",
+                                        "finalize_s", "classes", "peers", "threads")} for r in rs],
+        "functions": _functions(rs), "hist": _hist(rs),
+    }
+    ctx = {"ranks": len(rs), "per_rank": _spread(share)}
+    metrics = [_m("app.mpi.time", sum(share) / len(share) * 100, "%", ctx)]
+    for name, v in (("app.mpi.load_balance", lb), ("app.mpi.communication_efficiency", ce),
+                    ("app.mpi.parallel_efficiency", pe)):
+        if v is not None:
+            metrics.append(_m(name, v * 100, "%", {"ranks": len(rs), "method": "POP (mean/max of time outside MPI)"},
+                              HIGHER))
+    bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
+    if 0 < len(rs) < expected:
+        findings.append(Finding(
+            id="profile.mpi.ranks_missing", status=WARN,
+            title=f"{len(rs)} of {expected} ranks were profiled: the others ran on other nodes or left no record",
+            evidence=f"MPI_COMM_WORLD has {expected} ranks; records came from ranks "
+                     f"{', '.join(str(r['rank']) for r in rs)}",
+            why="An express launch (ceiling profile -- mpirun ...) sees the ranks started on this node only.",
+            fix="Wrap every rank instead: mpirun -n N ceiling profile -- ./app (or srun ceiling profile -- ./app).",
+            data={"seen": len(rs), "size": expected}))
+    return metrics, bounds, findings, summary
+
+
+def _bounds(rs, share, useful, runtime, lb, small, groups) -> Tuple[List[Bound], List[Finding]]:
+    mean_share = sum(share) / len(share)
+    words = (f"{len(rs)} rank{'s' if len(rs) != 1 else ''} inside MPI {mean_share:.0%} of their run on average "
+             f"(min {min(share):.0%}, max {max(share):.0%}); " +
+             ", ".join(f"{GROUP_WORDS[g]} {s:.3g} s" for g, s in groups.items() if s > 0))
+    bounds: List[Bound] = []
+    findings: List[Finding] = []
+    slow = max(range(len(rs)), key=lambda i: useful[i])
+    fast = min(range(len(rs)), key=lambda i: useful[i])
+    data = {"mpi_share": mean_share, "load_balance": lb, "small_message_share": small}
+    lost = (max(useful) - sum(useful) / len(useful)) / runtime if runtime > 0 else 0.0
+    if len(rs) > 1 and lb is not None and lb < IMBALANCED:
+        ev = (f"load balance {lb:.0%} (mean / max of the time outside MPI): rank {rs[slow]['rank']} worked "
+              f"{useful[slow]:.3g} s, rank {rs[fast]['rank']} {useful[fast]:.3g} s and waited in MPI "
+              f"{share[fast]:.0%} of its run; {words}")
+        bounds.append(Bound("application", "imbalance", lost, ev, dict(data, slowest=rs[slow]["rank"])))
+        findings.append(Finding(
+            id="profile.mpi.imbalance", status=WARN,
+            title=f"Load imbalance: rank {rs[slow]['rank']} works {useful[slow] / max(useful[fast], 1e-9):.3g}x "
+                  f"as long as rank {rs[fast]['rank']}; the others wait for it in MPI",
+            evidence=ev,
+            why="Every rank waits for the slowest at the next collective or message: the job runs at the pace "
+                "of its most loaded rank.",
+            fix="Balance the work (domain decomposition by cost, not size; dynamic scheduling), or look for "
+                "what only the slowest rank does (I/O on rank 0, a serial section).", data=data))
+    comm = mean_share - lost
+    if comm >= MPI_BOUND:
+        kind = "mpi_latency" if small is not None and small >= 0.5 else "mpi_bandwidth"
+        what = (f"{small:.0%} of the communication time in messages under {SMALL_MESSAGE // 1024} KiB"
+                if small is not None else "message sizes unknown")
+        bounds.append(Bound("application", kind, comm, f"{words}; {what}", data))
+        findings.append(Finding(
+            id=f"profile.{kind}", status=WARN,
+            title=(f"MPI latency: {mean_share:.0%} of the ranks' time in MPI, mostly small messages"
+                   if kind == "mpi_latency" else
+                   f"MPI bandwidth: {mean_share:.0%} of the ranks' time in MPI, mostly large messages"),
+            evidence=f"{words}; {what}",
+            why=("Each small message costs the network's latency whatever its size; many of them add up."
+                 if kind == "mpi_latency" else
+                 "Large messages move at the interconnect's bandwidth; the volume sets the time."),
+            fix=("Aggregate small messages, overlap them with computation (non-blocking calls), or use fewer, "
+                 "larger collectives; compare with the node's ping-pong latency ('ceiling bench network')."
+                 if kind == "mpi_latency" else
+                 "Send less (compression, a coarser exchange), overlap transfers with computation, or place ranks "
+                 "that talk most on the same node; compare with 'ceiling bench network'."), data=data))
+    return bounds, findings
+
+
+def _functions(rs) -> List[Dict[str, Any]]:
+    tot: Dict[str, Dict[str, float]] = {}
+    for r in rs:
+        for f, x in r["functions"].items():
+            t = tot.setdefault(f, {"calls": 0, "ns": 0, "bytes": 0})
+            for k in t:
+                t[k] += x.get(k, 0)
+    return [dict(fn=f, **x) for f, x in sorted(tot.items(), key=lambda kv: -kv[1]["ns"])]
+
+
+def _hist(rs) -> Dict[str, Dict[str, List[int]]]:
+    out: Dict[str, Dict[str, List[int]]] = {}
+    for key in ("hist", "hist_ns"):
+        for r in rs:
+            for kind, vals in r[key].items():
+                acc = out.setdefault(kind, {}).setdefault(key, [0] * len(BUCKETS))
+                for i, v in enumerate(vals):
+                    acc[i] += v
+    return out
+
+
+def _m(name: str, value: float, unit: str, context: Dict[str, Any], better: str = LOWER) -> Metric:
+    return Metric.measured(name, [value], unit, better=better, context=context)

@@ -1,0 +1,259 @@
+"""The MPI part of `ceiling profile`: the interposer's MPI module counted to the call
+and the byte in a real MPI program (built with the mpicc of the library mpi4py
+loaded, run with its launcher: MPICH in the default pass, Open MPI in CI's second),
+and the bound of programs built to have one: ping-pong of 8 bytes (MPI latency),
+of 4 MiB (MPI bandwidth), one rank working four times as long (imbalance). The
+analysis itself is also checked on records written by hand. No timings are
+asserted: only which class dominates a program that can only be in one."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ceiling.analysis.profile_mpi import conclude as mpi_conclude
+from ceiling.probes.interpose_record import latest, parse
+from ceiling.verbs.profile import launched_rank
+from mpiutil import needs_mpi, run_env
+from test_interpose import LIB, NEEDS_LIB
+
+APP = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define CHECK(x) do { if (!(x)) { fprintf(stderr, "check failed: %s\n", #x); MPI_Abort(MPI_COMM_WORLD, 9); } } while (0)
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
+static void busy(double s) { double t = now(); volatile double x = 1; while (now() - t < s) x *= 1.0000001; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK(size == 2);
+    const char *mode = argv[1];
+    long n = atol(argv[2]), bytes = atol(argv[3]);
+    char *buf = calloc(1, bytes > 0 ? bytes : 1);
+    if (!strcmp(mode, "pingpong")) {           /* n round trips of `bytes`, checked */
+        for (long i = 0; i < n; i++) {
+            if (rank == 0) {
+                buf[0] = (char)i;
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                CHECK(buf[0] == (char)(i + 1));
+            } else {
+                MPI_Status st;
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD, &st);
+                buf[0]++;
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+            }
+        }
+    } else if (!strcmp(mode, "imbalance")) {   /* n steps: rank 0 works 4x as long, then all meet */
+        for (long i = 0; i < n; i++) {
+            busy(rank == 0 ? 0.04 : 0.01);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
+        double x = rank, y = 0;
+        MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(y == 1);
+        MPI_Request rq[2];
+        int other = 1 - rank;
+        MPI_Irecv(buf, 100, MPI_BYTE, other, 1, MPI_COMM_WORLD, &rq[0]);
+        MPI_Isend(buf + 100, 100, MPI_BYTE, other, 1, MPI_COMM_WORLD, &rq[1]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        MPI_Bcast(buf, 1000, MPI_BYTE, 0, MPI_COMM_WORLD);
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &half);
+        MPI_Sendrecv(buf, 10, MPI_INT, other, 2, buf + 64, 10, MPI_INT, other, 2, half, MPI_STATUS_IGNORE);
+        MPI_Comm_free(&half);
+        MPI_File fh;
+        CHECK(MPI_File_open(MPI_COMM_WORLD, argv[4], MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) == 0);
+        CHECK(MPI_File_write_at_all(fh, rank * 4096, buf, 4096, MPI_BYTE, MPI_STATUS_IGNORE) == 0);
+        CHECK(MPI_File_read_at(fh, rank * 4096, buf, 4096, MPI_BYTE, MPI_STATUS_IGNORE) == 0);
+        MPI_File_close(&fh);
+    }
+    free(buf);
+    MPI_Finalize();
+    return rank == 0 ? atoi(argv[argc - 1]) : 0;     /* the last argument: rank 0's exit status */
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def app(mpi_setup, tmp_path_factory):
+    tmp, found = mpi_setup
+    d = tmp_path_factory.mktemp("mpiapp")
+    (d / "app.c").write_text(APP)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(d / "app"), str(d / "app.c")], capture_output=True,
+                       text=True, timeout=120, env=run_env(tmp))
+    assert r.returncode == 0, r.stderr
+    return d / "app", found, tmp
+
+
+def profile(app, tmp_path, *args, status=0):
+    exe, found, tmp = app
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+           *found["argv2"], str(exe), *args, str(status)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    return r, json.loads(out.read_text()) if out.exists() else None
+
+
+def bounds(doc):
+    return [b["bound"] for b in doc["analysis"]["bounds"]]
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
+    r, doc = profile(app, tmp_path, "mix", "0", "8192", str(tmp_path / "f"), status=3)
+    assert r.returncode == 3, r.stderr                          # rank 0's exit status, through mpiexec
+    mpi = doc["environment"]["profile"]["mpi"]
+    assert mpi["ranks"] == 2 and mpi["size"] == 2 and mpi["family"] in ("mpich", "openmpi")
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert c["post"]["calls"] == 2 and c["post"]["bytes"] == 200       # Irecv posted 100, Isend 100
+        assert c["wait"]["calls"] == 1
+        assert c["coll"]["calls"] == 2 and c["coll"]["bytes"] == 8 + 1000   # Allreduce 1 double, Bcast 1000
+        assert c["sendrecv"]["bytes"] == 40 + 40                             # both sides, 10 ints each
+        assert c["io_write"] == {"calls": 1, "ns": c["io_write"]["ns"], "bytes": 4096}
+        assert c["io_read"]["bytes"] == 4096                                 # as read, from the status
+        assert c["io_meta"]["calls"] == 2
+        # the Isend went to the other world rank; the Sendrecv was on another communicator
+        assert rank["peers"] == {str(1 - rank["rank"]): {"calls": 1, "bytes": 100}} or \
+            rank["peers"] == {1 - rank["rank"]: {"calls": 1, "bytes": 100}}
+    names = {f["fn"] for f in mpi["functions"]}
+    assert {"MPI_Allreduce", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Bcast", "MPI_Sendrecv",
+            "MPI_File_open", "MPI_File_write_at_all", "MPI_File_read_at", "MPI_File_close"} <= names
+    # ROMIO's own pwrite/pread are inside the MPI-IO calls: the posix module does not count them again
+    io = doc["environment"]["profile"].get("io_calls", {})
+    assert io.get("write", {}).get("bytes", 0) < 4096
+
+
+@needs_mpi
+@NEEDS_LIB
+@pytest.mark.parametrize("bytes_, bound", [(8, "mpi_latency"), (4 << 20, "mpi_bandwidth")])
+def test_a_ping_pong_is_bound_by_mpi_latency_or_bandwidth_by_its_message_size(app, tmp_path, bytes_, bound):
+    n = 20000 if bytes_ == 8 else 150
+    r, doc = profile(app, tmp_path, "pingpong", str(n), str(bytes_))
+    assert r.returncode == 0, r.stderr
+    mpi = doc["environment"]["profile"]["mpi"]
+    sends = {f["fn"]: f for f in mpi["functions"]}["MPI_Send"]
+    assert sends["calls"] == 2 * n and sends["bytes"] == 2 * n * bytes_
+    assert bounds(doc)[0] == bound, r.stderr
+    assert "cpu" not in bounds(doc)              # the ranks poll inside MPI: that is not compute
+    text = " ".join(r.stderr.split())               # the page wraps at the terminal's width
+    assert "\nMPI\n" in r.stderr and "load balance" in text and "parallel efficiency" in text
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_one_rank_working_four_times_as_long_is_imbalance_naming_it(app, tmp_path):
+    r, doc = profile(app, tmp_path, "imbalance", "12", "0")
+    assert r.returncode == 0, r.stderr
+    # rank 0 computes all the time: the program is on a CPU ~60% of its thread-time (a cpu bound
+    # beside), and ~37% is rank 1 waiting for it
+    assert "imbalance" in bounds(doc) and "waiting" not in bounds(doc), r.stderr
+    f = {x["id"]: x for x in doc["findings"]}["profile.mpi.imbalance"]
+    assert "rank 0 works" in f["title"]
+    assert doc["environment"]["profile"]["mpi"]["load_balance"] < 0.85
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, tmp_path):
+    """mpirun -n 2 ceiling profile -- ./app: two ceilings, one report (rank 0's), both ranks in it."""
+    exe, found, tmp = app
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([*found["argv2"], sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json",
+                        str(out), "--", str(exe), "pingpong", "500", "64", "0"],
+                       capture_output=True, text=True, timeout=240, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("Where the time went") == 1, r.stderr
+    doc = json.loads(out.read_text())
+    prof = doc["environment"]["profile"]
+    assert prof["wrapped"] == {"rank": 0, "size": 2}
+    per = {x["rank"]: x for x in prof["mpi"]["per_rank"]}
+    assert sorted(per) == [0, 1] and prof["mpi"]["ranks"] == 2
+    for rank in (0, 1):                           # each rank's own counts, rank 1's through the gather
+        assert per[rank]["classes"]["send"] == {"calls": 500, "ns": per[rank]["classes"]["send"]["ns"],
+                                                "bytes": 500 * 64}
+    assert "profile.mpi.ranks_missing" not in {f["id"] for f in doc["findings"]}
+
+
+def test_a_rank_of_a_launch_is_told_by_its_launchers_variables():
+    assert launched_rank({"PMI_RANK": "1", "PMI_SIZE": "4"}) == (1, 4)
+    assert launched_rank({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}) == (0, 2)
+    assert launched_rank({"SLURM_PROCID": "3", "SLURM_STEP_NUM_TASKS": "8", "SLURM_STEP_ID": "0"}) == (3, 8)
+    # a batch script's shell is rank 0 of nothing; a single rank is no MPI job to gather
+    assert launched_rank({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "8", "SLURM_STEP_ID": "batch"}) is None
+    assert launched_rank({"PMI_RANK": "0", "PMI_SIZE": "1"}) is None
+    assert launched_rank({}) is None
+
+
+# ---- the analysis, on records written by hand ------------------------------------
+
+def record(pid, rank, run_ns, classes, hist_ns=None, size=2, reason="exit", end=True):
+    lines = [f"ceiling-interpose 1",
+             f"process pid={pid} ppid=1 forked=0 host=n1 exe=/a reason={reason} signal=0 threads=1 threads_lost=0 "
+             f"start_ns=100 end_ns={run_ns + 2000} start_unix_ns=0",
+             "module name=mpi version=1 enabled=1",
+             f"mpi rank={rank} size={size} family=mpich world=1 thread_level=-1 init_ns=1000 "
+             f"finalize_ns={1000 + run_ns} library=x"]
+    for cls, (calls, ns, nbytes) in classes.items():
+        lines.append(f"mpi class={cls} calls={calls} ns={ns} bytes={nbytes}")
+    for kind, small, large in (hist_ns or []):
+        zeros = " ".join(f"{b}=0" for b in ("2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1m",
+                                              "2m", "4m", "8m", "16m", "32m"))
+        lines.append(f"mpi hist_ns={kind} lt1k={small} 1k=0 {zeros} ge64m={large}")
+    if end:
+        lines.append(f"end pid={pid} truncated=0")
+    return "\n".join(lines) + "\n"
+
+
+def test_load_balance_and_efficiencies_are_pops():
+    # rank 0: 1 s outside MPI; rank 1: 0.5 s outside, 0.5 s in a collective
+    recs = parse(record(1, 0, 10**9, {}) + record(2, 1, 10**9, {"coll": (10, 5 * 10**8, 0)}))
+    metrics, bnds, findings, s = mpi_conclude(recs)
+    assert s["load_balance"] == pytest.approx(0.75) and s["communication_efficiency"] == pytest.approx(1.0)
+    assert s["parallel_efficiency"] == pytest.approx(0.75)
+    assert [b.bound for b in bnds] == ["imbalance"] and bnds[0].share == pytest.approx(0.25)
+    assert {m.name for m in metrics} >= {"app.mpi.time", "app.mpi.load_balance", "app.mpi.parallel_efficiency"}
+
+
+def test_balanced_ranks_in_mpi_are_latency_or_bandwidth_by_where_the_time_went():
+    small = [("p2p", 9 * 10**8, 10**8)]
+    recs = parse(record(1, 0, 10**9, {"send": (5, 6 * 10**8, 40)}, small) +
+                 record(2, 1, 10**9, {"recv": (5, 6 * 10**8, 40)}, small))
+    assert [b.bound for b in mpi_conclude(recs)[1]] == ["mpi_latency"]
+    large = [("p2p", 10**8, 9 * 10**8)]
+    recs = parse(record(1, 0, 10**9, {"send": (5, 6 * 10**8, 40)}, large) +
+                 record(2, 1, 10**9, {"recv": (5, 6 * 10**8, 40)}, large))
+    assert [b.bound for b in mpi_conclude(recs)[1]] == ["mpi_bandwidth"]
+
+
+def test_ranks_that_left_no_record_are_named_and_no_mpi_is_no_mpi_part():
+    recs = parse(record(1, 0, 10**9, {}, size=4) + record(2, 1, 10**9, {}, size=4))
+    findings = mpi_conclude(recs)[2]
+    assert [f.id for f in findings] == ["profile.mpi.ranks_missing"] and "2 of 4 ranks" in findings[0].title
+    assert mpi_conclude(parse("ceiling-interpose 1\nprocess pid=3 host=n\nend pid=3\n")) == ([], [], [], {})
+
+
+def test_a_checkpoint_is_superseded_by_the_same_process_record_at_exit():
+    text = (record(1, 0, 10**9, {"coll": (1, 1, 0)}, reason="checkpoint") +
+            record(1, 0, 10**9, {"coll": (2, 2, 0)}) +
+            record(2, 1, 10**9, {"coll": (3, 3, 0)}, reason="checkpoint") +
+            record(2, 1, 10**9, {"coll": (4, 4, 0)}, end=False))   # cut short: the checkpoint stands
+    kept = latest(parse(text))
+    assert [(r["process"]["pid"], r["lines"]["mpi"][1]["calls"]) for r in kept] == [(1, 2), (2, 3)]
