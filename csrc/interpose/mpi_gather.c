@@ -9,7 +9,8 @@
  * pass LD_PRELOAD on) would leave the others waiting in them forever. So an
  * express launch (`ceiling profile -- mpirun ...`) never gathers.
  *
- * Each rank gives, in one MPI_Allgather of a fixed-size slot: its record's
+ * Each rank gives, in one MPI_Iallgather of a fixed-size slot (waited for
+ * 30 s at most: agree below): its record's
  * length, a hash of its record path's pattern, and whether that path's
  * directory exists here. When every rank writes to the same pattern and
  * every one's directory exists, they already share one directory: nothing
@@ -24,11 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include "mpi.h"
 #include "record.h"
 
-typedef int (*allgather_fn)(const void *, int, mpi_h, void *, int, mpi_h, mpi_h);
+typedef int (*iallgather_fn)(const void *, int, mpi_h, void *, int, mpi_h, mpi_h, void *);
+typedef int (*test_fn)(void *, int *, void *);
 typedef int (*gatherv_fn)(const void *, int, mpi_h, void *, const int *, const int *, mpi_h, int, mpi_h);
 typedef int (*bcast_fn)(void *, int, mpi_h, int, mpi_h);
 
@@ -70,14 +73,45 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* The first collective, with a deadline: a rank that never comes (its
+ * ceiling did not wrap it, its runtime is off) must not hold the others in
+ * MPI_Finalize forever. Once every rank has come, the rest is decided from
+ * the same slots everywhere, so the later collectives all meet. On the
+ * deadline the request is left behind (a collective cannot be cancelled)
+ * and this rank goes on to PMPI_Finalize, saying so. */
+#define AGREE_S 30
+static int agree(iallgather_fn iallgather, test_fn test, const slot *mine, slot *all, mpi_h byte, mpi_h world)
+{
+    uint64_t req[2] = {0, 0};          /* an MPI_Request: an int or a pointer */
+    _Alignas(16) char status[MPI_STATUS_BYTES];
+    if (iallgather(mine, (int)sizeof *mine, byte, all, (int)sizeof *mine, byte, world, req) != 0)
+        return 0;
+    const uint64_t end = ceil_ip_now_ns() + (uint64_t)AGREE_S * 1000000000u;
+    const struct timespec pause = {0, 200000};
+    for (;;) {
+        int done = 0;
+        if (test(req, &done, status) != 0)
+            return 0;
+        if (done)
+            return 1;
+        if (ceil_ip_now_ns() > end) {
+            ceil_ip_say("the ranks' records were not gathered: not every rank reached MPI_Finalize under "
+                        "ceiling within 30 s", NULL);
+            return 0;
+        }
+        nanosleep(&pause, NULL);
+    }
+}
+
 void mpi_gather_records(const char *text, size_t len, void *arg)
 {
     mpi_h world, byte;
     int rank, size;
-    allgather_fn allgather = (allgather_fn)ceil_ip_lookup("PMPI_Allgather", arg);
+    iallgather_fn iallgather = (iallgather_fn)ceil_ip_lookup("PMPI_Iallgather", arg);
+    test_fn test = (test_fn)ceil_ip_lookup("PMPI_Test", arg);
     gatherv_fn gatherv = (gatherv_fn)ceil_ip_lookup("PMPI_Gatherv", arg);
     bcast_fn bcast = (bcast_fn)ceil_ip_lookup("PMPI_Bcast", arg);
-    if (!mpi_world(&world, &byte, &rank, &size) || size < 2 || !allgather || !gatherv || !bcast)
+    if (!mpi_world(&world, &byte, &rank, &size) || size < 2 || !iallgather || !test || !gatherv || !bcast)
         return;
     const size_t slots_bytes = (size_t)size * sizeof(slot), ints_bytes = 2 * (size_t)size * sizeof(int);
     slot *all = map(slots_bytes);
@@ -92,7 +126,7 @@ void mpi_gather_records(const char *text, size_t len, void *arg)
         return;    /* the others then wait: only where a small mmap fails, which leaves little else working */
     }
     const slot mine = {len, fnv1a(ceil_ip_out_pattern()), (uint64_t)directory_here()};
-    if (allgather(&mine, (int)sizeof mine, byte, all, (int)sizeof mine, byte, world) != 0)
+    if (!agree(iallgather, test, &mine, all, byte, world))
         goto out;
     int target = -1, shared = 1;
     uint64_t total = 0;
