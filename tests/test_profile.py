@@ -294,3 +294,44 @@ def test_interposer_records_are_read_back_with_a_cut_record_kept():
     a, b = parse(text)
     assert a["process"]["exe"] == "/bin/x y" and a["lines"]["null"] == [{"calls": 3}] and a["end"]["pid"] == 7
     assert b["process"]["pid"] == 8 and b["end"] == {}
+
+
+# ---- against this node's ceilings -------------------------------------------------
+
+def test_io_far_below_the_stored_storage_bandwidth_in_small_requests_is_named_with_both_numbers():
+    from ceiling.analysis.profile_ceilings import compare
+    rows = {"storage.seq.write.": [("storage.seq.write.fpp", 1000.0, "MiB/s", "2026-11-20T10:00:00", "r1" * 8),
+                                   ("storage.seq.write.shared", 400.0, "MiB/s", "2026-11-20T10:00:00", "r1" * 8),
+                                   ("storage.seq.write.fpp.old", 5000.0, "MiB/s", "2026-10-01T10:00:00", "r0" * 8)]}
+    # 100 MB written in 200,000 calls of 500 B, 1 s inside them: 100 MB/s
+    bd = {"io_calls": {"write": {"calls": 200000, "bytes": 100_000_000, "ns": 10**9}}}
+    cmp, findings = compare(bd, lambda prefix: rows.get(prefix, []))
+    (c,) = cmp
+    assert c["program"] == pytest.approx(100.0)
+    assert c["ceiling"] == pytest.approx(1048.576)        # the newest run's best layout, MiB/s in MB/s
+    assert "storage.seq.write.fpp" in c["source"] and "2026-11-20" in c["source"]
+    (f,) = findings
+    assert f.id == "profile.ceiling.io_write" and f.status == "warn" and "0.488 KiB" in f.title
+    assert "100 MB/s" in f.fix and "1.05e+03 MB/s" in f.fix
+
+
+def test_small_messages_against_the_ping_pong_latency_tell_waiting_from_latency():
+    from ceiling.analysis.profile_ceilings import compare
+    lat = {"net.pingpong.latency.": [("net.pingpong.latency.same_l3", 0.4, "µs", "2026-11-20", "r" * 16),
+                                     ("net.pingpong.latency.cross_socket", 0.9, "µs", "2026-11-20", "r" * 16)]}
+    zeros = [0] * 18
+
+    def bd(ns_per_call):
+        calls = [1000] + zeros[1:]
+        return {"mpi": {"hist": {"p2p": {"hist": calls, "hist_ns": [1000 * ns_per_call] + zeros[1:],
+                                         "hist_bytes": [8000] + zeros[1:]}}}}
+    cmp, findings = compare(bd(500), lambda p: lat.get(p, []))          # 0.5 us: 1.25x the best placement
+    assert cmp[0]["ceiling"] == 0.4 and [f.id for f in findings] == ["profile.ceiling.mpi_latency"]
+    cmp, findings = compare(bd(5000), lambda p: lat.get(p, []))         # 5 us: 12.5x
+    assert [f.id for f in findings] == ["profile.ceiling.mpi_waiting"] and "12.5x" in findings[0].title
+
+
+def test_a_ceiling_the_history_lacks_is_said_with_the_command_that_measures_it():
+    from ceiling.analysis.profile_ceilings import compare
+    cmp, findings = compare({"io_calls": {"read": {"calls": 10, "bytes": 10 << 20, "ns": 10**8}}}, lambda p: [])
+    assert cmp[0]["ceiling"] is None and "ceiling bench storage" in cmp[0]["why"] and findings == []

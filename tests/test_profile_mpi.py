@@ -61,6 +61,17 @@ int main(int argc, char **argv)
             busy(rank == 0 ? 0.04 : 0.01);
             MPI_Barrier(MPI_COMM_WORLD);
         }
+    } else if (!strcmp(mode, "writer")) {     /* rank 0 writes n MiB in 1 MiB writes, rank 1 waits */
+        if (rank == 0) {
+            FILE *f = fopen(argv[4], "wb");
+            CHECK(f != NULL);
+            char *mib = calloc(1, 1 << 20);
+            for (long i = 0; i < n; i++)
+                CHECK(fwrite(mib, 1, 1 << 20, f) == 1 << 20);
+            CHECK(fclose(f) == 0);
+            free(mib);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
         double x = rank, y = 0;
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -105,8 +116,21 @@ def profile(app, tmp_path, *args, status=0):
     env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
            *found["argv2"], str(exe), *args, str(status)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    r = run_or_show(cmd, env)
     return r, json.loads(out.read_text()) if out.exists() else None
+
+
+def run_or_show(cmd, env, timeout=180):
+    """subprocess.run, but a job that hangs fails with what its processes were doing."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,stat,wchan:24,etime,args"], capture_output=True, text=True).stdout
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"hung for {timeout} s; processes:\n{ps}\nstderr:\n{err}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def bounds(doc):
@@ -176,9 +200,8 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
     exe, found, tmp = app
     out = tmp_path / "p.json"
     env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    r = subprocess.run([*found["argv2"], sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json",
-                        str(out), "--", str(exe), "pingpong", "500", "64", "0"],
-                       capture_output=True, text=True, timeout=240, env=env)
+    r = run_or_show([*found["argv2"], sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json",
+                     str(out), "--", str(exe), "pingpong", "500", "64", "0"], env)
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("Where the time went") == 1, r.stderr
     doc = json.loads(out.read_text())
@@ -200,6 +223,16 @@ def test_a_rank_of_a_launch_is_told_by_its_launchers_variables():
     assert launched_rank({"SLURM_PROCID": "0", "SLURM_STEP_NUM_TASKS": "8", "SLURM_STEP_ID": "batch"}) is None
     assert launched_rank({"PMI_RANK": "0", "PMI_SIZE": "1"}) is None
     assert launched_rank({}) is None
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_one_rank_writing_everything_while_the_other_waits_is_a_single_writer(app, tmp_path):
+    r, doc = profile(app, tmp_path, "writer", "64", "0", str(tmp_path / "out.dat"))
+    assert r.returncode == 0, r.stderr
+    f = {x["id"]: x for x in doc["findings"]}["profile.io.single_writer"]
+    assert f["data"]["rank"] == 0 and f["data"]["share"] > 0.99 and f["data"]["bytes"] >= 64 << 20
+    assert "rank 0 writes 100%" in f["title"]
 
 
 # ---- the analysis, on records written by hand ------------------------------------

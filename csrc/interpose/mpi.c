@@ -14,6 +14,7 @@
  *     ...
  *     mpi hist=p2p lt1k=2 1k=0 ... ge64m=0
  *     mpi hist_ns=p2p lt1k=812 1k=0 ... ge64m=0
+ *     mpi hist_bytes=p2p lt1k=16 1k=0 ... ge64m=0
  *     mpi fn=MPI_Send calls=100 ns=81234 bytes=409600
  *     mpi peer=1 calls=100 bytes=409600 ns=81234
  *     mpi peer=other calls=0 bytes=0
@@ -39,7 +40,8 @@
  * a blocking receive's and a read's as received (MPI_Get_count of the
  * status), an MPI_Irecv's posted size, a sendrecv's two sides, a
  * collective's as mpi_coll.c says, a write's as asked.
- * hist / hist_ns: calls and time by bytes (interpose.h's buckets) for p2p
+ * hist / hist_ns / hist_bytes: calls, time and bytes by size (interpose.h's
+ * buckets) for p2p
  * (blocking sends, receives and sendrecvs: the larger side), post,
  * coll and io (MPI-IO reads and writes); only kinds with calls are written.
  * fn: one line per function called, with its calls, time and bytes.
@@ -140,6 +142,7 @@ void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, i
         const unsigned b = ceil_ip_size_bucket(bytes);
         ceil_ip_add(&c->hist[hist][b], 1);
         ceil_ip_add(&c->hist_ticks[hist][b], ticks);
+        ceil_ip_add(&c->hist_bytes[hist][b], bytes);
     }
     ceil_ip_leave();
 }
@@ -290,6 +293,7 @@ typedef struct mpi_sums {
     mpi_fn_counters fn[MPI_FN_COUNT];
     uint64_t hist[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t hist_ticks[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t hist_bytes[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t other_calls, other_bytes;
 } mpi_sums;
 
@@ -380,6 +384,7 @@ static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
             continue;
         put_hist(o, self, "hist", hist_names[h], sums.hist[h], npt, 0);
         put_hist(o, self, "hist_ns", hist_names[h], sums.hist_ticks[h], npt, 1);
+        put_hist(o, self, "hist_bytes", hist_names[h], sums.hist_bytes[h], npt, 0);
     }
     for (int f = 0; f < MPI_FN_COUNT; f++) {
         if (!sums.fn[f].calls)

@@ -84,6 +84,7 @@ typedef struct mpi_counters {
     mpi_fn_counters fn[MPI_FN_COUNT];
     uint64_t hist[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t hist_ticks[MH_COUNT][CEIL_IP_HIST_BUCKETS];
+    uint64_t hist_bytes[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t other_calls, other_bytes;   /* sends not on MPI_COMM_WORLD, or past MPI_PEERS */
     mpi_peer peers[MPI_PEERS];
 } mpi_counters;

@@ -15,9 +15,11 @@ static void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int d
     mpi_peer_send(c, comm, dest, sent, ticks);
     ceil_ip_add(&c->fn[fn].bytes, got);
     mpi_done(c, fn, ticks, sent, -1);
-    const unsigned b = ceil_ip_size_bucket(sent > got ? sent : got);
+    const uint64_t larger = sent > got ? sent : got;
+    const unsigned b = ceil_ip_size_bucket(larger);
     ceil_ip_add(&c->hist[MH_P2P][b], 1);
     ceil_ip_add(&c->hist_ticks[MH_P2P][b], ticks);
+    ceil_ip_add(&c->hist_bytes[MH_P2P][b], larger);
 }
 
 /* ---- point-to-point ------------------------------------------------------------ */

@@ -55,6 +55,8 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             if g:
                 groups[g] = groups.get(g, 0.0) + ln.get("ns", 0) / 1e9
         fns = {str(ln["fn"]): ln for ln in lines if "fn" in ln}
+        writes = [ln for m in ("posix", "stdio") for ln in rec.get("lines", {}).get(m, [])
+                  if ln.get("class") == "write"]
         out.append({
             "rank": head.get("rank", -1), "size": head.get("size", -1), "host": proc.get("host", ""),
             "pid": proc.get("pid"), "family": head.get("family", "unknown"), "library": head.get("library", ""),
@@ -66,9 +68,13 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "functions": {f: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
             "hist": {str(ln["hist"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist" in ln},
             "hist_ns": {str(ln["hist_ns"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist_ns" in ln},
+            "hist_bytes": {str(ln["hist_bytes"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines
+                           if "hist_bytes" in ln},
             "peers": {ln["peer"]: {"calls": ln.get("calls", 0), "bytes": ln.get("bytes", 0)}
                       for ln in lines if "peer" in ln and isinstance(ln["peer"], int)},
             "threads": proc.get("threads", 1),
+            "write_bytes": sum(ln.get("bytes", 0) for ln in writes) + classes.get("io_write", {}).get("bytes", 0),
+            "write_s": (sum(ln.get("ns", 0) for ln in writes) + classes.get("io_write", {}).get("ns", 0)) / 1e9,
         })
     return sorted(out, key=lambda r: (r["rank"] if isinstance(r["rank"], int) else -1, r["pid"] or 0))
 
@@ -144,6 +150,7 @@ def conclude(records: Sequence[Dict[str, Any]]
             metrics.append(_m(name, v * 100, "%", {"ranks": len(rs), "method": "POP (mean/max of time outside MPI)"},
                               HIGHER))
     bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
+    findings += _single_writer(rs, share)
     if 0 < len(rs) < expected:
         findings.append(Finding(
             id="profile.mpi.ranks_missing", status=WARN,
@@ -204,6 +211,36 @@ def _bounds(rs, share, useful, runtime, lb, small, groups) -> Tuple[List[Bound],
     return bounds, findings
 
 
+SINGLE_WRITER = 0.9          # one rank writing this share of the job's bytes
+WRITER_MIN_BYTES = 1 << 20   # below this much written, who writes does not matter
+
+
+def _single_writer(rs, share) -> List[Finding]:
+    """One rank writes (nearly) everything while the others wait in MPI: the pattern that
+    serialises a parallel program's output (rank 0 gathers and writes)."""
+    total = sum(r["write_bytes"] for r in rs)
+    if len(rs) < 2 or total < WRITER_MIN_BYTES:
+        return []
+    i = max(range(len(rs)), key=lambda k: rs[k]["write_bytes"])
+    w = rs[i]
+    if w["write_bytes"] < SINGLE_WRITER * total:
+        return []
+    others = [share[k] for k in range(len(rs)) if k != i]
+    wait = sum(others) / len(others)
+    words = (f"rank {w['rank']} wrote {w['write_bytes'] / total:.0%} of the {total / 1e6:.4g} MB the job wrote, "
+             f"{w['write_s']:.3g} s inside its write calls ({w['write_s'] / w['run_s']:.0%} of its run); the other "
+             f"ranks were inside MPI {wait:.0%} of their run on average")
+    return [Finding(
+        id="profile.io.single_writer", status=WARN,
+        title=f"A single writer: rank {w['rank']} writes {w['write_bytes'] / total:.0%} of the bytes",
+        evidence=words,
+        why="One rank's I/O runs at one client's bandwidth while the others wait; a parallel file system "
+            "needs many writers to reach its bandwidth.",
+        fix="Write per rank (a file each, or each its part of one file) or with collective MPI-IO "
+            "(MPI_File_write_at_all), so that every rank, or one per node, writes.",
+        data={"rank": w["rank"], "share": w["write_bytes"] / total, "bytes": total, "others_in_mpi": wait})]
+
+
 def _functions(rs) -> List[Dict[str, Any]]:
     tot: Dict[str, Dict[str, float]] = {}
     for r in rs:
@@ -216,7 +253,7 @@ def _functions(rs) -> List[Dict[str, Any]]:
 
 def _hist(rs) -> Dict[str, Dict[str, List[int]]]:
     out: Dict[str, Dict[str, List[int]]] = {}
-    for key in ("hist", "hist_ns"):
+    for key in ("hist", "hist_ns", "hist_bytes"):
         for r in rs:
             for kind, vals in r[key].items():
                 acc = out.setdefault(kind, {}).setdefault(key, [0] * len(BUCKETS))

@@ -8,7 +8,7 @@ from html import escape as esc
 from typing import Any, Dict, List
 
 from ..results.model import Run
-from .terminal_profile import cost_text, mpi_headline, mpi_rank_rows
+from .terminal_profile import ceiling_text, cost_text, mpi_headline, mpi_rank_rows
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
          ("off_cpu", "off any CPU", "#bdbdbd"))
@@ -40,6 +40,9 @@ def application_section(run: Run) -> str:
     parts.append(_split(prof))
     parts.append(_io_table(prof))
     parts.append(_mpi(prof.get("mpi") or {}))
+    if prof.get("ceilings"):
+        parts.append("<h3>Against this node's ceilings</h3><ul>"
+                     + "".join(f"<li>{esc(ceiling_text(c))}</li>" for c in prof["ceilings"]) + "</ul>")
     if len(run.analysis.bounds) > 1:
         parts.append("<h3>Bounds</h3><ul>" + "".join(
             f"<li><strong>{esc(b.bound)}</strong>"
@@ -79,12 +82,14 @@ def _io_table(prof: Dict[str, Any]) -> str:
     rows = []
     for cls in ("read", "write", "meta", "sync"):
         x = io.get(cls)
-        if not x:
+        if not x or not x.get("calls"):
             continue
         size = f"{x['bytes'] / x['calls'] / 1024:.3g} KiB" if cls in ("read", "write") and x["calls"] else "-"
         rows.append(f'<tr><td>{esc(cls)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
                     f'<td class="n">{x["bytes"] / 1e6:.4g}</td><td class="n">{size}</td>'
                     f'<td class="n">{x["ns"] / 1e9:.3g}</td></tr>')
+    if not rows:
+        return "<h3>I/O calls (POSIX and stdio)</h3><p>No file I/O calls were made.</p>"
     return ('<h3>I/O calls (POSIX and stdio)</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
             '<th class="n">errors</th><th class="n">MB</th><th class="n">per call</th><th class="n">seconds</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')

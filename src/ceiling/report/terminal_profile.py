@@ -47,6 +47,10 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.extend(T._wrap(f"(each of the {prof['wrapped']['size']} ranks ran under a ceiling of its own; this "
                              "is rank 0's: the MPI and I/O figures are every rank's, gathered at MPI_Finalize, the "
                              "split above is rank 0's process only)", width, "   ", "  "))
+    if prof.get("ceilings"):
+        lines += ["", st("Against this node's ceilings", "bold")]
+        for c in prof["ceilings"]:
+            lines.extend(T._wrap(ceiling_text(c), width, "    ", "  "))
     for b in run.analysis.bounds[:3]:
         lines.append("")
         share = f" ({b.share:.0%} of the time)" if b.share is not None else ""
@@ -82,6 +86,16 @@ def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
         out.append(f"  ({prof['unsampled_cpu_s']:.3g} s of CPU time from threads that lived between two samples: "
                    "counted on a CPU, from the exit rusage)")
     return out
+
+
+def ceiling_text(c: Dict[str, Any]) -> str:
+    """One comparison of analysis/profile_ceilings.py in words."""
+    prog = f"{c['program']:.4g} {c['unit']}" if c.get("program") is not None else "unknown"
+    head = f"{c['what']}: {prog} ({c['program_how']})"
+    if c.get("ceiling") is None:
+        return f"{head}; {c.get('why', '')}"
+    share = f", {c['share']:.0%} of it" if c.get("share") is not None else ""
+    return f"{head}; this node: {c['ceiling']:.4g} {c['unit']}{share} ({c['source']})"
 
 
 MAX_RANK_ROWS = 16           # more ranks than this: the table shows the extremes only

@@ -475,5 +475,22 @@ class Store:
             raise self._error(e) from None
 
 
+    def latest_metrics(self, prefix: str, host: str) -> List[Tuple[str, Optional[float], str, str, str]]:
+        """The newest stored value of every metric whose name starts with ``prefix``, measured
+        on ``host``: (name, value, unit, started, run_id), by name. What a profile compares the
+        program's rates with (this node's measured ceilings)."""
+        where = "CASE WHEN m.node = '' THEN r.host ELSE m.node END"
+        sql = (f"SELECT m.name, m.value, m.unit, r.started, r.run_id FROM metrics m JOIN runs r "
+               f"ON r.run_id = m.run_id WHERE substr(m.name, 1, ?) = ? AND {where} = ? AND m.value IS NOT NULL "
+               f"ORDER BY m.name, r.started DESC, r.run_id DESC")
+        out: Dict[str, Tuple[str, Optional[float], str, str, str]] = {}
+        try:
+            for row in self._db.execute(sql, (len(prefix), prefix, host)):
+                out.setdefault(row[0], tuple(row))
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        return list(out.values())
+
+
 def _finite(x: Optional[float]) -> Optional[float]:
     return jsonio.plain(x) if x is not None else None

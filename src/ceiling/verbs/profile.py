@@ -164,6 +164,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from .. import core
     from .. import machine as machine_mod
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
+    from ..analysis.profile_ceilings import compare
     from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
     from ..probes.interpose_record import latest, parse
     from ..probes.perf_counters import spawn
@@ -244,6 +245,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                 "modules": sorted({n for r in records for n in r["modules"]})})
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
+    breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host))
+    findings.extend(more)
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
@@ -263,6 +266,24 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
+
+
+def _history(args: argparse.Namespace, host: str):
+    """This node's newest stored metrics by name prefix, read only (also with --no-store, which
+    keeps this run out of the history, not the history out of this run); nothing when the
+    history cannot be read."""
+    from ..results.store import Store
+    try:
+        store = Store(getattr(args, "db", None), readonly=True)
+    except CeilingError:
+        return lambda prefix: []
+
+    def lookup(prefix: str):
+        try:
+            return store.latest_metrics(prefix, host)
+        except CeilingError:
+            return []
+    return lookup
 
 
 def _overhead(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:

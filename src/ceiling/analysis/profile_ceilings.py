@@ -1,0 +1,163 @@
+"""A profiled program's rates beside this node's measured ceilings, with advice in
+plain words tied to both numbers.
+
+The ceilings come from the history: the newest value this node stored of each
+(`ceiling bench storage`, `bench network`, `bench memory`, or `ceiling run`),
+named with its run and date, so a user can tell how old it is. What is compared:
+
+- I/O: the program's rate while inside its read or write calls (bytes over the
+  time in them), against the node's sequential bandwidth (the best layout of the
+  newest run). Close to it: the storage is the limit; far below with small
+  requests: the requests are; far below with large ones: something else (a busy
+  or remote file system, random access).
+- MPI: the mean time of a blocking point-to-point call carrying a small message
+  (under 16 KiB) against the node's one-way ping-pong latency (the best
+  placement: ranks of one node); of a large one, its bytes over its time against
+  the ping-pong bandwidth plateau. Many times the latency means the ranks wait
+  for each other (a late sender), not for the network.
+- Memory: the counters' lower bound of the traffic (last-level read misses x line)
+  against STREAM Triad.
+
+A ceiling the history lacks is said, with the command that measures it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..results.model import OK, WARN, Finding
+
+Row = Tuple[str, Optional[float], str, str, str]     # name, value, unit, started, run_id
+Lookup = Callable[[str], Sequence[Row]]
+
+TO_MBS = {"MB/s": 1.0, "MiB/s": 1.048576, "GB/s": 1000.0, "GiB/s": 1073.741824}
+NEAR = 0.7            # a rate at this share of the ceiling or more: at the ceiling
+FAR = 0.2             # below this share: far from it
+WAITING = 3.0         # small-message time above this many one-way latencies: waiting, not the network
+SMALL_BUCKETS = 5     # lt1k .. 8k: the histogram's buckets under 16 KiB
+
+
+def _best(rows: Sequence[Row], lowest: bool = False) -> Optional[Row]:
+    """Of the newest run's rows, the best (highest, or lowest for a latency)."""
+    rows = [r for r in rows if r[1] is not None]
+    if not rows:
+        return None
+    newest = max(r[3] for r in rows)
+    rows = [r for r in rows if r[3] == newest]
+    return min(rows, key=lambda r: r[1]) if lowest else max(rows, key=lambda r: r[1])
+
+
+def _source(row: Row) -> str:
+    return f"{row[0]} = {row[1]:.4g} {row[2]}, measured {row[3][:10]} (run {row[4][:12]})"
+
+
+def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, Any]], List[Finding]]:
+    """(comparisons, findings): one comparison per figure the program has, with the node's
+    ceiling for it or why there is none."""
+    out: List[Dict[str, Any]] = []
+    findings: List[Finding] = []
+    io = breakdown.get("io_calls") or {}
+    for cls, prefix in (("write", "storage.seq.write."), ("read", "storage.seq.read.")):
+        x = io.get(cls) or {}
+        if not x.get("bytes") or not x.get("ns"):
+            continue
+        rate = x["bytes"] / (x["ns"] / 1e9) / 1e6
+        size = x["bytes"] / x["calls"] if x.get("calls") else 0.0
+        c = {"what": f"I/O {cls}", "program": rate, "unit": "MB/s",
+             "program_how": f"{x['bytes'] / 1e6:.4g} MB in {x['calls']} calls of {size / 1024:.3g} KiB on average, "
+                            f"{x['ns'] / 1e9:.3g} s inside them"}
+        out.append(_against(c, _best(lookup(prefix)), "ceiling bench storage --dir DIR (DIR where the program "
+                                                      "writes)"))
+        f = _io_advice(cls, c, size)
+        if f:
+            findings.append(f)
+    mpi = breakdown.get("mpi") or {}
+    hist = (mpi.get("hist") or {}).get("p2p") or {}
+    calls, ns = hist.get("hist") or [], hist.get("hist_ns") or []
+    if sum(calls[:SMALL_BUCKETS]):
+        t = sum(ns[:SMALL_BUCKETS]) / sum(calls[:SMALL_BUCKETS]) / 1e3
+        c = {"what": "MPI small messages", "program": t, "unit": "µs",
+             "program_how": f"mean time of {sum(calls[:SMALL_BUCKETS])} blocking point-to-point calls under 16 KiB"}
+        out.append(_against(c, _best(lookup("net.pingpong.latency."), lowest=True),
+                            "mpirun -n 2 ceiling bench network", lower_is_better=True))
+        f = _latency_advice(c)
+        if f:
+            findings.append(f)
+    big = sum(calls[SMALL_BUCKETS + 3:])                  # 64 KiB and larger
+    if big and sum(ns[SMALL_BUCKETS + 3:]):
+        c = {"what": "MPI large messages", "unit": "MB/s", "program": None,
+             "program_how": f"{big} blocking point-to-point calls of 64 KiB or more"}
+        moved = sum((hist.get("hist_bytes") or [])[SMALL_BUCKETS + 3:])
+        if moved:
+            c["program"] = moved / (sum(ns[SMALL_BUCKETS + 3:]) / 1e9) / 1e6
+            out.append(_against(c, _best(lookup("net.pingpong.bandwidth.")), "mpirun -n 2 ceiling bench network"))
+    derived = (breakdown.get("counters") or {}).get("derived") or {}
+    mem = (derived.get("memory_bandwidth_min_bytes_per_s") or {}).get("value")
+    if mem:
+        c = {"what": "memory traffic (a lower bound)", "program": mem / 1e6, "unit": "MB/s",
+             "program_how": "last-level cache read misses x line size, over the run"}
+        out.append(_against(c, _best(lookup("stream.triad")), "ceiling bench memory"))
+    return out, findings
+
+
+def _against(c: Dict[str, Any], row: Optional[Row], how: str, lower_is_better: bool = False) -> Dict[str, Any]:
+    if row is None:
+        c["ceiling"] = None
+        c["why"] = f"not measured on this node: run '{how}' once, then profile again"
+        return c
+    value = row[1] if c["unit"] == "µs" else row[1] * TO_MBS.get(row[2], float("nan"))
+    c["ceiling"], c["source"] = value, _source(row)
+    if c["program"] is not None and value:
+        c["share"] = value / c["program"] if lower_is_better else c["program"] / value
+    return c
+
+
+def _io_advice(cls: str, c: Dict[str, Any], size: float) -> Optional[Finding]:
+    share = c.get("share")
+    if share is None:
+        return None
+    words = (f"the program {cls}s at {c['program']:.4g} MB/s inside its {cls} calls ({c['program_how']}); this "
+             f"node's storage: {c['ceiling']:.4g} MB/s ({c['source']})")
+    if share >= NEAR:
+        return Finding(id=f"profile.ceiling.io_{cls}", status=OK,
+                       title=f"I/O {cls}s run at {share:.0%} of this node's measured storage bandwidth",
+                       evidence=words, why="At the ceiling, faster code does not help: only less data, faster "
+                                           "storage or I/O overlapped with computation do.",
+                       data={"share": share})
+    if share < FAR:
+        small = size < 64 * 1024
+        return Finding(
+            id=f"profile.ceiling.io_{cls}", status=WARN,
+            title=f"I/O {cls}s reach {share:.0%} of this node's storage bandwidth"
+                  + (f", in requests of {size / 1024:.3g} KiB" if small else ""),
+            evidence=words,
+            why=("Small requests pay a system call and a round trip each; the storage's bandwidth needs large ones."
+                 if small else "Large requests far below the storage's bandwidth: random access, a busy or remote "
+                               "file system, or synchronous writes."),
+            fix=(f"Buffer into requests of 1 MiB or more: at {size / 1024:.3g} KiB the program moves "
+                 f"{c['program']:.3g} MB/s where the storage moves {c['ceiling']:.3g} MB/s." if small else
+                 "Check the file system's load now ('ceiling check'), write sequentially, and fsync less often."),
+            data={"share": share, "request_bytes": size})
+    return None
+
+
+def _latency_advice(c: Dict[str, Any]) -> Optional[Finding]:
+    share = c.get("share")
+    if share is None:
+        return None
+    ratio = c["program"] / c["ceiling"] if c["ceiling"] else None
+    words = (f"a small message takes the program {c['program']:.3g} µs per blocking call; this node's one-way "
+             f"ping-pong latency is {c['ceiling']:.3g} µs ({c['source']})")
+    if ratio is not None and ratio > WAITING:
+        return Finding(id="profile.ceiling.mpi_waiting", status=WARN,
+                       title=f"Small messages take {ratio:.3g}x this node's MPI latency: the ranks wait for each "
+                             "other, not for the network",
+                       evidence=words, why="A receive posted before its message is sent waits for the sender: "
+                                           "the time is the other rank's work (a late sender), not latency.",
+                       fix="Balance the work between the ranks that exchange, or post the receive early "
+                           "(MPI_Irecv) and compute before waiting for it.", data={"ratio": ratio})
+    return Finding(id="profile.ceiling.mpi_latency", status=OK,
+                   title=f"Small messages take {ratio:.3g}x this node's MPI latency: the network's latency "
+                         "is the limit",
+                   evidence=words, why="At the latency, a message cannot be faster: there can only be fewer.",
+                   fix="Send fewer, larger messages (aggregate), or overlap them with computation.",
+                   data={"ratio": ratio})
