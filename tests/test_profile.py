@@ -335,3 +335,59 @@ def test_a_ceiling_the_history_lacks_is_said_with_the_command_that_measures_it()
     from ceiling.analysis.profile_ceilings import compare
     cmp, findings = compare({"io_calls": {"read": {"calls": 10, "bytes": 10 << 20, "ns": 10**8}}}, lambda p: [])
     assert cmp[0]["ceiling"] is None and "ceiling bench storage" in cmp[0]["why"] and findings == []
+
+
+# ---- compute or memory by experiment ----------------------------------------------
+
+def _arms(alone, spin, half, full, pirate, power=0.35, bandit_lost=0.0, spin_lost=0.0):
+    times = {"alone": [alone, alone * 1.01], "spin": [spin] * 2, "bandit_half": [half] * 2, "bandit": [full] * 2,
+             "pirate": [pirate] * 2}
+    rates = {"reference_alone": [20.0, 20.0], "reference_beside_bandit": [20.0 * (1 - power)] * 2,
+             "bandit_alone": [10.0] * 2, "bandit": [10.0 * (1 - bandit_lost)] * 2,
+             "spin_alone": [5.0] * 2, "spin": [5.0 * (1 - spin_lost)] * 2}
+    return times, rates
+
+
+@pytest.mark.parametrize("arms, bound, by", [
+    (_arms(1.0, 1.05, 1.2, 1.4, 1.06), "memory", "bandwidth"),       # slows with traffic, more at full duty
+    (_arms(1.0, 1.05, 1.05, 1.06, 1.2), "memory", "cache"),          # slows when the cache is taken
+    (_arms(1.0, 1.05, 1.05, 1.06, 1.06), "compute", None),           # only what sharing the CPUs costs
+    (_arms(1.0, 1.0, 1.0, 1.02, 1.0, bandit_lost=0.3), "memory", "bandwidth"),   # it takes bandwidth from the bandit
+    (_arms(1.0, 1.0, 1.2, 1.4, 1.0, power=0.05), None, None),        # a node with bandwidth to spare: no power
+])
+def test_the_experiments_tell_memory_from_compute_only_where_they_have_the_power_to(arms, bound, by):
+    from ceiling.analysis.profile_experiments import classify
+    r = classify(*arms)
+    assert (r["bound"], r["by"]) == (bound, by), r["words"]
+    if bound is None:
+        assert r["why"].startswith("inconclusive") and "5%" in r["why"]
+
+
+def test_the_verdict_replaces_the_undecided_cpu_bound_or_says_why_it_cannot():
+    from ceiling.analysis.profile_experiments import apply, classify
+    from ceiling.results.analysis import Bound
+    cpu = [Bound("application", "cpu", 0.9, "on a CPU 90%", {})]
+    bounds, findings = apply(classify(*_arms(1.0, 1.05, 1.2, 1.4, 1.06)), cpu, [])
+    assert [b.bound for b in bounds] == ["memory"] and "memory bandwidth" in bounds[0].evidence
+    assert findings[0].id == "profile.experiments" and findings[0].status == "warn"
+    bounds, findings = apply(classify(*_arms(1.0, 1.0, 1.2, 1.4, 1.0, power=0.05)), cpu, [])
+    assert [b.bound for b in bounds] == ["cpu"] and findings[0].status == "skipped"
+
+
+def test_experiments_run_the_program_again_and_say_what_they_cost(tmp_path):
+    busy = f"{sys.executable} -c 'import time; t = time.time()\nwhile time.time() - t < 0.3: pass'"
+    r, doc = profile(tmp_path, SH, "-c", busy, opts=["--experiments"])
+    assert r.returncode == 0, r.stderr
+    ex = doc["environment"]["profile"]["experiments"]
+    assert all(len(ex["times_s"][a]) == 2 for a in ("alone", "spin", "bandit_half", "bandit", "pirate")), ex
+    assert ex["cost_s"] > 0 and "--experiments: the program ran 10 more times" in " ".join(r.stderr.split())
+    # a loop in registers: compute where the node lets the experiment see memory, else undecided, said why
+    assert ex["bound"] in ("compute", None) and (ex["bound"] or ex["why"].startswith("inconclusive"))
+    assert "profile.experiments" in {f["id"] for f in doc["findings"]}
+
+
+def test_experiments_are_refused_for_one_rank_of_an_mpi_job(tmp_path):
+    env = dict(os.environ, PMI_RANK="0", PMI_SIZE="2")
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--experiments", "--", "true"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2 and "--experiments reruns the program alone" in r.stderr

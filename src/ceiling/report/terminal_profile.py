@@ -169,6 +169,12 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
         parts.append(text)
     elif ip:
         parts.append(f"no interposer: {ip.get('why')}")
+    ex = prof.get("experiments")
+    if ex:
+        runs = sum(len(v) for v in (ex.get("times_s") or {}).values())
+        parts.append(f"--experiments: the program ran {runs} more times beside co-runners on CPU(s) "
+                     f"{','.join(str(c) for c in ex.get('corunner_cpus', []))}, {ex.get('cost_s', 0):.3g} s in all"
+                     + (f" ({ex['why']})" if ex.get("why") else ""))
     plain = ov.get("uninstrumented") if ov else None
     if plain and plain.get("slowdown") is not None:
         parts.append(f"--overhead: the program alone took {plain['wall_s']:.3g} s, profiled "

@@ -21,6 +21,7 @@ import argparse
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from typing import List, Optional, Tuple
@@ -54,6 +55,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "under 1%% of a CPU)")
     g.add_argument("--no-interpose", action="store_true",
                    help="do not put the LD_PRELOAD interposer into the program")
+    g.add_argument("--experiments", action="store_true",
+                   help="without hardware counters, tell compute from memory by experiment: run the program "
+                        "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
+                        "two intensities, or take the last-level cache; 2 rounds), its output discarded; the "
+                        "report states what they cost")
     g.add_argument("--overhead", action="store_true",
                    help="run the program a second time, without ceiling (its output discarded), and report "
                         "how much slower the profiled run was")
@@ -71,8 +77,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     common.check_outputs(args, html=bool(args.out))
     store = common.open_store(args)
     wrapped = launched_rank()
-    if wrapped and args.overhead:
-        raise UsageError("profile: --overhead reruns the program alone, which one rank of an MPI job cannot do")
+    if wrapped and (args.overhead or args.experiments):
+        raise UsageError(f"profile: {'--overhead' if args.overhead else '--experiments'} reruns the program alone, "
+                         "which one rank of an MPI job cannot do")
     run, code = _profile(args, argv, cmd, exe, interval, wrapped)
     if wrapped and wrapped[0] != 0:
         return code                            # rank 0's ceiling reports every rank
@@ -252,6 +259,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                              busiest)
     if args.overhead:
         app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
+    if args.experiments:
+        breakdown["experiments"], bounds, findings = _experiments(cmd, exe, m, code, bounds, findings)
     run = session.run
     run.application = app
     run.metrics.extend(metrics)
@@ -266,6 +275,33 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
+
+
+EXPERIMENT_ROUNDS = 2
+
+
+def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
+    """--experiments: the program again, alone and beside co-runners (probes/corunner.py), and
+    what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
+    program that fails says nothing about its bound."""
+    from ..analysis.profile_experiments import ARMS, apply, classify
+    from ..probes.corunner import corunner_cpus, run_arms
+    if code != 0:
+        return {"why": f"not run: the program exited {code}"}, bounds, findings
+    cpus = corunner_cpus(os.sched_getaffinity(0))
+    res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
+                   progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
+    out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "cost_s": res["cost_s"], "times_s": res["times"],
+           "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"]}
+    if res["failed"] or res["interrupted"] or any(len(v) < EXPERIMENT_ROUNDS for v in res["times"].values()):
+        out["why"] = ("interrupted" if res["interrupted"] else
+                      f"the program failed in {', '.join(f'{a} (exit {c})' for a, c in res['failed'].items())}"
+                      if res["failed"] else "not every arm finished")
+        return out, bounds, findings
+    verdict = classify(res["times"], res["rates"])
+    out.update({k: v for k, v in verdict.items() if k != "words"}, words=verdict.get("words", ""))
+    bounds, findings = apply(verdict, bounds, findings)
+    return out, bounds, findings
 
 
 def _history(args: argparse.Namespace, host: str):
