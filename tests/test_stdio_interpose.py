@@ -181,3 +181,43 @@ def test_printf_to_stdout_is_counted_and_still_printed(tmp_path):
     assert got["fn"] == {"printf": 1, "puts": 1}
     w = got["class"]["write"]
     assert (w["calls"], w["errors"], w["bytes"]) == (2, 0, 4 + 5)
+
+
+def test_the_unlocked_forms_are_counted_like_the_locked_ones(tmp_path):
+    """fwrite_unlocked and friends (what programs that lock a stream themselves call)."""
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    src, exe, out, data = tmp_path / "u.c", tmp_path / "u", tmp_path / "rec", tmp_path / "f"
+    src.write_text(r'''
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    char buf[100], line[64];
+    memset(buf, 'a', sizeof buf);
+    FILE *f = fopen(argv[1], "w+");
+    flockfile(f);
+    for (int i = 0; i < 3; i++)
+        if (fwrite_unlocked(buf, 1, 100, f) != 100) return 1;
+    if (fputs_unlocked("abc\n", f) == EOF || fputc_unlocked('x', f) == EOF || fflush_unlocked(f) != 0) return 2;
+    funlockfile(f);
+    rewind(f);
+    if (fread_unlocked(buf, 1, 100, f) != 100 || fgets_unlocked(line, sizeof line, f) == NULL) return 3;
+    if (fgetc_unlocked(f) == EOF) return 4;
+    fclose(f);
+    return 0;
+}
+''')
+    r = subprocess.run([CC, "-O0", "-fno-builtin", "-o", str(exe), str(src)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    p = run_child([str(exe), str(data)], out)
+    assert p.returncode == 0, p.stderr
+    got = module_lines(only_record(out), "stdio")
+    assert got["fn"] == {"fopen": 1, "fwrite_unlocked": 3, "fputs_unlocked": 1, "fputc_unlocked": 1,
+                         "fflush_unlocked": 1, "rewind": 1, "fread_unlocked": 1, "fgets_unlocked": 1,
+                         "fgetc_unlocked": 1, "fclose": 1}
+    w, rd = got["class"]["write"], got["class"]["read"]
+    assert (w["calls"], w["errors"], w["bytes"]) == (5, 0, 300 + 4 + 1)
+    # 100 B, then 63 (fgets fills its 64-byte line), then one character
+    assert (rd["calls"], rd["errors"], rd["bytes"]) == (3, 0, 100 + 63 + 1)

@@ -18,7 +18,9 @@
  * __fgets_chk), write (fwrite, fputs, puts, fputc, putc, fprintf, printf,
  * vfprintf, vprintf and their __*_chk forms), meta (fopen, fopen64, fdopen,
  * freopen, freopen64, fclose, fseek, fseeko, fseeko64, ftell, ftello,
- * ftello64, rewind), flush (fflush). calls: all threads' calls, failed
+ * ftello64, rewind), flush (fflush); the GNU _unlocked forms of fread,
+ * fwrite, fgets, fputs, fflush, fgetc, getc, fputc and putc in the class
+ * of their locked form, counted alike. calls: all threads' calls, failed
  * ones included. errors: the calls that failed: fopen/fdopen/freopen
  * returning NULL; fclose, fflush, fputs, puts, fputc, putc returning EOF;
  * fseek* and ftell* returning -1; the printf forms returning a negative
@@ -37,9 +39,9 @@
  * (the symbol the program called: fopen64, __fprintf_chk, ...); these sum
  * to the classes' calls.
  *
- * Not seen: the _unlocked forms, fscanf and the other scanf forms, fgetpos
- * and fsetpos, getchar and putchar (inlined by glibc's headers when
- * optimizing), and stdio calls glibc makes from inside itself (fprintf
+ * Not seen: fscanf and the other scanf forms, fgetpos and fsetpos,
+ * getchar and putchar, and getc_unlocked and putc_unlocked where glibc's
+ * headers inline them (when optimizing), and stdio calls glibc makes from inside itself (fprintf
  * calling vfprintf, fclose flushing, the flush of every stream at exit):
  * glibc calls its own internal aliases, not the exported symbols. A stream
  * call is counted once, under the symbol the program called.
@@ -71,6 +73,14 @@
 #include <sys/types.h>
 #include "interpose.h"
 
+/* Optimizing builds get these as macros from glibc's headers; here they are functions. */
+#undef fread_unlocked
+#undef fwrite_unlocked
+#undef fgetc_unlocked
+#undef getc_unlocked
+#undef fputc_unlocked
+#undef putc_unlocked
+
 /* Every wrapped function, for the per-function counts: those that call
  * their own real function, resolved at load, */
 #define STDIO_REAL_FNS(X)                                                                          \
@@ -79,7 +89,9 @@
     X(fread) X(__fread_chk) X(fgets) X(__fgets_chk) X(fgetc) X(getc)                               \
     X(fwrite) X(fputs) X(puts) X(fputc) X(putc)                                                    \
     X(vfprintf) X(__vfprintf_chk) X(vprintf) X(__vprintf_chk)                                      \
-    X(fflush)
+    X(fflush)                                                                                      \
+    X(fread_unlocked) X(fwrite_unlocked) X(fgets_unlocked) X(fputs_unlocked) X(fflush_unlocked)    \
+    X(fgetc_unlocked) X(getc_unlocked) X(fputc_unlocked) X(putc_unlocked)
 
 /* and the variadic printf forms, which call the real v-form. */
 #define STDIO_VARIADIC_FNS(X) X(fprintf) X(__fprintf_chk) X(printf) X(__printf_chk)
@@ -211,6 +223,18 @@ STDIO_WRAP(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap)
 /* flush */
 STDIO_WRAP(SC_FLUSH, int, fflush, (FILE *f), (f), rc == EOF, 0)
 
+/* The _unlocked forms (GNU): the same calls without the stream's lock, for
+ * programs that hold it themselves (flockfile) or have one thread; the
+ * error test asks without the lock too. */
+STDIO_WRAP(SC_READ, size_t, fread_unlocked, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size)
+STDIO_WRAP(SC_WRITE, size_t, fwrite_unlocked, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n, (uint64_t)rc * size)
+STDIO_WRAP(SC_READ, char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f),
+           rc == NULL && ferror_unlocked(f) != 0, rc ? strlen(rc) : 0)
+STDIO_WRAP(SC_WRITE, int, fputs_unlocked, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s))
+STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0)
+
 /* The variadic printf forms: the real v-form does the work, counted under
  * the name the program called. */
 #define STDIO_PRINTF(fn, vfn, params, vargs, last)                                                 \
@@ -257,6 +281,10 @@ STDIO_CHAR(SC_READ, fgetc, (FILE *f), (f), ferror(f) != 0)
 STDIO_CHAR(SC_READ, getc, (FILE *f), (f), ferror(f) != 0)
 STDIO_CHAR(SC_WRITE, fputc, (int ch, FILE *f), (ch, f), 1)
 STDIO_CHAR(SC_WRITE, putc, (int ch, FILE *f), (ch, f), 1)
+STDIO_CHAR(SC_READ, fgetc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0)
+STDIO_CHAR(SC_READ, getc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0)
+STDIO_CHAR(SC_WRITE, fputc_unlocked, (int ch, FILE *f), (ch, f), 1)
+STDIO_CHAR(SC_WRITE, putc_unlocked, (int ch, FILE *f), (ch, f), 1)
 
 /* ---- the module ------------------------------------------------------------- */
 
