@@ -74,15 +74,16 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
     interval = _interval(args.interval)
     exe = _resolve(cmd[0])
-    common.check_outputs(args, html=bool(args.out))
-    store = common.open_store(args)
     wrapped = launched_rank()
     if wrapped and (args.overhead or args.experiments):
         raise UsageError(f"profile: {'--overhead' if args.overhead else '--experiments'} reruns the program alone, "
                          "which one rank of an MPI job cannot do")
-    run, code = _profile(args, argv, cmd, exe, interval, wrapped)
     if wrapped and wrapped[0] != 0:
-        return code                            # rank 0's ceiling reports every rank
+        # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
+        return _profile(args, argv, cmd, exe, interval, wrapped)[1]
+    common.check_outputs(args, html=bool(args.out))
+    store = common.open_store(args)
+    run, code = _profile(args, argv, cmd, exe, interval, wrapped)
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     delivered = common.deliver(run, outputs, 0, common.say(args))

@@ -25,4 +25,4 @@ def check_writable(path: Optional[str], what: str) -> None:
     except OSError as e:
         raise PathError(f"{what} {path}: not writable ({e.strerror})") from None
     if not existed:
-        p.unlink()
+        p.unlink(missing_ok=True)       # another process checking the same path may have removed it
