@@ -331,6 +331,13 @@ def test_small_messages_against_the_ping_pong_latency_tell_waiting_from_latency(
     assert [f.id for f in findings] == ["profile.ceiling.mpi_waiting"] and "12.5x" in findings[0].title
 
 
+def test_a_printf_is_not_compared_with_the_storage():
+    from ceiling.analysis.profile_ceilings import compare
+    rows = [("storage.seq.write.fpp", 1000.0, "MiB/s", "2026-11-20T10:00:00", "r" * 16)]
+    cmp, findings = compare({"io_calls": {"write": {"calls": 1, "bytes": 2, "ns": 99_000}}}, lambda p: rows)
+    assert cmp == [] and findings == []
+
+
 def test_a_ceiling_the_history_lacks_is_said_with_the_command_that_measures_it():
     from ceiling.analysis.profile_ceilings import compare
     cmp, findings = compare({"io_calls": {"read": {"calls": 10, "bytes": 10 << 20, "ns": 10**8}}}, lambda p: [])

@@ -34,6 +34,9 @@ NEAR = 0.7            # a rate at this share of the ceiling or more: at the ceil
 FAR = 0.2             # below this share: far from it
 WAITING = 3.0         # small-message time above this many one-way latencies: waiting, not the network
 SMALL_BUCKETS = 5     # lt1k .. 8k: the histogram's buckets under 16 KiB
+MIN_IO_BYTES = 1 << 20   # less moved than this, or for less time, says nothing about the storage
+MIN_IO_NS = 10_000_000
+MIN_MESSAGES = 100       # fewer small messages than this: no figure against the latency
 
 
 def _best(rows: Sequence[Row], lowest: bool = False) -> Optional[Row]:
@@ -58,8 +61,8 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, A
     io = breakdown.get("io_calls") or {}
     for cls, prefix in (("write", "storage.seq.write."), ("read", "storage.seq.read.")):
         x = io.get(cls) or {}
-        if not x.get("bytes") or not x.get("ns"):
-            continue
+        if x.get("bytes", 0) < MIN_IO_BYTES or x.get("ns", 0) < MIN_IO_NS:
+            continue                     # a printf or a config file read: no rate worth a ceiling
         rate = x["bytes"] / (x["ns"] / 1e9) / 1e6
         size = x["bytes"] / x["calls"] if x.get("calls") else 0.0
         c = {"what": f"I/O {cls}", "program": rate, "unit": "MB/s",
@@ -73,7 +76,7 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, A
     mpi = breakdown.get("mpi") or {}
     hist = (mpi.get("hist") or {}).get("p2p") or {}
     calls, ns = hist.get("hist") or [], hist.get("hist_ns") or []
-    if sum(calls[:SMALL_BUCKETS]):
+    if sum(calls[:SMALL_BUCKETS]) >= MIN_MESSAGES:
         t = sum(ns[:SMALL_BUCKETS]) / sum(calls[:SMALL_BUCKETS]) / 1e3
         c = {"what": "MPI small messages", "program": t, "unit": "µs",
              "program_how": f"mean time of {sum(calls[:SMALL_BUCKETS])} blocking point-to-point calls under 16 KiB"}

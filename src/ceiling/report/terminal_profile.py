@@ -158,7 +158,9 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
                 f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} POSIX and stdio calls")
         if ov.get("per_call_ns") is not None:
             frac = ov.get("fraction")
-            text += (f"; at {ov['per_call_ns']:.3g} ns per call (measured before the run: {ov.get('how', '')}) "
+            per = (f"{ov['per_call_ns']:.3g} ns per call" if ov["per_call_ns"] >= 1 else
+                   "under 1 ns per call (below what the calibration resolves: the two ways' difference was noise)")
+            text += (f"; at {per} (measured before the run: {ov.get('how', '')}) "
                      f"they cost about {ov.get('interposer_s', 0):.3g} s"
                      + (f", {frac:.2%} of the run in its busiest process" if frac is not None else ""))
         elif ov.get("why"):
