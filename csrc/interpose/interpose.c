@@ -57,10 +57,6 @@ static char exe[PATH_MAX];
 static char host[sizeof(((struct utsname *)0)->nodename)];
 static char record[CEIL_IP_RECORD_BYTES];
 
-CEIL_IP_REAL_DECL(int, open, (const char *, int, ...));
-CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
-CEIL_IP_REAL_DECL(int, close, (int));
-CEIL_IP_REAL_DECL(ssize_t, read, (int, void *, size_t));
 
 /* The linker's bounds of the module section (see CEIL_IP_MODULE); weak, so
  * a build without modules links, hidden, so no other library's are seen. */
@@ -317,10 +313,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     }
     strcpy(out_pattern, out);
     /* Resolved now, so that a flush in a signal handler calls no dlsym. */
-    (void)CEIL_REAL(open);
-    (void)CEIL_REAL(write);
-    (void)CEIL_REAL(close);
-    (void)CEIL_REAL(read);
+    ceil_ip_record_resolve_();
 
     gather_modules();
     size_t off = 0;

@@ -321,8 +321,9 @@ int ceil_ip_active(void) __attribute__((visibility("hidden")));
 /*
  * void *ceil_ip_resolve(const char *name, void **cache)
  *
- * dlsym(RTLD_NEXT, name), stored in *cache; aborts when there is none. The
- * slow path of CEIL_REAL.
+ * dlsym(RTLD_NEXT, name) (else in the object an earlier
+ * ceil_ip_resolve_from found: it is that with no caller), stored in *cache;
+ * aborts when there is none. The slow path of CEIL_REAL.
  */
 void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility("hidden")));
 

@@ -30,6 +30,10 @@ void ceil_ip_out_dec_(ceil_ip_out *o, uint64_t v) CEIL_IP_HIDDEN;
 /* pattern with "%p" -> pid and "%%" -> "%" into dst; 0, or -1 when too long. */
 int ceil_ip_expand_path_(char *dst, size_t cap, const char *pattern, pid_t pid) CEIL_IP_HIDDEN;
 
+/* Resolve the real open, write and close the record is written with, at
+ * load: a record written from a fatal signal's handler must call no dlsym. */
+void ceil_ip_record_resolve_(void) CEIL_IP_HIDDEN;
+
 /* Append text to the file at path (created 0644) with one write on
  * O_APPEND, through the real functions; 0, or -1 (said on stderr). */
 int ceil_ip_append_file_(const char *path, const char *text, size_t len) CEIL_IP_HIDDEN;

@@ -21,17 +21,6 @@ void ceil_ip_say(const char *a, const char *b)
             return;
 }
 
-void *ceil_ip_resolve(const char *name, void **cache)
-{
-    void *f = dlsym(RTLD_NEXT, name);
-    if (!f) {
-        ceil_ip_say("no real function after this library for ", name);
-        abort();
-    }
-    __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-    return f;
-}
-
 /* The object a wrapped API was found in through a caller (ceil_ip_resolve_from). */
 static void *api_handle;
 
@@ -56,9 +45,11 @@ void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller)
 {
     void *f = ceil_ip_lookup(name, caller);
     if (!f) {
-        ceil_ip_say("no real function after this library, nor where its caller is, for ", name);
+        ceil_ip_say("no real function after this library (nor where its caller is) for ", name);
         abort();
     }
     __atomic_store_n(cache, f, __ATOMIC_RELAXED);
     return f;
 }
+
+void *ceil_ip_resolve(const char *name, void **cache) { return ceil_ip_resolve_from(name, cache, NULL); }
