@@ -232,6 +232,7 @@ DRIVER = textwrap.dedent("""
     network.MSGSPERSAMPLE = 50
     network.BW_LOOP_SMALL = network.BW_LOOP_LARGE = 4
     network.CORRUPT_FOR_TESTS = bool(os.environ.get("TEST_CORRUPT"))
+    network.STALE_FOR_TESTS = bool(os.environ.get("TEST_STALE"))
     m = machine.detect("/", measure=False)
     out = network.bench_network(Context(m, Options(quick=True, reps=2, size_bytes=65536), list(m.affinity)))
     if rank == 0:
@@ -330,6 +331,21 @@ def test_a_corrupted_message_makes_the_results_invalid(mpi_setup):
             continue
         assert not m["valid"], name
         assert "wrong" in m["note"], m["note"]
+
+
+@needs_mpi
+def test_a_timed_block_that_delivers_nothing_new_makes_ping_pong_invalid(mpi_setup):
+    # the buffers are not rewritten between blocks (as IMB); each block's own stamp on the
+    # message's ends is what shows that it delivered
+    run = launch(mpi_setup, 2, "stale", TEST_STALE="1")
+    ms = metrics(run)
+    lat = [m for n, m in ms.items() if n.startswith("net.pingpong.latency.")]
+    assert lat, sorted(ms)
+    for m in lat:
+        assert not m["valid"] and "(block 0)" in m["note"], m["note"]
+    for n, m in ms.items():
+        if n.startswith(("net.bw.", "net.bibw.", "net.allreduce", "net.barrier")):
+            assert m["valid"], (n, m["note"])
 
 
 @needs_mpi

@@ -65,6 +65,7 @@
 
 /* Flags */
 #define NB_F_CORRUPT 0x1   /* test hook: spoil one byte of the verified first exchange */
+#define NB_F_STALE 0x2     /* test hook: ping-pong's first sender leaves block 0 unstamped */
 
 /* Collective operations for nb_coll */
 enum { NB_BARRIER = 0, NB_BCAST = 1, NB_ALLREDUCE = 2, NB_ALLTOALL = 3 };
@@ -308,7 +309,8 @@ int nb_pingpong(int a, int b, int64_t nbytes, int reps, int warmup, int blocks, 
         fill(rbuf, nbytes, rs, 1);
         for (int blk = -1; blk < blocks; blk++) {
             uint64_t bs = seed_of(nbytes, blk, wr_peer, wr_me, 2);
-            stamp(sbuf, nbytes, seed_of(nbytes, blk, wr_me, wr_peer, 2), 0);
+            if (!((flags & NB_F_STALE) && me == 0 && blk == 0))
+                stamp(sbuf, nbytes, seed_of(nbytes, blk, wr_me, wr_peer, 2), 0);
             stamp(rbuf, nbytes, bs, 1);
             int iters = blk < 0 ? warmup : reps;
             for (int k = 0; k < NB_N_BARR; k++)
@@ -406,7 +408,8 @@ int nb_pairs(int partner, int64_t nbytes, int reps, int warmup, int blocks, int 
     for (int blk = -1; blk < blocks; blk++) {
         uint64_t bs = seed_of(nbytes, blk, partner, rank, 6);
         if (!idle) {
-            stamp(sbuf, nbytes, seed_of(nbytes, blk, rank, partner, 6), 0);
+            if (!((flags & NB_F_STALE) && first && blk == 0))
+                stamp(sbuf, nbytes, seed_of(nbytes, blk, rank, partner, 6), 0);
             stamp(rbuf, nbytes, bs, 1);
         }
         for (int k = 0; k < NB_N_BARR; k++)

@@ -71,7 +71,7 @@ from ..cluster.build import build_per_node
 from ..cluster.comm import world
 from ..cluster.gather import rank_facts, topologies
 from ..cluster.launch import launcher_in_use
-from ..cluster.netbench import NB_F_CORRUPT
+from ..cluster.netbench import NB_F_CORRUPT, NB_F_STALE
 from ..cluster.placement import Pinned, Placement, coll_order, coll_pinning, plan_placements
 from ..cluster.stop import DeferredStop, everywhere
 from ..errors import BadValueError, UsageError
@@ -110,6 +110,7 @@ OVERSUBSCRIBED_ITERS = 10     # per block, when ranks outnumber a node's CPUs
 CONTEXT_RANKS_MAX = 64        # ranks whose CPUs are listed in each metric's context
 
 CORRUPT_FOR_TESTS = False     # tests set this to spoil one byte of each verified exchange
+STALE_FOR_TESTS = False       # ... or to send ping-pong's block 0 without its stamp
 
 
 # -- sizes and repetitions -------------------------------------------------------
@@ -216,7 +217,7 @@ class _Run:
         self.quick = ctx.opts.quick
         self.blocks = ctx.opts.reps or (QUICK_BLOCKS if self.quick else BLOCKS)
         self.max_bytes = max_bytes(ctx.opts)
-        self.flags = NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0
+        self.flags = (NB_F_CORRUPT if CORRUPT_FOR_TESTS else 0) | (NB_F_STALE if STALE_FOR_TESTS else 0)
         self.progress = ctx.progress if self.rank == 0 else NullProgress()
         self.out = Outcome()
         self.common: Dict[str, Any] = {}

@@ -26,6 +26,7 @@ from .watchdog import allowance
 
 NB_ABI = 2
 NB_F_CORRUPT = 0x1
+NB_F_STALE = 0x2              # test hook: ping-pong's block 0 goes out unstamped (netbench.c)
 NB_MSG = 256
 
 OPS = {"barrier": 0, "bcast": 1, "allreduce": 2, "alltoall": 3}
