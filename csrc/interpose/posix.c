@@ -1,7 +1,8 @@
 /* posix.c - the POSIX I/O module: counts the program's calls of the POSIX
  * file API (open, read, write, lseek, stat, fsync, ...) per call class,
- * like Darshan's darshan-posix.c but without per-file records, so the hot
- * path is a few adds into the calling thread's block.
+ * like Darshan's darshan-posix.c; the per-file records are the file
+ * module's (files.c), which every open, read, write, fsync and close here
+ * feeds. The hot path is a few adds into the calling thread's blocks.
  *
  * Longer than 500 lines: one short wrapper for each of about 45 symbols
  * (the 64-bit, fortified and __xstat forms included) beside the per-thread
@@ -80,6 +81,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "files.h"
 #include "interpose.h"
 
 /* Every wrapped function, for the per-function counts: the ones every
@@ -159,8 +161,9 @@ static ceil_ip_module posix_module;
 /* A read or write at the file position rather than at an offset it names. */
 #define AT_POSITION ((off64_t)-1)
 
-static inline void count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
-                              int failed)
+/* Counts the call in its class; returns the ticks it took. */
+static inline uint64_t count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
+                                  int failed)
 {
     const uint64_t ticks = ceil_ip_ticks() - t0;
     posix_class_counters *q = &c->t.cls[k];
@@ -168,12 +171,16 @@ static inline void count_call(posix_counters *c, enum posix_fn fn, enum posix_cl
     ceil_ip_add(&q->errors, (uint64_t)failed);
     ceil_ip_add(&q->ticks, ticks);
     ceil_ip_add(&c->t.fn_calls[fn], 1);
+    return ticks;
 }
 
 /* 1 when a read or write of n bytes at off (or AT_POSITION) on fd is not
- * where the previous access ended; moves the expectation past it. */
-static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t n)
+ * where the previous access ended; moves the expectation past it. *start
+ * is where the access began, CEIL_IP_OFFSET_UNKNOWN when not known (at the
+ * position after a move, or on a descriptor the thread knows nothing of). */
+static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t n, int64_t *start)
 {
+    *start = off == AT_POSITION ? CEIL_IP_OFFSET_UNKNOWN : (int64_t)off;
     if ((unsigned)fd >= POSIX_TRACKED_FDS)
         return 0;
     uint64_t *pos = &c->next_pos[fd];
@@ -182,6 +189,8 @@ static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t 
         if (*pos == 0)
             return 0;
         *pos = expect + n;
+        if (!moved)
+            *start = (int64_t)(expect - 1);
         return moved != 0;
     }
     /* pread/pwrite leave the file position where it was, so a pending
@@ -216,12 +225,15 @@ static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_cl
         errno = saved;
         return;
     }
-    count_call(c, fn, k, t0, rc < 0);
+    const uint64_t ticks = count_call(c, fn, k, t0, rc < 0);
     if (rc >= 0) {
         posix_class_counters *q = &c->t.cls[k];
+        int64_t start;
+        const int random = track_access(c, fd, off, (uint64_t)rc, &start);
         ceil_ip_add(&q->bytes, (uint64_t)rc);
         ceil_ip_add(&c->t.hist[k][ceil_ip_size_bucket((uint64_t)rc)], 1);
-        ceil_ip_add(&q->random, (uint64_t)track_access(c, fd, off, (uint64_t)rc));
+        ceil_ip_add(&q->random, (uint64_t)random);
+        ceil_ip_file_io(fd, k == PC_WRITE, (uint64_t)rc, ticks, random, start, CEIL_IP_API_POSIX);
     }
     errno = saved;
 }
@@ -235,13 +247,15 @@ static inline void count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, 
 
 /* A new descriptor's position is 0, or wherever the file ends at each
  * write with O_APPEND. */
-static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags)
+static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags,
+                              const char *path)
 {
     count_meta(c, fn, t0, rc < 0);
     if ((unsigned)rc < POSIX_TRACKED_FDS) {
         c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
         c->kind[rc] = FD_UNKNOWN;
     }
+    ceil_ip_file_opened(rc, path, CEIL_IP_API_POSIX);
 }
 
 static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
@@ -285,9 +299,9 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, flags, mode);                                               \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, flags, mode);                                           \
-        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
         return rc;                                                                                 \
     }
 POSIX_OPEN(open)
@@ -302,9 +316,9 @@ POSIX_OPEN(open64)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(dirfd, path, flags, mode);                                        \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags, mode);                                    \
-        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
         return rc;                                                                                 \
     }
 POSIX_OPENAT(openat)
@@ -321,9 +335,9 @@ POSIX_OPENAT(openat64)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, flags);                                                     \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, flags);                                                 \
-        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
         return rc;                                                                                 \
     }
 POSIX_OPEN_2(__open_2)
@@ -337,9 +351,9 @@ POSIX_OPEN_2(__open64_2)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(dirfd, path, flags);                                              \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags);                                          \
-        count_open(c, FN_##fn, t0, rc, flags);                                                     \
+        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
         return rc;                                                                                 \
     }
 POSIX_OPENAT_2(__openat_2)
@@ -352,9 +366,9 @@ POSIX_OPENAT_2(__openat64_2)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(path, mode);                                                      \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, mode);                                                  \
-        count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC);                              \
+        count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC, path);                        \
         return rc;                                                                                 \
     }
 POSIX_CREAT(creat)
@@ -364,12 +378,15 @@ CEIL_IP_REAL_DECL(int, close, (int));
 CEIL_IP_EXPORT int close(int fd)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
-    if (!c)
+    if (!c) {
+        ceil_ip_file_closed(fd);
         return CEIL_REAL(close)(fd);
+    }
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = CEIL_REAL(close)(fd);
     count_meta(c, FN_close, t0, rc < 0);
-    /* The number's next user is another file. */
+    /* The number's next user is another file (Linux frees it even when close fails). */
+    ceil_ip_file_closed(fd);
     if ((unsigned)fd < POSIX_TRACKED_FDS) {
         c->next_pos[fd] = 0;
         c->kind[fd] = FD_UNKNOWN;
@@ -385,7 +402,7 @@ CEIL_IP_EXPORT int close(int fd)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n);                                                      \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n);                                              \
         count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
         return rc;                                                                                 \
@@ -401,7 +418,7 @@ POSIX_RW(PC_WRITE, write, const void *)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n, off);                                                 \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off);                                         \
         count_data(c, FN_##fn, klass, t0, rc, fd, off);                                            \
         return rc;                                                                                 \
@@ -433,7 +450,7 @@ CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, buf, n, off, buflen);                                         \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const ssize_t rc = CEIL_REAL(fn)(fd, buf, n, off, buflen);                                 \
         count_data(c, FN_##fn, PC_READ, t0, rc, fd, off);                                          \
         return rc;                                                                                 \
@@ -448,7 +465,7 @@ POSIX_PREAD_CHK(__pread64_chk, off64_t)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, iov, iovcnt);                                                 \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const ssize_t rc = CEIL_REAL(fn)(fd, iov, iovcnt);                                         \
         count_data(c, FN_##fn, klass, t0, rc, fd, AT_POSITION);                                    \
         return rc;                                                                                 \
@@ -463,7 +480,7 @@ POSIX_RWV(PC_WRITE, writev)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn)(fd, off, whence);                                                 \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const off_type rc = CEIL_REAL(fn)(fd, off, whence);                                        \
         count_meta(c, FN_##fn, t0, rc < 0);                                                        \
         track_seek(c, fd, off, whence, rc);                                                        \
@@ -481,7 +498,7 @@ POSIX_LSEEK(lseek64, off64_t)
         posix_counters *c = ceil_ip_block(&posix_module);                                          \
         if (!c)                                                                                    \
             return CEIL_REAL(fn) args;                                                             \
-        const uint64_t t0 = ceil_ip_ticks();                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn) args;                                                         \
         const int saved = errno;                                                                   \
         count_call(c, FN_##fn, klass, t0, rc == -1);                                               \
@@ -489,8 +506,24 @@ POSIX_LSEEK(lseek64, off64_t)
         return rc;                                                                                 \
     }
 
-POSIX_PLAIN(PC_SYNC, fsync, (int fd), (fd))
-POSIX_PLAIN(PC_SYNC, fdatasync, (int fd), (fd))
+#define POSIX_SYNC(fn)                                                                             \
+    CEIL_IP_REAL_DECL(int, fn, (int));                                                             \
+    CEIL_IP_EXPORT int fn(int fd)                                                                  \
+    {                                                                                              \
+        posix_counters *c = ceil_ip_block(&posix_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(fd);                                                              \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = CEIL_REAL(fn)(fd);                                                          \
+        const int saved = errno;                                                                   \
+        const uint64_t ticks = count_call(c, FN_##fn, PC_SYNC, t0, rc == -1);                      \
+        if (rc == 0)                                                                               \
+            ceil_ip_file_sync(fd, ticks);                                                          \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
+    }
+POSIX_SYNC(fsync)
+POSIX_SYNC(fdatasync)
 POSIX_PLAIN(PC_META, unlink, (const char *path), (path))
 POSIX_PLAIN(PC_META, unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
 POSIX_PLAIN(PC_META, mkdir, (const char *path, mode_t mode), (path, mode))

@@ -1,7 +1,9 @@
 /* stdio.c - the stdio module: counts the program's calls of the C stream
  * API (fopen, fread, fwrite, fprintf, fflush, fseek, ...) per call class,
- * like Darshan's darshan-stdio.c but without per-file records, so the hot
- * path is a few adds into the calling thread's block.
+ * like Darshan's darshan-stdio.c; the per-file records are the file
+ * module's (files.c): the read and write calls count there under the
+ * stream's descriptor (fileno), an fopen counts an open, an fclose unmaps
+ * the descriptor. The hot path is a few adds into the thread's blocks.
  *
  * Its record lines (interpose.h has the format around them), in this order:
  *
@@ -71,6 +73,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
+#include "files.h"
 #include "interpose.h"
 
 /* Optimizing builds get these as macros from glibc's headers; here they are functions. */
@@ -132,8 +135,9 @@ int __vprintf_chk(int, const char *, va_list);
 
 /* ---- counting (inlined into every wrapper) ---------------------------------- */
 
+/* f: the stream a read or write went to (its file's record counts it), or NULL. */
 static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_class k, uint64_t ticks,
-                              int failed, uint64_t bytes)
+                              int failed, uint64_t bytes, FILE *f)
 {
     stdio_class_counters *q = &c->cls[k];
     ceil_ip_add(&q->calls, 1);
@@ -141,6 +145,17 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
     ceil_ip_add(&q->bytes, bytes);
     ceil_ip_add(&q->ticks, ticks);
     ceil_ip_add(&c->fn_calls[fn], 1);
+    if (f && (k == SC_READ || k == SC_WRITE) && !failed)
+        ceil_ip_file_io(fileno_unlocked(f), k == SC_WRITE, bytes, ticks, 0, CEIL_IP_OFFSET_UNKNOWN,
+                        CEIL_IP_API_STDIO);
+}
+
+/* A stream opened on fd: its file's record counts an open. */
+static inline FILE *stdio_opened(FILE *f)
+{
+    if (f)
+        ceil_ip_file_opened(fileno_unlocked(f), NULL, CEIL_IP_API_STDIO);
+    return f;
 }
 
 /* ---- wrappers ------------------------------------------------------------------
@@ -149,7 +164,7 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
  * are expressions of rc (the real call's result) and the arguments,
  * evaluated after errno is saved: what they call (ferror, strlen) cannot
  * change the errno the program sees. */
-#define STDIO_WRAP(klass, ret_t, fn, params, args, FAILED, BYTES)                                  \
+#define STDIO_WRAP(klass, ret_t, fn, params, args, FAILED, BYTES, STREAM)                          \
     CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
     CEIL_IP_EXPORT ret_t fn params                                                                 \
     {                                                                                              \
@@ -161,26 +176,49 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const int saved = errno;                                                                   \
         const int failed = (FAILED);                                                               \
-        count_call(c, FN_##fn, klass, ticks, failed, (BYTES));                                     \
+        count_call(c, FN_##fn, klass, ticks, failed, (BYTES), (STREAM));                           \
         errno = saved;                                                                             \
         return rc;                                                                                 \
     }
 
 /* meta */
-STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0)
-STDIO_WRAP(SC_META, FILE *, fopen64, (const char *path, const char *mode), (path, mode), rc == NULL, 0)
-STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0)
+STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
+           stdio_opened(rc))
+STDIO_WRAP(SC_META, FILE *, fopen64, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
+           stdio_opened(rc))
+STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0, stdio_opened(rc))
 STDIO_WRAP(SC_META, FILE *, freopen, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0)
+           rc == NULL, 0, stdio_opened(rc))
 STDIO_WRAP(SC_META, FILE *, freopen64, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0)
-STDIO_WRAP(SC_META, int, fclose, (FILE *f), (f), rc == EOF, 0)
-STDIO_WRAP(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0)
-STDIO_WRAP(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0)
-STDIO_WRAP(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0)
-STDIO_WRAP(SC_META, long, ftell, (FILE *f), (f), rc == -1, 0)
-STDIO_WRAP(SC_META, off_t, ftello, (FILE *f), (f), rc == -1, 0)
-STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0)
+           rc == NULL, 0, stdio_opened(rc))
+STDIO_WRAP(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, NULL)
+STDIO_WRAP(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
+STDIO_WRAP(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
+STDIO_WRAP(SC_META, long, ftell, (FILE *f), (f), rc == -1, 0, NULL)
+STDIO_WRAP(SC_META, off_t, ftello, (FILE *f), (f), rc == -1, 0, NULL)
+STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
+
+/* fclose: the stream's descriptor is closed inside glibc, unseen by the
+ * posix module, so it is unmapped here (asked before the stream is gone). */
+CEIL_IP_REAL_DECL(int, fclose, (FILE *));
+CEIL_IP_EXPORT int fclose(FILE *f)
+{
+    const int fd = fileno_unlocked(f);
+    stdio_counters *c = ceil_ip_block(&stdio_module);
+    if (!c) {
+        const int r = CEIL_REAL(fclose)(f);
+        ceil_ip_file_closed(fd);
+        return r;
+    }
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = CEIL_REAL(fclose)(f);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    const int saved = errno;
+    count_call(c, FN_fclose, SC_META, ticks, rc == EOF, 0, NULL);
+    ceil_ip_file_closed(fd);
+    errno = saved;
+    return rc;
+}
 
 CEIL_IP_REAL_DECL(void, rewind, (FILE *));
 CEIL_IP_EXPORT void rewind(FILE *f)
@@ -193,51 +231,52 @@ CEIL_IP_EXPORT void rewind(FILE *f)
     const uint64_t t0 = ceil_ip_ticks();
     CEIL_REAL(rewind)(f);
     const uint64_t ticks = ceil_ip_ticks() - t0;
-    count_call(c, FN_rewind, SC_META, ticks, 0, 0);   /* adds only: errno untouched */
+    count_call(c, FN_rewind, SC_META, ticks, 0, 0, NULL);   /* adds only: errno untouched */
 }
 
 /* read: a short transfer is an error only when the stream says so. */
 STDIO_WRAP(SC_READ, size_t, fread, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror(f) != 0, (uint64_t)rc * size)
+           rc < n && ferror(f) != 0, (uint64_t)rc * size, f)
 STDIO_WRAP(SC_READ, size_t, __fread_chk, (void *p, size_t plen, size_t size, size_t n, FILE *f),
-           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size)
+           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size, f)
 STDIO_WRAP(SC_READ, char *, fgets, (char *s, int n, FILE *f), (s, n, f), rc == NULL && ferror(f) != 0,
-           rc ? strlen(rc) : 0)
+           rc ? strlen(rc) : 0, f)
 STDIO_WRAP(SC_READ, char *, __fgets_chk, (char *s, size_t slen, int n, FILE *f), (s, slen, n, f),
-           rc == NULL && ferror(f) != 0, rc ? strlen(rc) : 0)
+           rc == NULL && ferror(f) != 0, rc ? strlen(rc) : 0, f)
 
 /* write */
 STDIO_WRAP(SC_WRITE, size_t, fwrite, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n, (uint64_t)rc * size)
-STDIO_WRAP(SC_WRITE, int, fputs, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s))
-STDIO_WRAP(SC_WRITE, int, puts, (const char *s), (s), rc == EOF, failed ? 0 : strlen(s) + 1)
+           rc < n, (uint64_t)rc * size, f)
+STDIO_WRAP(SC_WRITE, int, fputs, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s), f)
+STDIO_WRAP(SC_WRITE, int, puts, (const char *s), (s), rc == EOF, failed ? 0 : strlen(s) + 1, stdout)
 STDIO_WRAP(SC_WRITE, int, vfprintf, (FILE *f, const char *fmt, va_list ap), (f, fmt, ap), rc < 0,
-           failed ? 0 : (uint64_t)rc)
+           failed ? 0 : (uint64_t)rc, f)
 STDIO_WRAP(SC_WRITE, int, __vfprintf_chk, (FILE *f, int flag, const char *fmt, va_list ap),
-           (f, flag, fmt, ap), rc < 0, failed ? 0 : (uint64_t)rc)
+           (f, flag, fmt, ap), rc < 0, failed ? 0 : (uint64_t)rc, f)
 STDIO_WRAP(SC_WRITE, int, vprintf, (const char *fmt, va_list ap), (fmt, ap), rc < 0,
-           failed ? 0 : (uint64_t)rc)
+           failed ? 0 : (uint64_t)rc, stdout)
 STDIO_WRAP(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap), (flag, fmt, ap),
-           rc < 0, failed ? 0 : (uint64_t)rc)
+           rc < 0, failed ? 0 : (uint64_t)rc, stdout)
 
 /* flush */
-STDIO_WRAP(SC_FLUSH, int, fflush, (FILE *f), (f), rc == EOF, 0)
+STDIO_WRAP(SC_FLUSH, int, fflush, (FILE *f), (f), rc == EOF, 0, NULL)
 
 /* The _unlocked forms (GNU): the same calls without the stream's lock, for
  * programs that hold it themselves (flockfile) or have one thread; the
  * error test asks without the lock too. */
 STDIO_WRAP(SC_READ, size_t, fread_unlocked, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size)
+           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size, f)
 STDIO_WRAP(SC_WRITE, size_t, fwrite_unlocked, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n, (uint64_t)rc * size)
+           rc < n, (uint64_t)rc * size, f)
 STDIO_WRAP(SC_READ, char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f),
-           rc == NULL && ferror_unlocked(f) != 0, rc ? strlen(rc) : 0)
-STDIO_WRAP(SC_WRITE, int, fputs_unlocked, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s))
-STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0)
+           rc == NULL && ferror_unlocked(f) != 0, rc ? strlen(rc) : 0, f)
+STDIO_WRAP(SC_WRITE, int, fputs_unlocked, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s),
+           f)
+STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0, NULL)
 
 /* The variadic printf forms: the real v-form does the work, counted under
  * the name the program called. */
-#define STDIO_PRINTF(fn, vfn, params, vargs, last)                                                 \
+#define STDIO_PRINTF(fn, vfn, params, vargs, last, stream)                                         \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
         va_list ap;                                                                                \
@@ -252,14 +291,14 @@ STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0)
         const int rc = CEIL_REAL(vfn) vargs;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         va_end(ap);                                                                                \
-        count_call(c, FN_##fn, SC_WRITE, ticks, rc < 0, rc < 0 ? 0 : (uint64_t)rc);                \
+        count_call(c, FN_##fn, SC_WRITE, ticks, rc < 0, rc < 0 ? 0 : (uint64_t)rc, stream);        \
         return rc;                                                                                 \
     }
-STDIO_PRINTF(fprintf, vfprintf, (FILE *f, const char *fmt, ...), (f, fmt, ap), fmt)
+STDIO_PRINTF(fprintf, vfprintf, (FILE *f, const char *fmt, ...), (f, fmt, ap), fmt, f)
 STDIO_PRINTF(__fprintf_chk, __vfprintf_chk, (FILE *f, int flag, const char *fmt, ...), (f, flag, fmt, ap),
-             fmt)
-STDIO_PRINTF(printf, vprintf, (const char *fmt, ...), (fmt, ap), fmt)
-STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (flag, fmt, ap), fmt)
+             fmt, f)
+STDIO_PRINTF(printf, vprintf, (const char *fmt, ...), (fmt, ap), fmt, stdout)
+STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (flag, fmt, ap), fmt, stdout)
 
 /* One character at a time: counted, not timed (see the top). EOF from a
  * read is an error only when the stream says so. */
@@ -272,7 +311,7 @@ STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (fla
         if (c) {                                                                                   \
             const int saved = errno;                                                               \
             const int failed = rc == EOF && (FAILED);                                              \
-            count_call(c, FN_##fn, klass, 0, failed, rc != EOF);                                   \
+            count_call(c, FN_##fn, klass, 0, failed, rc != EOF, f);                                \
             errno = saved;                                                                         \
         }                                                                                          \
         return rc;                                                                                 \

@@ -8,7 +8,8 @@ from html import escape as esc
 from typing import Any, Dict, List
 
 from ..results.model import Run
-from .terminal_profile import ceiling_text, cost_text, mpi_headline, mpi_rank_rows
+from .terminal_profile import (FILE_HEADS, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
+                               mpi_rank_rows)
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
          ("off_cpu", "off any CPU", "#bdbdbd"))
@@ -39,6 +40,7 @@ def application_section(run: Run) -> str:
                         + "</dl>"]
     parts.append(_split(prof))
     parts.append(_io_table(prof))
+    parts.append(_files(prof.get("files") or {}))
     parts.append(_mpi(prof.get("mpi") or {}))
     if prof.get("ceilings"):
         parts.append("<h3>Against this node's ceilings</h3><ul>"
@@ -93,6 +95,20 @@ def _io_table(prof: Dict[str, Any]) -> str:
     return ('<h3>I/O calls (POSIX and stdio)</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
             '<th class="n">errors</th><th class="n">MB</th><th class="n">per call</th><th class="n">seconds</th>'
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _files(files: Dict[str, Any]) -> str:
+    shown = files.get("shown") or []
+    if not shown:
+        return ""
+    rows = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' for c in file_cells(f))
+                   + f'<td>{esc(f["path"])}</td></tr>' for f in shown)
+    notes = "".join(f'<p class="hint">{esc(n)}.</p>' for n in file_notes(files, len(shown)))
+    return ("<h3>Files</h3><p>By time inside their read, write and fsync calls, all processes of a node together. "
+            "Random: requests that did not start where the previous one ended; unaligned: requests that started "
+            "off the file system's block (st_blksize).</p><table><thead><tr>"
+            + "".join(f'<th class="n">{esc(h)}</th>' for h in FILE_HEADS)
+            + f"<th>path</th></tr></thead><tbody>{rows}</tbody></table>{notes}")
 
 
 def _mpi(mpi: Dict[str, Any]) -> str:

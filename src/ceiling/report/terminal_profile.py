@@ -41,6 +41,8 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.append(st(f"  PARTIAL: {run.partial_reason}", "yellow"))
 
     lines += ["", *_breakdown(run, prof, st)]
+    if (prof.get("files") or {}).get("shown"):
+        lines += ["", *_files(prof["files"], st)]
     if prof.get("mpi"):
         lines += ["", *_mpi(prof["mpi"], st, width)]
     if prof.get("wrapped"):
@@ -85,6 +87,48 @@ def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
     if prof.get("unsampled_cpu_s"):
         out.append(f"  ({prof['unsampled_cpu_s']:.3g} s of CPU time from threads that lived between two samples: "
                    "counted on a CPU, from the exit rusage)")
+    return out
+
+
+FILE_ROWS = 5               # files on the terminal page (the HTML report shows all the JSON keeps)
+
+
+def file_cells(f: Dict[str, Any]) -> List[str]:
+    """A file's row, as the terminal and the HTML table show it: seconds, MB read, MB written,
+    requests, KiB per request, random share, unaligned share, processes."""
+    n = f["reads"] + f["writes"]
+    moved = f["read_bytes"] + f["write_bytes"]
+    return [f"{f['time_s']:.3g}", f"{f['read_bytes'] / 1e6:.4g}", f"{f['write_bytes'] / 1e6:.4g}", str(n),
+            f"{moved / n / 1024:.3g}" if n else "-", f"{f['random'] / n:.0%}" if n else "-",
+            f"{f['unaligned'] / n:.0%}" if n and f["blksize"] else "-", str(f["processes"])]
+
+
+FILE_HEADS = ("seconds", "read MB", "written MB", "requests", "KiB/req", "random", "unaligned", "procs")
+
+
+def file_notes(files: Dict[str, Any], rows: int) -> List[str]:
+    """What the file table leaves out."""
+    out = []
+    hidden = files["count"] - rows
+    if hidden > 0:
+        rest = files.get("rest") or {}
+        out.append(f"{hidden} more file(s)" + (f", {rest['bytes'] / 1e6:.4g} MB in {rest['time_s']:.3g} s among "
+                                               f"the {rest['files']} the JSON leaves out" if rest.get("files") else ""))
+    if files.get("lost"):
+        cap = f"over the interposer's {files['capacity']} per process" if files.get("capacity") else "no room left"
+        out.append(f"{files['lost']} file(s) had no record ({cap}): their I/O is in the totals only")
+    return out
+
+
+def _files(files: Dict[str, Any], st) -> List[str]:
+    shown = files["shown"][:FILE_ROWS]
+    out = [st(f"Files ({len(shown)} of {files['count']}, by time inside their calls; random: not where the previous "
+              "request ended; unaligned: off the file system's block)", "bold"),
+           "  " + " ".join(f"{h:>{max(7, len(h))}}" for h in FILE_HEADS) + "  path"]
+    for f in shown:
+        out.append("  " + " ".join(f"{c:>{max(7, len(h))}}" for c, h in zip(file_cells(f), FILE_HEADS))
+                   + f"  {f['path']}")
+    out += [f"  ({n})" for n in file_notes(files, len(shown))]
     return out
 
 

@@ -11,8 +11,8 @@ While it runs, probes/proc_sampler.py reads its threads and processes from
 /proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
 any CPU) and names the bound. Where the program is dynamically linked and not
 setuid, the LD_PRELOAD interposer (csrc/interpose/) is put into it and its
-records are read back: POSIX and stdio I/O calls, and MPI calls per rank
-(analysis/profile_mpi.py). Hardware counters are opened on it before its exec
+records are read back: POSIX and stdio I/O calls, per file
+(analysis/profile_files.py), and MPI calls per rank (analysis/profile_mpi.py). Hardware counters are opened on it before its exec
 (probes/perf_counters.py) where the machine has them.
 """
 from __future__ import annotations
@@ -171,6 +171,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
              interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
     from .. import core
     from .. import machine as machine_mod
+    from ..analysis import profile_files
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
     from ..analysis.profile_ceilings import compare
     from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
@@ -253,6 +254,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                 "modules": sorted({n for r in records for n in r["modules"]})})
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
+    profile_files.apply(breakdown, findings, own)
     breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host))
     findings.extend(more)
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)

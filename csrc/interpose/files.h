@@ -1,0 +1,50 @@
+/*
+ * files.h - per-file records of libceiling_interpose.so (files.c, the
+ * "file" module), fed by the POSIX and stdio modules: which files the
+ * program read and wrote, how much, in what requests, where and how fast.
+ *
+ * A file is a (device, inode) of a regular file or a block device; its
+ * record is made the first time the program opens it, or the first time it
+ * reads or writes a descriptor the module has not seen opened (inherited
+ * from the parent, opened before an exec, dup'ed), and holds the path it
+ * was opened by (or /proc/self/fd's link). A descriptor is mapped to its
+ * file in one process-wide table; the counts go into a small per-thread
+ * cache of files, folded into the process-wide record with atomic adds
+ * only when a thread's cache slot passes to another file. So the hot path
+ * is one table load and a few adds into the thread's own memory: no lock,
+ * no allocation.
+ */
+#ifndef CEIL_IP_FILES_H
+#define CEIL_IP_FILES_H
+
+#include <stdint.h>
+
+#define CEIL_IP_FILES_MAX 512      /* distinct files with a record; more are counted as lost */
+#define CEIL_IP_FD_MAP 4096        /* descriptors below this are mapped to their file */
+
+/* Which API touched a file (the api field of its record). */
+#define CEIL_IP_API_POSIX 1u
+#define CEIL_IP_API_STDIO 2u
+
+/* The start of an access whose offset is not known (read at a position the
+ * thread cannot tell). */
+#define CEIL_IP_OFFSET_UNKNOWN (-1)
+
+/* A descriptor the program just opened (fd >= 0), by path (NULL: ask
+ * /proc/self/fd): its file's record, one open counted. */
+void ceil_ip_file_opened(int fd, const char *path, unsigned api) __attribute__((visibility("hidden")));
+
+/* A descriptor the program closed: the number's next user is another file. */
+void ceil_ip_file_closed(int fd) __attribute__((visibility("hidden")));
+
+/* A read (write = 0) or write that moved `bytes` (successful calls only) in
+ * `ticks` (ceil_ip_ticks), at `offset` (CEIL_IP_OFFSET_UNKNOWN when not
+ * known), `random` = 1 when it did not start where the thread's previous
+ * access of the descriptor ended. Nothing when fd is not a file. */
+void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int random, int64_t offset,
+                     unsigned api) __attribute__((visibility("hidden")));
+
+/* An fsync or fdatasync of fd that took `ticks`. */
+void ceil_ip_file_sync(int fd, uint64_t ticks) __attribute__((visibility("hidden")));
+
+#endif /* CEIL_IP_FILES_H */

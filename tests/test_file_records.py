@@ -1,0 +1,263 @@
+"""The interposer's per-file records (csrc/interpose/files.c) and what ceiling makes of them
+(analysis/profile_files.py, the profile's terminal page and HTML section).
+
+C programs compiled here make known accesses to known files; their records are checked to
+the request and the byte: requests, bytes, random and unaligned accesses (against the
+block size the record states), fsyncs, extent, opens, the API that touched each file,
+and the path. No timings: ns is only checked to be there.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ceiling.analysis import profile_files
+from ceiling.results.model import Run, Application
+from test_interpose import LIB, NEEDS_LIB, only_record, parse, run_child
+
+CC = shutil.which("cc")
+
+PROGRAM = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char buf[1 << 16];
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+
+int main(int argc, char **argv)
+{
+    char a[4096], b[4096], c[4096];
+    const char *mode = argv[2];
+    snprintf(a, sizeof a, "%s/a.dat", argv[1]);
+    snprintf(b, sizeof b, "%s/b.dat", argv[1]);
+    snprintf(c, sizeof c, "%s/c.dat", argv[1]);
+    if (!strcmp(mode, "mixed")) {
+        /* a: POSIX, 4 x 64 KiB in order and an fsync; then stdio reads it back in 16 KiB */
+        int fd = open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        for (int i = 0; i < 4; i++)
+            CHECK(write(fd, buf, sizeof buf) == sizeof buf);
+        CHECK(fsync(fd) == 0);
+        CHECK(close(fd) == 0);
+        FILE *f = fopen(a, "r");
+        CHECK(f);
+        while (fread(buf, 1, 16384, f) == 16384) {}
+        CHECK(fclose(f) == 0);
+        /* b: pwrite of 100 B at 0, 7000, 6000, ..., 1000 (7 random, 7 off a 4 KiB block), pread 50 B at 8192 */
+        fd = open(b, O_CREAT | O_RDWR | O_TRUNC, 0644);
+        for (int i = 0; i < 8; i++)
+            CHECK(pwrite(fd, buf, 100, (off_t)((i * 7) % 8) * 1000) == 100);
+        CHECK(pread(fd, buf, 50, 8192) == 0);
+        CHECK(pread(fd, buf, 50, 4096) == 50);
+        CHECK(close(fd) == 0);
+        /* c: the descriptor dup'ed, written through the copy (met without its open) */
+        fd = open(c, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        int d = dup(fd);
+        CHECK(write(d, buf, 10) == 10);
+        CHECK(close(d) == 0 && close(fd) == 0);
+    } else if (!strcmp(mode, "many")) {
+        /* 100 files, each opened twice and written 3 x 10 B in turn: the per-thread cache (64 slots)
+           passes files on and folds their counts */
+        int fds[100];
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < 100; i++) {
+                char p[4096];
+                snprintf(p, sizeof p, "%s/f%03d", argv[1], i);
+                fds[i] = open(p, O_CREAT | O_WRONLY | (round ? O_APPEND : O_TRUNC), 0644);
+                CHECK(fds[i] >= 0);
+            }
+            for (int k = 0; k < 3; k++)
+                for (int i = 0; i < 100; i++)
+                    CHECK(write(fds[i], buf, 10) == 10);
+            for (int i = 0; i < 100; i++)
+                CHECK(close(fds[i]) == 0);
+        }
+    } else if (!strcmp(mode, "toomany")) {
+        /* more distinct files than a process has records for */
+        for (int i = 0; i < 600; i++) {
+            char p[4096];
+            snprintf(p, sizeof p, "%s/g%03d", argv[1], i);
+            int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+            CHECK(fd >= 0 && write(fd, buf, 1) == 1 && close(fd) == 0);
+        }
+    } else if (!strcmp(mode, "stdout")) {
+        /* standard output redirected to a file by the parent: met without its open */
+        CHECK(write(1, buf, 4096) == 4096);
+        fputs("hello\n", stdout);
+    } else if (!strcmp(mode, "fork")) {
+        /* the child's writes are the child's record's, not the parent's */
+        int fd = open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        CHECK(write(fd, buf, 100) == 100);
+        pid_t pid = fork();
+        if (pid == 0) {
+            CHECK(write(fd, buf, 200) == 200);
+            exit(0);               /* not _exit: the record is written at exit */
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        CHECK(close(fd) == 0);
+    }
+    return 0;
+}
+"""
+
+pytestmark = NEEDS_LIB
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    d = tmp_path_factory.mktemp("files")
+    src, exe = d / "files.c", d / "files"
+    src.write_text(PROGRAM)
+    r = subprocess.run([CC, "-O0", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def files_of(rec):
+    lines = rec["lines"]["file"]
+    head = [ln for ln in lines if "files" in ln]
+    assert len(head) == 1, lines
+    files = {os.path.basename(ln["path"]): ln for ln in lines if "dev" in ln}
+    assert head[0]["files"] == len(files)
+    return head[0], files
+
+
+def run(program, tmp_path, mode):
+    out, data = tmp_path / "rec", tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    p = run_child([str(program), str(data), mode], out)
+    assert p.returncode == 0, p.stderr
+    return out, data
+
+
+def test_each_file_has_its_requests_bytes_pattern_and_alignment(program, tmp_path):
+    out, data = run(program, tmp_path, "mixed")
+    head, files = files_of(only_record(out))
+    assert head["lost"] == 0 and head["max"] > 0
+    assert set(files) == {"a.dat", "b.dat", "c.dat"}
+    a, b, c = files["a.dat"], files["b.dat"], files["c.dat"]
+    for f in (a, b, c):
+        assert f["write_ns"] > 0
+    assert a["path"] == str(data / "a.dat")
+    # POSIX wrote 4 x 64 KiB in order (blocks of any size up to 64 KiB divide those offsets);
+    # stdio read them back in 16 KiB freads plus the short one at the end
+    assert (a["writes"], a["write_bytes"], a["syncs"], a["opens"], a["api"]) == (4, 4 << 16, 1, 2, 3)
+    assert a["reads"] == 17 and a["read_bytes"] == 4 << 16 and a["random"] == 0
+    assert a["extent"] == 4 << 16 and a["sync_ns"] > 0
+    assert a["unaligned"] == (0 if (1 << 16) % a["blksize"] == 0 else 3)
+    # b: pwrites at 0, 7000, 6000, ..., 1000, then preads at 8192 (nothing there) and 4096
+    offsets = [0, 7000, 6000, 5000, 4000, 3000, 2000, 1000, 8192, 4096]
+    assert (b["writes"], b["write_bytes"], b["reads"], b["read_bytes"]) == (8, 800, 2, 50)
+    assert b["random"] == 9            # all but the first pwrite
+    assert b["unaligned"] == sum(1 for o in offsets if o % b["blksize"])
+    assert b["extent"] == 7100 and b["api"] == 1 and b["syncs"] == 0
+    # c: opened once, written once through a copy of its descriptor: one record, found by its inode
+    assert (c["opens"], c["writes"], c["write_bytes"]) == (1, 1, 10)
+
+
+def test_counts_survive_the_per_thread_cache_passing_files_on(program, tmp_path):
+    out, _ = run(program, tmp_path, "many")
+    head, files = files_of(only_record(out))
+    assert head["files"] == 100 and head["lost"] == 0
+    for name, f in files.items():
+        assert (f["opens"], f["writes"], f["write_bytes"]) == (2, 6, 60), name
+
+
+def test_files_beyond_the_records_a_process_holds_are_counted_as_lost(program, tmp_path):
+    out, _ = run(program, tmp_path, "toomany")
+    head, files = files_of(only_record(out))
+    assert head["files"] + head["lost"] == 600 and head["lost"] >= 600 - head["max"]
+    assert all(f["writes"] == 1 and f["write_bytes"] == 1 for f in files.values())
+
+
+def test_a_descriptor_inherited_from_the_parent_is_found_by_its_link(program, tmp_path):
+    target, out, data = tmp_path / "stdout.txt", tmp_path / "rec", tmp_path / "data"
+    data.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env.update(LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out))
+    with open(target, "wb") as fh:
+        p = subprocess.run([str(program), str(data), "stdout"], env=env, stdout=fh, stderr=subprocess.PIPE,
+                           timeout=120)
+    assert p.returncode == 0, p.stderr
+    head, files = files_of(only_record(out))
+    f = files["stdout.txt"]
+    assert f["path"] == str(target) and f["opens"] == 0
+    # 4 KiB by write(2); "hello\n" through stdio's buffer
+    assert (f["writes"], f["write_bytes"], f["api"]) == (2, 4096 + 6, 3)
+
+
+def test_a_forked_child_counts_its_own_writes(program, tmp_path):
+    out, _ = run(program, tmp_path, "fork")
+    recs = parse(out.read_text())
+    assert len(recs) == 2
+    by = {r["process"]["forked"]: files_of(r)[1]["a.dat"] for r in recs}
+    assert (by[0]["writes"], by[0]["write_bytes"], by[0]["opens"]) == (1, 100, 1)
+    assert (by[1]["writes"], by[1]["write_bytes"], by[1]["opens"]) == (1, 200, 0)
+
+
+# -- analysis and reports -----------------------------------------------------------------------
+
+def _rec(pid, host="n1", **files):
+    lines = [{"files": len(files), "lost": 0, "max": 512}]
+    for i, (name, f) in enumerate(files.items()):
+        base = {"id": i + 1, "dev": 1, "ino": 100 + i, "blksize": 4096, "api": 1, "opens": 1, "reads": 0,
+                "read_bytes": 0, "read_ns": 0, "writes": 0, "write_bytes": 0, "write_ns": 0, "random": 0,
+                "unaligned": 0, "syncs": 0, "sync_ns": 0, "extent": 0, "path": f"/scratch/{name}"}
+        lines.append({**base, **f})
+    return {"process": {"host": host, "pid": pid}, "lines": {"file": lines}}
+
+
+def test_processes_of_a_node_sharing_a_file_add_up_and_the_busiest_comes_first():
+    recs = [_rec(1, big={"writes": 1000, "write_bytes": 4096000, "write_ns": 2 * 10**9, "random": 900,
+                         "unaligned": 10},
+                 small={"reads": 10, "read_bytes": 10 << 20, "read_ns": 10**8}),
+            _rec(2, big={"writes": 1000, "write_bytes": 4096000, "write_ns": 10**9, "random": 950}),
+            _rec(3, host="n2", big={"writes": 5, "write_bytes": 5, "write_ns": 1})]
+    s = profile_files.summarise(recs)
+    assert s["count"] == 3 and s["capacity"] == 512 and s["lost"] == 0
+    big = s["shown"][0]
+    assert big["path"] == "/scratch/big" and big["host"] == "n1" and big["processes"] == 2
+    assert (big["writes"], big["write_bytes"], big["random"]) == (2000, 8192000, 1850)
+    assert big["write_s"] == pytest.approx(3.0) and big["time_s"] == pytest.approx(3.0)
+    assert [f["host"] for f in s["shown"]] == ["n1", "n1", "n2"]
+    got = {f.id: f for f in profile_files.findings(s, io_s=3.5)}
+    # 92.5% random, written by two processes; 10 of 2000 unaligned is no finding
+    assert set(got) == {"profile.file.random", "profile.file.shared"}
+    assert "big" in got["profile.file.random"].title and "92% random" in got["profile.file.random"].evidence
+    assert profile_files.busiest(s, 3.5).startswith("; busiest file (86% of that time): /scratch/big:")
+
+
+def test_no_finding_names_a_file_that_took_little_of_the_io_time():
+    s = profile_files.summarise([_rec(1, rnd={"reads": 500, "read_bytes": 500, "read_ns": 2 * 10**7, "random": 500,
+                                               "unaligned": 500})])
+    assert profile_files.findings(s, io_s=1.0) == []          # 2% of the I/O time
+    assert {f.id for f in profile_files.findings(s, io_s=0.1)} == {"profile.file.random", "profile.file.unaligned"}
+    tiny = profile_files.summarise([_rec(1, rnd={"reads": 500, "read_bytes": 500, "read_ns": 10**6, "random": 500})])
+    assert profile_files.findings(tiny, io_s=0.001) == []     # all of it, but 1 ms
+
+
+def test_records_without_file_lines_give_no_summary():
+    assert profile_files.summarise([{"process": {}, "lines": {"posix": []}}]) == {}
+
+
+def test_the_terminal_page_and_the_html_section_show_the_files():
+    from ceiling.report import html_profile, terminal_profile
+    s = profile_files.summarise([_rec(1, **{f"f{i}": {"writes": 10, "write_bytes": 10 << 20,
+                                                       "write_ns": (i + 1) * 10**6} for i in range(8)})])
+    run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
+    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0)
+    run.environment["profile"] = {"files": s}
+    text = terminal_profile.render(run)
+    assert "Files (5 of 8" in text and "/scratch/f7" in text and "/scratch/f2" not in text
+    assert "(3 more file(s))" in text
+    html = html_profile.application_section(run)
+    assert "<h3>Files</h3>" in html and html.count("/scratch/f") == 8
