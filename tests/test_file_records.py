@@ -258,6 +258,6 @@ def test_the_terminal_page_and_the_html_section_show_the_files():
     run.environment["profile"] = {"files": s}
     text = terminal_profile.render(run)
     assert "Files (5 of 8" in text and "/scratch/f7" in text and "/scratch/f2" not in text
-    assert "(3 more file(s))" in text
+    assert "(3 more file(s) in the HTML report and the JSON)" in text
     html = html_profile.application_section(run)
     assert "<h3>Files</h3>" in html and html.count("/scratch/f") == 8

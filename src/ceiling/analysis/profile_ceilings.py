@@ -18,7 +18,11 @@ named with its run and date, so a user can tell how old it is. What is compared:
 - Memory: the counters' lower bound of the traffic (last-level read misses x line)
   against STREAM Triad.
 
-A ceiling the history lacks is said, with the command that measures it.
+A storage or memory ceiling the history lacks is measured quickly after the
+program ended (``measure``: probes/quick_ceiling.py: one stream in the
+directory the program wrote to; STREAM as `bench memory --quick`) and said to
+be that; an MPI ceiling the history lacks (it needs two ranks) is said, with
+the command that measures it.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from ..results.model import OK, WARN, Finding
 
 Row = Tuple[str, Optional[float], str, str, str]     # name, value, unit, started, run_id
 Lookup = Callable[[str], Sequence[Row]]
+Measure = Callable[[str], Tuple[Optional[Row], str]]    # prefix -> (row measured now, how; or None, why not)
 
 TO_MBS = {"MB/s": 1.0, "MiB/s": 1.048576, "GB/s": 1000.0, "GiB/s": 1073.741824}
 NEAR = 0.7            # a rate at this share of the ceiling or more: at the ceiling
@@ -53,9 +58,11 @@ def _source(row: Row) -> str:
     return f"{row[0]} = {row[1]:.4g} {row[2]}, measured {row[3][:10]} (run {row[4][:12]})"
 
 
-def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, Any]], List[Finding]]:
+def compare(breakdown: Dict[str, Any], lookup: Lookup, measure: Optional[Measure] = None
+            ) -> Tuple[List[Dict[str, Any]], List[Finding]]:
     """(comparisons, findings): one comparison per figure the program has, with the node's
-    ceiling for it or why there is none."""
+    ceiling for it or why there is none; ``measure`` is asked for a storage or memory ceiling
+    the history lacks."""
     out: List[Dict[str, Any]] = []
     findings: List[Finding] = []
     io = breakdown.get("io_calls") or {}
@@ -68,8 +75,10 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, A
         c = {"what": f"I/O {cls}", "program": rate, "unit": "MB/s",
              "program_how": f"{x['bytes'] / 1e6:.4g} MB in {x['calls']} calls of {size / 1024:.3g} KiB on average, "
                             f"{x['ns'] / 1e9:.3g} s inside them"}
-        out.append(_against(c, _best(lookup(prefix)), "ceiling bench storage --dir DIR (DIR where the program "
-                                                      "writes)"))
+        row, quick = _best(lookup(prefix)), ""
+        if row is None and measure is not None:
+            row, quick = measure(prefix)
+        out.append(_against(c, row, "ceiling bench storage --dir DIR (DIR where the program writes)", quick=quick))
         f = _io_advice(cls, c, size)
         if f:
             findings.append(f)
@@ -98,17 +107,25 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup) -> Tuple[List[Dict[str, A
     if mem:
         c = {"what": "memory traffic (a lower bound)", "program": mem / 1e6, "unit": "MB/s",
              "program_how": "last-level cache read misses x line size, over the run"}
-        out.append(_against(c, _best(lookup("stream.triad")), "ceiling bench memory"))
+        row, quick = _best(lookup("stream.triad")), ""
+        if row is None and measure is not None:
+            row, quick = measure("stream.triad")
+        out.append(_against(c, row, "ceiling bench memory", quick=quick))
     return out, findings
 
 
-def _against(c: Dict[str, Any], row: Optional[Row], how: str, lower_is_better: bool = False) -> Dict[str, Any]:
+def _against(c: Dict[str, Any], row: Optional[Row], how: str, lower_is_better: bool = False,
+             quick: str = "") -> Dict[str, Any]:
+    """c with the ceiling from row; quick: how row was measured now (row given) or why it could
+    not be (row None)."""
     if row is None:
         c["ceiling"] = None
-        c["why"] = f"not measured on this node: run '{how}' once, then profile again"
+        c["why"] = (f"not measured on this node: run '{how}' once, then profile again"
+                    + (f" (a quick measurement was not possible: {quick})" if quick else ""))
         return c
     value = row[1] if c["unit"] == "µs" else row[1] * TO_MBS.get(row[2], float("nan"))
-    c["ceiling"], c["source"] = value, _source(row)
+    c["ceiling"], c["source"] = value, (f"{row[0]} = {row[1]:.4g} {row[2]}, {quick}" if quick else _source(row))
+    c["quick"] = bool(quick)
     if c["program"] is not None and value:
         c["share"] = value / c["program"] if lower_is_better else c["program"] / value
     return c

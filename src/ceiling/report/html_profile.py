@@ -102,7 +102,7 @@ def _files(files: Dict[str, Any]) -> str:
     if not shown:
         return ""
     rows = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' for c in file_cells(f))
-                   + f'<td>{esc(f["path"])}</td></tr>' for f in shown)
+                   + f'<td style="word-break:break-all">{esc(f["path"])}</td></tr>' for f in shown)
     notes = "".join(f'<p class="hint">{esc(n)}.</p>' for n in file_notes(files, len(shown)))
     return ("<h3>Files</h3><p>By time inside their read, write and fsync calls, all processes of a node together. "
             "Random: requests that did not start where the previous one ended; unaligned: requests that started "

@@ -109,11 +109,13 @@ FILE_HEADS = ("seconds", "read MB", "written MB", "requests", "KiB/req", "random
 def file_notes(files: Dict[str, Any], rows: int) -> List[str]:
     """What the file table leaves out."""
     out = []
-    hidden = files["count"] - rows
-    if hidden > 0:
-        rest = files.get("rest") or {}
-        out.append(f"{hidden} more file(s)" + (f", {rest['bytes'] / 1e6:.4g} MB in {rest['time_s']:.3g} s among "
-                                               f"the {rest['files']} the JSON leaves out" if rest.get("files") else ""))
+    listed = len(files.get("shown") or []) - rows
+    if listed > 0:
+        out.append(f"{listed} more file(s) in the HTML report and the JSON")
+    rest = files.get("rest") or {}
+    if rest.get("files"):
+        out.append(f"{'and ' if listed > 0 else ''}{rest['files']} more with less time, summed: "
+                   f"{rest['bytes'] / 1e6:.4g} MB in {rest['time_s']:.3g} s")
     if files.get("lost"):
         cap = f"over the interposer's {files['capacity']} per process" if files.get("capacity") else "no room left"
         out.append(f"{files['lost']} file(s) had no record ({cap}): their I/O is in the totals only")

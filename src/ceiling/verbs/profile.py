@@ -60,6 +60,11 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
                         "two intensities, or take the last-level cache; 2 rounds), its output discarded; the "
                         "report states what they cost")
+    g.add_argument("--no-measure", action="store_true",
+                   help="compare the program only with ceilings this node's history holds; without it, a "
+                        "storage or memory ceiling the history lacks is measured quickly after the program ended "
+                        "(storage: 256 MiB, one stream, where the program wrote; memory: STREAM as bench memory "
+                        "--quick; a few seconds each)")
     g.add_argument("--overhead", action="store_true",
                    help="run the program a second time, without ceiling (its output discarded), and report "
                         "how much slower the profiled run was")
@@ -255,7 +260,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
-    breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host))
+    breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host),
+                                          None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
+                                          else _quick(breakdown, m))
     findings.extend(more)
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
@@ -323,6 +330,25 @@ def _history(args: argparse.Namespace, host: str):
         except CeilingError:
             return []
     return lookup
+
+
+def _quick(breakdown: dict, m):
+    """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
+    (probes/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
+    time a comparison asks; what was done goes into the breakdown ("quick_ceilings")."""
+    from ..probes import quick_ceiling
+    done: dict = {}
+
+    def measure(prefix: str):
+        kind = "memory" if prefix == "stream.triad" else "storage"
+        if kind not in done:
+            done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
+                          quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
+            breakdown.setdefault("quick_ceilings", {})[kind] = done[kind][1]
+        rows, how = done[kind]
+        row = rows.get(prefix)
+        return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
+    return measure
 
 
 def _overhead(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:
