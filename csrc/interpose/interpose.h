@@ -6,8 +6,9 @@
  * its own prefix (ceil_ip_), no OpenMP, no link to libceiling_core. The
  * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
  * module per API (null.c is the template that does nothing; posix.c counts
- * the POSIX file API, stdio.c the C stream API, mpi.c with mpi_coll.c and
- * mpi_io.c the MPI library through its PMPI names),
+ * the POSIX file API, stdio.c the C stream API, files.c the per-file
+ * records those two feed, mpi.c with mpi_coll.c and mpi_io.c the MPI
+ * library through its PMPI names),
  * each wrapping the functions of its API, counting into per-thread blocks
  * and writing its lines of the record at the end.
  *
@@ -83,7 +84,7 @@
  * the slots ran out. One "module" line per registered module, in name
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
- * (null.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
+ * (null.c, files.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
  * fields does not change the version, changing a field's meaning does.
  */
 #ifndef CEIL_INTERPOSE_H
