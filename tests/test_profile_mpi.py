@@ -233,6 +233,9 @@ def test_one_rank_writing_everything_while_the_other_waits_is_a_single_writer(ap
     f = {x["id"]: x for x in doc["findings"]}["profile.io.single_writer"]
     assert f["data"]["rank"] == 0 and f["data"]["share"] > 0.99 and f["data"]["bytes"] >= 64 << 20
     assert "rank 0 writes 100%" in f["title"]
+    # and the file itself, from rank 0's per-file record: one process, through stdio
+    (out,) = [x for x in doc["environment"]["profile"]["files"]["shown"] if x["path"].endswith("/out.dat")]
+    assert (out["processes"], out["write_bytes"], out["api"], out["opens"]) == (1, 64 << 20, ["stdio"], 1)
 
 
 # ---- the analysis, on records written by hand ------------------------------------
