@@ -244,6 +244,11 @@ def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
     return metrics + m, bounds, f + findings
 
 
+# The undecided "cpu" bound's words; analysis/profile_counters.py replaces them when the
+# counters decide, or says why they do not.
+NO_COUNTERS = "; compute and memory cannot be told apart without hardware counters"
+NO_COUNTERS_TITLE = "(compute or memory: no hardware counters to tell)"
+
 COUNTER_METRICS = (("ipc", "app.counters.ipc", "instructions/cycle"),
                    ("llc_load_misses_per_kilo_instruction", "app.counters.llc_mpki", "misses/1000 instructions"),
                    ("backend_stall_share", "app.counters.backend_stalls", "%"),
@@ -345,11 +350,10 @@ def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optiona
             fix=f"Run at most {cpus} busy threads (OMP_NUM_THREADS, ranks per node), give the job more CPUs, "
                 "or find the competing load ('ceiling check').", data=data))
     if on >= ON_CPU:
-        bounds.append(Bound("application", "cpu", on, words + "; compute and memory cannot be told apart "
-                            "without hardware counters", data))
+        bounds.append(Bound("application", "cpu", on, words + NO_COUNTERS, data))
         findings.append(Finding(
             id="profile.cpu", status=OK,
-            title=f"On a CPU {on:.0%} of the time: CPU-bound (compute or memory: no hardware counters to tell)",
+            title=f"On a CPU {on:.0%} of the time: CPU-bound {NO_COUNTERS_TITLE}",
             evidence=words, data=data))
         if threads == 1 and cpus > 1:
             findings.append(Finding(

@@ -176,7 +176,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
              interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
     from .. import core
     from .. import machine as machine_mod
-    from ..analysis import profile_files
+    from ..analysis import profile_counters, profile_files
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
     from ..analysis.profile_ceilings import compare
     from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
@@ -264,6 +264,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                           None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
                                           else _quick(breakdown, m))
     findings.extend(more)
+    bounds, findings, decided = profile_counters.apply(counters, breakdown["ceilings"], bounds, findings)
+    if decided and counters.get("available"):
+        breakdown["counters_verdict"] = decided
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
