@@ -162,6 +162,10 @@ def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
     # ROMIO's own pwrite/pread are inside the MPI-IO calls: the posix module does not count them again
     io = doc["environment"]["profile"].get("io_calls", {})
     assert io.get("write", {}).get("bytes", 0) < 4096
+    # the file's record, from MPI_File_open's name: both ranks, one open, one write and one read each
+    (f,) = [x for x in doc["environment"]["profile"]["files"]["shown"] if x["path"] == str(tmp_path / "f")]
+    assert f["api"] == ["MPI-IO"] and f["processes"] == 2 and f["opens"] == 2
+    assert (f["writes"], f["write_bytes"], f["reads"], f["read_bytes"]) == (2, 8192, 2, 8192)
 
 
 @needs_mpi

@@ -20,10 +20,11 @@
  * ino); dev and ino (st_dev, st_ino: the same file under two paths is one
  * record, and processes on one node that share a file name the same
  * pair); blksize (st_blksize, the alignment the file system prefers);
- * api: bits, 1 = POSIX calls, 2 = stdio calls; opens: successful opens of
- * it (open family, creat, fopen family); reads, writes: successful calls;
+ * api: bits, 1 = POSIX calls, 2 = stdio calls, 4 = MPI-IO calls; opens:
+ * successful opens of it (open family, creat, fopen family, MPI_File_open); reads, writes: successful calls;
  * read_bytes, write_bytes: what they returned (POSIX) or moved to or from
- * the stream's buffer (stdio); read_ns, write_ns, sync_ns: time in the
+ * the stream's buffer (stdio), or what MPI-IO was asked to write and read
+ * (mpi_io.c says which); read_ns, write_ns, sync_ns: time in the
  * calls (stdio's per-character calls are not timed); random: POSIX
  * accesses that did not start where the thread's previous access of the
  * descriptor ended (posix.c, "Sequential or not"); unaligned: POSIX
@@ -37,14 +38,17 @@
  * Not seen: a descriptor at or above CEIL_IP_FD_MAP; dup, dup2 and fcntl
  * copies are met as unknown descriptors and mapped then, but a number
  * that dup2 replaces keeps its old file until it is closed through close;
- * MPI-IO's files (ROMIO's own reads and writes run inside the MPI call,
- * uncounted, see interpose.h on nesting). Counts a thread still holds in
+ * where MPI-IO's reads and writes went inside a file (its calls count
+ * requests, bytes and time per file, from the name MPI_File_open was
+ * given; ROMIO's own POSIX calls run inside the MPI call, uncounted, see
+ * interpose.h on nesting), so random and unaligned are POSIX's only. Counts a thread still holds in
  * its cache are added at report; a thread folding while the record is
  * written may be counted in neither or both, as with every module's
  * blocks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -181,6 +185,8 @@ static uint32_t map_fd(int fd, const char *path)
 
 /* The calling thread's entry for fd's file, NULL when fd is no file with a
  * record or the thread is not counting. Keeps errno. */
+static file_entry *entry_in(file_counters *c, uint32_t fid);
+
 static file_entry *entry_of(int fd, const char *path, int opened)
 {
     if ((unsigned)fd >= CEIL_IP_FD_MAP)
@@ -194,8 +200,12 @@ static file_entry *entry_of(int fd, const char *path, int opened)
         fid = map_fd(fd, path);
         errno = saved;
     }
-    if (fid == FID_NONE)
-        return NULL;
+    return fid == FID_NONE ? NULL : entry_in(c, fid);
+}
+
+/* The entry of file fid in the thread's cache c, taking the slot over. */
+static file_entry *entry_in(file_counters *c, uint32_t fid)
+{
     file_entry *e = &c->e[fid % FILE_CACHE];
     if (e->fid != fid) {
         if (e->fid) {
@@ -264,6 +274,67 @@ void ceil_ip_file_sync(int fd, uint64_t ticks)
         ceil_ip_add(&e->n[FC_SYNCS], 1);
         ceil_ip_add(&e->n[FC_SYNC_TICKS], ticks);
     }
+}
+
+/* ---- what mpi_io.c calls: files by name --------------------------------------------- */
+
+uint32_t ceil_ip_file_named(const char *path, unsigned api)
+{
+    file_counters *c = ceil_ip_block(&file_module);
+    if (!c || !path)
+        return 0;
+    /* ROMIO's "ufs:", "lustre:", "nfs:" ... prefixes name the driver, not the file */
+    const char *p = path;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+        p++;
+    if (*p == ':' && p - path >= 2)
+        path = p + 1;
+    struct stat st;
+    const int saved = errno;
+    const long rc = syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);
+    errno = saved;
+    if (rc != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+        return 0;
+    char abs[4096];
+    if (path[0] != '/') {
+        /* relative to where the program is now: made absolute without the cwd's wrapper */
+        const long n = syscall(SYS_getcwd, abs, sizeof abs - 1);
+        size_t len = n > 0 ? strlen(abs) : 0, pl = strlen(path);
+        if (len == 0 || len + 1 + pl >= sizeof abs)
+            return 0;
+        abs[len] = '/';
+        memcpy(abs + len + 1, path, pl + 1);
+        path = abs;
+    }
+    const uint32_t fid = record_of(&st, path, -1);
+    if (fid) {
+        file_entry *e = entry_in(c, fid);
+        ceil_ip_add(&e->n[FC_OPENS], 1);
+        e->api |= api;
+    }
+    return fid;
+}
+
+void ceil_ip_file_io_id(uint32_t fid, int write, uint64_t bytes, uint64_t ticks, unsigned api)
+{
+    file_counters *c = fid ? ceil_ip_block(&file_module) : NULL;
+    if (!c)
+        return;
+    file_entry *e = entry_in(c, fid);
+    ceil_ip_add(&e->n[write ? FC_WRITES : FC_READS], 1);
+    ceil_ip_add(&e->n[write ? FC_WRITE_BYTES : FC_READ_BYTES], bytes);
+    ceil_ip_add(&e->n[write ? FC_WRITE_TICKS : FC_READ_TICKS], ticks);
+    e->api |= api;
+}
+
+void ceil_ip_file_sync_id(uint32_t fid, uint64_t ticks)
+{
+    file_counters *c = fid ? ceil_ip_block(&file_module) : NULL;
+    if (!c)
+        return;
+    file_entry *e = entry_in(c, fid);
+    ceil_ip_add(&e->n[FC_SYNCS], 1);
+    ceil_ip_add(&e->n[FC_SYNC_TICKS], ticks);
 }
 
 /* ---- the module ---------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 /* Which API touched a file (the api field of its record). */
 #define CEIL_IP_API_POSIX 1u
 #define CEIL_IP_API_STDIO 2u
+#define CEIL_IP_API_MPIIO 4u
 
 /* The start of an access whose offset is not known (read at a position the
  * thread cannot tell). */
@@ -46,5 +47,16 @@ void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int rand
 
 /* An fsync or fdatasync of fd that took `ticks`. */
 void ceil_ip_file_sync(int fd, uint64_t ticks) __attribute__((visibility("hidden")));
+
+/* A file the program opened by name rather than through a descriptor it
+ * sees (MPI_File_open): its record's id (0: no record: not a regular file,
+ * no room, or not counting), one open counted. A driver prefix of ROMIO's
+ * ("ufs:", "lustre:") is dropped. */
+uint32_t ceil_ip_file_named(const char *path, unsigned api) __attribute__((visibility("hidden")));
+
+/* A read, write or sync of the file with that id (nothing for 0). */
+void ceil_ip_file_io_id(uint32_t fid, int write, uint64_t bytes, uint64_t ticks, unsigned api)
+    __attribute__((visibility("hidden")));
+void ceil_ip_file_sync_id(uint32_t fid, uint64_t ticks) __attribute__((visibility("hidden")));
 
 #endif /* CEIL_IP_FILES_H */

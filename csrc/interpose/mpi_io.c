@@ -8,15 +8,83 @@
  * (ROMIO's pread, pwrite, open) are inside these calls and counted here,
  * not by the posix module (interpose.h, nesting); the non-blocking forms
  * count their posting only, the transfer is in the wait that completes it.
+ *
+ * Per file: every data call and sync also counts in the file module's
+ * record of the file (files.c, api 4), found from the handle: MPI_File_open
+ * maps the new handle to the record of the name it was given, MPI_File_close
+ * forgets it. The handle is a pointer in every ABI here (ROMIO's
+ * ADIOI_FileD *, Open MPI's ompi_file_t *, the MPI 5 ABI's), read through
+ * the MPI_File * the program passed. At most MPI_IO_FILES handles are open
+ * at once; more are counted in the totals only.
  */
+#include "files.h"
 #include "mpi.h"
 
+#define MPI_IO_FILES 64
+
+/* Open handles and their files: key = the handle (0: free), claimed with a CAS. */
+static struct { uintptr_t key; uint32_t fid; } open_files[MPI_IO_FILES];
+
+static void files_put(uintptr_t fh, uint32_t fid)
+{
+    for (int i = 0; fh && fid && i < MPI_IO_FILES; i++) {
+        uintptr_t free_key = 0;
+        if (__atomic_compare_exchange_n(&open_files[i].key, &free_key, fh, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&open_files[i].fid, fid, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+}
+
+static uint32_t files_get(uintptr_t fh)
+{
+    for (int i = 0; fh && i < MPI_IO_FILES; i++)
+        if (__atomic_load_n(&open_files[i].key, __ATOMIC_ACQUIRE) == fh)
+            return __atomic_load_n(&open_files[i].fid, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
+static void files_drop(uintptr_t fh)
+{
+    for (int i = 0; fh && i < MPI_IO_FILES; i++)
+        if (__atomic_load_n(&open_files[i].key, __ATOMIC_ACQUIRE) == fh) {
+            __atomic_store_n(&open_files[i].fid, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&open_files[i].key, 0, __ATOMIC_RELEASE);
+        }
+}
+
 PMPI_DECL(MPI_File_open, (mpi_h, const char *, int, mpi_h, void *));
-MPI_WRAP(MPI_File_open, -1, (mpi_h comm, const char *name, int amode, mpi_h info, void *fh),
-         (comm, name, amode, info, fh), 0)
+CEIL_IP_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h info, void *fh)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_File_open)(comm, name, amode, info, fh);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_File_open)(comm, name, amode, info, fh);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    mpi_done(c, FN_MPI_File_open, ticks, 0, -1);
+    if (rc == 0 && fh)
+        files_put(*(uintptr_t *)fh, ceil_ip_file_named(name, CEIL_IP_API_MPIIO));
+    return rc;
+}
 
 PMPI_DECL(MPI_File_close, (void *));
-MPI_WRAP(MPI_File_close, -1, (void *fh), (fh), 0)
+CEIL_IP_EXPORT int MPI_File_close(void *fh)
+{
+    const uintptr_t key = fh ? *(uintptr_t *)fh : 0;
+    mpi_counters *c = mpi_enter();
+    if (!c) {
+        const int r = PMPI_REAL(MPI_File_close)(fh);
+        files_drop(key);
+        return r;
+    }
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_File_close)(fh);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    mpi_done(c, FN_MPI_File_close, ticks, 0, -1);
+    files_drop(key);
+    return rc;
+}
 
 PMPI_DECL(MPI_File_set_view, (mpi_h, mpi_aint, mpi_h, mpi_h, const char *, mpi_h));
 MPI_WRAP(MPI_File_set_view, -1,
@@ -30,7 +98,19 @@ PMPI_DECL(MPI_File_seek, (mpi_h, mpi_aint, int));
 MPI_WRAP(MPI_File_seek, -1, (mpi_h fh, mpi_aint off, int whence), (fh, off, whence), 0)
 
 PMPI_DECL(MPI_File_sync, (mpi_h));
-MPI_WRAP(MPI_File_sync, -1, (mpi_h fh), (fh), 0)
+CEIL_IP_EXPORT int MPI_File_sync(mpi_h fh)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_File_sync)(fh);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_File_sync)(fh);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    mpi_done(c, FN_MPI_File_sync, ticks, 0, -1);
+    if (rc == 0)
+        ceil_ip_file_sync_id(files_get(fh), ticks);
+    return rc;
+}
 
 /* Blocking reads: the bytes from the status (ours when the caller ignores it). */
 #define READ_BODY(fn, args)                                                                        \
@@ -43,7 +123,10 @@ MPI_WRAP(MPI_File_sync, -1, (mpi_h fh), (fh), 0)
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = PMPI_REAL(fn) args;                                                         \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
-        mpi_done(c, FN_##fn, ticks, rc == 0 ? mpi_status_bytes(status, type) : 0, MH_IO);          \
+        const uint64_t bytes = rc == 0 ? mpi_status_bytes(status, type) : 0;                       \
+        mpi_done(c, FN_##fn, ticks, bytes, MH_IO);                                                 \
+        if (rc == 0)                                                                               \
+            ceil_ip_file_io_id(files_get(fh), 0, bytes, ticks, CEIL_IP_API_MPIIO);                 \
         return rc;                                                                                 \
     }
 
@@ -65,28 +148,43 @@ READ_AT(MPI_File_read_at_c, mpi_count)
 READ_AT(MPI_File_read_at_all, int)
 READ_AT(MPI_File_read_at_all_c, mpi_count)
 
-/* Writes, and the non-blocking reads (hist -1, a request where the status was): the bytes asked. */
-#define ASKED(fn, hist, bufq, cnt)                                                                 \
+/* Writes, and the non-blocking reads (hist -1, a request where the status was): the bytes asked,
+ * in the file's record too (write: 1 for the writes). */
+#define ASKED_BODY(fn, hist, write, args)                                                          \
+    {                                                                                              \
+        mpi_counters *c = mpi_enter();                                                             \
+        if (!c)                                                                                    \
+            return PMPI_REAL(fn) args;                                                             \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = PMPI_REAL(fn) args;                                                         \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        const uint64_t bytes = mpi_bytes(count, type);                                             \
+        mpi_done(c, FN_##fn, ticks, bytes, (hist));                                                \
+        if (rc == 0)                                                                               \
+            ceil_ip_file_io_id(files_get(fh), (write), bytes, ticks, CEIL_IP_API_MPIIO);           \
+        return rc;                                                                                 \
+    }
+#define ASKED(fn, hist, write, bufq, cnt)                                                          \
     PMPI_DECL(fn, (mpi_h, bufq void *, cnt, mpi_h, void *));                                       \
-    MPI_WRAP(fn, hist, (mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st),                \
-             (fh, buf, count, type, st), mpi_bytes(count, type))
-#define ASKED_AT(fn, hist, bufq, cnt)                                                              \
+    CEIL_IP_EXPORT int fn(mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st)               \
+        ASKED_BODY(fn, hist, write, (fh, buf, count, type, st))
+#define ASKED_AT(fn, hist, write, bufq, cnt)                                                       \
     PMPI_DECL(fn, (mpi_h, mpi_aint, bufq void *, cnt, mpi_h, void *));                             \
-    MPI_WRAP(fn, hist, (mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st),  \
-             (fh, off, buf, count, type, st), mpi_bytes(count, type))
-ASKED(MPI_File_write, MH_IO, const, int)
-ASKED(MPI_File_write_c, MH_IO, const, mpi_count)
-ASKED(MPI_File_write_all, MH_IO, const, int)
-ASKED(MPI_File_write_all_c, MH_IO, const, mpi_count)
-ASKED_AT(MPI_File_write_at, MH_IO, const, int)
-ASKED_AT(MPI_File_write_at_c, MH_IO, const, mpi_count)
-ASKED_AT(MPI_File_write_at_all, MH_IO, const, int)
-ASKED_AT(MPI_File_write_at_all_c, MH_IO, const, mpi_count)
-ASKED(MPI_File_iwrite, -1, const, int)
-ASKED(MPI_File_iwrite_c, -1, const, mpi_count)
-ASKED_AT(MPI_File_iwrite_at, -1, const, int)
-ASKED_AT(MPI_File_iwrite_at_c, -1, const, mpi_count)
-ASKED(MPI_File_iread, -1, , int)
-ASKED(MPI_File_iread_c, -1, , mpi_count)
-ASKED_AT(MPI_File_iread_at, -1, , int)
-ASKED_AT(MPI_File_iread_at_c, -1, , mpi_count)
+    CEIL_IP_EXPORT int fn(mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st) \
+        ASKED_BODY(fn, hist, write, (fh, off, buf, count, type, st))
+ASKED(MPI_File_write, MH_IO, 1, const, int)
+ASKED(MPI_File_write_c, MH_IO, 1, const, mpi_count)
+ASKED(MPI_File_write_all, MH_IO, 1, const, int)
+ASKED(MPI_File_write_all_c, MH_IO, 1, const, mpi_count)
+ASKED_AT(MPI_File_write_at, MH_IO, 1, const, int)
+ASKED_AT(MPI_File_write_at_c, MH_IO, 1, const, mpi_count)
+ASKED_AT(MPI_File_write_at_all, MH_IO, 1, const, int)
+ASKED_AT(MPI_File_write_at_all_c, MH_IO, 1, const, mpi_count)
+ASKED(MPI_File_iwrite, -1, 1, const, int)
+ASKED(MPI_File_iwrite_c, -1, 1, const, mpi_count)
+ASKED_AT(MPI_File_iwrite_at, -1, 1, const, int)
+ASKED_AT(MPI_File_iwrite_at_c, -1, 1, const, mpi_count)
+ASKED(MPI_File_iread, -1, 0, , int)
+ASKED(MPI_File_iread_c, -1, 0, , mpi_count)
+ASKED_AT(MPI_File_iread_at, -1, 0, , int)
+ASKED_AT(MPI_File_iread_at_c, -1, 0, , mpi_count)

@@ -23,7 +23,7 @@ RANDOM_SHARE = 0.5           # random: at least half the requests did not follow
 UNALIGNED_SHARE = 0.5        # unaligned: at least half started off a block
 SUMS = ("opens", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random", "unaligned",
         "syncs", "sync_ns")
-APIS = ((1, "POSIX"), (2, "stdio"))
+APIS = ((1, "POSIX"), (2, "stdio"), (4, "MPI-IO"))
 
 
 def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
