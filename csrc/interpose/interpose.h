@@ -7,8 +7,8 @@
  * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
  * module per API (null.c is the template that does nothing; posix.c counts
  * the POSIX file API, stdio.c the C stream API, files.c the per-file
- * records those two feed, mpi.c with mpi_coll.c and mpi_io.c the MPI
- * library through its PMPI names),
+ * records those two feed, mpi.c with mpi_p2p.c, mpi_coll.c, mpi_io.c and
+ * mpi_fortran.c the MPI library through its PMPI names),
  * each wrapping the functions of its API, counting into per-thread blocks
  * and writing its lines of the record at the end.
  *

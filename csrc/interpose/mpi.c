@@ -90,6 +90,12 @@ static type_size_fn type_size;
 static get_count_fn get_count;
 static get_count_c_fn get_count_c;         /* MPI 4: counts past 2^31 - 1 */
 static comm_int_fn comm_rank, comm_size;
+/* For the Fortran bindings (mpi_fortran.c): handles and statuses from Fortran, and its sentinels. */
+typedef mpi_h (*f2c_fn)(int);
+typedef int (*status_f2c_fn)(const int *, void *);
+static f2c_fn f2c_comm, f2c_type;
+static status_f2c_fn status_f2c;
+static const void *f_status_ignore, *f_in_place;
 
 /* ---- helpers (mpi.h) ------------------------------------------------------- */
 
@@ -238,6 +244,49 @@ static void mpi_identify(const void *caller, int provided)
     world_size = env_int(sizes);
 }
 
+void mpi_started(const void *caller, int ok, int provided)
+{
+    init_ns = ceil_ip_now_ns();
+    if (!ok)
+        return;
+    mpi_identify(caller, provided);
+    f2c_comm = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
+    f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
+    status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
+    void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
+    if (!ignore)
+        ignore = (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
+    f_status_ignore = ignore ? *ignore : NULL;
+    void **mpich_in_place = (void **)dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
+    f_in_place = mpich_in_place ? *mpich_in_place : dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+}
+
+void mpi_finalizing(const void *caller)
+{
+    finalize_ns = ceil_ip_now_ns();
+    ceil_ip_checkpoint(ceil_mpi_module.name, mpi_gather_wanted() ? mpi_gather_records : NULL, (void *)caller);
+}
+
+mpi_h mpi_f2c(int kind, int handle)
+{
+    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : f2c_type;
+    if (!f)
+        return 0;
+    const mpi_h h = f(handle);
+    /* an int handle (MPICH's ABI) comes back in the low half of the register */
+    return strcmp(family, "mpich") == 0 ? (mpi_h)(uint32_t)h : h;
+}
+
+uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
+{
+    _Alignas(16) char st[MPI_STATUS_BYTES];
+    if (!fstatus || !status_f2c || (const void *)fstatus == f_status_ignore || status_f2c(fstatus, st) != 0)
+        return 0;
+    return mpi_status_bytes(st, type);
+}
+
+int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }
+
 PMPI_DECL(MPI_Init, (int *, char ***));
 CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
 {
@@ -247,9 +296,7 @@ CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Init)(argc, argv);
     const uint64_t ticks = ceil_ip_ticks() - t0;
-    if (rc == 0)
-        mpi_identify(__builtin_return_address(0), -1);
-    init_ns = ceil_ip_now_ns();
+    mpi_started(__builtin_return_address(0), rc == 0, -1);
     mpi_done(c, FN_MPI_Init, ticks, 0, -1);
     return rc;
 }
@@ -263,9 +310,7 @@ CEIL_IP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
     const uint64_t ticks = ceil_ip_ticks() - t0;
-    if (rc == 0)
-        mpi_identify(__builtin_return_address(0), provided ? *provided : -1);
-    init_ns = ceil_ip_now_ns();
+    mpi_started(__builtin_return_address(0), rc == 0, provided ? *provided : -1);
     mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);
     return rc;
 }
@@ -276,12 +321,10 @@ CEIL_IP_EXPORT int MPI_Finalize(void)
     mpi_counters *c = mpi_enter();
     if (!c)
         return PMPI_REAL(MPI_Finalize)();
-    finalize_ns = ceil_ip_now_ns();
     const uint64_t t0 = ceil_ip_ticks();
     /* Every rank's record to one, when ceiling wraps each rank (mpi_gather.c);
      * before PMPI_Finalize, with the depth still raised. */
-    ceil_ip_checkpoint(ceil_mpi_module.name, mpi_gather_wanted() ? mpi_gather_records : NULL,
-                       (void *)__builtin_return_address(0));
+    mpi_finalizing(__builtin_return_address(0));
     const int rc = PMPI_REAL(MPI_Finalize)();
     mpi_done(c, FN_MPI_Finalize, ceil_ip_ticks() - t0, 0, -1);
     return rc;

@@ -1,6 +1,8 @@
-/* mpi.h - what the MPI module's three files share (mpi.c: the module, its
- * record lines, start-up, point-to-point and completion; mpi_coll.c: the
- * collectives; mpi_io.c: MPI-IO). Internal to libceiling_interpose.so.
+/* mpi.h - what the MPI module's files share (mpi.c: the module, its
+ * record lines, start-up and end; mpi_p2p.c: point-to-point and
+ * completion; mpi_coll.c: the collectives; mpi_io.c: MPI-IO; mpi_fortran.c:
+ * the Fortran names; mpi_gather.c: the records to one rank). Internal to
+ * libceiling_interpose.so.
  *
  * One library for every MPI: the module is built without any MPI header.
  * A handle (communicator, datatype, op, request, file, info) is an int in
@@ -128,6 +130,11 @@ void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, i
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
     __attribute__((visibility("hidden")));
 
+/* A sendrecv done (lowers the depth): its send to dest, both sides' bytes,
+ * the larger in the point-to-point histogram (mpi_p2p.c). */
+void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, uint64_t ticks, uint64_t sent,
+                       uint64_t got) __attribute__((visibility("hidden")));
+
 /* The size of comm (PMPI_Comm_size), for the v-collectives' counts; 0 when unknown. */
 int mpi_comm_size(mpi_h comm) __attribute__((visibility("hidden")));
 
@@ -140,6 +147,24 @@ int mpi_world(mpi_h *comm, mpi_h *byte, int *rank, int *size) __attribute__((vis
  * does it (arg: an address inside the program's caller of MPI_Finalize). */
 int mpi_gather_wanted(void) __attribute__((visibility("hidden")));
 void mpi_gather_records(const char *text, size_t len, void *arg) __attribute__((visibility("hidden")));
+
+/* MPI_Init or MPI_Init_thread returned (ok: successfully; provided: the
+ * thread level, -1 for MPI_Init): identify the library, MPI_COMM_WORLD and
+ * this rank, note the time. MPI_Finalize is about to run: note the time,
+ * write the checkpoint (and gather, mpi_gather.c). caller: the program's
+ * address the wrapper was called from. Shared by the C and Fortran
+ * wrappers (mpi_fortran.c). */
+void mpi_started(const void *caller, int ok, int provided) __attribute__((visibility("hidden")));
+void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
+
+/* For the Fortran wrappers: a Fortran communicator or datatype as the C
+ * handle (PMPI_Comm_f2c, PMPI_Type_f2c; 0 when unknown); the bytes a
+ * Fortran status says arrived (0 for MPI_STATUS_IGNORE); whether a Fortran
+ * buffer is MPI_IN_PLACE (Open MPI's and MPICH's sentinels). */
+enum { MPI_F2C_COMM, MPI_F2C_TYPE };
+mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
+uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type) __attribute__((visibility("hidden")));
+int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));
 
 /* This process's rank in comm (PMPI_Comm_rank); -1 when unknown. */
 int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));

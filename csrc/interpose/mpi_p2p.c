@@ -8,8 +8,8 @@
  */
 #include "mpi.h"
 
-/* A sendrecv: its send to dest, both sides' bytes, the larger in the histogram. */
-static void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, uint64_t ticks,
+/* A sendrecv: its send to dest, both sides' bytes, the larger in the histogram (mpi.h). */
+void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, uint64_t ticks,
                               uint64_t sent, uint64_t got)
 {
     mpi_peer_send(c, comm, dest, sent, ticks);

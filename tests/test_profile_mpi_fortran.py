@@ -1,0 +1,91 @@
+"""The interposer's Fortran MPI bindings (csrc/interpose/mpi_fortran.c): a Fortran program
+(`use mpi`) built with the Fortran wrapper of the MPI that mpi4py loads, profiled, and its
+calls counted to the call and the byte under their C names. Open MPI's Fortran library
+calls PMPI_* directly, so without these wrappers such a program showed no MPI at all.
+Skipped where the MPI has no Fortran wrapper (the MPICH wheel) or no Fortran compiler."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpiutil import needs_mpi, run_env
+from test_interpose import NEEDS_LIB
+from test_profile_mpi import run_or_show
+
+PROGRAM = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, nranks, i, req, st(MPI_STATUS_SIZE)
+  double precision :: buf(1000), x(4)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  buf = 1.0d0
+  do i = 1, 50
+    if (rank == 0) then
+      call MPI_Send(buf, 1000, MPI_DOUBLE_PRECISION, 1, 1, MPI_COMM_WORLD, ierr)
+      call MPI_Recv(buf, 500, MPI_DOUBLE_PRECISION, 1, 1, MPI_COMM_WORLD, st, ierr)
+    else
+      call MPI_Recv(buf, 1000, MPI_DOUBLE_PRECISION, 0, 1, MPI_COMM_WORLD, st, ierr)
+      call MPI_Send(buf, 500, MPI_DOUBLE_PRECISION, 0, 1, MPI_COMM_WORLD, ierr)
+    end if
+  end do
+  call MPI_Irecv(x, 4, MPI_DOUBLE_PRECISION, 1 - rank, 2, MPI_COMM_WORLD, req, ierr)
+  call MPI_Send(buf, 4, MPI_DOUBLE_PRECISION, 1 - rank, 2, MPI_COMM_WORLD, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  call MPI_Allreduce(MPI_IN_PLACE, buf, 1000, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call MPI_Bcast(x, 4, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  if (buf(1) /= nranks) stop 3
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+@pytest.fixture(scope="module")
+def fortran_app(mpi_setup, tmp_path_factory):
+    tmp, found = mpi_setup
+    cc = Path(found["mpicc"])
+    fc = next((str(cc.with_name(n)) for n in ("mpifort", "mpif90") if cc.with_name(n).exists()), None)
+    if fc is None:
+        pytest.skip(f"no Fortran wrapper beside {cc} (this MPI was built without Fortran)")
+    d = tmp_path_factory.mktemp("fapp")
+    (d / "app.f90").write_text(PROGRAM)
+    r = subprocess.run([fc, "-O1", "-o", str(d / "app"), str(d / "app.f90")], capture_output=True, text=True,
+                       timeout=120, env=run_env(tmp))
+    if r.returncode != 0 and ("not found" in r.stderr or "No such file" in r.stderr or not shutil.which("gfortran")):
+        pytest.skip(f"{fc} cannot compile Fortran here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, r.stderr
+    return d / "app", found, tmp
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_a_fortran_programs_mpi_calls_are_counted_under_their_c_names(fortran_app, tmp_path):
+    exe, found, tmp = fortran_app
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+                     *found["argv2"], str(exe)], env)
+    assert r.returncode == 0, r.stderr
+    mpi = json.loads(out.read_text())["environment"]["profile"]["mpi"]
+    assert mpi["ranks"] == 2 and mpi["size"] == 2
+    for rank in mpi["per_rank"]:
+        c, me = rank["classes"], rank["rank"]
+        sent, got = (8000, 4000) if me == 0 else (4000, 8000)
+        assert c["send"]["calls"] == 51 and c["send"]["bytes"] == 50 * sent + 32
+        assert c["recv"]["calls"] == 50 and c["recv"]["bytes"] == 50 * got      # from the status
+        assert c["post"]["calls"] == 1 and c["post"]["bytes"] == 32              # the Irecv, posted
+        assert c["wait"]["calls"] == 1
+        assert c["coll"]["calls"] == 3 and c["coll"]["bytes"] == 8000 + 32     # Allreduce in place, Bcast
+        peers = {int(k): v for k, v in rank["peers"].items()}
+        assert peers == {1 - me: {"calls": 51, "bytes": 50 * sent + 32}}          # by world rank
+    names = {f["fn"] for f in mpi["functions"]}
+    assert {"MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Allreduce",
+            "MPI_Bcast", "MPI_Barrier"} <= names
