@@ -1,5 +1,5 @@
 """A storage or memory ceiling the history lacks, measured quickly by ``ceiling profile``
-(probes/quick_ceiling.py) and said to be that (analysis/profile_ceilings.py)."""
+(bench/quick_ceiling.py) and said to be that (analysis/profile_ceilings.py)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from ceiling.analysis.profile_ceilings import compare
-from ceiling.probes import quick_ceiling
+from ceiling.bench import quick_ceiling
 
 IO = {"io_calls": {"write": {"calls": 64, "bytes": 64 << 20, "ns": 2 * 10**8}}}      # 64 MiB in 0.2 s
 

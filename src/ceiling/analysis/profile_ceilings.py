@@ -19,7 +19,7 @@ named with its run and date, so a user can tell how old it is. What is compared:
   against STREAM Triad.
 
 A storage or memory ceiling the history lacks is measured quickly after the
-program ended (``measure``: probes/quick_ceiling.py: one stream in the
+program ended (``measure``: bench/quick_ceiling.py: one stream in the
 directory the program wrote to; STREAM as `bench memory --quick`) and said to
 be that; an MPI ceiling the history lacks (it needs two ranks) is said, with
 the command that measures it.

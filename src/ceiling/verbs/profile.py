@@ -337,9 +337,9 @@ def _history(args: argparse.Namespace, host: str):
 
 def _quick(breakdown: dict, m):
     """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
-    (probes/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
+    (bench/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
     time a comparison asks; what was done goes into the breakdown ("quick_ceilings")."""
-    from ..probes import quick_ceiling
+    from ..bench import quick_ceiling
     done: dict = {}
 
     def measure(prefix: str):
