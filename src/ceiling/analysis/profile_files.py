@@ -99,49 +99,42 @@ def describe(f: Dict[str, Any]) -> str:
     return f"{f['path']}: " + ", ".join(parts or ["opened only"]) + f"; {who} ({'+'.join(f['api']) or '-'})"
 
 
+# The per-file patterns: (id, title, which files, why, fix).
+PATTERNS = (
+    ("profile.file.random", "Random access",
+     lambda f: requests(f) >= MIN_REQUESTS and f["random"] >= RANDOM_SHARE * requests(f),
+     "Requests that do not follow one another defeat the file system's read-ahead and write-behind; each one "
+     "pays a seek or a round trip, so small random requests reach a small part of the storage's bandwidth.",
+     "Sort or batch the accesses by offset; read the needed range whole in large requests; with MPI-IO, "
+     "collective calls let the library aggregate."),
+    ("profile.file.unaligned", "Requests off the file system's blocks",
+     lambda f: f["blksize"] >= 4096 and requests(f) >= MIN_REQUESTS and f["unaligned"] >= UNALIGNED_SHARE * requests(f),
+     "A write that starts inside a block makes the file system read and rewrite the partial blocks at its ends; "
+     "on a parallel file system a request across a stripe boundary takes two servers and two locks.",
+     "Start requests at multiples of the block (st_blksize) and size them in multiples of it: pad records, or "
+     "gather them into aligned buffers."),
+    ("profile.file.shared", "One file written by several processes",
+     lambda f: f["processes"] > 1 and f["writes"] > 0,
+     "Writers of one file contend for its locks and metadata; parallel file systems serialise overlapping or "
+     "unaligned extents between clients.",
+     "Give each writer its own aligned region (or its own file), or write through collective MPI-IO with "
+     "aggregators."),
+)
+
+
 def findings(summary: Dict[str, Any], io_s: float) -> List[Finding]:
-    """Random access, unaligned requests and files shared by writers, for the files that took
-    a large share of ``io_s`` (the program's seconds inside I/O calls)."""
-    out: List[Finding] = []
+    """Random access, unaligned requests and files shared by writers (PATTERNS), for the files
+    that took a large share of ``io_s`` (the program's seconds inside I/O calls)."""
     if not summary or io_s <= 0:
-        return out
+        return []
     big = [f for f in summary["shown"] if f["time_s"] >= max(MIN_FILE_S, FILE_SHARE * io_s)]
-    rand = [f for f in big if requests(f) >= MIN_REQUESTS and f["random"] >= RANDOM_SHARE * requests(f)]
-    if rand:
-        out.append(Finding(
-            id="profile.file.random", status=WARN,
-            title=f"Random access: {_names(rand)}",
-            evidence="; ".join(describe(f) for f in rand),
-            why="Requests that do not follow one another defeat the file system's read-ahead and write-behind; "
-                "each one pays a seek or a round trip, so small random requests reach a small part of the "
-                "storage's bandwidth.",
-            fix="Sort or batch the accesses by offset; read the needed range whole in large requests; with MPI-IO, "
-                "collective calls let the library aggregate.",
-            data={"files": [f["path"] for f in rand]}))
-    odd = [f for f in big if f["blksize"] >= 4096 and requests(f) >= MIN_REQUESTS
-           and f["unaligned"] >= UNALIGNED_SHARE * requests(f)]
-    if odd:
-        out.append(Finding(
-            id="profile.file.unaligned", status=WARN,
-            title=f"Requests off the file system's blocks: {_names(odd)}",
-            evidence="; ".join(describe(f) for f in odd),
-            why="A write that starts inside a block makes the file system read and rewrite the partial blocks at "
-                "its ends; on a parallel file system a request across a stripe boundary takes two servers and "
-                "two locks.",
-            fix="Start requests at multiples of the block (st_blksize) and size them in multiples of it: pad "
-                "records, or gather them into aligned buffers.",
-            data={"files": [f["path"] for f in odd]}))
-    shared = [f for f in big if f["processes"] > 1 and f["writes"]]
-    if shared:
-        out.append(Finding(
-            id="profile.file.shared", status=WARN,
-            title=f"One file written by several processes: {_names(shared)}",
-            evidence="; ".join(describe(f) for f in shared),
-            why="Writers of one file contend for its locks and metadata; parallel file systems serialise "
-                "overlapping or unaligned extents between clients.",
-            fix="Give each writer its own aligned region (or its own file), or write through collective MPI-IO "
-                "with aggregators.",
-            data={"files": [f["path"] for f in shared]}))
+    out = []
+    for fid, title, match, why, fix in PATTERNS:
+        hit = [f for f in big if match(f)]
+        if hit:
+            out.append(Finding(id=fid, status=WARN, title=f"{title}: {_names(hit)}",
+                               evidence="; ".join(describe(f) for f in hit), why=why, fix=fix,
+                               data={"files": [f["path"] for f in hit]}))
     return out
 
 

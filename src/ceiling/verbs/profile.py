@@ -12,8 +12,9 @@ While it runs, probes/proc_sampler.py reads its threads and processes from
 any CPU) and names the bound. Where the program is dynamically linked and not
 setuid, the LD_PRELOAD interposer (csrc/interpose/) is put into it and its
 records are read back: POSIX and stdio I/O calls, per file
-(analysis/profile_files.py), and MPI calls per rank (analysis/profile_mpi.py). Hardware counters are opened on it before its exec
-(probes/perf_counters.py) where the machine has them.
+(analysis/profile_files.py), and MPI calls per rank (analysis/profile_mpi.py).
+Hardware counters are opened on it before its exec (probes/perf_counters.py)
+where the machine has them.
 """
 from __future__ import annotations
 
