@@ -72,6 +72,45 @@ int main(int argc, char **argv)
             free(mib);
         }
         MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(mode, "onesided")) {    /* n rounds of put / fence / get / fence; a lock epoch;
+                                                  persistent sends; neighbourhood collectives */
+        double *win_buf = calloc(1000, sizeof(double)), mine[1000], got[1000];
+        MPI_Win win;
+        MPI_Win_create(win_buf, 1000 * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        int other = 1 - rank;
+        for (long i = 0; i < n; i++) {
+            for (int k = 0; k < 1000; k++)
+                mine[k] = rank * 1000 + k + i;
+            MPI_Win_fence(0, win);
+            MPI_Put(mine, 1000, MPI_DOUBLE, other, 0, 1000, MPI_DOUBLE, win);
+            MPI_Win_fence(0, win);
+            MPI_Get(got, 100, MPI_DOUBLE, other, 0, 100, MPI_DOUBLE, win);
+            MPI_Win_fence(0, win);
+            CHECK(got[5] == rank * 1000 + 5 + i);      /* what the other rank put into its own window: ours */
+        }
+        double one = 1, old = 0;
+        MPI_Win_lock(MPI_LOCK_SHARED, other, 0, win);
+        MPI_Accumulate(&one, 1, MPI_DOUBLE, other, 0, 1, MPI_DOUBLE, MPI_SUM, win);
+        MPI_Fetch_and_op(&one, &old, MPI_DOUBLE, other, 1, MPI_SUM, win);
+        MPI_Win_unlock(other, win);
+        MPI_Win_free(&win);
+        free(win_buf);
+        MPI_Request rq[2];
+        MPI_Send_init(mine, 10, MPI_DOUBLE, other, 3, MPI_COMM_WORLD, &rq[0]);
+        MPI_Recv_init(got, 10, MPI_DOUBLE, other, 3, MPI_COMM_WORLD, &rq[1]);
+        for (int k = 0; k < 3; k++) {
+            MPI_Startall(2, rq);
+            MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        }
+        MPI_Request_free(&rq[0]);
+        MPI_Request_free(&rq[1]);
+        MPI_Comm ring;
+        int dims[1] = {2}, periods[1] = {0};
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+        double nb[2];
+        MPI_Neighbor_allgather(mine, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, ring);
+        MPI_Neighbor_alltoall(mine, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, ring);
+        MPI_Comm_free(&ring);
     } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
         double x = rank, y = 0;
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -166,6 +205,30 @@ def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
     (f,) = [x for x in doc["environment"]["profile"]["files"]["shown"] if x["path"] == str(tmp_path / "f")]
     assert f["api"] == ["MPI-IO"] and f["processes"] == 2 and f["opens"] == 2
     assert (f["writes"], f["write_bytes"], f["reads"], f["read_bytes"]) == (2, 8192, 2, 8192)
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path):
+    r, doc = profile(app, tmp_path, "onesided", "20", "0", "-")
+    assert r.returncode == 0, r.stderr
+    mpi = doc["environment"]["profile"]["mpi"]
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    # both ranks: 20 puts of 1000 doubles, 20 gets of 100, 60 fences, one lock epoch
+    assert fns["MPI_Put"]["calls"] == 40 and fns["MPI_Put"]["bytes"] == 40 * 8000
+    assert fns["MPI_Get"]["calls"] == 40 and fns["MPI_Get"]["bytes"] == 40 * 800
+    assert fns["MPI_Win_fence"]["calls"] == 120
+    assert fns["MPI_Accumulate"]["bytes"] == 16 and fns["MPI_Fetch_and_op"]["bytes"] == 16
+    assert fns["MPI_Win_lock"]["calls"] == 2 and fns["MPI_Win_unlock"]["calls"] == 2
+    assert fns["MPI_Startall"]["calls"] == 6
+    # a line of two ranks without wrap-around: each has one neighbour, so one block of one double
+    assert fns["MPI_Neighbor_allgather"]["bytes"] == 16 and fns["MPI_Neighbor_alltoall"]["calls"] == 2
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert c["rma"]["calls"] == 20 + 20 + 2 and c["rma"]["bytes"] == 20 * 8000 + 20 * 800 + 16
+        assert c["rma_sync"]["calls"] == 60 + 2
+        g = rank["groups"]
+        assert g["wait"] >= c["rma_sync"]["ns"] / 1e9 * 0.999      # fences count as waiting
 
 
 @needs_mpi

@@ -3,8 +3,9 @@
  * IPM, per function and per class, with message-size histograms and the
  * destinations of its sends. This file: the module, start and end, the
  * record; mpi_p2p.c holds point-to-point and completion, mpi_coll.c the
- * collectives, mpi_io.c MPI-IO, mpi.h what they share (and why one build
- * serves every MPI).
+ * collectives, mpi_io.c MPI-IO, mpi_rma.c one-sided communication,
+ * mpi_fortran.c the Fortran names, mpi.h what they share (and why one
+ * build serves every MPI).
  *
  * Its record lines (interpose.h has the format around them), in this order:
  *
@@ -32,10 +33,16 @@
  * class (only those called): init (MPI_Init, MPI_Init_thread,
  * MPI_Finalize), send (blocking sends), recv (MPI_Recv, MPI_Probe),
  * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
- * transfer's time is in the wait that completes it), wait (MPI_Wait*,
- * MPI_Test*, MPI_Iprobe), coll (blocking collectives), icoll (non-blocking
- * collectives, posting only), io_meta, io_read, io_write, io_sync
- * (MPI-IO). calls, ns (time inside the PMPI function, summed in
+ * transfer's time is in the wait that completes it; MPI_Start and
+ * MPI_Startall of persistent requests, calls and time, no bytes), wait
+ * (MPI_Wait*, MPI_Test*, MPI_Iprobe), coll (blocking collectives, the
+ * neighbourhood ones included), icoll (non-blocking collectives, posting
+ * only), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
+ * MPI_Get, the accumulates, MPI_Rput, MPI_Rget, MPI_Fetch_and_op,
+ * MPI_Compare_and_swap: the origin's bytes, at posting: the transfer may
+ * finish at the synchronisation), rma_sync (MPI_Win_fence, the locks and
+ * unlocks, the flushes, post, start, complete, wait and sync: where
+ * one-sided transfers complete and ranks wait for each other). calls, ns (time inside the PMPI function, summed in
  * ceil_ip_ticks), bytes: a send's count times its datatype's size (exact),
  * a blocking receive's and a read's as received (MPI_Get_count of the
  * status), an MPI_Irecv's posted size, a sendrecv's two sides, a
@@ -49,9 +56,10 @@
  * send side), by destination; peer=other: sends on other communicators
  * and to destinations past the MPI_PEERS each thread tracks.
  *
- * Not seen: the large-count (_c) forms, persistent requests (MPI_Start),
- * one-sided communication, neighbourhood collectives, and Fortran calls
- * that reach the library without passing through the C MPI_ symbols.
+ * Not seen: the bytes of persistent requests (MPI_Send_init and the like
+ * are not wrapped), MPI_Neighbor_alltoallw and the non-blocking
+ * neighbourhood collectives, the Fortran calls mpi_fortran.c does not
+ * wrap, and the mpi_f08 bindings.
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer
@@ -71,7 +79,8 @@
 static const char *const fn_names[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_NAME, MPI_FN_NAME_C)};
 static const unsigned char fn_class[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CLASS, MPI_FN_CLASS_C)};
 static const char *const class_names[MC_COUNT] = {"init", "send", "recv", "sendrecv", "post", "wait", "coll",
-                                                  "icoll", "io_meta", "io_read", "io_write", "io_sync"};
+                                                  "icoll", "io_meta", "io_read", "io_write", "io_sync", "rma",
+                                                  "rma_sync"};
 static const char *const hist_names[MH_COUNT] = {"p2p", "post", "coll", "io"};
 
 /* Known after MPI_Init (written once there, read at report). */

@@ -53,7 +53,17 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
     C(MPI_File_read_at_all, IO_READ) C(MPI_File_iread, IO_READ) C(MPI_File_iread_at, IO_READ)      \
     C(MPI_File_write, IO_WRITE) C(MPI_File_write_all, IO_WRITE) C(MPI_File_write_at, IO_WRITE)     \
     C(MPI_File_write_at_all, IO_WRITE) C(MPI_File_iwrite, IO_WRITE) C(MPI_File_iwrite_at, IO_WRITE) \
-    X(MPI_File_sync, IO_SYNC)
+    X(MPI_File_sync, IO_SYNC)                                                                      \
+    X(MPI_Start, POST) X(MPI_Startall, POST)                                                       \
+    C(MPI_Neighbor_allgather, COLL) C(MPI_Neighbor_alltoall, COLL) C(MPI_Neighbor_allgatherv, COLL) \
+    C(MPI_Neighbor_alltoallv, COLL)                                                                \
+    C(MPI_Put, RMA) C(MPI_Get, RMA) C(MPI_Accumulate, RMA) C(MPI_Get_accumulate, RMA)              \
+    C(MPI_Rput, RMA) C(MPI_Rget, RMA) X(MPI_Fetch_and_op, RMA) X(MPI_Compare_and_swap, RMA)        \
+    X(MPI_Win_fence, RMA_SYNC) X(MPI_Win_lock, RMA_SYNC) X(MPI_Win_unlock, RMA_SYNC)               \
+    X(MPI_Win_lock_all, RMA_SYNC) X(MPI_Win_unlock_all, RMA_SYNC) X(MPI_Win_flush, RMA_SYNC)       \
+    X(MPI_Win_flush_all, RMA_SYNC) X(MPI_Win_flush_local, RMA_SYNC)                                \
+    X(MPI_Win_flush_local_all, RMA_SYNC) X(MPI_Win_post, RMA_SYNC) X(MPI_Win_start, RMA_SYNC)      \
+    X(MPI_Win_complete, RMA_SYNC) X(MPI_Win_wait, RMA_SYNC) X(MPI_Win_sync, RMA_SYNC)
 
 #define MPI_FN_ENUM(fn, cls) FN_##fn,
 #define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
@@ -62,7 +72,7 @@ enum mpi_fn { MPI_FNS(MPI_FN_ENUM, MPI_FN_ENUM_C) MPI_FN_COUNT };
 typedef int64_t mpi_count;           /* MPI_Count */
 
 enum mpi_class { MC_INIT, MC_SEND, MC_RECV, MC_SENDRECV, MC_POST, MC_WAIT, MC_COLL, MC_ICOLL,
-                 MC_IO_META, MC_IO_READ, MC_IO_WRITE, MC_IO_SYNC, MC_COUNT };
+                 MC_IO_META, MC_IO_READ, MC_IO_WRITE, MC_IO_SYNC, MC_RMA, MC_RMA_SYNC, MC_COUNT };
 
 /* The size histograms: blocking point-to-point (a send's bytes, a
  * receive's as received, a sendrecv's larger side), non-blocking posts (a

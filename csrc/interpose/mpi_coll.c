@@ -186,3 +186,36 @@ SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
              mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
 ALLTOALLV(MPI_Alltoallv, int, int, _i)
 ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
+
+/* Neighbourhood collectives (on a topology communicator): the block sent,
+ * as Allgather and Alltoall (Allgatherv's one block too); Alltoallv's
+ * blocks are in count arrays as long as the neighbour list, not known
+ * here: its calls and time only, in no histogram. */
+#define NEIGHBOR(fn, cnt)                                                                          \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm), mpi_bytes(scount, stype))
+NEIGHBOR(MPI_Neighbor_allgather, int)
+NEIGHBOR(MPI_Neighbor_allgather_c, mpi_count)
+NEIGHBOR(MPI_Neighbor_alltoall, int)
+NEIGHBOR(MPI_Neighbor_alltoall_c, mpi_count)
+
+#define NEIGHBOR_ALLGATHERV(fn, cnt, disp)                                                         \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h));    \
+    MPI_WRAP(fn, MH_COLL,                                                                          \
+             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+              mpi_h rtype, mpi_h comm),                                                            \
+             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm), mpi_bytes(scount, stype))
+NEIGHBOR_ALLGATHERV(MPI_Neighbor_allgatherv, int, int)
+NEIGHBOR_ALLGATHERV(MPI_Neighbor_allgatherv_c, mpi_count, mpi_aint)
+
+#define NEIGHBOR_ALLTOALLV(fn, cnt, disp)                                                          \
+    PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, \
+                   mpi_h, mpi_h));                                                                 \
+    MPI_WRAP(fn, -1,                                                                               \
+             (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf,  \
+              const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),                   \
+             (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm), 0)
+NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv, int, int)
+NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv_c, mpi_count, mpi_aint)

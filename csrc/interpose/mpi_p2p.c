@@ -165,3 +165,10 @@ MPI_WRAP(MPI_Testsome, -1, (int n, void *reqs, int *done, int *indices, void *st
 PMPI_DECL(MPI_Iprobe, (int, int, mpi_h, int *, void *));
 MPI_WRAP(MPI_Iprobe, -1, (int src, int tag, mpi_h comm, int *flag, void *status),
                   (src, tag, comm, flag, status), 0)
+
+/* Persistent requests: starting them, time only (their bytes were set at
+ * MPI_Send_init / MPI_Recv_init, which are not wrapped). */
+PMPI_DECL(MPI_Start, (void *));
+MPI_WRAP(MPI_Start, -1, (void *req), (req), 0)
+PMPI_DECL(MPI_Startall, (int, void *));
+MPI_WRAP(MPI_Startall, -1, (int n, void *reqs), (n, reqs), 0)

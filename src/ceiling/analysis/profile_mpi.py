@@ -26,8 +26,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..results.analysis import Bound
 from ..results.model import HIGHER, LOWER, WARN, Finding, Metric
 
+# One-sided transfers count with point-to-point, their synchronisation (fences, locks, flushes)
+# with waiting: that is where the transfers complete and ranks wait for each other.
 GROUPS = {"send": "p2p", "recv": "p2p", "sendrecv": "p2p", "post": "p2p", "wait": "wait", "coll": "coll",
-          "icoll": "coll", "io_meta": "io", "io_read": "io", "io_write": "io", "io_sync": "io"}
+          "icoll": "coll", "io_meta": "io", "io_read": "io", "io_write": "io", "io_sync": "io", "rma": "p2p",
+          "rma_sync": "wait"}
 GROUP_WORDS = {"p2p": "point-to-point", "wait": "waiting for requests", "coll": "collectives", "io": "MPI-IO"}
 BUCKETS = ("lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
            "1m", "2m", "4m", "8m", "16m", "32m", "ge64m")
