@@ -146,7 +146,7 @@ def test_each_file_has_its_requests_bytes_pattern_and_alignment(program, tmp_pat
     assert set(files) == {"a.dat", "b.dat", "c.dat"}
     a, b, c = files["a.dat"], files["b.dat"], files["c.dat"]
     for f in (a, b, c):
-        assert f["write_ns"] > 0
+        assert f["write_ns"] > 0 and f["meta_ns"] > 0        # its opens and closes, timed
     assert a["path"] == str(data / "a.dat")
     # POSIX wrote 4 x 64 KiB in order (blocks of any size up to 64 KiB divide those offsets);
     # stdio read them back in 16 KiB freads plus the short one at the end
@@ -209,7 +209,7 @@ def test_a_forked_child_counts_its_own_writes(program, tmp_path):
 def _rec(pid, host="n1", **files):
     lines = [{"files": len(files), "lost": 0, "max": 512}]
     for i, (name, f) in enumerate(files.items()):
-        base = {"id": i + 1, "dev": 1, "ino": 100 + i, "blksize": 4096, "api": 1, "opens": 1, "reads": 0,
+        base = {"id": i + 1, "dev": 1, "ino": 100 + i, "blksize": 4096, "api": 1, "opens": 1, "meta_ns": 0, "reads": 0,
                 "read_bytes": 0, "read_ns": 0, "writes": 0, "write_bytes": 0, "write_ns": 0, "random": 0,
                 "unaligned": 0, "syncs": 0, "sync_ns": 0, "extent": 0, "path": f"/scratch/{name}"}
         lines.append({**base, **f})

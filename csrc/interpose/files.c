@@ -6,7 +6,7 @@
  *
  *     module name=file version=1 enabled=1
  *     file files=2 lost=0 max=512
- *     file id=1 dev=2049 ino=393220 blksize=4096 api=1 opens=1 reads=0 read_bytes=0 read_ns=0
+ *     file id=1 dev=2049 ino=393220 blksize=4096 api=1 opens=1 meta_ns=8120 reads=0 read_bytes=0 read_ns=0
  *          writes=256 write_bytes=268435456 write_ns=91234567 random=0 unaligned=0 syncs=1
  *          sync_ns=402311 extent=268435456 path=/scratch/out.dat
  *     ...
@@ -21,7 +21,9 @@
  * record, and processes on one node that share a file name the same
  * pair); blksize (st_blksize, the alignment the file system prefers);
  * api: bits, 1 = POSIX calls, 2 = stdio calls, 4 = MPI-IO calls; opens:
- * successful opens of it (open family, creat, fopen family, MPI_File_open); reads, writes: successful calls;
+ * successful opens of it (open family, creat, fopen family, MPI_File_open);
+ * meta_ns: time in those opens and in the closes of its descriptors (close,
+ * fclose; an MPI-IO file's close is not timed here); reads, writes: successful calls;
  * read_bytes, write_bytes: what they returned (POSIX) or moved to or from
  * the stream's buffer (stdio), or what MPI-IO was asked to write and read
  * (mpi_io.c says which); read_ns, write_ns, sync_ns: time in the
@@ -63,11 +65,12 @@
 #define FID_NONE UINT32_MAX     /* descriptor seen: not a file, or no record */
 
 /* The counts of one file (FC_EXTENT is a maximum, the rest sums). */
-enum { FC_OPENS, FC_READS, FC_READ_BYTES, FC_READ_TICKS, FC_WRITES, FC_WRITE_BYTES, FC_WRITE_TICKS, FC_RANDOM,
-       FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_N };
-static const char *const fc_names[FC_N] = {"opens", "reads", "read_bytes", "read_ns", "writes", "write_bytes",
-                                          "write_ns", "random", "unaligned", "syncs", "sync_ns", "extent"};
-#define FC_IS_TICKS(k) ((k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS)
+enum { FC_OPENS, FC_META_TICKS, FC_READS, FC_READ_BYTES, FC_READ_TICKS, FC_WRITES, FC_WRITE_BYTES, FC_WRITE_TICKS,
+       FC_RANDOM, FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_N };
+static const char *const fc_names[FC_N] = {"opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes",
+                                          "write_bytes", "write_ns", "random", "unaligned", "syncs", "sync_ns",
+                                          "extent"};
+#define FC_IS_TICKS(k) ((k) == FC_META_TICKS || (k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS)
 
 enum { FR_EMPTY = 0, FR_CLAIMED, FR_READY, FR_DEAD };
 
@@ -233,19 +236,25 @@ static file_entry *entry_in(file_counters *c, uint32_t fid)
 
 /* ---- what posix.c and stdio.c call ------------------------------------------------ */
 
-void ceil_ip_file_opened(int fd, const char *path, unsigned api)
+void ceil_ip_file_opened(int fd, const char *path, unsigned api, uint64_t ticks)
 {
     file_entry *e = fd >= 0 ? entry_of(fd, path, 1) : NULL;
     if (e) {
         ceil_ip_add(&e->n[FC_OPENS], 1);
+        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
         e->api |= api;
     }
 }
 
-void ceil_ip_file_closed(int fd)
+void ceil_ip_file_closed(int fd, uint64_t ticks)
 {
-    if ((unsigned)fd < CEIL_IP_FD_MAP)
-        __atomic_store_n(&fdmap[fd], 0, __ATOMIC_RELAXED);
+    if ((unsigned)fd >= CEIL_IP_FD_MAP)
+        return;
+    /* a descriptor never mapped is not looked up now: it is closed */
+    file_entry *e = ticks && __atomic_load_n(&fdmap[fd], __ATOMIC_RELAXED) ? entry_of(fd, NULL, 0) : NULL;
+    if (e)
+        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
+    __atomic_store_n(&fdmap[fd], 0, __ATOMIC_RELAXED);
 }
 
 void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int random, int64_t offset, unsigned api)
@@ -278,7 +287,7 @@ void ceil_ip_file_sync(int fd, uint64_t ticks)
 
 /* ---- what mpi_io.c calls: files by name --------------------------------------------- */
 
-uint32_t ceil_ip_file_named(const char *path, unsigned api)
+uint32_t ceil_ip_file_named(const char *path, unsigned api, uint64_t ticks)
 {
     file_counters *c = ceil_ip_block(&file_module);
     if (!c || !path)
@@ -310,6 +319,7 @@ uint32_t ceil_ip_file_named(const char *path, unsigned api)
     if (fid) {
         file_entry *e = entry_in(c, fid);
         ceil_ip_add(&e->n[FC_OPENS], 1);
+        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
         e->api |= api;
     }
     return fid;

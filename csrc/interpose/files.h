@@ -32,11 +32,13 @@
 #define CEIL_IP_OFFSET_UNKNOWN (-1)
 
 /* A descriptor the program just opened (fd >= 0), by path (NULL: ask
- * /proc/self/fd): its file's record, one open counted. */
-void ceil_ip_file_opened(int fd, const char *path, unsigned api) __attribute__((visibility("hidden")));
+ * /proc/self/fd), the open taking `ticks`: its file's record, one open
+ * counted. */
+void ceil_ip_file_opened(int fd, const char *path, unsigned api, uint64_t ticks) __attribute__((visibility("hidden")));
 
-/* A descriptor the program closed: the number's next user is another file. */
-void ceil_ip_file_closed(int fd) __attribute__((visibility("hidden")));
+/* A descriptor the program closed, in ticks (0: not timed): the number's
+ * next user is another file. */
+void ceil_ip_file_closed(int fd, uint64_t ticks) __attribute__((visibility("hidden")));
 
 /* A read (write = 0) or write that moved `bytes` (successful calls only) in
  * `ticks` (ceil_ip_ticks), at `offset` (CEIL_IP_OFFSET_UNKNOWN when not
@@ -52,7 +54,7 @@ void ceil_ip_file_sync(int fd, uint64_t ticks) __attribute__((visibility("hidden
  * sees (MPI_File_open): its record's id (0: no record: not a regular file,
  * no room, or not counting), one open counted. A driver prefix of ROMIO's
  * ("ufs:", "lustre:") is dropped. */
-uint32_t ceil_ip_file_named(const char *path, unsigned api) __attribute__((visibility("hidden")));
+uint32_t ceil_ip_file_named(const char *path, unsigned api, uint64_t ticks) __attribute__((visibility("hidden")));
 
 /* A read, write or sync of the file with that id (nothing for 0). */
 void ceil_ip_file_io_id(uint32_t fid, int write, uint64_t bytes, uint64_t ticks, unsigned api)

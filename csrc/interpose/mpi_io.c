@@ -64,7 +64,7 @@ CEIL_IP_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h 
     const uint64_t ticks = ceil_ip_ticks() - t0;
     mpi_done(c, FN_MPI_File_open, ticks, 0, -1);
     if (rc == 0 && fh)
-        files_put(*(uintptr_t *)fh, ceil_ip_file_named(name, CEIL_IP_API_MPIIO));
+        files_put(*(uintptr_t *)fh, ceil_ip_file_named(name, CEIL_IP_API_MPIIO, ticks));
     return rc;
 }
 

@@ -238,11 +238,12 @@ static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_cl
     errno = saved;
 }
 
-static inline void count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, int failed)
+static inline uint64_t count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, int failed)
 {
     const int saved = errno;
-    count_call(c, fn, PC_META, t0, failed);
+    const uint64_t ticks = count_call(c, fn, PC_META, t0, failed);
     errno = saved;
+    return ticks;
 }
 
 /* A new descriptor's position is 0, or wherever the file ends at each
@@ -250,12 +251,12 @@ static inline void count_meta(posix_counters *c, enum posix_fn fn, uint64_t t0, 
 static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags,
                               const char *path)
 {
-    count_meta(c, fn, t0, rc < 0);
+    const uint64_t ticks = count_meta(c, fn, t0, rc < 0);
     if ((unsigned)rc < POSIX_TRACKED_FDS) {
         c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
         c->kind[rc] = FD_UNKNOWN;
     }
-    ceil_ip_file_opened(rc, path, CEIL_IP_API_POSIX);
+    ceil_ip_file_opened(rc, path, CEIL_IP_API_POSIX, ticks);
 }
 
 static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
@@ -379,14 +380,14 @@ CEIL_IP_EXPORT int close(int fd)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
     if (!c) {
-        ceil_ip_file_closed(fd);
+        ceil_ip_file_closed(fd, 0);
         return CEIL_REAL(close)(fd);
     }
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = CEIL_REAL(close)(fd);
-    count_meta(c, FN_close, t0, rc < 0);
+    const uint64_t ticks = count_meta(c, FN_close, t0, rc < 0);
     /* The number's next user is another file (Linux frees it even when close fails). */
-    ceil_ip_file_closed(fd);
+    ceil_ip_file_closed(fd, ticks);
     if ((unsigned)fd < POSIX_TRACKED_FDS) {
         c->next_pos[fd] = 0;
         c->kind[fd] = FD_UNKNOWN;

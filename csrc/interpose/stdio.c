@@ -150,11 +150,11 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
                         CEIL_IP_API_STDIO);
 }
 
-/* A stream opened on fd: its file's record counts an open. */
-static inline FILE *stdio_opened(FILE *f)
+/* A stream opened on fd, in ticks: its file's record counts an open. */
+static inline FILE *stdio_opened(FILE *f, uint64_t ticks)
 {
     if (f)
-        ceil_ip_file_opened(fileno_unlocked(f), NULL, CEIL_IP_API_STDIO);
+        ceil_ip_file_opened(fileno_unlocked(f), NULL, CEIL_IP_API_STDIO, ticks);
     return f;
 }
 
@@ -183,14 +183,14 @@ static inline FILE *stdio_opened(FILE *f)
 
 /* meta */
 STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(rc))
+           stdio_opened(rc, ticks))
 STDIO_WRAP(SC_META, FILE *, fopen64, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(rc))
-STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0, stdio_opened(rc))
+           stdio_opened(rc, ticks))
+STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0, stdio_opened(rc, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(rc))
+           rc == NULL, 0, stdio_opened(rc, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen64, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(rc))
+           rc == NULL, 0, stdio_opened(rc, ticks))
 STDIO_WRAP(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
@@ -207,7 +207,7 @@ CEIL_IP_EXPORT int fclose(FILE *f)
     stdio_counters *c = ceil_ip_block(&stdio_module);
     if (!c) {
         const int r = CEIL_REAL(fclose)(f);
-        ceil_ip_file_closed(fd);
+        ceil_ip_file_closed(fd, 0);
         return r;
     }
     const uint64_t t0 = ceil_ip_ticks();
@@ -215,7 +215,7 @@ CEIL_IP_EXPORT int fclose(FILE *f)
     const uint64_t ticks = ceil_ip_ticks() - t0;
     const int saved = errno;
     count_call(c, FN_fclose, SC_META, ticks, rc == EOF, 0, NULL);
-    ceil_ip_file_closed(fd);
+    ceil_ip_file_closed(fd, ticks);
     errno = saved;
     return rc;
 }

@@ -3,7 +3,8 @@ merged over its processes, and what they say.
 
 A file is (host, device, inode): the processes of one node that use one file add up into
 one entry, and two records of one file made by two threads at once merge. Each entry
-has the requests and bytes read and written, the time inside those calls and in fsync,
+has its opens, the requests and bytes read and written, the time inside those calls (opens
+and closes, reads, writes, fsync),
 how many accesses did not follow the previous one (random) and how many started off
 the file system's block (unaligned), and which processes used it. The findings name a
 file only where it matters: it took at least ``FILE_SHARE`` of the program's time in
@@ -21,7 +22,7 @@ MIN_FILE_S = 0.01            # ... and at least this long
 MIN_REQUESTS = 100           # a pattern needs this many requests to be one
 RANDOM_SHARE = 0.5           # random: at least half the requests did not follow the previous one
 UNALIGNED_SHARE = 0.5        # unaligned: at least half started off a block
-SUMS = ("opens", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random", "unaligned",
+SUMS = ("opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random", "unaligned",
         "syncs", "sync_ns")
 APIS = ((1, "POSIX"), (2, "stdio"), (4, "MPI-IO"))
 
@@ -68,9 +69,9 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
 
 def _entry(f: Dict[str, Any]) -> Dict[str, Any]:
     out = {k: v for k, v in f.items() if k not in ("processes", "api") and not k.endswith("_ns")}
-    for k in ("read", "write", "sync"):
+    for k in ("meta", "read", "write", "sync"):
         out[f"{k}_s"] = f[f"{k}_ns"] / 1e9
-    out["time_s"] = out["read_s"] + out["write_s"] + out["sync_s"]
+    out["time_s"] = out["meta_s"] + out["read_s"] + out["write_s"] + out["sync_s"]
     out["processes"] = len(f["processes"])
     out["api"] = [name for bit, name in APIS if f["api"] & bit]
     return out
@@ -82,7 +83,7 @@ def requests(f: Dict[str, Any]) -> int:
 
 def describe(f: Dict[str, Any]) -> str:
     """One file in words: what it moved, in what requests, how fast and in what pattern."""
-    parts = []
+    parts = [f"{f['opens']} opens ({f['meta_s']:.3g} s in opens and closes)"] if f["opens"] else []
     for k, verb in (("read", "read"), ("write", "written")):
         n, b = f[f"{k}s"], f[f"{k}_bytes"]
         if n:

@@ -124,8 +124,8 @@ def file_notes(files: Dict[str, Any], rows: int) -> List[str]:
 
 def _files(files: Dict[str, Any], st) -> List[str]:
     shown = files["shown"][:FILE_ROWS]
-    out = [st(f"Files ({len(shown)} of {files['count']}, by time inside their calls; random: not where the previous "
-              "request ended; unaligned: off the file system's block)", "bold"),
+    out = [st(f"Files ({len(shown)} of {files['count']}, by time inside their calls: open, read, write, fsync, close; "
+              "random: not where the previous request ended; unaligned: off the file system's block)", "bold"),
            "  " + " ".join(f"{h:>{max(7, len(h))}}" for h in FILE_HEADS) + "  path"]
     for f in shown:
         out.append("  " + " ".join(f"{c:>{max(7, len(h))}}" for c, h in zip(file_cells(f), FILE_HEADS))
