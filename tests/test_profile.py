@@ -391,6 +391,13 @@ def test_experiments_run_the_program_again_and_say_what_they_cost(tmp_path):
     # a loop in registers: compute where the node lets the experiment see memory, else undecided, said why
     assert ex["bound"] in ("compute", None) and (ex["bound"] or ex["why"].startswith("inconclusive"))
     assert "profile.experiments" in {f["id"] for f in doc["findings"]}
+    sc = ex["scaling"]                            # and thread scaling, OMP_NUM_THREADS = 1, ..., every CPU
+    if len(os.sched_getaffinity(0)) < 2:
+        assert sc["why"].startswith("one CPU")
+    else:
+        assert sc["counts"][0] == 1 and sc["counts"][-1] == len(os.sched_getaffinity(0))
+        assert all(len(v) == 2 for v in sc["times_s"].values()) and sc["cost_s"] > 0
+        assert "profile.scaling" in {f["id"] for f in doc["findings"]}
 
 
 def test_experiments_are_refused_for_one_rank_of_an_mpi_job(tmp_path):

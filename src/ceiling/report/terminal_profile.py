@@ -223,6 +223,11 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
         parts.append(f"--experiments: the program ran {runs} more times beside co-runners on CPU(s) "
                      f"{','.join(str(c) for c in ex.get('corunner_cpus', []))}, {ex.get('cost_s', 0):.3g} s in all"
                      + (f" ({ex['why']})" if ex.get("why") else ""))
+        sc = ex.get("scaling") or {}
+        if sc.get("counts"):
+            runs = sum(len(v) for v in (sc.get("times_s") or {}).values())
+            parts.append(f"and {runs} times with OMP_NUM_THREADS = {', '.join(str(n) for n in sc['counts'])}, "
+                         f"{sc.get('cost_s', 0):.3g} s" + (f" ({sc['why']})" if sc.get("why") else ""))
     plain = ov.get("uninstrumented") if ov else None
     if plain and plain.get("slowdown") is not None:
         parts.append(f"--overhead: the program alone took {plain['wall_s']:.3g} s, profiled "

@@ -59,8 +59,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--experiments", action="store_true",
                    help="without hardware counters, tell compute from memory by experiment: run the program "
                         "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
-                        "two intensities, or take the last-level cache; 2 rounds), its output discarded; the "
-                        "report states what they cost")
+                        "two intensities, or take the last-level cache; 2 rounds; then with OMP_NUM_THREADS at "
+                        "1, half and all the CPUs, 2 rounds), its output discarded; the report states what they "
+                        "cost")
     g.add_argument("--no-measure", action="store_true",
                    help="compare the program only with ceilings this node's history holds; without it, a "
                         "storage or memory ceiling the history lacks is measured quickly after the program ended "
@@ -315,7 +316,28 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
     verdict = classify(res["times"], res["rates"])
     out.update({k: v for k, v in verdict.items() if k != "words"}, words=verdict.get("words", ""))
     bounds, findings = apply(verdict, bounds, findings)
-    return out, bounds, findings
+    out["scaling"], more = _scaling(cmd, exe)
+    return out, bounds, findings + more
+
+
+def _scaling(cmd: List[str], exe: str):
+    """--experiments, thread scaling: the program on 1, half and all the CPUs it may use
+    (OMP_NUM_THREADS; probes/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
+    from ..analysis.profile_scaling import classify, finding
+    from ..probes.scaling import run_threads, thread_counts
+    counts = thread_counts(len(os.sched_getaffinity(0)))
+    if not counts:
+        return {"why": "one CPU: no thread counts to compare"}, []
+    res = run_threads(cmd, exe, counts, EXPERIMENT_ROUNDS,
+                      progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
+    out = {"counts": counts, "times_s": res["times"], "cpu_s": res["cpu_s"], "cost_s": res["cost_s"]}
+    if res["failed"] or res["interrupted"]:
+        out["why"] = ("interrupted" if res["interrupted"] else "the program failed on "
+                      + ", ".join(f"{n} thread(s) (exit {c})" for n, c in res["failed"].items()))
+        return out, []
+    verdict = classify(res["times"], res["cpu_s"])
+    out.update(verdict)
+    return out, [finding(verdict)]
 
 
 def _history(args: argparse.Namespace, host: str):
