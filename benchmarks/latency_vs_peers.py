@@ -181,7 +181,11 @@ def main() -> int:
                 ourshp[s].append(run_chase(s, cpu, True, a.reps, guess))
                 guess = min(ns, ourshp[s][-1][0])
         for s in sizes:
-            ratio = statistics.median(o / p for o, p in zip(ours4k[s], lm[s]))
+            per_round = [o / p for o, p in zip(ours4k[s], lm[s])]
+            print(f"{size_label(s)}: per-round ours/peer {' '.join(f'{r:.3f}' for r in per_round)} "
+                  f"(peer {' '.join(f'{p:.1f}' for p in lm[s])} ns; ours {' '.join(f'{o:.1f}' for o in ours4k[s])} ns)",
+                  file=sys.stderr)
+            ratio = statistics.median(per_round)
             rows.append((f"chase {size_label(s)}, 4 KiB pages", "lmbench lat_mem_rd -t", min(lm[s]),
                          min(ours4k[s]), f"{ratio:.3f}", verdict(ratio, DRAM_TARGET if s in dram else None)))
             got = all(g for _, g in ourshp[s])
