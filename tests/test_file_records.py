@@ -261,3 +261,36 @@ def test_the_terminal_page_and_the_html_section_show_the_files():
     assert "(3 more file(s) in the HTML report and the JSON)" in text
     html = html_profile.application_section(run)
     assert "<h3>Files</h3>" in html and html.count("/scratch/f") == 8
+
+
+POSITIONAL = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    char b[4096] = {0}, p[4096];
+    snprintf(p, sizeof p, "%s/pos.dat", argv[1]);
+    int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    if (pwrite(fd, b, 100, 4096) != 100 || write(fd, b, 10) != 10)    /* the write lands at 0 */
+        return 1;
+    if (lseek(fd, 8192, SEEK_SET) != 8192 || write(fd, b, 4096) != 4096)
+        return 1;
+    return close(fd);
+}
+"""
+
+
+def test_a_write_after_a_pwrite_has_no_known_offset_until_a_seek(tmp_path):
+    src, exe = tmp_path / "pos.c", tmp_path / "pos"
+    src.write_text(POSITIONAL)
+    r = subprocess.run([CC, "-O0", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out, data = run(exe, tmp_path, "-")
+    _, files = files_of(only_record(out))
+    f = files["pos.dat"]
+    # the pwrite at 4096 and the write at 8192 have known offsets; the write at the position
+    # after the pwrite does not (the position did not move): not counted unaligned, nor in the extent
+    assert f["writes"] == 3 and f["unaligned"] == sum(1 for o in (4096, 8192) if o % f["blksize"])
+    assert f["extent"] == 8192 + 4096

@@ -132,7 +132,8 @@ def test_the_cost_of_watching_is_in_every_report(tmp_path):
     if doc["environment"]["profile"]["interposer"]["used"]:
         assert ov["calls"] >= 2000 and ov["per_call_ns"] is not None and ov["per_call_ns"] >= 0
         assert ov["fraction"] == pytest.approx(ov["per_call_ns"] * ov["calls"] / 1e9 / doc["application"]["wall_s"])
-        assert "ns per call (measured before the run" in " ".join(r.stderr.split())
+        said = " ".join(r.stderr.split())      # "N ns per call", or "under 1 ns per call (...)" on a noisy node
+        assert "ns per call" in said and "(measured before the run:" in said
 
 
 def test_overhead_runs_the_program_again_alone(tmp_path):

@@ -32,7 +32,9 @@
  * descriptor ended (posix.c, "Sequential or not"); unaligned: POSIX
  * accesses whose start offset was known and not a multiple of blksize;
  * syncs: fsync and fdatasync calls; extent: one past the highest byte a
- * POSIX access with a known offset moved; path: as the program opened
+ * POSIX access with a known offset moved (a pread's or pwrite's, or a read
+ * or write at a position the thread knows: after the open or an lseek, not
+ * after a pread or pwrite, which leave the position where it was); path: as the program opened
  * it when absolute, else /proc/self/fd's link (a relative path, a
  * descriptor met without its open), at most FILE_PATH_BYTES - 1
  * bytes (longer ones keep their end, after "...").
@@ -131,7 +133,7 @@ static void proc_path(int fd, char *out, size_t len)
     while (nd)
         link[at++] = digits[--nd];
     link[at] = 0;
-    const long n = syscall(SYS_readlink, link, out, len - 1);
+    const long n = syscall(SYS_readlinkat, AT_FDCWD, link, out, len - 1);   /* AArch64 has no readlink */
     out[n > 0 ? (size_t)n : 0] = 0;
 }
 
@@ -287,7 +289,17 @@ void ceil_ip_file_sync(int fd, uint64_t ticks)
 
 /* ---- what mpi_io.c calls: files by name --------------------------------------------- */
 
+static uint32_t file_named(const char *path, unsigned api, uint64_t ticks);
+
 uint32_t ceil_ip_file_named(const char *path, unsigned api, uint64_t ticks)
+{
+    const int saved = errno;
+    const uint32_t fid = file_named(path, api, ticks);
+    errno = saved;
+    return fid;
+}
+
+static uint32_t file_named(const char *path, unsigned api, uint64_t ticks)
 {
     file_counters *c = ceil_ip_block(&file_module);
     if (!c || !path)
@@ -299,9 +311,7 @@ uint32_t ceil_ip_file_named(const char *path, unsigned api, uint64_t ticks)
     if (*p == ':' && p - path >= 2)
         path = p + 1;
     struct stat st;
-    const int saved = errno;
     const long rc = syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);
-    errno = saved;
     if (rc != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
         return 0;
     char abs[4096];

@@ -104,14 +104,18 @@ typedef mpi_h (*f2c_fn)(int);
 typedef int (*status_f2c_fn)(const int *, void *);
 static f2c_fn f2c_comm, f2c_type;
 static status_f2c_fn status_f2c;
-static const void *f_status_ignore, *f_in_place;
+/* MPI_F_STATUS_IGNORE is a variable MPICH sets only when its Fortran layer
+ * starts: its address is kept and read at each use; Open MPI's sentinel too. */
+static void *const *f_status_ignore_var;
+static const void *f_status_ignore_sym, *f_in_place;
 
 /* ---- helpers (mpi.h) ------------------------------------------------------- */
 
 uint64_t mpi_bytes(int64_t count, mpi_h type)
 {
     int size = 0;
-    if (count <= 0 || !type_size || type_size(type, &size) != 0 || size <= 0)
+    /* 0 is no datatype in any ABI here (a Fortran handle that could not be converted) */
+    if (count <= 0 || type == 0 || !type_size || type_size(type, &size) != 0 || size <= 0)
         return 0;
     return (uint64_t)count * (uint64_t)size;
 }
@@ -263,9 +267,8 @@ void mpi_started(const void *caller, int ok, int provided)
     f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
     status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
     void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
-    if (!ignore)
-        ignore = (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
-    f_status_ignore = ignore ? *ignore : NULL;
+    f_status_ignore_var = ignore ? ignore : (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
+    f_status_ignore_sym = dlsym(RTLD_DEFAULT, "mpi_fortran_status_ignore_");
     void **mpich_in_place = (void **)dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
     f_in_place = mpich_in_place ? *mpich_in_place : dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
 }
@@ -279,17 +282,20 @@ void mpi_finalizing(const void *caller)
 mpi_h mpi_f2c(int kind, int handle)
 {
     f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : f2c_type;
+    const int mpich = strcmp(family, "mpich") == 0;
     if (!f)
-        return 0;
+        return mpich ? (mpi_h)(uint32_t)handle : 0;   /* MPICH's f2c is a cast (its mpi.h macro) */
     const mpi_h h = f(handle);
     /* an int handle (MPICH's ABI) comes back in the low half of the register */
-    return strcmp(family, "mpich") == 0 ? (mpi_h)(uint32_t)h : h;
+    return mpich ? (mpi_h)(uint32_t)h : h;
 }
 
 uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
 {
     _Alignas(16) char st[MPI_STATUS_BYTES];
-    if (!fstatus || !status_f2c || (const void *)fstatus == f_status_ignore || status_f2c(fstatus, st) != 0)
+    const void *ignore = f_status_ignore_var ? *f_status_ignore_var : NULL;
+    if (!fstatus || !status_f2c || (const void *)fstatus == ignore || (const void *)fstatus == f_status_ignore_sym ||
+        status_f2c(fstatus, st) != 0)
         return 0;
     return mpi_status_bytes(st, type);
 }

@@ -27,6 +27,12 @@ static struct { uintptr_t key; uint32_t fid; } open_files[MPI_IO_FILES];
 
 static void files_put(uintptr_t fh, uint32_t fid)
 {
+    /* a handle whose close went unseen (closed from Fortran) names its new file now */
+    for (int i = 0; fh && i < MPI_IO_FILES; i++)
+        if (__atomic_load_n(&open_files[i].key, __ATOMIC_ACQUIRE) == fh) {
+            __atomic_store_n(&open_files[i].fid, fid, __ATOMIC_RELEASE);
+            return;
+        }
     for (int i = 0; fh && fid && i < MPI_IO_FILES; i++) {
         uintptr_t free_key = 0;
         if (__atomic_compare_exchange_n(&open_files[i].key, &free_key, fh, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {

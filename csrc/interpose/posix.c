@@ -138,7 +138,8 @@ typedef struct posix_totals {
 /* One thread's block. next_pos is the thread's own and never reported:
  * 0 = unknown, else 1 + the offset where the descriptor's next sequential
  * access starts, with POS_MOVED set when an lseek moved the position away
- * from there and no read or write followed yet. */
+ * from there and no read or write followed yet, and POS_POSITIONAL when a
+ * pread or pwrite set it (the file position itself is then not known). */
 typedef struct posix_counters {
     posix_totals t;
     uint64_t next_pos[POSIX_TRACKED_FDS];
@@ -150,6 +151,11 @@ typedef struct posix_counters {
 enum { FD_UNKNOWN = 0, FD_FILE, FD_OTHER };
 
 #define POS_MOVED (UINT64_C(1) << 63)
+/* A pread or pwrite came last: the expectation is its end, for telling random
+ * accesses, but the file position is not known (it did not move), so a read or
+ * write at the position has no known offset until an lseek or open says it. */
+#define POS_POSITIONAL (UINT64_C(1) << 62)
+#define POS_FLAGS (POS_MOVED | POS_POSITIONAL)
 
 _Static_assert(sizeof(posix_counters) <= CEIL_IP_MAX_BLOCK, "posix block too large");
 _Static_assert(sizeof(posix_totals) % sizeof(uint64_t) == 0, "posix_totals is not all uint64_t");
@@ -184,18 +190,18 @@ static inline int track_access(posix_counters *c, int fd, off64_t off, uint64_t 
     if ((unsigned)fd >= POSIX_TRACKED_FDS)
         return 0;
     uint64_t *pos = &c->next_pos[fd];
-    const uint64_t moved = *pos & POS_MOVED, expect = *pos & ~POS_MOVED;
+    const uint64_t moved = *pos & POS_MOVED, positional = *pos & POS_POSITIONAL, expect = *pos & ~POS_FLAGS;
     if (off == AT_POSITION) {
         if (*pos == 0)
             return 0;
-        *pos = expect + n;
-        if (!moved)
+        *pos = (expect + n) | positional;
+        if (!positional)                      /* after an lseek too: it said where */
             *start = (int64_t)(expect - 1);
         return moved != 0;
     }
     /* pread/pwrite leave the file position where it was, so a pending
      * move still applies to the next read or write. */
-    *pos = ((uint64_t)off + 1 + n) | moved;
+    *pos = ((uint64_t)off + 1 + n) | moved | POS_POSITIONAL;
     return expect != 0 && expect != (uint64_t)off + 1;
 }
 
@@ -265,8 +271,10 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
         return;
     uint64_t *pos = &c->next_pos[fd];
     const uint64_t at = (uint64_t)rc + 1;
-    if ((*pos & ~POS_MOVED) == at)
+    if ((*pos & ~POS_FLAGS) == at) {
+        *pos = at | (*pos & POS_MOVED);       /* the position is known now */
         return;
+    }
     /* Unknown before, or only asked: now known, and no move away from
      * anything this thread knew. */
     if (*pos == 0 || (whence == SEEK_CUR && off == 0))

@@ -203,7 +203,9 @@ STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
 CEIL_IP_REAL_DECL(int, fclose, (FILE *));
 CEIL_IP_EXPORT int fclose(FILE *f)
 {
+    const int saved0 = errno;              /* fileno sets EBADF on a stream without a descriptor */
     const int fd = fileno_unlocked(f);
+    errno = saved0;
     stdio_counters *c = ceil_ip_block(&stdio_module);
     if (!c) {
         const int r = CEIL_REAL(fclose)(f);
@@ -291,7 +293,9 @@ STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0, NULL)
         const int rc = CEIL_REAL(vfn) vargs;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         va_end(ap);                                                                                \
+        const int saved = errno;                                                                   \
         count_call(c, FN_##fn, SC_WRITE, ticks, rc < 0, rc < 0 ? 0 : (uint64_t)rc, stream);        \
+        errno = saved;                                                                             \
         return rc;                                                                                 \
     }
 STDIO_PRINTF(fprintf, vfprintf, (FILE *f, const char *fmt, ...), (f, fmt, ap), fmt, f)
