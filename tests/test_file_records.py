@@ -294,3 +294,38 @@ def test_a_write_after_a_pwrite_has_no_known_offset_until_a_seek(tmp_path):
     # after the pwrite does not (the position did not move): not counted unaligned, nor in the extent
     assert f["writes"] == 3 and f["unaligned"] == sum(1 for o in (4096, 8192) if o % f["blksize"])
     assert f["extent"] == 8192 + 4096
+
+
+MEMSTREAM = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);      /* a stream with no descriptor: fileno fails */
+    if (!m)
+        return 1;
+    errno = 0;
+    if (fprintf(m, "x%d", 1) != 2 || errno != 0)
+        return 2;
+    errno = 0;
+    if (fclose(m) != 0 || errno != 0)
+        return 3;
+    free(text);
+    return 0;
+}
+"""
+
+
+def test_a_stream_without_a_descriptor_leaves_the_callers_errno_alone(tmp_path):
+    src, exe = tmp_path / "mem.c", tmp_path / "mem"
+    src.write_text(MEMSTREAM)
+    r = subprocess.run([CC, "-O0", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    p = run_child([str(exe)], tmp_path / "rec")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    head, files = files_of(only_record(tmp_path / "rec"))
+    assert files == {}                               # counted in the stdio totals, in no file's record
