@@ -24,7 +24,8 @@ every wait of ceiling's ranks is watched:
   (stopped, in uninterruptible I/O, gone). Rank 0 then delivers what was
   measured, marked partial with that reason (``rescue``, from this thread:
   the main thread is blocked in MPI and stays so), prints one line naming
-  the ranks and nodes, and ends the job with MPI_Abort and exit code 11.
+  the ranks and nodes, and ends the job with MPI_Abort and exit code 11
+  (a second after the line, so that the launcher passes it on before its kill).
 - When rank 0 itself is the one that stopped, nothing can be saved (rank 0
   holds the results). A rank whose report is not acknowledged waits
   up to ``ROOT_WAIT_S`` more for rank 0 to end the job itself; then rank 1 prints
@@ -61,6 +62,7 @@ GRACE_S = 3.0            # rank 0 collects the others' reports this long after i
 ROOT_WAIT_S = 30.0       # a rank waits this long for rank 0 to end the job after its own deadline
 ACK_S = 3.0              # a report is resent each second until rank 0 acknowledges it, this long
 TICK_S = 1.0             # the watchdog thread's wake-up
+LINGER_S = 1.0           # between the line and MPI_Abort: the launcher forwards the line before its kill
 
 
 def allowance(messages: float = 0, nbytes: float = 0, floor: float = FLOOR_S) -> float:
@@ -367,6 +369,13 @@ class Watchdog:
             with contextlib.suppress(Exception):
                 fn()
         code = StalledError.exit_code
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        # The line goes through the launcher (Hydra's proxy, Open MPI's prted), which tears
+        # the job down when MPI_Abort reaches it, maybe before it has read and passed on what
+        # this rank wrote just before: the line naming the stopped rank was lost that way once.
+        time.sleep(LINGER_S)
         if self.abort is not None:
             with contextlib.suppress(BaseException):
                 self.abort(code)
