@@ -1,7 +1,8 @@
 """The interposer's Fortran MPI bindings (csrc/interpose/mpi_fortran.c): a Fortran program
-(`use mpi`) built with the Fortran wrapper of the MPI that mpi4py loads, profiled, and its
-calls counted to the call and the byte under their C names. Open MPI's Fortran library
-calls PMPI_* directly, so without these wrappers such a program showed no MPI at all.
+(`use mpi`, and one with `use mpi_f08`) built with the Fortran wrapper of the MPI that
+mpi4py loads, profiled, and its calls counted to the call and the byte under their C names.
+Open MPI's Fortran libraries call PMPI_* directly (its mpi_f08 module through its own
+mpif.h code), so without these wrappers such a program showed no MPI at all.
 Skipped where the MPI has no Fortran wrapper (the MPICH wheel) or no Fortran compiler."""
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ PROGRAM = """
 program app
   use mpi
   implicit none
-  integer :: ierr, rank, nranks, i, req, st(MPI_STATUS_SIZE)
-  double precision :: buf(1000), x(4)
+  integer :: ierr, rank, nranks, i, req, st(MPI_STATUS_SIZE), counts(2), displs(2)
+  double precision :: buf(1000), x(4), g(8)
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
@@ -41,28 +42,81 @@ program app
   call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
   call MPI_Allreduce(MPI_IN_PLACE, buf, 1000, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   call MPI_Bcast(x, 4, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, ierr)
+  counts = (/ 3, 5 /)
+  displs = (/ 0, 3 /)
+  call MPI_Allgatherv(x, counts(rank + 1), MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, &
+                      MPI_COMM_WORLD, ierr)
+  call MPI_Ibcast(x, 4, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, req, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   if (buf(1) /= nranks) stop 3
   call MPI_Finalize(ierr)
 end program
 """
 
+# The same calls through the mpi_f08 module, ierror given to some and left out of others
+# (it is OPTIONAL there: the wrapper must not write through a null pointer).
+PROGRAM_F08 = """
+program app
+  use mpi_f08
+  implicit none
+  integer :: ierr, rank, nranks, i
+  type(MPI_Request) :: req
+  type(MPI_Status) :: st
+  double precision :: buf(1000), x(4), g(8)
+  integer :: counts(2), displs(2)
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  buf = 1.0d0
+  do i = 1, 50
+    if (rank == 0) then
+      call MPI_Send(buf, 1000, MPI_DOUBLE_PRECISION, 1, 1, MPI_COMM_WORLD)
+      call MPI_Recv(buf, 500, MPI_DOUBLE_PRECISION, 1, 1, MPI_COMM_WORLD, st, ierr)
+    else
+      call MPI_Recv(buf, 1000, MPI_DOUBLE_PRECISION, 0, 1, MPI_COMM_WORLD, st)
+      call MPI_Send(buf, 500, MPI_DOUBLE_PRECISION, 0, 1, MPI_COMM_WORLD, ierr)
+    end if
+  end do
+  call MPI_Irecv(x, 4, MPI_DOUBLE_PRECISION, 1 - rank, 2, MPI_COMM_WORLD, req)
+  call MPI_Send(buf, 4, MPI_DOUBLE_PRECISION, 1 - rank, 2, MPI_COMM_WORLD)
+  call MPI_Wait(req, MPI_STATUS_IGNORE)
+  call MPI_Allreduce(MPI_IN_PLACE, buf, 1000, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call MPI_Bcast(x, 4, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD)
+  counts = (/ 3, 5 /)
+  displs = (/ 0, 3 /)
+  call MPI_Allgatherv(x, counts(rank + 1), MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, &
+                      MPI_COMM_WORLD)
+  call MPI_Ibcast(x, 4, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, req)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  call MPI_Barrier(MPI_COMM_WORLD)
+  if (buf(1) /= nranks) stop 3
+  call MPI_Finalize(ierr)
+end program
+"""
 
-@pytest.fixture(scope="module")
-def fortran_app(mpi_setup, tmp_path_factory):
+
+def _build(mpi_setup, d, name, source):
     tmp, found = mpi_setup
     cc = Path(found["mpicc"])
     fc = next((str(cc.with_name(n)) for n in ("mpifort", "mpif90") if cc.with_name(n).exists()), None)
     if fc is None:
         pytest.skip(f"no Fortran wrapper beside {cc} (this MPI was built without Fortran)")
-    d = tmp_path_factory.mktemp("fapp")
-    (d / "app.f90").write_text(PROGRAM)
-    r = subprocess.run([fc, "-O1", "-o", str(d / "app"), str(d / "app.f90")], capture_output=True, text=True,
-                       timeout=120, env=run_env(tmp))
+    (d / f"{name}.f90").write_text(source)
+    r = subprocess.run([fc, "-O1", "-o", str(d / name), str(d / f"{name}.f90")], capture_output=True, text=True,
+                       timeout=120, cwd=d, env=run_env(tmp))
     if r.returncode != 0 and ("not found" in r.stderr or "No such file" in r.stderr or not shutil.which("gfortran")):
         pytest.skip(f"{fc} cannot compile Fortran here: {r.stderr.strip()[:200]}")
+    if r.returncode != 0 and name == "app_f08" and "mpi_f08" in r.stderr:
+        pytest.skip(f"this MPI has no mpi_f08 module: {r.stderr.strip()[:200]}")
     assert r.returncode == 0, r.stderr
-    return d / "app", found, tmp
+    return d / name, found, tmp
+
+
+@pytest.fixture(scope="module", params=["app", "app_f08"])
+def fortran_app(mpi_setup, tmp_path_factory, request):
+    d = tmp_path_factory.mktemp("fapp")
+    return _build(mpi_setup, d, request.param, PROGRAM if request.param == "app" else PROGRAM_F08)
 
 
 @needs_mpi
@@ -82,10 +136,12 @@ def test_a_fortran_programs_mpi_calls_are_counted_under_their_c_names(fortran_ap
         assert c["send"]["calls"] == 51 and c["send"]["bytes"] == 50 * sent + 32
         assert c["recv"]["calls"] == 50 and c["recv"]["bytes"] == 50 * got      # from the status
         assert c["post"]["calls"] == 1 and c["post"]["bytes"] == 32              # the Irecv, posted
-        assert c["wait"]["calls"] == 1
-        assert c["coll"]["calls"] == 3 and c["coll"]["bytes"] == 8000 + 32     # Allreduce in place, Bcast
+        assert c["wait"]["calls"] == 2
+        # Allreduce in place, Bcast, Barrier, and Allgatherv's own block (3 or 5 doubles)
+        assert c["coll"]["calls"] == 4 and c["coll"]["bytes"] == 8000 + 32 + (24 if me == 0 else 40)
+        assert c["icoll"]["calls"] == 1 and c["icoll"]["bytes"] == 32           # the Ibcast, posted
         peers = {int(k): v for k, v in rank["peers"].items()}
         assert peers == {1 - me: {"calls": 51, "bytes": 50 * sent + 32}}          # by world rank
     names = {f["fn"] for f in mpi["functions"]}
     assert {"MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Allreduce",
-            "MPI_Bcast", "MPI_Barrier"} <= names
+            "MPI_Bcast", "MPI_Barrier", "MPI_Allgatherv", "MPI_Ibcast"} <= names

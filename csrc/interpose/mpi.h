@@ -176,6 +176,11 @@ mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
 uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type) __attribute__((visibility("hidden")));
 int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));
 
+/* A v-collective's block (mpi_coll.c): counts[this rank in comm] times the
+ * type's size, and the mean of the size of comm's counts times it; 0 when unknown. */
+uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
+uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
+
 /* This process's rank in comm (PMPI_Comm_rank); -1 when unknown. */
 int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
 

@@ -40,6 +40,10 @@
 BLOCKS(_i, int)
 BLOCKS(_c, mpi_count)
 
+/* The int forms, for the Fortran wrappers (mpi_fortran.c). */
+uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) { return own_block_i(counts, type, comm); }
+uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) { return mean_block_i(counts, type, comm); }
+
 PMPI_DECL(MPI_Barrier, (mpi_h));
 MPI_WRAP(MPI_Barrier, MH_COLL, (mpi_h comm), (comm), 0)
 

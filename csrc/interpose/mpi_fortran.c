@@ -3,30 +3,37 @@
  *
  * A Fortran program calls mpi_send_ (the `use mpi` module and mpif.h, as
  * gfortran, ifort, ifx, flang and nvfortran name it: lower case, one
- * trailing underscore), and Open MPI's Fortran library goes from there
- * straight to PMPI_Send: the C wrappers never see the call. So the calls
- * below are wrapped under their Fortran names too, passed on to the real
- * Fortran function (RTLD_NEXT, else the caller's object) and counted under
- * the C name (a Fortran MPI_Send is fn=MPI_Send in the record), with the
- * same bytes, histograms and peers as the C wrappers. Where a library's
- * Fortran function calls the C one (MPICH's), the C wrapper passes it
+ * trailing underscore) or, with the mpi_f08 module, Open MPI's
+ * mpi_send_f08_. Open MPI's Fortran library goes from either straight to
+ * PMPI_Send (the f08 one through its mpif.h code, not through mpi_send_):
+ * the C wrappers never see the call. So the calls below are wrapped under
+ * both Fortran names, passed on to the real Fortran function (RTLD_NEXT,
+ * else the caller's object) and counted under the C name (a Fortran
+ * MPI_Send is fn=MPI_Send in the record), with the same bytes, histograms
+ * and peers as the C wrappers. Where a library's Fortran function calls the
+ * C one (MPICH's, its mpi_f08 module's too), the C wrapper passes it
  * through: the depth is raised (interpose.h, nesting).
  *
- * Fortran passes every argument by reference; handles are INTEGERs, made C
- * handles with PMPI_Comm_f2c and PMPI_Type_f2c for the sizes and peers; a
- * receive's bytes come from its status (PMPI_Status_f2c), 0 with
- * MPI_STATUS_IGNORE (MPI_F_STATUS_IGNORE tells it). MPI_IN_PLACE is known
- * by Open MPI's and MPICH's sentinels; elsewhere a Gather or Allgather in
- * place counts its send arguments.
+ * Fortran passes every argument by reference; handles are INTEGERs (in
+ * mpi_f08 a TYPE holding one INTEGER, the same in memory), made C handles
+ * with PMPI_Comm_f2c and PMPI_Type_f2c for the sizes and peers; a receive's
+ * bytes come from its status (PMPI_Status_f2c; mpi_f08's TYPE(MPI_Status)
+ * has the INTEGER array's layout), 0 with MPI_STATUS_IGNORE
+ * (MPI_F_STATUS_IGNORE tells it). MPI_IN_PLACE is known by Open MPI's and
+ * MPICH's sentinels; elsewhere a Gather or Allgather in place counts its
+ * send arguments. mpi_f08's ierror is OPTIONAL (a null pointer when the
+ * program leaves it out): its wrapper passes one of its own to the real
+ * function, reads it, and copies it back when the program gave one.
  *
  * Wrapped: MPI_Init, MPI_Init_thread, MPI_Finalize; the blocking sends,
  * MPI_Recv, MPI_Probe, MPI_Sendrecv, MPI_Sendrecv_replace; MPI_Isend and its
  * forms, MPI_Irecv; the waits and tests, MPI_Iprobe; MPI_Barrier,
- * MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather, MPI_Scatter,
- * MPI_Allgather, MPI_Alltoall. Not wrapped in Fortran (counted only where
- * the library goes through the C name): the v-collectives, the
- * non-blocking collectives, MPI-IO, and the mpi_f08 module's bindings
- * (mpi_send_f08_ and the like).
+ * MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather(v), MPI_Scatter(v),
+ * MPI_Allgather(v), MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan,
+ * MPI_Exscan; MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce,
+ * MPI_Iallgather, MPI_Ialltoall. Not wrapped in Fortran (counted only where
+ * the library goes through the C name): MPI-IO, one-sided communication,
+ * persistent requests, the neighbourhood collectives.
  */
 #include "mpi.h"
 
@@ -40,200 +47,238 @@ typedef int fint;
 #define TYPE(f) mpi_f2c(MPI_F2C_TYPE, *(f))
 #define BYTES(count, type) mpi_bytes(*(count), TYPE(type))
 
-/* A call counted like MPI_WRAP's: fn (Fortran), FN (the C name's index),
- * hist, the named parameters and the arguments, bytes after the call. */
-#define F_WRAP(fn, FN, hist, named, args, bytes)                                                   \
+/* ierror: mpif.h's and `use mpi`'s always there (F77_IN, F77_OUT: nothing to
+ * do); mpi_f08's optional (F08_IN points the parameter at a local the real
+ * function fills, F08_OUT copies it to the program's when it gave one). */
+#define F77_IN
+#define F77_OUT
+#define F08_IN                                                                                     \
+    fint ierr_own_ = 0, *const ierr_caller_ = ierr;                                                \
+    ierr = &ierr_own_;
+#define F08_OUT                                                                                    \
+    if (ierr_caller_)                                                                              \
+        *ierr_caller_ = ierr_own_;
+
+/* One wrapper: fn with parameters `named`, the real fn called with `args`,
+ * then `after` (statements that may use c, ticks and *ierr) counts it. */
+#define F_ONE(fn, IN, OUT, named, args, after)                                                     \
     F_DECL(fn, named);                                                                             \
     CEIL_IP_EXPORT void fn named                                                                   \
     {                                                                                              \
-        mpi_counters *c = mpi_enter();                                                             \
+        IN mpi_counters *c = mpi_enter();                                                          \
         if (!c) {                                                                                  \
             F_REAL(fn) args;                                                                       \
-            return;                                                                                \
+            OUT return;                                                                            \
         }                                                                                          \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         F_REAL(fn) args;                                                                           \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
-        mpi_done(c, FN, ticks, *ierr == 0 ? (bytes) : 0, (hist));                                  \
+        (void)ticks;                                                                               \
+        after OUT                                                                                  \
     }
+
+/* Both Fortran names of the call `stem` (mpi_send: mpi_send_ and mpi_send_f08_). */
+#define F_BOTH(stem, named, args, after)                                                           \
+    F_ONE(stem##_, F77_IN, F77_OUT, named, args, after)                                            \
+    F_ONE(stem##_f08_, F08_IN, F08_OUT, named, args, after)
+
+/* A call counted like MPI_WRAP's: FN (the C name's index), hist, bytes after the call. */
+#define F_WRAP(stem, FN, hist, named, args, bytes)                                                 \
+    F_BOTH(stem, named, args, mpi_done(c, FN, ticks, *ierr == 0 ? (bytes) : 0, (hist));)
 
 /* ---- start and end ----------------------------------------------------------- */
 
-F_DECL(mpi_init_, (fint *));
-CEIL_IP_EXPORT void mpi_init_(fint *ierr)
-{
-    mpi_counters *c = mpi_enter();
-    if (!c) {
-        F_REAL(mpi_init_)(ierr);
-        return;
-    }
-    const uint64_t t0 = ceil_ip_ticks();
-    F_REAL(mpi_init_)(ierr);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    mpi_started(__builtin_return_address(0), *ierr == 0, -1);
-    mpi_done(c, FN_MPI_Init, ticks, 0, -1);
-}
+F_BOTH(mpi_init, (fint *ierr), (ierr),
+       mpi_started(__builtin_return_address(0), *ierr == 0, -1);
+       mpi_done(c, FN_MPI_Init, ticks, 0, -1);)
+F_BOTH(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (required, provided, ierr),
+       mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
+       mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);)
 
-F_DECL(mpi_init_thread_, (fint *, fint *, fint *));
-CEIL_IP_EXPORT void mpi_init_thread_(fint *required, fint *provided, fint *ierr)
-{
-    mpi_counters *c = mpi_enter();
-    if (!c) {
-        F_REAL(mpi_init_thread_)(required, provided, ierr);
-        return;
+/* MPI_Finalize: the record's checkpoint (and gather) before the real call. */
+#define F_FINALIZE(fn, IN, OUT)                                                                    \
+    F_DECL(fn, (fint *));                                                                          \
+    CEIL_IP_EXPORT void fn(fint *ierr)                                                             \
+    {                                                                                              \
+        IN mpi_counters *c = mpi_enter();                                                          \
+        if (!c) {                                                                                  \
+            F_REAL(fn)(ierr);                                                                      \
+            OUT return;                                                                            \
+        }                                                                                          \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        mpi_finalizing(__builtin_return_address(0));                                               \
+        F_REAL(fn)(ierr);                                                                          \
+        mpi_done(c, FN_MPI_Finalize, ceil_ip_ticks() - t0, 0, -1);                                 \
+        OUT                                                                                        \
     }
-    const uint64_t t0 = ceil_ip_ticks();
-    F_REAL(mpi_init_thread_)(required, provided, ierr);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
-    mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);
-}
-
-F_DECL(mpi_finalize_, (fint *));
-CEIL_IP_EXPORT void mpi_finalize_(fint *ierr)
-{
-    mpi_counters *c = mpi_enter();
-    if (!c) {
-        F_REAL(mpi_finalize_)(ierr);
-        return;
-    }
-    const uint64_t t0 = ceil_ip_ticks();
-    mpi_finalizing(__builtin_return_address(0));
-    F_REAL(mpi_finalize_)(ierr);
-    mpi_done(c, FN_MPI_Finalize, ceil_ip_ticks() - t0, 0, -1);
-}
+F_FINALIZE(mpi_finalize_, F77_IN, F77_OUT)
+F_FINALIZE(mpi_finalize_f08_, F08_IN, F08_OUT)
 
 /* ---- point-to-point ------------------------------------------------------------- */
 
+/* A send counted: its peer and its bytes (none when it failed). */
+static inline void f_sent(mpi_counters *c, enum mpi_fn fn, int hist, int ok, const fint *comm, const fint *dest,
+                          const fint *count, const fint *type, uint64_t ticks)
+{
+    const uint64_t n = ok ? BYTES(count, type) : 0;
+    mpi_peer_send(c, COMM(comm), *dest, n, ticks);
+    mpi_done(c, fn, ticks, n, hist);
+}
+
 /* The sends: (buf, count, type, dest, tag, comm[, request], ierr); the posted
  * ones (with a request) go into the posting histogram. */
-#define F_SEND_BODY(fn, FN, hist, args)                                                            \
-    {                                                                                              \
-        mpi_counters *c = mpi_enter();                                                             \
-        if (!c) {                                                                                  \
-            F_REAL(fn) args;                                                                       \
-            return;                                                                                \
-        }                                                                                          \
-        const uint64_t t0 = ceil_ip_ticks();                                                       \
-        F_REAL(fn) args;                                                                           \
-        const uint64_t ticks = ceil_ip_ticks() - t0, n = *ierr == 0 ? BYTES(count, type) : 0;      \
-        mpi_peer_send(c, COMM(comm), *dest, n, ticks);                                             \
-        mpi_done(c, FN, ticks, n, hist);                                                           \
-    }
-#define F_SEND(fn, FN)                                                                             \
-    F_DECL(fn, (void *, fint *, fint *, fint *, fint *, fint *, fint *));                          \
-    CEIL_IP_EXPORT void fn(void *buf, fint *count, fint *type, fint *dest, fint *tag, fint *comm,  \
-                           fint *ierr)                                                             \
-        F_SEND_BODY(fn, FN, MH_P2P, (buf, count, type, dest, tag, comm, ierr))
-#define F_ISEND(fn, FN)                                                                            \
-    F_DECL(fn, (void *, fint *, fint *, fint *, fint *, fint *, fint *, fint *));                  \
-    CEIL_IP_EXPORT void fn(void *buf, fint *count, fint *type, fint *dest, fint *tag, fint *comm,  \
-                           fint *req, fint *ierr)                                                  \
-        F_SEND_BODY(fn, FN, MH_POST, (buf, count, type, dest, tag, comm, req, ierr))
-F_SEND(mpi_send_, FN_MPI_Send)
-F_SEND(mpi_ssend_, FN_MPI_Ssend)
-F_SEND(mpi_bsend_, FN_MPI_Bsend)
-F_SEND(mpi_rsend_, FN_MPI_Rsend)
-F_ISEND(mpi_isend_, FN_MPI_Isend)
-F_ISEND(mpi_issend_, FN_MPI_Issend)
-F_ISEND(mpi_ibsend_, FN_MPI_Ibsend)
-F_ISEND(mpi_irsend_, FN_MPI_Irsend)
+#define F_SEND(stem, FN)                                                                           \
+    F_BOTH(stem, (void *buf, fint *count, fint *type, fint *dest, fint *tag, fint *comm, fint *ierr), \
+           (buf, count, type, dest, tag, comm, ierr),                                              \
+           f_sent(c, FN, MH_P2P, *ierr == 0, comm, dest, count, type, ticks);)
+#define F_ISEND(stem, FN)                                                                          \
+    F_BOTH(stem,                                                                                   \
+           (void *buf, fint *count, fint *type, fint *dest, fint *tag, fint *comm, fint *req, fint *ierr), \
+           (buf, count, type, dest, tag, comm, req, ierr),                                         \
+           f_sent(c, FN, MH_POST, *ierr == 0, comm, dest, count, type, ticks);)
+F_SEND(mpi_send, FN_MPI_Send)
+F_SEND(mpi_ssend, FN_MPI_Ssend)
+F_SEND(mpi_bsend, FN_MPI_Bsend)
+F_SEND(mpi_rsend, FN_MPI_Rsend)
+F_ISEND(mpi_isend, FN_MPI_Isend)
+F_ISEND(mpi_issend, FN_MPI_Issend)
+F_ISEND(mpi_ibsend, FN_MPI_Ibsend)
+F_ISEND(mpi_irsend, FN_MPI_Irsend)
 
-F_WRAP(mpi_irecv_, FN_MPI_Irecv, MH_POST,
+F_WRAP(mpi_irecv, FN_MPI_Irecv, MH_POST,
        (void *buf, fint *count, fint *type, fint *src, fint *tag, fint *comm, fint *req, fint *ierr),
        (buf, count, type, src, tag, comm, req, ierr), BYTES(count, type))
 
 /* MPI_Recv: the bytes that arrived, from the status. */
-F_WRAP(mpi_recv_, FN_MPI_Recv, MH_P2P,
+F_WRAP(mpi_recv, FN_MPI_Recv, MH_P2P,
        (void *buf, fint *count, fint *type, fint *src, fint *tag, fint *comm, fint *status, fint *ierr),
        (buf, count, type, src, tag, comm, status, ierr), mpi_fortran_status_bytes(status, TYPE(type)))
-F_WRAP(mpi_probe_, FN_MPI_Probe, -1, (fint *src, fint *tag, fint *comm, fint *status, fint *ierr),
+F_WRAP(mpi_probe, FN_MPI_Probe, -1, (fint *src, fint *tag, fint *comm, fint *status, fint *ierr),
        (src, tag, comm, status, ierr), 0)
 
-F_DECL(mpi_sendrecv_, (void *, fint *, fint *, fint *, fint *, void *, fint *, fint *, fint *, fint *, fint *,
-                       fint *, fint *));
-CEIL_IP_EXPORT void mpi_sendrecv_(void *sbuf, fint *scount, fint *stype, fint *dest, fint *stag, void *rbuf,
-                                  fint *rcount, fint *rtype, fint *src, fint *rtag, fint *comm, fint *status,
-                                  fint *ierr)
+/* A sendrecv counted: the send to dest, the bytes the status says arrived. */
+static inline void f_sendrecv(mpi_counters *c, enum mpi_fn fn, int ok, const fint *comm, const fint *dest,
+                              const fint *scount, const fint *stype, const fint *status, const fint *rtype,
+                              uint64_t ticks)
 {
-    mpi_counters *c = mpi_enter();
-    if (!c) {
-        F_REAL(mpi_sendrecv_)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status, ierr);
-        return;
-    }
-    const uint64_t t0 = ceil_ip_ticks();
-    F_REAL(mpi_sendrecv_)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status, ierr);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    const int ok = *ierr == 0;
-    mpi_sendrecv_done(c, FN_MPI_Sendrecv, COMM(comm), *dest, ticks, ok ? BYTES(scount, stype) : 0,
+    mpi_sendrecv_done(c, fn, COMM(comm), *dest, ticks, ok ? BYTES(scount, stype) : 0,
                       ok ? mpi_fortran_status_bytes(status, TYPE(rtype)) : 0);
 }
 
-F_DECL(mpi_sendrecv_replace_, (void *, fint *, fint *, fint *, fint *, fint *, fint *, fint *, fint *, fint *));
-CEIL_IP_EXPORT void mpi_sendrecv_replace_(void *buf, fint *count, fint *type, fint *dest, fint *stag, fint *src,
-                                          fint *rtag, fint *comm, fint *status, fint *ierr)
-{
-    mpi_counters *c = mpi_enter();
-    if (!c) {
-        F_REAL(mpi_sendrecv_replace_)(buf, count, type, dest, stag, src, rtag, comm, status, ierr);
-        return;
-    }
-    const uint64_t t0 = ceil_ip_ticks();
-    F_REAL(mpi_sendrecv_replace_)(buf, count, type, dest, stag, src, rtag, comm, status, ierr);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    const int ok = *ierr == 0;
-    mpi_sendrecv_done(c, FN_MPI_Sendrecv_replace, COMM(comm), *dest, ticks, ok ? BYTES(count, type) : 0,
-                      ok ? mpi_fortran_status_bytes(status, TYPE(type)) : 0);
-}
+F_BOTH(mpi_sendrecv,
+       (void *sbuf, fint *scount, fint *stype, fint *dest, fint *stag, void *rbuf, fint *rcount, fint *rtype,
+        fint *src, fint *rtag, fint *comm, fint *status, fint *ierr),
+       (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status, ierr),
+       f_sendrecv(c, FN_MPI_Sendrecv, *ierr == 0, comm, dest, scount, stype, status, rtype, ticks);)
+F_BOTH(mpi_sendrecv_replace,
+       (void *buf, fint *count, fint *type, fint *dest, fint *stag, fint *src, fint *rtag, fint *comm,
+        fint *status, fint *ierr),
+       (buf, count, type, dest, stag, src, rtag, comm, status, ierr),
+       f_sendrecv(c, FN_MPI_Sendrecv_replace, *ierr == 0, comm, dest, count, type, status, type, ticks);)
 
 /* ---- completion: time only ----------------------------------------------------------- */
 
-F_WRAP(mpi_wait_, FN_MPI_Wait, -1, (fint *req, fint *status, fint *ierr), (req, status, ierr), 0)
-F_WRAP(mpi_waitall_, FN_MPI_Waitall, -1, (fint *n, fint *reqs, fint *statuses, fint *ierr),
+F_WRAP(mpi_wait, FN_MPI_Wait, -1, (fint *req, fint *status, fint *ierr), (req, status, ierr), 0)
+F_WRAP(mpi_waitall, FN_MPI_Waitall, -1, (fint *n, fint *reqs, fint *statuses, fint *ierr),
        (n, reqs, statuses, ierr), 0)
-F_WRAP(mpi_waitany_, FN_MPI_Waitany, -1, (fint *n, fint *reqs, fint *index, fint *status, fint *ierr),
+F_WRAP(mpi_waitany, FN_MPI_Waitany, -1, (fint *n, fint *reqs, fint *index, fint *status, fint *ierr),
        (n, reqs, index, status, ierr), 0)
-F_WRAP(mpi_waitsome_, FN_MPI_Waitsome, -1,
+F_WRAP(mpi_waitsome, FN_MPI_Waitsome, -1,
        (fint *n, fint *reqs, fint *done, fint *indices, fint *statuses, fint *ierr),
        (n, reqs, done, indices, statuses, ierr), 0)
-F_WRAP(mpi_test_, FN_MPI_Test, -1, (fint *req, fint *flag, fint *status, fint *ierr), (req, flag, status, ierr), 0)
-F_WRAP(mpi_testall_, FN_MPI_Testall, -1, (fint *n, fint *reqs, fint *flag, fint *statuses, fint *ierr),
+F_WRAP(mpi_test, FN_MPI_Test, -1, (fint *req, fint *flag, fint *status, fint *ierr), (req, flag, status, ierr), 0)
+F_WRAP(mpi_testall, FN_MPI_Testall, -1, (fint *n, fint *reqs, fint *flag, fint *statuses, fint *ierr),
        (n, reqs, flag, statuses, ierr), 0)
-F_WRAP(mpi_testany_, FN_MPI_Testany, -1,
+F_WRAP(mpi_testany, FN_MPI_Testany, -1,
        (fint *n, fint *reqs, fint *index, fint *flag, fint *status, fint *ierr),
        (n, reqs, index, flag, status, ierr), 0)
-F_WRAP(mpi_testsome_, FN_MPI_Testsome, -1,
+F_WRAP(mpi_testsome, FN_MPI_Testsome, -1,
        (fint *n, fint *reqs, fint *done, fint *indices, fint *statuses, fint *ierr),
        (n, reqs, done, indices, statuses, ierr), 0)
-F_WRAP(mpi_iprobe_, FN_MPI_Iprobe, -1, (fint *src, fint *tag, fint *comm, fint *flag, fint *status, fint *ierr),
+F_WRAP(mpi_iprobe, FN_MPI_Iprobe, -1, (fint *src, fint *tag, fint *comm, fint *flag, fint *status, fint *ierr),
        (src, tag, comm, flag, status, ierr), 0)
 
 /* ---- collectives: the bytes as mpi_coll.c counts them ------------------------------------ */
 
-F_WRAP(mpi_barrier_, FN_MPI_Barrier, MH_COLL, (fint *comm, fint *ierr), (comm, ierr), 0)
-F_WRAP(mpi_bcast_, FN_MPI_Bcast, MH_COLL, (void *buf, fint *count, fint *type, fint *root, fint *comm, fint *ierr),
+F_WRAP(mpi_barrier, FN_MPI_Barrier, MH_COLL, (fint *comm, fint *ierr), (comm, ierr), 0)
+F_WRAP(mpi_bcast, FN_MPI_Bcast, MH_COLL, (void *buf, fint *count, fint *type, fint *root, fint *comm, fint *ierr),
        (buf, count, type, root, comm, ierr), BYTES(count, type))
-F_WRAP(mpi_reduce_, FN_MPI_Reduce, MH_COLL,
+F_WRAP(mpi_reduce, FN_MPI_Reduce, MH_COLL,
        (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *root, fint *comm, fint *ierr),
        (sbuf, rbuf, count, type, op, root, comm, ierr), BYTES(count, type))
-F_WRAP(mpi_allreduce_, FN_MPI_Allreduce, MH_COLL,
-       (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *comm, fint *ierr),
-       (sbuf, rbuf, count, type, op, comm, ierr), BYTES(count, type))
+
+/* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm). */
+#define F_ALLREDUCE(stem, FN)                                                                      \
+    F_WRAP(stem, FN, MH_COLL, (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *comm, fint *ierr), \
+           (sbuf, rbuf, count, type, op, comm, ierr), BYTES(count, type))
+F_ALLREDUCE(mpi_allreduce, FN_MPI_Allreduce)
+F_ALLREDUCE(mpi_scan, FN_MPI_Scan)
+F_ALLREDUCE(mpi_exscan, FN_MPI_Exscan)
+F_ALLREDUCE(mpi_reduce_scatter_block, FN_MPI_Reduce_scatter_block)
+F_WRAP(mpi_reduce_scatter, FN_MPI_Reduce_scatter, MH_COLL,
+       (void *sbuf, void *rbuf, fint *counts, fint *type, fint *op, fint *comm, fint *ierr),
+       (sbuf, rbuf, counts, type, op, comm, ierr), mpi_own_block(counts, TYPE(type), COMM(comm)))
 
 /* Gather, Allgather, Alltoall: one block, the one sent (received with MPI_IN_PLACE). */
 #define F_BLOCK_SENT (mpi_fortran_in_place(sbuf) ? BYTES(rcount, rtype) : BYTES(scount, stype))
-F_WRAP(mpi_gather_, FN_MPI_Gather, MH_COLL,
+F_WRAP(mpi_gather, FN_MPI_Gather, MH_COLL,
        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root, fint *comm,
         fint *ierr),
        (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr), F_BLOCK_SENT)
-F_WRAP(mpi_scatter_, FN_MPI_Scatter, MH_COLL,
+F_WRAP(mpi_scatter, FN_MPI_Scatter, MH_COLL,
        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root, fint *comm,
         fint *ierr),
        (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr),
        mpi_fortran_in_place(rbuf) ? BYTES(scount, stype) : BYTES(rcount, rtype))
-F_WRAP(mpi_allgather_, FN_MPI_Allgather, MH_COLL,
+F_WRAP(mpi_allgather, FN_MPI_Allgather, MH_COLL,
        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *comm, fint *ierr),
        (sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr), F_BLOCK_SENT)
-F_WRAP(mpi_alltoall_, FN_MPI_Alltoall, MH_COLL,
+F_WRAP(mpi_alltoall, FN_MPI_Alltoall, MH_COLL,
        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *comm, fint *ierr),
        (sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr), F_BLOCK_SENT)
+
+/* The v-collectives: Gatherv, Allgatherv the block sent (this rank's receive
+ * count in place); Scatterv the block received (this rank's send count in
+ * place at the root); Alltoallv the mean block. */
+#define F_OWN(counts, type, comm) mpi_own_block(counts, TYPE(type), COMM(comm))
+#define F_MEAN(counts, type, comm) mpi_mean_block(counts, TYPE(type), COMM(comm))
+F_WRAP(mpi_gatherv, FN_MPI_Gatherv, MH_COLL,
+       (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *root,
+        fint *comm, fint *ierr),
+       (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, ierr),
+       mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
+F_WRAP(mpi_allgatherv, FN_MPI_Allgatherv, MH_COLL,
+       (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *comm,
+        fint *ierr),
+       (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, ierr),
+       mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
+F_WRAP(mpi_scatterv, FN_MPI_Scatterv, MH_COLL,
+       (void *sbuf, fint *scounts, fint *displs, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root,
+        fint *comm, fint *ierr),
+       (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, ierr),
+       mpi_fortran_in_place(rbuf) ? F_OWN(scounts, stype, comm) : BYTES(rcount, rtype))
+F_WRAP(mpi_alltoallv, FN_MPI_Alltoallv, MH_COLL,
+       (void *sbuf, fint *scounts, fint *sdispls, fint *stype, void *rbuf, fint *rcounts, fint *rdispls,
+        fint *rtype, fint *comm, fint *ierr),
+       (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, ierr),
+       mpi_fortran_in_place(sbuf) ? F_MEAN(rcounts, rtype, comm) : F_MEAN(scounts, stype, comm))
+
+/* The non-blocking collectives (class icoll): the bytes at posting, no
+ * histogram (their time is in the wait that completes them). */
+F_WRAP(mpi_ibarrier, FN_MPI_Ibarrier, -1, (fint *comm, fint *req, fint *ierr), (comm, req, ierr), 0)
+F_WRAP(mpi_ibcast, FN_MPI_Ibcast, -1,
+       (void *buf, fint *count, fint *type, fint *root, fint *comm, fint *req, fint *ierr),
+       (buf, count, type, root, comm, req, ierr), BYTES(count, type))
+F_WRAP(mpi_ireduce, FN_MPI_Ireduce, -1,
+       (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *root, fint *comm, fint *req, fint *ierr),
+       (sbuf, rbuf, count, type, op, root, comm, req, ierr), BYTES(count, type))
+F_WRAP(mpi_iallreduce, FN_MPI_Iallreduce, -1,
+       (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *comm, fint *req, fint *ierr),
+       (sbuf, rbuf, count, type, op, comm, req, ierr), BYTES(count, type))
+#define F_IALLGATHER(stem, FN)                                                                     \
+    F_WRAP(stem, FN, -1,                                                                           \
+           (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *comm, fint *req, \
+            fint *ierr),                                                                           \
+           (sbuf, scount, stype, rbuf, rcount, rtype, comm, req, ierr), F_BLOCK_SENT)
+F_IALLGATHER(mpi_iallgather, FN_MPI_Iallgather)
+F_IALLGATHER(mpi_ialltoall, FN_MPI_Ialltoall)
