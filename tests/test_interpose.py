@@ -159,6 +159,31 @@ def test_threads_beyond_the_reserved_slots_are_reported_lost_not_counted(tmp_pat
     assert r["lines"]["null"][0]["calls"] == 1
 
 
+def test_the_record_has_each_live_threads_times_as_the_kernel_counted_them(tmp_path):
+    """The proc module (proc.c): every thread alive at the record, its life, time on a CPU and
+    waiting for one, read from /proc/self/task with raw system calls. What lets rank 0's
+    ceiling split the time of ranks its sampler never saw."""
+    out = tmp_path / "rec"
+    code = ("import threading, time\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "end = time.thread_time() + 0.3\n"
+            "while time.thread_time() < end: pass\n")
+    r = python(code, out)
+    assert r.returncode == 0, r.stderr
+    rec = only_record(out)
+    tasks = [ln for ln in rec["lines"]["proc"] if "task" in ln]
+    [summary] = [ln for ln in rec["lines"]["proc"] if "tasks" in ln]
+    assert summary["tasks"] == summary["shown"] == len(tasks) >= 2 and summary["clk_tck"] > 0
+    pid = rec["process"]["pid"]
+    main = next(t for t in tasks if t["task"] == pid)
+    sleeper = [t for t in tasks if t["task"] != pid]
+    assert main["run_ns"] >= 0.29e9                        # thread_time is this thread's CPU time
+    assert all(t["life_ns"] >= t["run_ns"] + t["runq_ns"] for t in tasks), tasks
+    assert min(t["run_ns"] for t in sleeper) < 0.1e9      # the sleeping thread hardly ran
+    if summary["schedstat"]:
+        assert main["utime_ticks"] + main["stime_ticks"] >= 0.2 * summary["clk_tck"]
+
+
 def test_a_forked_child_writes_a_record_of_its_own_calls(tmp_path):
     out = tmp_path / "rec"
     code = ("import os\n"

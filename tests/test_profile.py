@@ -289,6 +289,29 @@ def test_a_lifetime_is_never_shorter_than_the_time_it_accounts_for():
     assert sp.life_s == pytest.approx(1.2) and sp.off_s == 0.0
 
 
+def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
+    """mpirun -n 2 ceiling profile -- ./app: rank 1's threads reach rank 0's report through its
+    record (proc.c): a busy main thread, an idle helper left out, and CPU time of threads that
+    ended before the record counted on a CPU."""
+    from ceiling.analysis.profile import record_split, record_threads
+    rec = {"process": {"pid": 50, "host": "n2", "utime_us": 2_500_000, "stime_us": 0},
+           "lines": {"proc": [{"task": 50, "life_ns": 2_000_000_000, "run_ns": 1_500_000_000, "runq_ns": 100_000_000},
+                              {"task": 51, "life_ns": 1_900_000_000, "run_ns": 1_000_000, "runq_ns": 0},
+                              {"tasks": 2, "shown": 2, "schedstat": 1, "clk_tck": 100}]}}
+    threads, idle, unseen = record_threads(rec)
+    assert [n for n, _ in threads] == ["50/50"] and idle == ["50/51"]
+    assert unseen == pytest.approx(2.5 - 1.501)
+    sp = record_split(rec)
+    assert sp.on_s == pytest.approx(1.5 + 0.999) and sp.runq_s == pytest.approx(0.1)
+    assert record_split({"process": {"pid": 1}, "lines": {}}) is None
+    # rank 0 sampled on one CPU half the time; rank 1 from its record: both in the split
+    s = sampled((0.5, 0.0, 1.0))
+    _, _, _, b = conclude(s, None, 1.0, 2, others=[rec])
+    assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0}
+    assert b["shares"]["on_cpu"] == pytest.approx((0.5 + 1.5 + 0.999) / (1.0 + 2.0 + 0.999))
+    assert b["idle_threads"] == ["50/51 n2"]
+
+
 def test_interposer_records_are_read_back_with_a_cut_record_kept():
     text = ("ceiling-interpose 1\nprocess pid=7 ppid=1 exe=/bin/x%20y reason=exit\nmodule name=null version=1\n"
             "null calls=3\nend pid=7 truncated=0\nceiling-interpose 1\nprocess pid=8\nnull calls=1\n")

@@ -280,6 +280,12 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
         assert per[rank]["classes"]["send"] == {"calls": 500, "ns": per[rank]["classes"]["send"]["ns"],
                                                 "bytes": 500 * 64}
     assert "profile.mpi.ranks_missing" not in {f["id"] for f in doc["findings"]}
+    # rank 1's threads are in the split from its record, and each rank's CPU shares in the table
+    assert prof["from_records"]["processes"] == 1 and prof["from_records"]["threads"] >= 1, prof["from_records"]
+    for rank in (0, 1):
+        cpu = per[rank]["cpu"]
+        assert cpu and sum(cpu.values()) == pytest.approx(1.0, abs=0.01) and cpu["on_cpu"] > 0, per[rank]
+    assert "the other ranks' threads as the kernel counted them" in " ".join(r.stderr.split())
 
 
 def test_a_rank_of_a_launch_is_told_by_its_launchers_variables():

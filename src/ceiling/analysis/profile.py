@@ -108,6 +108,41 @@ def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = (), idle: Seque
     return out
 
 
+def record_threads(rec: Dict[str, Any]) -> Tuple[List[Tuple[str, Split]], List[str], float]:
+    """A process's threads from its interposer record's proc lines (csrc/interpose/proc.c: the
+    threads alive when the record was written, with the kernel's run and run-queue times), for a
+    process the sampler did not watch (a rank wrapped by a ceiling of its own, on any node):
+    ("pid/tid", its split) per thread, the idle helpers among them (left out, as
+    ``idle_helpers``), and the CPU seconds of its threads that had ended by then (the process
+    line's utime + stime less the live threads'), which count on a CPU. Empty without proc lines."""
+    lines = rec.get("lines", {}).get("proc", [])
+    tasks = [ln for ln in lines if isinstance(ln.get("task"), int)]
+    if not tasks:
+        return [], [], 0.0
+    pid = rec.get("process", {}).get("pid")
+    out, idle = [], []
+    for ln in tasks:
+        life, on, runq = (ln.get(k, 0) / 1e9 for k in ("life_ns", "run_ns", "runq_ns"))
+        name = f"{pid}/{ln['task']}"
+        if ln["task"] != pid and life > 0 and on < IDLE_HELPER * life:
+            idle.append(name)
+            continue
+        out.append((name, Split(max(life, on + runq), on, runq)))
+    proc = rec.get("process", {})
+    cpu = (proc.get("utime_us", 0) + proc.get("stime_us", 0)) / 1e6
+    return out, idle, max(0.0, cpu - sum(ln.get("run_ns", 0) for ln in tasks) / 1e9)
+
+
+def record_split(rec: Dict[str, Any]) -> Optional[Split]:
+    """One process's split from its record (``record_threads`` summed, the ended threads' CPU
+    on a CPU); None without proc lines."""
+    threads, _, unseen = record_threads(rec)
+    if not threads:
+        return None
+    return Split(sum(sp.life_s for _, sp in threads) + unseen, sum(sp.on_s for _, sp in threads) + unseen,
+                 sum(sp.runq_s for _, sp in threads))
+
+
 IO_BOUND = 0.30            # inside I/O calls this share of the threads' time: I/O-bound
 SMALL_IO = 64 * 1024       # mean request below this: small requests
 IO_CLASSES = ("read", "write", "meta", "sync")
@@ -145,25 +180,41 @@ def intercepted_calls(records: Sequence[Dict[str, Any]], modules: Sequence[str] 
 
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
              io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
-             counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = ()
+             counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = (),
+             others: Sequence[Dict[str, Any]] = ()
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
     interposer's records, when it counted; ``mpi``: analysis/profile_mpi.conclude of them;
     ``counters``: what probes/perf_counters.py counted; ``leave_out``: launchers known
-    otherwise, as MPI ranks' ancestors)."""
+    otherwise, as MPI ranks' ancestors; ``others``: records of the program's processes the
+    sampler did not watch, whose threads join the split from their proc lines)."""
     waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
     idle = idle_helpers(s, waiters)
     per = [(name, sp) for name, sp in splits(s, wall_s, waiters, set(idle)) if sp.life_s >= MIN_LIFE_S]
     seen_on = sum(sp.on_s for _, sp in per)
     exact_cpu = ru.user_s + ru.system_s if ru else None
     unseen = max(0.0, exact_cpu - seen_on) if exact_cpu is not None else 0.0
-    total = Split(sum(sp.life_s for _, sp in per) + unseen, seen_on + unseen, sum(sp.runq_s for _, sp in per))
+    from_records = {"processes": 0, "threads": 0, "without_proc_lines": 0}
+    for rec in others:
+        threads, rec_idle, rec_unseen = record_threads(rec)
+        if not threads:
+            from_records["without_proc_lines"] += 1
+            continue
+        host = rec.get("process", {}).get("host", "")
+        threads = [(f"{n} {host}".rstrip(), sp) for n, sp in threads if sp.life_s >= MIN_LIFE_S]
+        per += threads
+        idle += [f"{n} {host}".rstrip() for n in rec_idle]
+        unseen += rec_unseen
+        from_records["processes"] += 1
+        from_records["threads"] += len(threads)
+    total = Split(sum(sp.life_s for _, sp in per) + unseen, sum(sp.on_s for _, sp in per) + unseen,
+                  sum(sp.runq_s for _, sp in per))
     shares = total.shares() if total.life_s > 0 else {}
     spread = {k: _spread([sp.shares()[k] for _, sp in per]) for k in ("on_cpu", "runq", "off_cpu")} if per else {}
     breakdown = {"thread_seconds": round(total.life_s, 6), "shares": shares, "per_thread": spread,
                  "threads": len(per), "unsampled_cpu_s": round(unseen, 6), "samples": s.samples,
                  "launchers": [f"{pid} {s.processes[pid].comm}" for pid in waiters], "idle_threads": idle,
-                 "schedstat": s.schedstat, "cpus": cpus,
+                 "schedstat": s.schedstat, "cpus": cpus, "from_records": from_records,
                  "sampler": {"interval_s": s.interval_s, "cpu_s": round(s.cost_cpu_s, 6),
                              "share_of_one_cpu": s.cost_cpu_s / wall_s if wall_s else None}}
 

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..results.analysis import Bound
 from ..results.model import HIGHER, LOWER, WARN, Finding, Metric
+from .profile import record_split
 
 # One-sided transfers count with point-to-point, their synchronisation (fences, locks, flushes)
 # with waiting: that is where the transfers complete and ranks wait for each other.
@@ -76,6 +77,8 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "peers": {ln["peer"]: {"calls": ln.get("calls", 0), "bytes": ln.get("bytes", 0)}
                       for ln in lines if "peer" in ln and isinstance(ln["peer"], int)},
             "threads": proc.get("threads", 1),
+            # where its threads' lives went, as its proc lines say (none: a record without them)
+            "cpu": (lambda sp: {k: round(v, 4) for k, v in sp.shares().items()} if sp else None)(record_split(rec)),
             "write_bytes": sum(ln.get("bytes", 0) for ln in writes) + classes.get("io_write", {}).get("bytes", 0),
             "write_s": (sum(ln.get("ns", 0) for ln in writes) + classes.get("io_write", {}).get("ns", 0)) / 1e9,
         })
@@ -142,7 +145,7 @@ def conclude(records: Sequence[Dict[str, Any]]
         "load_balance": lb, "communication_efficiency": ce, "parallel_efficiency": pe,
         "small_message_share": small,
         "per_rank": [{k: r[k] for k in ("rank", "host", "pid", "run_s", "mpi_s", "groups", "init_s",
-                                        "finalize_s", "classes", "peers", "threads")} for r in rs],
+                                        "finalize_s", "classes", "peers", "threads", "cpu")} for r in rs],
         "functions": _functions(rs), "hist": _hist(rs),
     }
     ctx = {"ranks": len(rs), "per_rank": _spread(share)}

@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 from ..results.model import Run
 from .terminal_profile import (FILE_HEADS, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
-                               mpi_rank_rows)
+                               mpi_rank_rows, rank_cpu, wrapped_text)
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
          ("off_cpu", "off any CPU", "#bdbdbd"))
@@ -42,6 +42,8 @@ def application_section(run: Run) -> str:
     parts.append(_io_table(prof))
     parts.append(_files(prof.get("files") or {}))
     parts.append(_mpi(prof.get("mpi") or {}))
+    if prof.get("wrapped"):
+        parts.append(f'<p class="hint">{esc(wrapped_text(prof))}</p>')
     if prof.get("ceilings"):
         parts.append("<h3>Against this node's ceilings</h3><ul>"
                      + "".join(f"<li>{esc(ceiling_text(c))}</li>" for c in prof["ceilings"]) + "</ul>")
@@ -121,14 +123,15 @@ def _mpi(mpi: Dict[str, Any]) -> str:
         rows.append(f'<tr><td class="n">{r["rank"]}</td><td>{esc(str(r["host"]))}</td>'
                     f'<td class="n">{r["run_s"]:.3g}</td><td class="n">{share:.0%}</td>'
                     + "".join(f'<td class="n">{g.get(k, 0):.3g}</td>' for k in ("p2p", "wait", "coll", "io"))
-                    + "</tr>")
+                    + "".join(f'<td class="n">{v}</td>' for v in rank_cpu(r)) + "</tr>")
     fns = "".join(f'<tr><td>{esc(f["fn"])}</td><td class="n">{f["calls"]}</td><td class="n">{f["ns"] / 1e9:.3g}</td>'
                   f'<td class="n">{(f["bytes"] / f["calls"] / 1024 if f["calls"] else 0):.3g}</td></tr>'
                   for f in (mpi.get("functions") or [])[:12])
     return (f"<h3>MPI</h3><p>{esc(mpi_headline(mpi))}.</p>"
             '<table><thead><tr><th class="n">rank</th><th>host</th><th class="n">run s</th><th class="n">in MPI</th>'
             '<th class="n">point-to-point s</th><th class="n">waiting s</th><th class="n">collectives s</th>'
-            f'<th class="n">MPI-IO s</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            '<th class="n">MPI-IO s</th><th class="n">on a CPU</th><th class="n">waiting for a CPU</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             '<table><thead><tr><th>call (all ranks)</th><th class="n">calls</th><th class="n">seconds</th>'
             f'<th class="n">KiB per call</th></tr></thead><tbody>{fns}</tbody></table>' + _sizes(mpi))
 

@@ -46,9 +46,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     if prof.get("mpi"):
         lines += ["", *_mpi(prof["mpi"], st, width)]
     if prof.get("wrapped"):
-        lines.extend(T._wrap(f"(each of the {prof['wrapped']['size']} ranks ran under a ceiling of its own; this "
-                             "is rank 0's: the MPI and I/O figures are every rank's, gathered at MPI_Finalize, the "
-                             "split above is rank 0's process only)", width, "   ", "  "))
+        lines.extend(T._wrap(wrapped_text(prof), width, "   ", "  "))
     if prof.get("ceilings"):
         lines += ["", st("Against this node's ceilings", "bold")]
         for c in prof["ceilings"]:
@@ -61,6 +59,18 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines += ["", T.findings(run, color=color, width=width)]
     lines += ["", *T._wrap(cost_text(run, prof), width, "    ", "  ")]
     return "\n".join(lines)
+
+
+def wrapped_text(prof: Dict[str, Any]) -> str:
+    """What a report made by rank 0's ceiling covers, when every rank ran under one."""
+    rec = prof.get("from_records") or {}
+    split = ("the split above is rank 0's process, sampled, and the other ranks' threads as the kernel counted "
+             f"them at their MPI_Finalize ({rec['processes']} process(es), {rec['threads']} thread(s))"
+             if rec.get("processes") else "the split above is rank 0's process only")
+    if rec.get("without_proc_lines"):
+        split += f"; {rec['without_proc_lines']} process(es) sent no thread times"
+    return (f"(each of the {prof['wrapped']['size']} ranks ran under a ceiling of its own; this is rank 0's: the "
+            f"MPI and I/O figures are every rank's, gathered at MPI_Finalize; {split})")
 
 
 def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
@@ -157,6 +167,12 @@ def mpi_rank_rows(mpi: Dict[str, Any]) -> List[Dict[str, Any]]:
     return by[:3] + by[-3:]
 
 
+def rank_cpu(r: Dict[str, Any]) -> tuple:
+    """A rank's threads on a CPU and waiting for one, as shares of their lives ("-" unknown)."""
+    cpu = r.get("cpu") or {}
+    return tuple(f"{cpu[k]:.0%}" if cpu.get(k) is not None else "-" for k in ("on_cpu", "runq"))
+
+
 def mpi_headline(mpi: Dict[str, Any]) -> str:
     sh = mpi.get("share") or {}
     eff = [f"{words} {mpi[k]:.0%}" for k, words in (("load_balance", "load balance"),
@@ -173,12 +189,14 @@ def _mpi(mpi: Dict[str, Any], st, width: int) -> List[str]:
     out = [st("MPI", "bold")]
     out += T._wrap(mpi_headline(mpi), width, "    ", "  ")
     rows = mpi_rank_rows(mpi)
-    out.append(f"  {'rank':>6} {'run s':>8} {'in MPI':>7} {'p2p s':>8} {'wait s':>8} {'coll s':>8} {'MPI-IO s':>9}")
+    out.append(f"  {'rank':>6} {'run s':>8} {'in MPI':>7} {'p2p s':>8} {'wait s':>8} {'coll s':>8} {'MPI-IO s':>9}"
+               f" {'on CPU':>7} {'CPU wait':>8}")
     for r in rows:
         g = r.get("groups") or {}
         share = r["mpi_s"] / r["run_s"] if r["run_s"] else 0.0
+        on, runq = rank_cpu(r)
         out.append(f"  {r['rank']:>6} {r['run_s']:>8.3g} {share:>7.0%} {g.get('p2p', 0):>8.3g} "
-                   f"{g.get('wait', 0):>8.3g} {g.get('coll', 0):>8.3g} {g.get('io', 0):>9.3g}")
+                   f"{g.get('wait', 0):>8.3g} {g.get('coll', 0):>8.3g} {g.get('io', 0):>9.3g} {on:>7} {runq:>8}")
     if len(rows) < len(mpi.get("per_rank") or []):
         out.append(f"  (the 3 ranks with the most and the 3 with the least time outside MPI, of {mpi['ranks']})")
     top = [f for f in mpi.get("functions") or [] if f["fn"] not in ("MPI_Init", "MPI_Init_thread")][:5]

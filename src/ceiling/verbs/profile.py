@@ -253,9 +253,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
+    # wrapped: the other ranks' threads, which this ceiling's sampler and rusage never saw, from their records
+    others = unwatched(own, child.pid) if wrapped else []
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
                                                     wall, cpus, io_calls(own), mpi_conclude(own), counters,
-                                                    sorted(waiters))
+                                                    sorted(waiters), others)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]})})
@@ -290,6 +292,28 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
+
+
+def unwatched(records: list, root: int) -> list:
+    """The records of processes outside ``root``'s tree on this host (the ranks other
+    ceilings wrapped, here or on other nodes): what neither this ceiling's sampler nor its
+    wait4 rusage covered. A process is in the tree when its ppid chain, through the records,
+    reaches ``root``."""
+    here = os.uname().nodename
+    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in records
+              if r.get("process", {}).get("host") == here}
+    out = []
+    for r in records:
+        p = r.get("process", {})
+        pid, seen = p.get("pid"), set()
+        if p.get("host") == here:
+            while pid is not None and pid != root and pid not in seen:
+                seen.add(pid)
+                pid = parent.get(pid)
+            if pid == root:
+                continue
+        out.append(r)
+    return out
 
 
 EXPERIMENT_ROUNDS = 2
