@@ -104,6 +104,14 @@ int main(int argc, char **argv)
         }
         MPI_Request_free(&rq[0]);
         MPI_Request_free(&rq[1]);
+        /* new persistent requests, maybe on the freed handles: started one by one */
+        MPI_Send_init(mine, 20, MPI_DOUBLE, other, 4, MPI_COMM_WORLD, &rq[0]);
+        MPI_Recv_init(got, 20, MPI_DOUBLE, other, 4, MPI_COMM_WORLD, &rq[1]);
+        MPI_Start(&rq[1]);
+        MPI_Start(&rq[0]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        MPI_Request_free(&rq[0]);
+        MPI_Request_free(&rq[1]);
         MPI_Comm ring;
         int dims[1] = {2}, periods[1] = {0};
         MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
@@ -220,7 +228,9 @@ def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path)
     assert fns["MPI_Win_fence"]["calls"] == 120
     assert fns["MPI_Accumulate"]["bytes"] == 16 and fns["MPI_Fetch_and_op"]["bytes"] == 16
     assert fns["MPI_Win_lock"]["calls"] == 2 and fns["MPI_Win_unlock"]["calls"] == 2
-    assert fns["MPI_Startall"]["calls"] == 6
+    # persistent requests: each start counts the bytes its MPI_Send_init / MPI_Recv_init set
+    assert fns["MPI_Startall"]["calls"] == 6 and fns["MPI_Startall"]["bytes"] == 6 * (80 + 80)
+    assert fns["MPI_Start"]["calls"] == 4 and fns["MPI_Start"]["bytes"] == 4 * 160
     # a line of two ranks without wrap-around: each has one neighbour, so one block of one double
     assert fns["MPI_Neighbor_allgather"]["bytes"] == 16 and fns["MPI_Neighbor_alltoall"]["calls"] == 2
     for rank in mpi["per_rank"]:
@@ -229,6 +239,8 @@ def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path)
         assert c["rma_sync"]["calls"] == 60 + 2
         g = rank["groups"]
         assert g["wait"] >= c["rma_sync"]["ns"] / 1e9 * 0.999      # fences count as waiting
+        other = str(1 - rank["rank"])
+        assert rank["peers"][other] == {"calls": 3 + 1, "bytes": 3 * 80 + 160}, rank["peers"]
 
 
 @needs_mpi

@@ -34,7 +34,8 @@
  * MPI_Finalize), send (blocking sends), recv (MPI_Recv, MPI_Probe),
  * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
  * transfer's time is in the wait that completes it; MPI_Start and
- * MPI_Startall of persistent requests, calls and time, no bytes), wait
+ * MPI_Startall of persistent requests, with the bytes their MPI_Send_init
+ * or MPI_Recv_init set, mpi_p2p.c), wait
  * (MPI_Wait*, MPI_Test*, MPI_Iprobe), coll (blocking collectives, the
  * neighbourhood ones included), icoll (non-blocking collectives, posting
  * only), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
@@ -56,10 +57,10 @@
  * send side), by destination; peer=other: sends on other communicators
  * and to destinations past the MPI_PEERS each thread tracks.
  *
- * Not seen: the bytes of persistent requests (MPI_Send_init and the like
- * are not wrapped), MPI_Neighbor_alltoallw and the non-blocking
- * neighbourhood collectives, the Fortran calls mpi_fortran.c does not
- * wrap, and the mpi_f08 bindings.
+ * Not seen: the bytes of persistent collectives (MPI 4) and of persistent
+ * requests past the table's MPI_PERSISTENT, MPI_Neighbor_alltoallw and the
+ * non-blocking neighbourhood collectives, and the Fortran calls
+ * mpi_fortran.c does not wrap.
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer
@@ -298,6 +299,20 @@ uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
         status_f2c(fstatus, st) != 0)
         return 0;
     return mpi_status_bytes(st, type);
+}
+
+size_t mpi_handle_bytes(void) { return strcmp(family, "mpich") == 0 ? sizeof(uint32_t) : sizeof(uintptr_t); }
+
+uintptr_t mpi_handle_at(const void *p)
+{
+    if (mpi_handle_bytes() == sizeof(uint32_t)) {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    uintptr_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
 int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }

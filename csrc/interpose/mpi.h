@@ -181,6 +181,12 @@ int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));
 uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
 uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
 
+/* A handle the program passed by address (an MPI_Request *, an array of
+ * them): its bytes (4 in MPICH's ABI, where handles are ints; a pointer's
+ * elsewhere) and its value. */
+size_t mpi_handle_bytes(void) __attribute__((visibility("hidden")));
+uintptr_t mpi_handle_at(const void *p) __attribute__((visibility("hidden")));
+
 /* This process's rank in comm (PMPI_Comm_rank); -1 when unknown. */
 int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
 

@@ -166,9 +166,105 @@ PMPI_DECL(MPI_Iprobe, (int, int, mpi_h, int *, void *));
 MPI_WRAP(MPI_Iprobe, -1, (int src, int tag, mpi_h comm, int *flag, void *status),
                   (src, tag, comm, flag, status), 0)
 
-/* Persistent requests: starting them, time only (their bytes were set at
- * MPI_Send_init / MPI_Recv_init, which are not wrapped). */
+/* ---- persistent requests --------------------------------------------------------
+ * MPI_Send_init and its forms, MPI_Recv_init: not counted (they move
+ * nothing), but what the request will move is noted against its handle, in
+ * a table of MPI_PERSISTENT requests (claimed with a CAS; the rest start
+ * with no bytes). MPI_Start and MPI_Startall count, per request started,
+ * those bytes (a send's with its peer) in the posting histogram, as an
+ * MPI_Isend or MPI_Irecv would; MPI_Request_free forgets the handle. A
+ * persistent collective (MPI 4) is started with no bytes. */
+#define MPI_PERSISTENT 256
+static struct {
+    uintptr_t key;          /* the request's handle; 0: free */
+    uint64_t bytes;
+    mpi_h comm;
+    int32_t dest;           /* -1: a receive */
+} persistent[MPI_PERSISTENT];
+
+static int persistent_find(uintptr_t key)
+{
+    for (int i = 0; key && i < MPI_PERSISTENT; i++)
+        if (__atomic_load_n(&persistent[i].key, __ATOMIC_ACQUIRE) == key)
+            return i;
+    return -1;
+}
+
+static void persistent_put(const void *req, uint64_t bytes, mpi_h comm, int dest)
+{
+    const uintptr_t key = mpi_handle_at(req);
+    int i = persistent_find(key);
+    for (int j = 0; i < 0 && key && j < MPI_PERSISTENT; j++) {
+        uintptr_t free_key = 0;
+        if (__atomic_compare_exchange_n(&persistent[j].key, &free_key, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            i = j;
+    }
+    if (i < 0)
+        return;
+    persistent[i].bytes = bytes;
+    persistent[i].comm = comm;
+    persistent[i].dest = dest;
+}
+
+/* A started request's bytes (a send's also to its peer), 0 when unknown. */
+static uint64_t persistent_started(mpi_counters *c, uintptr_t key, uint64_t ticks)
+{
+    const int i = persistent_find(key);
+    if (i < 0)
+        return 0;
+    if (persistent[i].dest >= 0)
+        mpi_peer_send(c, persistent[i].comm, persistent[i].dest, persistent[i].bytes, ticks);
+    return persistent[i].bytes;
+}
+
+#define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                            PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                                CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,                            void *req)                                                                   {                                                                                                      const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                              if (rc == 0 && req && ceil_ip_active())                                                                persistent_put(req, mpi_bytes(count, type), comm, (dest_of));                                  return rc;                                                                                     }
+MPI_PSEND_INIT_FN(MPI_Send_init, int, peer)
+MPI_PSEND_INIT_FN(MPI_Send_init_c, mpi_count, peer)
+MPI_PSEND_INIT_FN(MPI_Ssend_init, int, peer)
+MPI_PSEND_INIT_FN(MPI_Ssend_init_c, mpi_count, peer)
+MPI_PSEND_INIT_FN(MPI_Bsend_init, int, peer)
+MPI_PSEND_INIT_FN(MPI_Bsend_init_c, mpi_count, peer)
+MPI_PSEND_INIT_FN(MPI_Rsend_init, int, peer)
+MPI_PSEND_INIT_FN(MPI_Rsend_init_c, mpi_count, peer)
+MPI_PSEND_INIT_FN(MPI_Recv_init, int, -1)
+MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
+
+PMPI_DECL(MPI_Request_free, (void *));
+CEIL_IP_EXPORT int MPI_Request_free(void *req)
+{
+    const int i = req && ceil_ip_active() ? persistent_find(mpi_handle_at(req)) : -1;
+    if (i >= 0)
+        __atomic_store_n(&persistent[i].key, 0, __ATOMIC_RELEASE);
+    return PMPI_REAL(MPI_Request_free)(req);
+}
+
 PMPI_DECL(MPI_Start, (void *));
-MPI_WRAP(MPI_Start, -1, (void *req), (req), 0)
+CEIL_IP_EXPORT int MPI_Start(void *req)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Start)(req);
+    const uintptr_t key = req ? mpi_handle_at(req) : 0;
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_Start)(req);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    mpi_done(c, FN_MPI_Start, ticks, rc == 0 ? persistent_started(c, key, ticks) : 0, MH_POST);
+    return rc;
+}
+
 PMPI_DECL(MPI_Startall, (int, void *));
-MPI_WRAP(MPI_Startall, -1, (int n, void *reqs), (n, reqs), 0)
+CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Startall)(n, reqs);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_Startall)(n, reqs);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    uint64_t bytes = 0;
+    const size_t step = mpi_handle_bytes();
+    for (int i = 0; rc == 0 && reqs && i < n; i++)
+        bytes += persistent_started(c, mpi_handle_at((const char *)reqs + (size_t)i * step), n > 0 ? ticks / n : 0);
+    mpi_done(c, FN_MPI_Startall, ticks, bytes, -1);
+    return rc;
+}

@@ -25,7 +25,7 @@ import signal
 import sys
 import tempfile
 import time
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from . import common
@@ -253,8 +253,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
-    # wrapped: the other ranks' threads, which this ceiling's sampler and rusage never saw, from their records
-    others = unwatched(own, child.pid) if wrapped else []
+    # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
+    # launcher's daemon started, as srun's slurmstepd): their threads from their records
+    others = unwatched(own, child.pid, set(sampled.processes))
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
                                                     wall, cpus, io_calls(own), mpi_conclude(own), counters,
                                                     sorted(waiters), others)
@@ -294,11 +295,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     return session.finish(), code
 
 
-def unwatched(records: list, root: int) -> list:
+def unwatched(records: list, root: int, sampled: Set[int] = frozenset()) -> list:
     """The records of processes outside ``root``'s tree on this host (the ranks other
-    ceilings wrapped, here or on other nodes): what neither this ceiling's sampler nor its
-    wait4 rusage covered. A process is in the tree when its ppid chain, through the records,
-    reaches ``root``."""
+    ceilings wrapped, here or on other nodes; ranks that srun's slurmstepd started): what
+    neither this ceiling's sampler nor its wait4 rusage covered. A process is in the tree when
+    its ppid chain, through the records, reaches ``root``, or when the sampler saw it."""
     here = os.uname().nodename
     parent = {r["process"].get("pid"): r["process"].get("ppid") for r in records
               if r.get("process", {}).get("host") == here}
@@ -307,6 +308,8 @@ def unwatched(records: list, root: int) -> list:
         p = r.get("process", {})
         pid, seen = p.get("pid"), set()
         if p.get("host") == here:
+            if pid in sampled:
+                continue
             while pid is not None and pid != root and pid not in seen:
                 seen.add(pid)
                 pid = parent.get(pid)
