@@ -174,6 +174,7 @@ def test_the_record_has_each_live_threads_times_as_the_kernel_counted_them(tmp_p
     tasks = [ln for ln in rec["lines"]["proc"] if "task" in ln]
     [summary] = [ln for ln in rec["lines"]["proc"] if "tasks" in ln]
     assert summary["tasks"] == summary["shown"] == len(tasks) >= 2 and summary["clk_tck"] > 0
+    assert summary["maxrss_kb"] > 1000 and summary["rchar"] > 0          # python read its modules
     pid = rec["process"]["pid"]
     main = next(t for t in tasks if t["task"] == pid)
     sleeper = [t for t in tasks if t["task"] != pid]

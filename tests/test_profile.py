@@ -294,10 +294,12 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     record (proc.c): a busy main thread, an idle helper left out, and CPU time of threads that
     ended before the record counted on a CPU."""
     from ceiling.analysis.profile import record_split, record_threads
-    rec = {"process": {"pid": 50, "host": "n2", "utime_us": 2_500_000, "stime_us": 0},
+    rec = {"process": {"pid": 50, "host": "n2", "utime_us": 2_500_000, "stime_us": 0, "start_ns": 10**9,
+                       "end_ns": 3 * 10**9},
            "lines": {"proc": [{"task": 50, "life_ns": 2_000_000_000, "run_ns": 1_500_000_000, "runq_ns": 100_000_000},
                               {"task": 51, "life_ns": 1_900_000_000, "run_ns": 1_000_000, "runq_ns": 0},
-                              {"tasks": 2, "shown": 2, "schedstat": 1, "clk_tck": 100}]}}
+                              {"tasks": 2, "shown": 2, "schedstat": 1, "clk_tck": 100, "maxrss_kb": 4096,
+                               "rchar": 3_000_000, "wchar": 1_000_000}]}}
     threads, idle, unseen = record_threads(rec)
     assert [n for n, _ in threads] == ["50/50"] and idle == ["50/51"]
     assert unseen == pytest.approx(2.5 - 1.501)
@@ -306,8 +308,14 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     assert record_split({"process": {"pid": 1}, "lines": {}}) is None
     # rank 0 sampled on one CPU half the time; rank 1 from its record: both in the split
     s = sampled((0.5, 0.0, 1.0))
-    _, _, _, b = conclude(s, None, 1.0, 2, others=[rec])
+    s.processes[1] = ProcessSample(1, 0, "app")
+    s.processes[1].io = {"rchar": 500_000, "wchar": 0}
+    metrics, _, _, b = conclude(s, Rusage(0.5, 0.0, 1 << 20), 1.0, 2, others=[rec])
     assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0}
+    m = {x.name: x.value for x in metrics}            # its CPU time, memory and I/O in the totals too
+    assert m["app.cpu.user"] == pytest.approx(3.0) and m["app.rss.peak"] == pytest.approx(4.0)
+    assert m["app.cpu.used"] == pytest.approx(0.5 / 1.0 + 2.5 / 2.0)   # each over its own life
+    assert m["app.io.read"] == pytest.approx(3.5) and m["app.io.write"] == pytest.approx(1.0)
     assert b["shares"]["on_cpu"] == pytest.approx((0.5 + 1.5 + 0.999) / (1.0 + 2.0 + 0.999))
     assert b["idle_threads"] == ["50/51 n2"]
 

@@ -13,14 +13,16 @@
  *     module name=proc version=1 enabled=1
  *     proc task=4242 life_ns=... run_ns=... runq_ns=... utime_ticks=... stime_ticks=...
  *     proc task=4243 ...
- *     proc tasks=2 shown=2 schedstat=1 clk_tck=100
+ *     proc tasks=2 shown=2 schedstat=1 clk_tck=100 maxrss_kb=... rchar=... wchar=... read_bytes=... write_bytes=...
  *
  * tasks: the threads alive when the record was written (threads that ended
  * before are not listed; their CPU time is in the process line's utime_us
  * and stime_us); shown: the task lines written (at most PROC_TASKS);
  * schedstat: whether /proc/self/task/TID/schedstat was read (run_ns: time on
  * a CPU, runq_ns: runnable and waiting for one); without it run_ns is
- * utime + stime and runq_ns is 0. life_ns: since the thread started (its
+ * utime + stime and runq_ns is 0. maxrss_kb: the peak resident size
+ * (getrusage); rchar .. write_bytes: /proc/self/io, the process's I/O so far,
+ * ended threads included (left out where it cannot be read). life_ns: since the thread started (its
  * stat's starttime against CLOCK_BOOTTIME). Read with raw system calls
  * (openat, read, getdents64): no allocation, no stdio, none of the wrapped
  * functions, so it may run in a fatal signal's handler.
@@ -30,6 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -172,6 +175,23 @@ static void proc_report(ceil_ip_module *self, ceil_ip_out *out)
     ceil_ip_put_u64(out, "shown", shown);
     ceil_ip_put_u64(out, "schedstat", (uint64_t)(schedstat && tasks));
     ceil_ip_put_u64(out, "clk_tck", clk_tck);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        ceil_ip_put_u64(out, "maxrss_kb", (uint64_t)ru.ru_maxrss);
+    /* the process's I/O, its ended threads' included (absent where /proc/self/io is not readable) */
+    char io[1024];
+    if (read_at(AT_FDCWD, "/proc/self/io", io, sizeof io) > 0) {
+        static const char *const keys[] = {"rchar", "wchar", "read_bytes", "write_bytes"};
+        for (unsigned k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const size_t n = strlen(keys[k]);
+            for (const char *line = io; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                if (strncmp(line, keys[k], n) == 0 && line[n] == ':') {
+                    const char *v = line + n + 1;
+                    ceil_ip_put_u64(out, keys[k], number(&v));
+                    break;
+                }
+        }
+    }
 }
 
 static ceil_ip_module proc_module = {.name = "proc", .version = 1, .block_bytes = 8, .init = proc_init,

@@ -220,15 +220,29 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
 
     metrics = [_m("app.wall", wall_s, "s")]
     if ru:
-        metrics += [_m("app.cpu.user", ru.user_s, "s"), _m("app.cpu.system", ru.system_s, "s"),
-                    _m("app.cpu.used", (ru.user_s + ru.system_s) / wall_s if wall_s else None, "CPUs",
-                       context={"cpus": cpus}),
-                    _m("app.rss.peak", ru.maxrss_bytes / 2**20, "MiB")]
+        # the CPU time, peak memory and I/O of the processes the sampler did not watch, from their records
+        procs = [rec.get("process", {}) for rec in others]
+        summaries = [ln for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]
+        user = ru.user_s + sum(p.get("utime_us", 0) for p in procs) / 1e6
+        system = ru.system_s + sum(p.get("stime_us", 0) for p in procs) / 1e6
+        rss = max([ru.maxrss_bytes] + [ln.get("maxrss_kb", 0) * 1024 for ln in summaries])
+        ctx = {"cpus": cpus, "processes_from_records": len(others)} if others else {"cpus": cpus}
+        # CPUs in use on average: the watched tree's CPU over the wall time, and each other process's
+        # over its own life (their lives need not match the program's: a rank waits in MPI_Init for
+        # the others to start)
+        used = (ru.user_s + ru.system_s) / wall_s if wall_s else None
+        for p in procs:
+            life = (p.get("end_ns", 0) - p.get("start_ns", 0)) / 1e9
+            if used is not None and life > 0:
+                used += (p.get("utime_us", 0) + p.get("stime_us", 0)) / 1e6 / life
+        metrics += [_m("app.cpu.user", user, "s", context=ctx), _m("app.cpu.system", system, "s", context=ctx),
+                    _m("app.cpu.used", used, "CPUs", context=ctx),
+                    _m("app.rss.peak", rss / 2**20, "MiB", context=ctx)]
     if total.life_s > 0:
         for key, name in (("on_cpu", "app.time.on_cpu"), ("runq", "app.time.runq"), ("off_cpu", "app.time.off_cpu")):
             metrics.append(_m(name, shares[key] * 100, "%", context={"per_thread": spread.get(key, {}),
                                                                     "threads": len(per)}))
-    io_totals = _io_totals(s)
+    io_totals = _io_totals(s, others)
     for key, name in (("rchar", "app.io.read"), ("wchar", "app.io.write"),
                       ("read_bytes", "app.io.read_device"), ("write_bytes", "app.io.write_device")):
         if key in io_totals:
@@ -443,10 +457,17 @@ def _io_words(io: Dict[str, int], wall_s: float) -> str:
             f"({io.get('read_bytes', 0) / 1e6:.3g} MB and {io.get('write_bytes', 0) / 1e6:.3g} MB at the device)")
 
 
-def _io_totals(s: Sampled) -> Dict[str, int]:
+IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")
+
+
+def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = ()) -> Dict[str, int]:
+    """/proc/PID/io summed over the sampled processes and, from their records' proc lines,
+    the processes the sampler did not watch."""
     out: Dict[str, int] = {}
-    for p in s.processes.values():
-        for k, v in p.io.items():
+    for io in [p.io for p in s.processes.values()] + [
+            {k: ln[k] for k in IO_KEYS if isinstance(ln.get(k), int)}
+            for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]:
+        for k, v in io.items():
             out[k] = out.get(k, 0) + v
     return out
 

@@ -201,8 +201,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     cost = {}
     if not refused:
         from ..probes.interpose_cost import measure
-        if not wrapped or wrapped[0] == 0:
-            cost = measure(lib)                  # before the program, not beside it; by the reporting rank
+        if not wrapped:
+            cost = measure(lib)                  # before the program, not beside it
         env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
         env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
         if wrapped:
@@ -273,6 +273,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if decided and counters.get("available"):
         breakdown["counters_verdict"] = decided
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
+    if wrapped and wrapped[0] == 0 and not refused:
+        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning
+        from ..probes.interpose_cost import measure
+        cost = measure(lib)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
     if args.overhead:
