@@ -231,6 +231,11 @@ def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path)
     # persistent requests: each start counts the bytes its MPI_Send_init / MPI_Recv_init set
     assert fns["MPI_Startall"]["calls"] == 6 and fns["MPI_Startall"]["bytes"] == 6 * (80 + 80)
     assert fns["MPI_Start"]["calls"] == 4 and fns["MPI_Start"]["bytes"] == 4 * 160
+    # under 1 KiB in the posting histogram: the 40 gets, 4 accumulates, and every persistent
+    # request started (Startall's one by one too), by its own size
+    post = mpi["hist"]["post"]
+    assert post["hist"][0] == 40 + 4 + 2 * (3 * 2 + 2), post
+    assert post["hist_bytes"][0] == 40 * 800 + 2 * 16 + 2 * (3 * 160 + 320), post
     # a line of two ranks without wrap-around: each has one neighbour, so one block of one double
     assert fns["MPI_Neighbor_allgather"]["bytes"] == 16 and fns["MPI_Neighbor_alltoall"]["calls"] == 2
     for rank in mpi["per_rank"]:

@@ -99,7 +99,7 @@ typedef int (*comm_int_fn)(mpi_h, int *);
 static type_size_fn type_size;
 static get_count_fn get_count;
 static get_count_c_fn get_count_c;         /* MPI 4: counts past 2^31 - 1 */
-static comm_int_fn comm_rank, comm_size;
+static comm_int_fn comm_rank, comm_size, comm_test_inter, comm_remote_size;
 /* For the Fortran bindings (mpi_fortran.c): handles and statuses from Fortran, and its sentinels. */
 typedef mpi_h (*f2c_fn)(int);
 typedef int (*status_f2c_fn)(const int *, void *);
@@ -133,7 +133,10 @@ uint64_t mpi_status_bytes(const void *status, mpi_h type)
 
 int mpi_comm_size(mpi_h comm)
 {
-    int n = 0;
+    int n = 0, inter = 0;
+    /* on an intercommunicator the count arrays cover the remote group */
+    if (comm_test_inter && comm_remote_size && comm_test_inter(comm, &inter) == 0 && inter)
+        return comm_remote_size(comm, &n) == 0 && n > 0 ? n : 0;
     return comm_size && comm_size(comm, &n) == 0 && n > 0 ? n : 0;
 }
 
@@ -213,6 +216,8 @@ static void mpi_identify(const void *caller, int provided)
     get_count_c = (get_count_c_fn)ceil_ip_lookup("PMPI_Get_count_c", caller);
     comm_rank = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_rank", caller);
     comm_size = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_size", caller);
+    comm_test_inter = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_test_inter", caller);
+    comm_remote_size = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_remote_size", caller);
     version_fn version = (version_fn)ceil_ip_lookup("PMPI_Get_library_version", caller);
     int len = 0;
     if (version && version(text, &len) == 0 && len > 0) {
@@ -301,7 +306,12 @@ uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
     return mpi_status_bytes(st, type);
 }
 
-size_t mpi_handle_bytes(void) { return strcmp(family, "mpich") == 0 ? sizeof(uint32_t) : sizeof(uintptr_t); }
+size_t mpi_handle_bytes(void)
+{
+    if (strcmp(family, "mpich") == 0)
+        return sizeof(uint32_t);
+    return strcmp(family, "openmpi") == 0 || strcmp(family, "mpi-abi") == 0 ? sizeof(uintptr_t) : 0;
+}
 
 uintptr_t mpi_handle_at(const void *p)
 {

@@ -145,7 +145,8 @@ void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64
 void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, uint64_t ticks, uint64_t sent,
                        uint64_t got) __attribute__((visibility("hidden")));
 
-/* The size of comm (PMPI_Comm_size), for the v-collectives' counts; 0 when unknown. */
+/* The ranks a v-collective's count arrays cover on comm: its size (PMPI_Comm_size), the
+ * remote group's on an intercommunicator; 0 when unknown. */
 int mpi_comm_size(mpi_h comm) __attribute__((visibility("hidden")));
 
 /* MPI_COMM_WORLD, MPI_BYTE, this process's rank and the world's size as
@@ -183,7 +184,8 @@ uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) __attribute__
 
 /* A handle the program passed by address (an MPI_Request *, an array of
  * them): its bytes (4 in MPICH's ABI, where handles are ints; a pointer's
- * elsewhere) and its value. */
+ * in Open MPI's and the MPI 5 ABI's; 0 while the MPI is not identified, when
+ * no handle may be read) and its value. */
 size_t mpi_handle_bytes(void) __attribute__((visibility("hidden")));
 uintptr_t mpi_handle_at(const void *p) __attribute__((visibility("hidden")));
 

@@ -181,23 +181,32 @@ static struct {
     mpi_h comm;
     int32_t dest;           /* -1: a receive */
 } persistent[MPI_PERSISTENT];
+static int persistent_live;  /* entries in use: MPI_Request_free of any other request skips the scan */
 
 static int persistent_find(uintptr_t key)
 {
-    for (int i = 0; key && i < MPI_PERSISTENT; i++)
+    if (!key || __atomic_load_n(&persistent_live, __ATOMIC_ACQUIRE) == 0)
+        return -1;
+    for (int i = 0; i < MPI_PERSISTENT; i++)
         if (__atomic_load_n(&persistent[i].key, __ATOMIC_ACQUIRE) == key)
             return i;
     return -1;
 }
 
+/* Handles are read only where their size is known (the MPI was identified
+ * at MPI_Init): an int-handle MPI read as pointers would be read past. */
+static uintptr_t persistent_key(const void *req) { return req && mpi_handle_bytes() ? mpi_handle_at(req) : 0; }
+
 static void persistent_put(const void *req, uint64_t bytes, mpi_h comm, int dest)
 {
-    const uintptr_t key = mpi_handle_at(req);
+    const uintptr_t key = persistent_key(req);
     int i = persistent_find(key);
     for (int j = 0; i < 0 && key && j < MPI_PERSISTENT; j++) {
         uintptr_t free_key = 0;
-        if (__atomic_compare_exchange_n(&persistent[j].key, &free_key, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        if (__atomic_compare_exchange_n(&persistent[j].key, &free_key, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&persistent_live, 1, __ATOMIC_ACQ_REL);
             i = j;
+        }
     }
     if (i < 0)
         return;
@@ -217,7 +226,16 @@ static uint64_t persistent_started(mpi_counters *c, uintptr_t key, uint64_t tick
     return persistent[i].bytes;
 }
 
-#define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                            PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                                CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,                            void *req)                                                                   {                                                                                                      const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                              if (rc == 0 && req && ceil_ip_active())                                                                persistent_put(req, mpi_bytes(count, type), comm, (dest_of));                                  return rc;                                                                                     }
+#define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                        \
+    PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                            \
+    CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,  \
+                          void *req)                                                               \
+    {                                                                                              \
+        const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                      \
+        if (rc == 0 && ceil_ip_active())                                                           \
+            persistent_put(req, mpi_bytes(count, type), comm, (dest_of));                          \
+        return rc;                                                                                 \
+    }
 MPI_PSEND_INIT_FN(MPI_Send_init, int, peer)
 MPI_PSEND_INIT_FN(MPI_Send_init_c, mpi_count, peer)
 MPI_PSEND_INIT_FN(MPI_Ssend_init, int, peer)
@@ -229,12 +247,16 @@ MPI_PSEND_INIT_FN(MPI_Rsend_init_c, mpi_count, peer)
 MPI_PSEND_INIT_FN(MPI_Recv_init, int, -1)
 MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
 
+/* Forgotten whatever the runtime's state (also after the record is written):
+ * a stale entry would credit a later request on the same handle. */
 PMPI_DECL(MPI_Request_free, (void *));
 CEIL_IP_EXPORT int MPI_Request_free(void *req)
 {
-    const int i = req && ceil_ip_active() ? persistent_find(mpi_handle_at(req)) : -1;
-    if (i >= 0)
+    const int i = persistent_find(persistent_key(req));
+    if (i >= 0) {
         __atomic_store_n(&persistent[i].key, 0, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&persistent_live, 1, __ATOMIC_ACQ_REL);
+    }
     return PMPI_REAL(MPI_Request_free)(req);
 }
 
@@ -244,7 +266,7 @@ CEIL_IP_EXPORT int MPI_Start(void *req)
     mpi_counters *c = mpi_enter();
     if (!c)
         return PMPI_REAL(MPI_Start)(req);
-    const uintptr_t key = req ? mpi_handle_at(req) : 0;
+    const uintptr_t key = persistent_key(req);
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Start)(req);
     const uint64_t ticks = ceil_ip_ticks() - t0;
@@ -252,6 +274,8 @@ CEIL_IP_EXPORT int MPI_Start(void *req)
     return rc;
 }
 
+/* Each request started goes into the posting histogram with its own bytes
+ * (its share of the call's time), as n MPI_Start calls would. */
 PMPI_DECL(MPI_Startall, (int, void *));
 CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
 {
@@ -263,8 +287,15 @@ CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
     const uint64_t ticks = ceil_ip_ticks() - t0;
     uint64_t bytes = 0;
     const size_t step = mpi_handle_bytes();
-    for (int i = 0; rc == 0 && reqs && i < n; i++)
-        bytes += persistent_started(c, mpi_handle_at((const char *)reqs + (size_t)i * step), n > 0 ? ticks / n : 0);
+    for (int i = 0; rc == 0 && reqs && step && i < n; i++) {
+        const uint64_t share = ticks / (uint64_t)n;
+        const uint64_t b = persistent_started(c, mpi_handle_at((const char *)reqs + (size_t)i * step), share);
+        const unsigned k = ceil_ip_size_bucket(b);
+        ceil_ip_add(&c->hist[MH_POST][k], 1);
+        ceil_ip_add(&c->hist_ticks[MH_POST][k], share);
+        ceil_ip_add(&c->hist_bytes[MH_POST][k], b);
+        bytes += b;
+    }
     mpi_done(c, FN_MPI_Startall, ticks, bytes, -1);
     return rc;
 }

@@ -82,15 +82,21 @@ typedef struct task_times {
 
 /* One task's figures from TID/stat (after the command's closing parenthesis:
  * field 14 utime, 15 stime, 22 starttime) and TID/schedstat. */
+/* Buffers are static, not on the stack: the report may run in a fatal
+ * signal's handler on a small alternate stack, and records are written one
+ * at a time. */
+static char task_buf[1024], dir_buf[4096] __attribute__((aligned(8))), io_buf[1024];
+
 static int task_read(int task_dir, const char *tid, task_times *t)
 {
-    char path[64], buf[1024];
+    char path[64], *buf = task_buf;
+    const size_t cap = sizeof task_buf;
     size_t n = strlen(tid);
     if (n > 40)
         return -1;
     memcpy(path, tid, n);
     memcpy(path + n, "/stat", 6);
-    if (read_at(task_dir, path, buf, sizeof buf) <= 0)
+    if (read_at(task_dir, path, buf, cap) <= 0)
         return -1;
     const char *s = strrchr(buf, ')');
     if (!s)
@@ -113,11 +119,12 @@ static int task_read(int task_dir, const char *tid, task_times *t)
     t->start_ticks = number(&s);
     memcpy(path + n, "/schedstat", 11);
     t->schedstat = 0;
-    if (read_at(task_dir, path, buf, sizeof buf) > 0) {
+    if (read_at(task_dir, path, buf, cap) > 0) {
         const char *q = buf;
         t->run_ns = number(&q);
         t->runq_ns = number(&q);
-        t->schedstat = 1;
+        /* "0 0 0" where the kernel keeps no sched_info: not a thread that never ran */
+        t->schedstat = t->run_ns > 0 || t->utime + t->stime == 0;
     }
     return 0;
 }
@@ -139,11 +146,11 @@ static void proc_report(ceil_ip_module *self, ceil_ip_out *out)
     clock_gettime(CLOCK_BOOTTIME, &now);
     const uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
     /* the task lines as they are read, the count line after them */
-    _Alignas(8) char ents[4096];
+    char *const ents = dir_buf;
     uint64_t tasks = 0, shown = 0;
     int schedstat = 1;
     long got;
-    while ((got = syscall(SYS_getdents64, (int)dir, ents, sizeof ents)) > 0) {
+    while ((got = syscall(SYS_getdents64, (int)dir, ents, sizeof dir_buf)) > 0) {
         for (long off = 0; off < got;) {
             const struct dirent64_ *e = (const struct dirent64_ *)(ents + off);
             off += e->d_reclen;
@@ -179,8 +186,8 @@ static void proc_report(ceil_ip_module *self, ceil_ip_out *out)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         ceil_ip_put_u64(out, "maxrss_kb", (uint64_t)ru.ru_maxrss);
     /* the process's I/O, its ended threads' included (absent where /proc/self/io is not readable) */
-    char io[1024];
-    if (read_at(AT_FDCWD, "/proc/self/io", io, sizeof io) > 0) {
+    char *const io = io_buf;
+    if (read_at(AT_FDCWD, "/proc/self/io", io, sizeof io_buf) > 0) {
         static const char *const keys[] = {"rchar", "wchar", "read_bytes", "write_bytes"};
         for (unsigned k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             const size_t n = strlen(keys[k]);
