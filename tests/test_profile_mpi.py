@@ -305,6 +305,23 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
     assert "the other ranks' threads as the kernel counted them" in " ".join(r.stderr.split())
 
 
+@needs_mpi
+@NEEDS_LIB
+def test_a_wrapped_rank_0_that_cannot_report_ends_the_job_instead_of_leaving_it_in_mpi_init(app, tmp_path):
+    """rank 0's ceiling refuses a bad output path before its program starts; rank 1's program
+    waits in MPI_Init for rank 0's, and neither Hydra nor srun ends a job for one process's
+    exit status. Before, the job hung there until killed."""
+    exe, found, tmp = app
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    bad = tmp_path / "missing" / "p.json"
+    r = run_or_show([*found["argv2"], sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json",
+                     str(bad), "--", str(exe), "pingpong", "50", "64", "0"], env, timeout=120)
+    assert r.returncode != 0
+    assert f"directory {bad.parent} does not exist" in r.stderr, r.stderr
+    assert "ending the MPI job" in r.stderr, r.stderr
+    assert "Where the time went" not in r.stderr and not bad.parent.exists()
+
+
 def test_a_rank_of_a_launch_is_told_by_its_launchers_variables():
     assert launched_rank({"PMI_RANK": "1", "PMI_SIZE": "4"}) == (1, 4)
     assert launched_rank({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}) == (0, 2)

@@ -70,6 +70,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include "mpi.h"
 
@@ -327,12 +328,29 @@ uintptr_t mpi_handle_at(const void *p)
 
 int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }
 
+void mpi_abort_if_asked(const void *caller)
+{
+    const char *v = getenv("CEILING_INTERPOSE_ABORT");
+    if (!v || !*v)
+        return;
+    const int code = atoi(v) > 0 ? atoi(v) : 1;
+    mpi_identify(caller, -1);
+    typedef int (*abort_fn)(mpi_h, int);
+    abort_fn ab = (abort_fn)ceil_ip_lookup("PMPI_Abort", caller);
+    if (ab && world_known)
+        ab(world, code);
+    _exit(code);
+}
+
 PMPI_DECL(MPI_Init, (int *, char ***));
 CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     mpi_counters *c = mpi_enter();
-    if (!c)
-        return PMPI_REAL(MPI_Init)(argc, argv);
+    if (!c) {
+        const int rc = PMPI_REAL(MPI_Init)(argc, argv);
+        mpi_abort_if_asked(__builtin_return_address(0));
+        return rc;
+    }
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Init)(argc, argv);
     const uint64_t ticks = ceil_ip_ticks() - t0;
@@ -345,8 +363,11 @@ PMPI_DECL(MPI_Init_thread, (int *, char ***, int, int *));
 CEIL_IP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     mpi_counters *c = mpi_enter();
-    if (!c)
-        return PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
+    if (!c) {
+        const int rc = PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
+        mpi_abort_if_asked(__builtin_return_address(0));
+        return rc;
+    }
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
     const uint64_t ticks = ceil_ip_ticks() - t0;

@@ -166,6 +166,12 @@ void mpi_gather_records(const char *text, size_t len, void *arg) __attribute__((
  * address the wrapper was called from. Shared by the C and Fortran
  * wrappers (mpi_fortran.c). */
 void mpi_started(const void *caller, int ok, int provided) __attribute__((visibility("hidden")));
+
+/* MPI_Init returned while ceiling asked for the job to end
+ * (CEILING_INTERPOSE_ABORT=code: a wrapped rank 0 whose ceiling failed before
+ * its program, while the other ranks wait in MPI_Init): MPI_Abort on
+ * MPI_COMM_WORLD with that code, then _exit. Nothing when not asked. */
+void mpi_abort_if_asked(const void *caller) __attribute__((visibility("hidden")));
 void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
 
 /* For the Fortran wrappers: a Fortran communicator or datatype as the C

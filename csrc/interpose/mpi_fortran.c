@@ -60,15 +60,16 @@ typedef int fint;
         *ierr_caller_ = ierr_own_;
 
 /* One wrapper: fn with parameters `named`, the real fn called with `args`,
- * then `after` (statements that may use c, ticks and *ierr) counts it. */
-#define F_ONE(fn, IN, OUT, named, args, after)                                                     \
+ * then `after` (statements that may use c, ticks and *ierr) counts it;
+ * `pass` runs after the real fn when nothing is counted. */
+#define F_ONE(fn, IN, OUT, named, args, after, pass)                                               \
     F_DECL(fn, named);                                                                             \
     CEIL_IP_EXPORT void fn named                                                                   \
     {                                                                                              \
         IN mpi_counters *c = mpi_enter();                                                          \
         if (!c) {                                                                                  \
             F_REAL(fn) args;                                                                       \
-            OUT return;                                                                            \
+            pass OUT return;                                                                       \
         }                                                                                          \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         F_REAL(fn) args;                                                                           \
@@ -78,9 +79,10 @@ typedef int fint;
     }
 
 /* Both Fortran names of the call `stem` (mpi_send: mpi_send_ and mpi_send_f08_). */
-#define F_BOTH(stem, named, args, after)                                                           \
-    F_ONE(stem##_, F77_IN, F77_OUT, named, args, after)                                            \
-    F_ONE(stem##_f08_, F08_IN, F08_OUT, named, args, after)
+#define F_BOTH_PASS(stem, named, args, after, pass)                                                \
+    F_ONE(stem##_, F77_IN, F77_OUT, named, args, after, pass)                                      \
+    F_ONE(stem##_f08_, F08_IN, F08_OUT, named, args, after, pass)
+#define F_BOTH(stem, named, args, after) F_BOTH_PASS(stem, named, args, after, )
 
 /* A call counted like MPI_WRAP's: FN (the C name's index), hist, bytes after the call. */
 #define F_WRAP(stem, FN, hist, named, args, bytes)                                                 \
@@ -88,12 +90,12 @@ typedef int fint;
 
 /* ---- start and end ----------------------------------------------------------- */
 
-F_BOTH(mpi_init, (fint *ierr), (ierr),
-       mpi_started(__builtin_return_address(0), *ierr == 0, -1);
-       mpi_done(c, FN_MPI_Init, ticks, 0, -1);)
-F_BOTH(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (required, provided, ierr),
-       mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
-       mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);)
+F_BOTH_PASS(mpi_init, (fint *ierr), (ierr),
+            mpi_started(__builtin_return_address(0), *ierr == 0, -1);
+            mpi_done(c, FN_MPI_Init, ticks, 0, -1);, mpi_abort_if_asked(__builtin_return_address(0));)
+F_BOTH_PASS(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (required, provided, ierr),
+            mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
+            mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);, mpi_abort_if_asked(__builtin_return_address(0));)
 
 /* MPI_Finalize: the record's checkpoint (and gather) before the real call. */
 #define F_FINALIZE(fn, IN, OUT)                                                                    \

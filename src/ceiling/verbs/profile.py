@@ -88,13 +88,51 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if wrapped and wrapped[0] != 0:
         # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
         return _profile(args, argv, cmd, exe, interval, wrapped)[1]
-    common.check_outputs(args, html=bool(args.out))
-    store = common.open_store(args)
+    try:
+        common.check_outputs(args, html=bool(args.out))
+        store = common.open_store(args)
+    except CeilingError as e:
+        if wrapped:
+            _end_job(exe, cmd, e)           # says the error itself, before the job ends
+            raise SystemExit(e.exit_code) from None
+        raise
     run, code = _profile(args, argv, cmd, exe, interval, wrapped)
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     delivered = common.deliver(run, outputs, 0, common.say(args))
     return code if code else delivered
+
+
+ABORT_WAIT_S = 60          # a program that has not reached MPI_Init by then is killed
+
+
+def _end_job(exe: str, cmd: List[str], e: CeilingError) -> None:
+    """A wrapped rank 0 that cannot report: the other ranks' programs wait in MPI_Init for
+    rank 0's, which would never come (MPICH's Hydra and srun do not end a job when one of
+    its processes exits with an error), so the job would hang. Rank 0's program is started
+    with the interposer told to call MPI_Abort as soon as its MPI_Init returns, which ends
+    every rank (csrc/interpose/mpi.c, mpi_abort_if_asked). Without the interposer (a static
+    or setuid program) nothing can be done but say so."""
+    import subprocess
+    from .. import core
+    say = f"ceiling: {e}"
+    lib = core.interpose_library_path()
+    why = f"the interposer is not built ({lib} is missing)" if not lib.exists() else preload_refused(exe)
+    if why:
+        print(f"{say}\nceiling: the other ranks may wait in MPI_Init for rank 0; it cannot end the job ({why}): "
+              "stop it with Ctrl-C or scancel", file=sys.stderr, flush=True)
+        return
+    print(f"{say}\nceiling: ending the MPI job: rank 0's program is started only to call MPI_Abort once its "
+          "MPI_Init returns (the other ranks wait there for it)", file=sys.stderr, flush=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CEILING_INTERPOSE_")}
+    env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
+    env["CEILING_INTERPOSE_ABORT"] = str(e.exit_code)
+    try:
+        # close_fds=False: the launcher's PMI descriptor (Hydra's PMI_FD) is the program's way in
+        subprocess.run(cmd, executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=ABORT_WAIT_S, close_fds=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 RANK_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
