@@ -96,6 +96,32 @@ end program
 """
 
 
+# MPI-IO from Fortran (Open MPI's Fortran MPI-IO goes to PMPI_File_* directly): each rank
+# writes 4096 bytes at its own offset collectively, reads them back, syncs, closes.
+PROGRAM_IO = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, fh, st(MPI_STATUS_SIZE)
+  integer(kind=MPI_OFFSET_KIND) :: off
+  character(len=512) :: path
+  character :: buf(4096)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call get_command_argument(1, path)
+  buf = 'x'
+  off = rank * 4096
+  call MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE + MPI_MODE_RDWR, MPI_INFO_NULL, fh, ierr)
+  if (ierr /= 0) stop 2
+  call MPI_File_write_at_all(fh, off, buf, 4096, MPI_CHARACTER, st, ierr)
+  call MPI_File_read_at(fh, off, buf, 1000, MPI_CHARACTER, st, ierr)
+  call MPI_File_sync(fh, ierr)
+  call MPI_File_close(fh, ierr)
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
 def _build(mpi_setup, d, name, source):
     tmp, found = mpi_setup
     cc = Path(found["mpicc"])
@@ -145,3 +171,22 @@ def test_a_fortran_programs_mpi_calls_are_counted_under_their_c_names(fortran_ap
     names = {f["fn"] for f in mpi["functions"]}
     assert {"MPI_Init", "MPI_Finalize", "MPI_Send", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Allreduce",
             "MPI_Bcast", "MPI_Barrier", "MPI_Allgatherv", "MPI_Ibcast"} <= names
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_a_fortran_programs_mpi_io_is_counted_with_its_file(mpi_setup, tmp_path_factory, tmp_path):
+    exe, found, tmp = _build(mpi_setup, tmp_path_factory.mktemp("fio"), "app_io", PROGRAM_IO)
+    out, data = tmp_path / "p.json", tmp_path / "shared.dat"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json", str(out),
+                     "--", *found["argv2"], str(exe), str(data)], env)
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())["environment"]["profile"]
+    for rank in prof["mpi"]["per_rank"]:
+        c = rank["classes"]
+        assert c["io_write"]["calls"] == 1 and c["io_write"]["bytes"] == 4096, c
+        assert c["io_read"]["calls"] == 1 and c["io_read"]["bytes"] == 1000, c     # from the status
+        assert c["io_meta"]["calls"] == 2 and c["io_sync"]["calls"] == 1, c        # open, close; sync
+    [f] = [f for f in prof["files"]["shown"] if f["path"] == str(data)]
+    assert f["write_bytes"] == 2 * 4096 and f["read_bytes"] == 2 * 1000 and f["processes"] == 2, f

@@ -104,7 +104,7 @@ static comm_int_fn comm_rank, comm_size, comm_test_inter, comm_remote_size;
 /* For the Fortran bindings (mpi_fortran.c): handles and statuses from Fortran, and its sentinels. */
 typedef mpi_h (*f2c_fn)(int);
 typedef int (*status_f2c_fn)(const int *, void *);
-static f2c_fn f2c_comm, f2c_type;
+static f2c_fn f2c_comm, f2c_type, f2c_file;
 static status_f2c_fn status_f2c;
 /* MPI_F_STATUS_IGNORE is a variable MPICH sets only when its Fortran layer
  * starts: its address is kept and read at each use; Open MPI's sentinel too. */
@@ -272,6 +272,7 @@ void mpi_started(const void *caller, int ok, int provided)
     mpi_identify(caller, provided);
     f2c_comm = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
     f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
+    f2c_file = (f2c_fn)ceil_ip_lookup("PMPI_File_f2c", caller);
     status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
     void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
     f_status_ignore_var = ignore ? ignore : (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
@@ -288,7 +289,7 @@ void mpi_finalizing(const void *caller)
 
 mpi_h mpi_f2c(int kind, int handle)
 {
-    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : f2c_type;
+    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : kind == MPI_F2C_TYPE ? f2c_type : f2c_file;
     const int mpich = strcmp(family, "mpich") == 0;
     if (!f)
         return mpich ? (mpi_h)(uint32_t)handle : 0;   /* MPICH's f2c is a cast (its mpi.h macro) */

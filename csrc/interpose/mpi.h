@@ -145,6 +145,13 @@ void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64
 void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, uint64_t ticks, uint64_t sent,
                        uint64_t got) __attribute__((visibility("hidden")));
 
+/* For the Fortran MPI-IO wrappers (mpi_io.c): a file opened under a
+ * Fortran name (`len` characters, blank-padded, no NUL), as MPI_File_open
+ * notes its handle; the file's record of a handle; a handle closed. */
+void mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks) __attribute__((visibility("hidden")));
+uint32_t mpi_io_file(mpi_h fh) __attribute__((visibility("hidden")));
+void mpi_io_closed(mpi_h fh) __attribute__((visibility("hidden")));
+
 /* The ranks a v-collective's count arrays cover on comm: its size (PMPI_Comm_size), the
  * remote group's on an intercommunicator; 0 when unknown. */
 int mpi_comm_size(mpi_h comm) __attribute__((visibility("hidden")));
@@ -178,7 +185,7 @@ void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
  * handle (PMPI_Comm_f2c, PMPI_Type_f2c; 0 when unknown); the bytes a
  * Fortran status says arrived (0 for MPI_STATUS_IGNORE); whether a Fortran
  * buffer is MPI_IN_PLACE (Open MPI's and MPICH's sentinels). */
-enum { MPI_F2C_COMM, MPI_F2C_TYPE };
+enum { MPI_F2C_COMM, MPI_F2C_TYPE, MPI_F2C_FILE };
 mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
 uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type) __attribute__((visibility("hidden")));
 int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));

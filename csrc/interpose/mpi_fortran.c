@@ -31,10 +31,16 @@
  * MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather(v), MPI_Scatter(v),
  * MPI_Allgather(v), MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan,
  * MPI_Exscan; MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce,
- * MPI_Iallgather, MPI_Ialltoall. Not wrapped in Fortran (counted only where
- * the library goes through the C name): MPI-IO, one-sided communication,
- * persistent requests, the neighbourhood collectives.
+ * MPI_Iallgather, MPI_Ialltoall; MPI-IO: MPI_File_open (the file's record by
+ * its Fortran name: blank-padded, its length a hidden argument after the
+ * others), close, set_view, set_size, seek, sync, and the reads and writes
+ * (blocking, _all, _at, _at_all, and the non-blocking ones), with the bytes
+ * and per-file counts mpi_io.c gives the C calls. Not wrapped in Fortran
+ * (counted only where the library goes through the C name): one-sided
+ * communication, persistent requests, the neighbourhood collectives.
  */
+#include <stddef.h>
+#include "files.h"
 #include "mpi.h"
 
 typedef int fint;
@@ -284,3 +290,89 @@ F_WRAP(mpi_iallreduce, FN_MPI_Iallreduce, -1,
            (sbuf, scount, stype, rbuf, rcount, rtype, comm, req, ierr), F_BLOCK_SENT)
 F_IALLGATHER(mpi_iallgather, FN_MPI_Iallgather)
 F_IALLGATHER(mpi_ialltoall, FN_MPI_Ialltoall)
+
+/* ---- MPI-IO: the bytes and per-file counts of mpi_io.c ----------------------------------- */
+
+#define FILE_H(f) mpi_f2c(MPI_F2C_FILE, *(f))
+
+/* MPI_File_open: the name's length is a hidden argument (size_t in gfortran 8
+ * and later, ifx, flang, nvfortran) after ierror, which mpi_f08 passes too. */
+F_BOTH(mpi_file_open, (fint *comm, const char *name, fint *amode, fint *info, fint *fh, fint *ierr, size_t len),
+       (comm, name, amode, info, fh, ierr, len),
+       mpi_done(c, FN_MPI_File_open, ticks, 0, -1);
+       if (*ierr == 0) mpi_io_opened(FILE_H(fh), name, len, ticks);)
+
+/* MPI_File_close sets the Fortran handle to MPI_FILE_NULL: the C handle is taken first. */
+#define F_FILE_CLOSE(fn, IN, OUT)                                                                  \
+    F_DECL(fn, (fint *, fint *));                                                                  \
+    CEIL_IP_EXPORT void fn(fint *fh, fint *ierr)                                                   \
+    {                                                                                              \
+        IN mpi_counters *c = mpi_enter();                                                          \
+        const mpi_h h = c ? FILE_H(fh) : 0;                                                        \
+        if (!c) {                                                                                  \
+            F_REAL(fn)(fh, ierr);                                                                  \
+            OUT return;                                                                            \
+        }                                                                                          \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        F_REAL(fn)(fh, ierr);                                                                      \
+        mpi_done(c, FN_MPI_File_close, ceil_ip_ticks() - t0, 0, -1);                               \
+        mpi_io_closed(h);                                                                          \
+        OUT                                                                                        \
+    }
+F_FILE_CLOSE(mpi_file_close_, F77_IN, F77_OUT)
+F_FILE_CLOSE(mpi_file_close_f08_, F08_IN, F08_OUT)
+
+/* set_view's datarep is a CHARACTER: its hidden length follows. */
+F_WRAP(mpi_file_set_view, FN_MPI_File_set_view, -1,
+       (fint *fh, int64_t *disp, fint *etype, fint *ftype, const char *rep, fint *info, fint *ierr, size_t len),
+       (fh, disp, etype, ftype, rep, info, ierr, len), 0)
+F_WRAP(mpi_file_set_size, FN_MPI_File_set_size, -1, (fint *fh, int64_t *size, fint *ierr), (fh, size, ierr), 0)
+F_WRAP(mpi_file_seek, FN_MPI_File_seek, -1, (fint *fh, int64_t *off, fint *whence, fint *ierr),
+       (fh, off, whence, ierr), 0)
+
+static inline void f_file_sync(mpi_counters *c, const fint *fh, int ok, uint64_t ticks)
+{
+    mpi_done(c, FN_MPI_File_sync, ticks, 0, -1);
+    if (ok)
+        ceil_ip_file_sync_id(mpi_io_file(FILE_H(fh)), ticks);
+}
+F_BOTH(mpi_file_sync, (fint *fh, fint *ierr), (fh, ierr), f_file_sync(c, fh, *ierr == 0, ticks);)
+
+/* A data call counted: in the call's class and, by its handle, in the file's record. */
+static inline void f_file_io(mpi_counters *c, enum mpi_fn fn, int hist, const fint *fh, int write, uint64_t bytes,
+                             uint64_t ticks)
+{
+    mpi_done(c, fn, ticks, bytes, hist);
+    ceil_ip_file_io_id(mpi_io_file(FILE_H(fh)), write, bytes, ticks, CEIL_IP_API_MPIIO);
+}
+
+/* Blocking reads: the bytes the status says were read; writes and the
+ * non-blocking forms: the bytes asked. */
+#define F_READ(stem, FN)                                                                           \
+    F_BOTH(stem, (fint *fh, void *buf, fint *count, fint *type, fint *status, fint *ierr),         \
+           (fh, buf, count, type, status, ierr),                                                   \
+           f_file_io(c, FN, MH_IO, fh, 0, *ierr == 0 ? mpi_fortran_status_bytes(status, TYPE(type)) : 0, ticks);)
+#define F_READ_AT(stem, FN)                                                                        \
+    F_BOTH(stem, (fint *fh, int64_t *off, void *buf, fint *count, fint *type, fint *status, fint *ierr), \
+           (fh, off, buf, count, type, status, ierr),                                              \
+           f_file_io(c, FN, MH_IO, fh, 0, *ierr == 0 ? mpi_fortran_status_bytes(status, TYPE(type)) : 0, ticks);)
+#define F_ASKED(stem, FN, hist, write)                                                             \
+    F_BOTH(stem, (fint *fh, void *buf, fint *count, fint *type, fint *st, fint *ierr),             \
+           (fh, buf, count, type, st, ierr),                                                       \
+           f_file_io(c, FN, hist, fh, write, *ierr == 0 ? BYTES(count, type) : 0, ticks);)
+#define F_ASKED_AT(stem, FN, hist, write)                                                          \
+    F_BOTH(stem, (fint *fh, int64_t *off, void *buf, fint *count, fint *type, fint *st, fint *ierr), \
+           (fh, off, buf, count, type, st, ierr),                                                  \
+           f_file_io(c, FN, hist, fh, write, *ierr == 0 ? BYTES(count, type) : 0, ticks);)
+F_READ(mpi_file_read, FN_MPI_File_read)
+F_READ(mpi_file_read_all, FN_MPI_File_read_all)
+F_READ_AT(mpi_file_read_at, FN_MPI_File_read_at)
+F_READ_AT(mpi_file_read_at_all, FN_MPI_File_read_at_all)
+F_ASKED(mpi_file_write, FN_MPI_File_write, MH_IO, 1)
+F_ASKED(mpi_file_write_all, FN_MPI_File_write_all, MH_IO, 1)
+F_ASKED_AT(mpi_file_write_at, FN_MPI_File_write_at, MH_IO, 1)
+F_ASKED_AT(mpi_file_write_at_all, FN_MPI_File_write_at_all, MH_IO, 1)
+F_ASKED(mpi_file_iread, FN_MPI_File_iread, -1, 0)
+F_ASKED_AT(mpi_file_iread_at, FN_MPI_File_iread_at, -1, 0)
+F_ASKED(mpi_file_iwrite, FN_MPI_File_iwrite, -1, 1)
+F_ASKED_AT(mpi_file_iwrite_at, FN_MPI_File_iwrite_at, -1, 1)

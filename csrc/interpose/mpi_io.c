@@ -17,6 +17,7 @@
  * the MPI_File * the program passed. At most MPI_IO_FILES handles are open
  * at once; more are counted in the totals only.
  */
+#include <string.h>
 #include "files.h"
 #include "mpi.h"
 
@@ -58,6 +59,22 @@ static void files_drop(uintptr_t fh)
             __atomic_store_n(&open_files[i].key, 0, __ATOMIC_RELEASE);
         }
 }
+
+void mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks)
+{
+    char path[4096];
+    while (len > 0 && name[len - 1] == ' ')
+        len--;
+    if (len >= sizeof path)
+        return;
+    memcpy(path, name, len);
+    path[len] = '\0';
+    files_put(fh, ceil_ip_file_named(path, CEIL_IP_API_MPIIO, ticks));
+}
+
+uint32_t mpi_io_file(mpi_h fh) { return files_get(fh); }
+
+void mpi_io_closed(mpi_h fh) { files_drop(fh); }
 
 PMPI_DECL(MPI_File_open, (mpi_h, const char *, int, mpi_h, void *));
 CEIL_IP_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h info, void *fh)
