@@ -101,15 +101,6 @@ static type_size_fn type_size;
 static get_count_fn get_count;
 static get_count_c_fn get_count_c;         /* MPI 4: counts past 2^31 - 1 */
 static comm_int_fn comm_rank, comm_size, comm_test_inter, comm_remote_size;
-/* For the Fortran bindings (mpi_fortran.c): handles and statuses from Fortran, and its sentinels. */
-typedef mpi_h (*f2c_fn)(int);
-typedef int (*status_f2c_fn)(const int *, void *);
-static f2c_fn f2c_comm, f2c_type, f2c_file;
-static status_f2c_fn status_f2c;
-/* MPI_F_STATUS_IGNORE is a variable MPICH sets only when its Fortran layer
- * starts: its address is kept and read at each use; Open MPI's sentinel too. */
-static void *const *f_status_ignore_var;
-static const void *f_status_ignore_sym, *f_in_place;
 
 /* ---- helpers (mpi.h) ------------------------------------------------------- */
 
@@ -270,42 +261,15 @@ void mpi_started(const void *caller, int ok, int provided)
     if (!ok)
         return;
     mpi_identify(caller, provided);
-    f2c_comm = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
-    f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
-    f2c_file = (f2c_fn)ceil_ip_lookup("PMPI_File_f2c", caller);
-    status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
-    void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
-    f_status_ignore_var = ignore ? ignore : (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
-    f_status_ignore_sym = dlsym(RTLD_DEFAULT, "mpi_fortran_status_ignore_");
-    void **mpich_in_place = (void **)dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
-    f_in_place = mpich_in_place ? *mpich_in_place : dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+    mpi_fortran_started(caller);
 }
+
+const char *mpi_family(void) { return family; }
 
 void mpi_finalizing(const void *caller)
 {
     finalize_ns = ceil_ip_now_ns();
     ceil_ip_checkpoint(ceil_mpi_module.name, mpi_gather_wanted() ? mpi_gather_records : NULL, (void *)caller);
-}
-
-mpi_h mpi_f2c(int kind, int handle)
-{
-    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : kind == MPI_F2C_TYPE ? f2c_type : f2c_file;
-    const int mpich = strcmp(family, "mpich") == 0;
-    if (!f)
-        return mpich ? (mpi_h)(uint32_t)handle : 0;   /* MPICH's f2c is a cast (its mpi.h macro) */
-    const mpi_h h = f(handle);
-    /* an int handle (MPICH's ABI) comes back in the low half of the register */
-    return mpich ? (mpi_h)(uint32_t)h : h;
-}
-
-uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
-{
-    _Alignas(16) char st[MPI_STATUS_BYTES];
-    const void *ignore = f_status_ignore_var ? *f_status_ignore_var : NULL;
-    if (!fstatus || !status_f2c || (const void *)fstatus == ignore || (const void *)fstatus == f_status_ignore_sym ||
-        status_f2c(fstatus, st) != 0)
-        return 0;
-    return mpi_status_bytes(st, type);
 }
 
 size_t mpi_handle_bytes(void)
@@ -326,8 +290,6 @@ uintptr_t mpi_handle_at(const void *p)
     memcpy(&v, p, sizeof v);
     return v;
 }
-
-int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }
 
 void mpi_abort_if_asked(const void *caller)
 {

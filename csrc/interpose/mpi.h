@@ -186,6 +186,8 @@ void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
  * Fortran status says arrived (0 for MPI_STATUS_IGNORE); whether a Fortran
  * buffer is MPI_IN_PLACE (Open MPI's and MPICH's sentinels). */
 enum { MPI_F2C_COMM, MPI_F2C_TYPE, MPI_F2C_FILE };
+void mpi_fortran_started(const void *caller) __attribute__((visibility("hidden")));   /* resolves them */
+const char *mpi_family(void) __attribute__((visibility("hidden")));   /* mpi.c: openmpi, mpich, mpi-abi, unknown */
 mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
 uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type) __attribute__((visibility("hidden")));
 int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));

@@ -39,11 +39,61 @@
  * (counted only where the library goes through the C name): one-sided
  * communication, persistent requests, the neighbourhood collectives.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stddef.h>
+#include <string.h>
 #include "files.h"
 #include "mpi.h"
 
 typedef int fint;
+
+/* ---- handles and statuses from Fortran (mpi.h) ------------------------------------------ */
+
+typedef mpi_h (*f2c_fn)(int);
+typedef int (*status_f2c_fn)(const int *, void *);
+static f2c_fn f2c_comm, f2c_type, f2c_file;
+static status_f2c_fn status_f2c;
+/* MPI_F_STATUS_IGNORE is a variable MPICH sets only when its Fortran layer
+ * starts: its address is kept and read at each use; Open MPI's sentinel too. */
+static void *const *f_status_ignore_var;
+static const void *f_status_ignore_sym, *f_in_place;
+
+void mpi_fortran_started(const void *caller)
+{
+    f2c_comm = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
+    f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
+    f2c_file = (f2c_fn)ceil_ip_lookup("PMPI_File_f2c", caller);
+    status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
+    void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
+    f_status_ignore_var = ignore ? ignore : (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
+    f_status_ignore_sym = dlsym(RTLD_DEFAULT, "mpi_fortran_status_ignore_");
+    void **mpich_in_place = (void **)dlsym(RTLD_DEFAULT, "MPIR_F_MPI_IN_PLACE");
+    f_in_place = mpich_in_place ? *mpich_in_place : dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+}
+
+mpi_h mpi_f2c(int kind, int handle)
+{
+    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : kind == MPI_F2C_TYPE ? f2c_type : f2c_file;
+    const int mpich = strcmp(mpi_family(), "mpich") == 0;
+    if (!f)
+        return mpich ? (mpi_h)(uint32_t)handle : 0;   /* MPICH's f2c is a cast (its mpi.h macro) */
+    const mpi_h h = f(handle);
+    /* an int handle (MPICH's ABI) comes back in the low half of the register */
+    return mpich ? (mpi_h)(uint32_t)h : h;
+}
+
+uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
+{
+    _Alignas(16) char st[MPI_STATUS_BYTES];
+    const void *ignore = f_status_ignore_var ? *f_status_ignore_var : NULL;
+    if (!fstatus || !status_f2c || (const void *)fstatus == ignore || (const void *)fstatus == f_status_ignore_sym ||
+        status_f2c(fstatus, st) != 0)
+        return 0;
+    return mpi_status_bytes(st, type);
+}
+
+int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }
 
 /* The real Fortran function, looked up from the program's call. */
 #define F_REAL(fn) CEIL_REAL_FROM(fn, __builtin_return_address(0))
