@@ -320,6 +320,24 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     assert b["idle_threads"] == ["50/51 n2"]
 
 
+def test_processes_outside_the_programs_tree_are_the_ones_taken_from_records():
+    """ceiling profile -- mpiexec: a rank under Hydra's proxy is in the tree through the
+    proxy's record, even though the proxy (a launcher) is left out of the program's records;
+    a rank srun's slurmstepd started, or another node's, is not."""
+    from ceiling.verbs.profile import unwatched
+    here = os.uname().nodename
+
+    def rec(pid, ppid, host=here):
+        return {"process": {"pid": pid, "ppid": ppid, "host": host}, "lines": {}}
+    mpiexec, proxy, rank0, rank1 = rec(10, 1), rec(11, 10), rec(12, 11), rec(13, 11)
+    stepd_rank, remote = rec(20, 19), rec(12, 5, host="elsewhere")
+    own = [rank0, rank1, stepd_rank, remote]
+    everyone = own + [mpiexec, proxy]
+    assert unwatched(own, 10, set(), everyone) == [stepd_rank, remote]
+    assert unwatched(own, 10, {20}, everyone) == [remote]              # one the sampler saw
+    assert unwatched(own, 10, set()) == own                           # without the proxy's record: cut off
+
+
 def test_interposer_records_are_read_back_with_a_cut_record_kept():
     text = ("ceiling-interpose 1\nprocess pid=7 ppid=1 exe=/bin/x%20y reason=exit\nmodule name=null version=1\n"
             "null calls=3\nend pid=7 truncated=0\nceiling-interpose 1\nprocess pid=8\nnull calls=1\n")

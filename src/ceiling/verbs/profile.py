@@ -293,7 +293,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
-    others = unwatched(own, child.pid, set(sampled.processes))
+    others = unwatched(own, child.pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
                                                     wall, cpus, io_calls(own), mpi_conclude(own), counters,
                                                     sorted(waiters), others)
@@ -337,13 +337,14 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     return session.finish(), code
 
 
-def unwatched(records: list, root: int, sampled: Set[int] = frozenset()) -> list:
-    """The records of processes outside ``root``'s tree on this host (the ranks other
+def unwatched(records: list, root: int, sampled: Set[int] = frozenset(), everyone: Optional[list] = None) -> list:
+    """Of ``records``, those of processes outside ``root``'s tree on this host (the ranks other
     ceilings wrapped, here or on other nodes; ranks that srun's slurmstepd started): what
     neither this ceiling's sampler nor its wait4 rusage covered. A process is in the tree when
-    its ppid chain, through the records, reaches ``root``, or when the sampler saw it."""
+    its ppid chain, through the records of ``everyone`` (the launchers' own included: a rank
+    under mpiexec's proxy), reaches ``root``, or when the sampler saw it."""
     here = os.uname().nodename
-    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in records
+    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in (everyone or records)
               if r.get("process", {}).get("host") == here}
     out = []
     for r in records:
