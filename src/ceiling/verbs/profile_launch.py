@@ -1,0 +1,86 @@
+"""The MPI launch side of `ceiling profile` (verbs/profile.py): which rank of a launch this
+ceiling is, which processes' records come from outside the program's tree (other ranks,
+ranks a launcher's daemon started), and how a rank 0 that cannot report still ends its job."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional, Set, Tuple
+
+from ..errors import CeilingError
+
+RANK_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                  ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS"))
+
+
+def launched_rank(environ=None) -> Optional[Tuple[int, int]]:
+    """(rank, size) when this ceiling is one rank of an MPI launch (mpirun -n N ceiling
+    profile -- ./app, srun ceiling profile -- ./app): the launcher's variables for its
+    ranks (MPICH's Hydra and Intel MPI: PMI_*; Open MPI: OMPI_COMM_WORLD_*; a Slurm job
+    step: SLURM_PROCID with the step's task count, not a batch script's), with more
+    than one rank. None otherwise."""
+    env = os.environ if environ is None else environ
+    if "SLURM_PROCID" in env and not str(env.get("SLURM_STEP_ID", "")).isdigit():
+        env = {k: v for k, v in env.items() if not k.startswith("SLURM_")}
+    for rank, size in RANK_VARIABLES:
+        r, n = str(env.get(rank, "")), str(env.get(size, ""))
+        if r.isdigit() and n.isdigit() and int(n) > 1 and int(r) < int(n):
+            return int(r), int(n)
+    return None
+
+
+def unwatched(records: list, root: int, sampled: Set[int] = frozenset(), everyone: Optional[list] = None) -> list:
+    """Of ``records``, those of processes outside ``root``'s tree on this host (the ranks other
+    ceilings wrapped, here or on other nodes; ranks that srun's slurmstepd started): what
+    neither this ceiling's sampler nor its wait4 rusage covered. A process is in the tree when
+    its ppid chain, through the records of ``everyone`` (the launchers' own included: a rank
+    under mpiexec's proxy), reaches ``root``, or when the sampler saw it."""
+    here = os.uname().nodename
+    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in (everyone or records)
+              if r.get("process", {}).get("host") == here}
+    out = []
+    for r in records:
+        p = r.get("process", {})
+        pid, seen = p.get("pid"), set()
+        if p.get("host") == here:
+            if pid in sampled:
+                continue
+            while pid is not None and pid != root and pid not in seen:
+                seen.add(pid)
+                pid = parent.get(pid)
+            if pid == root:
+                continue
+        out.append(r)
+    return out
+
+
+ABORT_WAIT_S = 60          # a program that has not reached MPI_Init by then is killed
+
+
+def end_job(exe: str, cmd: List[str], e: CeilingError, refused: str) -> None:
+    """A wrapped rank 0 that cannot report: the other ranks' programs wait in MPI_Init for
+    rank 0's, which would never come (MPICH's Hydra and srun do not end a job when one of
+    its processes exits with an error), so the job would hang. Rank 0's program is started
+    with the interposer told to call MPI_Abort as soon as its MPI_Init returns, which ends
+    every rank (csrc/interpose/mpi.c, mpi_abort_if_asked). Without the interposer (a static
+    or setuid program: ``refused`` says why) nothing can be done but say so."""
+    import subprocess
+    from .. import core
+    say = f"ceiling: {e}"
+    lib = core.interpose_library_path()
+    why = f"the interposer is not built ({lib} is missing)" if not lib.exists() else refused
+    if why:
+        print(f"{say}\nceiling: the other ranks may wait in MPI_Init for rank 0; it cannot end the job ({why}): "
+              "stop it with Ctrl-C or scancel", file=sys.stderr, flush=True)
+        return
+    print(f"{say}\nceiling: ending the MPI job: rank 0's program is started only to call MPI_Abort once its "
+          "MPI_Init returns (the other ranks wait there for it)", file=sys.stderr, flush=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CEILING_INTERPOSE_")}
+    env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
+    env["CEILING_INTERPOSE_ABORT"] = str(e.exit_code)
+    try:
+        # close_fds=False: the launcher's PMI descriptor (Hydra's PMI_FD) is the program's way in
+        subprocess.run(cmd, executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=ABORT_WAIT_S, close_fds=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
