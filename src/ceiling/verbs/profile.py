@@ -29,7 +29,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from . import common
-from .profile_launch import end_job, launched_rank, unwatched  # noqa: F401 - launched_rank for tests
+from .profile_launch import end_job, launched_rank, unwatched
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
