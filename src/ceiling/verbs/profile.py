@@ -19,6 +19,7 @@ where the machine has them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -298,8 +299,9 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
     if code != 0:
         return {"why": f"not run: the program exited {code}"}, bounds, findings
     cpus = corunner_cpus(os.sched_getaffinity(0))
-    res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
-                   progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
+    with _competing() as busy:
+        res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
+                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
     out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "cost_s": res["cost_s"], "times_s": res["times"],
            "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"]}
     if res["failed"] or res["interrupted"] or any(len(v) < EXPERIMENT_ROUNDS for v in res["times"].values()):
@@ -308,6 +310,12 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
                       if res["failed"] else "not every arm finished")
         return out, bounds, findings
     verdict = classify(res["times"], res["rates"])
+    if busy:
+        # slowdowns and stolen bandwidth then say as much about the other processes as about the program
+        out["competing_load"] = busy[0].evidence
+        verdict = {k: v for k, v in verdict.items() if k not in ("bound", "by")}
+        verdict.update(bound=None, why=f"inconclusive: {busy[0].title.rstrip('.')} (during the experiments: "
+                                       f"{busy[0].evidence})")
     out.update({k: v for k, v in verdict.items() if k != "words"}, words=verdict.get("words", ""))
     bounds, findings = apply(verdict, bounds, findings)
     out["scaling"], more = _scaling(cmd, exe)
@@ -322,16 +330,35 @@ def _scaling(cmd: List[str], exe: str):
     counts = thread_counts(len(os.sched_getaffinity(0)))
     if not counts:
         return {"why": "one CPU: no thread counts to compare"}, []
-    res = run_threads(cmd, exe, counts, EXPERIMENT_ROUNDS,
-                      progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
+    with _competing() as busy:
+        res = run_threads(cmd, exe, counts, EXPERIMENT_ROUNDS,
+                          progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
     out = {"counts": counts, "times_s": res["times"], "cpu_s": res["cpu_s"], "cost_s": res["cost_s"]}
-    if res["failed"] or res["interrupted"]:
-        out["why"] = ("interrupted" if res["interrupted"] else "the program failed on "
-                      + ", ".join(f"{n} thread(s) (exit {c})" for n, c in res["failed"].items()))
+    if res["failed"] or res["interrupted"] or busy:
+        out["why"] = ("interrupted" if res["interrupted"] else
+                      f"not judged: {busy[0].title.rstrip('.')} ({busy[0].evidence})" if busy else
+                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})" for n, c in res["failed"].items()))
         return out, []
     verdict = classify(res["times"], res["cpu_s"])
     out.update(verdict)
     return out, [finding(verdict)]
+
+
+@contextlib.contextmanager
+def _competing():
+    """The competing-load findings (checks/load.py: other processes, or the hypervisor's steal)
+    of the interval inside: filled on leaving, empty when nothing competed. The program's runs
+    are this process's waited-for children and the co-runners its threads: ours, not
+    competition."""
+    from ..checks import load
+    found: list = []
+    before = load.sample()
+    try:
+        yield found
+    finally:
+        after = load.sample()
+        found.extend(f for f in load.compare(before, after, len(os.sched_getaffinity(0)), check_loadavg=False)
+                     if f.status in ("warn", "fail"))
 
 
 def _history(args: argparse.Namespace, host: str):
