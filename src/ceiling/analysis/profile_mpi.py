@@ -77,12 +77,17 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "peers": {ln["peer"]: {"calls": ln.get("calls", 0), "bytes": ln.get("bytes", 0)}
                       for ln in lines if "peer" in ln and isinstance(ln["peer"], int)},
             "threads": proc.get("threads", 1),
-            # where its threads' lives went, as its proc lines say (none: a record without them)
-            "cpu": (lambda sp: {k: round(v, 4) for k, v in sp.shares().items()} if sp else None)(record_split(rec)),
+            "cpu": _cpu_shares(rec),
             "write_bytes": sum(ln.get("bytes", 0) for ln in writes) + classes.get("io_write", {}).get("bytes", 0),
             "write_s": (sum(ln.get("ns", 0) for ln in writes) + classes.get("io_write", {}).get("ns", 0)) / 1e9,
         })
     return sorted(out, key=lambda r: (r["rank"] if isinstance(r["rank"], int) else -1, r["pid"] or 0))
+
+
+def _cpu_shares(rec: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """Where a rank's threads' lives went, as its record's proc lines say; None without them."""
+    sp = record_split(rec)
+    return {k: round(v, 4) for k, v in sp.shares().items()} if sp else None
 
 
 def launcher_pids(records: Sequence[Dict[str, Any]]) -> List[int]:

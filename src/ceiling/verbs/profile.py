@@ -263,7 +263,6 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     if wrapped and wrapped[0] == 0 and not refused:
         # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning
-        from ..probes.interpose_cost import measure
         cost = measure(lib)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
