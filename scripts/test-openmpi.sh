@@ -11,8 +11,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 py=/usr/bin/python3
+# gfortran: libopenmpi-dev pulls in gfortran-12 only, and mpifort calls plain `gfortran`
+# (without it tests/test_profile_mpi_fortran.py would skip).
 pkgs="openmpi-bin libopenmpi-dev python3-mpi4py python3-numpy python3-pytest python3-jsonschema
-      python3-hypothesis python3-threadpoolctl"
+      python3-hypothesis python3-threadpoolctl gfortran"
 missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -119,6 +119,46 @@ int main(int argc, char **argv)
         MPI_Neighbor_allgather(mine, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, ring);
         MPI_Neighbor_alltoall(mine, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, ring);
         MPI_Comm_free(&ring);
+    } else if (!strcmp(mode, "pcoll")) {       /* n rounds of MPI 4 persistent collectives, with a persistent
+                                                  send and receive in the same MPI_Startall */
+#if MPI_VERSION >= 4
+        int other = 1 - rank, ints[2] = {rank, rank + 10}, ints_out[1], all[2];
+        double x[4] = {1, 2, 3, rank}, y[4], g[8] = {0}, sent[10] = {0}, got[10];
+        float f[5] = {0}, fg[10];
+        short sh[12] = {0}, sh_in[6];
+        char bc[1000];
+        MPI_Request rq[12];
+        /* bytes per start, as the blocking forms count them: */
+        MPI_Bcast_init(bc, 1000, MPI_BYTE, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]);       /* 1000 */
+        MPI_Allreduce_init(x, y, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[1]);  /* 32 */
+        MPI_Send_init(sent, 10, MPI_DOUBLE, other, 5, MPI_COMM_WORLD, &rq[2]);                /* 80, p2p */
+        MPI_Recv_init(got, 10, MPI_DOUBLE, other, 5, MPI_COMM_WORLD, &rq[3]);                 /* 80, p2p */
+        MPI_Reduce_init(x, y, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[4]);  /* 24 */
+        MPI_Allgather_init(x, 2, MPI_DOUBLE, g, 2, MPI_DOUBLE, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[5]);  /* 16 */
+        MPI_Alltoall_init(ints, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[6]);    /* 4 */
+        MPI_Gather_init(f, 5, MPI_FLOAT, fg, 5, MPI_FLOAT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[7]);   /* 20 */
+        MPI_Scatter_init(sh, 6, MPI_SHORT, sh_in, 6, MPI_SHORT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[8]); /* 12 */
+        MPI_Reduce_scatter_block_init(ints, ints_out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                      &rq[9]);                                                 /* 4 */
+        MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &rq[10]);                              /* 0 */
+        MPI_Allreduce_init(MPI_IN_PLACE, g, 8, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[11]); /* 64 */
+        for (long i = 0; i < n; i++) {
+            bc[0] = rank == 0 ? (char)(i + 1) : 0;
+            MPI_Startall(4, rq);                                 /* Bcast, Allreduce, and the send and receive */
+            MPI_Waitall(4, rq, MPI_STATUSES_IGNORE);
+            CHECK(bc[0] == (char)(i + 1) && y[0] == 2 && y[3] == 1);
+            for (int k = 4; k < 12; k++) {                       /* the others one by one */
+                MPI_Start(&rq[k]);
+                MPI_Wait(&rq[k], MPI_STATUS_IGNORE);
+            }
+            CHECK(g[2] == 1 && all[1] == (rank == 0 ? 1 : 11) && ints_out[0] == (rank == 0 ? 1 : 21));
+        }
+        for (int k = 0; k < 12; k++)
+            MPI_Request_free(&rq[k]);
+#else
+        if (rank == 0)
+            printf("no MPI 4 persistent collectives in this MPI's header\n");
+#endif
     } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
         double x = rank, y = 0;
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -246,6 +286,41 @@ def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path)
         assert g["wait"] >= c["rma_sync"]["ns"] / 1e9 * 0.999      # fences count as waiting
         other = str(1 - rank["rank"])
         assert rank["peers"][other] == {"calls": 3 + 1, "bytes": 3 * 80 + 160}, rank["peers"]
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_persistent_collectives_count_their_bytes_at_each_start_under_the_inits_name(app, tmp_path):
+    """MPI 4 persistent collectives: each MPI_Start / MPI_Startall of one is a call of its init's
+    name (class icoll) with the bytes its blocking form would count; the persistent send and
+    receive started in the same MPI_Startall stay point-to-point posts."""
+    n = 5
+    r, doc = profile(app, tmp_path, "pcoll", str(n), "0")
+    assert r.returncode == 0, r.stderr
+    if "no MPI 4 persistent collectives" in r.stdout:
+        pytest.skip("this MPI has no MPI 4 persistent collectives (Open MPI 4.1: only MPIX_ forms)")
+    mpi = doc["environment"]["profile"]["mpi"]
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    per_start = {"MPI_Bcast_init": 1000, "MPI_Reduce_init": 24, "MPI_Allgather_init": 16, "MPI_Alltoall_init": 4,
+                 "MPI_Gather_init": 20, "MPI_Scatter_init": 12, "MPI_Reduce_scatter_block_init": 4,
+                 "MPI_Barrier_init": 0}
+    for name, b in per_start.items():                     # 2 ranks, n starts each
+        assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 2 * n * b), fns[name]
+    # two Allreduce_init requests, 4 doubles and 8 in place
+    assert (fns["MPI_Allreduce_init"]["calls"], fns["MPI_Allreduce_init"]["bytes"]) == (4 * n, 2 * n * (32 + 64))
+    # the calls themselves: Startall's bytes are its send's and receive's only
+    assert (fns["MPI_Startall"]["calls"], fns["MPI_Startall"]["bytes"]) == (2 * n, 2 * n * 160)
+    assert (fns["MPI_Start"]["calls"], fns["MPI_Start"]["bytes"]) == (2 * n * 8, 0)
+    assert not {"MPI_Bcast", "MPI_Allreduce", "MPI_Barrier"} & set(fns)
+    post = mpi["hist"]["post"]                            # the send and the receive, no collective
+    assert sum(post["hist"]) == 2 * n * 2 and post["hist_bytes"][0] == 2 * n * 160, post
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert c["icoll"]["calls"] == 10 * n and c["icoll"]["bytes"] == n * (1000 + 32 + 64 + 24 + 16 + 4 + 20 + 12 + 4)
+        assert c["post"]["calls"] == 9 * n and c["post"]["bytes"] == n * 160
+        assert "coll" not in c and c["wait"]["calls"] == 9 * n
+        assert rank["peers"] == {str(1 - rank["rank"]): {"calls": n, "bytes": n * 80}} or \
+            rank["peers"] == {1 - rank["rank"]: {"calls": n, "bytes": n * 80}}
 
 
 @needs_mpi

@@ -1,9 +1,12 @@
-"""The interposer's Fortran MPI bindings (csrc/interpose/mpi_fortran.c): a Fortran program
-(`use mpi`, and one with `use mpi_f08`) built with the Fortran wrapper of the MPI that
-mpi4py loads, profiled, and its calls counted to the call and the byte under their C names.
+"""The interposer's Fortran MPI bindings (csrc/interpose/mpi_fortran.c): Fortran programs
+(`use mpi`, and ones with `use mpi_f08`; point-to-point and collectives, MPI-IO, persistent
+requests and one-sided calls, MPI 4 persistent collectives) built with the Fortran wrapper of
+the MPI that mpi4py loads, profiled, and their calls counted to the call and the byte under
+their C names.
 Open MPI's Fortran libraries call PMPI_* directly (its mpi_f08 module through its own
 mpif.h code), so without these wrappers such a program showed no MPI at all.
-Skipped where the MPI has no Fortran wrapper (the MPICH wheel) or no Fortran compiler."""
+Skipped where the MPI has no Fortran wrapper (the MPICH wheel) or no Fortran compiler, and the
+persistent collectives where its Fortran has none (Open MPI 4.1)."""
 from __future__ import annotations
 
 import json
@@ -123,7 +126,170 @@ end program
 """
 
 
-def _build(mpi_setup, d, name, source):
+# Persistent point-to-point requests and one-sided communication from Fortran (Open MPI's
+# Fortran goes to PMPI_Send_init, PMPI_Start, PMPI_Put, PMPI_Win_fence ... directly): a send and a
+# receive of 100 doubles started 4 times by MPI_Startall, new ones of 20 started twice one by one;
+# 3 rounds of fence / put 1000 doubles / fence / get 100 / fence; a lock epoch with an accumulate
+# and a fetch-and-op; a lock_all epoch with an Rput of 10 and a flush.
+PROGRAM_P_RMA = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, other, i, k, win, reqs(2), req
+  integer(kind=MPI_ADDRESS_KIND) :: winsize, disp
+  double precision :: a(100), b(100), wbuf(1000), mine(1000), got(100), one, old
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  other = 1 - rank
+  a = rank
+  call MPI_Send_init(a, 100, MPI_DOUBLE_PRECISION, other, 3, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_Recv_init(b, 100, MPI_DOUBLE_PRECISION, other, 3, MPI_COMM_WORLD, reqs(2), ierr)
+  do i = 1, 4
+    call MPI_Startall(2, reqs, ierr)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+  end do
+  if (b(1) /= other) stop 3
+  call MPI_Request_free(reqs(1), ierr)
+  call MPI_Request_free(reqs(2), ierr)
+  call MPI_Recv_init(b, 20, MPI_DOUBLE_PRECISION, other, 4, MPI_COMM_WORLD, reqs(2), ierr)
+  call MPI_Send_init(a, 20, MPI_DOUBLE_PRECISION, other, 4, MPI_COMM_WORLD, reqs(1), ierr)
+  do i = 1, 2
+    call MPI_Start(reqs(2), ierr)
+    call MPI_Start(reqs(1), ierr)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE, ierr)
+  end do
+  call MPI_Request_free(reqs(1), ierr)
+  call MPI_Request_free(reqs(2), ierr)
+  wbuf = 0
+  winsize = 8000
+  disp = 0
+  call MPI_Win_create(wbuf, winsize, 8, MPI_INFO_NULL, MPI_COMM_WORLD, win, ierr)
+  do i = 1, 3
+    do k = 1, 1000
+      mine(k) = rank * 1000 + k + i
+    end do
+    call MPI_Win_fence(0, win, ierr)
+    call MPI_Put(mine, 1000, MPI_DOUBLE_PRECISION, other, disp, 1000, MPI_DOUBLE_PRECISION, win, ierr)
+    call MPI_Win_fence(0, win, ierr)
+    call MPI_Get(got, 100, MPI_DOUBLE_PRECISION, other, disp, 100, MPI_DOUBLE_PRECISION, win, ierr)
+    call MPI_Win_fence(0, win, ierr)
+    call MPI_F_sync_reg(got)
+    if (got(5) /= rank * 1000 + 5 + i) stop 4
+  end do
+  one = 1
+  call MPI_Win_lock(MPI_LOCK_SHARED, other, 0, win, ierr)
+  call MPI_Accumulate(one, 1, MPI_DOUBLE_PRECISION, other, disp, 1, MPI_DOUBLE_PRECISION, MPI_SUM, win, ierr)
+  call MPI_Fetch_and_op(one, old, MPI_DOUBLE_PRECISION, other, disp + 1, MPI_SUM, win, ierr)
+  call MPI_Win_unlock(other, win, ierr)
+  call MPI_Win_lock_all(0, win, ierr)
+  call MPI_Rput(mine, 10, MPI_DOUBLE_PRECISION, other, disp + 10, 10, MPI_DOUBLE_PRECISION, win, req, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  call MPI_Win_flush(other, win, ierr)
+  call MPI_Win_unlock_all(win, ierr)
+  call MPI_Win_free(win, ierr)
+  call MPI_Finalize(ierr)
+end program
+"""
+
+# The same through mpi_f08, ierror left out of some calls.
+PROGRAM_P_RMA_F08 = """
+program app
+  use mpi_f08
+  implicit none
+  integer :: ierr, rank, other, i, k
+  type(MPI_Win) :: win
+  type(MPI_Request) :: reqs(2), req
+  integer(kind=MPI_ADDRESS_KIND) :: winsize, disp
+  double precision :: a(100), b(100), mine(1000), one, old
+  double precision, asynchronous :: wbuf(1000), got(100)
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  other = 1 - rank
+  a = rank
+  call MPI_Send_init(a, 100, MPI_DOUBLE_PRECISION, other, 3, MPI_COMM_WORLD, reqs(1))
+  call MPI_Recv_init(b, 100, MPI_DOUBLE_PRECISION, other, 3, MPI_COMM_WORLD, reqs(2), ierr)
+  do i = 1, 4
+    call MPI_Startall(2, reqs)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
+  end do
+  if (b(1) /= other) stop 3
+  call MPI_Request_free(reqs(1))
+  call MPI_Request_free(reqs(2), ierr)
+  call MPI_Recv_init(b, 20, MPI_DOUBLE_PRECISION, other, 4, MPI_COMM_WORLD, reqs(2))
+  call MPI_Send_init(a, 20, MPI_DOUBLE_PRECISION, other, 4, MPI_COMM_WORLD, reqs(1))
+  do i = 1, 2
+    call MPI_Start(reqs(2))
+    call MPI_Start(reqs(1), ierr)
+    call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
+  end do
+  call MPI_Request_free(reqs(1))
+  call MPI_Request_free(reqs(2))
+  wbuf = 0
+  winsize = 8000
+  disp = 0
+  call MPI_Win_create(wbuf, winsize, 8, MPI_INFO_NULL, MPI_COMM_WORLD, win)
+  do i = 1, 3
+    do k = 1, 1000
+      mine(k) = rank * 1000 + k + i
+    end do
+    call MPI_Win_fence(0, win)
+    call MPI_Put(mine, 1000, MPI_DOUBLE_PRECISION, other, disp, 1000, MPI_DOUBLE_PRECISION, win)
+    call MPI_Win_fence(0, win, ierr)
+    call MPI_Get(got, 100, MPI_DOUBLE_PRECISION, other, disp, 100, MPI_DOUBLE_PRECISION, win, ierr)
+    call MPI_Win_fence(0, win)
+    call MPI_F_sync_reg(got)
+    if (got(5) /= rank * 1000 + 5 + i) stop 4
+  end do
+  one = 1
+  call MPI_Win_lock(MPI_LOCK_SHARED, other, 0, win)
+  call MPI_Accumulate(one, 1, MPI_DOUBLE_PRECISION, other, disp, 1, MPI_DOUBLE_PRECISION, MPI_SUM, win)
+  call MPI_Fetch_and_op(one, old, MPI_DOUBLE_PRECISION, other, disp + 1, MPI_SUM, win, ierr)
+  call MPI_Win_unlock(other, win)
+  call MPI_Win_lock_all(0, win)
+  call MPI_Rput(mine, 10, MPI_DOUBLE_PRECISION, other, disp + 10, 10, MPI_DOUBLE_PRECISION, win, req)
+  call MPI_Wait(req, MPI_STATUS_IGNORE)
+  call MPI_Win_flush(other, win)
+  call MPI_Win_unlock_all(win, ierr)
+  call MPI_Win_free(win)
+  call MPI_Finalize()
+end program
+"""
+
+# MPI 4 persistent collectives from Fortran (Open MPI 5, MPICH 4; not Open MPI 4.1, whose
+# Fortran has only the MPIX_ forms): three requests started 3 times together, the Allreduce once
+# more alone.
+PROGRAM_PCOLL = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, i, reqs(3)
+  double precision :: x(4), y(4), z(3), g(4)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  x = rank + 1
+  z = rank + 5
+  call MPI_Allreduce_init(x, y, 4, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(1), ierr)
+  call MPI_Bcast_init(z, 3, MPI_DOUBLE_PRECISION, 0, MPI_COMM_WORLD, MPI_INFO_NULL, reqs(2), ierr)
+  call MPI_Allgather_init(x, 2, MPI_DOUBLE_PRECISION, g, 2, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, &
+                          MPI_INFO_NULL, reqs(3), ierr)
+  do i = 1, 3
+    call MPI_Startall(3, reqs, ierr)
+    call MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE, ierr)
+  end do
+  call MPI_Start(reqs(1), ierr)
+  call MPI_Wait(reqs(1), MPI_STATUS_IGNORE, ierr)
+  if (y(1) /= 3 .or. z(1) /= 5 .or. g(3) /= 2) stop 3
+  do i = 1, 3
+    call MPI_Request_free(reqs(i), ierr)
+  end do
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+def _build(mpi_setup, d, name, source, lacking=None):
+    """The program built with the MPI's Fortran wrapper; skipped where there is none, or where the
+    link misses `lacking` (a feature this MPI's Fortran does not have)."""
     tmp, found = mpi_setup
     cc = Path(found["mpicc"])
     fc = next((str(cc.with_name(n)) for n in ("mpifort", "mpif90") if cc.with_name(n).exists()), None)
@@ -134,8 +300,10 @@ def _build(mpi_setup, d, name, source):
                        timeout=120, cwd=d, env=run_env(tmp))
     if r.returncode != 0 and ("not found" in r.stderr or "No such file" in r.stderr or not shutil.which("gfortran")):
         pytest.skip(f"{fc} cannot compile Fortran here: {r.stderr.strip()[:200]}")
-    if r.returncode != 0 and name == "app_f08" and "mpi_f08" in r.stderr:
+    if r.returncode != 0 and name.endswith("_f08") and "mpi_f08" in r.stderr:
         pytest.skip(f"this MPI has no mpi_f08 module: {r.stderr.strip()[:200]}")
+    if r.returncode != 0 and lacking and lacking in r.stderr and "undefined" in r.stderr:   # ld's, lld's words
+        pytest.skip(f"this MPI's Fortran has no {lacking}: {r.stderr.strip()[:200]}")
     assert r.returncode == 0, r.stderr
     return d / name, found, tmp
 
@@ -201,6 +369,76 @@ def test_a_fortran_programs_mpi_io_is_counted_with_its_file(mpi_setup, tmp_path_
     check_io(json.loads(out.read_text())["environment"]["profile"], data)
 
 
+@pytest.fixture(scope="module", params=["app_p", "app_p_f08"])
+def fortran_p_rma(mpi_setup, tmp_path_factory, request):
+    d = tmp_path_factory.mktemp("fprma")
+    return _build(mpi_setup, d, request.param, PROGRAM_P_RMA if request.param == "app_p" else PROGRAM_P_RMA_F08)
+
+
+def _profile(built, tmp_path):
+    exe, found, tmp = built
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json", str(out),
+                     "--", *found["argv2"], str(exe)], env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())["environment"]["profile"]["mpi"]
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_fortran_persistent_requests_and_one_sided_calls_are_counted_under_their_c_names(fortran_p_rma, tmp_path):
+    check_p_rma(_profile(fortran_p_rma, tmp_path))
+
+
+def check_p_rma(mpi):
+    """PROGRAM_P_RMA's and PROGRAM_P_RMA_F08's calls, to the call and the byte."""
+    assert mpi["ranks"] == 2
+    fns = {f["fn"]: f for f in mpi["functions"]}
+
+    def calls_bytes(name):
+        return fns[name]["calls"], fns[name]["bytes"]
+    # persistent requests, both ranks: each start counts what its Fortran init set
+    assert calls_bytes("MPI_Startall") == (2 * 4, 2 * 4 * (800 + 800))
+    assert calls_bytes("MPI_Start") == (2 * 4, 2 * 2 * (160 + 160))
+    # one-sided: the origin's bytes; the synchronisation calls by name
+    assert calls_bytes("MPI_Put") == (2 * 3, 2 * 3 * 8000) and calls_bytes("MPI_Get") == (2 * 3, 2 * 3 * 800)
+    assert calls_bytes("MPI_Accumulate") == (2, 16) and calls_bytes("MPI_Fetch_and_op") == (2, 16)
+    assert calls_bytes("MPI_Rput") == (2, 2 * 80)
+    for name, n in (("MPI_Win_fence", 9), ("MPI_Win_lock", 1), ("MPI_Win_unlock", 1), ("MPI_Win_lock_all", 1),
+                    ("MPI_Win_unlock_all", 1), ("MPI_Win_flush", 1)):
+        assert fns[name]["calls"] == 2 * n, (name, fns[name])
+    for rank in mpi["per_rank"]:
+        c, me = rank["classes"], rank["rank"]
+        assert c["post"]["calls"] == 8 and c["post"]["bytes"] == 4 * 1600 + 2 * 320, c
+        assert c["rma"]["calls"] == 3 + 3 + 1 + 1 + 1 and c["rma"]["bytes"] == 24000 + 2400 + 8 + 8 + 80, c
+        assert c["rma_sync"]["calls"] == 9 + 5 and c["wait"]["calls"] == 4 + 2 + 1, c
+        peers = {int(k): v for k, v in rank["peers"].items()}
+        assert peers == {1 - me: {"calls": 4 + 2, "bytes": 4 * 800 + 2 * 160}}     # the sends started
+    # the posting histogram: every request started and every one-sided transfer, by its own bytes
+    assert sum(mpi["hist"]["post"]["hist_bytes"]) == 2 * (4 * 1600 + 2 * 320 + 24000 + 2400 + 8 + 8 + 80)
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_fortran_persistent_collectives_are_counted_at_each_start(mpi_setup, tmp_path_factory, tmp_path):
+    built = _build(mpi_setup, tmp_path_factory.mktemp("fpcoll"), "app_pcoll", PROGRAM_PCOLL,
+                   lacking="mpi_allreduce_init")
+    check_pcoll(_profile(built, tmp_path))
+
+
+def check_pcoll(mpi):
+    """PROGRAM_PCOLL's starts, under each init's C name, with the blocking form's bytes."""
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    assert (fns["MPI_Allreduce_init"]["calls"], fns["MPI_Allreduce_init"]["bytes"]) == (2 * 4, 2 * 4 * 32)
+    assert (fns["MPI_Bcast_init"]["calls"], fns["MPI_Bcast_init"]["bytes"]) == (2 * 3, 2 * 3 * 24)
+    assert (fns["MPI_Allgather_init"]["calls"], fns["MPI_Allgather_init"]["bytes"]) == (2 * 3, 2 * 3 * 16)
+    assert (fns["MPI_Startall"]["calls"], fns["MPI_Startall"]["bytes"]) == (2 * 3, 0)
+    assert (fns["MPI_Start"]["calls"], fns["MPI_Start"]["bytes"]) == (2, 0)
+    for rank in mpi["per_rank"]:
+        assert rank["classes"]["icoll"]["calls"] == 10 and rank["classes"]["icoll"]["bytes"] == 4 * 32 + 3 * 24 + 3 * 16
+
+
 # MPICH's own Fortran (its Fortran layer calls the C names; MPI_F_STATUS_IGNORE is set only when
 # that layer starts), where Debian's mpich package is installed beside whatever mpi4py loads: the
 # MPICH wheel has no Fortran. Skipped elsewhere (CI).
@@ -209,9 +447,10 @@ MPICH_FC, MPICH_RUN = shutil.which("mpif90.mpich"), shutil.which("mpiexec.mpich"
 
 @NEEDS_LIB
 @pytest.mark.skipif(not (MPICH_FC and MPICH_RUN), reason="no mpif90.mpich / mpiexec.mpich (Debian's mpich package)")
-@pytest.mark.parametrize("name", ["app", "app_f08", "app_io"])
+@pytest.mark.parametrize("name", ["app", "app_f08", "app_io", "app_p", "app_p_f08", "app_pcoll"])
 def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
-    src = {"app": PROGRAM, "app_f08": PROGRAM_F08, "app_io": PROGRAM_IO}[name]
+    src = {"app": PROGRAM, "app_f08": PROGRAM_F08, "app_io": PROGRAM_IO, "app_p": PROGRAM_P_RMA,
+           "app_p_f08": PROGRAM_P_RMA_F08, "app_pcoll": PROGRAM_PCOLL}[name]
     (tmp_path / f"{name}.f90").write_text(src)
     r = subprocess.run([MPICH_FC, "-O1", "-o", str(tmp_path / name), f"{name}.f90"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
@@ -226,5 +465,7 @@ def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
     assert prof["mpi"]["family"] == "mpich"
     if name == "app_io":
         check_io(prof, data)
+    elif name.startswith("app_p"):
+        (check_pcoll if name == "app_pcoll" else check_p_rma)(prof["mpi"])
     else:
         check_calls(prof["mpi"])

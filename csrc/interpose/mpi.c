@@ -35,10 +35,14 @@
  * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
  * transfer's time is in the wait that completes it; MPI_Start and
  * MPI_Startall of persistent requests, with the bytes their MPI_Send_init
- * or MPI_Recv_init set, mpi_p2p.c), wait
+ * or MPI_Recv_init set, mpi_p2p.c; a persistent collective started is
+ * icoll's), wait
  * (MPI_Wait*, MPI_Test*, MPI_Iprobe), coll (blocking collectives, the
  * neighbourhood ones included), icoll (non-blocking collectives, posting
- * only), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
+ * only; and each start of a persistent collective, MPI 4, counted as a
+ * call of its init's name, fn=MPI_Allreduce_init, with the bytes the init
+ * set and its share of the MPI_Start or MPI_Startall, whose line leaves
+ * that time out), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
  * MPI_Get, the accumulates, MPI_Rput, MPI_Rget, MPI_Fetch_and_op,
  * MPI_Compare_and_swap: the origin's bytes, at posting: the transfer may
  * finish at the synchronisation), rma_sync (MPI_Win_fence, the locks and
@@ -52,15 +56,18 @@
  * buckets) for p2p
  * (blocking sends, receives and sendrecvs: the larger side), post,
  * coll and io (MPI-IO reads and writes); only kinds with calls are written.
- * fn: one line per function called, with its calls, time and bytes.
+ * fn: one line per function called, with its calls, time and bytes (a
+ * persistent collective's init: its starts).
  * peer: sends to one world rank (blocking, non-blocking and sendrecv's
  * send side), by destination; peer=other: sends on other communicators
  * and to destinations past the MPI_PEERS each thread tracks.
  *
- * Not seen: the bytes of persistent collectives (MPI 4) and of persistent
- * requests past the table's MPI_PERSISTENT, MPI_Neighbor_alltoallw and the
- * non-blocking neighbourhood collectives, and the Fortran calls
- * mpi_fortran.c does not wrap.
+ * Not seen: the bytes of persistent requests past the table's
+ * MPI_PERSISTENT (mpi_p2p.c), of the persistent neighbourhood and
+ * Alltoallw collectives and of partitioned requests (MPI_Psend_init ...),
+ * whose starts count as point-to-point ones with no bytes; Open MPI 4's
+ * MPIX_ persistent collectives; MPI_Neighbor_alltoallw and the non-blocking
+ * neighbourhood collectives; the Fortran calls mpi_fortran.c does not wrap.
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer

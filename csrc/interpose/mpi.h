@@ -1,7 +1,8 @@
 /* mpi.h - what the MPI module's files share (mpi.c: the module, its
- * record lines, start-up and end; mpi_p2p.c: point-to-point and
- * completion; mpi_coll.c: the collectives; mpi_io.c: MPI-IO; mpi_fortran.c:
- * the Fortran names; mpi_gather.c: the records to one rank). Internal to
+ * record lines, start-up and end; mpi_p2p.c: point-to-point, completion
+ * and persistent requests; mpi_coll.c: the collectives; mpi_rma.c:
+ * one-sided communication; mpi_io.c: MPI-IO; mpi_fortran.c: the Fortran
+ * names; mpi_gather.c: the records to one rank). Internal to
  * libceiling_interpose.so.
  *
  * One library for every MPI: the module is built without any MPI header.
@@ -29,7 +30,9 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
 /* Every wrapped function, with its class (the record's class= word): X(fn,
  * cls) for a function alone, C(fn, cls) for one that also has an MPI 4
  * large-count form fn_c (MPI_Count counts, MPI_Aint displacements), which
- * mpi4py 4 and other MPI 4 codes call instead. */
+ * mpi4py 4 and other MPI 4 codes call instead. The persistent collectives
+ * (MPI_Bcast_init ...) are counted at each MPI_Start or MPI_Startall of
+ * their request, not at the init (mpi_p2p.c, persistent requests). */
 #define MPI_FNS(X, C)                                                                              \
     X(MPI_Init, INIT) X(MPI_Init_thread, INIT) X(MPI_Finalize, INIT)                               \
     C(MPI_Send, SEND) C(MPI_Ssend, SEND) C(MPI_Bsend, SEND) C(MPI_Rsend, SEND)                     \
@@ -63,7 +66,13 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
     X(MPI_Win_lock_all, RMA_SYNC) X(MPI_Win_unlock_all, RMA_SYNC) X(MPI_Win_flush, RMA_SYNC)       \
     X(MPI_Win_flush_all, RMA_SYNC) X(MPI_Win_flush_local, RMA_SYNC)                                \
     X(MPI_Win_flush_local_all, RMA_SYNC) X(MPI_Win_post, RMA_SYNC) X(MPI_Win_start, RMA_SYNC)      \
-    X(MPI_Win_complete, RMA_SYNC) X(MPI_Win_wait, RMA_SYNC) X(MPI_Win_sync, RMA_SYNC)
+    X(MPI_Win_complete, RMA_SYNC) X(MPI_Win_wait, RMA_SYNC) X(MPI_Win_sync, RMA_SYNC)              \
+    X(MPI_Barrier_init, ICOLL) C(MPI_Bcast_init, ICOLL) C(MPI_Reduce_init, ICOLL)                  \
+    C(MPI_Allreduce_init, ICOLL) C(MPI_Scan_init, ICOLL) C(MPI_Exscan_init, ICOLL)                 \
+    C(MPI_Reduce_scatter_block_init, ICOLL) C(MPI_Reduce_scatter_init, ICOLL)                      \
+    C(MPI_Gather_init, ICOLL) C(MPI_Gatherv_init, ICOLL) C(MPI_Scatter_init, ICOLL)                \
+    C(MPI_Scatterv_init, ICOLL) C(MPI_Allgather_init, ICOLL) C(MPI_Allgatherv_init, ICOLL)         \
+    C(MPI_Alltoall_init, ICOLL) C(MPI_Alltoallv_init, ICOLL)
 
 #define MPI_FN_ENUM(fn, cls) FN_##fn,
 #define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
@@ -181,11 +190,12 @@ void mpi_started(const void *caller, int ok, int provided) __attribute__((visibi
 void mpi_abort_if_asked(const void *caller) __attribute__((visibility("hidden")));
 void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
 
-/* For the Fortran wrappers: a Fortran communicator or datatype as the C
- * handle (PMPI_Comm_f2c, PMPI_Type_f2c; 0 when unknown); the bytes a
+/* For the Fortran wrappers: a Fortran communicator, datatype, file or
+ * request as the C handle (PMPI_Comm_f2c, PMPI_Type_f2c, PMPI_File_f2c,
+ * PMPI_Request_f2c; 0 when unknown); the bytes a
  * Fortran status says arrived (0 for MPI_STATUS_IGNORE); whether a Fortran
  * buffer is MPI_IN_PLACE (Open MPI's and MPICH's sentinels). */
-enum { MPI_F2C_COMM, MPI_F2C_TYPE, MPI_F2C_FILE };
+enum { MPI_F2C_COMM, MPI_F2C_TYPE, MPI_F2C_FILE, MPI_F2C_REQUEST, MPI_F2C_KINDS };
 void mpi_fortran_started(const void *caller) __attribute__((visibility("hidden")));   /* resolves them */
 const char *mpi_family(void) __attribute__((visibility("hidden")));   /* mpi.c: openmpi, mpich, mpi-abi, unknown */
 mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
@@ -203,6 +213,26 @@ uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) __attribute__
  * no handle may be read) and its value. */
 size_t mpi_handle_bytes(void) __attribute__((visibility("hidden")));
 uintptr_t mpi_handle_at(const void *p) __attribute__((visibility("hidden")));
+
+/* Persistent requests (mpi_p2p.c), known by their C handle (a key; 0: none).
+ * mpi_request_key: the key of a request the program passed by address (0
+ * while the MPI is not identified). mpi_persistent_note: at its init, what
+ * the request will move at each start: bytes, and a send's peer (dest >= 0
+ * on comm; -1: a receive) or, for a persistent collective, coll: the init
+ * function's index (FN_MPI_Bcast_init ...; -1: point-to-point). No lock:
+ * a table of fixed size, entries claimed with a CAS (past it, starts count
+ * no bytes). mpi_persistent_forget: MPI_Request_free. mpi_start_done:
+ * MPI_Start (fn FN_MPI_Start, n 1) or MPI_Startall (FN_MPI_Startall)
+ * returned (ok: successfully) from starting the n requests at reqs, of which
+ * key_of(reqs, i) gives the i-th's key (C handles, or Fortran ones made C):
+ * counts the call and each request (lowers the depth). */
+typedef uintptr_t (*mpi_key_fn)(const void *reqs, int i);
+uintptr_t mpi_request_key(const void *req) __attribute__((visibility("hidden")));
+void mpi_persistent_note(uintptr_t key, uint64_t bytes, mpi_h comm, int dest, int coll)
+    __attribute__((visibility("hidden")));
+void mpi_persistent_forget(uintptr_t key) __attribute__((visibility("hidden")));
+void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int n, const void *reqs,
+                    mpi_key_fn key_of) __attribute__((visibility("hidden")));
 
 /* This process's rank in comm (PMPI_Comm_rank); -1 when unknown. */
 int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));

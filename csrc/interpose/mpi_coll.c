@@ -12,7 +12,9 @@
  * Reduce_scatter: this rank's block of the result; Alltoallv: the mean
  * block, all the blocks it sends over the communicator's size; Barrier: 0.
  * The non-blocking ones (class icoll) count the same bytes at posting and
- * enter no histogram: their time is in the wait that completes them.
+ * enter no histogram: their time is in the wait that completes them. The
+ * persistent ones (MPI 4: MPI_Bcast_init ...) count the same bytes at each
+ * start, as the non-blocking ones at posting (the end of this file).
  * Every wrapper is written once for int counts and once for the MPI 4
  * large-count form (_c: MPI_Count counts, MPI_Aint displacements).
  */
@@ -223,3 +225,121 @@ NEIGHBOR_ALLGATHERV(MPI_Neighbor_allgatherv_c, mpi_count, mpi_aint)
              (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm), 0)
 NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv, int, int)
 NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv_c, mpi_count, mpi_aint)
+
+/* ---- persistent collectives (MPI 4) -----------------------------------------------------
+ * MPI_Bcast_init and the others are not counted (they move nothing): the
+ * request's bytes, each the blocking form's above (MPI_Bcast_init's as
+ * MPI_Bcast's, Barrier_init's 0), are noted against its handle, and each
+ * MPI_Start or MPI_Startall of it counts them as one call of the init's
+ * name, class icoll (mpi_p2p.c, persistent requests). Their PMPI functions
+ * are looked up at the first call, as every other: an MPI without them
+ * (Open MPI 4.1 has only MPIX_ forms) loads and runs as before, its
+ * programs having none to call. */
+#define PCOLL(fn, types, named, args, bytes)                                                       \
+    PMPI_DECL(fn, types);                                                                          \
+    CEIL_IP_EXPORT int fn named                                                                    \
+    {                                                                                              \
+        const int rc = PMPI_REAL(fn) args;                                                         \
+        if (rc == 0 && ceil_ip_active())                                                           \
+            mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
+        return rc;                                                                                 \
+    }
+
+PCOLL(MPI_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
+
+#define BCAST_INIT(fn, cnt)                                                                        \
+    PCOLL(fn, (void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),                                     \
+          (void *buf, cnt count, mpi_h type, int root, mpi_h comm, mpi_h info, void *req),         \
+          (buf, count, type, root, comm, info, req), mpi_bytes(count, type))
+BCAST_INIT(MPI_Bcast_init, int)
+BCAST_INIT(MPI_Bcast_init_c, mpi_count)
+
+#define REDUCE_INIT(fn, cnt)                                                                       \
+    PCOLL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, mpi_h, void *),                \
+          (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm, mpi_h info, \
+           void *req),                                                                             \
+          (sbuf, rbuf, count, type, op, root, comm, info, req), mpi_bytes(count, type))
+REDUCE_INIT(MPI_Reduce_init, int)
+REDUCE_INIT(MPI_Reduce_init_c, mpi_count)
+
+/* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm, info, req). */
+#define ALLREDUCE_INIT(fn, cnt)                                                                    \
+    PCOLL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, mpi_h, void *),                     \
+          (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, mpi_h info, void *req), \
+          (sbuf, rbuf, count, type, op, comm, info, req), mpi_bytes(count, type))
+ALLREDUCE_INIT(MPI_Allreduce_init, int)
+ALLREDUCE_INIT(MPI_Allreduce_init_c, mpi_count)
+ALLREDUCE_INIT(MPI_Scan_init, int)
+ALLREDUCE_INIT(MPI_Scan_init_c, mpi_count)
+ALLREDUCE_INIT(MPI_Exscan_init, int)
+ALLREDUCE_INIT(MPI_Exscan_init_c, mpi_count)
+ALLREDUCE_INIT(MPI_Reduce_scatter_block_init, int)
+ALLREDUCE_INIT(MPI_Reduce_scatter_block_init_c, mpi_count)
+
+#define REDUCE_SCATTER_INIT(fn, cnt, sfx)                                                          \
+    PCOLL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h, mpi_h, void *),             \
+          (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm, mpi_h info, \
+           void *req),                                                                             \
+          (sbuf, rbuf, counts, type, op, comm, info, req), own_block##sfx(counts, type, comm))
+REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init, int, _i)
+REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init_c, mpi_count, _c)
+
+/* Gather, Scatter: (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req). */
+#define GATHER_INIT(fn, cnt, bytes)                                                                \
+    PCOLL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),           \
+          (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm, \
+           mpi_h info, void *req),                                                                 \
+          (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req), bytes)
+#define SCATTERED (mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype))
+GATHER_INIT(MPI_Gather_init, int, BLOCK_SENT(scount, stype, rcount, rtype))
+GATHER_INIT(MPI_Gather_init_c, mpi_count, BLOCK_SENT(scount, stype, rcount, rtype))
+GATHER_INIT(MPI_Scatter_init, int, SCATTERED)
+GATHER_INIT(MPI_Scatter_init_c, mpi_count, SCATTERED)
+
+/* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req). */
+#define ALLGATHER_INIT(fn, cnt)                                                                    \
+    PCOLL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, mpi_h, void *),                \
+          (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, mpi_h info, \
+           void *req),                                                                             \
+          (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), BLOCK_SENT(scount, stype, rcount, rtype))
+ALLGATHER_INIT(MPI_Allgather_init, int)
+ALLGATHER_INIT(MPI_Allgather_init_c, mpi_count)
+ALLGATHER_INIT(MPI_Alltoall_init, int)
+ALLGATHER_INIT(MPI_Alltoall_init_c, mpi_count)
+
+#define GATHERV_INIT(fn, cnt, disp, sfx)                                                           \
+    PCOLL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, int, mpi_h, mpi_h, void *), \
+          (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+           mpi_h rtype, int root, mpi_h comm, mpi_h info, void *req),                              \
+          (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req),              \
+          mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+GATHERV_INIT(MPI_Gatherv_init, int, int, _i)
+GATHERV_INIT(MPI_Gatherv_init_c, mpi_count, mpi_aint, _c)
+
+#define ALLGATHERV_INIT(fn, cnt, disp, sfx)                                                        \
+    PCOLL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h, mpi_h, void *), \
+          (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+           mpi_h rtype, mpi_h comm, mpi_h info, void *req),                                        \
+          (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req),                    \
+          mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+ALLGATHERV_INIT(MPI_Allgatherv_init, int, int, _i)
+ALLGATHERV_INIT(MPI_Allgatherv_init_c, mpi_count, mpi_aint, _c)
+
+#define SCATTERV_INIT(fn, cnt, disp, sfx)                                                          \
+    PCOLL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, cnt, mpi_h, int, mpi_h, mpi_h, void *), \
+          (const void *sbuf, const cnt *scounts, const disp *displs, mpi_h stype, void *rbuf, cnt rcount, \
+           mpi_h rtype, int root, mpi_h comm, mpi_h info, void *req),                              \
+          (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req),              \
+          mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
+SCATTERV_INIT(MPI_Scatterv_init, int, int, _i)
+SCATTERV_INIT(MPI_Scatterv_init_c, mpi_count, mpi_aint, _c)
+
+#define ALLTOALLV_INIT(fn, cnt, disp, sfx)                                                         \
+    PCOLL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, mpi_h, \
+               mpi_h, mpi_h, void *),                                                              \
+          (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf,     \
+           const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm, mpi_h info, void *req), \
+          (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req),         \
+          mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
+ALLTOALLV_INIT(MPI_Alltoallv_init, int, int, _i)
+ALLTOALLV_INIT(MPI_Alltoallv_init_c, mpi_count, mpi_aint, _c)

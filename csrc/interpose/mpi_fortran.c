@@ -31,13 +31,24 @@
  * MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather(v), MPI_Scatter(v),
  * MPI_Allgather(v), MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan,
  * MPI_Exscan; MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce,
- * MPI_Iallgather, MPI_Ialltoall; MPI-IO: MPI_File_open (the file's record by
- * its Fortran name: blank-padded, its length a hidden argument after the
- * others), close, set_view, set_size, seek, sync, and the reads and writes
- * (blocking, _all, _at, _at_all, and the non-blocking ones), with the bytes
- * and per-file counts mpi_io.c gives the C calls. Not wrapped in Fortran
- * (counted only where the library goes through the C name): one-sided
- * communication, persistent requests, the neighbourhood collectives.
+ * MPI_Iallgather, MPI_Ialltoall; persistent requests: MPI_Send_init and its
+ * forms, MPI_Recv_init, MPI_Start, MPI_Startall, MPI_Request_free (the
+ * table of mpi_p2p.c, keyed by the C handle: PMPI_Request_f2c), and the
+ * persistent collectives of mpi_coll.c (MPI 4: none in Open MPI 4.1);
+ * one-sided communication: MPI_Put, MPI_Get, MPI_Rput, MPI_Rget, the
+ * accumulates, MPI_Fetch_and_op, MPI_Compare_and_swap and the
+ * synchronisation calls of mpi_rma.c; MPI-IO: MPI_File_open (the file's
+ * record by its Fortran name: blank-padded, its length a hidden argument
+ * after the others), close, set_view, set_size, seek, sync, and the reads
+ * and writes (blocking, _all, _at, _at_all, and the non-blocking ones),
+ * with the bytes and per-file counts mpi_io.c gives the C calls. Not
+ * wrapped in Fortran (counted only where the library goes through the C
+ * name): the neighbourhood collectives.
+ *
+ * Longer than 500 lines: the Fortran twin of about 110 wrapped calls, one
+ * macro line to a few each, beside the handle conversions and the ierror
+ * and wrapper macros they all use; split by API, those macros would move to
+ * a header shared by the pieces and each piece would still read as a list.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -52,7 +63,7 @@ typedef int fint;
 
 typedef mpi_h (*f2c_fn)(int);
 typedef int (*status_f2c_fn)(const int *, void *);
-static f2c_fn f2c_comm, f2c_type, f2c_file;
+static f2c_fn f2c[MPI_F2C_KINDS];      /* by kind: PMPI_Comm_f2c, _Type_, _File_, _Request_ */
 static status_f2c_fn status_f2c;
 /* MPI_F_STATUS_IGNORE is a variable MPICH sets only when its Fortran layer
  * starts: its address is kept and read at each use; Open MPI's sentinel too. */
@@ -61,9 +72,10 @@ static const void *f_status_ignore_sym, *f_in_place;
 
 void mpi_fortran_started(const void *caller)
 {
-    f2c_comm = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
-    f2c_type = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
-    f2c_file = (f2c_fn)ceil_ip_lookup("PMPI_File_f2c", caller);
+    f2c[MPI_F2C_COMM] = (f2c_fn)ceil_ip_lookup("PMPI_Comm_f2c", caller);
+    f2c[MPI_F2C_TYPE] = (f2c_fn)ceil_ip_lookup("PMPI_Type_f2c", caller);
+    f2c[MPI_F2C_FILE] = (f2c_fn)ceil_ip_lookup("PMPI_File_f2c", caller);
+    f2c[MPI_F2C_REQUEST] = (f2c_fn)ceil_ip_lookup("PMPI_Request_f2c", caller);
     status_f2c = (status_f2c_fn)ceil_ip_lookup("PMPI_Status_f2c", caller);
     void **ignore = (void **)dlsym(RTLD_DEFAULT, "MPI_F_STATUS_IGNORE");
     f_status_ignore_var = ignore ? ignore : (void **)ceil_ip_lookup("MPI_F_STATUS_IGNORE", caller);
@@ -74,7 +86,7 @@ void mpi_fortran_started(const void *caller)
 
 mpi_h mpi_f2c(int kind, int handle)
 {
-    f2c_fn f = kind == MPI_F2C_COMM ? f2c_comm : kind == MPI_F2C_TYPE ? f2c_type : f2c_file;
+    const f2c_fn f = kind >= 0 && kind < MPI_F2C_KINDS ? f2c[kind] : NULL;
     const int mpich = strcmp(mpi_family(), "mpich") == 0;
     if (!f)
         return mpich ? (mpi_h)(uint32_t)handle : 0;   /* MPICH's f2c is a cast (its mpi.h macro) */
@@ -256,6 +268,51 @@ F_WRAP(mpi_testsome, FN_MPI_Testsome, -1,
 F_WRAP(mpi_iprobe, FN_MPI_Iprobe, -1, (fint *src, fint *tag, fint *comm, fint *flag, fint *status, fint *ierr),
        (src, tag, comm, flag, status, ierr), 0)
 
+/* ---- persistent requests: mpi_p2p.c's table, by the C handle ------------------------------ */
+
+#define REQ(f) mpi_f2c(MPI_F2C_REQUEST, *(f))
+
+/* An init returned: not counted (it moves nothing), what its request will move
+ * noted (mpi.h: mpi_persistent_note; bytes: 0 when it failed). Lowers the depth. */
+static inline void f_noted(int ok, const fint *req, uint64_t bytes, mpi_h comm, int dest, int coll)
+{
+    if (ok)
+        mpi_persistent_note(REQ(req), bytes, comm, dest, coll);
+    ceil_ip_leave();
+}
+
+/* Send_init and its forms, Recv_init: (buf, count, type, peer, tag, comm, request, ierr). */
+#define F_PINIT(stem, dest_of)                                                                     \
+    F_BOTH(stem, (void *buf, fint *count, fint *type, fint *peer, fint *tag, fint *comm, fint *req, fint *ierr), \
+           (buf, count, type, peer, tag, comm, req, ierr),                                         \
+           f_noted(*ierr == 0, req, *ierr == 0 ? BYTES(count, type) : 0, COMM(comm), (dest_of), -1);)
+F_PINIT(mpi_send_init, *peer)
+F_PINIT(mpi_ssend_init, *peer)
+F_PINIT(mpi_bsend_init, *peer)
+F_PINIT(mpi_rsend_init, *peer)
+F_PINIT(mpi_recv_init, -1)
+
+/* The i-th of an array of Fortran requests, as its C handle. */
+static uintptr_t f_key_at(const void *reqs, int i) { return mpi_f2c(MPI_F2C_REQUEST, ((const fint *)reqs)[i]); }
+
+F_BOTH(mpi_start, (fint *req, fint *ierr), (req, ierr),
+       mpi_start_done(c, FN_MPI_Start, ticks, *ierr == 0, 1, req, f_key_at);)
+F_BOTH(mpi_startall, (fint *n, fint *reqs, fint *ierr), (n, reqs, ierr),
+       mpi_start_done(c, FN_MPI_Startall, ticks, *ierr == 0, *n, reqs, f_key_at);)
+
+/* MPI_Request_free sets the Fortran handle to MPI_REQUEST_NULL: the C handle
+ * is taken first, and forgotten whatever the runtime's state, as in C. */
+#define F_REQUEST_FREE(fn, IN, OUT)                                                                \
+    F_DECL(fn, (fint *, fint *));                                                                  \
+    CEIL_IP_EXPORT void fn(fint *req, fint *ierr)                                                  \
+    {                                                                                              \
+        IN mpi_persistent_forget(REQ(req));                                                        \
+        F_REAL(fn)(req, ierr);                                                                     \
+        OUT                                                                                        \
+    }
+F_REQUEST_FREE(mpi_request_free_, F77_IN, F77_OUT)
+F_REQUEST_FREE(mpi_request_free_f08_, F08_IN, F08_OUT)
+
 /* ---- collectives: the bytes as mpi_coll.c counts them ------------------------------------ */
 
 F_WRAP(mpi_barrier, FN_MPI_Barrier, MH_COLL, (fint *comm, fint *ierr), (comm, ierr), 0)
@@ -340,6 +397,126 @@ F_WRAP(mpi_iallreduce, FN_MPI_Iallreduce, -1,
            (sbuf, scount, stype, rbuf, rcount, rtype, comm, req, ierr), F_BLOCK_SENT)
 F_IALLGATHER(mpi_iallgather, FN_MPI_Iallgather)
 F_IALLGATHER(mpi_ialltoall, FN_MPI_Ialltoall)
+
+/* Persistent collectives (MPI 4; Open MPI 5, MPICH 4): the request's bytes as
+ * the blocking form's, noted for its starts, which count them as calls of the
+ * init's C name (mpi_coll.c). An MPI without them has no Fortran name for a
+ * program to call either. */
+#define F_PCOLL(stem, FN, named, args, bytes)                                                      \
+    F_BOTH(stem, named, args, f_noted(*ierr == 0, req, *ierr == 0 ? (bytes) : 0, 0, -1, FN);)
+F_PCOLL(mpi_barrier_init, FN_MPI_Barrier_init, (fint *comm, fint *info, fint *req, fint *ierr),
+        (comm, info, req, ierr), 0)
+F_PCOLL(mpi_bcast_init, FN_MPI_Bcast_init,
+        (void *buf, fint *count, fint *type, fint *root, fint *comm, fint *info, fint *req, fint *ierr),
+        (buf, count, type, root, comm, info, req, ierr), BYTES(count, type))
+F_PCOLL(mpi_reduce_init, FN_MPI_Reduce_init,
+        (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *root, fint *comm, fint *info, fint *req,
+         fint *ierr),
+        (sbuf, rbuf, count, type, op, root, comm, info, req, ierr), BYTES(count, type))
+#define F_ALLREDUCE_INIT(stem, FN)                                                                 \
+    F_PCOLL(stem, FN,                                                                              \
+            (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *comm, fint *info, fint *req,   \
+             fint *ierr),                                                                          \
+            (sbuf, rbuf, count, type, op, comm, info, req, ierr), BYTES(count, type))
+F_ALLREDUCE_INIT(mpi_allreduce_init, FN_MPI_Allreduce_init)
+F_ALLREDUCE_INIT(mpi_scan_init, FN_MPI_Scan_init)
+F_ALLREDUCE_INIT(mpi_exscan_init, FN_MPI_Exscan_init)
+F_ALLREDUCE_INIT(mpi_reduce_scatter_block_init, FN_MPI_Reduce_scatter_block_init)
+F_PCOLL(mpi_reduce_scatter_init, FN_MPI_Reduce_scatter_init,
+        (void *sbuf, void *rbuf, fint *counts, fint *type, fint *op, fint *comm, fint *info, fint *req, fint *ierr),
+        (sbuf, rbuf, counts, type, op, comm, info, req, ierr), F_OWN(counts, type, comm))
+#define F_ROOTED_INIT(stem, FN, bytes)                                                             \
+    F_PCOLL(stem, FN,                                                                              \
+            (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root, fint *comm, \
+             fint *info, fint *req, fint *ierr),                                                   \
+            (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req, ierr), bytes)
+F_ROOTED_INIT(mpi_gather_init, FN_MPI_Gather_init, F_BLOCK_SENT)
+F_ROOTED_INIT(mpi_scatter_init, FN_MPI_Scatter_init,
+              mpi_fortran_in_place(rbuf) ? BYTES(scount, stype) : BYTES(rcount, rtype))
+#define F_ALLGATHER_INIT(stem, FN)                                                                 \
+    F_PCOLL(stem, FN,                                                                              \
+            (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *comm, fint *info, \
+             fint *req, fint *ierr),                                                               \
+            (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req, ierr), F_BLOCK_SENT)
+F_ALLGATHER_INIT(mpi_allgather_init, FN_MPI_Allgather_init)
+F_ALLGATHER_INIT(mpi_alltoall_init, FN_MPI_Alltoall_init)
+F_PCOLL(mpi_gatherv_init, FN_MPI_Gatherv_init,
+        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *root,
+         fint *comm, fint *info, fint *req, fint *ierr),
+        (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req, ierr),
+        mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
+F_PCOLL(mpi_allgatherv_init, FN_MPI_Allgatherv_init,
+        (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *comm,
+         fint *info, fint *req, fint *ierr),
+        (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req, ierr),
+        mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
+F_PCOLL(mpi_scatterv_init, FN_MPI_Scatterv_init,
+        (void *sbuf, fint *scounts, fint *displs, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root,
+         fint *comm, fint *info, fint *req, fint *ierr),
+        (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req, ierr),
+        mpi_fortran_in_place(rbuf) ? F_OWN(scounts, stype, comm) : BYTES(rcount, rtype))
+F_PCOLL(mpi_alltoallv_init, FN_MPI_Alltoallv_init,
+        (void *sbuf, fint *scounts, fint *sdispls, fint *stype, void *rbuf, fint *rcounts, fint *rdispls,
+         fint *rtype, fint *comm, fint *info, fint *req, fint *ierr),
+        (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req, ierr),
+        mpi_fortran_in_place(sbuf) ? F_MEAN(rcounts, rtype, comm) : F_MEAN(scounts, stype, comm))
+
+/* ---- one-sided: the bytes and classes of mpi_rma.c --------------------------------------- */
+
+/* Put, Get: (origin, ocount, otype, target, tdisp, tcount, ttype, win[, request], ierr);
+ * tdisp is INTEGER(KIND=MPI_ADDRESS_KIND). The origin's bytes, at posting. */
+#define F_PUT(stem, FN)                                                                            \
+    F_WRAP(stem, FN, MH_POST,                                                                      \
+           (void *obuf, fint *ocount, fint *otype, fint *target, int64_t *tdisp, fint *tcount, fint *ttype, \
+            fint *win, fint *ierr),                                                                \
+           (obuf, ocount, otype, target, tdisp, tcount, ttype, win, ierr), BYTES(ocount, otype))
+#define F_RPUT(stem, FN)                                                                           \
+    F_WRAP(stem, FN, MH_POST,                                                                      \
+           (void *obuf, fint *ocount, fint *otype, fint *target, int64_t *tdisp, fint *tcount, fint *ttype, \
+            fint *win, fint *req, fint *ierr),                                                     \
+           (obuf, ocount, otype, target, tdisp, tcount, ttype, win, req, ierr), BYTES(ocount, otype))
+F_PUT(mpi_put, FN_MPI_Put)
+F_PUT(mpi_get, FN_MPI_Get)
+F_RPUT(mpi_rput, FN_MPI_Rput)
+F_RPUT(mpi_rget, FN_MPI_Rget)
+F_WRAP(mpi_accumulate, FN_MPI_Accumulate, MH_POST,
+       (void *obuf, fint *ocount, fint *otype, fint *target, int64_t *tdisp, fint *tcount, fint *ttype, fint *op,
+        fint *win, fint *ierr),
+       (obuf, ocount, otype, target, tdisp, tcount, ttype, op, win, ierr), BYTES(ocount, otype))
+F_WRAP(mpi_get_accumulate, FN_MPI_Get_accumulate, MH_POST,
+       (void *obuf, fint *ocount, fint *otype, void *rbuf, fint *rcount, fint *rtype, fint *target, int64_t *tdisp,
+        fint *tcount, fint *ttype, fint *op, fint *win, fint *ierr),
+       (obuf, ocount, otype, rbuf, rcount, rtype, target, tdisp, tcount, ttype, op, win, ierr),
+       BYTES(ocount, otype))
+F_WRAP(mpi_fetch_and_op, FN_MPI_Fetch_and_op, MH_POST,
+       (void *obuf, void *rbuf, fint *type, fint *target, int64_t *tdisp, fint *op, fint *win, fint *ierr),
+       (obuf, rbuf, type, target, tdisp, op, win, ierr), mpi_bytes(1, TYPE(type)))
+F_WRAP(mpi_compare_and_swap, FN_MPI_Compare_and_swap, MH_POST,
+       (void *obuf, void *cbuf, void *rbuf, fint *type, fint *target, int64_t *tdisp, fint *win, fint *ierr),
+       (obuf, cbuf, rbuf, type, target, tdisp, win, ierr), mpi_bytes(1, TYPE(type)))
+
+/* Synchronisation: time only; by their arguments before the window: none
+ * (unlock_all, the _all flushes, complete, wait, sync), one (fence's and
+ * lock_all's assert, unlock's and the flushes' rank), two (post's and start's
+ * group and assert), three (lock's type, rank and assert). */
+#define F_SYNC0(stem, FN) F_WRAP(stem, FN, -1, (fint *win, fint *ierr), (win, ierr), 0)
+#define F_SYNC1(stem, FN) F_WRAP(stem, FN, -1, (fint *a, fint *win, fint *ierr), (a, win, ierr), 0)
+#define F_SYNC2(stem, FN) F_WRAP(stem, FN, -1, (fint *a, fint *b, fint *win, fint *ierr), (a, b, win, ierr), 0)
+F_SYNC1(mpi_win_fence, FN_MPI_Win_fence)
+F_WRAP(mpi_win_lock, FN_MPI_Win_lock, -1, (fint *type, fint *rank, fint *a, fint *win, fint *ierr),
+       (type, rank, a, win, ierr), 0)
+F_SYNC1(mpi_win_unlock, FN_MPI_Win_unlock)
+F_SYNC1(mpi_win_lock_all, FN_MPI_Win_lock_all)
+F_SYNC0(mpi_win_unlock_all, FN_MPI_Win_unlock_all)
+F_SYNC1(mpi_win_flush, FN_MPI_Win_flush)
+F_SYNC0(mpi_win_flush_all, FN_MPI_Win_flush_all)
+F_SYNC1(mpi_win_flush_local, FN_MPI_Win_flush_local)
+F_SYNC0(mpi_win_flush_local_all, FN_MPI_Win_flush_local_all)
+F_SYNC2(mpi_win_post, FN_MPI_Win_post)
+F_SYNC2(mpi_win_start, FN_MPI_Win_start)
+F_SYNC0(mpi_win_complete, FN_MPI_Win_complete)
+F_SYNC0(mpi_win_wait, FN_MPI_Win_wait)
+F_SYNC0(mpi_win_sync, FN_MPI_Win_sync)
 
 /* ---- MPI-IO: the bytes and per-file counts of mpi_io.c ----------------------------------- */
 

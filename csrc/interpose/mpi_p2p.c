@@ -1,6 +1,7 @@
-/* mpi_p2p.c - the MPI module's point-to-point calls and the calls that
- * complete requests (mpi.c has the module and its record lines; mpi.h why
- * one build serves every MPI). Sends name their destination (mpi.c: peer
+/* mpi_p2p.c - the MPI module's point-to-point calls, the calls that
+ * complete requests, and persistent requests, the collective ones' starts
+ * included (mpi.c has the module and its record lines; mpi.h why one build
+ * serves every MPI). Sends name their destination (mpi.c: peer
  * lines); receives count what arrived, from the status; the waits and tests
  * count time only, the bytes having been counted where the request was
  * posted. Each wrapper is written once for int counts and once for the
@@ -167,19 +168,26 @@ MPI_WRAP(MPI_Iprobe, -1, (int src, int tag, mpi_h comm, int *flag, void *status)
                   (src, tag, comm, flag, status), 0)
 
 /* ---- persistent requests --------------------------------------------------------
- * MPI_Send_init and its forms, MPI_Recv_init: not counted (they move
- * nothing), but what the request will move is noted against its handle, in
- * a table of MPI_PERSISTENT requests (claimed with a CAS; the rest start
- * with no bytes). MPI_Start and MPI_Startall count, per request started,
- * those bytes (a send's with its peer) in the posting histogram, as an
- * MPI_Isend or MPI_Irecv would; MPI_Request_free forgets the handle. A
- * persistent collective (MPI 4) is started with no bytes. */
+ * MPI_Send_init and its forms, MPI_Recv_init, and the persistent
+ * collectives (mpi_coll.c): not counted (they move nothing), but what the
+ * request will move is noted against its handle, in a table of
+ * MPI_PERSISTENT requests (claimed with a CAS; the rest start with no
+ * bytes). MPI_Start and MPI_Startall count, per request started, those
+ * bytes: a point-to-point request's (a send's with its peer) in the call's
+ * own line and in the posting histogram, as an MPI_Isend or MPI_Irecv
+ * would; a persistent collective's as one call of its init function's
+ * name (fn=MPI_Allreduce_init: its starts; class icoll, as a non-blocking
+ * collective's posting, in no histogram), with its share of the call's time,
+ * which the MPI_Start or MPI_Startall line then leaves out.
+ * MPI_Request_free forgets the handle. The Fortran bindings (mpi_fortran.c)
+ * use the same table with their handles made C ones. */
 #define MPI_PERSISTENT 256
 static struct {
-    uintptr_t key;          /* the request's handle; 0: free */
+    uintptr_t key;          /* the request's C handle; 0: free */
     uint64_t bytes;
     mpi_h comm;
-    int32_t dest;           /* -1: a receive */
+    int32_t dest;           /* -1: a receive (or a collective) */
+    int32_t coll;           /* a persistent collective's FN_ index; -1: point-to-point */
 } persistent[MPI_PERSISTENT];
 static int persistent_live;  /* entries in use: MPI_Request_free of any other request skips the scan */
 
@@ -195,11 +203,10 @@ static int persistent_find(uintptr_t key)
 
 /* Handles are read only where their size is known (the MPI was identified
  * at MPI_Init): an int-handle MPI read as pointers would be read past. */
-static uintptr_t persistent_key(const void *req) { return req && mpi_handle_bytes() ? mpi_handle_at(req) : 0; }
+uintptr_t mpi_request_key(const void *req) { return req && mpi_handle_bytes() ? mpi_handle_at(req) : 0; }
 
-static void persistent_put(const void *req, uint64_t bytes, mpi_h comm, int dest)
+void mpi_persistent_note(uintptr_t key, uint64_t bytes, mpi_h comm, int dest, int coll)
 {
-    const uintptr_t key = persistent_key(req);
     int i = persistent_find(key);
     for (int j = 0; i < 0 && key && j < MPI_PERSISTENT; j++) {
         uintptr_t free_key = 0;
@@ -213,17 +220,46 @@ static void persistent_put(const void *req, uint64_t bytes, mpi_h comm, int dest
     persistent[i].bytes = bytes;
     persistent[i].comm = comm;
     persistent[i].dest = dest;
+    persistent[i].coll = coll;
 }
 
-/* A started request's bytes (a send's also to its peer), 0 when unknown. */
-static uint64_t persistent_started(mpi_counters *c, uintptr_t key, uint64_t ticks)
+void mpi_persistent_forget(uintptr_t key)
 {
     const int i = persistent_find(key);
-    if (i < 0)
-        return 0;
-    if (persistent[i].dest >= 0)
-        mpi_peer_send(c, persistent[i].comm, persistent[i].dest, persistent[i].bytes, ticks);
-    return persistent[i].bytes;
+    if (i >= 0) {
+        __atomic_store_n(&persistent[i].key, 0, __ATOMIC_RELEASE);
+        __atomic_sub_fetch(&persistent_live, 1, __ATOMIC_ACQ_REL);
+    }
+}
+
+/* Each request started gets an equal share of the call's time: a
+ * point-to-point one goes into the posting histogram with its own bytes, as
+ * n MPI_Start calls would; a collective one is counted under its own name. */
+void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int n, const void *reqs,
+                    mpi_key_fn key_of)
+{
+    uint64_t bytes = 0, coll_ticks = 0;
+    const uint64_t share = n > 0 ? ticks / (uint64_t)n : 0;
+    for (int i = 0; ok && reqs && i < n; i++) {
+        const int k = persistent_find(key_of(reqs, i));
+        const uint64_t b = k >= 0 ? persistent[k].bytes : 0;
+        if (k >= 0 && persistent[k].coll >= 0) {
+            mpi_fn_counters *f = &c->fn[persistent[k].coll];
+            ceil_ip_add(&f->calls, 1);
+            ceil_ip_add(&f->ticks, share);
+            ceil_ip_add(&f->bytes, b);
+            coll_ticks += share;
+            continue;
+        }
+        if (k >= 0 && persistent[k].dest >= 0)
+            mpi_peer_send(c, persistent[k].comm, persistent[k].dest, b, share);
+        const unsigned h = ceil_ip_size_bucket(b);
+        ceil_ip_add(&c->hist[MH_POST][h], 1);
+        ceil_ip_add(&c->hist_ticks[MH_POST][h], share);
+        ceil_ip_add(&c->hist_bytes[MH_POST][h], b);
+        bytes += b;
+    }
+    mpi_done(c, fn, ticks - coll_ticks, bytes, -1);
 }
 
 #define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                        \
@@ -233,7 +269,7 @@ static uint64_t persistent_started(mpi_counters *c, uintptr_t key, uint64_t tick
     {                                                                                              \
         const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                      \
         if (rc == 0 && ceil_ip_active())                                                           \
-            persistent_put(req, mpi_bytes(count, type), comm, (dest_of));                          \
+            mpi_persistent_note(mpi_request_key(req), mpi_bytes(count, type), comm, (dest_of), -1); \
         return rc;                                                                                 \
     }
 MPI_PSEND_INIT_FN(MPI_Send_init, int, peer)
@@ -252,12 +288,15 @@ MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
 PMPI_DECL(MPI_Request_free, (void *));
 CEIL_IP_EXPORT int MPI_Request_free(void *req)
 {
-    const int i = persistent_find(persistent_key(req));
-    if (i >= 0) {
-        __atomic_store_n(&persistent[i].key, 0, __ATOMIC_RELEASE);
-        __atomic_sub_fetch(&persistent_live, 1, __ATOMIC_ACQ_REL);
-    }
+    mpi_persistent_forget(mpi_request_key(req));
     return PMPI_REAL(MPI_Request_free)(req);
+}
+
+/* The i-th of the C handles at reqs (mpi_request_key's rule). */
+static uintptr_t c_key_at(const void *reqs, int i)
+{
+    const size_t step = mpi_handle_bytes();
+    return step ? mpi_handle_at((const char *)reqs + (size_t)i * step) : 0;
 }
 
 PMPI_DECL(MPI_Start, (void *));
@@ -266,16 +305,12 @@ CEIL_IP_EXPORT int MPI_Start(void *req)
     mpi_counters *c = mpi_enter();
     if (!c)
         return PMPI_REAL(MPI_Start)(req);
-    const uintptr_t key = persistent_key(req);
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Start)(req);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    mpi_done(c, FN_MPI_Start, ticks, rc == 0 ? persistent_started(c, key, ticks) : 0, MH_POST);
+    mpi_start_done(c, FN_MPI_Start, ceil_ip_ticks() - t0, rc == 0, 1, req, c_key_at);
     return rc;
 }
 
-/* Each request started goes into the posting histogram with its own bytes
- * (its share of the call's time), as n MPI_Start calls would. */
 PMPI_DECL(MPI_Startall, (int, void *));
 CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
 {
@@ -284,18 +319,6 @@ CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
         return PMPI_REAL(MPI_Startall)(n, reqs);
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_Startall)(n, reqs);
-    const uint64_t ticks = ceil_ip_ticks() - t0;
-    uint64_t bytes = 0;
-    const size_t step = mpi_handle_bytes();
-    for (int i = 0; rc == 0 && reqs && step && i < n; i++) {
-        const uint64_t share = ticks / (uint64_t)n;
-        const uint64_t b = persistent_started(c, mpi_handle_at((const char *)reqs + (size_t)i * step), share);
-        const unsigned k = ceil_ip_size_bucket(b);
-        ceil_ip_add(&c->hist[MH_POST][k], 1);
-        ceil_ip_add(&c->hist_ticks[MH_POST][k], share);
-        ceil_ip_add(&c->hist_bytes[MH_POST][k], b);
-        bytes += b;
-    }
-    mpi_done(c, FN_MPI_Startall, ticks, bytes, -1);
+    mpi_start_done(c, FN_MPI_Startall, ceil_ip_ticks() - t0, rc == 0, n, reqs, c_key_at);
     return rc;
 }
