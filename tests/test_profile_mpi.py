@@ -397,6 +397,26 @@ def test_a_wrapped_rank_0_that_cannot_report_ends_the_job_instead_of_leaving_it_
     assert "Where the time went" not in r.stderr and not bad.parent.exists()
 
 
+@needs_mpi
+@NEEDS_LIB
+def test_a_wrapped_rank_whose_program_is_missing_ends_the_job_instead_of_leaving_it_in_mpi_init(app, tmp_path):
+    """rank 1's program is not there (a build in a node's local /tmp): there is no program
+    to call MPI_Abort, and rank 0's program would wait in MPI_Init for it under Hydra and
+    srun. ceiling's own mpi4py aborts the job in its place (Open MPI's mpirun would end
+    it anyway)."""
+    exe, found, tmp = app
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    ceiling = f"{sys.executable} -m ceiling profile --no-store --"
+    rank = '"${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID}}"'
+    script = (f'if [ {rank} = 1 ]; then exec {ceiling} {tmp_path}/gone/app; '
+              f'else exec {ceiling} {exe} pingpong 50 64 0; fi')
+    r = run_or_show([*found["argv2"], "/bin/sh", "-c", script], env, timeout=150)
+    assert r.returncode != 0
+    assert f"rank 1: profile: {tmp_path}/gone/app: command not found" in r.stderr, r.stderr
+    if found["launcher_family"] != "Open MPI":       # mpirun may end the job before rank 1 says so
+        assert "ending the MPI job" in r.stderr and "could not" not in r.stderr, r.stderr
+
+
 def test_a_rank_of_a_launch_is_told_by_its_launchers_variables():
     assert launched_rank({"PMI_RANK": "1", "PMI_SIZE": "4"}) == (1, 4)
     assert launched_rank({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"}) == (0, 2)

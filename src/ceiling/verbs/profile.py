@@ -30,7 +30,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from . import common
-from .profile_launch import end_job, launched_rank, unwatched
+from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -82,8 +82,14 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if not cmd:
         raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
     interval = _interval(args.interval)
-    exe = _resolve(cmd[0])
     wrapped = launched_rank()
+    try:
+        exe = _resolve(cmd[0])
+    except CeilingError as e:
+        if wrapped:
+            abort_job(e, wrapped[0])                 # says the error itself, before the job ends
+            raise SystemExit(e.exit_code) from None
+        raise
     if wrapped and (args.overhead or args.experiments):
         raise UsageError(f"profile: {'--overhead' if args.overhead else '--experiments'} reruns the program alone, "
                          "which one rank of an MPI job cannot do")
@@ -204,7 +210,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         child = spawn(cmd, exe, env)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}") from None
+        err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
+        if wrapped:
+            abort_job(err, wrapped[0])
+            raise SystemExit(err.exit_code) from None
+        raise err from None
     sampler = ProcSampler(child.pid, interval).start()
 
     def stopped(signum, frame):

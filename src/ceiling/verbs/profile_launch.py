@@ -1,6 +1,6 @@
 """The MPI launch side of `ceiling profile` (verbs/profile.py): which rank of a launch this
 ceiling is, which processes' records come from outside the program's tree (other ranks,
-ranks a launcher's daemon started), and how a rank 0 that cannot report still ends its job."""
+ranks a launcher's daemon started), and how a rank that cannot report still ends its job."""
 from __future__ import annotations
 
 import os
@@ -84,3 +84,48 @@ def end_job(exe: str, cmd: List[str], e: CeilingError, refused: str) -> None:
                        stderr=subprocess.DEVNULL, timeout=ABORT_WAIT_S, close_fds=False)
     except (OSError, subprocess.TimeoutExpired):
         pass
+
+
+# Run by ceiling's own Python when a rank's program cannot start at all: mpi4py's MPI joins
+# the job and aborts it, where it is the launcher's family (argv[2]: ompi, mpich or "" for
+# either); else it exits 3 without touching MPI.
+_ABORT_WITH_MPI4PY = """
+import sys
+import mpi4py
+mpi4py.rc.initialize = mpi4py.rc.finalize = False
+from mpi4py import MPI
+ompi = "Open MPI" in MPI.Get_library_version()
+if sys.argv[2] and (sys.argv[2] == "ompi") != ompi:
+    sys.exit(3)
+MPI.Init()
+MPI.COMM_WORLD.Abort(int(sys.argv[1]))
+"""
+
+
+def abort_job(e: CeilingError, rank: int) -> None:
+    """A wrapped rank whose program cannot start (not found on this node, not executable):
+    the other ranks' programs wait in MPI_Init for it, and neither MPICH's Hydra nor srun
+    ends a job for one process's exit status. There is no program to call MPI_Abort, so
+    ceiling's own mpi4py joins the job in its place and aborts it, where its MPI is the
+    launcher's (Open MPI's mpirun ends such a job itself). Else it can only say so."""
+    import subprocess
+    family = "ompi" if "OMPI_COMM_WORLD_RANK" in os.environ else "mpich" if "PMI_RANK" in os.environ else ""
+    print(f"ceiling: rank {rank}: {e}\nceiling: ending the MPI job: the other ranks' programs would wait in "
+          "MPI_Init for this one's; ceiling's own MPI (mpi4py) calls MPI_Abort in its place",
+          file=sys.stderr, flush=True)
+    try:
+        r = subprocess.run([sys.executable, "-c", _ABORT_WITH_MPI4PY, str(e.exit_code), family],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           timeout=ABORT_WAIT_S, close_fds=False)
+        why = ("its MPI is not the launcher's" if r.returncode == 3 else
+               "mpi4py is not installed" if b"ModuleNotFoundError" in r.stderr else "")
+    except OSError as err:
+        why = err.strerror
+    except subprocess.TimeoutExpired:
+        why = f"its MPI_Init did not return in {ABORT_WAIT_S} s"
+    if why and family == "ompi":          # started by Open MPI's mpirun, which ends the job for a failed rank
+        print(f"ceiling: it could not ({why}); Open MPI's mpirun ends the job for this rank's exit status",
+              file=sys.stderr, flush=True)
+    elif why:
+        print(f"ceiling: it could not ({why}); the other ranks may wait in MPI_Init: stop the job with Ctrl-C "
+              "or scancel", file=sys.stderr, flush=True)
