@@ -396,10 +396,11 @@ def test_a_ceiling_the_history_lacks_is_said_with_the_command_that_measures_it()
 
 # ---- compute or memory by experiment ----------------------------------------------
 
-def _arms(alone, spin, half, full, pirate, power=0.35, bandit_lost=0.0, spin_lost=0.0):
+def _arms(alone, spin, half, full, pirate, power=0.35, bandit_lost=0.0, spin_lost=0.0, cache_power=0.4):
     times = {"alone": [alone, alone * 1.01], "spin": [spin] * 2, "bandit_half": [half] * 2, "bandit": [full] * 2,
              "pirate": [pirate] * 2}
     rates = {"reference_alone": [20.0, 20.0], "reference_beside_bandit": [20.0 * (1 - power)] * 2,
+             "resident_alone": [60.0, 60.0], "resident_beside_pirate": [60.0 * (1 - cache_power)] * 2,
              "bandit_alone": [10.0] * 2, "bandit": [10.0 * (1 - bandit_lost)] * 2,
              "spin_alone": [5.0] * 2, "spin": [5.0 * (1 - spin_lost)] * 2}
     return times, rates
@@ -411,6 +412,13 @@ def _arms(alone, spin, half, full, pirate, power=0.35, bandit_lost=0.0, spin_los
     (_arms(1.0, 1.05, 1.05, 1.06, 1.06), "compute", None),           # only what sharing the CPUs costs
     (_arms(1.0, 1.0, 1.0, 1.02, 1.0, bandit_lost=0.3), "memory", "bandwidth"),   # it takes bandwidth from the bandit
     (_arms(1.0, 1.0, 1.2, 1.4, 1.0, power=0.05), None, None),        # a node with bandwidth to spare: no power
+    # the pirates cannot take the cache (a VM shown its host's, a cache they do not share):
+    # a program slowed by the bandits is still memory-bound, but nothing is "compute" ...
+    (_arms(1.0, 1.05, 1.2, 1.4, 1.06, cache_power=0.05), "memory", "bandwidth"),
+    (_arms(1.0, 1.05, 1.05, 1.06, 1.06, cache_power=0.05), None, None),
+    # ... and no bandwidth power: a slowdown beside the pirate still says the cache
+    (_arms(1.0, 1.05, 1.05, 1.06, 1.3, power=0.05), "memory", "cache"),
+    (_arms(1.0, 1.05, 1.05, 1.06, 1.06, power=0.05), None, None),
 ])
 def test_the_experiments_tell_memory_from_compute_only_where_they_have_the_power_to(arms, bound, by):
     from ceiling.analysis.profile_experiments import classify
@@ -418,6 +426,26 @@ def test_the_experiments_tell_memory_from_compute_only_where_they_have_the_power
     assert (r["bound"], r["by"]) == (bound, by), r["words"]
     if bound is None:
         assert r["why"].startswith("inconclusive") and "5%" in r["why"]
+        assert ("not memory bandwidth" in r["why"]) == (r["power"] >= 0.2)
+        assert ("not the last-level cache" in r["why"]) == (r["cache_power"] >= 0.2)
+    # without the cache reference (a run with one CPU): a bandwidth verdict only
+    old = classify(arms[0], {k: v for k, v in arms[1].items() if not k.startswith("resident")})
+    assert (old["bound"], old["by"]) == ((bound, by) if by == "bandwidth" else (None, None))
+
+
+def test_corunners_go_to_every_cache_domain_and_the_reference_beside_them():
+    """A 2-socket node: co-runners only on the last socket would leave the program's threads
+    on the first one their cache and memory; the reference must share a co-runner's cache."""
+    from ceiling.probes.corunner import corunner_cpus, reference_cpu
+    from ceiling.machine.model import Cpu, Machine
+    m = Machine(cpus=[Cpu(id=i, core=i, socket=i // 8, node=i // 8, smt=0, l3=i // 8) for i in range(16)])
+    cpus = corunner_cpus(range(16), m)
+    assert cpus == [6, 7, 14, 15]
+    assert reference_cpu(range(16), cpus, m) == 0
+    # caches unknown: by NUMA node; nothing known: the last quarter of all
+    m = Machine(cpus=[Cpu(id=i, core=i, socket=0, node=i % 2, smt=0) for i in range(12)])
+    assert corunner_cpus(range(12), m) == [10, 11] and corunner_cpus(range(12)) == [9, 10, 11]
+    assert reference_cpu([3], [3], m) is None and reference_cpu([0, 1], [1]) == 0
 
 
 def test_the_verdict_replaces_the_undecided_cpu_bound_or_says_why_it_cannot():

@@ -22,12 +22,16 @@ pulling memory from one core is then hardly slowed): the co-runners report
 their own rate, and the bandit losing PRESSURE or more of what it pulls alone
 (net of what the computing control loses) says the program streams from
 memory. Else a slowdown beside the pirate says the last-level cache (memory
-latency once it is gone); else compute, but only where the experiment had the
-power to see memory: a reference thread that only streams memory, beside the
-same bandit, must slow by twice SENSITIVE or more. Where it does not (a node
-with bandwidth to spare for one more core: this development VM), the verdict
-is "unknown", with that figure, and the "cpu" bound stays. How sure: high when the net effect is
-at least twice the spread of the program's own runs alone, else low.
+latency once it is gone); else compute. Each needs the power to see it: a
+reference thread that only streams memory, beside the same bandits, must slow
+by twice SENSITIVE or more (bandwidth), and one working in half the last-level
+cache must slow as much beside the pirates (cache). Where the bandits lack it (a
+node with bandwidth to spare for one more core: the 2-vCPU development VMs) no
+bandwidth verdict is drawn; where the pirates lack it (a cache smaller than the
+machine says, as in a VM shown its host's; a cache the pirate does not share) no
+cache verdict; and "compute" needs both. Else the verdict is "unknown", with the
+figures, and the "cpu" bound stays. How sure: high when the net effect is at
+least twice the spread of the program's own runs alone, else low.
 """
 from __future__ import annotations
 
@@ -70,28 +74,36 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
     lost_cpu = _taken(rates or {}, "spin", "spin_alone")
     pressure = lost_bw - (lost_cpu or 0.0) if lost_bw is not None else None
     power = _taken(rates or {}, "reference_beside_bandit", "reference_alone")
+    cache_power = _taken(rates or {}, "resident_beside_pirate", "resident_alone")
+    sees_bw = power is not None and power >= 2 * SENSITIVE
+    sees_cache = cache_power is not None and cache_power >= 2 * SENSITIVE
     by: Optional[str] = None
-    if power is None or power < 2 * SENSITIVE:
-        pass                      # below, inconclusive: no effect the program shows can be told from noise
-    elif net.get("bandit", 0.0) >= SENSITIVE and net.get("bandit", 0.0) >= net.get("bandit_half", 0.0) - 0.02:
+    if sees_bw and net.get("bandit", 0.0) >= SENSITIVE and net.get("bandit", 0.0) >= net.get("bandit_half", 0.0) - 0.02:
         by = "bandwidth"
-    elif pressure is not None and pressure >= PRESSURE:
+    elif sees_bw and pressure is not None and pressure >= PRESSURE:
         by = "bandwidth"
-    elif net.get("pirate", 0.0) >= SENSITIVE:
+    elif sees_cache and net.get("pirate", 0.0) >= SENSITIVE:
         by = "cache"
-    # Could the experiment have seen it? A thread that only streams memory, beside the same
-    # bandit: slowed less than twice SENSITIVE, the node has bandwidth to spare, a program held
-    # back by its own cores' memory accesses would not slow either, and whatever this program
-    # showed (a slowdown beyond what the reference itself suffers) is noise.
-    if power is None or power < 2 * SENSITIVE:
-        why = ("inconclusive: " + (f"a thread that only streams memory slowed {power:.0%} beside the same "
-                                   "co-runner, so this node has memory bandwidth to spare and a program limited "
-                                   "by its own cores' memory accesses would not slow either" if power is not None
-                                   else "the experiment's power could not be measured (no CPU for a reference "
-                                        "thread)"))
-        return {"bound": None, "by": None, "why": why, "net": net, "slowdown": slow, "median_s": med,
-                "noise": noise, "confidence": "low", "power": power, "pressure": pressure,
-                "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu}, "words": why}
+    base = {"net": net, "slowdown": slow, "median_s": med, "noise": noise, "power": power,
+            "cache_power": cache_power, "pressure": pressure, "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu}}
+    # Could the experiment have seen it? Below twice SENSITIVE for a reference, whatever this
+    # program showed beside that co-runner (beyond what the reference itself suffers) is noise.
+    if by is None and not (sees_bw and sees_cache):
+        lacking = []
+        if not sees_bw:
+            lacking.append(f"a thread that only streams memory slowed {power:.0%} beside the memory-traffic "
+                           "co-runners, so this node has memory bandwidth to spare and a program limited by its own "
+                           "cores' memory accesses would not slow either" if power is not None else
+                           "the memory-traffic co-runners' power could not be measured (no CPU for a reference)")
+        if not sees_cache:
+            lacking.append(f"a thread working in half the last-level cache slowed {cache_power:.0%} beside the "
+                           "cache-taking co-runners, so they could not take the cache (smaller than the machine "
+                           "reports, or not shared with them)" if cache_power is not None else
+                           "the cache-taking co-runners' power could not be measured (no CPU for a reference)")
+        ruled = ([] if not sees_bw else [f"not memory bandwidth (net {_pct(net.get('bandit'))} beside the traffic)"]) + \
+            ([] if not sees_cache else [f"not the last-level cache (net {_pct(net.get('pirate'))} with it taken)"])
+        why = "inconclusive: " + "; ".join(ruled + lacking)
+        return {"bound": None, "by": None, "why": why, "confidence": "low", "words": why, **base}
     effect = max([abs(net.get("bandit", 0.0)), abs(net.get("pirate", 0.0)), abs(pressure or 0.0) / 2])
     sure = "high" if noise is not None and effect >= 2 * noise and (by or effect < SENSITIVE / 2) else "low"
     words = (f"alone {alone:.3g} s (median of {len(own)}" + (f", spread {noise:.0%}" if noise is not None else "")
@@ -101,9 +113,7 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
              f"{_pct(net.get('pirate'))}"
              + (f"; the memory-traffic co-runner lost {lost_bw:.0%} of its bandwidth beside the program (the "
                 f"computing one {lost_cpu:.0%} of its rate)" if lost_bw is not None and lost_cpu is not None else ""))
-    return {"bound": "memory" if by else "compute", "by": by, "net": net, "slowdown": slow, "median_s": med,
-            "noise": noise, "confidence": sure, "words": words, "pressure": pressure, "power": power,
-            "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu}}
+    return {"bound": "memory" if by else "compute", "by": by, "confidence": sure, "words": words, **base}
 
 
 def _pct(x: Optional[float]) -> str:
@@ -118,11 +128,11 @@ def apply(result: Dict[str, Any], bounds: List[Bound], findings: List[Finding]
             findings = findings + [Finding(
                 id="profile.experiments", status=SKIPPED, title="Sensitivity experiments: compute or memory "
                                                                 "not decided", evidence=result["why"],
-                why="Without hardware counters, the experiments are what tells the two apart; they need a co-runner "
-                    "able to take enough memory bandwidth to matter.",
+                why="Without hardware counters, the experiments are what tells the two apart; they need co-runners "
+                    "able to take enough memory bandwidth, and the last-level cache, to matter.",
                 fix="Run them on a node where the program uses most cores (co-runners then compete), or where "
                     "hardware counters are available.",
-                data={k: result.get(k) for k in ("slowdown", "power", "pressure")})]
+                data={k: result.get(k) for k in ("slowdown", "power", "cache_power", "pressure")})]
         return bounds, findings
     kind, by = result["bound"], result.get("by")
     what = {"bandwidth": "memory bandwidth", "cache": "the last-level cache (memory latency beyond it)",

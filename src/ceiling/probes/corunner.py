@@ -1,16 +1,24 @@
 """Co-runners for the sensitivity experiments of `ceiling profile --experiments`:
-processes that run one of ceiling's own kernels beside the program, on a CPU of
-their own, until they are stopped.
+processes that run a kernel (STREAM Add, or ceiling's FMA kernel) beside the
+program, on a CPU of their own, until they are stopped.
 
-- ``bandit``: STREAM Triad over arrays four times the last-level cache, that
+- ``bandit``: STREAM Add over arrays four times the last-level cache, that
   is, memory traffic (the Bandwidth Bandit of Eklöv et al., CGO 2012), at a duty
   cycle: the kernel runs ``duty`` of every 20 ms period and sleeps the rest, so
   intensities are fractions of what one core can pull;
-- ``pirate``: STREAM Triad over arrays that fill about three quarters of the
+- ``pirate``: STREAM Add over arrays that fill about three quarters of the
   last-level cache and stay there, taking its capacity from the program without
   much memory traffic (Cache Pirating, Eklöv et al., ICPP 2011);
 - ``spin``: the FMA peak kernel, registers only: the control, what merely
-  sharing the core's time or its SMT sibling's pipelines costs.
+  sharing the core's time or its SMT sibling's pipelines costs;
+- ``resident``: STREAM Add over arrays that fill half the last-level cache:
+  not a co-runner but the reference that tells whether the pirate can take the
+  cache at all (beside it, the two together overflow the cache).
+
+Co-runners run in every last-level cache domain (else every NUMA node) of the
+CPUs the program may use: a pirate takes only the cache it shares, and a bandit
+presses only its own memory controllers, so co-runners on one socket of two
+would leave the program's other half untouched.
 
 Each co-runner is ``python -m ceiling.probes.corunner KIND DUTY ELEMENTS CPU``: a
 process of its own (no GIL shared with ceiling), pinned to its CPU, that runs
@@ -25,18 +33,21 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-KINDS = ("bandit", "pirate", "spin")
+KINDS = ("bandit", "pirate", "spin", "resident")
 PERIOD_S = 0.02
 
 
 def elements_for(kind: str, llc_bytes: Optional[int]) -> int:
-    """Doubles per array of the Triad's three: 4x the last-level cache for the bandit, 3/4 of
-    it for the pirate (32 MiB when the cache's size is unknown); 0 for spin."""
+    """Doubles per array of the Add's three: 4x the last-level cache for the bandit, 3/4 of
+    it for the pirate, half of it for the resident reference (32 MiB when the cache's size is
+    unknown); 0 for spin."""
     llc = llc_bytes or 32 << 20
     if kind == "bandit":
         return max(1 << 20, 4 * llc // 8 // 3)
     if kind == "pirate":
         return max(1 << 12, 3 * llc // 4 // 8 // 3)
+    if kind == "resident":
+        return max(1 << 12, llc // 2 // 8 // 3)
     return 0
 
 
@@ -89,29 +100,54 @@ class CoRunners:
         self.stop()
 
 
-def corunner_cpus(allowed: Sequence[int]) -> List[int]:
-    """Where the co-runners run: the last quarter of the CPUs this process may use, one at
-    least (the program keeps all of them: the control arm measures what sharing them costs)."""
-    cpus = sorted(allowed)
-    return cpus[-max(1, len(cpus) // 4):]
+def _domains(allowed: Sequence[int], machine: Any = None) -> List[List[int]]:
+    """The CPUs of ``allowed`` grouped by the last-level cache they share (by NUMA node where
+    the caches' sharing is unknown); one group when the machine says neither."""
+    where = {c.id: (c.l3 if c.l3 is not None else ("node", c.node)) for c in getattr(machine, "cpus", None) or []}
+    groups: Dict[Any, List[int]] = {}
+    for cpu in sorted(allowed):
+        groups.setdefault(where.get(cpu, "?"), []).append(cpu)
+    return sorted(groups.values())
+
+
+def corunner_cpus(allowed: Sequence[int], machine: Any = None) -> List[int]:
+    """Where the co-runners run: in each last-level cache domain (machine.cpus' l3, else their
+    NUMA node) of the CPUs this process may use, the last quarter of its CPUs, one at least
+    (the program keeps all of them: the control arm measures what sharing them costs)."""
+    return sorted(c for group in _domains(allowed, machine) for c in group[-max(1, len(group) // 4):])
+
+
+def reference_cpu(allowed: Sequence[int], cpus: Sequence[int], machine: Any = None) -> Optional[int]:
+    """Where the references that measure the experiment's power run: a CPU that is not a
+    co-runner's, in a domain that has co-runners (sharing their cache and memory); None when
+    every CPU runs a co-runner (one CPU)."""
+    for group in _domains(allowed, machine):
+        if set(group) & set(cpus):
+            free = [c for c in group if c not in cpus]
+            if free:
+                return free[0]
+    return None
 
 
 def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[str], float]], rounds: int,
              cpus: Sequence[int], llc_bytes: Optional[int], env: Optional[Dict[str, str]] = None,
-             progress: Optional[Callable[[str], None]] = None) -> Dict[str, Any]:
+             progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None) -> Dict[str, Any]:
     """Run the program (its output discarded) once per arm per round, the arms' order rotating
     from round to round, and after each round every co-runner kind alone for as long as the
-    program ran alone, and a reference thread streaming memory (the bandit's own kernel, on
-    a CPU of the program's) alone and beside the bandit: {"times": {arm: [s, ...]}, "rates":
-    {arm, KIND_alone, reference_alone, reference_beside_bandit: [co-runner rate, ...]},
-    "failed": {arm: exit status}, "cost_s", "interrupted": bool}. An arm is (name, co-runner kind or None, duty). Ctrl-C stops the
-    experiments and keeps what was measured."""
+    program ran alone, and, on CPU ``reference`` (reference_cpu), the experiment's power: a
+    thread streaming memory (the bandit's own kernel) alone and beside the bandits, and one
+    working in half the last-level cache (resident) alone and beside the pirates: {"times":
+    {arm: [s, ...]}, "rates": {arm, KIND_alone, reference_alone, reference_beside_bandit,
+    resident_alone, resident_beside_pirate: [rate, ...]}, "failed": {arm: exit status},
+    "cost_s", "interrupted": bool}. An arm is (name, co-runner kind or None, duty). Ctrl-C
+    stops the experiments and keeps what was measured."""
     times: Dict[str, List[float]] = {a[0]: [] for a in arms}
     rates: Dict[str, List[Optional[float]]] = {}
     failed: Dict[str, int] = {}
     t_start = time.monotonic()
     env = {k: v for k, v in (env or os.environ).items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
-    reference_cpus = [c for c in sorted(os.sched_getaffinity(0)) if c not in cpus][:1]
+    if reference is None:
+        reference = reference_cpu(os.sched_getaffinity(0), cpus)
     try:
         for rnd in range(rounds):
             order = list(arms[rnd % len(arms):]) + list(arms[:rnd % len(arms)])
@@ -134,15 +170,17 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                 with CoRunners(kind, 1.0, cpus, llc_bytes) as co:
                     time.sleep(span)
                 rates.setdefault(f"{kind}_alone", []).append(co.rate())
-            # the experiment's power: what the bandit takes from a thread that only streams memory
-            if reference_cpus:
-                with CoRunners("bandit", 1.0, cpus, llc_bytes):
-                    with CoRunners("bandit", 1.0, reference_cpus, llc_bytes) as ref:
+            # the experiment's power: what the bandits take from a thread that only streams memory,
+            # what the pirates take from one that works in the cache
+            if reference is not None:
+                for kind, co, name in (("bandit", "bandit", "reference"), ("resident", "pirate", "resident")):
+                    with CoRunners(co, 1.0, cpus, llc_bytes):
+                        with CoRunners(kind, 1.0, [reference], llc_bytes) as ref:
+                            time.sleep(span)
+                    rates.setdefault(f"{name}_beside_{co}", []).append(ref.rate())
+                    with CoRunners(kind, 1.0, [reference], llc_bytes) as ref:
                         time.sleep(span)
-                rates.setdefault("reference_beside_bandit", []).append(ref.rate())
-                with CoRunners("bandit", 1.0, reference_cpus, llc_bytes) as ref:
-                    time.sleep(span)
-                rates.setdefault("reference_alone", []).append(ref.rate())
+                    rates.setdefault(f"{name}_alone", []).append(ref.rate())
     except KeyboardInterrupt:
         return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
                 "interrupted": True}
@@ -157,31 +195,57 @@ def _timed(cmd: Sequence[str], exe: str, env: Dict[str, str]) -> Tuple[float, in
     return time.monotonic() - t0, rc
 
 
+SLICE = 1 << 18          # doubles per array a memory step works on: 6 MiB moved, about 0.4 ms
+
+
 def _main(kind: str, duty: float, elements: int, cpu: int) -> None:
-    from .. import core
+    """The co-runner's loop. Memory kinds allocate and touch their arrays once, then add b + c
+    into a (STREAM's Add: 24 bytes an element, as STREAM counts them) slice by slice, so the
+    duty cycle holds even where one pass over the arrays outlasts the period; numpy's add from
+    one core moves what the C core's Triad does (15.8 and 15.6 GB/s from DRAM on the 2-vCPU
+    development VM). A kernel that allocates per call would spend its time in page faults
+    instead (1.5 GB/s seen). spin runs the C core's FMA peak kernel, registers only."""
     os.sched_setaffinity(0, {cpu})
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     if kind == "spin":
-        k, size = core.find("peak_fma_dp"), {"iters": 2_000_000}
+        from .. import core
+        k = core.find("peak_fma_dp")
+        valid = [True]
+
+        def step() -> float:
+            r = core.run(k, reps=1, cpus=[cpu], iters=2_000_000)
+            valid[0] = valid[0] and r.valid           # the kernel checks its own result
+            return r.iters * k.flops_per_iter
+        check: Callable[[], bool] = lambda: valid[0]
     else:
-        k, size = core.find("stream_triad"), {"elements": elements, "iters": 1}
-    core.run(k, reps=1, cpus=[cpu], **size)                    # first touch, and the library loaded
+        import numpy as np
+        a, b, c = np.full(elements, 0.0), np.full(elements, 1.0), np.full(elements, 2.0)   # all touched
+        spans = [slice(j, min(j + SLICE, elements)) for j in range(0, elements, SLICE)]
+        at = [0]
+
+        def step() -> float:
+            s = spans[at[0] % len(spans)]
+            at[0] += 1
+            np.add(b[s], c[s], out=a[s])
+            return 24.0 * (s.stop - s.start)
+        # every element the steps wrote must hold b + c
+        check = lambda: bool(np.all(a[:min(elements, at[0] * SLICE)] == 3.0))
+    step()
     print("ready", flush=True)
-    unit = k.flops_per_iter if kind == "spin" else k.bytes_per_iter
-    work = busy = 0.0
+    work = 0.0
     t_start = time.monotonic()
     while not stop:
         t0 = time.monotonic()
         while time.monotonic() - t0 < duty * PERIOD_S and not stop:
-            r = core.run(k, reps=1, cpus=[cpu], **size)
-            work += r.iters * unit
-            busy += sum(r.times_s)
+            work += step()
         rest = PERIOD_S - (time.monotonic() - t0)
         if rest > 0 and duty < 1 and not stop:
             time.sleep(rest)
     # its rate over its whole life (duty included): what it got of the machine beside the program
-    print(f"rate {work / (time.monotonic() - t_start) if busy > 0 else 0.0}", flush=True)
+    rate = work / (time.monotonic() - t_start)
+    # (nothing when the arrays do not hold what was written: the caller then has no rate)
+    print(f"rate {rate}" if check() else "invalid", flush=True)
 
 
 if __name__ == "__main__":

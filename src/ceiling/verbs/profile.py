@@ -62,8 +62,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="without hardware counters, tell compute from memory by experiment: run the program "
                         "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
                         "two intensities, or take the last-level cache; 2 rounds; then with OMP_NUM_THREADS at "
-                        "1, half and all the CPUs, 2 rounds), its output discarded; the report states what they "
-                        "cost")
+                        "1, half and all the CPUs, 2 rounds), its output discarded, with reference threads that "
+                        "measure the co-runners' power; the report states what they cost")
     g.add_argument("--no-measure", action="store_true",
                    help="compare the program only with ceilings this node's history holds; without it, a "
                         "storage or memory ceiling the history lacks is measured quickly after the program ended "
@@ -304,14 +304,17 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
     what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
     program that fails says nothing about its bound."""
     from ..analysis.profile_experiments import ARMS, apply, classify
-    from ..probes.corunner import corunner_cpus, run_arms
+    from ..probes.corunner import corunner_cpus, reference_cpu, run_arms
     if code != 0:
         return {"why": f"not run: the program exited {code}"}, bounds, findings
-    cpus = corunner_cpus(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
+    cpus = corunner_cpus(allowed, m)
+    ref = reference_cpu(allowed, cpus, m)
     with _competing() as busy:
         res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
-                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
-    out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "cost_s": res["cost_s"], "times_s": res["times"],
+                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref)
+    out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "reference_cpu": ref, "cost_s": res["cost_s"],
+           "times_s": res["times"],
            "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"]}
     if res["failed"] or res["interrupted"] or any(len(v) < EXPERIMENT_ROUNDS for v in res["times"].values()):
         out["why"] = ("interrupted" if res["interrupted"] else
