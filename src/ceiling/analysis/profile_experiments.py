@@ -92,13 +92,15 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
         lacking = []
         if not sees_bw:
             lacking.append(f"a thread that only streams memory slowed {power:.0%} beside the memory-traffic "
-                           "co-runners, so this node has memory bandwidth to spare and a program limited by its own "
-                           "cores' memory accesses would not slow either" if power is not None else
+                           f"co-runners ({2 * SENSITIVE:.0%} needed), so this node has memory bandwidth to spare and a "
+                           "program limited by its own cores' memory accesses would not slow either"
+                           if power is not None else
                            "the memory-traffic co-runners' power could not be measured (no CPU for a reference)")
         if not sees_cache:
             lacking.append(f"a thread working in half the last-level cache slowed {cache_power:.0%} beside the "
-                           "cache-taking co-runners, so they could not take the cache (smaller than the machine "
-                           "reports, or not shared with them)" if cache_power is not None else
+                           f"cache-taking co-runners ({2 * SENSITIVE:.0%} needed), so they could not take enough of "
+                           "it (a cache smaller than the machine reports, or not shared with them)"
+                           if cache_power is not None else
                            "the cache-taking co-runners' power could not be measured (no CPU for a reference)")
         ruled = ([] if not sees_bw else [f"not memory bandwidth (net {_pct(net.get('bandit'))} beside the traffic)"]) + \
             ([] if not sees_cache else [f"not the last-level cache (net {_pct(net.get('pirate'))} with it taken)"])
