@@ -159,6 +159,103 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("no MPI 4 persistent collectives in this MPI's header\n");
 #endif
+    } else if (!strcmp(mode, "neigh")) {       /* n rounds of Alltoallw, and of the neighbourhood collectives
+                                                  onesided leaves out on a line of two ranks */
+        MPI_Comm line;
+        int dims[1] = {2}, periods[1] = {0}, one[2] = {1, 1}, two[2] = {2, 2}, at[2] = {0, 2}, d01[2] = {0, 1};
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &line);
+        /* Alltoallw: one int to rank 0 (at byte 0), three doubles to rank 1 (at byte 8) */
+        double w[4], wr[8];
+        int wcounts[2] = {1, 3}, wdispls[2] = {0, 8}, rcounts[2], rdispls[2] = {0, rank == 0 ? 8 : 24};
+        MPI_Datatype wtypes[2] = {MPI_INT, MPI_DOUBLE}, rtypes[2];
+        rcounts[0] = rcounts[1] = wcounts[rank];
+        rtypes[0] = rtypes[1] = wtypes[rank];
+        double x[2] = {rank, rank}, nb[4], nbv[4];
+        int ti[2] = {rank, rank}, to[2], tv[2], tw[2];
+        MPI_Aint bytes_at[2] = {0, sizeof(int)};
+        MPI_Datatype ints[2] = {MPI_INT, MPI_INT};
+        MPI_Request rq[5];
+        for (long i = 0; i < n; i++) {
+            *(int *)w = 100 + (int)i;
+            w[1] = w[2] = w[3] = 0.5 + i;
+            MPI_Alltoallw(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD);  /* 14 */
+            CHECK(rank == 0 ? *(int *)((char *)wr + 8) == 100 + i : wr[5] == 0.5 + i);
+            MPI_Neighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line);           /* 0 */
+            MPI_Ineighbor_allgather(x, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, line, &rq[0]);                /* 8 */
+            MPI_Ineighbor_allgatherv(x, 2, MPI_DOUBLE, nbv, two, at, MPI_DOUBLE, line, &rq[1]);        /* 16 */
+            MPI_Ineighbor_alltoall(ti, 1, MPI_INT, to, 1, MPI_INT, line, &rq[2]);                      /* 4 */
+            MPI_Ineighbor_alltoallv(ti, one, d01, MPI_INT, tv, one, d01, MPI_INT, line, &rq[3]);       /* 0 */
+            MPI_Ineighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, &rq[4]);  /* 0 */
+            MPI_Waitall(5, rq, MPI_STATUSES_IGNORE);
+            CHECK(nbv[rank == 0 ? 2 : 0] == 1 - rank);       /* the one neighbour's block */
+        }
+        MPI_Comm_free(&line);
+    } else if (!strcmp(mode, "pneigh")) {      /* n rounds of MPI 4 persistent neighbourhood collectives and
+                                                  Alltoallw_init, then n of a partitioned send and receive */
+#if MPI_VERSION >= 4
+        MPI_Comm line;
+        int dims[1] = {2}, periods[1] = {0}, one[2] = {1, 1}, three[2] = {3, 3}, at[2] = {0, 3}, d01[2] = {0, 1};
+        int other = 1 - rank;
+        MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &line);
+        double x[3] = {rank, rank, rank}, nb[4], nbv[6], xo[2], w[4], wr[8];
+        int ti[2] = {rank, rank}, to[2], tv[2], tw[2];
+        MPI_Aint bytes_at[2] = {0, sizeof(int)};
+        MPI_Datatype ints[2] = {MPI_INT, MPI_INT};
+        int wcounts[2] = {1, 3}, wdispls[2] = {0, 8}, rcounts[2], rdispls[2] = {0, rank == 0 ? 8 : 24};
+        MPI_Datatype wtypes[2] = {MPI_INT, MPI_DOUBLE}, rtypes[2];
+        rcounts[0] = rcounts[1] = wcounts[rank];
+        rtypes[0] = rtypes[1] = wtypes[rank];
+        MPI_Request rq[7];
+        /* bytes per start, as the blocking forms count them: */
+        MPI_Neighbor_allgather_init(x, 2, MPI_DOUBLE, nb, 2, MPI_DOUBLE, line, MPI_INFO_NULL, &rq[0]);        /* 16 */
+        MPI_Neighbor_allgatherv_init(x, 3, MPI_DOUBLE, nbv, three, at, MPI_DOUBLE, line, MPI_INFO_NULL,
+                                     &rq[1]);                                                                  /* 24 */
+        MPI_Neighbor_alltoall_init(ti, 1, MPI_INT, to, 1, MPI_INT, line, MPI_INFO_NULL, &rq[2]);               /* 4 */
+        MPI_Neighbor_alltoallv_init(ti, one, d01, MPI_INT, tv, one, d01, MPI_INT, line, MPI_INFO_NULL, &rq[3]); /* 0 */
+        MPI_Neighbor_alltoallw_init(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, MPI_INFO_NULL,
+                                    &rq[4]);                                                                   /* 0 */
+        MPI_Neighbor_alltoall_init_c(x, 1, MPI_DOUBLE, xo, 1, MPI_DOUBLE, line, MPI_INFO_NULL, &rq[5]);        /* 8 */
+        MPI_Alltoallw_init(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD, MPI_INFO_NULL,
+                           &rq[6]);                                                                            /* 14 */
+        for (long i = 0; i < n; i++) {
+            *(int *)w = 100 + (int)i;
+            w[1] = w[2] = w[3] = 0.5 + i;
+            MPI_Startall(7, rq);
+            MPI_Waitall(7, rq, MPI_STATUSES_IGNORE);
+            CHECK(nbv[rank == 0 ? 5 : 2] == 1 - rank);
+            CHECK(rank == 0 ? *(int *)((char *)wr + 8) == 100 + i : wr[5] == 0.5 + i);
+        }
+        for (int k = 0; k < 7; k++)
+            MPI_Request_free(&rq[k]);
+        MPI_Comm_free(&line);
+        /* partitioned: 4 partitions of 25 doubles each way (800 bytes a start), made ready in three calls */
+        double ps[100], pr[100];
+        int last[1] = {3}, flag;
+        long polls = 0;
+        MPI_Request pq[2];
+        MPI_Psend_init(ps, 4, 25, MPI_DOUBLE, other, 9, MPI_COMM_WORLD, MPI_INFO_NULL, &pq[0]);
+        MPI_Precv_init(pr, 4, 25, MPI_DOUBLE, other, 9, MPI_COMM_WORLD, MPI_INFO_NULL, &pq[1]);
+        for (long i = 0; i < n; i++) {
+            for (int k = 0; k < 100; k++)
+                ps[k] = rank + i;
+            MPI_Startall(2, pq);
+            MPI_Pready_range(0, 1, pq[0]);
+            MPI_Pready(2, pq[0]);
+            MPI_Pready_list(1, last, pq[0]);
+            do {
+                MPI_Parrived(pq[1], 3, &flag);
+                polls++;
+            } while (!flag);
+            MPI_Waitall(2, pq, MPI_STATUSES_IGNORE);
+            CHECK(pr[99] == other + i);
+        }
+        MPI_Request_free(&pq[0]);
+        MPI_Request_free(&pq[1]);
+        printf("rank %d parrived %ld\n", rank, polls);
+#else
+        if (rank == 0)
+            printf("no MPI 4 persistent collectives in this MPI's header\n");
+#endif
     } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
         double x = rank, y = 0;
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -321,6 +418,67 @@ def test_persistent_collectives_count_their_bytes_at_each_start_under_the_inits_
         assert "coll" not in c and c["wait"]["calls"] == 9 * n
         assert rank["peers"] == {str(1 - rank["rank"]): {"calls": n, "bytes": n * 80}} or \
             rank["peers"] == {1 - rank["rank"]: {"calls": n, "bytes": n * 80}}
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_alltoallw_and_the_non_blocking_neighbourhood_collectives_are_counted(app, tmp_path):
+    """MPI_Alltoallw (its mean block, each of its own datatype), MPI_Neighbor_alltoallw and the
+    MPI_Ineighbor_ collectives on a line of two ranks, each with the bytes its blocking form counts
+    (none for the count-array forms, whose neighbour list the interposer does not know)."""
+    n = 4
+    r, doc = profile(app, tmp_path, "neigh", str(n), "0")
+    assert r.returncode == 0, r.stderr
+    mpi = doc["environment"]["profile"]["mpi"]
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    per_call = {"MPI_Alltoallw": (4 + 3 * 8) // 2, "MPI_Neighbor_alltoallw": 0, "MPI_Ineighbor_allgather": 8,
+                "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4, "MPI_Ineighbor_alltoallv": 0,
+                "MPI_Ineighbor_alltoallw": 0}
+    for name, b in per_call.items():                      # 2 ranks, n calls each
+        assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 2 * n * b), fns[name]
+    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * n      # Alltoallw's; Neighbor_alltoallw's size is unknown
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (2 * n, 14 * n)
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (5 * n, (8 + 16 + 4) * n)
+        assert c["wait"]["calls"] == n
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_persistent_neighbourhood_collectives_and_partitioned_requests_are_counted_at_each_start(app, tmp_path):
+    """MPI 4: each start of a persistent neighbourhood collective or MPI_Alltoallw_init is a call of
+    its init's name (class icoll) with its blocking form's bytes; a partitioned send or receive
+    started counts its whole message (partitions x count) as a persistent one would, the send's
+    to its peer; MPI_Pready and its forms are posts, MPI_Parrived a wait, time only."""
+    n = 5
+    r, doc = profile(app, tmp_path, "pneigh", str(n), "0")
+    assert r.returncode == 0, r.stderr
+    if "no MPI 4 persistent collectives" in r.stdout:
+        pytest.skip("this MPI has no MPI 4 persistent collectives or partitioned calls (Open MPI 4.1)")
+    mpi = doc["environment"]["profile"]["mpi"]
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    per_start = {"MPI_Neighbor_allgather_init": 16, "MPI_Neighbor_allgatherv_init": 24,
+                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 0, "MPI_Neighbor_alltoallw_init": 0,
+                 "MPI_Neighbor_alltoall_init_c": 8, "MPI_Alltoallw_init": 14}
+    for name, b in per_start.items():                     # 2 ranks, n starts each
+        assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 2 * n * b), fns[name]
+    # n Startall of the collectives (no bytes of their own), n of the partitioned pair (800 bytes each)
+    assert (fns["MPI_Startall"]["calls"], fns["MPI_Startall"]["bytes"]) == (2 * 2 * n, 2 * n * 1600)
+    for name in ("MPI_Pready", "MPI_Pready_range", "MPI_Pready_list"):
+        assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 0), fns[name]
+    polls = sum(int(line.split()[-1]) for line in r.stdout.splitlines() if " parrived " in line)
+    assert fns["MPI_Parrived"]["calls"] == polls >= 2 * n and fns["MPI_Parrived"]["bytes"] == 0
+    assert not {"MPI_Neighbor_allgather", "MPI_Alltoallw", "MPI_Start"} & set(fns)
+    post = mpi["hist"]["post"]                            # the partitioned requests, by their own size
+    assert sum(post["hist"]) == 2 * n * 2 and post["hist_bytes"][0] == 2 * n * 1600, post
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (7 * n, n * (16 + 24 + 4 + 8 + 14))
+        assert (c["post"]["calls"], c["post"]["bytes"]) == (2 * n + 3 * n, n * 1600)
+        assert "coll" not in c and c["wait"]["calls"] >= 2 * n + n
+        assert rank["peers"] == {str(1 - rank["rank"]): {"calls": n, "bytes": n * 800}} or \
+            rank["peers"] == {1 - rank["rank"]: {"calls": n, "bytes": n * 800}}
 
 
 @needs_mpi

@@ -1,6 +1,7 @@
 """The interposer's Fortran MPI bindings (csrc/interpose/mpi_fortran.c): Fortran programs
 (`use mpi`, and ones with `use mpi_f08`; point-to-point and collectives, MPI-IO, persistent
-requests and one-sided calls, MPI 4 persistent collectives) built with the Fortran wrapper of
+requests and one-sided calls, neighbourhood collectives and Alltoallw, MPI 4 persistent
+collectives, the neighbourhood ones included) built with the Fortran wrapper of
 the MPI that mpi4py loads, profiled, and their calls counted to the call and the byte under
 their C names.
 Open MPI's Fortran libraries call PMPI_* directly (its mpi_f08 module through its own
@@ -286,6 +287,122 @@ program app
 end program
 """
 
+# Neighbourhood collectives from Fortran (Open MPI's Fortran goes to PMPI_Neighbor_allgather ...
+# directly) on a graph of two ranks, each the other's one neighbour (MPI_Dist_graph_create_adjacent:
+# MPICH 4.0's mpi_f08 Neighbor_alltoallw fails on a cartesian communicator), three rounds: the
+# five blocking ones, the five non-blocking ones completed by one MPI_Waitall, and an MPI_Alltoallw
+# of one integer to rank 0 and three doubles to rank 1. NEIGH_DECL, NEIGH_SETUP are shared with
+# the persistent program below.
+NEIGH_DECL = """
+  integer :: one(2), two(2), three(2), at(2), at3(2), d01(2), peer(1), wcounts(2), wdispls(2), rcounts(2), rdispls(2)
+  integer :: ti(2), to(2), tv(2), tw(2)
+  integer(kind=MPI_ADDRESS_KIND) :: bytes_at(2)
+  double precision :: x(3), nb(4), nbv(6), w(4), wr(8)
+"""
+NEIGH_SETUP = """
+  peer = 1 - rank
+  call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, peer, MPI_UNWEIGHTED, 1, peer, MPI_UNWEIGHTED, &
+                                      MPI_INFO_NULL, .false., line, ierr)
+  one = 1
+  two = 2
+  three = 3
+  at = (/ 0, 2 /)
+  at3 = (/ 0, 3 /)
+  d01 = (/ 0, 1 /)
+  bytes_at = (/ 0, 4 /)
+  ints = MPI_INTEGER
+  ti = rank
+  x = rank
+  wcounts = (/ 1, 3 /)
+  wdispls = (/ 0, 8 /)
+  wtypes = (/ MPI_INTEGER, MPI_DOUBLE_PRECISION /)
+  rcounts = wcounts(rank + 1)
+  rtypes = wtypes(rank + 1)
+  rdispls = (/ 0, merge(8, 24, rank == 0) /)
+"""
+NEIGH_ROUNDS = """
+  do i = 1, 3
+    w = 0.5d0 + i
+    call MPI_Neighbor_allgather(x, 1, MPI_DOUBLE_PRECISION, nb, 1, MPI_DOUBLE_PRECISION, line, ierr)
+    call MPI_Neighbor_allgatherv(x, 2, MPI_DOUBLE_PRECISION, nbv, two, at, MPI_DOUBLE_PRECISION, line{e})
+    call MPI_Neighbor_alltoall(ti, 1, MPI_INTEGER, to, 1, MPI_INTEGER, line, ierr)
+    call MPI_Neighbor_alltoallv(ti, one, d01, MPI_INTEGER, tv, one, d01, MPI_INTEGER, line{e})
+    call MPI_Neighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, ierr)
+    if (nbv(1) /= 1 - rank) stop 3
+    call MPI_Ineighbor_allgather(x, 1, MPI_DOUBLE_PRECISION, nb, 1, MPI_DOUBLE_PRECISION, line, reqs(1), ierr)
+    call MPI_Ineighbor_allgatherv(x, 2, MPI_DOUBLE_PRECISION, nbv, two, at, MPI_DOUBLE_PRECISION, line, reqs(2){e})
+    call MPI_Ineighbor_alltoall(ti, 1, MPI_INTEGER, to, 1, MPI_INTEGER, line, reqs(3), ierr)
+    call MPI_Ineighbor_alltoallv(ti, one, d01, MPI_INTEGER, tv, one, d01, MPI_INTEGER, line, reqs(4){e})
+    call MPI_Ineighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, reqs(5), ierr)
+    call MPI_Waitall(5, reqs, MPI_STATUSES_IGNORE, ierr)
+    call MPI_Alltoallw(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD{e})
+    if (rank == 1 .and. wr(6) /= 0.5d0 + i) stop 4
+  end do
+  call MPI_Comm_free(line, ierr)
+  call MPI_Finalize(ierr)
+end program
+"""
+PROGRAM_NEIGH = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, i, line, reqs(5), ints(2), wtypes(2), rtypes(2)
+""" + NEIGH_DECL + """
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+""" + NEIGH_SETUP + NEIGH_ROUNDS.format(e=", ierr")
+
+# The same through mpi_f08, ierror left out of some calls.
+PROGRAM_NEIGH_F08 = """
+program app
+  use mpi_f08
+  implicit none
+  integer :: ierr, rank, i
+  type(MPI_Comm) :: line
+  type(MPI_Request) :: reqs(5)
+  type(MPI_Datatype) :: ints(2), wtypes(2), rtypes(2)
+""" + NEIGH_DECL + """
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+""" + NEIGH_SETUP + NEIGH_ROUNDS.format(e="")
+
+# MPI 4 persistent neighbourhood collectives and MPI_Alltoallw_init from Fortran (MPICH 4, Open MPI
+# 5; not Open MPI 4.1, whose Fortran has only the MPIX_ forms), on the same graph, started 3 times.
+PROGRAM_PNEIGH = """
+program app
+  use mpi
+  implicit none
+  integer :: ierr, rank, i, line, reqs(6), ints(2), wtypes(2), rtypes(2)
+""" + NEIGH_DECL + """
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+""" + NEIGH_SETUP + """
+  call MPI_Neighbor_allgather_init(x, 2, MPI_DOUBLE_PRECISION, nb, 2, MPI_DOUBLE_PRECISION, line, MPI_INFO_NULL, &
+                                   reqs(1), ierr)
+  call MPI_Neighbor_allgatherv_init(x, 3, MPI_DOUBLE_PRECISION, nbv, three, at3, MPI_DOUBLE_PRECISION, line, &
+                                    MPI_INFO_NULL, reqs(2), ierr)
+  call MPI_Neighbor_alltoall_init(ti, 1, MPI_INTEGER, to, 1, MPI_INTEGER, line, MPI_INFO_NULL, reqs(3), ierr)
+  call MPI_Neighbor_alltoallv_init(ti, one, d01, MPI_INTEGER, tv, one, d01, MPI_INTEGER, line, MPI_INFO_NULL, &
+                                   reqs(4), ierr)
+  call MPI_Neighbor_alltoallw_init(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, MPI_INFO_NULL, &
+                                   reqs(5), ierr)
+  call MPI_Alltoallw_init(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD, &
+                          MPI_INFO_NULL, reqs(6), ierr)
+  do i = 1, 3
+    w = 0.5d0 + i
+    call MPI_Startall(6, reqs, ierr)
+    call MPI_Waitall(6, reqs, MPI_STATUSES_IGNORE, ierr)
+    if (nbv(3) /= 1 - rank) stop 3
+    if (rank == 1 .and. wr(6) /= 0.5d0 + i) stop 4
+  end do
+  do i = 1, 6
+    call MPI_Request_free(reqs(i), ierr)
+  end do
+  call MPI_Comm_free(line, ierr)
+  call MPI_Finalize(ierr)
+end program
+"""
+
 
 def _build(mpi_setup, d, name, source, lacking=None):
     """The program built with the MPI's Fortran wrapper; skipped where there is none, or where the
@@ -439,6 +556,58 @@ def check_pcoll(mpi):
         assert rank["classes"]["icoll"]["calls"] == 10 and rank["classes"]["icoll"]["bytes"] == 4 * 32 + 3 * 24 + 3 * 16
 
 
+@pytest.fixture(scope="module", params=["app_nb", "app_nb_f08"])
+def fortran_neigh(mpi_setup, tmp_path_factory, request):
+    d = tmp_path_factory.mktemp("fneigh")
+    return _build(mpi_setup, d, request.param, PROGRAM_NEIGH if request.param == "app_nb" else PROGRAM_NEIGH_F08)
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_fortran_neighbourhood_collectives_and_alltoallw_are_counted_under_their_c_names(fortran_neigh, tmp_path):
+    check_neigh(_profile(fortran_neigh, tmp_path))
+
+
+def check_neigh(mpi):
+    """PROGRAM_NEIGH's and PROGRAM_NEIGH_F08's calls: the bytes the C wrappers count (the block
+    sent; none for the count-array neighbourhood forms; Alltoallw's mean block, (4 + 24) / 2)."""
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    per_call = {"MPI_Neighbor_allgather": 8, "MPI_Neighbor_allgatherv": 16, "MPI_Neighbor_alltoall": 4,
+                "MPI_Neighbor_alltoallv": 0, "MPI_Neighbor_alltoallw": 0, "MPI_Ineighbor_allgather": 8,
+                "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4, "MPI_Ineighbor_alltoallv": 0,
+                "MPI_Ineighbor_alltoallw": 0, "MPI_Alltoallw": 14}
+    for name, b in per_call.items():                      # 2 ranks, 3 calls each
+        assert (fns.get(name, {}).get("calls"), fns.get(name, {}).get("bytes")) == (6, 6 * b), (name, fns.get(name))
+    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * 3 * 4   # the count-array neighbourhood forms in none
+    for rank in mpi["per_rank"]:
+        c = rank["classes"]
+        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (3 * 6, 3 * (8 + 16 + 4 + 14)), c
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (3 * 5, 3 * (8 + 16 + 4)), c
+        assert c["wait"]["calls"] == 3, c
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_fortran_persistent_neighbourhood_collectives_are_counted_at_each_start(mpi_setup, tmp_path_factory,
+                                                                               tmp_path):
+    built = _build(mpi_setup, tmp_path_factory.mktemp("fpneigh"), "app_pnb", PROGRAM_PNEIGH,
+                   lacking="mpi_neighbor_allgather_init")
+    check_pneigh(_profile(built, tmp_path))
+
+
+def check_pneigh(mpi):
+    """PROGRAM_PNEIGH's starts, under each init's C name, with the blocking form's bytes."""
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    per_start = {"MPI_Neighbor_allgather_init": 16, "MPI_Neighbor_allgatherv_init": 24,
+                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 0, "MPI_Neighbor_alltoallw_init": 0,
+                 "MPI_Alltoallw_init": 14}
+    for name, b in per_start.items():                     # 2 ranks, 3 starts each
+        assert (fns.get(name, {}).get("calls"), fns.get(name, {}).get("bytes")) == (6, 6 * b), (name, fns.get(name))
+    assert (fns["MPI_Startall"]["calls"], fns["MPI_Startall"]["bytes"]) == (2 * 3, 0)
+    for rank in mpi["per_rank"]:
+        assert rank["classes"]["icoll"]["calls"] == 18 and rank["classes"]["icoll"]["bytes"] == 3 * (16 + 24 + 4 + 14)
+
+
 # MPICH's own Fortran (its Fortran layer calls the C names; MPI_F_STATUS_IGNORE is set only when
 # that layer starts), where Debian's mpich package is installed beside whatever mpi4py loads: the
 # MPICH wheel has no Fortran. Skipped elsewhere (CI).
@@ -447,10 +616,12 @@ MPICH_FC, MPICH_RUN = shutil.which("mpif90.mpich"), shutil.which("mpiexec.mpich"
 
 @NEEDS_LIB
 @pytest.mark.skipif(not (MPICH_FC and MPICH_RUN), reason="no mpif90.mpich / mpiexec.mpich (Debian's mpich package)")
-@pytest.mark.parametrize("name", ["app", "app_f08", "app_io", "app_p", "app_p_f08", "app_pcoll"])
+@pytest.mark.parametrize("name", ["app", "app_f08", "app_io", "app_p", "app_p_f08", "app_pcoll", "app_nb",
+                                  "app_nb_f08", "app_pnb"])
 def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
     src = {"app": PROGRAM, "app_f08": PROGRAM_F08, "app_io": PROGRAM_IO, "app_p": PROGRAM_P_RMA,
-           "app_p_f08": PROGRAM_P_RMA_F08, "app_pcoll": PROGRAM_PCOLL}[name]
+           "app_p_f08": PROGRAM_P_RMA_F08, "app_pcoll": PROGRAM_PCOLL, "app_nb": PROGRAM_NEIGH,
+           "app_nb_f08": PROGRAM_NEIGH_F08, "app_pnb": PROGRAM_PNEIGH}[name]
     (tmp_path / f"{name}.f90").write_text(src)
     r = subprocess.run([MPICH_FC, "-O1", "-o", str(tmp_path / name), f"{name}.f90"], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
@@ -463,9 +634,9 @@ def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
     assert r.returncode == 0, r.stderr
     prof = json.loads(out.read_text())["environment"]["profile"]
     assert prof["mpi"]["family"] == "mpich"
-    if name == "app_io":
+    check = {"app_io": None, "app_p": check_p_rma, "app_p_f08": check_p_rma, "app_pcoll": check_pcoll,
+             "app_nb": check_neigh, "app_nb_f08": check_neigh, "app_pnb": check_pneigh}.get(name, check_calls)
+    if check is None:
         check_io(prof, data)
-    elif name.startswith("app_p"):
-        (check_pcoll if name == "app_pcoll" else check_p_rma)(prof["mpi"])
     else:
-        check_calls(prof["mpi"])
+        check(prof["mpi"])

@@ -2,8 +2,9 @@
  * profiling interface (each MPI_X wrapper calls PMPI_X), like mpiP and
  * IPM, per function and per class, with message-size histograms and the
  * destinations of its sends. This file: the module, start and end, the
- * record; mpi_p2p.c holds point-to-point and completion, mpi_coll.c the
- * collectives, mpi_io.c MPI-IO, mpi_rma.c one-sided communication,
+ * record; mpi_p2p.c holds point-to-point, completion, persistent and
+ * partitioned requests, mpi_coll.c the collectives, mpi_neighbor.c the
+ * neighbourhood ones, mpi_io.c MPI-IO, mpi_rma.c one-sided communication,
  * mpi_fortran.c the Fortran names, mpi.h what they share (and why one
  * build serves every MPI).
  *
@@ -35,14 +36,17 @@
  * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
  * transfer's time is in the wait that completes it; MPI_Start and
  * MPI_Startall of persistent requests, with the bytes their MPI_Send_init
- * or MPI_Recv_init set, mpi_p2p.c; a persistent collective started is
- * icoll's), wait
- * (MPI_Wait*, MPI_Test*, MPI_Iprobe), coll (blocking collectives, the
- * neighbourhood ones included), icoll (non-blocking collectives, posting
- * only; and each start of a persistent collective, MPI 4, counted as a
- * call of its init's name, fn=MPI_Allreduce_init, with the bytes the init
- * set and its share of the MPI_Start or MPI_Startall, whose line leaves
- * that time out), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
+ * or MPI_Recv_init set, and of MPI 4 partitioned ones, with the whole
+ * message their MPI_Psend_init or MPI_Precv_init set, mpi_p2p.c; a
+ * persistent collective started is icoll's; MPI_Pready, MPI_Pready_range
+ * and MPI_Pready_list, time only), wait
+ * (MPI_Wait*, MPI_Test*, MPI_Iprobe, MPI_Parrived), coll (blocking
+ * collectives, Alltoallw and the neighbourhood ones included), icoll
+ * (non-blocking collectives, the neighbourhood ones included, posting
+ * only; and each start of a persistent collective, MPI 4, neighbourhood
+ * ones and Alltoallw_init included, counted as a call of its init's name,
+ * fn=MPI_Allreduce_init, with the bytes the init set and its share of the
+ * MPI_Start or MPI_Startall, whose line leaves that time out), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
  * MPI_Get, the accumulates, MPI_Rput, MPI_Rget, MPI_Fetch_and_op,
  * MPI_Compare_and_swap: the origin's bytes, at posting: the transfer may
  * finish at the synchronisation), rma_sync (MPI_Win_fence, the locks and
@@ -63,11 +67,12 @@
  * and to destinations past the MPI_PEERS each thread tracks.
  *
  * Not seen: the bytes of persistent requests past the table's
- * MPI_PERSISTENT (mpi_p2p.c), of the persistent neighbourhood and
- * Alltoallw collectives and of partitioned requests (MPI_Psend_init ...),
- * whose starts count as point-to-point ones with no bytes; Open MPI 4's
- * MPIX_ persistent collectives; MPI_Neighbor_alltoallw and the non-blocking
- * neighbourhood collectives; the Fortran calls mpi_fortran.c does not wrap.
+ * MPI_PERSISTENT (mpi_p2p.c), whose starts count as point-to-point ones
+ * with no bytes; the bytes of the neighbourhood Alltoallv and Alltoallw,
+ * blocking, non-blocking and persistent (their blocks are per neighbour,
+ * and the neighbour list is not known: calls and time only,
+ * mpi_neighbor.c); Open MPI 4's MPIX_ persistent collectives; the Fortran
+ * calls mpi_fortran.c does not wrap (the partitioned ones among them).
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer

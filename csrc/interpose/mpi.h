@@ -1,6 +1,7 @@
 /* mpi.h - what the MPI module's files share (mpi.c: the module, its
- * record lines, start-up and end; mpi_p2p.c: point-to-point, completion
- * and persistent requests; mpi_coll.c: the collectives; mpi_rma.c:
+ * record lines, start-up and end; mpi_p2p.c: point-to-point, completion,
+ * persistent and partitioned requests; mpi_coll.c: the collectives;
+ * mpi_neighbor.c: the neighbourhood collectives; mpi_rma.c:
  * one-sided communication; mpi_io.c: MPI-IO; mpi_fortran.c: the Fortran
  * names; mpi_gather.c: the records to one rank). Internal to
  * libceiling_interpose.so.
@@ -31,8 +32,12 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
  * cls) for a function alone, C(fn, cls) for one that also has an MPI 4
  * large-count form fn_c (MPI_Count counts, MPI_Aint displacements), which
  * mpi4py 4 and other MPI 4 codes call instead. The persistent collectives
- * (MPI_Bcast_init ...) are counted at each MPI_Start or MPI_Startall of
- * their request, not at the init (mpi_p2p.c, persistent requests). */
+ * (MPI_Bcast_init, MPI_Neighbor_alltoall_init ...) are counted at each
+ * MPI_Start or MPI_Startall of their request, not at the init (mpi_p2p.c,
+ * persistent requests); the partitioned inits (MPI_Psend_init,
+ * MPI_Precv_init) are not listed either: their starts are MPI_Start's.
+ * MPI_Pready and its forms are posts, MPI_Parrived a wait (mpi_p2p.c says
+ * why). */
 #define MPI_FNS(X, C)                                                                              \
     X(MPI_Init, INIT) X(MPI_Init_thread, INIT) X(MPI_Finalize, INIT)                               \
     C(MPI_Send, SEND) C(MPI_Ssend, SEND) C(MPI_Bsend, SEND) C(MPI_Rsend, SEND)                     \
@@ -72,7 +77,14 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
     C(MPI_Reduce_scatter_block_init, ICOLL) C(MPI_Reduce_scatter_init, ICOLL)                      \
     C(MPI_Gather_init, ICOLL) C(MPI_Gatherv_init, ICOLL) C(MPI_Scatter_init, ICOLL)                \
     C(MPI_Scatterv_init, ICOLL) C(MPI_Allgather_init, ICOLL) C(MPI_Allgatherv_init, ICOLL)         \
-    C(MPI_Alltoall_init, ICOLL) C(MPI_Alltoallv_init, ICOLL)
+    C(MPI_Alltoall_init, ICOLL) C(MPI_Alltoallv_init, ICOLL)                                       \
+    C(MPI_Alltoallw, COLL) C(MPI_Alltoallw_init, ICOLL) C(MPI_Neighbor_alltoallw, COLL)             \
+    C(MPI_Ineighbor_allgather, ICOLL) C(MPI_Ineighbor_allgatherv, ICOLL)                           \
+    C(MPI_Ineighbor_alltoall, ICOLL) C(MPI_Ineighbor_alltoallv, ICOLL) C(MPI_Ineighbor_alltoallw, ICOLL) \
+    C(MPI_Neighbor_allgather_init, ICOLL) C(MPI_Neighbor_allgatherv_init, ICOLL)                   \
+    C(MPI_Neighbor_alltoall_init, ICOLL) C(MPI_Neighbor_alltoallv_init, ICOLL)                     \
+    C(MPI_Neighbor_alltoallw_init, ICOLL)                                                          \
+    X(MPI_Pready, POST) X(MPI_Pready_range, POST) X(MPI_Pready_list, POST) X(MPI_Parrived, WAIT)
 
 #define MPI_FN_ENUM(fn, cls) FN_##fn,
 #define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
@@ -260,6 +272,26 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
         const int rc = PMPI_REAL(fn) args;                                                         \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
+        return rc;                                                                                 \
+    }
+
+/*
+ * A persistent collective's init (MPI 4: MPI_Bcast_init, MPI_Neighbor_alltoall_init
+ * ...): exported fn with parameters `named` (the request's pointer named
+ * req), calling its PMPI function (declared from `types`) with `args`. Not
+ * counted, as it moves nothing: `bytes` (an expression of the parameters)
+ * is noted against the request, and each start of it counts them as one
+ * call of fn (mpi_persistent_note). Its PMPI function is looked up at the
+ * first call, as every other: an MPI without it (Open MPI 4.1 has only
+ * MPIX_ forms) loads and runs as before, its programs having none to call.
+ */
+#define PCOLL(fn, types, named, args, bytes)                                                       \
+    PMPI_DECL(fn, types);                                                                          \
+    CEIL_IP_EXPORT int fn named                                                                    \
+    {                                                                                              \
+        const int rc = PMPI_REAL(fn) args;                                                         \
+        if (rc == 0 && ceil_ip_active())                                                           \
+            mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
         return rc;                                                                                 \
     }
 

@@ -10,7 +10,9 @@
  * (with MPI_IN_PLACE, this rank's receive count); Scatterv: the block
  * received (with MPI_IN_PLACE at the root, this rank's send count);
  * Reduce_scatter: this rank's block of the result; Alltoallv: the mean
- * block, all the blocks it sends over the communicator's size; Barrier: 0.
+ * block, all the blocks it sends over the communicator's size (Alltoallw's
+ * the same, each block of its own datatype); Barrier: 0. The neighbourhood
+ * collectives are in mpi_neighbor.c.
  * The non-blocking ones (class icoll) count the same bytes at posting and
  * enter no histogram: their time is in the wait that completes them. The
  * persistent ones (MPI 4: MPI_Bcast_init ...) count the same bytes at each
@@ -41,6 +43,24 @@
     }
 BLOCKS(_i, int)
 BLOCKS(_c, mpi_count)
+
+/* Alltoallw's mean block: counts[i] of types[i] (an array of handles, read
+ * at the size the MPI's handles have: mpi.h) summed over comm's size, over
+ * that size; 0 when unknown. */
+#define BLOCKS_W(suffix, T)                                                                        \
+    static uint64_t mean_block_w##suffix(const T *counts, const void *types, mpi_h comm)           \
+    {                                                                                              \
+        const int n = mpi_comm_size(comm);                                                         \
+        const size_t step = mpi_handle_bytes();                                                    \
+        if (!counts || !types || n <= 0 || !step)                                                  \
+            return 0;                                                                              \
+        uint64_t sum = 0;                                                                          \
+        for (int i = 0; i < n; i++)                                                                \
+            sum += mpi_bytes((int64_t)counts[i], mpi_handle_at((const char *)types + (size_t)i * step)); \
+        return sum / (uint64_t)n;                                                                  \
+    }
+BLOCKS_W(_i, int)
+BLOCKS_W(_c, mpi_count)
 
 /* The int forms, for the Fortran wrappers (mpi_fortran.c). */
 uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) { return own_block_i(counts, type, comm); }
@@ -193,58 +213,25 @@ SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
 ALLTOALLV(MPI_Alltoallv, int, int, _i)
 ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
 
-/* Neighbourhood collectives (on a topology communicator): the block sent,
- * as Allgather and Alltoall (Allgatherv's one block too); Alltoallv's
- * blocks are in count arrays as long as the neighbour list, not known
- * here: its calls and time only, in no histogram. */
-#define NEIGHBOR(fn, cnt)                                                                          \
-    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
+/* Alltoallw: Alltoallv's mean block, each block of its own datatype. */
+#define ALLTOALLW_BLOCK(sfx)                                                                       \
+    (mpi_in_place(sbuf) ? mean_block_w##sfx(rcounts, rtypes, comm) : mean_block_w##sfx(scounts, stypes, comm))
+#define ALLTOALLW(fn, cnt, disp, sfx)                                                              \
+    PMPI_DECL(fn, (const void *, const cnt *, const disp *, const void *, void *, const cnt *, const disp *, \
+                   const void *, mpi_h));                                                          \
     MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm), mpi_bytes(scount, stype))
-NEIGHBOR(MPI_Neighbor_allgather, int)
-NEIGHBOR(MPI_Neighbor_allgather_c, mpi_count)
-NEIGHBOR(MPI_Neighbor_alltoall, int)
-NEIGHBOR(MPI_Neighbor_alltoall_c, mpi_count)
-
-#define NEIGHBOR_ALLGATHERV(fn, cnt, disp)                                                         \
-    PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h));    \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
-              mpi_h rtype, mpi_h comm),                                                            \
-             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm), mpi_bytes(scount, stype))
-NEIGHBOR_ALLGATHERV(MPI_Neighbor_allgatherv, int, int)
-NEIGHBOR_ALLGATHERV(MPI_Neighbor_allgatherv_c, mpi_count, mpi_aint)
-
-#define NEIGHBOR_ALLTOALLV(fn, cnt, disp)                                                          \
-    PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, \
-                   mpi_h, mpi_h));                                                                 \
-    MPI_WRAP(fn, -1,                                                                               \
-             (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf,  \
-              const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),                   \
-             (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm), 0)
-NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv, int, int)
-NEIGHBOR_ALLTOALLV(MPI_Neighbor_alltoallv_c, mpi_count, mpi_aint)
+             (const void *sbuf, const cnt *scounts, const disp *sdispls, const void *stypes, void *rbuf, \
+              const cnt *rcounts, const disp *rdispls, const void *rtypes, mpi_h comm),            \
+             (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm), ALLTOALLW_BLOCK(sfx))
+ALLTOALLW(MPI_Alltoallw, int, int, _i)
+ALLTOALLW(MPI_Alltoallw_c, mpi_count, mpi_aint, _c)
 
 /* ---- persistent collectives (MPI 4) -----------------------------------------------------
  * MPI_Bcast_init and the others are not counted (they move nothing): the
  * request's bytes, each the blocking form's above (MPI_Bcast_init's as
  * MPI_Bcast's, Barrier_init's 0), are noted against its handle, and each
  * MPI_Start or MPI_Startall of it counts them as one call of the init's
- * name, class icoll (mpi_p2p.c, persistent requests). Their PMPI functions
- * are looked up at the first call, as every other: an MPI without them
- * (Open MPI 4.1 has only MPIX_ forms) loads and runs as before, its
- * programs having none to call. */
-#define PCOLL(fn, types, named, args, bytes)                                                       \
-    PMPI_DECL(fn, types);                                                                          \
-    CEIL_IP_EXPORT int fn named                                                                    \
-    {                                                                                              \
-        const int rc = PMPI_REAL(fn) args;                                                         \
-        if (rc == 0 && ceil_ip_active())                                                           \
-            mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
-        return rc;                                                                                 \
-    }
-
+ * name, class icoll (mpi.h: PCOLL; mpi_p2p.c, persistent requests). */
 PCOLL(MPI_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
 
 #define BCAST_INIT(fn, cnt)                                                                        \
@@ -343,3 +330,12 @@ SCATTERV_INIT(MPI_Scatterv_init_c, mpi_count, mpi_aint, _c)
           mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
 ALLTOALLV_INIT(MPI_Alltoallv_init, int, int, _i)
 ALLTOALLV_INIT(MPI_Alltoallv_init_c, mpi_count, mpi_aint, _c)
+
+#define ALLTOALLW_INIT(fn, cnt, disp, sfx)                                                         \
+    PCOLL(fn, (const void *, const cnt *, const disp *, const void *, void *, const cnt *, const disp *, \
+               const void *, mpi_h, mpi_h, void *),                                                \
+          (const void *sbuf, const cnt *scounts, const disp *sdispls, const void *stypes, void *rbuf, \
+           const cnt *rcounts, const disp *rdispls, const void *rtypes, mpi_h comm, mpi_h info, void *req), \
+          (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req), ALLTOALLW_BLOCK(sfx))
+ALLTOALLW_INIT(MPI_Alltoallw_init, int, int, _i)
+ALLTOALLW_INIT(MPI_Alltoallw_init_c, mpi_count, mpi_aint, _c)

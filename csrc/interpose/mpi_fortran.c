@@ -30,11 +30,14 @@
  * forms, MPI_Irecv; the waits and tests, MPI_Iprobe; MPI_Barrier,
  * MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather(v), MPI_Scatter(v),
  * MPI_Allgather(v), MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan,
- * MPI_Exscan; MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce,
- * MPI_Iallgather, MPI_Ialltoall; persistent requests: MPI_Send_init and its
- * forms, MPI_Recv_init, MPI_Start, MPI_Startall, MPI_Request_free (the
- * table of mpi_p2p.c, keyed by the C handle: PMPI_Request_f2c), and the
- * persistent collectives of mpi_coll.c (MPI 4: none in Open MPI 4.1);
+ * MPI_Exscan, MPI_Alltoallw; MPI_Ibarrier, MPI_Ibcast, MPI_Ireduce,
+ * MPI_Iallreduce, MPI_Iallgather, MPI_Ialltoall; the neighbourhood
+ * collectives, blocking and non-blocking (MPI_Neighbor_allgather(v),
+ * MPI_Neighbor_alltoall(v,w), MPI_Ineighbor_...); persistent requests:
+ * MPI_Send_init and its forms, MPI_Recv_init, MPI_Start, MPI_Startall,
+ * MPI_Request_free (the table of mpi_p2p.c, keyed by the C handle:
+ * PMPI_Request_f2c), and the persistent collectives of mpi_coll.c and
+ * mpi_neighbor.c (MPI 4: none in Open MPI 4.1);
  * one-sided communication: MPI_Put, MPI_Get, MPI_Rput, MPI_Rget, the
  * accumulates, MPI_Fetch_and_op, MPI_Compare_and_swap and the
  * synchronisation calls of mpi_rma.c; MPI-IO: MPI_File_open (the file's
@@ -43,9 +46,10 @@
  * and writes (blocking, _all, _at, _at_all, and the non-blocking ones),
  * with the bytes and per-file counts mpi_io.c gives the C calls. Not
  * wrapped in Fortran (counted only where the library goes through the C
- * name): the neighbourhood collectives.
+ * name, as MPICH's does): MPI 4 partitioned communication (MPI_Psend_init,
+ * MPI_Precv_init, MPI_Pready..., MPI_Parrived).
  *
- * Longer than 500 lines: the Fortran twin of about 110 wrapped calls, one
+ * Longer than 500 lines: the Fortran twin of about 125 wrapped calls, one
  * macro line to a few each, beside the handle conversions and the ierror
  * and wrapper macros they all use; split by API, those macros would move to
  * a header shared by the pieces and each piece would still read as a list.
@@ -460,6 +464,64 @@ F_PCOLL(mpi_alltoallv_init, FN_MPI_Alltoallv_init,
          fint *rtype, fint *comm, fint *info, fint *req, fint *ierr),
         (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req, ierr),
         mpi_fortran_in_place(sbuf) ? F_MEAN(rcounts, rtype, comm) : F_MEAN(scounts, stype, comm))
+
+/* ---- neighbourhood collectives and Alltoallw: the bytes of mpi_neighbor.c and mpi_coll.c ---- */
+
+/* Parameters and arguments by shape, with what follows comm before ierror
+ * (nothing; the request; info and the request) as the variadic part:
+ * Allgather's and Alltoall's one count and type a side (F_NB), Allgatherv's
+ * counts received (F_NBV), Alltoallv's and Alltoallw's counts both sides
+ * (F_W; Alltoallw's types are arrays and, in the neighbourhood form, its
+ * displacements INTEGER(KIND=MPI_ADDRESS_KIND): passed through unread). */
+#define F_NB_P(...)                                                                                \
+    (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *comm __VA_ARGS__, fint *ierr)
+#define F_NB_A(...) (sbuf, scount, stype, rbuf, rcount, rtype, comm __VA_ARGS__, ierr)
+#define F_NBV_P(...)                                                                               \
+    (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype,  \
+     fint *comm __VA_ARGS__, fint *ierr)
+#define F_NBV_A(...) (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm __VA_ARGS__, ierr)
+#define F_W_P(...)                                                                                 \
+    (void *sbuf, fint *scounts, void *sdispls, fint *stype, void *rbuf, fint *rcounts, void *rdispls, \
+     fint *rtype, fint *comm __VA_ARGS__, fint *ierr)
+#define F_W_A(...) (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm __VA_ARGS__, ierr)
+#define F_REQ , fint *req
+#define F_INFO_REQ , fint *info, fint *req
+
+/* Neighbourhood, blocking (coll), non-blocking (icoll) and persistent:
+ * Allgather, Alltoall and Allgatherv the block sent; Alltoallv and
+ * Alltoallw calls and time only (their blocks are per neighbour, and the
+ * neighbour list is not known here). */
+#define F_SENT BYTES(scount, stype)
+F_WRAP(mpi_neighbor_allgather, FN_MPI_Neighbor_allgather, MH_COLL, F_NB_P(), F_NB_A(), F_SENT)
+F_WRAP(mpi_neighbor_alltoall, FN_MPI_Neighbor_alltoall, MH_COLL, F_NB_P(), F_NB_A(), F_SENT)
+F_WRAP(mpi_neighbor_allgatherv, FN_MPI_Neighbor_allgatherv, MH_COLL, F_NBV_P(), F_NBV_A(), F_SENT)
+F_WRAP(mpi_neighbor_alltoallv, FN_MPI_Neighbor_alltoallv, -1, F_W_P(), F_W_A(), 0)
+F_WRAP(mpi_neighbor_alltoallw, FN_MPI_Neighbor_alltoallw, -1, F_W_P(), F_W_A(), 0)
+F_WRAP(mpi_ineighbor_allgather, FN_MPI_Ineighbor_allgather, -1, F_NB_P(F_REQ), F_NB_A(, req), F_SENT)
+F_WRAP(mpi_ineighbor_alltoall, FN_MPI_Ineighbor_alltoall, -1, F_NB_P(F_REQ), F_NB_A(, req), F_SENT)
+F_WRAP(mpi_ineighbor_allgatherv, FN_MPI_Ineighbor_allgatherv, -1, F_NBV_P(F_REQ), F_NBV_A(, req), F_SENT)
+F_WRAP(mpi_ineighbor_alltoallv, FN_MPI_Ineighbor_alltoallv, -1, F_W_P(F_REQ), F_W_A(, req), 0)
+F_WRAP(mpi_ineighbor_alltoallw, FN_MPI_Ineighbor_alltoallw, -1, F_W_P(F_REQ), F_W_A(, req), 0)
+F_PCOLL(mpi_neighbor_allgather_init, FN_MPI_Neighbor_allgather_init, F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
+F_PCOLL(mpi_neighbor_alltoall_init, FN_MPI_Neighbor_alltoall_init, F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
+F_PCOLL(mpi_neighbor_allgatherv_init, FN_MPI_Neighbor_allgatherv_init, F_NBV_P(F_INFO_REQ), F_NBV_A(, info, req),
+        F_SENT)
+F_PCOLL(mpi_neighbor_alltoallv_init, FN_MPI_Neighbor_alltoallv_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+F_PCOLL(mpi_neighbor_alltoallw_init, FN_MPI_Neighbor_alltoallw_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+
+/* Alltoallw: the mean block, counts[i] of the i-th Fortran datatype summed
+ * over comm's size, over that size (with MPI_IN_PLACE, the receive side's). */
+static uint64_t f_mean_w(const fint *counts, const fint *types, const fint *comm)
+{
+    const int n = mpi_comm_size(COMM(comm));
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += mpi_bytes(counts[i], mpi_f2c(MPI_F2C_TYPE, types[i]));
+    return n > 0 ? sum / (uint64_t)n : 0;
+}
+#define F_W_BLOCK (mpi_fortran_in_place(sbuf) ? f_mean_w(rcounts, rtype, comm) : f_mean_w(scounts, stype, comm))
+F_WRAP(mpi_alltoallw, FN_MPI_Alltoallw, MH_COLL, F_W_P(), F_W_A(), F_W_BLOCK)
+F_PCOLL(mpi_alltoallw_init, FN_MPI_Alltoallw_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), F_W_BLOCK)
 
 /* ---- one-sided: the bytes and classes of mpi_rma.c --------------------------------------- */
 

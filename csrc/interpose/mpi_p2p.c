@@ -1,7 +1,7 @@
 /* mpi_p2p.c - the MPI module's point-to-point calls, the calls that
- * complete requests, and persistent requests, the collective ones' starts
- * included (mpi.c has the module and its record lines; mpi.h why one build
- * serves every MPI). Sends name their destination (mpi.c: peer
+ * complete requests, persistent requests (the collective ones' starts
+ * included) and MPI 4 partitioned ones (mpi.c has the module and its record
+ * lines; mpi.h why one build serves every MPI). Sends name their destination (mpi.c: peer
  * lines); receives count what arrived, from the status; the waits and tests
  * count time only, the bytes having been counted where the request was
  * posted. Each wrapper is written once for int counts and once for the
@@ -168,8 +168,8 @@ MPI_WRAP(MPI_Iprobe, -1, (int src, int tag, mpi_h comm, int *flag, void *status)
                   (src, tag, comm, flag, status), 0)
 
 /* ---- persistent requests --------------------------------------------------------
- * MPI_Send_init and its forms, MPI_Recv_init, and the persistent
- * collectives (mpi_coll.c): not counted (they move nothing), but what the
+ * MPI_Send_init and its forms, MPI_Recv_init, the partitioned inits (below),
+ * and the persistent collectives (mpi_coll.c, mpi_neighbor.c): not counted (they move nothing), but what the
  * request will move is noted against its handle, in a table of
  * MPI_PERSISTENT requests (claimed with a CAS; the rest start with no
  * bytes). MPI_Start and MPI_Startall count, per request started, those
@@ -282,6 +282,43 @@ MPI_PSEND_INIT_FN(MPI_Rsend_init, int, peer)
 MPI_PSEND_INIT_FN(MPI_Rsend_init_c, mpi_count, peer)
 MPI_PSEND_INIT_FN(MPI_Recv_init, int, -1)
 MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
+
+/* ---- partitioned communication (MPI 4) -------------------------------------------------
+ * MPI_Psend_init and MPI_Precv_init make persistent requests like
+ * MPI_Send_init's: not counted, but what each start will move noted against
+ * the handle, partitions times count of the datatype (the whole message),
+ * with a send's peer; MPI_Start and MPI_Startall count it as they count a
+ * persistent send or receive. Their count is an MPI_Count already (no _c
+ * form). The partition calls are counted as calls, time only (the bytes
+ * were the start's): MPI_Pready, MPI_Pready_range and MPI_Pready_list in
+ * class post, as each hands partitions of a started send to the library to
+ * transfer, as MPI_Isend hands it a message; MPI_Parrived in class wait, as
+ * it asks whether a partition has arrived, as MPI_Test asks of a request.
+ * Looked up at the first call: an MPI without them (Open MPI 4.1) runs as
+ * before. */
+#define MPI_PINIT_FN(fn, dest_of)                                                                  \
+    PMPI_DECL(fn, (const void *, int, mpi_count, mpi_h, int, int, mpi_h, mpi_h, void *));          \
+    CEIL_IP_EXPORT int fn(const void *buf, int partitions, mpi_count count, mpi_h type, int peer, int tag, \
+                          mpi_h comm, mpi_h info, void *req)                                       \
+    {                                                                                              \
+        const int rc = PMPI_REAL(fn)(buf, partitions, count, type, peer, tag, comm, info, req);    \
+        if (rc == 0 && ceil_ip_active())                                                           \
+            mpi_persistent_note(mpi_request_key(req), mpi_bytes((int64_t)partitions * count, type), comm, \
+                                (dest_of), -1);                                                    \
+        return rc;                                                                                 \
+    }
+MPI_PINIT_FN(MPI_Psend_init, peer)
+MPI_PINIT_FN(MPI_Precv_init, -1)
+
+/* The request is passed by value here. */
+PMPI_DECL(MPI_Pready, (int, mpi_h));
+MPI_WRAP(MPI_Pready, -1, (int partition, mpi_h req), (partition, req), 0)
+PMPI_DECL(MPI_Pready_range, (int, int, mpi_h));
+MPI_WRAP(MPI_Pready_range, -1, (int low, int high, mpi_h req), (low, high, req), 0)
+PMPI_DECL(MPI_Pready_list, (int, const int *, mpi_h));
+MPI_WRAP(MPI_Pready_list, -1, (int n, const int *partitions, mpi_h req), (n, partitions, req), 0)
+PMPI_DECL(MPI_Parrived, (mpi_h, int, int *));
+MPI_WRAP(MPI_Parrived, -1, (mpi_h req, int partition, int *flag), (req, partition, flag), 0)
 
 /* Forgotten whatever the runtime's state (also after the record is written):
  * a stale entry would credit a later request on the same handle. */
