@@ -73,6 +73,11 @@ if [ -n "$missing" ]; then
     fi
     rm -f "$log"
     if [ -n "$made" ]; then rm -f "$policy"; trap - EXIT; fi
+    # a machine booted by systemd would otherwise start these daemons, with this test
+    # configuration, at its next boot
+    if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --quiet slurmctld slurmd 2>/dev/null || true
+    fi
 fi
 for b in munged slurmctld slurmd srun sinfo scontrol; do
     command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || skip "$b is missing after the install"
@@ -87,7 +92,7 @@ cpus=$(nproc)
 mem=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 # slurmctld and slurmd must reach each other by the node's name: where it does not
 # resolve, its address is given as the loopback
-addr=$(getent hosts "$host" | awk '{print $1; exit}')
+addr=$(getent ahostsv4 "$host" | awk '{print $1; exit}')   # Debian's Slurm 22.05 speaks IPv4 only
 [ -n "$addr" ] || addr=127.0.0.1
 mkdir -p /etc/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm /run/slurm
 new=$(mktemp "${TMPDIR:-/tmp}/$me.conf.XXXXXX")

@@ -419,6 +419,8 @@ def _arms(alone, spin, half, full, pirate, power=0.35, bandit_lost=0.0, spin_los
     # ... and no bandwidth power: a slowdown beside the pirate still says the cache
     (_arms(1.0, 1.05, 1.05, 1.06, 1.3, power=0.05), "memory", "cache"),
     (_arms(1.0, 1.05, 1.05, 1.06, 1.06, power=0.05), None, None),
+    # ... unless the bandits slowed it too: bandwidth the reference could not confirm, not the cache
+    (_arms(1.0, 1.0, 1.3, 1.5, 1.2, power=0.05), None, None),
 ])
 def test_the_experiments_tell_memory_from_compute_only_where_they_have_the_power_to(arms, bound, by):
     from ceiling.analysis.profile_experiments import classify
@@ -446,6 +448,25 @@ def test_corunners_go_to_every_cache_domain_and_the_reference_beside_them():
     m = Machine(cpus=[Cpu(id=i, core=i, socket=0, node=i % 2, smt=0) for i in range(12)])
     assert corunner_cpus(range(12), m) == [10, 11] and corunner_cpus(range(12)) == [9, 10, 11]
     assert reference_cpu([3], [3], m) is None and reference_cpu([0, 1], [1]) == 0
+    # two CPUs on two sockets: not a co-runner on each (the program would keep none), the last quarter of all
+    m = Machine(cpus=[Cpu(id=i, core=i, socket=i // 8, node=i // 8, smt=0, l3=i // 8) for i in range(16)])
+    assert corunner_cpus([0, 8], m) == [8] and reference_cpu([0, 8], [8], m) is None
+
+
+def test_the_pirates_of_one_cache_share_it_instead_of_overflowing_it():
+    """Two pirates in one cache, each filling 3/4 of it, would stream from memory: a bandit,
+    not a pirate; each takes its part of the 3/4 (and each bandit of the 4x)."""
+    from ceiling.machine.model import Cpu, Machine
+    from ceiling.probes.corunner import corunner_cpus, corunner_shares, elements_for
+    m = Machine(cpus=[Cpu(id=i, core=i, socket=i // 8, node=i // 8, smt=0, l3=i // 8) for i in range(16)])
+    cpus = corunner_cpus(range(16), m)
+    shares = corunner_shares(cpus, m)
+    assert shares == {6: 2, 7: 2, 14: 2, 15: 2}
+    llc = 32 << 20
+    pirates = sum(3 * 8 * elements_for("pirate", llc, shares[c]) for c in (6, 7))
+    assert pirates <= 3 * llc // 4 < pirates + 2 * 3 * 8 * 4
+    assert elements_for("pirate", llc) == 2 * elements_for("pirate", llc, 2)
+    assert 3 * 8 * elements_for("resident", llc) <= llc // 2
 
 
 def test_the_verdict_replaces_the_undecided_cpu_bound_or_says_why_it_cannot():

@@ -54,8 +54,11 @@ def step(app):  # noqa: F811
     if plugin is None:
         pytest.skip(f"srun's --mpi plugin for {found['family']} {found['version']} is not known here "
                     f"(tried: {', '.join(PLUGIN)})")
-    r = subprocess.run([SRUN, f"--mpi={plugin}", "-n", "1", "-t", "1", "true"], capture_output=True, text=True,
-                       timeout=60)
+    try:
+        r = subprocess.run([SRUN, f"--mpi={plugin}", "-n", "1", "-t", "1", "true"], capture_output=True, text=True,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"srun --mpi={plugin} did not start a one-task step in 60 s")
     if r.returncode != 0:
         pytest.skip(f"{found['family']} needs srun --mpi={plugin}, which does not start here: "
                     f"{r.stderr.strip()[:200]}")

@@ -77,12 +77,15 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
     cache_power = _taken(rates or {}, "resident_beside_pirate", "resident_alone")
     sees_bw = power is not None and power >= 2 * SENSITIVE
     sees_cache = cache_power is not None and cache_power >= 2 * SENSITIVE
+    # Slowed by the bandits, or taking from them, where the reference says they could not show it:
+    # no bandwidth verdict, and no cache verdict either (the pirates move memory too).
+    bandwidth_hint = net.get("bandit", 0.0) >= SENSITIVE or (pressure is not None and pressure >= PRESSURE)
     by: Optional[str] = None
     if sees_bw and net.get("bandit", 0.0) >= SENSITIVE and net.get("bandit", 0.0) >= net.get("bandit_half", 0.0) - 0.02:
         by = "bandwidth"
     elif sees_bw and pressure is not None and pressure >= PRESSURE:
         by = "bandwidth"
-    elif sees_cache and net.get("pirate", 0.0) >= SENSITIVE:
+    elif sees_cache and net.get("pirate", 0.0) >= SENSITIVE and (sees_bw or not bandwidth_hint):
         by = "cache"
     base = {"net": net, "slowdown": slow, "median_s": med, "noise": noise, "power": power,
             "cache_power": cache_power, "pressure": pressure, "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu}}

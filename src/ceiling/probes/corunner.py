@@ -37,15 +37,17 @@ KINDS = ("bandit", "pirate", "spin", "resident")
 PERIOD_S = 0.02
 
 
-def elements_for(kind: str, llc_bytes: Optional[int]) -> int:
-    """Doubles per array of the Add's three: 4x the last-level cache for the bandit, 3/4 of
-    it for the pirate, half of it for the resident reference (32 MiB when the cache's size is
-    unknown); 0 for spin."""
+def elements_for(kind: str, llc_bytes: Optional[int], share: int = 1) -> int:
+    """Doubles per array of the Add's three: 4x the last-level cache for the bandits, 3/4 of
+    it for the pirates, each of the ``share`` co-runners of one cache domain taking its part
+    (two pirates of 3/4 each would overflow the cache and stream from memory); half of it for
+    the resident reference (32 MiB when the cache's size is unknown); 0 for spin."""
     llc = llc_bytes or 32 << 20
+    share = max(1, share)
     if kind == "bandit":
-        return max(1 << 20, 4 * llc // 8 // 3)
+        return max(1 << 20, 4 * llc // 8 // 3 // share)
     if kind == "pirate":
-        return max(1 << 12, 3 * llc // 4 // 8 // 3)
+        return max(1 << 12, 3 * llc // 4 // 8 // 3 // share)
     if kind == "resident":
         return max(1 << 12, llc // 2 // 8 // 3)
     return 0
@@ -54,11 +56,12 @@ def elements_for(kind: str, llc_bytes: Optional[int]) -> int:
 class CoRunners:
     """Started co-runners, stopped (and reaped) by ``stop`` or on leaving a with block."""
 
-    def __init__(self, kind: str, duty: float, cpus: Sequence[int], llc_bytes: Optional[int]):
+    def __init__(self, kind: str, duty: float, cpus: Sequence[int], llc_bytes: Optional[int],
+                 shares: Optional[Dict[int, int]] = None):
         if kind not in KINDS:
             raise ValueError(f"no co-runner {kind!r}")
         self.kind, self.duty, self.cpus = kind, duty, list(cpus)
-        self.elements = elements_for(kind, llc_bytes)
+        self.elements = {cpu: elements_for(kind, llc_bytes, (shares or {}).get(cpu, 1)) for cpu in self.cpus}
         self.procs: List[subprocess.Popen] = []
         self.rates: List[float] = []      # each co-runner's rate while it ran (B/s, or flop/s for spin)
 
@@ -68,7 +71,7 @@ class CoRunners:
             env.pop(k, None)
         for cpu in self.cpus:
             self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "ceiling.probes.corunner", self.kind, str(self.duty), str(self.elements),
+                [sys.executable, "-m", "ceiling.probes.corunner", self.kind, str(self.duty), str(self.elements[cpu]),
                  str(cpu)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env))
         for p in self.procs:          # each says "ready" once its arrays are touched and it runs
             line = p.stdout.readline() if p.stdout else b""
@@ -112,9 +115,19 @@ def _domains(allowed: Sequence[int], machine: Any = None) -> List[List[int]]:
 
 def corunner_cpus(allowed: Sequence[int], machine: Any = None) -> List[int]:
     """Where the co-runners run: in each last-level cache domain (machine.cpus' l3, else their
-    NUMA node) of the CPUs this process may use, the last quarter of its CPUs, one at least
-    (the program keeps all of them: the control arm measures what sharing them costs)."""
-    return sorted(c for group in _domains(allowed, machine) for c in group[-max(1, len(group) // 4):])
+    NUMA node) of the CPUs this process may use, the last quarter of its CPUs; where a domain
+    has fewer than 4 of them (a small allocation spread over sockets), the last quarter of all,
+    one at least (the program keeps all of them: the control arm measures what sharing them
+    costs)."""
+    groups = _domains(allowed, machine)
+    if min(len(g) for g in groups) < 4:
+        groups = [sorted(allowed)]
+    return sorted(c for group in groups for c in group[-max(1, len(group) // 4):])
+
+
+def corunner_shares(cpus: Sequence[int], machine: Any = None) -> Dict[int, int]:
+    """For each co-runner CPU, how many co-runners share its last-level cache domain."""
+    return {c: len(g) for g in _domains(cpus, machine) for c in g}
 
 
 def reference_cpu(allowed: Sequence[int], cpus: Sequence[int], machine: Any = None) -> Optional[int]:
@@ -131,7 +144,8 @@ def reference_cpu(allowed: Sequence[int], cpus: Sequence[int], machine: Any = No
 
 def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[str], float]], rounds: int,
              cpus: Sequence[int], llc_bytes: Optional[int], env: Optional[Dict[str, str]] = None,
-             progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None) -> Dict[str, Any]:
+             progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None,
+             shares: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
     """Run the program (its output discarded) once per arm per round, the arms' order rotating
     from round to round, and after each round every co-runner kind alone for as long as the
     program ran alone, and, on CPU ``reference`` (reference_cpu), the experiment's power: a
@@ -157,7 +171,7 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                 if kind is None:
                     t, rc = _timed(cmd, exe, env)
                 else:
-                    with CoRunners(kind, duty, cpus, llc_bytes) as co:
+                    with CoRunners(kind, duty, cpus, llc_bytes, shares) as co:
                         t, rc = _timed(cmd, exe, env)
                     rates.setdefault(name, []).append(co.rate())
                 if rc != 0:
@@ -167,14 +181,14 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
             # each co-runner kind alone, as long as the program runs alone: its rate with nothing beside it
             span = min(2.0, max(0.3, min(times["alone"]) if times.get("alone") else 1.0))
             for kind in sorted({k for _, k, d in arms if k and d == 1.0}):
-                with CoRunners(kind, 1.0, cpus, llc_bytes) as co:
+                with CoRunners(kind, 1.0, cpus, llc_bytes, shares) as co:
                     time.sleep(span)
                 rates.setdefault(f"{kind}_alone", []).append(co.rate())
             # the experiment's power: what the bandits take from a thread that only streams memory,
             # what the pirates take from one that works in the cache
             if reference is not None:
                 for kind, co, name in (("bandit", "bandit", "reference"), ("resident", "pirate", "resident")):
-                    with CoRunners(co, 1.0, cpus, llc_bytes):
+                    with CoRunners(co, 1.0, cpus, llc_bytes, shares):
                         with CoRunners(kind, 1.0, [reference], llc_bytes) as ref:
                             time.sleep(span)
                     rates.setdefault(f"{name}_beside_{co}", []).append(ref.rate())

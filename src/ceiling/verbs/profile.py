@@ -304,7 +304,7 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
     what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
     program that fails says nothing about its bound."""
     from ..analysis.profile_experiments import ARMS, apply, classify
-    from ..probes.corunner import corunner_cpus, reference_cpu, run_arms
+    from ..probes.corunner import corunner_cpus, corunner_shares, reference_cpu, run_arms
     if code != 0:
         return {"why": f"not run: the program exited {code}"}, bounds, findings
     allowed = os.sched_getaffinity(0)
@@ -312,7 +312,8 @@ def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
     ref = reference_cpu(allowed, cpus, m)
     with _competing() as busy:
         res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
-                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref)
+                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref,
+                       shares=corunner_shares(cpus, m))
     out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "reference_cpu": ref, "cost_s": res["cost_s"],
            "times_s": res["times"],
            "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"]}

@@ -88,7 +88,9 @@ def end_job(exe: str, cmd: List[str], e: CeilingError, refused: str) -> None:
 
 # Run by ceiling's own Python when a rank's program cannot start at all: mpi4py's MPI joins
 # the job and aborts it, where it is the launcher's family (argv[2]: ompi, mpich or "" for
-# either); else it exits 3 without touching MPI.
+# either); else it exits 3 without touching MPI, and 4 where its MPI_Init found no job to
+# join (a world of one: the launcher speaks a PMI its MPI does not, as srun --mpi=pmix to
+# MPICH), since aborting that ends only itself.
 _ABORT_WITH_MPI4PY = """
 import sys
 import mpi4py
@@ -98,6 +100,8 @@ ompi = "Open MPI" in MPI.Get_library_version()
 if sys.argv[2] and (sys.argv[2] == "ompi") != ompi:
     sys.exit(3)
 MPI.Init()
+if MPI.COMM_WORLD.Get_size() == 1:
+    sys.exit(4)
 MPI.COMM_WORLD.Abort(int(sys.argv[1]))
 """
 
@@ -117,8 +121,13 @@ def abort_job(e: CeilingError, rank: int) -> None:
         r = subprocess.run([sys.executable, "-c", _ABORT_WITH_MPI4PY, str(e.exit_code), family],
                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                            timeout=ABORT_WAIT_S, close_fds=False)
-        why = ("its MPI is not the launcher's" if r.returncode == 3 else
-               "mpi4py is not installed" if b"ModuleNotFoundError" in r.stderr else "")
+        # MPI_Abort's code, or a signal (the launcher ending the job), is what a helper that ended
+        # the job returns, if this ceiling is not killed first; anything else ended nothing
+        why = ("" if r.returncode == e.exit_code or r.returncode < 0 else
+               "its MPI is not the launcher's" if r.returncode == 3 else
+               "its MPI_Init found no job to join" if r.returncode == 4 else
+               "mpi4py is not installed" if b"ModuleNotFoundError" in r.stderr else
+               f"it exited {r.returncode}: {r.stderr.decode(errors='replace').strip()[-200:]}")
     except OSError as err:
         why = err.strerror
     except subprocess.TimeoutExpired:
