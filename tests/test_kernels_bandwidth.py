@@ -213,6 +213,11 @@ def test_stream_size_follows_streams_rule():
     assert unknown == 4 * memory.UNKNOWN_LLC_BYTES // 8 and "unknown" in info["llc_note"]
     user, info = memory.stream_array_elements(m, 8000, mem_available=1 << 40)
     assert user == 1000 and info["size_rule"] == "set by the user"
+    # quick mode caps each array at 1 GiB: a 480 MiB L3 asked for 1.9 GiB arrays
+    big = fake_machine(l3=480 << 20)
+    quick, info = memory.stream_array_elements(big, mem_available=1 << 40, quick=True)
+    assert quick == (1 << 30) // 8 and "6.4x" in info["size_note"]
+    assert memory.stream_array_elements(m, mem_available=1 << 40, quick=True)[0] == elems
     with pytest.raises(BadValueError):
         memory.stream_array_elements(m, 4)
     with pytest.raises(BadValueError):

@@ -209,6 +209,12 @@ def test_dram_working_set_rule():
     assert latency.dram_working_set(small, mem_available=64 << 30)[0] == 256 * MIB
     capped, info = latency.dram_working_set(m, mem_available=1 << 30)
     assert capped == 256 * MIB and "capped" in info["size_note"]
+    # quick mode's cap: a 480 MiB L3 asked for 7.5 GiB (about 5 s a GiB to build the chain)
+    big = fake_machine(llc=480 * MIB)
+    ws, info = latency.dram_working_set(big, mem_available=64 << 30, factor=16, cap=latency.QUICK_DRAM_MAX_BYTES)
+    assert ws == 1 << 30 and "quick mode" in info["size_note"] and "47%" in info["size_note"]
+    assert info["llc_hit_fraction_estimate"] == pytest.approx(480 / 1024, abs=1e-4)
+    assert latency.dram_working_set(m, mem_available=64 << 30, factor=16, cap=1 << 30)[0] == 512 * MIB
     user, info = latency.dram_working_set(m, size_bytes=1000)
     assert user == 960 and info["size_rule"] == "set by the user"
     unknown = Machine()

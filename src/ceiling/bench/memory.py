@@ -58,18 +58,22 @@ SATURATION = 0.9               # "saturates" = first thread count within 10% of 
 # show the caches, not the 4 KiB-page TLB reach, and large-array bandwidth is
 # what a tuned application gets. Results record whether the kernel got them.
 FLAGS = core.F_HUGEPAGES
+QUICK_ARRAY_MAX_BYTES = 1 << 30    # quick mode: at most this per STREAM array
 
 
 # -- sizes ---------------------------------------------------------------------
 
 def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
-                          mem_available: Optional[int] = None) -> Tuple[int, Dict[str, Any]]:
+                          mem_available: Optional[int] = None, quick: bool = False) -> Tuple[int, Dict[str, Any]]:
     """Elements per STREAM array, and how the size was chosen.
 
     Each array is at least 4x the node's total last-level cache (STREAM's
     rule) and at least stream.c's default of 10 M elements; ``size_bytes``
     (bytes per array) overrides both. Three arrays never take more than half
-    of the available memory.
+    of the available memory. Quick mode caps each array at 1 GiB (a 480 MiB
+    L3 asked for 1.9 GiB arrays, 15 s of `ceiling run --quick` on a 2-vCPU VM):
+    the three together still pass the cache by more than 6x, so a pass finds
+    nothing of the one before in it.
     """
     if mem_available is None:
         mem_available = meminfo_bytes("MemAvailable")
@@ -90,6 +94,11 @@ def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
     elems = max(LLC_FACTOR * llc // 8, STREAM_MIN_ELEMENTS)
     info["size_rule"] = (f"max({LLC_FACTOR} x last-level cache {llc} bytes, "
                          f"{STREAM_MIN_ELEMENTS} elements) per array")
+    if quick and elems > QUICK_ARRAY_MAX_BYTES // 8:
+        elems = QUICK_ARRAY_MAX_BYTES // 8
+        info["size_note"] = (f"capped to {QUICK_ARRAY_MAX_BYTES // MIB} MiB per array in quick mode: the three "
+                             f"are {STREAM_ARRAYS * QUICK_ARRAY_MAX_BYTES / llc:.1f}x the last-level cache, "
+                             f"short of STREAM's 4x per array")
     if mem_available is not None:
         cap = int(MEM_FRACTION * mem_available) // (STREAM_ARRAYS * 8)
         if elems > cap:
@@ -101,7 +110,7 @@ def stream_array_elements(machine: Machine, size_bytes: Optional[int] = None,
 
 def preflight(ctx: Context) -> None:
     """The size checks of every STREAM step, before anything is measured (BadValueError)."""
-    stream_array_elements(ctx.machine, ctx.opts.size_bytes)
+    stream_array_elements(ctx.machine, ctx.opts.size_bytes, quick=ctx.opts.quick)
 
 
 def in_cache(machine: Machine, elems: int) -> Optional[str]:
@@ -160,7 +169,7 @@ def _stream_context(ctx: Context, elems: int, info: Dict[str, Any], cpus: Sequen
 
 def bench_stream(ctx: Context) -> Outcome:
     """STREAM copy, scale, add and triad on every CPU of the plan: "stream.copy" .. "stream.triad"."""
-    elems, info = stream_array_elements(ctx.machine, ctx.opts.size_bytes)
+    elems, info = stream_array_elements(ctx.machine, ctx.opts.size_bytes, quick=ctx.opts.quick)
     reps = _reps(ctx, STREAM_REPS, STREAM_QUICK_REPS)
     peak = _membw_peak(ctx.machine)
     out = Outcome()
@@ -219,7 +228,7 @@ def saturation(xs: Sequence[int], ys: Sequence[Optional[float]], fraction: float
 
 def bench_stream_threads(ctx: Context) -> Outcome:
     """STREAM triad on the first 1..N CPUs of the plan: Series "stream.triad.threads"."""
-    elems, info = stream_array_elements(ctx.machine, ctx.opts.size_bytes)
+    elems, info = stream_array_elements(ctx.machine, ctx.opts.size_bytes, quick=ctx.opts.quick)
     reps = _reps(ctx, THREAD_REPS, THREAD_QUICK_REPS)
     k = core.find("stream_triad", ctx.opts.isa)
     counts = thread_counts(ctx.nthreads)
@@ -401,7 +410,7 @@ def bench_numa_bandwidth(ctx: Context) -> Outcome:
     skipped = single_numa_domain(m, "bench.numa_bandwidth", "bandwidth")
     if skipped is not None:
         return skipped
-    elems, info = stream_array_elements(m, ctx.opts.size_bytes)
+    elems, info = stream_array_elements(m, ctx.opts.size_bytes, quick=ctx.opts.quick)
     # mbind's MPOL_BIND does not spill over: the arrays must fit in the smallest node.
     node_mem = [n.mem_bytes for n in nodes if n.mem_bytes]
     if node_mem and elems * 8 * STREAM_ARRAYS > MEM_FRACTION * min(node_mem):

@@ -38,6 +38,10 @@ The side channel is IPv4 UDP to the addresses rank 0's host has (the
 loopback for ranks on its host). Where a firewall drops it, rank 0 cannot
 tell waiting ranks from stopped ones and names every other rank as not
 answering; the job still ends, and what was measured is still kept.
+
+Longer than 500 lines: the deadlines, the side channel and the job's end are
+one protocol (a report, its acknowledgement, the abort) whose parts share the
+rank's state; split, each half would have to export that state to the other.
 """
 from __future__ import annotations
 
