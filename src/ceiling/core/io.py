@@ -17,13 +17,15 @@ process then gets the combined figures, or the first failing one's error.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno as errno_mod
 import os
+import select
 import signal
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -232,9 +234,62 @@ def _io_error(err: int, msg: str) -> PathError:
     return PathError(f"storage: {msg}")
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then their handlers run. Blocking the
+    signals is not enough: another thread of the process (the progress ticker, a sampler)
+    takes the signal, and Python runs the handler in the main thread anyway. A signal that
+    arrives while the handlers are swapped runs a handler already in place (the deferring
+    one, or the old one put back): its exception, if any, leaves before or after the block,
+    never inside it. A handler set from C (getsignal() is None) cannot be put back: then
+    nothing is deferred."""
+    old_int, old_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    if old_int is None or old_term is None:
+        yield
+        return
+    pending: List[int] = []
+
+    def defer(signum: int, frame: Any) -> None:
+        pending.append(signum)
+    try:
+        signal.signal(signal.SIGINT, defer)
+        signal.signal(signal.SIGTERM, defer)
+        yield
+    finally:
+        try:
+            try:
+                signal.signal(signal.SIGINT, old_int)
+            finally:
+                signal.signal(signal.SIGTERM, old_term)
+        finally:
+            for signum in pending:
+                signal.raise_signal(signum)
+
+
+def _wait_readable(fd: int) -> None:
+    """Block until ``fd`` is readable; a signal's handler runs (and may raise) at once."""
+    waiter = select.poll()
+    waiter.register(fd, select.POLLIN)
+    waiter.poll()
+
+
+def _work(call: Callable[[], int], box: Dict[str, Any], wfd: int) -> None:
+    """The worker of _run_cancellable: its result or exception in ``box``, then a byte on ``wfd``."""
+    try:
+        box["rc"] = call()
+    except BaseException as e:      # noqa: BLE001 - raised again in the main thread
+        box["error"] = e
+    finally:
+        try:
+            os.write(wfd, b".")
+        except OSError:             # the main thread left after a second signal
+            pass
+        os.close(wfd)
+
+
 def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
     """Run a C call on a worker thread so that Ctrl-C reaches Python at once:
-    the main thread waits in short slices, and on KeyboardInterrupt asks the C
+    the main thread waits in poll(), and on KeyboardInterrupt asks the C
     loop to stop (it removes its files), waits for it, and re-raises.
     ``cancelled``: a stop was asked for before the call (several processes: their
     SIGINT handler asks instead of raising, see Group); the call stops at its
@@ -243,44 +298,46 @@ def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
     The worker is a daemon thread of its own, not a ThreadPoolExecutor's: a signal
     landing inside the executor's submit, after its thread started but before the
     executor recorded it, left a worker that interpreter exit waited for forever
-    (a finished run that never exited, seen with SIGTERM right at the first call).
-    The thread inherits the blocked mask: signals go to the main thread."""
+    (a finished run that never exited, seen with SIGTERM right at the first call)."""
     if threading.current_thread() is not threading.main_thread():
         return call()
     cancel(cancelled)
     box: Dict[str, Any] = {}
-    done = threading.Event()        # not Thread.join: a KeyboardInterrupt inside join() marks a
-                                    # running thread stopped (CPython), and the wait below would not wait
-
-    def work() -> None:
-        try:
-            box["rc"] = call()
-        except BaseException as e:      # noqa: BLE001 - raised again in the main thread
-            box["error"] = e
-        finally:
-            done.set()
-
-    t = threading.Thread(target=work, name="ceiling-io", daemon=True)
+    # The worker says it ended by writing to a pipe, and the main thread waits in poll(): a
+    # signal interrupts poll() cleanly. Not threading.Event: its wait re-takes a lock after
+    # waking, and a KeyboardInterrupt landing there (the worker ending as Ctrl-C arrives) left
+    # the lock released, so the wait raised "release unlocked lock" instead (seen in CI).
+    # Not Thread.join either: a KeyboardInterrupt inside join() marks a running thread stopped.
+    # The pipe is made and the thread started with signals deferred: a KeyboardInterrupt inside
+    # start() would leave a thread running that nobody waits for (and its files behind).
+    rfd = wfd = -1
     started = False
     try:
-        # Started with SIGINT and SIGTERM blocked: a signal inside start() would leave a thread
-        # running that this function does not know it has to wait for (and its files behind).
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
-            t.start()
-            started = True
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        while not done.wait(0.1):
-            pass
+        with _signals_deferred():
+            rfd, wfd = os.pipe()
+            t = threading.Thread(target=_work, args=(call, box, wfd), name="ceiling-io", daemon=True)
+            # the worker inherits a mask blocking them: a handler running on it would cut the
+            # C core's system calls short (EINTR)
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            try:
+                t.start()
+                started = True  # from here the worker owns (and closes) the write end
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _wait_readable(rfd)
     except BaseException:
         cancel(True)
         try:
             if started:
-                done.wait()
+                _wait_readable(rfd)
         finally:
             cancel(False)
         raise
+    finally:
+        if rfd >= 0:
+            os.close(rfd)
+        if wfd >= 0 and not started:
+            os.close(wfd)
     if "error" in box:
         raise box["error"]
     return box["rc"]
