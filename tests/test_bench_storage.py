@@ -766,3 +766,23 @@ def test_cli_disk_full_part_way_keeps_the_figures_measured_before(tmp_path):
     assert doc["partial"] and "file system is full" in doc["partial_reason"]
     assert any(f["id"] == "bench.storage" and "stopped after" in f["title"] for f in doc["findings"])
     assert leftovers(d) == []
+
+
+def test_a_signal_while_the_run_directory_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C between creating the directory and registering its removal left it behind."""
+    from ceiling.bench import storage_dir
+    real = storage_dir._write_owner
+
+    def owner_then_ctrl_c(path):
+        real(path)
+        os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(storage_dir, "_write_owner", owner_then_ctrl_c)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with storage_dir.RunDir(str(tmp_path)):
+                pass
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,7 @@ import signal
 import pytest
 
 from ceiling import cli
-from ceiling.errors import held_signals
+from ceiling.errors import held_signals, signals_deferred
 from ceiling.report.exporters import html_file
 from ceiling.results import jsonio
 from ceiling.results.model import Run
@@ -146,3 +146,46 @@ def test_a_bug_in_one_output_costs_only_that_output(tmp_path, monkeypatch, capsy
     assert len(Store(str(db)).list()) == 1                # the history and the terminal report still came
     assert "env" in captured.out
     assert not saved.exists()
+
+
+def test_signals_deferred_runs_the_handler_after_the_block():
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        reached = []
+        with pytest.raises(KeyboardInterrupt):
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                reached.append("end of block")
+        assert reached == ["end of block"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def test_signals_deferred_keeps_each_signal_for_its_own_handler():
+    seen = []
+    old = signal.signal(signal.SIGTERM, lambda s, f: seen.append(("handler", s)))
+    try:
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+            seen.append("end of block")
+        assert seen == ["end of block", ("handler", signal.SIGTERM)]      # once, after the block
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def test_ctrl_c_before_anything_was_measured_still_delivers_a_partial_run(tmp_path, monkeypatch, capsys):
+    """A stop while the options are checked (the storage preflight makes and removes a probe
+    directory) had escaped before the run was set up: no JSON, exit 130 from the CLI alone."""
+    from ceiling.bench import storage
+
+    def stopped(ctx):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(storage, "preflight", stopped)
+    saved = tmp_path / "run.json"
+    code = cli.main(["bench", "storage", "--no-store", "--dir", str(tmp_path), "--save-json", str(saved)])
+    assert code == 130, capsys.readouterr().err
+    doc = json.loads(saved.read_text())
+    assert doc["partial"] is True and doc["partial_reason"].startswith("interrupted (Ctrl-C)")
+    assert doc["metrics"] == [] and doc["machine"]

@@ -129,6 +129,56 @@ class held_signals:
             raise KeyboardInterrupt(TERMINATED if self.held.signum == signal.SIGTERM else "interrupted")
 
     def __exit__(self, *exc) -> None:
-        import signal
-        for s, h in self.old.items():
+        _restore_handlers(self.old)
+
+
+def _restore_handlers(old: dict) -> None:
+    """Put back the handlers in ``old`` (signal -> handler), every one of them even where a
+    signal arriving meanwhile raises from the first put back (signal.signal runs pending
+    handlers before it returns)."""
+    import signal
+    if old:
+        (s, h), rest = next(iter(old.items())), dict(list(old.items())[1:])
+        try:
             signal.signal(s, h)
+        finally:
+            _restore_handlers(rest)
+
+
+class signals_deferred:
+    """SIGINT and SIGTERM wait until the block ends, then their handlers run (and may raise)
+    there: a block that must not be cut in the middle (making a directory and registering its
+    removal; starting a worker thread the caller must wait for). Blocking the signals is not
+    enough: another thread of the process (the progress ticker, a sampler) takes the signal,
+    and Python runs the handler in the main thread anyway. A handler set from C (getsignal()
+    is None) cannot be put back, and outside the main thread none can be set: then nothing is
+    deferred."""
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+        self.old: dict = {}
+        self.pending: list = []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        if any(h is None for h in old.values()):
+            return
+        try:
+            for s in old:
+                self.old[s] = old[s]
+                signal.signal(s, self._defer)
+        except BaseException:
+            _restore_handlers(self.old)
+            raise
+
+    def _defer(self, signum, frame) -> None:
+        self.pending.append(signum)
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        try:
+            _restore_handlers(self.old)
+        finally:
+            for signum in dict.fromkeys(self.pending):
+                signal.raise_signal(signum)

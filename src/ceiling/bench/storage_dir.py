@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
-from ..errors import PathError, raise_terminated
+from ..errors import PathError, raise_terminated, signals_deferred
 from ..sysfs import Root, read_text, stat_fields
 from ..results.model import WARN, Finding
 
@@ -61,6 +61,23 @@ class RunDir:
         parent = self.parent
         if parent is not None:
             check_dir(parent)
+        if threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                    self._old_term = signal.signal(signal.SIGTERM, raise_terminated)
+            except (ValueError, OSError):
+                self._old_term = None
+        # Made and registered for removal with signals deferred: a Ctrl-C between mkdtemp and
+        # the registration left the directory behind (3 stops in 60 early in a run).
+        try:
+            with signals_deferred():
+                self._make(parent)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _make(self, parent: Optional[str]) -> None:
         try:
             self.path = tempfile.mkdtemp(prefix=RUN_PREFIX, dir=parent)
         except OSError as e:
@@ -71,17 +88,11 @@ class RunDir:
             _write_owner(path)
         except OSError as e:
             os.rmdir(path)
+            self.path = ""
             raise PathError(f"--dir {parent or tempfile.gettempdir()}: cannot write in it: "
                             f"{e.strerror or e}") from None
         self._hook = lambda: _remove(path)
         atexit.register(self._hook)
-        if threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-                    self._old_term = signal.signal(signal.SIGTERM, raise_terminated)
-            except (ValueError, OSError):
-                self._old_term = None
-        return self
 
     def __exit__(self, *exc) -> None:
         try:

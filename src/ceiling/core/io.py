@@ -17,7 +17,6 @@ process then gets the combined figures, or the first failing one's error.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno as errno_mod
 import os
@@ -25,11 +24,11 @@ import select
 import signal
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
-from ..errors import CoreError, PathError
+from ..errors import CoreError, PathError, signals_deferred
 from . import _lib, _Params, _Result
 
 LAYOUTS = {"fpp": 0, "shared": 1, "strided": 2}
@@ -234,38 +233,6 @@ def _io_error(err: int, msg: str) -> PathError:
     return PathError(f"storage: {msg}")
 
 
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends, then their handlers run. Blocking the
-    signals is not enough: another thread of the process (the progress ticker, a sampler)
-    takes the signal, and Python runs the handler in the main thread anyway. A signal that
-    arrives while the handlers are swapped runs a handler already in place (the deferring
-    one, or the old one put back): its exception, if any, leaves before or after the block,
-    never inside it. A handler set from C (getsignal() is None) cannot be put back: then
-    nothing is deferred."""
-    old_int, old_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    if old_int is None or old_term is None:
-        yield
-        return
-    pending: List[int] = []
-
-    def defer(signum: int, frame: Any) -> None:
-        pending.append(signum)
-    try:
-        signal.signal(signal.SIGINT, defer)
-        signal.signal(signal.SIGTERM, defer)
-        yield
-    finally:
-        try:
-            try:
-                signal.signal(signal.SIGINT, old_int)
-            finally:
-                signal.signal(signal.SIGTERM, old_term)
-        finally:
-            for signum in pending:
-                signal.raise_signal(signum)
-
-
 def _wait_readable(fd: int) -> None:
     """Block until ``fd`` is readable; a signal's handler runs (and may raise) at once."""
     waiter = select.poll()
@@ -313,7 +280,7 @@ def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
     rfd = wfd = -1
     started = False
     try:
-        with _signals_deferred():
+        with signals_deferred():
             rfd, wfd = os.pipe()
             t = threading.Thread(target=_work, args=(call, box, wfd), name="ceiling-io", daemon=True)
             # the worker inherits a mask blocking them: a handler running on it would cut the

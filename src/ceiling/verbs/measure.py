@@ -49,12 +49,13 @@ def measure_node(argv: List[str], opts, cfg, steps: List[Step], with_checks: boo
     # Placement is validated on the read-only model, before the clock is measured.
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = placement.plan(m, opts.threads, opts.placement, oversubscribe=opts.oversubscribe)
+    session.set_machine(m, cpus)        # a run stopped from here on is delivered, partial
     checks = suites.preflights()
-    for fn in dict.fromkeys(checks[label] for label, _ in steps if label in checks):
-        fn(Context(m, opts, cpus, NullProgress()))      # a bad --size or --dir: its exit code, now
     # The clock under load: measured for the steps whose figures it bounds (not storage alone).
     clocked = any(label not in suites.NO_CLOCK for label, _ in steps)
     try:
+        for fn in dict.fromkeys(checks[label] for label, _ in steps if label in checks):
+            fn(Context(m, opts, cpus, NullProgress()))      # a bad --size or --dir: its exit code, now
         if clocked:
             progress.start("machine model and clock")
             try:
