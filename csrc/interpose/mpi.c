@@ -46,7 +46,8 @@
  * only; and each start of a persistent collective, MPI 4, neighbourhood
  * ones and Alltoallw_init included, counted as a call of its init's name,
  * fn=MPI_Allreduce_init, with the bytes the init set and its share of the
- * MPI_Start or MPI_Startall, whose line leaves that time out), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
+ * MPI_Start or MPI_Startall, whose line leaves that time out, and the
+ * call itself where it started collectives only), io_meta, io_read, io_write, io_sync (MPI-IO), rma (MPI_Put,
  * MPI_Get, the accumulates, MPI_Rput, MPI_Rget, MPI_Fetch_and_op,
  * MPI_Compare_and_swap: the origin's bytes, at posting: the transfer may
  * finish at the synchronisation), rma_sync (MPI_Win_fence, the locks and

@@ -84,7 +84,16 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
     C(MPI_Neighbor_allgather_init, ICOLL) C(MPI_Neighbor_allgatherv_init, ICOLL)                   \
     C(MPI_Neighbor_alltoall_init, ICOLL) C(MPI_Neighbor_alltoallv_init, ICOLL)                     \
     C(MPI_Neighbor_alltoallw_init, ICOLL)                                                          \
-    X(MPI_Pready, POST) X(MPI_Pready_range, POST) X(MPI_Pready_list, POST) X(MPI_Parrived, WAIT)
+    X(MPI_Pready, POST) X(MPI_Pready_range, POST) X(MPI_Pready_list, POST) X(MPI_Parrived, WAIT)      \
+    X(MPIX_Barrier_init, ICOLL) X(MPIX_Bcast_init, ICOLL) X(MPIX_Reduce_init, ICOLL)                \
+    X(MPIX_Allreduce_init, ICOLL) X(MPIX_Scan_init, ICOLL) X(MPIX_Exscan_init, ICOLL)              \
+    X(MPIX_Reduce_scatter_block_init, ICOLL) X(MPIX_Reduce_scatter_init, ICOLL)                    \
+    X(MPIX_Gather_init, ICOLL) X(MPIX_Gatherv_init, ICOLL) X(MPIX_Scatter_init, ICOLL)             \
+    X(MPIX_Scatterv_init, ICOLL) X(MPIX_Allgather_init, ICOLL) X(MPIX_Allgatherv_init, ICOLL)      \
+    X(MPIX_Alltoall_init, ICOLL) X(MPIX_Alltoallv_init, ICOLL) X(MPIX_Alltoallw_init, ICOLL)       \
+    X(MPIX_Neighbor_allgather_init, ICOLL) X(MPIX_Neighbor_allgatherv_init, ICOLL)                 \
+    X(MPIX_Neighbor_alltoall_init, ICOLL) X(MPIX_Neighbor_alltoallv_init, ICOLL)                   \
+    X(MPIX_Neighbor_alltoallw_init, ICOLL)
 
 #define MPI_FN_ENUM(fn, cls) FN_##fn,
 #define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
@@ -284,6 +293,8 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
  * call of fn (mpi_persistent_note). Its PMPI function is looked up at the
  * first call, as every other: an MPI without it (Open MPI 4.1 has only
  * MPIX_ forms) loads and runs as before, its programs having none to call.
+ * Open MPI 4's MPIX_ forms (its pcollreq extension, the MPI 4 calls before
+ * MPI 4) are wrapped alike, under their own names.
  */
 #define PCOLL(fn, types, named, args, bytes)                                                       \
     PMPI_DECL(fn, types);                                                                          \

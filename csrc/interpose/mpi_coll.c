@@ -231,8 +231,10 @@ ALLTOALLW(MPI_Alltoallw_c, mpi_count, mpi_aint, _c)
  * request's bytes, each the blocking form's above (MPI_Bcast_init's as
  * MPI_Bcast's, Barrier_init's 0), are noted against its handle, and each
  * MPI_Start or MPI_Startall of it counts them as one call of the init's
- * name, class icoll (mpi.h: PCOLL; mpi_p2p.c, persistent requests). */
+ * name, class icoll (mpi.h: PCOLL; mpi_p2p.c, persistent requests).
+ * Open MPI 4's MPIX_ forms (no _c ones) alike, under their own names. */
 PCOLL(MPI_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
+PCOLL(MPIX_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
 
 #define BCAST_INIT(fn, cnt)                                                                        \
     PCOLL(fn, (void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),                                     \
@@ -240,6 +242,7 @@ PCOLL(MPI_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *r
           (buf, count, type, root, comm, info, req), mpi_bytes(count, type))
 BCAST_INIT(MPI_Bcast_init, int)
 BCAST_INIT(MPI_Bcast_init_c, mpi_count)
+BCAST_INIT(MPIX_Bcast_init, int)
 
 #define REDUCE_INIT(fn, cnt)                                                                       \
     PCOLL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, mpi_h, void *),                \
@@ -248,6 +251,7 @@ BCAST_INIT(MPI_Bcast_init_c, mpi_count)
           (sbuf, rbuf, count, type, op, root, comm, info, req), mpi_bytes(count, type))
 REDUCE_INIT(MPI_Reduce_init, int)
 REDUCE_INIT(MPI_Reduce_init_c, mpi_count)
+REDUCE_INIT(MPIX_Reduce_init, int)
 
 /* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm, info, req). */
 #define ALLREDUCE_INIT(fn, cnt)                                                                    \
@@ -262,6 +266,10 @@ ALLREDUCE_INIT(MPI_Exscan_init, int)
 ALLREDUCE_INIT(MPI_Exscan_init_c, mpi_count)
 ALLREDUCE_INIT(MPI_Reduce_scatter_block_init, int)
 ALLREDUCE_INIT(MPI_Reduce_scatter_block_init_c, mpi_count)
+ALLREDUCE_INIT(MPIX_Allreduce_init, int)
+ALLREDUCE_INIT(MPIX_Scan_init, int)
+ALLREDUCE_INIT(MPIX_Exscan_init, int)
+ALLREDUCE_INIT(MPIX_Reduce_scatter_block_init, int)
 
 #define REDUCE_SCATTER_INIT(fn, cnt, sfx)                                                          \
     PCOLL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h, mpi_h, void *),             \
@@ -270,6 +278,7 @@ ALLREDUCE_INIT(MPI_Reduce_scatter_block_init_c, mpi_count)
           (sbuf, rbuf, counts, type, op, comm, info, req), own_block##sfx(counts, type, comm))
 REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init, int, _i)
 REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init_c, mpi_count, _c)
+REDUCE_SCATTER_INIT(MPIX_Reduce_scatter_init, int, _i)
 
 /* Gather, Scatter: (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req). */
 #define GATHER_INIT(fn, cnt, bytes)                                                                \
@@ -282,6 +291,8 @@ GATHER_INIT(MPI_Gather_init, int, BLOCK_SENT(scount, stype, rcount, rtype))
 GATHER_INIT(MPI_Gather_init_c, mpi_count, BLOCK_SENT(scount, stype, rcount, rtype))
 GATHER_INIT(MPI_Scatter_init, int, SCATTERED)
 GATHER_INIT(MPI_Scatter_init_c, mpi_count, SCATTERED)
+GATHER_INIT(MPIX_Gather_init, int, BLOCK_SENT(scount, stype, rcount, rtype))
+GATHER_INIT(MPIX_Scatter_init, int, SCATTERED)
 
 /* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req). */
 #define ALLGATHER_INIT(fn, cnt)                                                                    \
@@ -293,6 +304,8 @@ ALLGATHER_INIT(MPI_Allgather_init, int)
 ALLGATHER_INIT(MPI_Allgather_init_c, mpi_count)
 ALLGATHER_INIT(MPI_Alltoall_init, int)
 ALLGATHER_INIT(MPI_Alltoall_init_c, mpi_count)
+ALLGATHER_INIT(MPIX_Allgather_init, int)
+ALLGATHER_INIT(MPIX_Alltoall_init, int)
 
 #define GATHERV_INIT(fn, cnt, disp, sfx)                                                           \
     PCOLL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, int, mpi_h, mpi_h, void *), \
@@ -302,6 +315,7 @@ ALLGATHER_INIT(MPI_Alltoall_init_c, mpi_count)
           mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
 GATHERV_INIT(MPI_Gatherv_init, int, int, _i)
 GATHERV_INIT(MPI_Gatherv_init_c, mpi_count, mpi_aint, _c)
+GATHERV_INIT(MPIX_Gatherv_init, int, int, _i)
 
 #define ALLGATHERV_INIT(fn, cnt, disp, sfx)                                                        \
     PCOLL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h, mpi_h, void *), \
@@ -311,6 +325,7 @@ GATHERV_INIT(MPI_Gatherv_init_c, mpi_count, mpi_aint, _c)
           mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
 ALLGATHERV_INIT(MPI_Allgatherv_init, int, int, _i)
 ALLGATHERV_INIT(MPI_Allgatherv_init_c, mpi_count, mpi_aint, _c)
+ALLGATHERV_INIT(MPIX_Allgatherv_init, int, int, _i)
 
 #define SCATTERV_INIT(fn, cnt, disp, sfx)                                                          \
     PCOLL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, cnt, mpi_h, int, mpi_h, mpi_h, void *), \
@@ -320,6 +335,7 @@ ALLGATHERV_INIT(MPI_Allgatherv_init_c, mpi_count, mpi_aint, _c)
           mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
 SCATTERV_INIT(MPI_Scatterv_init, int, int, _i)
 SCATTERV_INIT(MPI_Scatterv_init_c, mpi_count, mpi_aint, _c)
+SCATTERV_INIT(MPIX_Scatterv_init, int, int, _i)
 
 #define ALLTOALLV_INIT(fn, cnt, disp, sfx)                                                         \
     PCOLL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, mpi_h, \
@@ -330,6 +346,7 @@ SCATTERV_INIT(MPI_Scatterv_init_c, mpi_count, mpi_aint, _c)
           mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
 ALLTOALLV_INIT(MPI_Alltoallv_init, int, int, _i)
 ALLTOALLV_INIT(MPI_Alltoallv_init_c, mpi_count, mpi_aint, _c)
+ALLTOALLV_INIT(MPIX_Alltoallv_init, int, int, _i)
 
 #define ALLTOALLW_INIT(fn, cnt, disp, sfx)                                                         \
     PCOLL(fn, (const void *, const cnt *, const disp *, const void *, void *, const cnt *, const disp *, \
@@ -339,3 +356,4 @@ ALLTOALLV_INIT(MPI_Alltoallv_init_c, mpi_count, mpi_aint, _c)
           (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, info, req), ALLTOALLW_BLOCK(sfx))
 ALLTOALLW_INIT(MPI_Alltoallw_init, int, int, _i)
 ALLTOALLW_INIT(MPI_Alltoallw_init_c, mpi_count, mpi_aint, _c)
+ALLTOALLW_INIT(MPIX_Alltoallw_init, int, int, _i)

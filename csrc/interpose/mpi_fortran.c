@@ -405,15 +405,19 @@ F_IALLGATHER(mpi_ialltoall, FN_MPI_Ialltoall)
 /* Persistent collectives (MPI 4; Open MPI 5, MPICH 4): the request's bytes as
  * the blocking form's, noted for its starts, which count them as calls of the
  * init's C name (mpi_coll.c). An MPI without them has no Fortran name for a
- * program to call either. */
+ * program to call either. Open MPI 4's MPIX_ forms alike (F_PCOLL2, and the
+ * mpix_ lines below each shape's). */
 #define F_PCOLL(stem, FN, named, args, bytes)                                                      \
     F_BOTH(stem, named, args, f_noted(*ierr == 0, req, *ierr == 0 ? (bytes) : 0, 0, -1, FN);)
-F_PCOLL(mpi_barrier_init, FN_MPI_Barrier_init, (fint *comm, fint *info, fint *req, fint *ierr),
-        (comm, info, req, ierr), 0)
-F_PCOLL(mpi_bcast_init, FN_MPI_Bcast_init,
+/* and Open MPI 4's MPIX_ form (its pcollreq extension), under its own name */
+#define F_PCOLL2(stem, FN, xstem, XFN, named, args, bytes)                                         \
+    F_PCOLL(stem, FN, named, args, bytes) F_PCOLL(xstem, XFN, named, args, bytes)
+F_PCOLL2(mpi_barrier_init, FN_MPI_Barrier_init, mpix_barrier_init, FN_MPIX_Barrier_init,
+        (fint *comm, fint *info, fint *req, fint *ierr), (comm, info, req, ierr), 0)
+F_PCOLL2(mpi_bcast_init, FN_MPI_Bcast_init, mpix_bcast_init, FN_MPIX_Bcast_init,
         (void *buf, fint *count, fint *type, fint *root, fint *comm, fint *info, fint *req, fint *ierr),
         (buf, count, type, root, comm, info, req, ierr), BYTES(count, type))
-F_PCOLL(mpi_reduce_init, FN_MPI_Reduce_init,
+F_PCOLL2(mpi_reduce_init, FN_MPI_Reduce_init, mpix_reduce_init, FN_MPIX_Reduce_init,
         (void *sbuf, void *rbuf, fint *count, fint *type, fint *op, fint *root, fint *comm, fint *info, fint *req,
          fint *ierr),
         (sbuf, rbuf, count, type, op, root, comm, info, req, ierr), BYTES(count, type))
@@ -423,10 +427,14 @@ F_PCOLL(mpi_reduce_init, FN_MPI_Reduce_init,
              fint *ierr),                                                                          \
             (sbuf, rbuf, count, type, op, comm, info, req, ierr), BYTES(count, type))
 F_ALLREDUCE_INIT(mpi_allreduce_init, FN_MPI_Allreduce_init)
+F_ALLREDUCE_INIT(mpix_allreduce_init, FN_MPIX_Allreduce_init)
 F_ALLREDUCE_INIT(mpi_scan_init, FN_MPI_Scan_init)
+F_ALLREDUCE_INIT(mpix_scan_init, FN_MPIX_Scan_init)
 F_ALLREDUCE_INIT(mpi_exscan_init, FN_MPI_Exscan_init)
+F_ALLREDUCE_INIT(mpix_exscan_init, FN_MPIX_Exscan_init)
 F_ALLREDUCE_INIT(mpi_reduce_scatter_block_init, FN_MPI_Reduce_scatter_block_init)
-F_PCOLL(mpi_reduce_scatter_init, FN_MPI_Reduce_scatter_init,
+F_ALLREDUCE_INIT(mpix_reduce_scatter_block_init, FN_MPIX_Reduce_scatter_block_init)
+F_PCOLL2(mpi_reduce_scatter_init, FN_MPI_Reduce_scatter_init, mpix_reduce_scatter_init, FN_MPIX_Reduce_scatter_init,
         (void *sbuf, void *rbuf, fint *counts, fint *type, fint *op, fint *comm, fint *info, fint *req, fint *ierr),
         (sbuf, rbuf, counts, type, op, comm, info, req, ierr), F_OWN(counts, type, comm))
 #define F_ROOTED_INIT(stem, FN, bytes)                                                             \
@@ -435,7 +443,10 @@ F_PCOLL(mpi_reduce_scatter_init, FN_MPI_Reduce_scatter_init,
              fint *info, fint *req, fint *ierr),                                                   \
             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req, ierr), bytes)
 F_ROOTED_INIT(mpi_gather_init, FN_MPI_Gather_init, F_BLOCK_SENT)
+F_ROOTED_INIT(mpix_gather_init, FN_MPIX_Gather_init, F_BLOCK_SENT)
 F_ROOTED_INIT(mpi_scatter_init, FN_MPI_Scatter_init,
+              mpi_fortran_in_place(rbuf) ? BYTES(scount, stype) : BYTES(rcount, rtype))
+F_ROOTED_INIT(mpix_scatter_init, FN_MPIX_Scatter_init,
               mpi_fortran_in_place(rbuf) ? BYTES(scount, stype) : BYTES(rcount, rtype))
 #define F_ALLGATHER_INIT(stem, FN)                                                                 \
     F_PCOLL(stem, FN,                                                                              \
@@ -443,23 +454,25 @@ F_ROOTED_INIT(mpi_scatter_init, FN_MPI_Scatter_init,
              fint *req, fint *ierr),                                                               \
             (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req, ierr), F_BLOCK_SENT)
 F_ALLGATHER_INIT(mpi_allgather_init, FN_MPI_Allgather_init)
+F_ALLGATHER_INIT(mpix_allgather_init, FN_MPIX_Allgather_init)
 F_ALLGATHER_INIT(mpi_alltoall_init, FN_MPI_Alltoall_init)
-F_PCOLL(mpi_gatherv_init, FN_MPI_Gatherv_init,
+F_ALLGATHER_INIT(mpix_alltoall_init, FN_MPIX_Alltoall_init)
+F_PCOLL2(mpi_gatherv_init, FN_MPI_Gatherv_init, mpix_gatherv_init, FN_MPIX_Gatherv_init,
         (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *root,
          fint *comm, fint *info, fint *req, fint *ierr),
         (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req, ierr),
         mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
-F_PCOLL(mpi_allgatherv_init, FN_MPI_Allgatherv_init,
+F_PCOLL2(mpi_allgatherv_init, FN_MPI_Allgatherv_init, mpix_allgatherv_init, FN_MPIX_Allgatherv_init,
         (void *sbuf, fint *scount, fint *stype, void *rbuf, fint *rcounts, fint *displs, fint *rtype, fint *comm,
          fint *info, fint *req, fint *ierr),
         (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req, ierr),
         mpi_fortran_in_place(sbuf) ? F_OWN(rcounts, rtype, comm) : BYTES(scount, stype))
-F_PCOLL(mpi_scatterv_init, FN_MPI_Scatterv_init,
+F_PCOLL2(mpi_scatterv_init, FN_MPI_Scatterv_init, mpix_scatterv_init, FN_MPIX_Scatterv_init,
         (void *sbuf, fint *scounts, fint *displs, fint *stype, void *rbuf, fint *rcount, fint *rtype, fint *root,
          fint *comm, fint *info, fint *req, fint *ierr),
         (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req, ierr),
         mpi_fortran_in_place(rbuf) ? F_OWN(scounts, stype, comm) : BYTES(rcount, rtype))
-F_PCOLL(mpi_alltoallv_init, FN_MPI_Alltoallv_init,
+F_PCOLL2(mpi_alltoallv_init, FN_MPI_Alltoallv_init, mpix_alltoallv_init, FN_MPIX_Alltoallv_init,
         (void *sbuf, fint *scounts, fint *sdispls, fint *stype, void *rbuf, fint *rcounts, fint *rdispls,
          fint *rtype, fint *comm, fint *info, fint *req, fint *ierr),
         (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req, ierr),
@@ -502,12 +515,21 @@ F_WRAP(mpi_ineighbor_alltoall, FN_MPI_Ineighbor_alltoall, -1, F_NB_P(F_REQ), F_N
 F_WRAP(mpi_ineighbor_allgatherv, FN_MPI_Ineighbor_allgatherv, -1, F_NBV_P(F_REQ), F_NBV_A(, req), F_SENT)
 F_WRAP(mpi_ineighbor_alltoallv, FN_MPI_Ineighbor_alltoallv, -1, F_W_P(F_REQ), F_W_A(, req), 0)
 F_WRAP(mpi_ineighbor_alltoallw, FN_MPI_Ineighbor_alltoallw, -1, F_W_P(F_REQ), F_W_A(, req), 0)
-F_PCOLL(mpi_neighbor_allgather_init, FN_MPI_Neighbor_allgather_init, F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
-F_PCOLL(mpi_neighbor_alltoall_init, FN_MPI_Neighbor_alltoall_init, F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
-F_PCOLL(mpi_neighbor_allgatherv_init, FN_MPI_Neighbor_allgatherv_init, F_NBV_P(F_INFO_REQ), F_NBV_A(, info, req),
-        F_SENT)
-F_PCOLL(mpi_neighbor_alltoallv_init, FN_MPI_Neighbor_alltoallv_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
-F_PCOLL(mpi_neighbor_alltoallw_init, FN_MPI_Neighbor_alltoallw_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+F_PCOLL2(mpi_neighbor_allgather_init, FN_MPI_Neighbor_allgather_init,
+         mpix_neighbor_allgather_init, FN_MPIX_Neighbor_allgather_init,
+         F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
+F_PCOLL2(mpi_neighbor_alltoall_init, FN_MPI_Neighbor_alltoall_init,
+         mpix_neighbor_alltoall_init, FN_MPIX_Neighbor_alltoall_init,
+         F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
+F_PCOLL2(mpi_neighbor_allgatherv_init, FN_MPI_Neighbor_allgatherv_init,
+         mpix_neighbor_allgatherv_init, FN_MPIX_Neighbor_allgatherv_init,
+         F_NBV_P(F_INFO_REQ), F_NBV_A(, info, req), F_SENT)
+F_PCOLL2(mpi_neighbor_alltoallv_init, FN_MPI_Neighbor_alltoallv_init,
+         mpix_neighbor_alltoallv_init, FN_MPIX_Neighbor_alltoallv_init,
+         F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+F_PCOLL2(mpi_neighbor_alltoallw_init, FN_MPI_Neighbor_alltoallw_init,
+         mpix_neighbor_alltoallw_init, FN_MPIX_Neighbor_alltoallw_init,
+         F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
 
 /* Alltoallw: the mean block, counts[i] of the i-th Fortran datatype summed
  * over comm's size, over that size (with MPI_IN_PLACE, the receive side's). */
@@ -521,7 +543,8 @@ static uint64_t f_mean_w(const fint *counts, const fint *types, const fint *comm
 }
 #define F_W_BLOCK (mpi_fortran_in_place(sbuf) ? f_mean_w(rcounts, rtype, comm) : f_mean_w(scounts, stype, comm))
 F_WRAP(mpi_alltoallw, FN_MPI_Alltoallw, MH_COLL, F_W_P(), F_W_A(), F_W_BLOCK)
-F_PCOLL(mpi_alltoallw_init, FN_MPI_Alltoallw_init, F_W_P(F_INFO_REQ), F_W_A(, info, req), F_W_BLOCK)
+F_PCOLL2(mpi_alltoallw_init, FN_MPI_Alltoallw_init, mpix_alltoallw_init, FN_MPIX_Alltoallw_init,
+         F_W_P(F_INFO_REQ), F_W_A(, info, req), F_W_BLOCK)
 
 /* ---- one-sided: the bytes and classes of mpi_rma.c --------------------------------------- */
 

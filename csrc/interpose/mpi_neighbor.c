@@ -50,6 +50,8 @@ NEIGHBOR_INIT(MPI_Neighbor_allgather_init, int)
 NEIGHBOR_INIT(MPI_Neighbor_allgather_init_c, mpi_count)
 NEIGHBOR_INIT(MPI_Neighbor_alltoall_init, int)
 NEIGHBOR_INIT(MPI_Neighbor_alltoall_init_c, mpi_count)
+NEIGHBOR_INIT(MPIX_Neighbor_allgather_init, int)
+NEIGHBOR_INIT(MPIX_Neighbor_alltoall_init, int)
 
 /* Allgatherv: (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm ...): the block sent. */
 #define NEIGHBOR_ALLGATHERV_ARGS(cnt, disp, ...)                                                   \
@@ -70,6 +72,7 @@ NEIGHBOR_ALLGATHERV(MPI_Ineighbor_allgatherv_c, mpi_count, mpi_aint, -1, REQ_T, 
           (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm INIT_A), mpi_bytes(scount, stype))
 NEIGHBOR_ALLGATHERV_INIT(MPI_Neighbor_allgatherv_init, int, int)
 NEIGHBOR_ALLGATHERV_INIT(MPI_Neighbor_allgatherv_init_c, mpi_count, mpi_aint)
+NEIGHBOR_ALLGATHERV_INIT(MPIX_Neighbor_allgatherv_init, int, int)
 
 /* Alltoallv (one datatype a side) and Alltoallw (an array of them, `ty`
  * const void *): (sbuf, scounts, sdispls, stype(s), rbuf, rcounts, rdispls,
@@ -99,3 +102,5 @@ NEIGHBOR_ALLTOALLV_INIT(MPI_Neighbor_alltoallv_init, int, int, mpi_h)
 NEIGHBOR_ALLTOALLV_INIT(MPI_Neighbor_alltoallv_init_c, mpi_count, mpi_aint, mpi_h)
 NEIGHBOR_ALLTOALLV_INIT(MPI_Neighbor_alltoallw_init, int, mpi_aint, const void *)
 NEIGHBOR_ALLTOALLV_INIT(MPI_Neighbor_alltoallw_init_c, mpi_count, mpi_aint, const void *)
+NEIGHBOR_ALLTOALLV_INIT(MPIX_Neighbor_alltoallv_init, int, int, mpi_h)
+NEIGHBOR_ALLTOALLV_INIT(MPIX_Neighbor_alltoallw_init, int, mpi_aint, const void *)

@@ -178,7 +178,9 @@ MPI_WRAP(MPI_Iprobe, -1, (int src, int tag, mpi_h comm, int *flag, void *status)
  * would; a persistent collective's as one call of its init function's
  * name (fn=MPI_Allreduce_init: its starts; class icoll, as a non-blocking
  * collective's posting, in no histogram), with its share of the call's time,
- * which the MPI_Start or MPI_Startall line then leaves out.
+ * which the MPI_Start or MPI_Startall line then leaves out (a call that
+ * started collectives only is counted under their names alone: it posted
+ * no point-to-point message).
  * MPI_Request_free forgets the handle. The Fortran bindings (mpi_fortran.c)
  * use the same table with their handles made C ones. */
 #define MPI_PERSISTENT 256
@@ -240,15 +242,18 @@ void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int
 {
     uint64_t bytes = 0, coll_ticks = 0;
     const uint64_t share = n > 0 ? ticks / (uint64_t)n : 0;
+    int colls = 0;
+    mpi_fn_counters *last = NULL;
     for (int i = 0; ok && reqs && i < n; i++) {
         const int k = persistent_find(key_of(reqs, i));
         const uint64_t b = k >= 0 ? persistent[k].bytes : 0;
         if (k >= 0 && persistent[k].coll >= 0) {
-            mpi_fn_counters *f = &c->fn[persistent[k].coll];
+            mpi_fn_counters *f = last = &c->fn[persistent[k].coll];
             ceil_ip_add(&f->calls, 1);
             ceil_ip_add(&f->ticks, share);
             ceil_ip_add(&f->bytes, b);
             coll_ticks += share;
+            colls++;
             continue;
         }
         if (k >= 0 && persistent[k].dest >= 0)
@@ -258,6 +263,11 @@ void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int
         ceil_ip_add(&c->hist_ticks[MH_POST][h], share);
         ceil_ip_add(&c->hist_bytes[MH_POST][h], b);
         bytes += b;
+    }
+    if (colls > 0 && colls == n) {      /* collectives only: counted under their names alone, */
+        ceil_ip_add(&last->ticks, ticks - coll_ticks);      /* not as a post of no time besides */
+        ceil_ip_leave();
+        return;
     }
     mpi_done(c, fn, ticks - coll_ticks, bytes, -1);
 }
