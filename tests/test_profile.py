@@ -469,6 +469,26 @@ def test_the_pirates_of_one_cache_share_it_instead_of_overflowing_it():
     assert 3 * 8 * elements_for("resident", llc) <= llc // 2
 
 
+@pytest.mark.parametrize("kind", ["spin", "pirate"])
+def test_a_corunner_makes_its_arrays_once_and_runs_on_command(kind):
+    """One set of co-runners serves every arm: each run gives its own rate, a run cut at once
+    still one (its stop may arrive with its go), and closing leaves no process behind."""
+    from ceiling.probes.corunner import CoRunners
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    with CoRunners(kind, [cpu], 4 << 20) as co:
+        procs = list(co.procs)
+        runs = []
+        for duty in (1.0, 0.5, 1.0):
+            with co.running(duty):
+                time.sleep(0.3)
+            runs.append(co.rate())
+        with co.running(1.0):
+            pass
+        runs.append(co.rate())
+    assert all(r is not None and r > 0 for r in runs), runs
+    assert co.procs == [] and all(p.poll() is not None for p in procs)
+
+
 def test_the_verdict_replaces_the_undecided_cpu_bound_or_says_why_it_cannot():
     from ceiling.analysis.profile_experiments import apply, classify
     from ceiling.results.analysis import Bound

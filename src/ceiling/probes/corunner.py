@@ -20,18 +20,26 @@ CPUs the program may use: a pirate takes only the cache it shares, and a bandit
 presses only its own memory controllers, so co-runners on one socket of two
 would leave the program's other half untouched.
 
-Each co-runner is ``python -m ceiling.probes.corunner KIND DUTY ELEMENTS CPU``: a
-process of its own (no GIL shared with ceiling), pinned to its CPU, that runs
-until SIGTERM. Nothing here decides anything (analysis/profile_experiments.py).
+Each co-runner is ``python -m ceiling.probes.corunner KIND ELEMENTS CPU``: a
+process of its own (no GIL shared with ceiling), pinned to its CPU, that makes
+its arrays once and then runs on command: ``go DUTY`` on its stdin starts the
+kernel, ``stop`` stops it and has it print its rate since the ``go`` (or
+``invalid``), end of input ends it. One set of each kind serves every arm and
+round of an experiment (run_arms): making a bandit's arrays, four times the
+last-level cache, cost 1-5 s a time on a VM (the host backs fresh memory page
+by page), 12 starts a round. Nothing here decides anything
+(analysis/profile_experiments.py).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 KINDS = ("bandit", "pirate", "spin", "resident")
 PERIOD_S = 0.02
@@ -54,53 +62,89 @@ def elements_for(kind: str, llc_bytes: Optional[int], share: int = 1) -> int:
 
 
 class CoRunners:
-    """Started co-runners, stopped (and reaped) by ``stop`` or on leaving a with block."""
+    """Co-runners of one kind on ``cpus``, their arrays made once (``open``, or a with block,
+    which ``close``s them), each ``running(duty)`` block one run of the kernel beside
+    whatever it wraps, its rates in ``rates`` after."""
 
-    def __init__(self, kind: str, duty: float, cpus: Sequence[int], llc_bytes: Optional[int],
+    def __init__(self, kind: str, cpus: Sequence[int], llc_bytes: Optional[int],
                  shares: Optional[Dict[int, int]] = None):
         if kind not in KINDS:
             raise ValueError(f"no co-runner {kind!r}")
-        self.kind, self.duty, self.cpus = kind, duty, list(cpus)
+        self.kind, self.cpus = kind, list(cpus)
         self.elements = {cpu: elements_for(kind, llc_bytes, (shares or {}).get(cpu, 1)) for cpu in self.cpus}
         self.procs: List[subprocess.Popen] = []
-        self.rates: List[float] = []      # each co-runner's rate while it ran (B/s, or flop/s for spin)
+        self.rates: List[float] = []      # each co-runner's rate over its last run (B/s, or flop/s for spin)
 
-    def __enter__(self) -> "CoRunners":
+    def open(self) -> "CoRunners":
         env = dict(os.environ)
         for k in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT"):
             env.pop(k, None)
-        for cpu in self.cpus:
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "ceiling.probes.corunner", self.kind, str(self.duty), str(self.elements[cpu]),
-                 str(cpu)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env))
-        for p in self.procs:          # each says "ready" once its arrays are touched and it runs
-            line = p.stdout.readline() if p.stdout else b""
-            if line.strip() != b"ready":
-                self.stop()
-                raise RuntimeError(f"the {self.kind} co-runner did not start")
+        try:
+            for cpu in self.cpus:
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "ceiling.probes.corunner", self.kind, str(self.elements[cpu]), str(cpu)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env))
+            for p in self.procs:      # each says "ready" once its arrays are touched
+                if self._line(p) != b"ready":
+                    raise RuntimeError(f"the {self.kind} co-runner did not start")
+        except BaseException:
+            self.close()
+            raise
         return self
 
-    def stop(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
+    @staticmethod
+    def _line(p: subprocess.Popen) -> bytes:
+        return p.stdout.readline().strip() if p.stdout else b""
+
+    def _say(self, words: str) -> None:
         for p in self.procs:
             try:
-                out, _ = p.communicate(timeout=10)
-                words = out.split()
+                if p.stdin:
+                    p.stdin.write(words.encode() + b"\n")
+                    p.stdin.flush()
+            except OSError:             # it died: no rate from it
+                pass
+
+    @contextlib.contextmanager
+    def running(self, duty: float) -> Iterator["CoRunners"]:
+        """The kernel running at ``duty`` through the block; ``rates`` then holds this run's."""
+        self.rates = []
+        self._say(f"go {duty}")
+        try:
+            yield self
+        finally:
+            self._say("stop")
+            for p in self.procs:
+                words = self._line(p).split()
                 if len(words) == 2 and words[0] == b"rate":
                     self.rates.append(float(words[1]))
+
+    def close(self) -> None:
+        for p in self.procs:
+            try:
+                if p.stdin:
+                    p.stdin.close()     # end of input: it leaves
+            except OSError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+            if p.stdout:
+                p.stdout.close()
         self.procs = []
 
     def rate(self) -> Optional[float]:
-        """The co-runners' rate summed, once stopped; None when one did not say."""
+        """The co-runners' rate over their last run, summed; None when one did not say."""
         return sum(self.rates) if self.rates and len(self.rates) == len(self.cpus) else None
 
+    def __enter__(self) -> "CoRunners":
+        return self.open()
+
     def __exit__(self, *exc) -> None:
-        self.stop()
+        self.close()
 
 
 def _domains(allowed: Sequence[int], machine: Any = None) -> List[List[int]]:
@@ -162,6 +206,15 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
     env = {k: v for k, v in (env or os.environ).items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
     if reference is None:
         reference = reference_cpu(os.sched_getaffinity(0), cpus)
+    pool: Dict[Tuple[str, Tuple[int, ...]], CoRunners] = {}
+
+    def co(kind: str, on: Sequence[int], duty: float) -> Any:
+        """The co-runners of ``kind`` on ``on`` (made at their first use), running at ``duty``."""
+        key = (kind, tuple(on))
+        if key not in pool:
+            pool[key] = CoRunners(kind, on, llc_bytes, shares if list(on) == list(cpus) else None).open()
+        return pool[key].running(duty)
+
     try:
         for rnd in range(rounds):
             order = list(arms[rnd % len(arms):]) + list(arms[:rnd % len(arms)])
@@ -171,9 +224,9 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                 if kind is None:
                     t, rc = _timed(cmd, exe, env)
                 else:
-                    with CoRunners(kind, duty, cpus, llc_bytes, shares) as co:
+                    with co(kind, cpus, duty) as c:
                         t, rc = _timed(cmd, exe, env)
-                    rates.setdefault(name, []).append(co.rate())
+                    rates.setdefault(name, []).append(c.rate())
                 if rc != 0:
                     failed[name] = rc
                 else:
@@ -181,23 +234,26 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
             # each co-runner kind alone, as long as the program runs alone: its rate with nothing beside it
             span = min(2.0, max(0.3, min(times["alone"]) if times.get("alone") else 1.0))
             for kind in sorted({k for _, k, d in arms if k and d == 1.0}):
-                with CoRunners(kind, 1.0, cpus, llc_bytes, shares) as co:
+                with co(kind, cpus, 1.0) as c:
                     time.sleep(span)
-                rates.setdefault(f"{kind}_alone", []).append(co.rate())
+                rates.setdefault(f"{kind}_alone", []).append(c.rate())
             # the experiment's power: what the bandits take from a thread that only streams memory,
             # what the pirates take from one that works in the cache
             if reference is not None:
-                for kind, co, name in (("bandit", "bandit", "reference"), ("resident", "pirate", "resident")):
-                    with CoRunners(co, 1.0, cpus, llc_bytes, shares):
-                        with CoRunners(kind, 1.0, [reference], llc_bytes) as ref:
+                for kind, other, name in (("bandit", "bandit", "reference"), ("resident", "pirate", "resident")):
+                    with co(other, cpus, 1.0):
+                        with co(kind, [reference], 1.0) as ref:
                             time.sleep(span)
-                    rates.setdefault(f"{name}_beside_{co}", []).append(ref.rate())
-                    with CoRunners(kind, 1.0, [reference], llc_bytes) as ref:
+                    rates.setdefault(f"{name}_beside_{other}", []).append(ref.rate())
+                    with co(kind, [reference], 1.0) as ref:
                         time.sleep(span)
                     rates.setdefault(f"{name}_alone", []).append(ref.rate())
     except KeyboardInterrupt:
         return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
                 "interrupted": True}
+    finally:
+        for c in pool.values():
+            c.close()
     return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
             "interrupted": False}
 
@@ -212,16 +268,18 @@ def _timed(cmd: Sequence[str], exe: str, env: Dict[str, str]) -> Tuple[float, in
 SLICE = 1 << 18          # doubles per array a memory step works on: 6 MiB moved, about 0.4 ms
 
 
-def _main(kind: str, duty: float, elements: int, cpu: int) -> None:
-    """The co-runner's loop. Memory kinds allocate and touch their arrays once, then add b + c
-    into a (STREAM's Add: 24 bytes an element, as STREAM counts them) slice by slice, so the
-    duty cycle holds even where one pass over the arrays outlasts the period; numpy's add from
-    one core moves what the C core's Triad does (15.8 and 15.6 GB/s from DRAM on the 2-vCPU
-    development VM). A kernel that allocates per call would spend its time in page faults
-    instead (1.5 GB/s seen). spin runs the C core's FMA peak kernel, registers only."""
+def _main(kind: str, elements: int, cpu: int) -> None:
+    """The co-runner's loop. Memory kinds allocate and touch their arrays once, then, on each
+    ``go DUTY``, add b + c into a (STREAM's Add: 24 bytes an element, as STREAM counts them)
+    slice by slice, so the duty cycle holds even where one pass over the arrays outlasts the
+    period; numpy's add from one core moves what the C core's Triad does (15.8 and 15.6 GB/s
+    from DRAM on the 2-vCPU development VM). A kernel that allocates per call would spend its
+    time in page faults instead (1.5 GB/s seen). spin runs the C core's FMA peak kernel,
+    registers only. ``stop`` (looked for once a period) ends a run: its rate, or ``invalid``
+    when the arrays do not hold what was written (the caller then has no rate)."""
     os.sched_setaffinity(0, {cpu})
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    ended = []
+    signal.signal(signal.SIGTERM, lambda *_: ended.append(1))
     if kind == "spin":
         from .. import core
         k = core.find("peak_fma_dp")
@@ -247,20 +305,42 @@ def _main(kind: str, duty: float, elements: int, cpu: int) -> None:
         check = lambda: bool(np.all(a[:min(elements, at[0] * SLICE)] == 3.0))
     step()
     print("ready", flush=True)
-    work = 0.0
-    t_start = time.monotonic()
-    while not stop:
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < duty * PERIOD_S and not stop:
-            work += step()
-        rest = PERIOD_S - (time.monotonic() - t0)
-        if rest > 0 and duty < 1 and not stop:
-            time.sleep(rest)
-    # its rate over its whole life (duty included): what it got of the machine beside the program
-    rate = work / (time.monotonic() - t_start)
-    # (nothing when the arrays do not hold what was written: the caller then has no rate)
-    print(f"rate {rate}" if check() else "invalid", flush=True)
+    pending = bytearray()           # stdin read unbuffered: a "go" and its "stop" may come together
+
+    def told() -> bool:
+        return b"\n" in pending or bool(select.select([0], [], [], 0)[0])
+
+    def readline() -> bytes:
+        while b"\n" not in pending:
+            chunk = os.read(0, 4096)
+            if not chunk:
+                return bytes(pending)
+            pending.extend(chunk)
+        line, _, rest = bytes(pending).partition(b"\n")
+        pending[:] = rest
+        return line
+
+    while not ended:
+        words = readline().split()
+        if not words or words[0] != b"go":
+            return                      # end of input (or nonsense): leave
+        duty = float(words[1])
+        work = 0.0
+        t_start = time.monotonic()
+        while True:                     # a period at least: a rate even for a run cut at once
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < duty * PERIOD_S:
+                work += step()
+            rest = PERIOD_S - (time.monotonic() - t0)
+            if rest > 0 and duty < 1:
+                time.sleep(rest)
+            if ended or told():
+                break
+        # its rate over the run (duty included): what it got of the machine beside the program
+        rate = work / (time.monotonic() - t_start)
+        readline()                      # the stop
+        print(f"rate {rate}" if check() else "invalid", flush=True)
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    _main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
