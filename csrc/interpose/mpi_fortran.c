@@ -49,7 +49,7 @@
  * name, as MPICH's does): MPI 4 partitioned communication (MPI_Psend_init,
  * MPI_Precv_init, MPI_Pready..., MPI_Parrived).
  *
- * Longer than 500 lines: the Fortran twin of about 125 wrapped calls, one
+ * Longer than 500 lines: the Fortran twin of about 145 wrapped calls, one
  * macro line to a few each, beside the handle conversions and the ierror
  * and wrapper macros they all use; split by API, those macros would move to
  * a header shared by the pieces and each piece would still read as a list.
