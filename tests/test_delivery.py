@@ -175,6 +175,23 @@ def test_signals_deferred_keeps_each_signal_for_its_own_handler():
         signal.signal(signal.SIGTERM, old)
 
 
+def test_a_ctrl_c_and_a_sigterm_deferred_both_reach_their_handlers():
+    """The Ctrl-C's KeyboardInterrupt does not swallow the SIGTERM deferred with it."""
+    seen = []
+    old_term = signal.signal(signal.SIGTERM, lambda s, f: seen.append("SIGTERM"))
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == ["SIGTERM"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
+
+
 def test_ctrl_c_before_anything_was_measured_still_delivers_a_partial_run(tmp_path, monkeypatch, capsys):
     """A stop while the options are checked (the storage preflight makes and removes a probe
     directory) had escaped before the run was set up: no JSON, exit 130 from the CLI alone."""

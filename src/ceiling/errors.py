@@ -133,16 +133,35 @@ class held_signals:
 
 
 def _restore_handlers(old: dict) -> None:
-    """Put back the handlers in ``old`` (signal -> handler), every one of them even where a
-    signal arriving meanwhile raises from the first put back (signal.signal runs pending
-    handlers before it returns)."""
+    """Put back the handlers in ``old`` (signal -> handler), every one of them: signal.signal
+    runs pending handlers before it installs the new one, and one that raises leaves the old
+    one in place, so each is tried again (the pending flag is cleared by then). The first
+    exception is raised once all are back."""
     import signal
-    if old:
-        (s, h), rest = next(iter(old.items())), dict(list(old.items())[1:])
+    first: "BaseException | None" = None
+    for s, h in old.items():
+        while True:
+            try:
+                signal.signal(s, h)
+                break
+            except BaseException as e:      # noqa: BLE001 - raised below, after the others
+                first = first or e
+    if first is not None:
+        raise first
+
+
+def _raise_all(signums: list) -> None:
+    """Run each signal's handler now (raise_signal); the first exception is raised once all ran,
+    so a SIGTERM deferred after a Ctrl-C still ends the process where its handler is SIG_DFL."""
+    import signal
+    first: "BaseException | None" = None
+    for signum in dict.fromkeys(signums):
         try:
-            signal.signal(s, h)
-        finally:
-            _restore_handlers(rest)
+            signal.raise_signal(signum)
+        except BaseException as e:          # noqa: BLE001 - raised below
+            first = first or e
+    if first is not None:
+        raise first
 
 
 class signals_deferred:
@@ -169,16 +188,14 @@ class signals_deferred:
                 self.old[s] = old[s]
                 signal.signal(s, self._defer)
         except BaseException:
-            _restore_handlers(self.old)
+            self.__exit__()
             raise
 
     def _defer(self, signum, frame) -> None:
         self.pending.append(signum)
 
     def __exit__(self, *exc) -> None:
-        import signal
         try:
             _restore_handlers(self.old)
         finally:
-            for signum in dict.fromkeys(self.pending):
-                signal.raise_signal(signum)
+            _raise_all(self.pending)

@@ -61,15 +61,15 @@ class RunDir:
         parent = self.parent
         if parent is not None:
             check_dir(parent)
-        if threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-                    self._old_term = signal.signal(signal.SIGTERM, raise_terminated)
-            except (ValueError, OSError):
-                self._old_term = None
         # Made and registered for removal with signals deferred: a Ctrl-C between mkdtemp and
         # the registration left the directory behind (3 stops in 60 early in a run).
         try:
+            if threading.current_thread() is threading.main_thread():
+                try:
+                    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                        self._old_term = signal.signal(signal.SIGTERM, raise_terminated)
+                except (ValueError, OSError):
+                    self._old_term = None
             with signals_deferred():
                 self._make(parent)
         except BaseException:
@@ -87,7 +87,7 @@ class RunDir:
         try:
             _write_owner(path)
         except OSError as e:
-            os.rmdir(path)
+            _remove(path)                       # the owner file too, where it was made
             self.path = ""
             raise PathError(f"--dir {parent or tempfile.gettempdir()}: cannot write in it: "
                             f"{e.strerror or e}") from None

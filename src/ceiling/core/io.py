@@ -289,22 +289,21 @@ def _run_cancellable(call: Callable[[], int], cancelled: bool = False) -> int:
             try:
                 t.start()
                 started = True  # from here the worker owns (and closes) the write end
+            except RuntimeError:    # no thread made ("can't start new thread"): the write end is ours
+                os.close(wfd)
+                raise
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
         _wait_readable(rfd)
     except BaseException:
         cancel(True)
-        try:
-            if started:
-                _wait_readable(rfd)
-        finally:
-            cancel(False)
+        if started:
+            _wait_readable(rfd)     # a second signal leaves at once, the C loop still asked to stop
+        cancel(False)
         raise
     finally:
         if rfd >= 0:
             os.close(rfd)
-        if wfd >= 0 and not started:
-            os.close(wfd)
     if "error" in box:
         raise box["error"]
     return box["rc"]

@@ -43,6 +43,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 KINDS = ("bandit", "pirate", "spin", "resident")
 PERIOD_S = 0.02
+LINE_TIMEOUT_S = 60.0      # a co-runner's answer: "ready" after making its arrays, a rate after a stop
 
 
 def elements_for(kind: str, llc_bytes: Optional[int], share: int = 1) -> int:
@@ -93,8 +94,18 @@ class CoRunners:
         return self
 
     @staticmethod
-    def _line(p: subprocess.Popen) -> bytes:
-        return p.stdout.readline().strip() if p.stdout else b""
+    def _line(p: subprocess.Popen, timeout: float = LINE_TIMEOUT_S) -> bytes:
+        """Its next line, or nothing (and it killed) when it says none in ``timeout`` seconds:
+        a stopped or hung co-runner must not hang the profile."""
+        if not p.stdout or not select.select([p.stdout], [], [], timeout)[0]:
+            p.kill()
+            return b""
+        return p.stdout.readline().strip()
+
+    def alive(self) -> bool:
+        """Every co-runner still there (one killed from outside, or by the kernel's OOM killer,
+        would leave the arms with less pressure than they say)."""
+        return bool(self.procs) and all(p.poll() is None for p in self.procs)
 
     def _say(self, words: str) -> None:
         for p in self.procs:
@@ -120,21 +131,22 @@ class CoRunners:
                     self.rates.append(float(words[1]))
 
     def close(self) -> None:
-        for p in self.procs:
+        procs, self.procs = self.procs, []
+        for p in procs:
             try:
                 if p.stdin:
                     p.stdin.close()     # end of input: it leaves
             except OSError:
                 pass
-        for p in self.procs:
+        for p in procs:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-            if p.stdout:
-                p.stdout.close()
-        self.procs = []
+            finally:
+                if p.stdout:
+                    p.stdout.close()
 
     def rate(self) -> Optional[float]:
         """The co-runners' rate over their last run, summed; None when one did not say."""
@@ -211,6 +223,8 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
     def co(kind: str, on: Sequence[int], duty: float) -> Any:
         """The co-runners of ``kind`` on ``on`` (made at their first use), running at ``duty``."""
         key = (kind, tuple(on))
+        if key in pool and not pool[key].alive():
+            pool.pop(key).close()       # one of them died: a new set
         if key not in pool:
             pool[key] = CoRunners(kind, on, llc_bytes, shares if list(on) == list(cpus) else None).open()
         return pool[key].running(duty)
@@ -252,8 +266,8 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
         return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
                 "interrupted": True}
     finally:
-        for c in pool.values():
-            c.close()
+        while pool:
+            pool.popitem()[1].close()
     return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
             "interrupted": False}
 
