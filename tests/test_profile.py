@@ -546,3 +546,11 @@ def test_experiments_are_refused_for_one_rank_of_an_mpi_job(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--experiments", "--", "true"],
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "--experiments reruns the program alone" in r.stderr
+
+
+def test_experiments_after_a_failed_run_say_they_were_not_run(tmp_path):
+    r, doc = profile(tmp_path, SH, "-c", "exit 3", opts=["--experiments", "--no-measure"])
+    assert r.returncode == 3
+    assert doc["environment"]["profile"]["experiments"] == {"why": "not run: the program exited 3"}
+    text = " ".join(r.stderr.split())
+    assert "--experiments: not run: the program exited 3" in text and "more times" not in text

@@ -236,7 +236,9 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
     elif ip:
         parts.append(f"no interposer: {ip.get('why')}")
     ex = prof.get("experiments")
-    if ex:
+    if ex and "times_s" not in ex:      # not run (the program failed)
+        parts.append(f"--experiments: {ex.get('why') or 'not run'}")
+    elif ex:
         runs = sum(len(v) for v in (ex.get("times_s") or {}).values())
         parts.append(f"--experiments: the program ran {runs} more times beside co-runners on CPU(s) "
                      f"{','.join(str(c) for c in ex.get('corunner_cpus', []))}, {ex.get('cost_s', 0):.3g} s in all"
