@@ -172,10 +172,21 @@ int main(int argc, char **argv)
             printf("no MPI 4 persistent collectives in this MPI's header\n");
 #endif
     } else if (!strcmp(mode, "neigh")) {       /* n rounds of Alltoallw, and of the neighbourhood collectives
-                                                  onesided leaves out on a line of two ranks */
-        MPI_Comm line;
-        int dims[1] = {2}, periods[1] = {0}, one[2] = {1, 1}, two[2] = {2, 2}, at[2] = {0, 2}, d01[2] = {0, 1};
+                                                  onesided leaves out on a line of two ranks, a 2 x 1 grid
+                                                  and a distributed graph */
+        MPI_Comm line, grid, graph;
+        int dims[1] = {2}, periods[1] = {0}, one[2] = {1, 1}, two[2] = {2, 2}, at[2] = {0, 2};
         MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &line);
+        /* the grid: four neighbours, those of its second dimension MPI_PROC_NULL; one int to the other
+           rank, five to each of those */
+        int gdims[2] = {2, 1}, gperiods[2] = {0, 0}, gcounts[4] = {1, 1, 5, 5}, gdispls[4] = {0, 1, 2, 7};
+        int gin[12], gout[12];
+        MPI_Cart_create(MPI_COMM_WORLD, 2, gdims, gperiods, 0, &grid);
+        /* the graph: one neighbour each way, the other rank; three ints to it (the count array's second
+           entry is past the neighbour list: never read) */
+        int other = 1 - rank, dcounts[2] = {3, 1000}, ddispls[1] = {0}, din[3], dout[3];
+        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &other, MPI_UNWEIGHTED, 1, &other, MPI_UNWEIGHTED,
+                                       MPI_INFO_NULL, 0, &graph);
         /* Alltoallw: one int to rank 0 (at byte 0), three doubles to rank 1 (at byte 8) */
         double w[4], wr[8];
         int wcounts[2] = {1, 3}, wdispls[2] = {0, 8}, rcounts[2], rdispls[2] = {0, rank == 0 ? 8 : 24};
@@ -183,7 +194,7 @@ int main(int argc, char **argv)
         rcounts[0] = rcounts[1] = wcounts[rank];
         rtypes[0] = rtypes[1] = wtypes[rank];
         double x[2] = {rank, rank}, nb[4], nbv[4];
-        int ti[2] = {rank, rank}, to[2], tv[2], tw[2];
+        int ti[2] = {rank, rank}, to[2], tw[2];
         MPI_Aint bytes_at[2] = {0, sizeof(int)};
         MPI_Datatype ints[2] = {MPI_INT, MPI_INT};
         MPI_Request rq[5];
@@ -192,16 +203,26 @@ int main(int argc, char **argv)
             w[1] = w[2] = w[3] = 0.5 + i;
             MPI_Alltoallw(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD);  /* 14 */
             CHECK(rank == 0 ? *(int *)((char *)wr + 8) == 100 + i : wr[5] == 0.5 + i);
-            MPI_Neighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line);           /* 0 */
+            MPI_Neighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line);           /* 4 */
+            for (int k = 0; k < 12; k++)
+                gout[k] = 10 * rank + k + (int)i;
+            MPI_Neighbor_alltoallv(gout, gcounts, gdispls, MPI_INT, gin, gcounts, gdispls, MPI_INT, grid); /* 12 */
+            CHECK(gin[rank == 0 ? 1 : 0] == 10 * other + (rank == 0 ? 0 : 1) + i);
+            for (int k = 0; k < 3; k++)
+                dout[k] = 100 * rank + k + (int)i;
             MPI_Ineighbor_allgather(x, 1, MPI_DOUBLE, nb, 1, MPI_DOUBLE, line, &rq[0]);                /* 8 */
             MPI_Ineighbor_allgatherv(x, 2, MPI_DOUBLE, nbv, two, at, MPI_DOUBLE, line, &rq[1]);        /* 16 */
             MPI_Ineighbor_alltoall(ti, 1, MPI_INT, to, 1, MPI_INT, line, &rq[2]);                      /* 4 */
-            MPI_Ineighbor_alltoallv(ti, one, d01, MPI_INT, tv, one, d01, MPI_INT, line, &rq[3]);       /* 0 */
-            MPI_Ineighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, &rq[4]);  /* 0 */
+            MPI_Ineighbor_alltoallv(dout, dcounts, ddispls, MPI_INT, din, dcounts, ddispls, MPI_INT, graph,
+                                    &rq[3]);                                                           /* 12 */
+            MPI_Ineighbor_alltoallw(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, &rq[4]);  /* 4 */
             MPI_Waitall(5, rq, MPI_STATUSES_IGNORE);
             CHECK(nbv[rank == 0 ? 2 : 0] == 1 - rank);       /* the one neighbour's block */
+            CHECK(din[2] == 100 * other + 2 + i);
         }
         MPI_Comm_free(&line);
+        MPI_Comm_free(&grid);
+        MPI_Comm_free(&graph);
     } else if (!strcmp(mode, "pneigh")) {      /* n rounds of MPI 4 persistent neighbourhood collectives and
                                                   Alltoallw_init, then n of a partitioned send and receive */
 #if MPI_VERSION >= 4
@@ -223,9 +244,9 @@ int main(int argc, char **argv)
         MPI_Neighbor_allgatherv_init(x, 3, MPI_DOUBLE, nbv, three, at, MPI_DOUBLE, line, MPI_INFO_NULL,
                                      &rq[1]);                                                                  /* 24 */
         MPI_Neighbor_alltoall_init(ti, 1, MPI_INT, to, 1, MPI_INT, line, MPI_INFO_NULL, &rq[2]);               /* 4 */
-        MPI_Neighbor_alltoallv_init(ti, one, d01, MPI_INT, tv, one, d01, MPI_INT, line, MPI_INFO_NULL, &rq[3]); /* 0 */
+        MPI_Neighbor_alltoallv_init(ti, one, d01, MPI_INT, tv, one, d01, MPI_INT, line, MPI_INFO_NULL, &rq[3]); /* 4 */
         MPI_Neighbor_alltoallw_init(ti, one, bytes_at, ints, tw, one, bytes_at, ints, line, MPI_INFO_NULL,
-                                    &rq[4]);                                                                   /* 0 */
+                                    &rq[4]);                                                                   /* 4 */
         MPI_Neighbor_alltoall_init_c(x, 1, MPI_DOUBLE, xo, 1, MPI_DOUBLE, line, MPI_INFO_NULL, &rq[5]);        /* 8 */
         MPI_Alltoallw_init(w, wcounts, wdispls, wtypes, wr, rcounts, rdispls, rtypes, MPI_COMM_WORLD, MPI_INFO_NULL,
                            &rq[6]);                                                                            /* 14 */
@@ -437,23 +458,26 @@ def test_persistent_collectives_count_their_bytes_at_each_start_under_the_inits_
 @NEEDS_LIB
 def test_alltoallw_and_the_non_blocking_neighbourhood_collectives_are_counted(app, tmp_path):
     """MPI_Alltoallw (its mean block, each of its own datatype), MPI_Neighbor_alltoallw and the
-    MPI_Ineighbor_ collectives on a line of two ranks, each with the bytes its blocking form counts
-    (none for the count-array forms, whose neighbour list the interposer does not know)."""
+    MPI_Ineighbor_ collectives on a line of two ranks, each with the bytes its blocking form counts;
+    Alltoallv and Alltoallw count their mean block over the topology's out-degree: a line's 2
+    (2 x its one dimension, the edge's MPI_PROC_NULL neighbour included), a 2 x 1 grid's 4 (1 + 1 +
+    5 + 5 ints over 4: 12 bytes, where the communicator's size would give 4), a distributed graph's
+    1 (3 ints: 12; its count array's second entry, 1000, must not be read)."""
     n = 4
     r, doc = profile(app, tmp_path, "neigh", str(n), "0")
     assert r.returncode == 0, r.stderr
     mpi = doc["environment"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
-    per_call = {"MPI_Alltoallw": (4 + 3 * 8) // 2, "MPI_Neighbor_alltoallw": 0, "MPI_Ineighbor_allgather": 8,
-                "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4, "MPI_Ineighbor_alltoallv": 0,
-                "MPI_Ineighbor_alltoallw": 0}
+    per_call = {"MPI_Alltoallw": (4 + 3 * 8) // 2, "MPI_Neighbor_alltoallw": 4, "MPI_Neighbor_alltoallv": 12,
+                "MPI_Ineighbor_allgather": 8, "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4,
+                "MPI_Ineighbor_alltoallv": 12, "MPI_Ineighbor_alltoallw": 4}
     for name, b in per_call.items():                      # 2 ranks, n calls each
         assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 2 * n * b), fns[name]
-    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * n      # Alltoallw's; Neighbor_alltoallw's size is unknown
+    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * 3 * n  # the blocking ones: non-blocking ones enter none
     for rank in mpi["per_rank"]:
         c = rank["classes"]
-        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (2 * n, 14 * n)
-        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (5 * n, (8 + 16 + 4) * n)
+        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (3 * n, (14 + 4 + 12) * n)
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (5 * n, (8 + 16 + 4 + 12 + 4) * n)
         assert c["wait"]["calls"] == n
 
 
@@ -472,7 +496,7 @@ def test_persistent_neighbourhood_collectives_and_partitioned_requests_are_count
     mpi = doc["environment"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_start = {"MPI_Neighbor_allgather_init": 16, "MPI_Neighbor_allgatherv_init": 24,
-                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 0, "MPI_Neighbor_alltoallw_init": 0,
+                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 4, "MPI_Neighbor_alltoallw_init": 4,
                  "MPI_Neighbor_alltoall_init_c": 8, "MPI_Alltoallw_init": 14}
     for name, b in per_start.items():                     # 2 ranks, n starts each
         assert (fns[name]["calls"], fns[name]["bytes"]) == (2 * n, 2 * n * b), fns[name]
@@ -487,7 +511,7 @@ def test_persistent_neighbourhood_collectives_and_partitioned_requests_are_count
     assert sum(post["hist"]) == 2 * n * 2 and post["hist_bytes"][0] == 2 * n * 1600, post
     for rank in mpi["per_rank"]:
         c = rank["classes"]
-        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (7 * n, n * (16 + 24 + 4 + 8 + 14))
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (7 * n, n * (16 + 24 + 4 + 4 + 4 + 8 + 14))
         assert (c["post"]["calls"], c["post"]["bytes"]) == (n + 3 * n, n * 1600)
         assert "coll" not in c and c["wait"]["calls"] >= 2 * n + n
         assert rank["peers"] == {str(1 - rank["rank"]): {"calls": n, "bytes": n * 800}} or \

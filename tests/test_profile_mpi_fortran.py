@@ -295,7 +295,8 @@ PROGRAM_PCOLLX = PROGRAM_PCOLL.replace("call MPI_Allreduce_init", "call MPIX_All
 # directly) on a graph of two ranks, each the other's one neighbour (MPI_Dist_graph_create_adjacent:
 # MPICH 4.0's mpi_f08 Neighbor_alltoallw fails on a cartesian communicator), three rounds: the
 # five blocking ones, the five non-blocking ones completed by one MPI_Waitall, and an MPI_Alltoallw
-# of one integer to rank 0 and three doubles to rank 1. NEIGH_DECL, NEIGH_SETUP are shared with
+# of one integer to rank 0 and three doubles to rank 1. The count arrays `one` of Neighbor_alltoallv
+# and _alltoallw are longer than the one neighbour: their second entry (1000) is never read. NEIGH_DECL, NEIGH_SETUP are shared with
 # the persistent program below.
 NEIGH_DECL = """
   integer :: one(2), two(2), three(2), at(2), at3(2), d01(2), peer(1), wcounts(2), wdispls(2), rcounts(2), rdispls(2)
@@ -307,7 +308,7 @@ NEIGH_SETUP = """
   peer = 1 - rank
   call MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, peer, MPI_UNWEIGHTED, 1, peer, MPI_UNWEIGHTED, &
                                       MPI_INFO_NULL, .false., line, ierr)
-  one = 1
+  one = (/ 1, 1000 /)
   two = 2
   three = 3
   at = (/ 0, 2 /)
@@ -584,19 +585,21 @@ def test_fortran_neighbourhood_collectives_and_alltoallw_are_counted_under_their
 
 def check_neigh(mpi):
     """PROGRAM_NEIGH's and PROGRAM_NEIGH_F08's calls: the bytes the C wrappers count (the block
-    sent; none for the count-array neighbourhood forms; Alltoallw's mean block, (4 + 24) / 2)."""
+    sent; the count-array neighbourhood forms' mean block over the graph's out-degree, 1: one
+    integer, where the communicator's size would read the entry past it; Alltoallw's mean block,
+    (4 + 24) / 2)."""
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_call = {"MPI_Neighbor_allgather": 8, "MPI_Neighbor_allgatherv": 16, "MPI_Neighbor_alltoall": 4,
-                "MPI_Neighbor_alltoallv": 0, "MPI_Neighbor_alltoallw": 0, "MPI_Ineighbor_allgather": 8,
-                "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4, "MPI_Ineighbor_alltoallv": 0,
-                "MPI_Ineighbor_alltoallw": 0, "MPI_Alltoallw": 14}
+                "MPI_Neighbor_alltoallv": 4, "MPI_Neighbor_alltoallw": 4, "MPI_Ineighbor_allgather": 8,
+                "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4, "MPI_Ineighbor_alltoallv": 4,
+                "MPI_Ineighbor_alltoallw": 4, "MPI_Alltoallw": 14}
     for name, b in per_call.items():                      # 2 ranks, 3 calls each
         assert (fns.get(name, {}).get("calls"), fns.get(name, {}).get("bytes")) == (6, 6 * b), (name, fns.get(name))
-    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * 3 * 4   # the count-array neighbourhood forms in none
+    assert sum(mpi["hist"]["coll"]["hist"]) == 2 * 3 * 6   # the blocking ones
     for rank in mpi["per_rank"]:
         c = rank["classes"]
-        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (3 * 6, 3 * (8 + 16 + 4 + 14)), c
-        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (3 * 5, 3 * (8 + 16 + 4)), c
+        assert (c["coll"]["calls"], c["coll"]["bytes"]) == (3 * 6, 3 * (8 + 16 + 4 + 4 + 4 + 14)), c
+        assert (c["icoll"]["calls"], c["icoll"]["bytes"]) == (3 * 5, 3 * (8 + 16 + 4 + 4 + 4)), c
         assert c["wait"]["calls"] == 3, c
 
 
@@ -613,13 +616,13 @@ def check_pneigh(mpi):
     """PROGRAM_PNEIGH's starts, under each init's C name, with the blocking form's bytes."""
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_start = {"MPI_Neighbor_allgather_init": 16, "MPI_Neighbor_allgatherv_init": 24,
-                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 0, "MPI_Neighbor_alltoallw_init": 0,
+                 "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 4, "MPI_Neighbor_alltoallw_init": 4,
                  "MPI_Alltoallw_init": 14}
     for name, b in per_start.items():                     # 2 ranks, 3 starts each
         assert (fns.get(name, {}).get("calls"), fns.get(name, {}).get("bytes")) == (6, 6 * b), (name, fns.get(name))
     assert "MPI_Startall" not in fns, fns["MPI_Startall"]     # of collectives alone: counted under theirs
     for rank in mpi["per_rank"]:
-        assert rank["classes"]["icoll"]["calls"] == 18 and rank["classes"]["icoll"]["bytes"] == 3 * (16 + 24 + 4 + 14)
+        assert rank["classes"]["icoll"]["calls"] == 18 and rank["classes"]["icoll"]["bytes"] == 3 * (16 + 24 + 4 + 4 + 4 + 14)
 
 
 # MPICH's own Fortran (its Fortran layer calls the C names; MPI_F_STATUS_IGNORE is set only when

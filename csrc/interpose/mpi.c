@@ -69,11 +69,8 @@
  *
  * Not seen: the bytes of persistent requests past the table's
  * MPI_PERSISTENT (mpi_p2p.c), whose starts count as point-to-point ones
- * with no bytes; the bytes of the neighbourhood Alltoallv and Alltoallw,
- * blocking, non-blocking and persistent (their blocks are per neighbour,
- * and the neighbour list is not known: calls and time only,
- * mpi_neighbor.c); Open MPI 4's MPIX_ persistent collectives; the Fortran
- * calls mpi_fortran.c does not wrap (the partitioned ones among them).
+ * with no bytes; the Fortran calls mpi_fortran.c does not wrap (the
+ * partitioned ones among them).
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer
@@ -275,6 +272,7 @@ void mpi_started(const void *caller, int ok, int provided)
         return;
     mpi_identify(caller, provided);
     mpi_fortran_started(caller);
+    mpi_neighbor_started(caller);
 }
 
 const char *mpi_family(void) { return family; }

@@ -218,6 +218,13 @@ void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
  * buffer is MPI_IN_PLACE (Open MPI's and MPICH's sentinels). */
 enum { MPI_F2C_COMM, MPI_F2C_TYPE, MPI_F2C_FILE, MPI_F2C_REQUEST, MPI_F2C_KINDS };
 void mpi_fortran_started(const void *caller) __attribute__((visibility("hidden")));   /* resolves them */
+/* mpi_neighbor.c's PMPI topology queries, resolved at MPI_Init as mpi.c's helpers are. */
+void mpi_neighbor_started(const void *caller) __attribute__((visibility("hidden")));
+/* The blocks a neighbourhood collective sends on comm, its out-degree: 2 x
+ * the dimensions of a Cartesian topology (MPI_PROC_NULL neighbours
+ * included, as the count arrays include them), this rank's neighbours in a
+ * graph, a distributed graph's out-degree; 0 when unknown (mpi_neighbor.c). */
+int mpi_out_degree(mpi_h comm) __attribute__((visibility("hidden")));
 const char *mpi_family(void) __attribute__((visibility("hidden")));   /* mpi.c: openmpi, mpich, mpi-abi, unknown */
 mpi_h mpi_f2c(int kind, int handle) __attribute__((visibility("hidden")));
 uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type) __attribute__((visibility("hidden")));
@@ -227,6 +234,13 @@ int mpi_fortran_in_place(const void *buf) __attribute__((visibility("hidden")));
  * type's size, and the mean of the size of comm's counts times it; 0 when unknown. */
 uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
 uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) __attribute__((visibility("hidden")));
+/* The mean block over n blocks: counts[0 .. n-1] of one type (int and
+ * MPI_Count counts), or each of its own type (types: an array of handles,
+ * the _w forms); 0 when unknown (mpi_coll.c). */
+uint64_t mpi_mean_of_i(const int *counts, mpi_h type, int n) __attribute__((visibility("hidden")));
+uint64_t mpi_mean_of_c(const mpi_count *counts, mpi_h type, int n) __attribute__((visibility("hidden")));
+uint64_t mpi_mean_of_w_i(const int *counts, const void *types, int n) __attribute__((visibility("hidden")));
+uint64_t mpi_mean_of_w_c(const mpi_count *counts, const void *types, int n) __attribute__((visibility("hidden")));
 
 /* A handle the program passed by address (an MPI_Request *, an array of
  * them): its bytes (4 in MPICH's ABI, where handles are ints; a pointer's

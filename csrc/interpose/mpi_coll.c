@@ -12,7 +12,8 @@
  * Reduce_scatter: this rank's block of the result; Alltoallv: the mean
  * block, all the blocks it sends over the communicator's size (Alltoallw's
  * the same, each block of its own datatype); Barrier: 0. The neighbourhood
- * collectives are in mpi_neighbor.c.
+ * collectives are in mpi_neighbor.c (their Alltoallv's and Alltoallw's
+ * mean block is over the neighbours, with the helpers here).
  * The non-blocking ones (class icoll) count the same bytes at posting and
  * enter no histogram: their time is in the wait that completes them. The
  * persistent ones (MPI 4: MPI_Bcast_init ...) count the same bytes at each
@@ -23,34 +24,37 @@
 #include "mpi.h"
 
 /* counts[rank of this process in comm] times the type's size, and the mean
- * of counts[0 .. size-1] times it, for int and MPI_Count count arrays; 0
- * when unknown. */
+ * of counts[0 .. n-1] times it (n: comm's size here; a neighbourhood
+ * collective's out-degree in mpi_neighbor.c), for int and MPI_Count count
+ * arrays; 0 when unknown. */
 #define BLOCKS(suffix, T)                                                                          \
     static uint64_t own_block##suffix(const T *counts, mpi_h type, mpi_h comm)                     \
     {                                                                                              \
         const int r = mpi_comm_rank(comm);                                                         \
         return counts && r >= 0 ? mpi_bytes((int64_t)counts[r], type) : 0;                         \
     }                                                                                              \
-    static uint64_t mean_block##suffix(const T *counts, mpi_h type, mpi_h comm)                    \
+    uint64_t mpi_mean_of##suffix(const T *counts, mpi_h type, int n)                               \
     {                                                                                              \
-        const int n = mpi_comm_size(comm);                                                         \
         if (!counts || n <= 0)                                                                     \
             return 0;                                                                              \
         int64_t sum = 0;                                                                           \
         for (int i = 0; i < n; i++)                                                                \
             sum += (int64_t)counts[i];                                                             \
         return mpi_bytes(sum, type) / (uint64_t)n;                                                 \
+    }                                                                                              \
+    static uint64_t mean_block##suffix(const T *counts, mpi_h type, mpi_h comm)                    \
+    {                                                                                              \
+        return mpi_mean_of##suffix(counts, type, mpi_comm_size(comm));                             \
     }
 BLOCKS(_i, int)
 BLOCKS(_c, mpi_count)
 
 /* Alltoallw's mean block: counts[i] of types[i] (an array of handles, read
- * at the size the MPI's handles have: mpi.h) summed over comm's size, over
- * that size; 0 when unknown. */
+ * at the size the MPI's handles have: mpi.h) summed over n (comm's size
+ * here), over n; 0 when unknown. */
 #define BLOCKS_W(suffix, T)                                                                        \
-    static uint64_t mean_block_w##suffix(const T *counts, const void *types, mpi_h comm)           \
+    uint64_t mpi_mean_of_w##suffix(const T *counts, const void *types, int n)                      \
     {                                                                                              \
-        const int n = mpi_comm_size(comm);                                                         \
         const size_t step = mpi_handle_bytes();                                                    \
         if (!counts || !types || n <= 0 || !step)                                                  \
             return 0;                                                                              \
@@ -58,6 +62,10 @@ BLOCKS(_c, mpi_count)
         for (int i = 0; i < n; i++)                                                                \
             sum += mpi_bytes((int64_t)counts[i], mpi_handle_at((const char *)types + (size_t)i * step)); \
         return sum / (uint64_t)n;                                                                  \
+    }                                                                                              \
+    static uint64_t mean_block_w##suffix(const T *counts, const void *types, mpi_h comm)           \
+    {                                                                                              \
+        return mpi_mean_of_w##suffix(counts, types, mpi_comm_size(comm));                          \
     }
 BLOCKS_W(_i, int)
 BLOCKS_W(_c, mpi_count)

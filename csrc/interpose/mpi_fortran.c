@@ -500,21 +500,32 @@ F_PCOLL2(mpi_alltoallv_init, FN_MPI_Alltoallv_init, mpix_alltoallv_init, FN_MPIX
 #define F_REQ , fint *req
 #define F_INFO_REQ , fint *info, fint *req
 
+/* Alltoallw's mean block: counts[i] of the i-th Fortran datatype summed
+ * over n (comm's size; a neighbourhood's out-degree), over n. */
+static uint64_t f_mean_w(const fint *counts, const fint *types, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += mpi_bytes(counts[i], mpi_f2c(MPI_F2C_TYPE, types[i]));
+    return n > 0 ? sum / (uint64_t)n : 0;
+}
+
 /* Neighbourhood, blocking (coll), non-blocking (icoll) and persistent:
  * Allgather, Alltoall and Allgatherv the block sent; Alltoallv and
- * Alltoallw calls and time only (their blocks are per neighbour, and the
- * neighbour list is not known here). */
+ * Alltoallw the mean block sent over the out-degree (mpi_neighbor.c). */
 #define F_SENT BYTES(scount, stype)
+#define F_NB_MEAN mpi_mean_of_i(scounts, TYPE(stype), mpi_out_degree(COMM(comm)))
+#define F_NB_MEAN_W f_mean_w(scounts, stype, mpi_out_degree(COMM(comm)))
 F_WRAP(mpi_neighbor_allgather, FN_MPI_Neighbor_allgather, MH_COLL, F_NB_P(), F_NB_A(), F_SENT)
 F_WRAP(mpi_neighbor_alltoall, FN_MPI_Neighbor_alltoall, MH_COLL, F_NB_P(), F_NB_A(), F_SENT)
 F_WRAP(mpi_neighbor_allgatherv, FN_MPI_Neighbor_allgatherv, MH_COLL, F_NBV_P(), F_NBV_A(), F_SENT)
-F_WRAP(mpi_neighbor_alltoallv, FN_MPI_Neighbor_alltoallv, -1, F_W_P(), F_W_A(), 0)
-F_WRAP(mpi_neighbor_alltoallw, FN_MPI_Neighbor_alltoallw, -1, F_W_P(), F_W_A(), 0)
+F_WRAP(mpi_neighbor_alltoallv, FN_MPI_Neighbor_alltoallv, MH_COLL, F_W_P(), F_W_A(), F_NB_MEAN)
+F_WRAP(mpi_neighbor_alltoallw, FN_MPI_Neighbor_alltoallw, MH_COLL, F_W_P(), F_W_A(), F_NB_MEAN_W)
 F_WRAP(mpi_ineighbor_allgather, FN_MPI_Ineighbor_allgather, -1, F_NB_P(F_REQ), F_NB_A(, req), F_SENT)
 F_WRAP(mpi_ineighbor_alltoall, FN_MPI_Ineighbor_alltoall, -1, F_NB_P(F_REQ), F_NB_A(, req), F_SENT)
 F_WRAP(mpi_ineighbor_allgatherv, FN_MPI_Ineighbor_allgatherv, -1, F_NBV_P(F_REQ), F_NBV_A(, req), F_SENT)
-F_WRAP(mpi_ineighbor_alltoallv, FN_MPI_Ineighbor_alltoallv, -1, F_W_P(F_REQ), F_W_A(, req), 0)
-F_WRAP(mpi_ineighbor_alltoallw, FN_MPI_Ineighbor_alltoallw, -1, F_W_P(F_REQ), F_W_A(, req), 0)
+F_WRAP(mpi_ineighbor_alltoallv, FN_MPI_Ineighbor_alltoallv, -1, F_W_P(F_REQ), F_W_A(, req), F_NB_MEAN)
+F_WRAP(mpi_ineighbor_alltoallw, FN_MPI_Ineighbor_alltoallw, -1, F_W_P(F_REQ), F_W_A(, req), F_NB_MEAN_W)
 F_PCOLL2(mpi_neighbor_allgather_init, FN_MPI_Neighbor_allgather_init,
          mpix_neighbor_allgather_init, FN_MPIX_Neighbor_allgather_init,
          F_NB_P(F_INFO_REQ), F_NB_A(, info, req), F_SENT)
@@ -526,22 +537,14 @@ F_PCOLL2(mpi_neighbor_allgatherv_init, FN_MPI_Neighbor_allgatherv_init,
          F_NBV_P(F_INFO_REQ), F_NBV_A(, info, req), F_SENT)
 F_PCOLL2(mpi_neighbor_alltoallv_init, FN_MPI_Neighbor_alltoallv_init,
          mpix_neighbor_alltoallv_init, FN_MPIX_Neighbor_alltoallv_init,
-         F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+         F_W_P(F_INFO_REQ), F_W_A(, info, req), F_NB_MEAN)
 F_PCOLL2(mpi_neighbor_alltoallw_init, FN_MPI_Neighbor_alltoallw_init,
          mpix_neighbor_alltoallw_init, FN_MPIX_Neighbor_alltoallw_init,
-         F_W_P(F_INFO_REQ), F_W_A(, info, req), 0)
+         F_W_P(F_INFO_REQ), F_W_A(, info, req), F_NB_MEAN_W)
 
-/* Alltoallw: the mean block, counts[i] of the i-th Fortran datatype summed
- * over comm's size, over that size (with MPI_IN_PLACE, the receive side's). */
-static uint64_t f_mean_w(const fint *counts, const fint *types, const fint *comm)
-{
-    const int n = mpi_comm_size(COMM(comm));
-    uint64_t sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += mpi_bytes(counts[i], mpi_f2c(MPI_F2C_TYPE, types[i]));
-    return n > 0 ? sum / (uint64_t)n : 0;
-}
-#define F_W_BLOCK (mpi_fortran_in_place(sbuf) ? f_mean_w(rcounts, rtype, comm) : f_mean_w(scounts, stype, comm))
+#define F_W_BLOCK                                                                                  \
+    (mpi_fortran_in_place(sbuf) ? f_mean_w(rcounts, rtype, mpi_comm_size(COMM(comm)))               \
+                                : f_mean_w(scounts, stype, mpi_comm_size(COMM(comm))))
 F_WRAP(mpi_alltoallw, FN_MPI_Alltoallw, MH_COLL, F_W_P(), F_W_A(), F_W_BLOCK)
 F_PCOLL2(mpi_alltoallw_init, FN_MPI_Alltoallw_init, mpix_alltoallw_init, FN_MPIX_Alltoallw_init,
          F_W_P(F_INFO_REQ), F_W_A(, info, req), F_W_BLOCK)
