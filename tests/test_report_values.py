@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import json
+import multiprocessing
+import os
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -116,18 +118,35 @@ def test_every_figure_of_a_run_with_every_plot_set_to_each_bad_value():
     assert outcomes["shown"] and outcomes["refused"]
 
 
-@pytest.mark.slow      # about a minute per document
+def _survive_all(work: Tuple[str, List[Tuple[int, List]]]) -> List[str]:
+    """Each (index, changes) of one base survives; what failed, as one text each."""
+    base, items = work
+    failed = []
+    for i, changes in items:
+        try:
+            survives(mutated(BASES[base], changes))
+        except Exception as e:          # an assertion or a crash: reported by the test, with its change
+            failed.append(f"{base} change {i} {changes[:2]}...: {type(e).__name__}: {e}")
+    return failed
+
+
+@pytest.mark.slow      # 25-40 s per document on one CPU; shared between the CPUs there are
 @pytest.mark.parametrize("base", sorted(BASES))
 def test_every_figure_and_text_set_to_every_bad_value(base):
     doc = BASES[base]
-    for paths in groups(doc).values():
-        for v in BAD:
-            survives(mutated(doc, [(p, v) for p in paths]))
+    changes = [[(p, v) for p in paths] for paths in groups(doc).values() for v in BAD]
     numbers = set(groups(doc))
-    for kind, paths in groups(doc, numbers_only=False).items():
-        if kind not in numbers:
-            for v in FOR_STRINGS:
-                survives(mutated(doc, [(p, v) for p in paths]))
+    changes += [[(p, v) for p in paths] for kind, paths in groups(doc, numbers_only=False).items()
+                if kind not in numbers for v in FOR_STRINGS]
+    items = list(enumerate(changes))
+    workers = max(1, min(4, len(os.sched_getaffinity(0))))
+    shares = [(base, items[k::workers]) for k in range(workers)]
+    if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        failed = [f for share in shares for f in _survive_all(share)]
+    else:       # forked: the workers have BASES and the imports already
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            failed = [f for part in pool.map(_survive_all, shares) for f in part]
+    assert not failed, f"{len(failed)} of {len(items)} changes failed; first: {failed[:3]}"
 
 
 # -- random: several figures at once ----------------------------------------------------------
