@@ -278,14 +278,19 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
 
 def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
     """MPI time cuts across the split as I/O time does, and more: MPI libraries poll by
-    default, so a rank waiting for a message is on a CPU. The ranks' time in MPI is taken
-    from their time on a CPU first (the rest from off any CPU); the CPU bound keeps only
-    what is left, and goes when that is under ON_CPU."""
+    default, so a rank waiting for a message is on a CPU. The ranks' time in MPI (a share of
+    their life, as the split's) is taken from their time on a CPU first (the rest from off
+    any CPU); MPI_Init and MPI_Finalize, mostly waiting for the other ranks and the launcher,
+    from off any CPU first. The CPU bound keeps only what is left, and goes when that is under
+    ON_CPU; the waiting bound likewise under OFF_CPU."""
     m, b, f, summary = mpi
-    in_mpi = (summary.get("share") or {}).get("mean", 0.0)
+    life = summary.get("life_share") or {}
+    in_mpi = (life.get("mpi") or summary.get("share") or {}).get("mean", 0.0)
+    startup = (life.get("startup") or {}).get("mean", 0.0)
     on, off = shares.get("on_cpu", 0.0), shares.get("off_cpu", 0.0)
-    outside_on = max(0.0, on - in_mpi)
-    outside_off = max(0.0, off - max(0.0, in_mpi - on))
+    off_left = max(0.0, off - max(0.0, in_mpi - on))
+    outside_off = max(0.0, off_left - startup)
+    outside_on = max(0.0, on - in_mpi - max(0.0, startup - off_left))
     kept = []
     for x in bounds:
         if x.bound == "cpu":

@@ -18,6 +18,13 @@ poor (the others wait for the slowest rank: the time that costs is max - mean
 of useful over runtime); "mpi_latency" or "mpi_bandwidth" when MPI time is a
 large share with the ranks balanced, by where that time went: messages under
 SMALL_MESSAGE bytes (and barriers) are latency, larger ones bandwidth.
+
+MPI_Init and MPI_Finalize are the runtime's start-up and shut-down (the
+launcher, PMIx, the fabric's wire-up; Open MPI 5 takes about a second on one
+node): outside the run, they are said apart (a finding past STARTUP of the
+ranks' life) and given, with the time in MPI, as shares of each rank's life
+(its main thread's), the unit of the /proc split that profile.py weighs them
+against.
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ SMALL_MESSAGE = 16 * 1024   # below this a message's time is mostly latency (IMB
 SMALL_BUCKETS = BUCKETS[:5]  # lt1k .. 8k: every bucket entirely under SMALL_MESSAGE
 MPI_BOUND = 0.30            # ranks in MPI this share of their run: an MPI bound
 IMBALANCED = 0.85           # load balance below this: imbalance (POP flags under 0.8-0.85)
+STARTUP = 0.25              # MPI_Init + MPI_Finalize this share of the ranks' life: said
 
 
 def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -61,12 +69,16 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         fns = {str(ln["fn"]): ln for ln in lines if "fn" in ln}
         writes = [ln for m in ("posix", "stdio") for ln in rec.get("lines", {}).get(m, [])
                   if ln.get("class") == "write"]
+        run_s = max(0.0, (end - head["init_ns"]) / 1e9)
+        init_s = sum(fns.get(f, {}).get("ns", 0) for f in ("MPI_Init", "MPI_Init_thread")) / 1e9
+        finalize_s = fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9
+        main = next((ln for ln in rec.get("lines", {}).get("proc", []) if ln.get("task") == proc.get("pid")), {})
         out.append({
             "rank": head.get("rank", -1), "size": head.get("size", -1), "host": proc.get("host", ""),
             "pid": proc.get("pid"), "family": head.get("family", "unknown"), "library": head.get("library", ""),
-            "run_s": max(0.0, (end - head["init_ns"]) / 1e9),
-            "finalize_s": fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9,
-            "init_s": sum(fns.get(f, {}).get("ns", 0) for f in ("MPI_Init", "MPI_Init_thread")) / 1e9,
+            "run_s": run_s, "finalize_s": finalize_s, "init_s": init_s,
+            # the main thread's life (proc.c), at least MPI's three parts when it is not known
+            "life_s": max(main.get("life_ns", 0) / 1e9, init_s + run_s + finalize_s),
             "groups": groups, "mpi_s": sum(groups.values()),
             "classes": {c: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for c, ln in classes.items()},
             "functions": {f: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
@@ -144,13 +156,17 @@ def conclude(records: Sequence[Dict[str, Any]]
     groups = {g: sum(r["groups"].get(g, 0.0) for r in rs) for g in GROUP_WORDS}
     expected = max((r["size"] for r in rs if isinstance(r["size"], int)), default=-1)
     small = _small_share(rs)
+    startup = [r["init_s"] + r["finalize_s"] for r in rs]
+    life = {"mpi": _spread([r["mpi_s"] / r["life_s"] if r["life_s"] else 0.0 for r in rs]),
+            "startup": _spread([st / r["life_s"] if r["life_s"] else 0.0 for st, r in zip(startup, rs)])}
     summary = {
         "ranks": len(rs), "size": expected, "family": rs[0]["family"], "library": rs[0]["library"],
-        "runtime_s": runtime, "share": _spread(share), "groups_s": groups,
+        "runtime_s": runtime, "share": _spread(share), "groups_s": groups, "life_share": life,
+        "startup_s": _spread(startup),
         "load_balance": lb, "communication_efficiency": ce, "parallel_efficiency": pe,
         "small_message_share": small,
         "per_rank": [{k: r[k] for k in ("rank", "host", "pid", "run_s", "mpi_s", "groups", "init_s",
-                                        "finalize_s", "classes", "peers", "threads", "cpu")} for r in rs],
+                                        "finalize_s", "life_s", "classes", "peers", "threads", "cpu")} for r in rs],
         "functions": _functions(rs), "hist": _hist(rs),
     }
     ctx = {"ranks": len(rs), "per_rank": _spread(share)}
@@ -161,7 +177,7 @@ def conclude(records: Sequence[Dict[str, Any]]
             metrics.append(_m(name, v * 100, "%", {"ranks": len(rs), "method": "POP (mean/max of time outside MPI)"},
                               HIGHER))
     bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
-    findings += _single_writer(rs, share)
+    findings += _single_writer(rs, share) + _startup(rs, life["startup"])
     if 0 < len(rs) < expected:
         findings.append(Finding(
             id="profile.mpi.ranks_missing", status=WARN,
@@ -220,6 +236,32 @@ def _bounds(rs, share, useful, runtime, lb, small, groups) -> Tuple[List[Bound],
                  "Send less (compression, a coarser exchange), overlap transfers with computation, or place ranks "
                  "that talk most on the same node; compare with 'ceiling bench network'."), data=data))
     return bounds, findings
+
+
+def _startup(rs, share: Dict[str, float]) -> List[Finding]:
+    """MPI's start-up and shut-down, when they are a large part of the ranks' life: what the
+    figures of the run leave out."""
+    if not share or share["mean"] < STARTUP:
+        return []
+    init = _spread([r["init_s"] for r in rs])
+    fin = _spread([r["finalize_s"] for r in rs])
+    life = _spread([r["life_s"] for r in rs])
+    ev = (f"MPI_Init {init['mean']:.3g} s and MPI_Finalize {fin['mean']:.3g} s per rank on average (MPI_Init "
+          f"{init['min']:.3g}-{init['max']:.3g} s), of ranks that lived {life['mean']:.3g} s: "
+          f"{share['mean']:.0%} of their life (min {share['min']:.0%}, max {share['max']:.0%}); "
+          f"the run between them {sum(r['run_s'] for r in rs) / len(rs):.3g} s per rank")
+    return [Finding(
+        id="profile.mpi.startup", status=WARN,
+        title=f"MPI start-up and shut-down: {share['mean']:.0%} of the ranks' life, the MPI runtime's, "
+              f"not the program's",
+        evidence=ev,
+        why="MPI_Init waits until every rank is launched and wired up (the launcher, PMIx, the fabric's address "
+            "exchange), MPI_Finalize until all are done: a cost fixed per job, not the program's work. The time "
+            "in MPI and the bounds above are of the run between them; a short run is mostly start-up.",
+        fix="Profile a run several times longer than the start-up (more steps, a larger case). Where start-up "
+            "itself costs too much at scale, look at the launch: srun --mpi=pmix or the MPI's own launcher, "
+            "and the fabric's wire-up (its version, its settings for connecting on demand).",
+        data={"startup_share": share["mean"], "init_s": init["mean"], "finalize_s": fin["mean"]})]
 
 
 SINGLE_WRITER = 0.9          # one rank writing this share of the job's bytes

@@ -180,9 +180,11 @@ def mpi_headline(mpi: Dict[str, Any]) -> str:
                                                       ("parallel_efficiency", "parallel efficiency"))
            if mpi.get(k) is not None]
     library = " ".join(str(mpi.get("library") or mpi.get("family") or "").split(",")[0].split())
+    start = (mpi.get("startup_s") or {}).get("mean")
+    start = f"; MPI_Init + MPI_Finalize {start:.3g} s per rank, outside the run" if isinstance(start, float) else ""
     return (f"{mpi.get('ranks', 0)} rank(s) of {mpi.get('size', '?')}, {library}: "
             f"inside MPI {sh.get('mean', 0):.0%} of their run (min {sh.get('min', 0):.0%}, max "
-            f"{sh.get('max', 0):.0%})" + (f"; {', '.join(eff)} (POP)" if eff else ""))
+            f"{sh.get('max', 0):.0%})" + (f"; {', '.join(eff)} (POP)" if eff else "") + start)
 
 
 def _mpi(mpi: Dict[str, Any], st, width: int) -> List[str]:
