@@ -16,8 +16,9 @@ system totals of the whole tree). Processes are found through the kernel's
 parent pid.
 
 Cost: one sample reads three small files per thread and two per process. The
-sampler measures its own CPU time and stretches its interval so that it stays
-under ``BUDGET`` of one CPU (128 threads at 10 Hz would cost about 4 %).
+sampler measures its own CPU time and stretches its interval so that its CPU
+time since the start stays under ``BUDGET`` of one CPU (128 threads at 10 Hz
+would cost about 4 %).
 """
 from __future__ import annotations
 
@@ -101,13 +102,15 @@ class ProcSampler:
         return self.out
 
     def _loop(self) -> None:
-        t_cpu0 = time.thread_time()
-        wait = self.interval_s
+        t_cpu0, t0 = time.thread_time(), time.monotonic()
         while True:
             c0 = time.thread_time()
             self.sample()
-            spent = time.thread_time() - c0
-            wait = max(self.interval_s, spent / BUDGET - spent)
+            now = time.thread_time()
+            # The next sample no sooner than keeps all the CPU time this thread has used, with the
+            # last sample's once more for the one taken at the stop, under BUDGET of the time since
+            # the start: the cost reported is then under it whenever the program ends.
+            wait = max(self.interval_s, (now - t_cpu0 + now - c0) / BUDGET - (time.monotonic() - t0))
             if self._stop.wait(wait):
                 break
         self.sample()
