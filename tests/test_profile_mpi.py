@@ -648,6 +648,95 @@ def test_one_rank_writing_everything_while_the_other_waits_is_a_single_writer(ap
     assert (out["processes"], out["write_bytes"], out["api"], out["opens"]) == (1, 64 << 20, ["stdio"], 1)
 
 
+# ---- a program that tests for MPI 4 calls before making them -----------------------
+
+# mpi4py 4's wheels reference MPI_Send_c and the other MPI 4 calls weakly, from a library Python
+# loads with dlopen, and call them only when the MPI has them (else the int forms): as here, where
+# the library also asks dlsym for the persistent collectives and Open MPI 4's MPIX_ form of one.
+WEAK_LIB = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#pragma weak MPI_Send_c
+#pragma weak MPI_Recv_c
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype type, int dest, int tag, MPI_Comm comm);
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Status *st);
+
+int probe(int rank, int n)
+{
+    printf("rank %d weak MPI_Send_c %d PMPI_Send_c %d\n", rank, MPI_Send_c != NULL,
+           dlsym(RTLD_DEFAULT, "PMPI_Send_c") != NULL);
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "MPIX_Allreduce_init" : "MPI_Allreduce_init";
+        char pname[64];
+        snprintf(pname, sizeof pname, "P%s", name);
+        printf("rank %d dlsym %s %d P %d\n", rank, name, dlsym(RTLD_DEFAULT, name) != NULL,
+               dlsym(RTLD_DEFAULT, pname) != NULL);
+    }
+    double x[4] = {rank, 1, 2, 3};
+    for (int i = 0; i < n; i++) {
+        if (rank == 0) {
+            if (MPI_Send_c) MPI_Send_c(x, 4, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD);
+            else MPI_Send(x, 4, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD);
+        } else {
+            if (MPI_Recv_c) MPI_Recv_c(x, 4, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else MPI_Recv(x, 4, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (x[0] != 0) return 1;
+        }
+    }
+    return 0;
+}
+"""
+WEAK_APP = r"""
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);      /* as Python loads an extension */
+    int (*probe)(int, int) = lib ? (int (*)(int, int))dlsym(lib, "probe") : NULL;
+    if (!probe) { fprintf(stderr, "%s\n", dlerror()); MPI_Abort(MPI_COMM_WORLD, 3); }
+    int bad = probe(rank, atoi(argv[2]));
+    MPI_Finalize();
+    return bad;
+}
+"""
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_a_program_testing_for_mpi_4_calls_finds_them_only_where_the_mpi_has_them(mpi_setup, tmp_path):
+    """The interposer's MPI 4 wrappers are found by a weak reference or dlsym only when the MPI
+    defines their PMPI function: on an MPI 3 library (Open MPI 4.1) the program takes its int
+    path, counted, where it used to find the wrapper and abort at its first call."""
+    tmp, found = mpi_setup
+    for name, src, args in (("libweak.so", WEAK_LIB, ["-shared", "-fPIC"]), ("weakapp", WEAK_APP, [])):
+        (tmp_path / f"{name}.c").write_text(src)
+        r = subprocess.run([found["mpicc"], "-O1", *args, "-o", str(tmp_path / name), str(tmp_path / f"{name}.c"),
+                            "-ldl"], capture_output=True, text=True, timeout=120, env=run_env(tmp))
+        assert r.returncode == 0, r.stderr
+    n = 7
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+                     *found["argv2"], str(tmp_path / "weakapp"), str(tmp_path / "libweak.so"), str(n)], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = [line.split() for line in r.stdout.splitlines() if line.startswith("rank ")]
+    assert len(seen) == 6, r.stdout
+    for w in seen:            # what the program sees of each name is what the MPI has of its PMPI twin
+        assert w[4] == w[6], w
+    has_c = {w[4] for w in seen if w[3] == "MPI_Send_c"} == {"1"}
+    fns = {f["fn"]: f for f in json.loads(out.read_text())["environment"]["profile"]["mpi"]["functions"]}
+    send, recv = ("MPI_Send_c", "MPI_Recv_c") if has_c else ("MPI_Send", "MPI_Recv")
+    assert (fns[send]["calls"], fns[send]["bytes"]) == (n, 32 * n), fns
+    assert (fns[recv]["calls"], fns[recv]["bytes"]) == (n, 32 * n), fns
+
+
 # ---- the analysis, on records written by hand ------------------------------------
 
 def record(pid, rank, run_ns, classes, hist_ns=None, size=2, reason="exit", end=True, extra=()):

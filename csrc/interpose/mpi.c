@@ -317,7 +317,7 @@ void mpi_abort_if_asked(const void *caller)
 }
 
 PMPI_DECL(MPI_Init, (int *, char ***));
-CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
+MPI_EXPORT(MPI_Init, (int *argc, char ***argv))
 {
     mpi_counters *c = mpi_enter();
     if (!c) {
@@ -334,7 +334,7 @@ CEIL_IP_EXPORT int MPI_Init(int *argc, char ***argv)
 }
 
 PMPI_DECL(MPI_Init_thread, (int *, char ***, int, int *));
-CEIL_IP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+MPI_EXPORT(MPI_Init_thread, (int *argc, char ***argv, int required, int *provided))
 {
     mpi_counters *c = mpi_enter();
     if (!c) {
@@ -351,7 +351,7 @@ CEIL_IP_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *p
 }
 
 PMPI_DECL(MPI_Finalize, (void));
-CEIL_IP_EXPORT int MPI_Finalize(void)
+MPI_EXPORT(MPI_Finalize, (void))
 {
     mpi_counters *c = mpi_enter();
     if (!c)

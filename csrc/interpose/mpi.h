@@ -280,13 +280,35 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
 #define PMPI_DECL(fn, params) CEIL_IP_REAL_DECL(int, P##fn, params)
 
 /*
+ * MPI_EXPORT(fn, params) { body }: the exported wrapper fn. An MPI may lack
+ * fn (an MPI 3 library has no MPI 4 large-count or persistent-collective
+ * calls; MPICH no MPIX_ ones), and a program may test for it: mpi4py 4's
+ * wheels reference MPI_Send_c and the others weakly and call them only
+ * when not NULL, else their int forms; a program may dlsym it. Exported
+ * plainly, the wrapper would be found, called, and abort for want of its
+ * PMPI function (mpi4py on Open MPI 4.1: at the first send). So where the
+ * toolchain has GNU indirect functions, fn is one: its resolver, run when
+ * a reference to fn is bound, answers the wrapper when a loaded object
+ * defines Pfn and NULL when none does, as without this library.
+ */
+#if defined(__GLIBC__) && defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__))
+#define MPI_EXPORT(fn, params)                                                                     \
+    static int wrap_##fn params;                                                                   \
+    static __typeof__(wrap_##fn) *resolve_##fn(void) { return ceil_ip_defined("P" #fn) ? wrap_##fn : NULL; } \
+    CEIL_IP_EXPORT int fn params __attribute__((ifunc("resolve_" #fn)));                          \
+    static int wrap_##fn params
+#else
+#define MPI_EXPORT(fn, params) CEIL_IP_EXPORT int fn params
+#endif
+
+/*
  * The usual wrapper: exported fn with parameters `named`, calling its PMPI
  * function with `args`, counting its time and `bytes` (an expression of
  * the parameters, evaluated after the call) into histogram `hist` (-1:
  * none). Declare the PMPI function with PMPI_DECL first.
  */
 #define MPI_WRAP(fn, hist, named, args, bytes)                                                     \
-    CEIL_IP_EXPORT int fn named                                                                    \
+    MPI_EXPORT(fn, named)                                                                          \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -312,7 +334,7 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
  */
 #define PCOLL(fn, types, named, args, bytes)                                                       \
     PMPI_DECL(fn, types);                                                                          \
-    CEIL_IP_EXPORT int fn named                                                                    \
+    MPI_EXPORT(fn, named)                                                                          \
     {                                                                                              \
         const int rc = PMPI_REAL(fn) args;                                                         \
         if (rc == 0 && ceil_ip_active())                                                           \

@@ -77,7 +77,7 @@ uint32_t mpi_io_file(mpi_h fh) { return files_get(fh); }
 void mpi_io_closed(mpi_h fh) { files_drop(fh); }
 
 PMPI_DECL(MPI_File_open, (mpi_h, const char *, int, mpi_h, void *));
-CEIL_IP_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h info, void *fh)
+MPI_EXPORT(MPI_File_open, (mpi_h comm, const char *name, int amode, mpi_h info, void *fh))
 {
     mpi_counters *c = mpi_enter();
     if (!c)
@@ -92,7 +92,7 @@ CEIL_IP_EXPORT int MPI_File_open(mpi_h comm, const char *name, int amode, mpi_h 
 }
 
 PMPI_DECL(MPI_File_close, (void *));
-CEIL_IP_EXPORT int MPI_File_close(void *fh)
+MPI_EXPORT(MPI_File_close, (void *fh))
 {
     const uintptr_t key = fh ? *(uintptr_t *)fh : 0;
     mpi_counters *c = mpi_enter();
@@ -121,7 +121,7 @@ PMPI_DECL(MPI_File_seek, (mpi_h, mpi_aint, int));
 MPI_WRAP(MPI_File_seek, -1, (mpi_h fh, mpi_aint off, int whence), (fh, off, whence), 0)
 
 PMPI_DECL(MPI_File_sync, (mpi_h));
-CEIL_IP_EXPORT int MPI_File_sync(mpi_h fh)
+MPI_EXPORT(MPI_File_sync, (mpi_h fh))
 {
     mpi_counters *c = mpi_enter();
     if (!c)
@@ -156,11 +156,11 @@ CEIL_IP_EXPORT int MPI_File_sync(mpi_h fh)
 /* read, read_all: (fh, buf, count, type, status); the _at forms add an offset. */
 #define READ(fn, cnt)                                                                              \
     PMPI_DECL(fn, (mpi_h, void *, cnt, mpi_h, void *));                                            \
-    CEIL_IP_EXPORT int fn(mpi_h fh, void *buf, cnt count, mpi_h type, void *status)                \
+    MPI_EXPORT(fn, (mpi_h fh, void *buf, cnt count, mpi_h type, void *status))                \
         READ_BODY(fn, (fh, buf, count, type, status))
 #define READ_AT(fn, cnt)                                                                           \
     PMPI_DECL(fn, (mpi_h, mpi_aint, void *, cnt, mpi_h, void *));                                  \
-    CEIL_IP_EXPORT int fn(mpi_h fh, mpi_aint off, void *buf, cnt count, mpi_h type, void *status)  \
+    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, void *buf, cnt count, mpi_h type, void *status))  \
         READ_BODY(fn, (fh, off, buf, count, type, status))
 READ(MPI_File_read, int)
 READ(MPI_File_read_c, mpi_count)
@@ -189,11 +189,11 @@ READ_AT(MPI_File_read_at_all_c, mpi_count)
     }
 #define ASKED(fn, hist, write, bufq, cnt)                                                          \
     PMPI_DECL(fn, (mpi_h, bufq void *, cnt, mpi_h, void *));                                       \
-    CEIL_IP_EXPORT int fn(mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st)               \
+    MPI_EXPORT(fn, (mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st))               \
         ASKED_BODY(fn, hist, write, (fh, buf, count, type, st))
 #define ASKED_AT(fn, hist, write, bufq, cnt)                                                       \
     PMPI_DECL(fn, (mpi_h, mpi_aint, bufq void *, cnt, mpi_h, void *));                             \
-    CEIL_IP_EXPORT int fn(mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st) \
+    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st)) \
         ASKED_BODY(fn, hist, write, (fh, off, buf, count, type, st))
 ASKED(MPI_File_write, MH_IO, 1, const, int)
 ASKED(MPI_File_write_c, MH_IO, 1, const, mpi_count)

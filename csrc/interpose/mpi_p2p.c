@@ -29,7 +29,7 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
  * mpi_count in the large-count form (the _c name). */
 #define MPI_SEND_FN(fn, cnt)                                                                       \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h));                                    \
-    CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm)  \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm))  \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -52,8 +52,8 @@ MPI_SEND_FN(MPI_Rsend_c, mpi_count)
 
 #define MPI_ISEND_FN(fn, cnt)                                                                      \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                            \
-    CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm,  \
-                          void *req)                                                               \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm,  \
+                          void *req))                                                               \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -83,7 +83,7 @@ MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
 
 #define MPI_RECV_FN(fn, cnt)                                                                       \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, mpi_h, void *));                                  \
-    CEIL_IP_EXPORT int fn(void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *status) \
+    MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *status)) \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -104,8 +104,8 @@ MPI_WRAP(MPI_Probe, -1, (int src, int tag, mpi_h comm, void *status), (src, tag,
 
 #define MPI_SENDRECV_FN(fn, cnt)                                                                   \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, void *, cnt, mpi_h, int, int, mpi_h, void *)); \
-    CEIL_IP_EXPORT int fn(const void *sbuf, cnt scount, mpi_h stype, int dest, int stag, void *rbuf,  \
-                          cnt rcount, mpi_h rtype, int src, int rtag, mpi_h comm, void *status)    \
+    MPI_EXPORT(fn, (const void *sbuf, cnt scount, mpi_h stype, int dest, int stag, void *rbuf,  \
+                          cnt rcount, mpi_h rtype, int src, int rtag, mpi_h comm, void *status))    \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -125,8 +125,8 @@ MPI_SENDRECV_FN(MPI_Sendrecv_c, mpi_count)
 
 #define MPI_SENDRECV_REPLACE_FN(fn, cnt)                                                           \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, int, int, mpi_h, void *));                        \
-    CEIL_IP_EXPORT int fn(void *buf, cnt count, mpi_h type, int dest, int stag, int src, int rtag, \
-                          mpi_h comm, void *status)                                                \
+    MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int dest, int stag, int src, int rtag, \
+                          mpi_h comm, void *status))                                                \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -274,8 +274,8 @@ void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int
 
 #define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                        \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                            \
-    CEIL_IP_EXPORT int fn(const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,  \
-                          void *req)                                                               \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,  \
+                          void *req))                                                               \
     {                                                                                              \
         const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                      \
         if (rc == 0 && ceil_ip_active())                                                           \
@@ -308,8 +308,8 @@ MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
  * before. */
 #define MPI_PINIT_FN(fn, dest_of)                                                                  \
     PMPI_DECL(fn, (const void *, int, mpi_count, mpi_h, int, int, mpi_h, mpi_h, void *));          \
-    CEIL_IP_EXPORT int fn(const void *buf, int partitions, mpi_count count, mpi_h type, int peer, int tag, \
-                          mpi_h comm, mpi_h info, void *req)                                       \
+    MPI_EXPORT(fn, (const void *buf, int partitions, mpi_count count, mpi_h type, int peer, int tag, \
+                          mpi_h comm, mpi_h info, void *req))                                       \
     {                                                                                              \
         const int rc = PMPI_REAL(fn)(buf, partitions, count, type, peer, tag, comm, info, req);    \
         if (rc == 0 && ceil_ip_active())                                                           \
@@ -333,7 +333,7 @@ MPI_WRAP(MPI_Parrived, -1, (mpi_h req, int partition, int *flag), (req, partitio
 /* Forgotten whatever the runtime's state (also after the record is written):
  * a stale entry would credit a later request on the same handle. */
 PMPI_DECL(MPI_Request_free, (void *));
-CEIL_IP_EXPORT int MPI_Request_free(void *req)
+MPI_EXPORT(MPI_Request_free, (void *req))
 {
     mpi_persistent_forget(mpi_request_key(req));
     return PMPI_REAL(MPI_Request_free)(req);
@@ -347,7 +347,7 @@ static uintptr_t c_key_at(const void *reqs, int i)
 }
 
 PMPI_DECL(MPI_Start, (void *));
-CEIL_IP_EXPORT int MPI_Start(void *req)
+MPI_EXPORT(MPI_Start, (void *req))
 {
     mpi_counters *c = mpi_enter();
     if (!c)
@@ -359,7 +359,7 @@ CEIL_IP_EXPORT int MPI_Start(void *req)
 }
 
 PMPI_DECL(MPI_Startall, (int, void *));
-CEIL_IP_EXPORT int MPI_Startall(int n, void *reqs)
+MPI_EXPORT(MPI_Startall, (int n, void *reqs))
 {
     mpi_counters *c = mpi_enter();
     if (!c)
