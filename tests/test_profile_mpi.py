@@ -309,6 +309,19 @@ int main(int argc, char **argv)
         MPI_Irecv(buf, 100, MPI_BYTE, other, 1, MPI_COMM_WORLD, &rq[0]);
         MPI_Isend(buf + 100, 100, MPI_BYTE, other, 1, MPI_COMM_WORLD, &rq[1]);
         MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+        /* a matched probe and receive, as mpi4py receives an object (24 bytes); then the
+           non-blocking forms (16), the probe polled */
+        MPI_Message msg;
+        MPI_Request mq[3];
+        int flag = 0;
+        MPI_Isend(buf + 200, 24, MPI_BYTE, other, 3, MPI_COMM_WORLD, &mq[0]);
+        MPI_Mprobe(other, 3, MPI_COMM_WORLD, &msg, MPI_STATUS_IGNORE);
+        MPI_Mrecv(buf + 300, 24, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        MPI_Isend(buf + 400, 16, MPI_BYTE, other, 4, MPI_COMM_WORLD, &mq[1]);
+        while (!flag)
+            MPI_Improbe(other, 4, MPI_COMM_WORLD, &flag, &msg, MPI_STATUS_IGNORE);
+        MPI_Imrecv(buf + 500, 16, MPI_BYTE, &msg, &mq[2]);
+        MPI_Waitall(3, mq, MPI_STATUSES_IGNORE);
         MPI_Bcast(buf, 1000, MPI_BYTE, 0, MPI_COMM_WORLD);
         MPI_Comm half;
         MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &half);
@@ -374,17 +387,23 @@ def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
     assert mpi["ranks"] == 2 and mpi["size"] == 2 and mpi["family"] in ("mpich", "openmpi")
     for rank in mpi["per_rank"]:
         c = rank["classes"]
-        assert c["post"]["calls"] == 2 and c["post"]["bytes"] == 200       # Irecv posted 100, Isend 100
-        assert c["wait"]["calls"] == 1
+        # Irecv posted 100, Isend 100; the matched exchange's Isends 24 and 16, Imrecv 16
+        assert c["post"]["calls"] == 5 and c["post"]["bytes"] == 200 + 24 + 16 + 16
+        assert c["recv"]["calls"] == 2 and c["recv"]["bytes"] == 24          # Mprobe (time only), Mrecv
+        assert c["wait"]["calls"] >= 3                                       # 2 Waitall, Improbe polled
         assert c["coll"]["calls"] == 2 and c["coll"]["bytes"] == 8 + 1000   # Allreduce 1 double, Bcast 1000
         assert c["sendrecv"]["bytes"] == 40 + 40                             # both sides, 10 ints each
         assert c["io_write"] == {"calls": 1, "ns": c["io_write"]["ns"], "bytes": 4096}
         assert c["io_read"]["bytes"] == 4096                                 # as read, from the status
         assert c["io_meta"]["calls"] == 2
         # the Isend went to the other world rank; the Sendrecv was on another communicator
-        assert rank["peers"] == {str(1 - rank["rank"]): {"calls": 1, "bytes": 100}} or \
-            rank["peers"] == {1 - rank["rank"]: {"calls": 1, "bytes": 100}}
-    names = {f["fn"] for f in mpi["functions"]}
+        assert rank["peers"] == {str(1 - rank["rank"]): {"calls": 3, "bytes": 140}} or \
+            rank["peers"] == {1 - rank["rank"]: {"calls": 3, "bytes": 140}}
+    fns = {f["fn"]: f for f in mpi["functions"]}
+    for name, calls, nbytes in (("MPI_Mprobe", 2, 0), ("MPI_Mrecv", 2, 48), ("MPI_Imrecv", 2, 32)):
+        assert (fns[name]["calls"], fns[name]["bytes"]) == (calls, nbytes), fns[name]
+    assert fns["MPI_Improbe"]["calls"] >= 2
+    names = set(fns)
     assert {"MPI_Allreduce", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Bcast", "MPI_Sendrecv",
             "MPI_File_open", "MPI_File_write_at_all", "MPI_File_read_at", "MPI_File_close"} <= names
     # ROMIO's own pwrite/pread are inside the MPI-IO calls: the posix module does not count them again

@@ -70,7 +70,7 @@
  * Not seen: the bytes of persistent requests past the table's
  * MPI_PERSISTENT (mpi_p2p.c), whose starts count as point-to-point ones
  * with no bytes; the Fortran calls mpi_fortran.c does not wrap (the
- * partitioned ones among them).
+ * partitioned ones and the matched probes among them).
  * Calls the library makes from inside an MPI call (its progress engine's
  * reads and writes, MPI-IO's pread and pwrite, an MPI-IO collective's
  * MPI_Allreduce) are not counted by any module: their time is the outer

@@ -41,13 +41,13 @@ typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every A
 #define MPI_FNS(X, C)                                                                              \
     X(MPI_Init, INIT) X(MPI_Init_thread, INIT) X(MPI_Finalize, INIT)                               \
     C(MPI_Send, SEND) C(MPI_Ssend, SEND) C(MPI_Bsend, SEND) C(MPI_Rsend, SEND)                     \
-    C(MPI_Recv, RECV) X(MPI_Probe, RECV)                                                           \
+    C(MPI_Recv, RECV) X(MPI_Probe, RECV) X(MPI_Mprobe, RECV) C(MPI_Mrecv, RECV)                    \
     C(MPI_Sendrecv, SENDRECV) C(MPI_Sendrecv_replace, SENDRECV)                                    \
     C(MPI_Isend, POST) C(MPI_Issend, POST) C(MPI_Ibsend, POST) C(MPI_Irsend, POST)                 \
-    C(MPI_Irecv, POST)                                                                             \
+    C(MPI_Irecv, POST) C(MPI_Imrecv, POST)                                                         \
     X(MPI_Wait, WAIT) X(MPI_Waitall, WAIT) X(MPI_Waitany, WAIT) X(MPI_Waitsome, WAIT)              \
     X(MPI_Test, WAIT) X(MPI_Testall, WAIT) X(MPI_Testany, WAIT) X(MPI_Testsome, WAIT)              \
-    X(MPI_Iprobe, WAIT)                                                                            \
+    X(MPI_Iprobe, WAIT) X(MPI_Improbe, WAIT)                                                       \
     X(MPI_Barrier, COLL) C(MPI_Bcast, COLL) C(MPI_Reduce, COLL) C(MPI_Allreduce, COLL)             \
     C(MPI_Gather, COLL) C(MPI_Gatherv, COLL) C(MPI_Scatter, COLL) C(MPI_Scatterv, COLL)            \
     C(MPI_Allgather, COLL) C(MPI_Allgatherv, COLL) C(MPI_Alltoall, COLL) C(MPI_Alltoallv, COLL)    \

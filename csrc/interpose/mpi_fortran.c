@@ -47,7 +47,8 @@
  * with the bytes and per-file counts mpi_io.c gives the C calls. Not
  * wrapped in Fortran (counted only where the library goes through the C
  * name, as MPICH's does): MPI 4 partitioned communication (MPI_Psend_init,
- * MPI_Precv_init, MPI_Pready..., MPI_Parrived).
+ * MPI_Precv_init, MPI_Pready..., MPI_Parrived); the matched probes and
+ * receives (MPI_Mprobe, MPI_Improbe, MPI_Mrecv, MPI_Imrecv).
  *
  * Longer than 500 lines: the Fortran twin of about 145 wrapped calls, one
  * macro line to a few each, beside the handle conversions and the ierror

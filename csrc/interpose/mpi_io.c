@@ -156,11 +156,11 @@ MPI_EXPORT(MPI_File_sync, (mpi_h fh))
 /* read, read_all: (fh, buf, count, type, status); the _at forms add an offset. */
 #define READ(fn, cnt)                                                                              \
     PMPI_DECL(fn, (mpi_h, void *, cnt, mpi_h, void *));                                            \
-    MPI_EXPORT(fn, (mpi_h fh, void *buf, cnt count, mpi_h type, void *status))                \
+    MPI_EXPORT(fn, (mpi_h fh, void *buf, cnt count, mpi_h type, void *status))                     \
         READ_BODY(fn, (fh, buf, count, type, status))
 #define READ_AT(fn, cnt)                                                                           \
     PMPI_DECL(fn, (mpi_h, mpi_aint, void *, cnt, mpi_h, void *));                                  \
-    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, void *buf, cnt count, mpi_h type, void *status))  \
+    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, void *buf, cnt count, mpi_h type, void *status))       \
         READ_BODY(fn, (fh, off, buf, count, type, status))
 READ(MPI_File_read, int)
 READ(MPI_File_read_c, mpi_count)
@@ -189,11 +189,11 @@ READ_AT(MPI_File_read_at_all_c, mpi_count)
     }
 #define ASKED(fn, hist, write, bufq, cnt)                                                          \
     PMPI_DECL(fn, (mpi_h, bufq void *, cnt, mpi_h, void *));                                       \
-    MPI_EXPORT(fn, (mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st))               \
+    MPI_EXPORT(fn, (mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st))                    \
         ASKED_BODY(fn, hist, write, (fh, buf, count, type, st))
 #define ASKED_AT(fn, hist, write, bufq, cnt)                                                       \
     PMPI_DECL(fn, (mpi_h, mpi_aint, bufq void *, cnt, mpi_h, void *));                             \
-    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st)) \
+    MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st))      \
         ASKED_BODY(fn, hist, write, (fh, off, buf, count, type, st))
 ASKED(MPI_File_write, MH_IO, 1, const, int)
 ASKED(MPI_File_write_c, MH_IO, 1, const, mpi_count)

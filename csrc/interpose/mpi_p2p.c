@@ -29,7 +29,7 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
  * mpi_count in the large-count form (the _c name). */
 #define MPI_SEND_FN(fn, cnt)                                                                       \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h));                                    \
-    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm))  \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm))        \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -52,8 +52,8 @@ MPI_SEND_FN(MPI_Rsend_c, mpi_count)
 
 #define MPI_ISEND_FN(fn, cnt)                                                                      \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                            \
-    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm,  \
-                          void *req))                                                               \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm,         \
+                          void *req))                                                              \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -102,10 +102,46 @@ MPI_RECV_FN(MPI_Recv_c, mpi_count)
 PMPI_DECL(MPI_Probe, (int, int, mpi_h, void *));
 MPI_WRAP(MPI_Probe, -1, (int src, int tag, mpi_h comm, void *status), (src, tag, comm, status), 0)
 
+/* Matched probes, as mpi4py receives a Python object (MPI_Mprobe, then MPI_Mrecv of the message
+ * it matched; `msg` an MPI_Message *): MPI_Mprobe waits for a message as MPI_Probe does (class
+ * recv, time only), MPI_Improbe asks as MPI_Iprobe does (wait); MPI_Mrecv receives it as
+ * MPI_Recv does (recv, the bytes its status gives), MPI_Imrecv posts it as MPI_Irecv does
+ * (post, the bytes asked). */
+PMPI_DECL(MPI_Mprobe, (int, int, mpi_h, void *, void *));
+MPI_WRAP(MPI_Mprobe, -1, (int src, int tag, mpi_h comm, void *msg, void *status), (src, tag, comm, msg, status), 0)
+PMPI_DECL(MPI_Improbe, (int, int, mpi_h, int *, void *, void *));
+MPI_WRAP(MPI_Improbe, -1, (int src, int tag, mpi_h comm, int *flag, void *msg, void *status),
+         (src, tag, comm, flag, msg, status), 0)
+
+#define MPI_MRECV_FN(fn, cnt)                                                                      \
+    PMPI_DECL(fn, (void *, cnt, mpi_h, void *, void *));                                           \
+    MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, void *msg, void *status))                    \
+    {                                                                                              \
+        mpi_counters *c = mpi_enter();                                                             \
+        if (!c)                                                                                    \
+            return PMPI_REAL(fn)(buf, count, type, msg, status);                                   \
+        _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
+        void *st = mpi_status(status, own);                                                        \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = PMPI_REAL(fn)(buf, count, type, msg, st);                                   \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        mpi_done(c, FN_##fn, ticks, rc == 0 ? mpi_status_bytes(st, type) : 0, MH_P2P);             \
+        return rc;                                                                                 \
+    }
+MPI_MRECV_FN(MPI_Mrecv, int)
+MPI_MRECV_FN(MPI_Mrecv_c, mpi_count)
+
+#define MPI_IMRECV_FN(fn, cnt)                                                                     \
+    PMPI_DECL(fn, (void *, cnt, mpi_h, void *, void *));                                           \
+    MPI_WRAP(fn, MH_POST, (void *buf, cnt count, mpi_h type, void *msg, void *req), (buf, count, type, msg, req), \
+             mpi_bytes(count, type))
+MPI_IMRECV_FN(MPI_Imrecv, int)
+MPI_IMRECV_FN(MPI_Imrecv_c, mpi_count)
+
 #define MPI_SENDRECV_FN(fn, cnt)                                                                   \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, void *, cnt, mpi_h, int, int, mpi_h, void *)); \
-    MPI_EXPORT(fn, (const void *sbuf, cnt scount, mpi_h stype, int dest, int stag, void *rbuf,  \
-                          cnt rcount, mpi_h rtype, int src, int rtag, mpi_h comm, void *status))    \
+    MPI_EXPORT(fn, (const void *sbuf, cnt scount, mpi_h stype, int dest, int stag, void *rbuf,     \
+                          cnt rcount, mpi_h rtype, int src, int rtag, mpi_h comm, void *status))   \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -125,8 +161,8 @@ MPI_SENDRECV_FN(MPI_Sendrecv_c, mpi_count)
 
 #define MPI_SENDRECV_REPLACE_FN(fn, cnt)                                                           \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, int, int, mpi_h, void *));                        \
-    MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int dest, int stag, int src, int rtag, \
-                          mpi_h comm, void *status))                                                \
+    MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int dest, int stag, int src, int rtag,       \
+                          mpi_h comm, void *status))                                               \
     {                                                                                              \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
@@ -274,8 +310,8 @@ void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int
 
 #define MPI_PSEND_INIT_FN(fn, cnt, dest_of)                                                        \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h, void *));                            \
-    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,  \
-                          void *req))                                                               \
+    MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,         \
+                          void *req))                                                              \
     {                                                                                              \
         const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                      \
         if (rc == 0 && ceil_ip_active())                                                           \
@@ -309,7 +345,7 @@ MPI_PSEND_INIT_FN(MPI_Recv_init_c, mpi_count, -1)
 #define MPI_PINIT_FN(fn, dest_of)                                                                  \
     PMPI_DECL(fn, (const void *, int, mpi_count, mpi_h, int, int, mpi_h, mpi_h, void *));          \
     MPI_EXPORT(fn, (const void *buf, int partitions, mpi_count count, mpi_h type, int peer, int tag, \
-                          mpi_h comm, mpi_h info, void *req))                                       \
+                          mpi_h comm, mpi_h info, void *req))                                      \
     {                                                                                              \
         const int rc = PMPI_REAL(fn)(buf, partitions, count, type, peer, tag, comm, info, req);    \
         if (rc == 0 && ceil_ip_active())                                                           \
