@@ -756,6 +756,28 @@ def test_a_program_testing_for_mpi_4_calls_finds_them_only_where_the_mpi_has_the
     assert (fns[recv]["calls"], fns[recv]["bytes"]) == (n, 32 * n), fns
 
 
+@needs_mpi
+@NEEDS_LIB
+def test_an_mpi4py_program_is_counted_whichever_calls_its_mpi4py_makes(mpi_setup, tmp_path):
+    """mpi4py sends a Python object with MPI_Send (MPI_Send_c in mpi4py 4, where the MPI has it)
+    and receives it with a matched probe and receive: every one is counted, both sides' bytes."""
+    tmp, found = mpi_setup
+    n = 25
+    prog = ("from mpi4py import MPI\nc = MPI.COMM_WORLD\nfor i in range(%d):\n"
+            "    if c.rank == 0: c.send(list(range(i)), dest=1); assert c.recv(source=1) == i\n"
+            "    else: c.send(len(c.recv(source=0)), dest=0)\n" % n)
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+                     *found["argv2"], sys.executable, "-c", prog], env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    fns = {f["fn"]: f for f in json.loads(out.read_text())["environment"]["profile"]["mpi"]["functions"]}
+    sends = [fns[k] for k in ("MPI_Send", "MPI_Send_c") if k in fns]
+    recvs = [fns[k] for k in ("MPI_Mrecv", "MPI_Mrecv_c", "MPI_Recv", "MPI_Recv_c") if k in fns]
+    assert sum(f["calls"] for f in sends) == 2 * n and sum(f["calls"] for f in recvs) == 2 * n, fns
+    assert sum(f["bytes"] for f in sends) == sum(f["bytes"] for f in recvs) > 2 * n, fns
+
+
 # ---- the analysis, on records written by hand ------------------------------------
 
 def record(pid, rank, run_ns, classes, hist_ns=None, size=2, reason="exit", end=True, extra=()):
