@@ -344,18 +344,6 @@ void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility(
 void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller) __attribute__((visibility("hidden")));
 void *ceil_ip_lookup(const char *name, const void *caller) __attribute__((visibility("hidden")));
 
-/*
- * int ceil_ip_defined(const char *name)
- *
- * Whether a loaded object (RTLD_LOCAL ones and one being loaded included)
- * defines the function `name` in its dynamic symbol table, read in place
- * without any dl* call, so that an IFUNC resolver may ask: one whose
- * wrapper has no real function to call answers NULL, and a program that
- * tests for the function (a weak reference, dlsym) finds none, as it would
- * without this library (mpi.h, MPI_EXPORT). 1 while this library is not yet
- * relocated (its PLT unusable): the wrapper stands, as before.
- */
-int ceil_ip_defined(const char *name) __attribute__((visibility("hidden")));
 
 #define CEIL_REAL_FROM(fn, caller)                                                                 \
     (__extension__({                                                                               \

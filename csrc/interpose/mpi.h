@@ -280,26 +280,19 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
 #define PMPI_DECL(fn, params) CEIL_IP_REAL_DECL(int, P##fn, params)
 
 /*
- * MPI_EXPORT(fn, params) { body }: the exported wrapper fn. An MPI may lack
- * fn (an MPI 3 library has no MPI 4 large-count or persistent-collective
- * calls; MPICH no MPIX_ ones), and a program may test for it: mpi4py 4's
- * wheels reference MPI_Send_c and the others weakly and call them only
- * when not NULL, else their int forms; a program may dlsym it. Exported
- * plainly, the wrapper would be found, called, and abort for want of its
- * PMPI function (mpi4py on Open MPI 4.1: at the first send). So where the
- * toolchain has GNU indirect functions, fn is one: its resolver, run when
- * a reference to fn is bound, answers the wrapper when a loaded object
- * defines Pfn and NULL when none does, as without this library.
+ * MPI_EXPORT(fn, params) { body }: the exported wrapper fn, a plain
+ * function. An MPI may lack fn (an MPI 3 library has no MPI 4 large-count
+ * or persistent-collective calls; MPICH no MPIX_ ones) while a program tests
+ * for it (mpi4py 4's PyPI wheels reference MPI_Send_c and the others weakly
+ * and call them when not NULL): it finds the wrapper, which stops the
+ * program with a line saying so (resolve.c). GNU indirect functions that
+ * answer NULL where the MPI has no PMPI twin were tried and left: glibc
+ * prints "Relink ... for IFUNC symbol" for each one a library relocated
+ * before this one binds at load (every reference under -z now, as RHEL's
+ * and Fedora's MPICH are built; MPICH's ROMIO and Fortran library call the
+ * MPI_ names), and those bindings cannot be answered NULL anyway.
  */
-#if defined(__GLIBC__) && defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__))
-#define MPI_EXPORT(fn, params)                                                                     \
-    static int wrap_##fn params;                                                                   \
-    static __typeof__(wrap_##fn) *resolve_##fn(void) { return ceil_ip_defined("P" #fn) ? wrap_##fn : NULL; } \
-    CEIL_IP_EXPORT int fn params __attribute__((ifunc("resolve_" #fn)));                          \
-    static int wrap_##fn params
-#else
 #define MPI_EXPORT(fn, params) CEIL_IP_EXPORT int fn params
-#endif
 
 /*
  * The usual wrapper: exported fn with parameters `named`, calling its PMPI
