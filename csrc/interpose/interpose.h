@@ -354,6 +354,28 @@ void *ceil_ip_lookup(const char *name, const void *caller) __attribute__((visibi
         f_;                                                                                        \
     }))
 
+/*
+ * void *ceil_ip_resolve_narrow(const char *name, void **cache, const void *caller, int *narrow)
+ * CEIL_REAL_NARROW(fn, caller, narrow)
+ *
+ * CEIL_REAL_FROM for a function whose name ends in _c (MPI 4's large-count
+ * forms): where it is nowhere, its name without the _c, with *narrow set to
+ * 1 (before the cache, which is read with acquire). The caller calls that
+ * with its own arguments only where the two signatures differ in integer
+ * widths alone and every value fits the narrower (mpi.h, PMPI_REAL_S).
+ */
+void *ceil_ip_resolve_narrow(const char *name, void **cache, const void *caller, int *narrow)
+    __attribute__((visibility("hidden")));
+
+#define CEIL_REAL_NARROW(fn, caller, narrow)                                                       \
+    (__extension__({                                                                               \
+        ceil_ip_##fn##_fn_ f_ = __atomic_load_n(&ceil_ip_real_##fn##_, __ATOMIC_ACQUIRE);          \
+        if (__builtin_expect(f_ == NULL, 0))                                                       \
+            f_ = (ceil_ip_##fn##_fn_)ceil_ip_resolve_narrow(#fn, (void **)&ceil_ip_real_##fn##_,   \
+                                                            (caller), (narrow));                   \
+        f_;                                                                                        \
+    }))
+
 /* ---- Writing the record (from a module's report) ---------------------------
  * Async-signal-safe: no stdio, no allocation. Output past
  * CEIL_IP_RECORD_BYTES is dropped and the record says truncated=1. */

@@ -276,16 +276,47 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
  * RTLD_NEXT does not reach the library (interpose.h, CEIL_REAL_FROM). */
 #define PMPI_REAL(fn) CEIL_REAL_FROM(P##fn, __builtin_return_address(0))
 
-/* Declares the PMPI function behind a wrapper. */
-#define PMPI_DECL(fn, params) CEIL_IP_REAL_DECL(int, P##fn, params)
+/* Declares the PMPI function behind a wrapper, and whether it is the int
+ * form standing in for a missing large-count one (PMPI_REAL_S). */
+#define PMPI_DECL(fn, params)                                                                      \
+    CEIL_IP_REAL_DECL(int, P##fn, params);                                                         \
+    static int ceil_ip_narrow_P##fn __attribute__((unused))
+
+/*
+ * PMPI_REAL_S(fn): the PMPI function of a wrapper whose counts are scalars
+ * (no count or displacement arrays). Where the MPI has no Pfn_c (an MPI 3
+ * library; Open MPI 5.0, which has no large-count calls), it is the int form
+ * Pfn, called with the same arguments: on x86-64, AArch64 and little-endian
+ * POWER an int argument is the low half of the register or stack slot a
+ * 64-bit count fills, so that is the int call once each count fits an int,
+ * which MPI_COUNT_REFUSED(fn, fits) checks first (MPI_ERR_COUNT otherwise,
+ * as the program's own fallback would give). A program that tests for the
+ * _c call (mpi4py 4's wheels) finds the wrapper on such an MPI and keeps
+ * working. Elsewhere the missing function stops the program, as before.
+ */
+#if defined(__x86_64__) || defined(__aarch64__) || \
+    (defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#define PMPI_REAL_S(fn) CEIL_REAL_NARROW(P##fn, __builtin_return_address(0), &ceil_ip_narrow_P##fn)
+#else
+#define PMPI_REAL_S(fn) PMPI_REAL(fn)
+#endif
+static inline int mpi_fits(int64_t x) { return x >= INT32_MIN && x <= INT32_MAX; }
+#define MPI_FITS(x) mpi_fits(x)
+#define MPI_ERR_COUNT_ 2      /* MPI_ERR_COUNT in MPICH's, Open MPI's and the MPI 5 ABI's mpi.h */
+#define MPI_COUNT_REFUSED(fn, fits)                                                                \
+    (PMPI_REAL_S(fn) != NULL && __atomic_load_n(&ceil_ip_narrow_P##fn, __ATOMIC_RELAXED) && !(fits))
 
 /*
  * MPI_EXPORT(fn, params) { body }: the exported wrapper fn, a plain
  * function. An MPI may lack fn (an MPI 3 library has no MPI 4 large-count
  * or persistent-collective calls; MPICH no MPIX_ ones) while a program tests
  * for it (mpi4py 4's PyPI wheels reference MPI_Send_c and the others weakly
- * and call them when not NULL): it finds the wrapper, which stops the
- * program with a line saying so (resolve.c). GNU indirect functions that
+ * and call them when not NULL): it finds the wrapper. A large-count wrapper
+ * then calls the int form (PMPI_REAL_S; the blocking v-collectives through
+ * mpi_narrow.c), as the program's own fallback would; the others (MPI 4's
+ * persistent collectives and partitioned calls on an MPI 3 library, the
+ * large-count non-blocking and persistent v-forms) stop the program with a
+ * line saying why and what to do (resolve.c). GNU indirect functions that
  * answer NULL where the MPI has no PMPI twin were tried and left: glibc
  * prints "Relink ... for IFUNC symbol" for each one a library relocated
  * before this one binds at load (every reference under -z now, as RHEL's
@@ -313,6 +344,23 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
         return rc;                                                                                 \
     }
 
+/* MPI_WRAP for a function with scalar counts, `fits` saying they all fit an
+ * int (PMPI_REAL_S). */
+#define MPI_WRAP_S(fn, hist, named, args, bytes, fits)                                             \
+    MPI_EXPORT(fn, named)                                                                          \
+    {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, fits))                                                           \
+            return MPI_ERR_COUNT_;                                                                 \
+        mpi_counters *c = mpi_enter();                                                             \
+        if (!c)                                                                                    \
+            return PMPI_REAL_S(fn) args;                                                           \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = PMPI_REAL_S(fn) args;                                                       \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
+        return rc;                                                                                 \
+    }
+
 /*
  * A persistent collective's init (MPI 4: MPI_Bcast_init, MPI_Neighbor_alltoall_init
  * ...): exported fn with parameters `named` (the request's pointer named
@@ -330,6 +378,64 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
     MPI_EXPORT(fn, named)                                                                          \
     {                                                                                              \
         const int rc = PMPI_REAL(fn) args;                                                         \
+        if (rc == 0 && ceil_ip_active())                                                           \
+            mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
+        return rc;                                                                                 \
+    }
+
+/* MPI_WRAP with the PMPI call given whole (`call`, an expression of the parameters). */
+#define MPI_WRAP_CALL(fn, hist, named, call, bytes)                                                \
+    MPI_EXPORT(fn, named)                                                                          \
+    {                                                                                              \
+        mpi_counters *c = mpi_enter();                                                             \
+        if (!c)                                                                                    \
+            return (call);                                                                         \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = (call);                                                                     \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
+        return rc;                                                                                 \
+    }
+
+/* The PMPI call of a blocking v-collective, for its int form (sfx _i) and
+ * its large-count one (_c): where the MPI has no Pfn_c, `conv`
+ * (mpi_narrow.c) calls the int form with the arrays copied to ints. */
+#define MPI_ARGS_(...) __VA_ARGS__
+#define MPI_V_CALL_i(fn, conv, args) PMPI_REAL(fn) args
+#if defined(__x86_64__) || defined(__aarch64__) || \
+    (defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#define MPI_V_CALL_c(fn, conv, args)                                                               \
+    (PMPI_REAL_S(fn) && __atomic_load_n(&ceil_ip_narrow_P##fn, __ATOMIC_RELAXED)                   \
+         ? conv((void *)PMPI_REAL_S(fn), MPI_ARGS_ args)                                           \
+         : PMPI_REAL_S(fn) args)
+#else
+#define MPI_V_CALL_c(fn, conv, args) PMPI_REAL(fn) args
+#endif
+int mpi_narrow_gatherv(void *f, const void *sbuf, mpi_count scount, mpi_h stype, void *rbuf, const mpi_count *rcounts,
+                       const mpi_aint *displs, mpi_h rtype, int root, mpi_h comm) __attribute__((visibility("hidden")));
+int mpi_narrow_scatterv(void *f, const void *sbuf, const mpi_count *scounts, const mpi_aint *displs, mpi_h stype,
+                        void *rbuf, mpi_count rcount, mpi_h rtype, int root, mpi_h comm)
+    __attribute__((visibility("hidden")));
+int mpi_narrow_allgatherv(void *f, const void *sbuf, mpi_count scount, mpi_h stype, void *rbuf,
+                          const mpi_count *rcounts, const mpi_aint *displs, mpi_h rtype, mpi_h comm)
+    __attribute__((visibility("hidden")));
+int mpi_narrow_alltoallv(void *f, const void *sbuf, const mpi_count *scounts, const mpi_aint *sdispls, mpi_h stype,
+                         void *rbuf, const mpi_count *rcounts, const mpi_aint *rdispls, mpi_h rtype, mpi_h comm)
+    __attribute__((visibility("hidden")));
+int mpi_narrow_alltoallw(void *f, const void *sbuf, const mpi_count *scounts, const mpi_aint *sdispls,
+                         const void *stypes, void *rbuf, const mpi_count *rcounts, const mpi_aint *rdispls,
+                         const void *rtypes, mpi_h comm) __attribute__((visibility("hidden")));
+int mpi_narrow_reduce_scatter(void *f, const void *sbuf, void *rbuf, const mpi_count *counts, mpi_h type, mpi_h op,
+                              mpi_h comm) __attribute__((visibility("hidden")));
+
+/* PCOLL for an init with scalar counts, `fits` saying they all fit an int (PMPI_REAL_S). */
+#define PCOLL_S(fn, types, named, args, bytes, fits)                                               \
+    PMPI_DECL(fn, types);                                                                          \
+    MPI_EXPORT(fn, named)                                                                          \
+    {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, fits))                                                           \
+            return MPI_ERR_COUNT_;                                                                 \
+        const int rc = PMPI_REAL_S(fn) args;                                                       \
         if (rc == 0 && ceil_ip_active())                                                           \
             mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
         return rc;                                                                                 \

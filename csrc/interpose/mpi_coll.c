@@ -83,38 +83,38 @@ MPI_WRAP(MPI_Ibarrier, -1, (mpi_h comm, void *req), (comm, req), 0)
 /* Each macro below: one signature, its bytes, both count types. */
 #define BCAST(fn, cnt)                                                                             \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h));                                               \
-    MPI_WRAP(fn, MH_COLL, (void *buf, cnt count, mpi_h type, int root, mpi_h comm),                \
-             (buf, count, type, root, comm), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, MH_COLL, (void *buf, cnt count, mpi_h type, int root, mpi_h comm),              \
+             (buf, count, type, root, comm), mpi_bytes(count, type), MPI_FITS(count))
 BCAST(MPI_Bcast, int)
 BCAST(MPI_Bcast_c, mpi_count)
 
 #define IBCAST(fn, cnt)                                                                            \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h, void *));                                       \
-    MPI_WRAP(fn, -1, (void *buf, cnt count, mpi_h type, int root, mpi_h comm, void *req),          \
-             (buf, count, type, root, comm, req), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, -1, (void *buf, cnt count, mpi_h type, int root, mpi_h comm, void *req),        \
+             (buf, count, type, root, comm, req), mpi_bytes(count, type), MPI_FITS(count))
 IBCAST(MPI_Ibcast, int)
 IBCAST(MPI_Ibcast_c, mpi_count)
 
 #define REDUCE(fn, cnt)                                                                            \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h));                          \
-    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm), \
-             (sbuf, rbuf, count, type, op, root, comm), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm), \
+             (sbuf, rbuf, count, type, op, root, comm), mpi_bytes(count, type), MPI_FITS(count))
 REDUCE(MPI_Reduce, int)
 REDUCE(MPI_Reduce_c, mpi_count)
 
 #define IREDUCE(fn, cnt)                                                                           \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, void *));                  \
-    MPI_WRAP(fn, -1,                                                                               \
+    MPI_WRAP_S(fn, -1,                                                                             \
              (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm, void *req), \
-             (sbuf, rbuf, count, type, op, root, comm, req), mpi_bytes(count, type))
+             (sbuf, rbuf, count, type, op, root, comm, req), mpi_bytes(count, type), MPI_FITS(count))
 IREDUCE(MPI_Ireduce, int)
 IREDUCE(MPI_Ireduce_c, mpi_count)
 
 /* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm). */
 #define ALLREDUCE(fn, cnt)                                                                         \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h));                               \
-    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm), \
-             (sbuf, rbuf, count, type, op, comm), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm), \
+             (sbuf, rbuf, count, type, op, comm), mpi_bytes(count, type), MPI_FITS(count))
 ALLREDUCE(MPI_Allreduce, int)
 ALLREDUCE(MPI_Allreduce_c, mpi_count)
 ALLREDUCE(MPI_Scan, int)
@@ -126,45 +126,46 @@ ALLREDUCE(MPI_Reduce_scatter_block_c, mpi_count)
 
 #define IALLREDUCE(fn, cnt)                                                                        \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, void *));                       \
-    MPI_WRAP(fn, -1, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, void *req), \
-             (sbuf, rbuf, count, type, op, comm, req), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, -1, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, void *req), \
+             (sbuf, rbuf, count, type, op, comm, req), mpi_bytes(count, type), MPI_FITS(count))
 IALLREDUCE(MPI_Iallreduce, int)
 IALLREDUCE(MPI_Iallreduce_c, mpi_count)
 
 #define REDUCE_SCATTER(fn, cnt, sfx)                                                               \
     PMPI_DECL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h));                       \
-    MPI_WRAP(fn, MH_COLL, (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm), \
-             (sbuf, rbuf, counts, type, op, comm), own_block##sfx(counts, type, comm))
+    MPI_WRAP_CALL(fn, MH_COLL, (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm), \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_reduce_scatter, (sbuf, rbuf, counts, type, op, comm)),    \
+                  own_block##sfx(counts, type, comm))
 REDUCE_SCATTER(MPI_Reduce_scatter, int, _i)
 REDUCE_SCATTER(MPI_Reduce_scatter_c, mpi_count, _c)
 
 /* Gather, Allgather, Alltoall: one block, the one sent (received with MPI_IN_PLACE). */
-#define BLOCK_SENT(scount, stype, rcount, rtype) \
+#define BLOCK_SENT(scount, stype, rcount, rtype)                                                   \
     (mpi_in_place(sbuf) ? mpi_bytes(rcount, rtype) : mpi_bytes(scount, stype))
 
 #define GATHER(fn, cnt)                                                                            \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h));                     \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
+    MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm), BLOCK_SENT(scount, stype, rcount, rtype))
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
 GATHER(MPI_Gather, int)
 GATHER(MPI_Gather_c, mpi_count)
 
 #define SCATTER(fn, cnt)                                                                           \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h));                     \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
+    MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
              (sbuf, scount, stype, rbuf, rcount, rtype, root, comm),                               \
-             mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype))
+             mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
 SCATTER(MPI_Scatter, int)
 SCATTER(MPI_Scatter_c, mpi_count)
 
 /* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm); I-forms add a request. */
 #define ALLGATHER(fn, cnt)                                                                         \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
+    MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm), BLOCK_SENT(scount, stype, rcount, rtype))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
 ALLGATHER(MPI_Allgather, int)
 ALLGATHER(MPI_Allgather_c, mpi_count)
 ALLGATHER(MPI_Alltoall, int)
@@ -172,9 +173,9 @@ ALLGATHER(MPI_Alltoall_c, mpi_count)
 
 #define IALLGATHER(fn, cnt)                                                                        \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, void *));                  \
-    MPI_WRAP(fn, -1,                                                                               \
+    MPI_WRAP_S(fn, -1,                                                                             \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, void *req), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req), BLOCK_SENT(scount, stype, rcount, rtype))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
 IALLGATHER(MPI_Iallgather, int)
 IALLGATHER(MPI_Iallgather_c, mpi_count)
 IALLGATHER(MPI_Ialltoall, int)
@@ -182,42 +183,43 @@ IALLGATHER(MPI_Ialltoall_c, mpi_count)
 
 #define GATHERV(fn, cnt, disp, sfx)                                                                \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, int, mpi_h)); \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
-              mpi_h rtype, int root, mpi_h comm),                                                  \
-             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm),                      \
-             mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+    MPI_WRAP_CALL(fn, MH_COLL,                                                                     \
+                  (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+                   mpi_h rtype, int root, mpi_h comm),                                             \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_gatherv, (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm)), \
+                  mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
 GATHERV(MPI_Gatherv, int, int, _i)
 GATHERV(MPI_Gatherv_c, mpi_count, mpi_aint, _c)
 
 #define ALLGATHERV(fn, cnt, disp, sfx)                                                             \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, const cnt *, const disp *, mpi_h, mpi_h));    \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
-              mpi_h rtype, mpi_h comm),                                                            \
-             (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),                            \
-             mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+    MPI_WRAP_CALL(fn, MH_COLL,                                                                     \
+                  (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
+                   mpi_h rtype, mpi_h comm),                                                       \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_allgatherv, (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm)), \
+                  mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
 ALLGATHERV(MPI_Allgatherv, int, int, _i)
 ALLGATHERV(MPI_Allgatherv_c, mpi_count, mpi_aint, _c)
 
 #define SCATTERV(fn, cnt, disp, sfx)                                                               \
     PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, cnt, mpi_h, int, mpi_h)); \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, const cnt *scounts, const disp *displs, mpi_h stype, void *rbuf, cnt rcount, \
-              mpi_h rtype, int root, mpi_h comm),                                                  \
-             (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),                      \
-             mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
+    MPI_WRAP_CALL(fn, MH_COLL,                                                                     \
+                  (const void *sbuf, const cnt *scounts, const disp *displs, mpi_h stype, void *rbuf, cnt rcount, \
+                   mpi_h rtype, int root, mpi_h comm),                                             \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_scatterv, (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm)), \
+                  mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
 SCATTERV(MPI_Scatterv, int, int, _i)
 SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
 
 #define ALLTOALLV(fn, cnt, disp, sfx)                                                              \
     PMPI_DECL(fn, (const void *, const cnt *, const disp *, mpi_h, void *, const cnt *, const disp *, \
                    mpi_h, mpi_h));                                                                 \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf,  \
-              const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),                   \
-             (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm),                 \
-             mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
+    MPI_WRAP_CALL(fn, MH_COLL,                                                                     \
+                  (const void *sbuf, const cnt *scounts, const disp *sdispls, mpi_h stype, void *rbuf, \
+                   const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),              \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_alltoallv,                                        \
+                                  (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm)), \
+                  mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
 ALLTOALLV(MPI_Alltoallv, int, int, _i)
 ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
 
@@ -227,10 +229,12 @@ ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
 #define ALLTOALLW(fn, cnt, disp, sfx)                                                              \
     PMPI_DECL(fn, (const void *, const cnt *, const disp *, const void *, void *, const cnt *, const disp *, \
                    const void *, mpi_h));                                                          \
-    MPI_WRAP(fn, MH_COLL,                                                                          \
-             (const void *sbuf, const cnt *scounts, const disp *sdispls, const void *stypes, void *rbuf, \
-              const cnt *rcounts, const disp *rdispls, const void *rtypes, mpi_h comm),            \
-             (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm), ALLTOALLW_BLOCK(sfx))
+    MPI_WRAP_CALL(fn, MH_COLL,                                                                     \
+                  (const void *sbuf, const cnt *scounts, const disp *sdispls, const void *stypes, void *rbuf, \
+                   const cnt *rcounts, const disp *rdispls, const void *rtypes, mpi_h comm),       \
+                  MPI_V_CALL##sfx(fn, mpi_narrow_alltoallw,                                        \
+                                  (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm)), \
+                  ALLTOALLW_BLOCK(sfx))
 ALLTOALLW(MPI_Alltoallw, int, int, _i)
 ALLTOALLW(MPI_Alltoallw_c, mpi_count, mpi_aint, _c)
 
@@ -245,27 +249,27 @@ PCOLL(MPI_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *r
 PCOLL(MPIX_Barrier_init, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
 
 #define BCAST_INIT(fn, cnt)                                                                        \
-    PCOLL(fn, (void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),                                     \
+    PCOLL_S(fn, (void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),                                   \
           (void *buf, cnt count, mpi_h type, int root, mpi_h comm, mpi_h info, void *req),         \
-          (buf, count, type, root, comm, info, req), mpi_bytes(count, type))
+          (buf, count, type, root, comm, info, req), mpi_bytes(count, type), MPI_FITS(count))
 BCAST_INIT(MPI_Bcast_init, int)
 BCAST_INIT(MPI_Bcast_init_c, mpi_count)
 BCAST_INIT(MPIX_Bcast_init, int)
 
 #define REDUCE_INIT(fn, cnt)                                                                       \
-    PCOLL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, mpi_h, void *),                \
+    PCOLL_S(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, mpi_h, void *),              \
           (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm, mpi_h info, \
            void *req),                                                                             \
-          (sbuf, rbuf, count, type, op, root, comm, info, req), mpi_bytes(count, type))
+          (sbuf, rbuf, count, type, op, root, comm, info, req), mpi_bytes(count, type), MPI_FITS(count))
 REDUCE_INIT(MPI_Reduce_init, int)
 REDUCE_INIT(MPI_Reduce_init_c, mpi_count)
 REDUCE_INIT(MPIX_Reduce_init, int)
 
 /* Allreduce, Scan, Exscan, Reduce_scatter_block: (sbuf, rbuf, count, type, op, comm, info, req). */
 #define ALLREDUCE_INIT(fn, cnt)                                                                    \
-    PCOLL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, mpi_h, void *),                     \
+    PCOLL_S(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, mpi_h, void *),                   \
           (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, mpi_h info, void *req), \
-          (sbuf, rbuf, count, type, op, comm, info, req), mpi_bytes(count, type))
+          (sbuf, rbuf, count, type, op, comm, info, req), mpi_bytes(count, type), MPI_FITS(count))
 ALLREDUCE_INIT(MPI_Allreduce_init, int)
 ALLREDUCE_INIT(MPI_Allreduce_init_c, mpi_count)
 ALLREDUCE_INIT(MPI_Scan_init, int)
@@ -290,10 +294,10 @@ REDUCE_SCATTER_INIT(MPIX_Reduce_scatter_init, int, _i)
 
 /* Gather, Scatter: (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req). */
 #define GATHER_INIT(fn, cnt, bytes)                                                                \
-    PCOLL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),           \
+    PCOLL_S(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h, mpi_h, void *),         \
           (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm, \
            mpi_h info, void *req),                                                                 \
-          (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req), bytes)
+          (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req), bytes, MPI_FITS(scount) && MPI_FITS(rcount))
 #define SCATTERED (mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype))
 GATHER_INIT(MPI_Gather_init, int, BLOCK_SENT(scount, stype, rcount, rtype))
 GATHER_INIT(MPI_Gather_init_c, mpi_count, BLOCK_SENT(scount, stype, rcount, rtype))
@@ -304,10 +308,10 @@ GATHER_INIT(MPIX_Scatter_init, int, SCATTERED)
 
 /* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req). */
 #define ALLGATHER_INIT(fn, cnt)                                                                    \
-    PCOLL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, mpi_h, void *),                \
+    PCOLL_S(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, mpi_h, void *),              \
           (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, mpi_h info, \
            void *req),                                                                             \
-          (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), BLOCK_SENT(scount, stype, rcount, rtype))
+          (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
 ALLGATHER_INIT(MPI_Allgather_init, int)
 ALLGATHER_INIT(MPI_Allgather_init_c, mpi_count)
 ALLGATHER_INIT(MPI_Alltoall_init, int)

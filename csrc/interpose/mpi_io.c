@@ -138,13 +138,15 @@ MPI_EXPORT(MPI_File_sync, (mpi_h fh))
 /* Blocking reads: the bytes from the status (ours when the caller ignores it). */
 #define READ_BODY(fn, args)                                                                        \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn) args;                                                             \
+            return PMPI_REAL_S(fn) args;                                                           \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         status = mpi_status(status, own);                                                          \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn) args;                                                         \
+        const int rc = PMPI_REAL_S(fn) args;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const uint64_t bytes = rc == 0 ? mpi_status_bytes(status, type) : 0;                       \
         mpi_done(c, FN_##fn, ticks, bytes, MH_IO);                                                 \
@@ -175,11 +177,13 @@ READ_AT(MPI_File_read_at_all_c, mpi_count)
  * in the file's record too (write: 1 for the writes). */
 #define ASKED_BODY(fn, hist, write, args)                                                          \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn) args;                                                             \
+            return PMPI_REAL_S(fn) args;                                                           \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn) args;                                                         \
+        const int rc = PMPI_REAL_S(fn) args;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const uint64_t bytes = mpi_bytes(count, type);                                             \
         mpi_done(c, FN_##fn, ticks, bytes, (hist));                                                \

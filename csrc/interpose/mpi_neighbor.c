@@ -79,9 +79,9 @@ int mpi_out_degree(mpi_h comm)
 /* Allgather, Alltoall: (sbuf, scount, stype, rbuf, rcount, rtype, comm ...): one block sent. */
 #define NEIGHBOR(fn, cnt, hist, T, P, A)                                                           \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h T));                        \
-    MPI_WRAP(fn, hist,                                                                             \
+    MPI_WRAP_S(fn, hist,                                                                           \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm P), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm A), mpi_bytes(scount, stype))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm A), mpi_bytes(scount, stype), MPI_FITS(scount) && MPI_FITS(rcount))
 NEIGHBOR(MPI_Neighbor_allgather, int, MH_COLL, , , )
 NEIGHBOR(MPI_Neighbor_allgather_c, mpi_count, MH_COLL, , , )
 NEIGHBOR(MPI_Neighbor_alltoall, int, MH_COLL, , , )
@@ -92,9 +92,9 @@ NEIGHBOR(MPI_Ineighbor_alltoall, int, -1, REQ_T, REQ_P, REQ_A)
 NEIGHBOR(MPI_Ineighbor_alltoall_c, mpi_count, -1, REQ_T, REQ_P, REQ_A)
 
 #define NEIGHBOR_INIT(fn, cnt)                                                                     \
-    PCOLL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h INIT_T),                        \
+    PCOLL_S(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h INIT_T),                      \
           (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm INIT_P), \
-          (sbuf, scount, stype, rbuf, rcount, rtype, comm INIT_A), mpi_bytes(scount, stype))
+          (sbuf, scount, stype, rbuf, rcount, rtype, comm INIT_A), mpi_bytes(scount, stype), MPI_FITS(scount) && MPI_FITS(rcount))
 NEIGHBOR_INIT(MPI_Neighbor_allgather_init, int)
 NEIGHBOR_INIT(MPI_Neighbor_allgather_init_c, mpi_count)
 NEIGHBOR_INIT(MPI_Neighbor_alltoall_init, int)

@@ -31,11 +31,13 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, int, mpi_h));                                    \
     MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm))        \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(buf, count, type, dest, tag, comm);                               \
+            return PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm);                             \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(buf, count, type, dest, tag, comm);                           \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm);                         \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
         mpi_done(c, FN_##fn, ticks, n, MH_P2P);                                                    \
@@ -55,11 +57,13 @@ MPI_SEND_FN(MPI_Rsend_c, mpi_count)
     MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int dest, int tag, mpi_h comm,         \
                           void *req))                                                              \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(buf, count, type, dest, tag, comm, req);                          \
+            return PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm, req);                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(buf, count, type, dest, tag, comm, req);                      \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm, req);                    \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
         mpi_done(c, FN_##fn, ticks, n, MH_POST);                                                   \
@@ -76,8 +80,8 @@ MPI_ISEND_FN(MPI_Irsend_c, mpi_count)
 
 #define MPI_IRECV_FN(fn, cnt)                                                                      \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, mpi_h, void *));                                  \
-    MPI_WRAP(fn, MH_POST, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *req), \
-             (buf, count, type, src, tag, comm, req), mpi_bytes(count, type))
+    MPI_WRAP_S(fn, MH_POST, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *req), \
+             (buf, count, type, src, tag, comm, req), mpi_bytes(count, type), MPI_FITS(count))
 MPI_IRECV_FN(MPI_Irecv, int)
 MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
 
@@ -85,13 +89,15 @@ MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, mpi_h, void *));                                  \
     MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *status)) \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(buf, count, type, src, tag, comm, status);                        \
+            return PMPI_REAL_S(fn)(buf, count, type, src, tag, comm, status);                      \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         void *st = mpi_status(status, own);                                                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(buf, count, type, src, tag, comm, st);                        \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, src, tag, comm, st);                      \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         mpi_done(c, FN_##fn, ticks, rc == 0 ? mpi_status_bytes(st, type) : 0, MH_P2P);             \
         return rc;                                                                                 \
@@ -117,13 +123,15 @@ MPI_WRAP(MPI_Improbe, -1, (int src, int tag, mpi_h comm, int *flag, void *msg, v
     PMPI_DECL(fn, (void *, cnt, mpi_h, void *, void *));                                           \
     MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, void *msg, void *status))                    \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(buf, count, type, msg, status);                                   \
+            return PMPI_REAL_S(fn)(buf, count, type, msg, status);                                 \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         void *st = mpi_status(status, own);                                                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(buf, count, type, msg, st);                                   \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, msg, st);                                 \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         mpi_done(c, FN_##fn, ticks, rc == 0 ? mpi_status_bytes(st, type) : 0, MH_P2P);             \
         return rc;                                                                                 \
@@ -133,8 +141,8 @@ MPI_MRECV_FN(MPI_Mrecv_c, mpi_count)
 
 #define MPI_IMRECV_FN(fn, cnt)                                                                     \
     PMPI_DECL(fn, (void *, cnt, mpi_h, void *, void *));                                           \
-    MPI_WRAP(fn, MH_POST, (void *buf, cnt count, mpi_h type, void *msg, void *req), (buf, count, type, msg, req), \
-             mpi_bytes(count, type))
+    MPI_WRAP_S(fn, MH_POST, (void *buf, cnt count, mpi_h type, void *msg, void *req), (buf, count, type, msg, req), \
+             mpi_bytes(count, type), MPI_FITS(count))
 MPI_IMRECV_FN(MPI_Imrecv, int)
 MPI_IMRECV_FN(MPI_Imrecv_c, mpi_count)
 
@@ -143,14 +151,16 @@ MPI_IMRECV_FN(MPI_Imrecv_c, mpi_count)
     MPI_EXPORT(fn, (const void *sbuf, cnt scount, mpi_h stype, int dest, int stag, void *rbuf,     \
                           cnt rcount, mpi_h rtype, int src, int rtag, mpi_h comm, void *status))   \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(scount) && MPI_FITS(rcount)))                           \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag,  \
+            return PMPI_REAL_S(fn)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, \
                                  comm, status);                                                    \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         void *st = mpi_status(status, own);                                                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src,    \
+        const int rc = PMPI_REAL_S(fn)(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src,  \
                                      rtag, comm, st);                                              \
         const uint64_t ticks = ceil_ip_ticks() - t0, sent = mpi_bytes(scount, stype);              \
         mpi_sendrecv_done(c, FN_##fn, comm, dest, ticks, sent, rc == 0 ? mpi_status_bytes(st, rtype) : 0); \
@@ -164,13 +174,15 @@ MPI_SENDRECV_FN(MPI_Sendrecv_c, mpi_count)
     MPI_EXPORT(fn, (void *buf, cnt count, mpi_h type, int dest, int stag, int src, int rtag,       \
                           mpi_h comm, void *status))                                               \
     {                                                                                              \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn)(buf, count, type, dest, stag, src, rtag, comm, status);           \
+            return PMPI_REAL_S(fn)(buf, count, type, dest, stag, src, rtag, comm, status);         \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         void *st = mpi_status(status, own);                                                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn)(buf, count, type, dest, stag, src, rtag, comm, st);           \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, stag, src, rtag, comm, st);         \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_sendrecv_done(c, FN_##fn, comm, dest, ticks, n, rc == 0 ? mpi_status_bytes(st, type) : 0); \
         return rc;                                                                                 \
@@ -313,7 +325,9 @@ void mpi_start_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, int ok, int
     MPI_EXPORT(fn, (const void *buf, cnt count, mpi_h type, int peer, int tag, mpi_h comm,         \
                           void *req))                                                              \
     {                                                                                              \
-        const int rc = PMPI_REAL(fn)(buf, count, type, peer, tag, comm, req);                      \
+        if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
+            return MPI_ERR_COUNT_;                                                                 \
+        const int rc = PMPI_REAL_S(fn)(buf, count, type, peer, tag, comm, req);                    \
         if (rc == 0 && ceil_ip_active())                                                           \
             mpi_persistent_note(mpi_request_key(req), mpi_bytes(count, type), comm, (dest_of), -1); \
         return rc;                                                                                 \

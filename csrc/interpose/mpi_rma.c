@@ -20,10 +20,10 @@
 /* Put, Get: (origin, ocount, otype, target, tdisp, tcount, ttype, win). */
 #define PUT(fn, cnt, q)                                                                            \
     PMPI_DECL(fn, (q void *, cnt, mpi_h, int, mpi_aint, cnt, mpi_h, mpi_h));                       \
-    MPI_WRAP(fn, MH_POST,                                                                          \
+    MPI_WRAP_S(fn, MH_POST,                                                                        \
              (q void *obuf, cnt ocount, mpi_h otype, int target, mpi_aint tdisp, cnt tcount, mpi_h ttype, \
               mpi_h win),                                                                          \
-             (obuf, ocount, otype, target, tdisp, tcount, ttype, win), mpi_bytes(ocount, otype))
+             (obuf, ocount, otype, target, tdisp, tcount, ttype, win), mpi_bytes(ocount, otype), MPI_FITS(ocount) && MPI_FITS(tcount))
 PUT(MPI_Put, int, const)
 PUT(MPI_Put_c, mpi_count, const)
 PUT(MPI_Get, int, )
@@ -32,10 +32,10 @@ PUT(MPI_Get_c, mpi_count, )
 /* Rput, Rget: the same with a request. */
 #define RPUT(fn, cnt, q)                                                                           \
     PMPI_DECL(fn, (q void *, cnt, mpi_h, int, mpi_aint, cnt, mpi_h, mpi_h, void *));               \
-    MPI_WRAP(fn, MH_POST,                                                                          \
+    MPI_WRAP_S(fn, MH_POST,                                                                        \
              (q void *obuf, cnt ocount, mpi_h otype, int target, mpi_aint tdisp, cnt tcount, mpi_h ttype, \
               mpi_h win, void *req),                                                               \
-             (obuf, ocount, otype, target, tdisp, tcount, ttype, win, req), mpi_bytes(ocount, otype))
+             (obuf, ocount, otype, target, tdisp, tcount, ttype, win, req), mpi_bytes(ocount, otype), MPI_FITS(ocount) && MPI_FITS(tcount))
 RPUT(MPI_Rput, int, const)
 RPUT(MPI_Rput_c, mpi_count, const)
 RPUT(MPI_Rget, int, )
@@ -43,20 +43,20 @@ RPUT(MPI_Rget_c, mpi_count, )
 
 #define ACCUMULATE(fn, cnt)                                                                        \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, int, mpi_aint, cnt, mpi_h, mpi_h, mpi_h));            \
-    MPI_WRAP(fn, MH_POST,                                                                          \
-             (const void *obuf, cnt ocount, mpi_h otype, int target, mpi_aint tdisp, cnt tcount,    \
+    MPI_WRAP_S(fn, MH_POST,                                                                        \
+             (const void *obuf, cnt ocount, mpi_h otype, int target, mpi_aint tdisp, cnt tcount,   \
               mpi_h ttype, mpi_h op, mpi_h win),                                                   \
-             (obuf, ocount, otype, target, tdisp, tcount, ttype, op, win), mpi_bytes(ocount, otype))
+             (obuf, ocount, otype, target, tdisp, tcount, ttype, op, win), mpi_bytes(ocount, otype), MPI_FITS(ocount) && MPI_FITS(tcount))
 ACCUMULATE(MPI_Accumulate, int)
 ACCUMULATE(MPI_Accumulate_c, mpi_count)
 
 #define GET_ACCUMULATE(fn, cnt)                                                                    \
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_aint, cnt, mpi_h, mpi_h, mpi_h)); \
-    MPI_WRAP(fn, MH_POST,                                                                          \
+    MPI_WRAP_S(fn, MH_POST,                                                                        \
              (const void *obuf, cnt ocount, mpi_h otype, void *rbuf, cnt rcount, mpi_h rtype, int target, \
               mpi_aint tdisp, cnt tcount, mpi_h ttype, mpi_h op, mpi_h win),                       \
              (obuf, ocount, otype, rbuf, rcount, rtype, target, tdisp, tcount, ttype, op, win),    \
-             mpi_bytes(ocount, otype))
+             mpi_bytes(ocount, otype), MPI_FITS(ocount) && MPI_FITS(rcount) && MPI_FITS(tcount))
 GET_ACCUMULATE(MPI_Get_accumulate, int)
 GET_ACCUMULATE(MPI_Get_accumulate_c, mpi_count)
 

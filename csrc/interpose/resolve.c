@@ -62,3 +62,20 @@ void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller)
 }
 
 void *ceil_ip_resolve(const char *name, void **cache) { return ceil_ip_resolve_from(name, cache, NULL); }
+
+void *ceil_ip_resolve_narrow(const char *name, void **cache, const void *caller, int *narrow)
+{
+    void *f = ceil_ip_lookup(name, caller);
+    const size_t n = strlen(name);
+    char base[128];
+    if (!f && n > 2 && n < sizeof base && name[n - 2] == '_' && name[n - 1] == 'c') {
+        memcpy(base, name, n - 2);
+        base[n - 2] = '\0';
+        if ((f = ceil_ip_lookup(base, caller)) != NULL)
+            __atomic_store_n(narrow, 1, __ATOMIC_RELAXED);
+    }
+    if (!f)
+        return ceil_ip_resolve_from(name, cache, caller);     /* says so and stops */
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);            /* after the flag */
+    return f;
+}
