@@ -290,12 +290,16 @@ int mpi_comm_rank(mpi_h comm) __attribute__((visibility("hidden")));
  * POWER an int argument is the low half of the register or stack slot a
  * 64-bit count fills, so that is the int call once each count fits an int,
  * which MPI_COUNT_REFUSED(fn, fits) checks first (MPI_ERR_COUNT otherwise,
- * as the program's own fallback would give). A program that tests for the
+ * returned without the error handler; mpi4py's own fallback returns
+ * MPI_ERR_ARG through it: either way an exception in mpi4py). A program that tests for the
  * _c call (mpi4py 4's wheels) finds the wrapper on such an MPI and keeps
  * working. Elsewhere the missing function stops the program, as before.
  */
-#if defined(__x86_64__) || defined(__aarch64__) || \
-    (defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#if defined(__ELF__) && (defined(__x86_64__) || defined(__aarch64__) ||                             \
+                         (defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__))
+#define MPI_NARROW_ABI 1          /* not Apple's arm64, which packs stack arguments by their size */
+#endif
+#ifdef MPI_NARROW_ABI
 #define PMPI_REAL_S(fn) CEIL_REAL_NARROW(P##fn, __builtin_return_address(0), &ceil_ip_narrow_P##fn)
 #else
 #define PMPI_REAL_S(fn) PMPI_REAL(fn)
@@ -402,8 +406,7 @@ static inline int mpi_fits(int64_t x) { return x >= INT32_MIN && x <= INT32_MAX;
  * (mpi_narrow.c) calls the int form with the arrays copied to ints. */
 #define MPI_ARGS_(...) __VA_ARGS__
 #define MPI_V_CALL_i(fn, conv, args) PMPI_REAL(fn) args
-#if defined(__x86_64__) || defined(__aarch64__) || \
-    (defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#ifdef MPI_NARROW_ABI
 #define MPI_V_CALL_c(fn, conv, args)                                                               \
     (PMPI_REAL_S(fn) && __atomic_load_n(&ceil_ip_narrow_P##fn, __ATOMIC_RELAXED)                   \
          ? conv((void *)PMPI_REAL_S(fn), MPI_ARGS_ args)                                           \
