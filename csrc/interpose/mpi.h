@@ -3,7 +3,8 @@
  * persistent and partitioned requests; mpi_coll.c: the collectives;
  * mpi_neighbor.c: the neighbourhood collectives; mpi_rma.c:
  * one-sided communication; mpi_io.c: MPI-IO; mpi_fortran.c: the Fortran
- * names; mpi_gather.c: the records to one rank). Internal to
+ * names; mpi_gather.c: the records to one rank; mpi_narrow.c: the
+ * large-count v-collectives on an MPI without them). Internal to
  * libceiling_interpose.so.
  *
  * One library for every MPI: the module is built without any MPI header.
@@ -335,14 +336,18 @@ static inline int mpi_fits(int64_t x) { return x >= INT32_MIN && x <= INT32_MAX;
  * the parameters, evaluated after the call) into histogram `hist` (-1:
  * none). Declare the PMPI function with PMPI_DECL first.
  */
-#define MPI_WRAP(fn, hist, named, args, bytes)                                                     \
+#define MPI_WRAP(fn, hist, named, args, bytes) MPI_WRAP_GUARDED(fn, hist, named, , PMPI_REAL(fn) args, bytes)
+
+/* The same with a statement first (`guard`) and the PMPI call given whole
+ * (`call`, an expression of the parameters). */
+#define MPI_WRAP_GUARDED(fn, hist, named, guard, call, bytes)                                      \
     MPI_EXPORT(fn, named)                                                                          \
     {                                                                                              \
-        mpi_counters *c = mpi_enter();                                                             \
+        guard mpi_counters *c = mpi_enter();                                                       \
         if (!c)                                                                                    \
-            return PMPI_REAL(fn) args;                                                             \
+            return (call);                                                                         \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL(fn) args;                                                         \
+        const int rc = (call);                                                                     \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
         return rc;                                                                                 \
@@ -351,19 +356,11 @@ static inline int mpi_fits(int64_t x) { return x >= INT32_MIN && x <= INT32_MAX;
 /* MPI_WRAP for a function with scalar counts, `fits` saying they all fit an
  * int (PMPI_REAL_S). */
 #define MPI_WRAP_S(fn, hist, named, args, bytes, fits)                                             \
-    MPI_EXPORT(fn, named)                                                                          \
-    {                                                                                              \
-        if (MPI_COUNT_REFUSED(fn, fits))                                                           \
-            return MPI_ERR_COUNT_;                                                                 \
-        mpi_counters *c = mpi_enter();                                                             \
-        if (!c)                                                                                    \
-            return PMPI_REAL_S(fn) args;                                                           \
-        const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = PMPI_REAL_S(fn) args;                                                       \
-        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
-        mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
-        return rc;                                                                                 \
-    }
+    MPI_WRAP_GUARDED(fn, hist, named, if (MPI_COUNT_REFUSED(fn, fits)) return MPI_ERR_COUNT_;,     \
+                     PMPI_REAL_S(fn) args, bytes)
+
+/* MPI_WRAP with the PMPI call given whole. */
+#define MPI_WRAP_CALL(fn, hist, named, call, bytes) MPI_WRAP_GUARDED(fn, hist, named, , call, bytes)
 
 /*
  * A persistent collective's init (MPI 4: MPI_Bcast_init, MPI_Neighbor_alltoall_init
@@ -384,20 +381,6 @@ static inline int mpi_fits(int64_t x) { return x >= INT32_MIN && x <= INT32_MAX;
         const int rc = PMPI_REAL(fn) args;                                                         \
         if (rc == 0 && ceil_ip_active())                                                           \
             mpi_persistent_note(mpi_request_key(req), (bytes), 0, -1, FN_##fn);                    \
-        return rc;                                                                                 \
-    }
-
-/* MPI_WRAP with the PMPI call given whole (`call`, an expression of the parameters). */
-#define MPI_WRAP_CALL(fn, hist, named, call, bytes)                                                \
-    MPI_EXPORT(fn, named)                                                                          \
-    {                                                                                              \
-        mpi_counters *c = mpi_enter();                                                             \
-        if (!c)                                                                                    \
-            return (call);                                                                         \
-        const uint64_t t0 = ceil_ip_ticks();                                                       \
-        const int rc = (call);                                                                     \
-        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
-        mpi_done(c, FN_##fn, ticks, (bytes), (hist));                                              \
         return rc;                                                                                 \
     }
 
