@@ -344,7 +344,6 @@ void *ceil_ip_resolve(const char *name, void **cache) __attribute__((visibility(
 void *ceil_ip_resolve_from(const char *name, void **cache, const void *caller) __attribute__((visibility("hidden")));
 void *ceil_ip_lookup(const char *name, const void *caller) __attribute__((visibility("hidden")));
 
-
 #define CEIL_REAL_FROM(fn, caller)                                                                 \
     (__extension__({                                                                               \
         ceil_ip_##fn##_fn_ f_ = __atomic_load_n(&ceil_ip_real_##fn##_, __ATOMIC_RELAXED);          \
