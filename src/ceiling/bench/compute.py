@@ -17,9 +17,10 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import core
+from ..machine import blas
 from ..machine.model import Machine
-from ..machine.peaks import flop_peak
-from ..results.model import HIGHER, Metric, Series
+from ..machine.peaks import flop_peak, widest_isa
+from ..results.model import HIGHER, Metric, Peak, Series
 from ..results.measure import Context, Outcome
 from ..sysfs import meminfo_bytes
 from .base import rate_metric
@@ -148,21 +149,58 @@ def clock_metrics(machine: Machine) -> Outcome:
 
 # -- DGEMM ---------------------------------------------------------------------
 
-def _blas_info() -> Tuple[Dict[str, Any], Any]:
-    """What BLAS numpy calls, and a context manager factory limiting its threads."""
-    import numpy  # noqa: F401  threadpoolctl only sees libraries already loaded
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
-        return {"name": "unknown", "why": "threadpoolctl is not installed"}, None
-    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    if not libs:
-        return {"name": "unknown", "why": "threadpoolctl sees no BLAS in this process"}, None
-    lib = libs[0]
-    info = {"name": lib.get("internal_api", "unknown"), "version": lib.get("version"),
-            "threading_layer": lib.get("threading_layer"), "architecture": lib.get("architecture"),
-            "library": os.path.basename(lib.get("filepath") or "")}
-    return info, threadpool_limits
+def _blas_info() -> Tuple[Dict[str, Any], Any, blas.Blas]:
+    """What BLAS numpy calls, a context manager factory limiting its threads, and threadpoolctl's view."""
+    info, why = blas.snapshot()
+    lib = blas.Blas.of(info, why)
+    if why:
+        return {"name": "unknown", "why": why}, None, lib
+    if not lib.api:
+        return {"name": "unknown", "why": lib.why}, None, lib
+    from threadpoolctl import threadpool_limits
+    return ({"name": lib.api, "version": lib.version or None, "threading_layer": lib.threading_layer or None,
+             "architecture": lib.architecture or None, "library": os.path.basename(lib.filepath)},
+            threadpool_limits, lib)
+
+
+def isa_context(machine: Machine, lib: blas.Blas, caps: Sequence[blas.Cap], best: Optional[float],
+                cores: int, efficiency: Optional[float]) -> Tuple[Dict[str, Any], str]:
+    """What DGEMM's context says about the ISA the library runs, and the note for the report.
+
+    The ISA is the library's own word where it gives one (OpenBLAS's core type), else a variable's
+    that sets it (MKL_ENABLE_INSTRUCTIONS, ...). Where it is narrower than the node's widest, the
+    figure is also rated against that ISA's peak: "15% of the node's AVX-512 peak, 45% of the AVX2
+    peak the library runs". ``env_caps`` holds the variables that lower the figure (no verdict about
+    the node rests on a metric that has them).
+    """
+    isa_caps = [c for c in caps if c.effect == "isa" and c.dgemm in (blas.RAN_WITH, blas.CAPPED)]
+    node = widest_isa(machine)
+    run = lib.isa_run() or next((c.isa_run for c in isa_caps if c.isa_run), None)
+    ctx: Dict[str, Any] = {"isa_node": node}
+    if run:
+        ctx["isa_run"] = run
+    capped = [c for c in caps if c.dgemm == blas.CAPPED]
+    if capped:
+        ctx["env_caps"] = [c.data() for c in capped]
+    if not run or run == node or run not in blas.ISA_RANK or node not in blas.ISA_RANK:
+        return ctx, ""
+    why = next((f"{c.variable}={c.value}" for c in isa_caps if c.effect == "isa"), "")
+    said = (f"OpenBLAS core type {lib.architecture}" if lib.api == "openblas" and lib.architecture else "")
+    said = ", ".join(filter(None, [said, f"set by {why}" if why else ""]))
+    title, node_title = blas.ISA_TITLE[run], blas.ISA_TITLE[node]
+    if run in blas.MODELLED_PEAK:
+        p = flop_peak(machine, precision="dp", cores=cores, isa=run)
+    else:
+        p = Peak(None, GFLOPS, f"unknown: ceiling models FMA peaks only; {title} code has no FMA at "
+                               f"{node_title} width")
+    ctx["peak_isa_run"] = p.to_dict()
+    eff = best / p.value if p.known and best is not None and p.value else None
+    ctx["efficiency_isa_run"] = eff
+    node_part = (f"{efficiency:.0%} of the node's {node_title} peak" if efficiency is not None
+                 else f"the node's {node_title} peak unknown")
+    run_part = (f"{eff:.0%} of the {title} peak the library runs" if eff is not None
+                else f"the {title} peak the library runs is {p.provenance}")
+    return ctx, f"{node_part}, {run_part}" + (f" ({said})" if said else "")
 
 
 class _Threads:
@@ -256,28 +294,31 @@ def dgemm_run(n: int, threads: int, reps: int, warmup: int = 1, limits=None) -> 
 def bench_dgemm(ctx: Context) -> Outcome:
     """DGEMM Gflop/s on ctx.nthreads BLAS threads ("dgemm.node"), and unless quick by thread count."""
     out = Outcome()
-    blas, limits = _blas_info()
+    blas_ctx, limits, lib = _blas_info()
     nt = ctx.nthreads
     reps = _reps(ctx)
     node_cores = _cores_of(ctx.machine, ctx.cpus)
     ctx.progress.start("DGEMM")
     n = choose_dgemm_n(nt, DGEMM_QUICK_MIN_TIME_S if ctx.opts.quick else DGEMM_MIN_TIME_S, limits)
     vals, err, bound = dgemm_run(n, nt, reps, limits=limits)
-    context = {"n": n, "threads": nt, "blas": blas, "residual": err, "residual_bound": bound,
+    context = {"n": n, "threads": nt, "blas": blas_ctx, "residual": err, "residual_bound": bound,
                "placement": "BLAS threads, not pinned by ceiling", "cores": node_cores}
     m = Metric.measured("dgemm.node", vals, GFLOPS, HIGHER, peak=flop_peak(ctx.machine, precision="dp", cores=node_cores, isa=None),
                         context=context)
-    notes = []
+    caps = blas.env_caps(os.environ, lib, ctx.machine)
+    isa_ctx, isa_note = isa_context(ctx.machine, lib, caps, m.value, node_cores, m.efficiency)
+    m.context.update(isa_ctx)
+    notes = [isa_note] if isa_note else []
     if err > bound:
         m.valid = False
         notes.append(f"validation failed: residual {err:.2e} exceeds the rounding bound {bound:.2e}")
     if limits is None:
-        notes.append(f"BLAS thread count not controllable ({blas.get('why')}): the library chose it")
+        notes.append(f"BLAS thread count not controllable ({blas_ctx.get('why')}): the library chose it")
     m.note = "; ".join(notes)
     out.metrics.append(_check_peak(m))
     ctx.progress.done()
     if not ctx.opts.quick and nt > 1:
-        out.series.append(_dgemm_sweep(ctx, n, nt, min(reps, SWEEP_MAX_REPS), limits, blas, vals, m.valid))
+        out.series.append(_dgemm_sweep(ctx, n, nt, min(reps, SWEEP_MAX_REPS), limits, blas_ctx, vals, m.valid))
     return out
 
 
