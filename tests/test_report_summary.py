@@ -140,3 +140,45 @@ def test_network_and_storage_runs_lead_with_their_own_figures_and_no_flop_peaks(
     flops = _run(Metric.measured("flops.dp.node", [90.0], "Gflop/s"), machine=machine)
     assert [k for k, _ in labels.shown_peaks(flops)] == ["flops.dp.node"]
     assert [k for k, _ in labels.shown_peaks(_run(machine=machine))] == ["flops.dp.node", "membw.node"]
+
+
+def _capped_dgemm(value=41.7, eff_run=0.30):
+    """DGEMM as the bench records it under OPENBLAS_CORETYPE=Haswell on an AVX-512 node."""
+    m = Metric.measured("dgemm.node", [value], "Gflop/s", peak=Peak(278.0, "Gflop/s", "f"),
+                        context={"isa_node": "avx512", "isa_run": "avx2", "efficiency_isa_run": eff_run,
+                                 "env_caps": [{"cause": "env", "variable": "OPENBLAS_CORETYPE", "value": "Haswell",
+                                               "library": "openblas", "effect": "isa", "isa_run": "avx2",
+                                               "isa_node": "avx512", "dgemm": "capped"}]})
+    return m
+
+
+def test_a_figure_the_environment_lowered_is_no_verdict_about_the_node():
+    dgemm = _capped_dgemm()
+    triad = Metric.measured("stream.triad", [80.0], "GB/s", peak=Peak(100.0, "GB/s", "b"))
+    run = _run(dgemm, triad)
+    v = summary.verdict(run)
+    assert v.kind == "below_peak" and v.metric == "stream.triad"
+    assert "OPENBLAS_CORETYPE=Haswell" in v.evidence and "not the node" in v.evidence
+    text = _verdict_text(run)
+    assert text.startswith("Furthest below peak - Memory bandwidth: STREAM triad")
+    assert ("Lower still: dgemm.node is set by the environment, not the node: OPENBLAS_CORETYPE=Haswell has "
+            "OpenBLAS run its AVX2 code on this AVX-512 CPU (15% of the node's peak, 30% of the AVX2 peak the "
+            "library runs); unset OPENBLAS_CORETYPE and rerun") in text
+    # Above the verdict it is not mentioned; without env_caps (the library's own default) it is the verdict.
+    triad.efficiency = 0.10
+    v = summary.verdict(_run(dgemm, triad))
+    assert v.metric == "stream.triad" and v.evidence == ""
+    dgemm.context.pop("env_caps")
+    triad.efficiency = 0.80
+    v = summary.verdict(_run(dgemm, triad))
+    assert v.kind == "below_peak" and v.metric == "dgemm.node" and v.evidence == ""
+
+
+def test_alone_it_gives_no_verdict_and_names_the_variable():
+    run = _run(_capped_dgemm())
+    v = summary.verdict(run)
+    assert v.kind == "no_verdict" and v.metric == "dgemm.node"
+    text = _verdict_text(run)
+    assert "Furthest below peak" not in text
+    assert text.startswith("No verdict: dgemm.node would be furthest below its peak, but it is set by the "
+                           "environment, not the node: OPENBLAS_CORETYPE=Haswell")

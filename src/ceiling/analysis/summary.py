@@ -1,6 +1,12 @@
 """The verdict of a run: the subsystem furthest below its peak, or why no
 efficiency can be given; and the problems a summary lists first.
 
+A metric whose figure an environment variable lowered (``context["env_caps"]``,
+written by the bench from machine.blas: OPENBLAS_CORETYPE=Haswell on an
+AVX-512 CPU) rates the environment, not the node: it is never the node's
+verdict, and when it would have been the lowest the verdict says so, naming
+the variable.
+
 Pure functions over a results.model.Run. ``verdict`` is computed once, stored
 in ``Run.analysis`` (analysis.analyse), and only rendered afterwards: the
 words for it are the report's (report/labels.py).
@@ -9,10 +15,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..machine.blas import ISA_TITLE, LIBRARY_TITLE
 from ..results.analysis import NO_VERDICT, Verdict
 from ..results.machine_view import MachineFacts
 from ..results.model import FAIL, WARN, Finding, Metric, Run
-from ..units import figure
+from ..units import figure, pct
 
 # Suffixes that name a kernel variant: such a metric measures the variant, not
 # the subsystem (the widest variant carries the plain name).
@@ -36,13 +43,45 @@ def _eligible(m: Metric) -> bool:
             and m.peak is not None and m.peak.known and not is_variant(m.name))
 
 
+def env_caps(m: Metric) -> List[Dict]:
+    """The environment variables that lowered ``m``'s figure (the bench's structured causes)."""
+    caps = m.context.get("env_caps")
+    return [c for c in caps if isinstance(c, dict) and c.get("variable")] if isinstance(caps, list) else []
+
+
+def _cap_words(c: Dict) -> str:
+    var = f"{c.get('variable')}={c.get('value', '')}"
+    run, node = ISA_TITLE.get(str(c.get("isa_run"))), ISA_TITLE.get(str(c.get("isa_node")))
+    if c.get("effect") == "isa" and run and node:
+        lib = LIBRARY_TITLE.get(str(c.get("library")), str(c.get("library")))
+        return f"{var} has {lib} run its {run} code on this {node} CPU"
+    if c.get("effect") == "affinity":
+        return f"{var} puts every thread on one CPU"
+    return var
+
+
+def env_sentence(m: Metric) -> str:
+    """Why ``m`` rates the environment, in words: its variables and its efficiency against the
+    peak of the ISA the library runs, when the bench recorded one."""
+    caps = env_caps(m)
+    text = "set by the environment, not the node: " + "; ".join(_cap_words(c) for c in caps)
+    eff, run = figure(m.context.get("efficiency_isa_run")), ISA_TITLE.get(str(m.context.get("isa_run")))
+    if eff is not None and run:
+        text += f" ({pct(m.efficiency)} of the node's peak, {pct(eff)} of the {run} peak the library runs)"
+    else:
+        text += f" ({pct(m.efficiency)} of the node's peak)"
+    names = ", ".join(dict.fromkeys(str(c.get("variable")) for c in caps))
+    return text + f"; unset {names} and rerun (finding env.blas)"
+
+
 def furthest_below_peak(run: Run) -> Optional[Metric]:
     """The valid metric with the lowest known efficiency; None when no metric has a known peak.
 
     Per-ISA variants are left out: they rate a kernel variant, not the node.
     STREAM copy/scale/add stand aside when the triad has a known efficiency.
+    Metrics an environment variable lowered stand aside: they rate the environment.
     """
-    cands = [m for m in run.metrics if _eligible(m)]
+    cands = [m for m in run.metrics if _eligible(m) and not env_caps(m)]
     if any(m.name == "stream.triad" for m in cands):
         # STREAM's headline is the triad; copy and scale count no write-allocate
         # traffic, so they read lower without the memory being any slower.
@@ -77,16 +116,29 @@ def unknown_peaks(run: Run) -> List[Tuple[str, str]]:
 def verdict(run: Run) -> Verdict:
     """What a summary leads with, as data: the metric furthest below its peak, or why there is none.
     A metric measured under competing load (``context["disturbed"]``, set when a step met it twice)
-    is never the verdict: "no verdict", with the load's evidence."""
+    is never the verdict: "no verdict", with the load's evidence. A metric an environment variable
+    lowered is never the verdict either; one that would have been lower than the verdict is said in
+    its evidence, and when no other metric remains, the verdict is "no verdict" naming the variable."""
     m = furthest_below_peak(run)
+    env = sorted((c for c in run.metrics if _eligible(c) and env_caps(c)
+                  and (m is None or (c.efficiency, c.name) < (m.efficiency, m.name))),
+                 key=lambda c: (c.efficiency, c.name))
+    env_text = "; ".join(f"{c.name} is {env_sentence(c)}" for c in env)
     if m is not None and m.context.get("disturbed"):
         return Verdict(kind=NO_VERDICT, metric=m.name, node=m.node, value=m.value, unit=m.unit,
                        efficiency=m.efficiency, peak=m.peak,
-                       evidence=f"{m.name} would be furthest below its peak, but it was measured while other "
-                                f"processes were busy ({m.context['disturbed']}); rerun on an idle node")
+                       evidence="; ".join(filter(None, [
+                           f"{m.name} would be furthest below its peak, but it was measured while other "
+                           f"processes were busy ({m.context['disturbed']}); rerun on an idle node", env_text])))
     if m is not None:
         return Verdict(kind="below_peak", metric=m.name, node=m.node, value=m.value, unit=m.unit,
-                       efficiency=m.efficiency, peak=m.peak)
+                       efficiency=m.efficiency, peak=m.peak, evidence=env_text)
+    if env:
+        e = env[0]
+        return Verdict(kind=NO_VERDICT, metric=e.name, node=e.node, value=e.value, unit=e.unit,
+                       efficiency=e.efficiency, peak=e.peak,
+                       evidence="; ".join([f"{e.name} would be furthest below its peak, but it is {env_sentence(e)}"]
+                                          + [f"{c.name} is {env_sentence(c)}" for c in env[1:]]))
     unknown = unknown_peaks(run)
     if unknown:
         return Verdict(kind="unknown_peaks", unknown=[{"metric": n, "reason": why} for n, why in unknown])
