@@ -164,3 +164,19 @@ def test_the_check_is_live_and_skipped_on_a_recorded_tree(tmp_path):
     assert c.live
     f = base.run_one(c, base.Probe(tmp_path, cpu(), live=False), strict=True)
     assert f.status == "skipped"
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+VARS = ["OPENBLAS_CORETYPE", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR", "MKL_DEBUG_CPU_TYPE", "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_DYNAMIC", "OMP_WAIT_POLICY", "GOMP_CPU_AFFINITY",
+        "KMP_AFFINITY", "LD_PRELOAD"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(environ=st.dictionaries(st.sampled_from(VARS), st.text(max_size=40)),
+       arch=st.text(max_size=12), version=st.text(max_size=12))
+def test_no_value_crashes_the_judge(environ, arch, version):
+    for info in (openblas(arch), mkl(version), []):
+        f = judge(environ, info)
+        assert f.status in (OK, WARN) and f.title

@@ -252,7 +252,7 @@ def _mkl(env: Mapping[str, str], blas: Blas, machine: Machine) -> List[Cap]:
 
 def _count(v: str) -> Optional[int]:
     first = v.split(",")[0].strip()
-    return int(first) if first.isdigit() and int(first) > 0 else None
+    return int(first) if re.fullmatch(r"[0-9]{1,9}", first) and int(first) > 0 else None
 
 
 def _threads(env: Mapping[str, str], blas: Blas, ncpus: int) -> List[Cap]:
@@ -292,7 +292,7 @@ def _cpu_list(text: str) -> Optional[set]:
     for tok in re.split(r"[\s,]+", text.strip()):
         if not tok:
             continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", tok)
+        m = re.fullmatch(r"([0-9]{1,9})(?:-([0-9]{1,9})(?::([0-9]{1,9}))?)?", tok)
         if not m:
             return None
         lo = int(m.group(1))
