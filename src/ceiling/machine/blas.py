@@ -196,7 +196,7 @@ def _isa_cap(var: str, value: str, library: str, isa: Optional[str], blas: Blas,
                  f"({p_run.value / p_node.value:.0%})")
     elif isa not in MODELLED_PEAK:
         what += f" (no FMA at {ISA_TITLE[node]} width: a fraction of the node's peak)"
-    who = ("ceiling's DGEMM ran with it" if used else "ceiling's DGEMM calls another BLAS" if used is False
+    who = ("ceiling's DGEMM runs under it" if used else "ceiling's DGEMM calls another BLAS" if used is False
            else "threadpoolctl sees no BLAS here")
     return Cap(var, value, library, "isa", CAPPED if used else NOT_USED, what + f"; {who}",
                why=f"{lib} then never uses the CPU's {ISA_TITLE[node]} units: dense linear algebra (DGEMM, "

@@ -107,7 +107,7 @@ AREA_TITLES = {
     "cgroup": "Containers and cgroups",
     "perf": "Profiling support",
     "irq": "Interrupts",
-    "env": "Virtualization",
+    "env": "Environment (VM, BLAS variables)",
 }
 
 
