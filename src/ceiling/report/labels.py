@@ -172,6 +172,8 @@ def verdict_text(run: Run) -> str:
                 f"{pct(v.efficiency)} of the {with_unit(v.peak.value, v.peak.unit or v.unit, sig=4)} peak")
         if v.peak.provenance:
             text += f" ({v.peak.provenance})"
+        if v.evidence:
+            text += f"; {v.evidence}"
         return text
     if v.kind == "unknown_peaks":
         # One reason often covers many metrics (every storage figure on one device): say it once.
