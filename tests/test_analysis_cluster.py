@@ -211,6 +211,12 @@ def test_the_cluster_gives_no_verdict_when_every_node_met_competing_load():
     assert labels.verdict_text(run).startswith("No verdict: dgemm.node would be furthest below its peak")
     assert run.analysis.figure("dgemm.node").state == "disturbed"
     assert "disturbed: 26.9 Gflop/s measured while other processes were busy" in terminal.summary(run)
+    from ceiling.report import html_cluster, terminal_cluster
+    from ceiling.results.model import Node
+    run.analysis.uniformity, run.nodes = c.uniformity(), [Node(name="a"), Node(name="b")]
+    assert "disturbed, no figure of the cluster: 2 of 2 nodes met competing load" in \
+        terminal_cluster.cluster_section(run, width=200)
+    assert 'competing load</span> disturbed, no figure of the cluster' in html_cluster.cluster_section(run)
     assert summary.verdict(Run(tool_version="0", host="a", started="", command=[],
                                metrics=cluster_of(node("a", 26.8), node("b", 27.0)).metrics())).kind == "below_peak"
 
