@@ -201,7 +201,7 @@ def measure_clock(cpus: Sequence[int], *, domain_cpus: Optional[Sequence[int]] =
     out["measured_method"] = (
         f"dependent 1-cycle integer add chain (C core kernel clock_add), {iters} adds per thread "
         f"per repetition (~{target_s * 1e3:.0f} ms), best of {reps} after {WARMUP_REPS} warm-up, "
-        f"over each thread's own CPU time{'' if None not in waits.values() else ' where it could be read, else wall time'}; "
+        f"over each thread's own CPU time{'' if None not in waits.values() else ' where read, else wall time'}; "
         f"single: each of CPUs {singles}{sampled} "
         f"alone; all: {len(cpus)} CPUs at once")
     out["measured_disturbed"] = _disturbed(waits)

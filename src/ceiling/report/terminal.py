@@ -353,15 +353,16 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
         lw = max(len(label) for label, _ in heads)
         shown = [run.analysis.figure(met.name, met.node) for _, met in heads]
         cells = [(F.DASH, "") if fig is not None and fig.shown is None else
-                 F.quantity(fig.shown if fig is not None else met.value, met.unit) for (_, met), fig in zip(heads, shown)]
+                 F.quantity(fig.shown if fig is not None else met.value, met.unit)
+                 for (_, met), fig in zip(heads, shown)]
         vw = max(len(v) for v, _ in cells)
         uw = max(len(u) for _, u in cells)
         for (label, met), (value, unit), fig in zip(heads, cells, shown):
             text = f"  {label:<{lw}}  {value:>{vw}} {unit:<{uw}}"
             eff = met.efficiency if fig is None else fig.efficiency
             if fig is not None and fig.shown is None:
-                text += f"  disturbed: {F.with_unit(fig.measured, fig.unit)} measured while other processes were busy, " \
-                        "not the node's value"
+                text += (f"  disturbed: {F.with_unit(fig.measured, fig.unit)} measured while other processes "
+                         "were busy, not the node's value")
             elif F.figure(eff) is not None and met.peak is not None and met.peak.known:
                 full = f"  {F.pct(eff):>4} of {F.with_unit(met.peak.value, met.peak.unit or met.unit, sig=4)} peak"
                 # On a narrow terminal the percentage alone; the peak is in the verdict and the full report.

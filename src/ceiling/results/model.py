@@ -39,7 +39,8 @@ __all__ = [
     "SCHEMA_VERSION", "HIGHER", "LOWER", "CV_WARN", "OK", "WARN", "FAIL", "SKIPPED", "STATUSES",
     "DocumentError", "Record", "Stats", "Peak", "Metric", "Finding", "Series",
     "Node", "Job", "OutputFile", "Application", "Run",
-    "Analysis", "Absent", "Capacity", "Figure", "DISTURBED", "UNSTABLE", "FIGURE_STATES", "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
+    "Analysis", "Absent", "Capacity", "Figure", "DISTURBED", "UNSTABLE", "FIGURE_STATES",
+    "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
     "VERDICT_KINDS", "BELOW_PEAK", "UNKNOWN_PEAKS", "NO_PEAK", "NOTHING_MEASURED", "NO_VERDICT",
     "ROOF_KINDS", "COMPUTE", "BANDWIDTH", "BOUND_KINDS",
 ]
