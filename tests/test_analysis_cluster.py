@@ -55,6 +55,7 @@ def test_of_two_nodes_the_slower_is_measured_against_the_other():
     assert o["node"] == "b" and o["than"] == "a" and o["worse"] == pytest.approx(0.4) and o["z"] is None
     f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
     assert "b is 40% below a" in f.title and "cannot tell which one is off" in f.title
+    assert f.title.endswith("read each node's own findings")       # a whole sentence, not "its own findings may"
     assert "worse than the a" not in f.evidence and "40.0% worse than a" in f.evidence
 
 
@@ -182,3 +183,47 @@ def test_a_sampled_network_says_so():
         del ps[2:]                                                # each rank met 2 partners
     series, metrics, _ = conclude([f"n{i}" for i in range(6)], per, 2, 5)
     assert "2 of 5 rounds" in series[0].context["sampled"] and "sampled" in metrics[0].context
+
+
+def _busy(d, evidence="other processes used 1.00 CPUs"):
+    d.metrics["dgemm.node"]["disturbed"] = evidence
+    return d
+
+
+def test_a_node_s_disturbed_figure_travels_in_its_digest():
+    m = Metric.measured("dgemm.node", [26.8], "Gflop/s")
+    m.context["disturbed"] = "other processes used 1.00 CPUs"
+    d = NodeDigest.from_dict(digest(Run(tool_version="0", host="a", started="", command=[], metrics=[m]), "a",
+                                    {}).to_dict())
+    assert d.metrics["dgemm.node"]["disturbed"] == "other processes used 1.00 CPUs"
+
+
+def test_the_cluster_gives_no_verdict_when_every_node_met_competing_load():
+    from ceiling.analysis import summary
+    from ceiling.report import labels, terminal
+    c = cluster_of(_busy(node("a", 26.8)), _busy(node("b", 27.0)))
+    run = Run(tool_version="0", host="a", started="", command=[], metrics=c.metrics())
+    assert "2 of 2 nodes met competing load (a, b: other processes used 1.00 CPUs)" == \
+        run.metric("dgemm.node").context["disturbed"]
+    from ceiling.analysis.analyse import analyse
+    run.analysis = analyse(run)
+    assert run.analysis.verdict.kind == "no_verdict"
+    assert labels.verdict_text(run).startswith("No verdict: dgemm.node would be furthest below its peak")
+    assert run.analysis.figure("dgemm.node").state == "disturbed"
+    assert "disturbed: 26.9 Gflop/s measured while other processes were busy" in terminal.summary(run)
+    from ceiling.report import html_cluster, terminal_cluster
+    from ceiling.results.model import Node
+    run.analysis.uniformity, run.nodes = c.uniformity(), [Node(name="a"), Node(name="b")]
+    assert "disturbed, no figure of the cluster: 2 of 2 nodes met competing load" in \
+        terminal_cluster.cluster_section(run, width=200)
+    assert 'competing load</span> disturbed, no figure of the cluster' in html_cluster.cluster_section(run)
+    assert summary.verdict(Run(tool_version="0", host="a", started="", command=[],
+                               metrics=cluster_of(node("a", 26.8), node("b", 27.0)).metrics())).kind == "below_peak"
+
+
+def test_nodes_that_met_competing_load_are_left_out_of_the_cluster_s_median():
+    c = cluster_of(_busy(node("a", 20.0)), node("b", 100.0), node("c", 98.0))
+    m = {x.name: x for x in c.metrics()}["dgemm.node"]
+    assert m.value == 99.0 and m.stats.median == 98.0 and "disturbed" not in m.context
+    assert m.context["left_out"].startswith("1 of 3 nodes met competing load (a:")
+    assert m.efficiency == pytest.approx(99.0 / 120.0)

@@ -35,6 +35,8 @@ CASES = [
     (["bench", "memory", "--threads", "x", "--no-store"], 2, "not a whole number"),
     (["bench", "memory", "--threads", "100000", "--no-store"], 3, "CPU"),
     (["bench", "memory", "--reps", "0", "--no-store"], 3, "at least 1"),
+    (["bench", "memory", "--retry-disturbed", "-1", "--no-store"], 3, "at least 0"),
+    (["run", "--retry-disturbed", "many", "--no-store"], 2, "not a whole number"),
     (["bench", "memory", "--isa", "mmx", "--no-store"], 2, "unknown"),
     (["bench", "memory", "--isa", "sve" if os.uname().machine == "x86_64" else "avx2", "--no-store"], 3, "cannot run"),
     (["bench", "memory", "--placement", "diagonal", "--no-store"], 2, "unknown"),

@@ -370,3 +370,42 @@ def test_pinning_does_not_outlive_the_run(name, cpus):
     assert os.sched_getaffinity(0) == before
     for tid, mask in thread_masks().items():   # a thread new to this run started with the caller's mask
         assert mask == threads.get(tid, before), f"thread {tid} left on CPUs {sorted(mask)}"
+
+
+def test_clock_kernel_gives_each_repetitions_thread_cpu_time():
+    from ceiling import core as C
+    k = C.find("clock_add", "scalar")
+    raw = C.run(k, iters=200_000, reps=4, warmup=1, nthreads=len(CPUS), cpus=CPUS, flags=C.F_THREAD_CPU)
+    assert raw.valid and len(raw.times_s) == len(raw.cpu_s) == 4
+    # a thread's own CPU time is within its window: never above the wall time of the repetition
+    assert all(0 < c <= w * 1.01 + 1e-4 for w, c in zip(raw.times_s, raw.cpu_s)), (raw.times_s, raw.cpu_s)
+    assert C.run(k, iters=1000, reps=2, nthreads=1, cpus=CPUS[:1]).cpu_s == ()
+
+
+class _FakeCore:
+    """A clock kernel whose threads ran 1e9 adds in 0.25 s of their own CPU time, in windows
+    of 0.5 s: they waited for a CPU half the time (another process shared it)."""
+    F_THREAD_CPU = 0x4
+
+    def __init__(self, cpu_s):
+        self.cpu_s = cpu_s
+
+    def run(self, k, **kw):
+        from ceiling.core import RawResult
+        assert kw["flags"] & self.F_THREAD_CPU
+        n = kw["reps"]
+        return RawResult(k, (0.5,) * n, int(1e9) * kw["nthreads"], 0.0, True, False, kw["nthreads"], "",
+                         tuple(self.cpu_s[:n]))
+
+
+def test_the_clock_is_taken_over_the_threads_own_cpu_time_and_waiting_marks_it():
+    from ceiling.machine import clocks
+    ghz, vals, waited = clocks._ghz(_FakeCore([0.25] * 3), None, [0, 1], 10, 3)
+    assert ghz == pytest.approx(4.0) and vals == pytest.approx([4.0] * 3)     # not 2.0 (over wall time)
+    assert waited == pytest.approx(0.5)
+    said = clocks._disturbed({"CPU 0 alone": 0.0, "all CPUs": waited})
+    assert "all CPUs: the threads waited for a CPU 50% of the time" in said and "CPU 0" not in said
+    assert clocks._disturbed({"CPU 0 alone": 0.01, "all CPUs": None}) == ""
+    # a core that could not read thread CPU time: the wall time, and no claim about waiting
+    ghz, _, waited = clocks._ghz(_FakeCore([-1.0] * 3), None, [0], 10, 3)
+    assert ghz == pytest.approx(2.0) and waited is None

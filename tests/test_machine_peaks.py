@@ -116,3 +116,14 @@ def test_fixture_peaks_are_unknown_with_reasons(tmp_path_factory):
     assert "not in the CPU families data file" in amd.peaks["flops.dp.node"].provenance
     hsw = detect(fsroot("offline-cpu0-node0", tmp_path_factory), measure=False)
     assert hsw.peaks["flops.dp.node"].provenance.startswith("unknown: clock unknown")
+
+
+def test_a_clock_measured_beside_other_processes_keeps_the_peak_and_says_so():
+    quiet = machine({256: 2}, measured_all_ghz=3.2)
+    busy = machine({256: 2}, measured_all_ghz=3.2,
+                   measured_disturbed="other processes shared the CPUs (all CPUs: the threads waited 48%)")
+    q, b = flop_peak(quiet, "dp"), flop_peak(busy, "dp")
+    assert b.value == q.value == pytest.approx(4 * 3.2 * 16)
+    assert "shared the CPUs" not in q.provenance
+    assert "other processes shared the CPUs while it was measured" in b.provenance
+    assert "own CPU time" in b.provenance

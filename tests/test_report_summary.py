@@ -3,7 +3,7 @@ import pytest
 
 from ceiling.analysis import summary
 from ceiling.report import labels
-from ceiling.results.model import LOWER, Metric, Peak, Run
+from ceiling.results.model import LOWER, Metric, Peak, Run, Stats
 
 import sample_runs
 
@@ -161,7 +161,7 @@ def test_a_figure_the_environment_lowered_is_no_verdict_about_the_node():
     assert "OPENBLAS_CORETYPE=Haswell" in v.evidence and "not the node" in v.evidence
     text = _verdict_text(run)
     assert text.startswith("Furthest below peak - Memory bandwidth: STREAM triad")
-    assert ("Lower still: dgemm.node is set by the environment, not the node: OPENBLAS_CORETYPE=Haswell has "
+    assert ("; lower still: dgemm.node is set by the environment, not the node: OPENBLAS_CORETYPE=Haswell has "
             "OpenBLAS run its AVX2 code on this AVX-512 CPU (15% of the node's peak, 30% of the AVX2 peak the "
             "library runs); unset OPENBLAS_CORETYPE and rerun") in text
     # Above the verdict it is not mentioned; without env_caps (the library's own default) it is the verdict.
@@ -182,3 +182,50 @@ def test_alone_it_gives_no_verdict_and_names_the_variable():
     assert "Furthest below peak" not in text
     assert text.startswith("No verdict: dgemm.node would be furthest below its peak, but it is set by the "
                            "environment, not the node: OPENBLAS_CORETYPE=Haswell")
+
+
+# -- figures a summary does not show as they stand (issue 34) -------------------------------
+
+def _latency(name, ns, **context):
+    m = Metric.measured(name, ns, "ns", better=LOWER)
+    m.context.update(context)
+    return m
+
+
+def test_a_disturbed_figure_is_stored_as_disturbed_with_no_value_of_the_node():
+    l1 = _latency("latency.l1", [2.02, 2.10, 2.05], disturbed="other processes used 1.00 CPUs")
+    quiet = _latency("latency.l2", [3.25, 3.26, 3.25])
+    (fig,) = summary.figures(_run(l1, quiet))
+    assert (fig.metric, fig.state, fig.shown, fig.measured, fig.unit) == ("latency.l1", "disturbed", None, 2.02, "ns")
+    assert "other processes used 1.00 CPUs" in fig.evidence and "--retry-disturbed" in fig.evidence
+    assert l1.value == 2.02               # the metric itself is left as measured
+
+
+def test_a_best_of_with_a_large_spread_shows_the_median_and_keeps_the_best():
+    creates = Metric.measured("storage.md.create", [63915, 3683, 3500, 3900, 3600], "op/s")
+    (fig,) = summary.figures(_run(creates))
+    assert fig.state == "unstable" and fig.shown == 3683 and fig.measured == 63915 == creates.value
+    assert fig.cv > 1.0 and "17.35x the median" in fig.evidence
+    # best 1.25x the median alone (CV under 10%) is unstable too; for a latency, the best is the lowest
+    lat = _latency("latency.dram", [100.0, 125.0, 125.0, 126.0, 124.0, 125.0, 125.0, 125.0, 125.0])
+    assert lat.stats.cv < 0.10
+    (fig,) = summary.figures(_run(lat))
+    assert fig.shown == 125.0 and fig.measured == 100.0
+
+
+def test_figures_leave_steady_metrics_and_medians_alone():
+    steady = Metric.measured("stream.triad", [38.1, 37.9, 38.0], "GB/s", peak=Peak(62.4, "GB/s", "b"))
+    one = Metric.measured("dgemm.node", [50.0], "Gflop/s")
+    median = Metric(name="c2c.l3", value=40.0, unit="ns", better=LOWER, stats=Stats.of([20.0, 40.0, 60.0], LOWER))
+    assert summary.figures(_run(steady, one, median)) == []
+
+
+def test_an_unstable_figure_s_efficiency_is_its_median_s():
+    peak = Peak(100.0, "Gflop/s", "f")
+    dgemm = Metric.measured("dgemm.node", [90.0, 50.0, 52.0, 48.0, 51.0], "Gflop/s", peak=peak)
+    (fig,) = summary.figures(_run(dgemm))
+    assert fig.efficiency == pytest.approx(0.51) and dgemm.efficiency == pytest.approx(0.90)
+    # the verdict quotes the median too, and says why
+    text = _verdict_text(_run(dgemm))
+    assert text.startswith("Furthest below peak - Compute: DGEMM (all cores) 51.0 Gflop/s is 51% of the 100 Gflop/s peak (f)")
+    assert text.endswith("; unstable: the median of its repetitions; the best was 90 Gflop/s")

@@ -45,6 +45,9 @@
 /* flags */
 #define CEIL_F_NT_STORES  0x1  /* bandwidth: non-temporal (streaming) stores */
 #define CEIL_F_HUGEPAGES  0x2  /* latency/bandwidth: ask for 2 MiB pages (madvise) */
+#define CEIL_F_THREAD_CPU 0x4  /* clock: also each repetition's own CPU time of its slowest thread
+                                * (CLOCK_THREAD_CPUTIME_ID) in times[reps .. 2*reps-1]: times
+                                * must then hold 2*reps doubles */
 
 /* error codes returned by run() */
 #define CEIL_EINVAL  (-1)      /* a parameter is out of range */
@@ -60,7 +63,7 @@
  *   latency    ws_bytes, stride, seed, iters, reps, warmup, cpus[0], flags (HUGEPAGES), mem_node;
  *              nthreads must be 1 (or 0)
  *   flops      iters, reps, warmup, nthreads, cpus
- *   clock      iters, reps, warmup, nthreads, cpus
+ *   clock      iters, reps, warmup, nthreads, cpus, flags (THREAD_CPU)
  *   c2c        iters, reps, warmup, nthreads (= 2), cpus (two distinct CPUs)
  *   noise      threshold_ns, nthreads, cpus (ceil_noise_detour; duration is its own argument)
  *   storage    nthreads, cpus, reps, warmup, seed (ceil_io_*: the rest is in ceil_io_spec)

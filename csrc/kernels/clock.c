@@ -10,11 +10,19 @@
  * at rename on some recent cores (Intel Golden Cove), which would make the
  * chain look faster than the clock; an add of a register whose value the
  * renamer does not know cannot.
+ *
+ * Adds over wall time is lower than the clock whenever another process
+ * shares the thread's CPU: the thread waits in the run queue while the wall
+ * clock runs. With CEIL_F_THREAD_CPU each thread also reads its own CPU time
+ * (CLOCK_THREAD_CPUTIME_ID: the time it was on a CPU, to the nanosecond), so
+ * the caller gets the clock the core ran at while it ran the chain, and how
+ * long the threads waited besides.
  */
 #define _GNU_SOURCE
 #include <omp.h>
 #include <sched.h>
 #include <stdint.h>
+#include <time.h>
 #include "ceiling.h"
 
 /* Adds per unrolled loop trip: the loop's own compare-and-branch runs beside
@@ -34,6 +42,14 @@
 
 #ifdef HAVE_CHAIN
 
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return -1.0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* n dependent adds of `one` to x; returns the final x. */
 static uint64_t add_chain(int64_t n, uint64_t x, uint64_t one)
 {
@@ -50,7 +66,7 @@ static uint64_t add_chain(int64_t n, uint64_t x, uint64_t one)
 static int run_clock_add(const ceil_params *p, ceil_result *r)
 {
     ceil_result_clear(r);
-    int unread = ceil_params_unread(p, 0, 0, "clock_add", r);
+    int unread = ceil_params_unread(p, 0, CEIL_F_THREAD_CPU, "clock_add", r);
     if (unread)
         return unread;
     if (p->iters < 1 || p->reps < 1 || p->warmup < 0 || p->nthreads < 1 || !r->times) {
@@ -60,6 +76,11 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
     int pin_err = 0, pin_cpu = -1, nt_run = 0, bad = 0, bad_tid = -1;
     uint64_t bad_got = 0, bad_want = 0;
     double t0 = 0.0, check = 0.0;
+    const int cpu_times = (p->flags & CEIL_F_THREAD_CPU) != 0;
+    double *cpu_of = cpu_times ? r->times + p->reps : NULL;   /* the caller's second half */
+    if (cpu_of)
+        for (int rep = 0; rep < p->reps; rep++)
+            cpu_of[rep] = 0.0;
 
 #pragma omp parallel num_threads(p->nthreads)
     {
@@ -77,7 +98,17 @@ static int run_clock_add(const ceil_params *p, ceil_result *r)
 #pragma omp barrier
 #pragma omp master
             t0 = ceil_now();
+            const double c0 = cpu_of ? thread_cpu_s() : 0.0;
             uint64_t x = add_chain(p->iters, start, one);
+            if (cpu_of && rep >= 0) {
+                /* The slowest thread's own time: the barrier waits for it, as the wall time does. */
+                const double c = thread_cpu_s() - c0;
+#pragma omp critical(ceil_clock_cpu)
+                if (c0 < 0.0 || c < 0.0)
+                    cpu_of[rep] = -1.0;
+                else if (cpu_of[rep] >= 0.0 && c > cpu_of[rep])
+                    cpu_of[rep] = c;
+            }
 #pragma omp barrier
 #pragma omp master
             {

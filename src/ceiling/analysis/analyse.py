@@ -13,9 +13,11 @@ from . import coverage, roofline, summary
 
 
 def analyse(run: Run) -> Analysis:
-    """The verdict, the roofline, and what each expected plot needs (why absent, cache capacities)."""
+    """The verdict, how figures are shown (disturbed, unstable), the roofline, and what each
+    expected plot needs (why absent, cache capacities)."""
     return Analysis(verdict=summary.verdict(run), roofline=roofline.stored(roofline.ceilings(run)),
-                    absent=coverage.absent(run), capacities=coverage.capacities(run))
+                    absent=coverage.absent(run), capacities=coverage.capacities(run),
+                    figures=summary.figures(run))
 
 
 def ensure(run: Run) -> Run:

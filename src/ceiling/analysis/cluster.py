@@ -68,6 +68,8 @@ def digest(run: Run, name: str, inventory: Dict[str, str]) -> NodeDigest:
             peak = m.peak
             metrics[m.name] = {"value": m.value, "unit": m.unit, "better": m.better,
                                "peak": [peak.value, peak.unit, peak.provenance] if peak and peak.known else None}
+            if m.context.get("disturbed"):      # its step met competing load on that node
+                metrics[m.name]["disturbed"] = str(m.context["disturbed"])
     problems = [(f.id, f.status, f.title) for f in run.findings if f.status in PROBLEMS]
     return NodeDigest(name, metrics, problems, dict(inventory), run.partial_reason if run.partial else "")
 
@@ -94,6 +96,7 @@ class Cluster:
         self.checks: Dict[Tuple[str, str], List[Tuple[str, str]]] = defaultdict(list)
         self.problems_of: Dict[str, List[str]] = {}                   # node -> "id (status)" of its problems
         self.partial: Dict[str, str] = {}
+        self.disturbed: Dict[str, Dict[str, str]] = defaultdict(dict)   # metric -> node -> the load's evidence
 
     def add(self, d: NodeDigest) -> None:
         self.nodes.append(d.name)
@@ -102,6 +105,8 @@ class Cluster:
             if not isinstance(v, (int, float)) or v != v:
                 continue
             self.values[name].append((d.name, float(v)))
+            if m.get("disturbed"):
+                self.disturbed[name][d.name] = str(m["disturbed"])
             self.kind.setdefault(name, (str(m.get("unit", "")), str(m.get("better", HIGHER))))
             p = m.get("peak")
             self.peaks[name].add(tuple(p) if p else None)
@@ -144,17 +149,33 @@ class Cluster:
         return sorted(out, key=lambda u: u.metric)
 
     def metrics(self) -> List[Metric]:
-        """One metric per name: the median over the nodes, every node's value in ``values``."""
+        """One metric per name: the median over the nodes, every node's value in ``values``.
+
+        Nodes whose figure met competing load are left out of the median; where every node's
+        did, the median is theirs and the metric is marked ``disturbed``, as a node's own is
+        (no verdict rests on it, no summary shows it as the cluster's)."""
         out = []
         for name, pairs in sorted(self.values.items()):
             unit, better = self.kind[name]
             vals = [v for _, v in pairs]
             st = Stats.of(vals, better)
+            busy = self.disturbed.get(name, {})
+            quiet = [v for node, v in pairs if node not in busy]
+            value = statistics.median(quiet) if quiet else st.median
+            context: Dict[str, Any] = {"across": "nodes", "nodes": len(vals), "y_stat": "median over the nodes",
+                                       "values_are": "one per node, in the order the nodes reported"}
+            if busy:
+                nodes = sorted(busy)
+                said = f"{len(nodes)} of {len(vals)} nodes met competing load ({_names(nodes)}: {busy[nodes[0]]})"
+                if quiet:
+                    context["y_stat"] = f"median over the {len(quiet)} nodes that did not meet competing load"
+                    context["left_out"] = said
+                else:
+                    context["disturbed"] = said
             peak, note = self._peak(name)
-            out.append(Metric(name=name, value=st.median, unit=unit, better=better, stats=st, values=vals, peak=peak,
-                              efficiency=st.median / peak.value if peak and peak.value else None, note=note,
-                              context={"across": "nodes", "nodes": len(vals), "y_stat": "median over the nodes",
-                                       "values_are": "one per node, in the order the nodes reported"}))
+            out.append(Metric(name=name, value=value, unit=unit, better=better, stats=st, values=vals, peak=peak,
+                              efficiency=value / peak.value if peak and peak.value else None, note=note,
+                              context=context))
         return out
 
     def _peak(self, name: str) -> Tuple[Optional[Peak], str]:
@@ -203,7 +224,7 @@ class Cluster:
             other = u.values[worst["than"]]
             title = (f"{u.metric}: {worst['node']} is {worst['worse']:.0%} {direction} {worst['than']} "
                      f"({worst['value']:.4g} vs {other:.4g} {u.unit}; threshold {limit:.0%}); with two nodes the "
-                     "figures alone cannot tell which one is off: its own findings may")
+                     "figures alone cannot tell which one is off, so read each node's own findings")
         ev = []
         for o in u.outliers[:20]:
             z = f", robust z {o['z']:.1f}" if o["z"] is not None else ""

@@ -1,5 +1,6 @@
 """The verdict of a run: the subsystem furthest below its peak, or why no
-efficiency can be given; and the problems a summary lists first.
+efficiency can be given; how each figure a summary shows must be shown
+(``figures``: disturbed, or unstable); and the problems a summary lists first.
 
 A metric whose figure an environment variable lowered (``context["env_caps"]``,
 written by the bench from machine.blas: OPENBLAS_CORETYPE=Haswell on an
@@ -16,10 +17,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..machine.blas import ISA_TITLE, LIBRARY_TITLE
-from ..results.analysis import NO_VERDICT, Verdict
+from ..results.analysis import DISTURBED, NO_VERDICT, UNSTABLE, Figure, Verdict
 from ..results.machine_view import MachineFacts
-from ..results.model import FAIL, WARN, Finding, Metric, Run
-from ..units import figure, pct
+from ..results.model import FAIL, HIGHER, WARN, Finding, Metric, Run
+from ..units import figure as figure_value, pct
 
 # Suffixes that name a kernel variant: such a metric measures the variant, not
 # the subsystem (the widest variant carries the plain name).
@@ -33,13 +34,19 @@ MACHINE_PEAK = {
 }
 
 
+# A best-of whose repetitions spread this much is no headline (pyperf warns above a 10 %
+# standard deviation; hyperfine when the fastest run is far from the rest): the median is shown.
+UNSTABLE_CV = 0.10        # coefficient of variation above which the spread is large
+UNSTABLE_BEST = 1.2       # best repetition this many times better than the median
+
+
 def is_variant(name: str) -> bool:
     return name.rpartition(".")[2] in ISA_SUFFIXES
 
 
 def _eligible(m: Metric) -> bool:
     # a NaN efficiency (a peak of NaN while measuring) would sort anywhere: it is no figure
-    return (figure(m.efficiency) is not None and m.value is not None and m.valid
+    return (figure_value(m.efficiency) is not None and m.value is not None and m.valid
             and m.peak is not None and m.peak.known and not is_variant(m.name))
 
 
@@ -65,7 +72,7 @@ def env_sentence(m: Metric) -> str:
     peak of the ISA the library runs, when the bench recorded one."""
     caps = env_caps(m)
     text = "set by the environment, not the node: " + "; ".join(_cap_words(c) for c in caps)
-    eff, run = figure(m.context.get("efficiency_isa_run")), ISA_TITLE.get(str(m.context.get("isa_run")))
+    eff, run = figure_value(m.context.get("efficiency_isa_run")), ISA_TITLE.get(str(m.context.get("isa_run")))
     if eff is not None and run:
         text += f" ({pct(m.efficiency)} of the node's peak, {pct(eff)} of the {run} peak the library runs)"
     else:
@@ -124,15 +131,24 @@ def verdict(run: Run) -> Verdict:
                   and (m is None or (c.efficiency, c.name) < (m.efficiency, m.name))),
                  key=lambda c: (c.efficiency, c.name))
     env_text = "; ".join(f"{c.name} is {env_sentence(c)}" for c in env)
+    lower = f"lower still: {env_text}" if env_text else ""     # beside the node's verdict
     if m is not None and m.context.get("disturbed"):
         return Verdict(kind=NO_VERDICT, metric=m.name, node=m.node, value=m.value, unit=m.unit,
                        efficiency=m.efficiency, peak=m.peak,
                        evidence="; ".join(filter(None, [
                            f"{m.name} would be furthest below its peak, but it was measured while other "
                            f"processes were busy ({m.context['disturbed']}); rerun on an idle node", env_text])))
+    fig = figure(m) if m is not None else None
+    if m is not None and fig is not None and fig.shown is not None:
+        # Unstable: the sentence quotes the median, as the headline does, and says why.
+        return Verdict(kind="below_peak", metric=m.name, node=m.node, value=fig.shown, unit=m.unit,
+                       efficiency=fig.efficiency, peak=m.peak,
+                       evidence="; ".join(filter(None, [
+                           f"unstable: the median of its repetitions; the best was {m.value:.6g} {m.unit}".rstrip(),
+                           lower])))
     if m is not None:
         return Verdict(kind="below_peak", metric=m.name, node=m.node, value=m.value, unit=m.unit,
-                       efficiency=m.efficiency, peak=m.peak, evidence=env_text)
+                       efficiency=m.efficiency, peak=m.peak, evidence=lower)
     if env:
         e = env[0]
         return Verdict(kind=NO_VERDICT, metric=e.name, node=e.node, value=e.value, unit=e.unit,
@@ -145,6 +161,46 @@ def verdict(run: Run) -> Verdict:
     if not run.metrics:
         return Verdict(kind="nothing_measured")
     return Verdict(kind="no_peak")
+
+
+def figures(run: Run) -> List[Figure]:
+    """How each metric that is not the node's value as it stands is shown instead.
+
+    Disturbed (``context["disturbed"]``: its step met competing load): no figure is the node's,
+    the measured one is kept beside it. Unstable (its best repetition is the value, and the
+    repetitions' CV is over UNSTABLE_CV or the best over UNSTABLE_BEST times the median): the
+    median is shown. The metric's own value is never changed: comparisons and the cluster's
+    ranking keep comparing best with best."""
+    return [f for f in (figure(m) for m in run.metrics) if f is not None]
+
+
+def figure(m: Metric) -> Optional[Figure]:
+    """The Figure of one metric, or None when it is shown as it stands."""
+    st = m.stats
+    if figure_value(m.value) is None:
+        return None
+    median = figure_value(st.median) if st is not None else None
+    cv = figure_value(st.cv) if st is not None else None
+    if m.context.get("disturbed"):
+        return Figure(metric=m.name, node=m.node, state=DISTURBED, shown=None, unit=m.unit, measured=m.value,
+                      median=median, cv=cv,
+                      evidence=f"measured while other processes were busy ({m.context['disturbed']}): not the "
+                               "node's value; rerun on an idle node, or with --retry-disturbed N")
+    if st is None or st.n < 2 or st.best != m.value or not median or median <= 0 or m.value <= 0:
+        return None     # one repetition, or a metric whose value is not its best (a median already)
+    ratio = m.value / median if m.better == HIGHER else median / m.value
+    if not ((cv is not None and cv > UNSTABLE_CV) or ratio > UNSTABLE_BEST):
+        return None
+    eff = None
+    if figure_value(m.efficiency) is not None:
+        eff = m.efficiency * (median / m.value if m.better == HIGHER else m.value / median)
+    spread = [f"best {m.value:.6g} is {ratio:.2f}x the median {median:.6g} {m.unit}".rstrip()]
+    if cv is not None:
+        spread.append(f"CV {cv:.0%} over {st.n} repetitions")
+    return Figure(metric=m.name, node=m.node, state=UNSTABLE, shown=median, unit=m.unit, measured=m.value,
+                  median=median, cv=cv, efficiency=eff,
+                  evidence=f"unstable: {', '.join(spread)}; the median is shown, the metric keeps its best; "
+                           "rerun on an idle node with more repetitions (--reps)")
 
 
 def problems(run: Run) -> List[Tuple[Finding, int]]:

@@ -32,6 +32,7 @@ ABI_VERSION = 2     # CEIL_ABI_VERSION in csrc/include/ceiling.h
 
 F_NT_STORES = 0x1
 F_HUGEPAGES = 0x2
+F_THREAD_CPU = 0x4     # clock: each repetition's CPU time of its slowest thread too (RawResult.cpu_s)
 
 _ERRORS = {-1: "invalid parameter", -2: "out of memory", -3: "ISA not supported by this CPU",
            -4: "could not pin a thread to its CPU"}
@@ -111,6 +112,7 @@ class RawResult:
     hugepages: bool
     nthreads: int
     msg: str
+    cpu_s: tuple = ()    # with F_THREAD_CPU: the slowest thread's own CPU time per repetition, s (< 0: unread)
 
 
 def library_path() -> Path:
@@ -208,7 +210,8 @@ def run(kernel: Kernel, *, elements: int = 0, ws_bytes: int = 0, iters: int = 0,
         raise CoreError("reps must be >= 1")
     if cpus is not None and len(cpus) < nthreads:
         raise CoreError(f"placement names {len(cpus)} CPUs for {nthreads} threads")
-    times = (ctypes.c_double * reps)()
+    # F_THREAD_CPU: the kernel writes each repetition's thread CPU time after its wall times.
+    times = (ctypes.c_double * (2 * reps if flags & F_THREAD_CPU else reps))()
     p = _Params(elements=elements, ws_bytes=ws_bytes, iters=iters, reps=reps, warmup=warmup,
                 nthreads=nthreads, flags=flags, stride=stride, seed=seed, mem_node=mem_node)
     if cpus is not None:
@@ -226,8 +229,8 @@ def run(kernel: Kernel, *, elements: int = 0, ws_bytes: int = 0, iters: int = 0,
     if rc != 0:
         raise CoreError(f"kernel {kernel.name} ({kernel.isa}): {_ERRORS.get(rc, f'error {rc}')}"
                         + (f": {msg}" if msg else ""))
-    return RawResult(kernel, tuple(times), int(r.iters), float(r.check), bool(r.valid),
-                     bool(r.hugepages), int(r.nthreads), msg)
+    return RawResult(kernel, tuple(times[:reps]), int(r.iters), float(r.check), bool(r.valid),
+                     bool(r.hugepages), int(r.nthreads), msg, tuple(times[reps:]))
 
 
 def cpuid(leaf: int, subleaf: int = 0) -> tuple:

@@ -156,6 +156,7 @@ def _measure(m: Machine) -> None:
     c.measured_method = res["measured_method"]
     c.measured_single_values_ghz = res.get("single_values_ghz", [])
     c.measured_all_values_ghz = res.get("all_values_ghz", [])
+    c.measured_disturbed = res.get("measured_disturbed", "")
 
 
 def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,

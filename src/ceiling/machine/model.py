@@ -62,6 +62,7 @@ class Clocks:
     measured_single_values_ghz: List[float] = field(default_factory=list)  # every repetition, fastest single CPU
     measured_all_values_ghz: List[float] = field(default_factory=list)     # every repetition, all CPUs busy
     measured_method: str = ""
+    measured_disturbed: str = ""   # why the measured figures met other processes on their CPUs; "" = they did not
 
 
 @dataclass

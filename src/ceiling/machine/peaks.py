@@ -77,7 +77,17 @@ def flop_per_cycle(machine: Machine, precision: str, isa: str) -> Tuple[Optional
 
 
 def _clock(machine: Machine, cores: int) -> Tuple[Optional[float], str]:
-    """The clock for a peak on ``cores`` cores, and how it was chosen."""
+    """The clock for a peak on ``cores`` cores, and how it was chosen. A measured clock whose
+    threads shared their CPUs with other processes says so: it was taken over the threads' own
+    CPU time, so the sharing did not lower it, and the reader learns why to look twice."""
+    ghz, how = _chosen_clock(machine, cores)
+    if machine.clocks.measured_disturbed and how.startswith("measured"):
+        how += ("; other processes shared the CPUs while it was measured (taken over the threads' own "
+                "CPU time, which that does not lower)")
+    return ghz, how
+
+
+def _chosen_clock(machine: Machine, cores: int) -> Tuple[Optional[float], str]:
     c = machine.clocks
     cfg = (machine.config or {}).get("cpu", {})
     all_cpus = len(machine.affinity) >= machine.threads if machine.affinity else True

@@ -113,6 +113,8 @@ def clocks(machine: Dict[str, Any]) -> List[str]:
             measured.append(f"{num(all_)} GHz all cores busy")
         how = c.get("measured_method")
         parts.append("measured " + ", ".join(measured) + (f" ({how})" if how else ""))
+        if c.get("measured_disturbed"):
+            parts.append("disturbed: " + str(c["measured_disturbed"]))
     return parts
 
 

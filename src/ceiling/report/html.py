@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from ..analysis.summary import problems as _problems
 from ..errors import PathError
-from ..results.model import FAIL, OK, SKIPPED, WARN, Finding, Metric, Run
+from ..results.model import FAIL, OK, SKIPPED, WARN, Figure, Finding, Metric, Run
 from . import _format as F
 from . import labels as L
 from .html_cluster import cluster_section
@@ -62,25 +62,52 @@ def _header(run: Run) -> str:
     return "\n".join(parts)
 
 
+def _plain_card(label: str, m: Metric) -> str:
+    """A headline figure shown as it stands."""
+    value, unit = F.quantity(m.value, m.unit)
+    eff = _eff(m, m.efficiency)
+    bad = "" if m.valid else ' <span class="badge fail">invalid</span>'
+    if m.context.get("disturbed"):       # a document from before the analysis stored figures
+        bad += (f' <span class="badge warn" title="{esc(m.context["disturbed"])}">'
+                "others were busy</span>")
+    return (f'<div class="card"><div class="label">{esc(label)}{bad}</div>'
+            f'<div class="value">{esc(value)}<span class="unit">{esc(unit)}</span></div>{eff}</div>')
+
+
+def _card(label: str, m: Metric, fig: Figure) -> str:
+    """A headline figure the analysis says is not the node's value as it stands: disturbed
+    (no value; the measured figure struck through beside it) or unstable (the median)."""
+    bad = "" if m.valid else ' <span class="badge fail">invalid</span>'
+    bad += f' <span class="badge warn" title="{esc(fig.evidence)}">{esc(fig.state)}</span>'
+    if fig.shown is None:
+        body = (f'<div class="value disturbed">{esc(F.DASH)}</div>'
+                f'<div class="eff" title="{esc(fig.evidence)}"><s>{esc(F.with_unit(fig.measured, fig.unit))}</s> '
+                "measured while other processes were busy: not the node's value</div>")
+    else:
+        value, unit = F.quantity(fig.shown, m.unit)
+        cv = f", CV {F.pct(fig.cv)}" if F.figure(fig.cv) is not None else ""
+        body = (f'<div class="value">{esc(value)}<span class="unit">{esc(unit)}</span></div>{_eff(m, fig.efficiency)}'
+                f'<div class="eff" title="{esc(fig.evidence)}">median; best {esc(F.with_unit(fig.measured, fig.unit))}'
+                f"{esc(cv)}</div>")
+    return f'<div class="card"><div class="label">{esc(label)}{bad}</div>{body}</div>'
+
+
+def _eff(m: Metric, eff) -> str:
+    if F.figure(eff) is not None and m.peak is not None and m.peak.known:
+        w = max(0.0, min(1.0, eff)) * 100
+        return (f'<div class="meter"><span style="width:{w:.0f}%"></span></div>'
+                f'<div class="eff">{esc(F.pct(eff))} of '
+                f'{esc(F.with_unit(m.peak.value, m.peak.unit or m.unit, 4))} peak</div>')
+    if m.peak is not None and not m.peak.known:
+        return f'<div class="eff" title="{esc(m.peak.provenance)}">peak unknown</div>'
+    return ""
+
+
 def _summary_section(run: Run) -> str:
     cards = []
     for label, m in L.headline(run):
-        value, unit = F.quantity(m.value, m.unit)
-        if F.figure(m.efficiency) is not None and m.peak is not None and m.peak.known:
-            w = max(0.0, min(1.0, m.efficiency)) * 100
-            eff = (f'<div class="meter"><span style="width:{w:.0f}%"></span></div>'
-                   f'<div class="eff">{esc(F.pct(m.efficiency))} of '
-                   f'{esc(F.with_unit(m.peak.value, m.peak.unit or m.unit, 4))} peak</div>')
-        elif m.peak is not None and not m.peak.known:
-            eff = f'<div class="eff" title="{esc(m.peak.provenance)}">peak unknown</div>'
-        else:
-            eff = ""
-        bad = "" if m.valid else ' <span class="badge fail">invalid</span>'
-        if m.context.get("disturbed"):
-            bad += (f' <span class="badge warn" title="{esc(m.context["disturbed"])}">'
-                    "others were busy</span>")
-        cards.append(f'<div class="card"><div class="label">{esc(label)}{bad}</div>'
-                     f'<div class="value">{esc(value)}<span class="unit">{esc(unit)}</span></div>{eff}</div>')
+        fig = run.analysis.figure(m.name, m.node)
+        cards.append(_card(label, m, fig) if fig is not None else _plain_card(label, m))
     counts = ", ".join(f"{sum(1 for f in run.findings if f.status == s)} {s}" for s in STATUS_ORDER
                        if any(f.status == s for f in run.findings)) or "none"
     text = L.verdict_text(run)

@@ -12,10 +12,10 @@ from ..analysis.cluster import ranked, summary_line
 from ..results.model import Run
 from . import labels as L
 from .html_plots import esc
-from .terminal_cluster import HEAD, TAIL, cluster_fact
+from .terminal_cluster import HEAD, TAIL, cluster_fact, load_note
 
 
-def _metric_table(u, run_ids) -> str:
+def _metric_table(u, run_ids, note: str = "") -> str:
     rows = ranked(u)
     marked = {o.get("node") for o in u.outliers if isinstance(o, dict)}
     top = max((v for _, v in rows), default=0.0) or 1.0
@@ -36,7 +36,8 @@ def _metric_table(u, run_ids) -> str:
         body.append(f"<tr{cls}><td>{i + 1}</td><td>{esc(node)}{' (outlier)' if cls else ''}</td>"
                     f"<td>{v:.4g} {esc(u.unit)}</td><td>{pct} {bar}</td><td>{show}</td></tr>")
     return (f"<h3>{esc(L.label(u.metric))} <small>{esc(u.metric)}</small></h3><p>{esc(summary_line(u))}</p>"
-            "<table><thead><tr><th>rank</th><th>node</th><th>value</th><th>of the median</th>"
+            + (f'<p><span class="badge warn">competing load</span> {esc(note)}</p>' if note else "")
+            + "<table><thead><tr><th>rank</th><th>node</th><th>value</th><th>of the median</th>"
             f"<th>the node's own report</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
@@ -64,6 +65,6 @@ def cluster_section(run: Run) -> str:
     run_ids = {n.name: str((n.environment or {}).get("run_id") or "") for n in run.nodes}
     by_name = {u.metric: u for u in run.analysis.uniformity}
     parts: List[str] = [f"<p>{esc(cluster_fact(run))}</p>"]
-    parts += [_metric_table(by_name[name], run_ids) for name in L.HEADLINE if name in by_name]
+    parts += [_metric_table(by_name[name], run_ids, load_note(run, name)) for name in L.HEADLINE if name in by_name]
     parts.append(_config_table(run))
     return f'<section id="cluster"><h2>Cluster</h2>{"".join(parts)}</section>'

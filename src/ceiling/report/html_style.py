@@ -28,6 +28,7 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",mo
 .card .value{font-size:21px;font-weight:600;font-variant-numeric:tabular-nums;line-height:1.3}
 .card .unit{font-size:13px;font-weight:400;color:var(--muted);margin-left:4px}
 .card .eff{font-size:12px;color:var(--muted)}
+.card .value.disturbed{color:var(--muted)} .card s{color:var(--muted)}
 .meter{height:5px;background:#e6e8eb;border-radius:3px;overflow:hidden;margin:4px 0 2px}
 .meter>span{display:block;height:100%;background:var(--accent)}
 .bar{display:inline-block;height:6px;background:#e6e8eb;border-radius:3px;vertical-align:middle;overflow:hidden}

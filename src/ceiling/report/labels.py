@@ -172,8 +172,8 @@ def verdict_text(run: Run) -> str:
                 f"{pct(v.efficiency)} of the {with_unit(v.peak.value, v.peak.unit or v.unit, sig=4)} peak")
         if v.peak.provenance:
             text += f" ({v.peak.provenance})"
-        if v.evidence:      # a lower metric the environment set, said beside the node's verdict
-            text += f". Lower still: {v.evidence}"
+        if v.evidence:      # unstable (the median quoted), or a lower metric the environment set
+            text += f"; {v.evidence}"
         return text
     if v.kind == "unknown_peaks":
         # One reason often covers many metrics (every storage figure on one device): say it once.

@@ -351,22 +351,33 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
     heads = L.headline(run)
     if heads:
         lw = max(len(label) for label, _ in heads)
-        cells = [F.quantity(met.value, met.unit) for _, met in heads]
+        shown = [run.analysis.figure(met.name, met.node) for _, met in heads]
+        cells = [(F.DASH, "") if fig is not None and fig.shown is None else
+                 F.quantity(fig.shown if fig is not None else met.value, met.unit)
+                 for (_, met), fig in zip(heads, shown)]
         vw = max(len(v) for v, _ in cells)
         uw = max(len(u) for _, u in cells)
-        for (label, met), (value, unit) in zip(heads, cells):
+        for (label, met), (value, unit), fig in zip(heads, cells, shown):
             text = f"  {label:<{lw}}  {value:>{vw}} {unit:<{uw}}"
-            if met.efficiency is not None and met.peak is not None and met.peak.known:
-                full = f"  {F.pct(met.efficiency):>4} of {F.with_unit(met.peak.value, met.peak.unit or met.unit, sig=4)} peak"
+            eff = met.efficiency if fig is None else fig.efficiency
+            if fig is not None and fig.shown is None:
+                text += (f"  disturbed: {F.with_unit(fig.measured, fig.unit)} measured while other processes "
+                         "were busy, not the node's value")
+            elif F.figure(eff) is not None and met.peak is not None and met.peak.known:
+                full = f"  {F.pct(eff):>4} of {F.with_unit(met.peak.value, met.peak.unit or met.unit, sig=4)} peak"
                 # On a narrow terminal the percentage alone; the peak is in the verdict and the full report.
-                text += full if len(text + full) <= width else f"  {F.pct(met.efficiency):>4} of peak"
+                text += full if len(text + full) <= width else f"  {F.pct(eff):>4} of peak"
             elif met.peak is not None and not met.peak.known:
                 text += "  peak unknown"
+            if fig is not None and fig.shown is not None:
+                text += f"  unstable: median shown; best {F.with_unit(fig.measured, fig.unit)}" + (
+                    f", CV {F.pct(fig.cv)}" if F.figure(fig.cv) is not None else "")
             if not met.valid:
                 text += "  INVALID"
-            if met.context.get("disturbed"):
-                text += "  (others were busy)"
-            lines.append(st(text.rstrip(), "yellow") if met.context.get("disturbed") else text.rstrip())
+            if fig is None and met.context.get("disturbed"):
+                text += "  (others were busy)"      # a document from before the analysis stored figures
+            flagged = fig is not None or met.context.get("disturbed")
+            lines.append(st(text.rstrip(), "yellow") if flagged else text.rstrip())
     else:
         lines.append("  no headline metric was measured")
     lines.append("")

@@ -21,12 +21,24 @@ from . import labels as L
 HEAD, TAIL = 5, 10          # nodes listed from the top and from the bottom of a long listing
 
 
-def _listing(u: Uniformity, width: int) -> List[str]:
+def load_note(run: Run, metric: str) -> str:
+    """What competing load did to the cluster's figure of ``metric`` (stored by the analysis), or ""."""
+    m = run.metric(metric)
+    ctx = m.context if m is not None else {}
+    if ctx.get("disturbed"):
+        return f"disturbed, no figure of the cluster: {ctx['disturbed']}"
+    if ctx.get("left_out"):
+        return f"left out of the median: {ctx['left_out']}"
+    return ""
+
+
+def _listing(u: Uniformity, width: int, note: str = "") -> List[str]:
     rows = ranked(u)
     marked = {o.get("node") for o in u.outliers if isinstance(o, dict)}
     n = len(rows)
     head = [*textwrap.wrap(f"{L.label(u.metric)} ({u.metric}): {summary_line(u)}", max(40, width),
                            initial_indent="  ", subsequent_indent="      "),
+            *(textwrap.wrap(note, max(40, width), initial_indent="    ", subsequent_indent="      ") if note else []),
             f"    {'rank':>5}  {'node':<24} {'value':>12} {'% of median':>12}"]
     keep = list(range(n)) if n <= HEAD + TAIL + 1 else list(range(HEAD)) + list(range(n - TAIL, n))
     out = []
@@ -66,7 +78,7 @@ def cluster_section(run: Run, width: int = 100) -> str:
     shown = [name for name in L.HEADLINE if name in by_name]
     for name in shown:
         lines.append("")
-        lines += _listing(by_name[name], width)
+        lines += _listing(by_name[name], width, load_note(run, name))
     rest = [u for u in uni if u.metric not in shown]
     if rest:
         lines.append("")

@@ -25,6 +25,11 @@ NOTHING_MEASURED = "nothing_measured"  # the run holds no measured value
 NO_VERDICT = "no_verdict"              # the analysis declined to conclude (see evidence)
 VERDICT_KINDS = (BELOW_PEAK, UNKNOWN_PEAKS, NO_PEAK, NOTHING_MEASURED, NO_VERDICT)
 
+# Figure.state: why a metric is not shown as the node's value as it stands.
+DISTURBED = "disturbed"    # measured while other processes were busy: not the node's value at all
+UNSTABLE = "unstable"      # its repetitions spread too far for the best to stand: the median is shown
+FIGURE_STATES = (DISTURBED, UNSTABLE)
+
 # Roof.kind
 COMPUTE = "compute"
 BANDWIDTH = "bandwidth"
@@ -141,6 +146,25 @@ class Capacity(Record):
 
 
 @dataclass
+class Figure(Record):
+    """A metric a summary must not show as the node's value as it stands, and what it shows instead.
+
+    The metric keeps its value (the best repetition: comparisons and the cluster's ranking rely
+    on it); this says how a headline presents it."""
+
+    metric: str                            # Metric.name
+    node: str = ""                         # Metric.node; "" = the run's own host
+    state: str = DISTURBED                 # one of FIGURE_STATES
+    shown: Optional[float] = None          # the figure shown as the node's, in unit; None: none (disturbed)
+    unit: str = ""                         # unit of shown, measured and median
+    measured: Optional[float] = None       # the metric's value (its best repetition), in unit
+    median: Optional[float] = None         # median of its repetitions, in unit; None when not recorded
+    cv: Optional[float] = None             # coefficient of variation of its repetitions, a fraction
+    efficiency: Optional[float] = None     # shown over the metric's peak, a fraction; None without either
+    evidence: str = ""                     # why, with the figures, and what to do
+
+
+@dataclass
 class Analysis(Record):
     """Everything the analysis layer concluded; empty when not (yet) analysed."""
 
@@ -151,6 +175,8 @@ class Analysis(Record):
     notes: List[str] = field(default_factory=list)               # free-text analysis notes
     absent: List[Absent] = field(default_factory=list)           # expected series not in the run, with why
     capacities: List[Capacity] = field(default_factory=list)     # cache capacities of working-set series
+    # Added to schema 2 after documents of it were written: always written, absent in older ones.
+    figures: List[Figure] = field(default_factory=list)          # metrics not shown as they stand (disturbed, unstable)
 
     def absent_reason(self, series: str) -> Optional[str]:
         return next((a.reason for a in self.absent if a.series == series), None)
@@ -158,8 +184,13 @@ class Analysis(Record):
     def capacities_of(self, series: str) -> List[Capacity]:
         return [c for c in self.capacities if c.series == series]
 
+    def figure(self, metric: str, node: str = "") -> Optional[Figure]:
+        """How the metric ``metric`` of ``node`` is shown when not as it stands; None: as it stands."""
+        return next((f for f in self.figures if f.metric == metric and f.node == node), None)
+
     @property
     def empty(self) -> bool:
         """True when nothing was stored (a v1 document, or a run not analysed)."""
         return (self.verdict is None and self.roofline is None and not self.bounds
-                and not self.uniformity and not self.notes and not self.absent and not self.capacities)
+                and not self.uniformity and not self.notes and not self.absent and not self.capacities
+                and not self.figures)

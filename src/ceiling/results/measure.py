@@ -32,6 +32,7 @@ class Options:
     storage_dir: Optional[str] = None    # bench storage: where its ceiling-io-* directory goes ($TMPDIR)
     node_timeout_s: Optional[float] = None   # MPI: every wait's deadline (cluster/watchdog.py); None: sized
     storage_clean: bool = False          # bench storage --clean: remove what killed runs left there first
+    retry_disturbed: int = 0             # a step that met competing load: measured again up to this many times
 
 
 class NullProgress:

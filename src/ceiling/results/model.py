@@ -31,14 +31,16 @@ from typing import Any, Dict, List, Optional
 
 from .analysis import (BANDWIDTH, BELOW_PEAK, BOUND_KINDS, COMPUTE, NO_PEAK, NO_VERDICT,
                        NOTHING_MEASURED, ROOF_KINDS, UNKNOWN_PEAKS, VERDICT_KINDS, Absent, Analysis,
-                       Bound, Capacity, Ridge, Roof, Roofline, RooflinePoint, Uniformity, Verdict)
+                       Bound, Capacity, DISTURBED, FIGURE_STATES, Figure, Ridge, Roof, Roofline, RooflinePoint,
+                       UNSTABLE, Uniformity, Verdict)
 from .base import CV_WARN, HIGHER, LOWER, DocumentError, Peak, Record, Stats
 
 __all__ = [
     "SCHEMA_VERSION", "HIGHER", "LOWER", "CV_WARN", "OK", "WARN", "FAIL", "SKIPPED", "STATUSES",
     "DocumentError", "Record", "Stats", "Peak", "Metric", "Finding", "Series",
     "Node", "Job", "OutputFile", "Application", "Run",
-    "Analysis", "Absent", "Capacity", "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
+    "Analysis", "Absent", "Capacity", "Figure", "DISTURBED", "UNSTABLE", "FIGURE_STATES",
+    "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
     "VERDICT_KINDS", "BELOW_PEAK", "UNKNOWN_PEAKS", "NO_PEAK", "NOTHING_MEASURED", "NO_VERDICT",
     "ROOF_KINDS", "COMPUTE", "BANDWIDTH", "BOUND_KINDS",
 ]

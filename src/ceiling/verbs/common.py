@@ -35,6 +35,9 @@ def measure_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--isa", metavar="ISA", help="force one kernel variant: scalar, sse2, avx2, avx512, neon, sve")
     g.add_argument("--nt-stores", action="store_true", help="STREAM with non-temporal (streaming) stores")
     g.add_argument("--oversubscribe", action="store_true", help="allow more threads than available CPUs")
+    g.add_argument("--retry-disturbed", type=str, metavar="N",
+                   help="measure a step that met competing load again, up to N times (default 0: its figures "
+                        "are shown as disturbed, not as the node's)")
 
 
 def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = True) -> None:
@@ -72,6 +75,8 @@ def options(args: argparse.Namespace) -> Options:
                    size_bytes=size, isa=isa, nt_stores=getattr(args, "nt_stores", False),
                    oversubscribe=getattr(args, "oversubscribe", False), storage_dir=getattr(args, "dir", None))
     opts.storage_clean = bool(getattr(args, "clean", False))
+    opts.retry_disturbed = parse_count(getattr(args, "retry_disturbed", None), what="--retry-disturbed",
+                                       low=0, high=100) or 0
     opts.node_timeout_s = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
     return opts
 

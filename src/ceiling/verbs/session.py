@@ -59,8 +59,10 @@ class Session:
         self.step_errors: List[CeilingError] = []   # why steps were skipped, in order
         self.disturbed: List[Tuple[str, Finding]] = []  # (step, its competing-load finding), said once
         # Steps measured again when they met competing load (the node's own suites; not storage,
-        # which writes gigabytes, nor steps under MPI, where the ranks would have to agree).
+        # which writes gigabytes, nor steps under MPI, where the ranks would have to agree), and
+        # how many times at most (--retry-disturbed; 0: a disturbed step is shown as disturbed).
         self.remeasure: Tuple[str, ...] = ()
+        self.retries = opts.retry_disturbed if opts is not None else 0
 
     # -- steps -----------------------------------------------------------
     def set_machine(self, machine: Machine, cpus: Optional[List[int]] = None) -> None:
@@ -81,15 +83,17 @@ class Session:
 
     def bench(self, label: str, fn: Callable[[Context], Outcome]) -> None:
         """One bench step, bracketed by competing-load samples. A step that met competing load
-        (other processes, steal time) is measured once more when ``remeasure`` allows it; the
-        figures kept are the quiet attempt's, else the last one's, marked ``disturbed`` (no
-        verdict rests on them) with the load's evidence."""
+        (other processes, steal time) is measured again up to ``retries`` times (--retry-disturbed)
+        when ``remeasure`` allows it; the figures kept are the first quiet attempt's, else the
+        last one's, marked ``disturbed`` (no verdict rests on them, no summary shows them as the
+        node's) with the load's evidence."""
         outcome, busy = self._attempt(label, fn)
-        if busy and label in self.remeasure and not self.step_errors_of(label):
-            again, busy_again = self._attempt(label, fn, f"{label} (again: other processes were busy)")
-            note = (f"measured twice: the first attempt met competing load ({busy[0].evidence})"
-                    + ("" if not busy_again else ", and so did the second"))
-            outcome, busy = again, busy_again
+        tries, first = 1, busy[0].evidence if busy else ""
+        while busy and label in self.remeasure and tries <= self.retries and not self.step_errors_of(label):
+            tries += 1
+            outcome, busy = self._attempt(label, fn, f"{label} (again: other processes were busy)")
+            note = (f"measured {tries} times: the first attempt met competing load ({first})"
+                    + (", and so did every other" if busy else ""))
             for m in outcome.metrics:
                 m.context["remeasured"] = note
         if busy:
