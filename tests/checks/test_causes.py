@@ -131,6 +131,11 @@ def test_limits_soft_or_hard(tmp_path, monkeypatch, check_id, which, low, ok_har
     limit(monkeypatch, which, low, low)
     f = run(check_id, node(), tmp_path, live=True)
     assert f.data["cause"] == limits.HARD and "limits.conf" in f.fix and f.needs_root
+    # in a container the hard limit is the container's: set where it starts, not in limits.conf
+    write(tmp_path, ".dockerenv", "")
+    f = run(check_id, node(), tmp_path, live=True)
+    assert f.data["cause"] == limits.HARD and "--ulimit" in f.fix and "limits.conf" not in f.fix
+    assert not f.needs_root
 
 
 def test_limits_core_to_the_working_directory(tmp_path, monkeypatch):
@@ -224,6 +229,8 @@ def test_load_memory_and_other_users_causes():
     assert "ask the admin" in fix and "if they are yours" in fix
     assert load.fix_for([load.OTHER_USER]).startswith("another user's processes") \
         and "srun" not in load.fix_for([load.OTHER_USER])
+    # the idle-node advice once, however many of the node's own causes hold
+    assert load.fix_for([load.COMPETING, load.BUSY_BEFORE, load.MEMORY_HELD]).count("srun --exclusive") == 1
 
 
 # ---- ras: a daemon installed but not recording, or not installed -------------------------

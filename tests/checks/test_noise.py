@@ -384,3 +384,5 @@ def test_a_process_and_interrupts_both_named_process_first():
                                                                                           {1: 9000}, irq="124")]))
     assert f.data["causes"] == [noise.COMPETING, noise.INTERRUPTS]
     assert f.fix.index("python3") < f.fix.index("/proc/irq/124") and f.needs_root
+    # every CPU that took them is measured: one is to be kept out of the job for them
+    assert "keep one CPU out of the job (e.g. CPU 1) and route them there: echo 1 > /proc/irq/124" in f.fix

@@ -5,6 +5,7 @@ import resource
 from typing import Optional
 
 from .base import Probe, check, ok, warn
+from .cgroup import marks
 
 INF = resource.RLIM_INFINITY
 MIB = 2 ** 20
@@ -13,6 +14,18 @@ MIB = 2 ** 20
 # Which limit is low (data["cause"]): a soft limit the user raises in the job script, or a
 # hard limit only root raises. The fix differs, so the two are never offered together.
 SOFT, HARD = "soft_limit", "hard_limit"
+
+
+def _box(p: Probe) -> str:
+    """The container runtime this runs in, "" on a host: a container's limits are set where it starts."""
+    found = marks(p)
+    return found[0][1] if found else ""
+
+
+def _hard(p: Probe, ulimit: str, host_fix: str) -> str:
+    """The fix for a low hard limit: the container's --ulimit, or the host's limits.conf."""
+    box = _box(p)
+    return f"the {box} container's hard limit: start it with --ulimit {ulimit}" if box else host_fix
 
 
 def _fmt(v: int, unit: int = 1024, name: str = "KiB") -> str:
@@ -45,9 +58,9 @@ def memlock(p: Probe):
         if hard == INF or hard >= 64 * MIB:       # only the soft limit is low: the user raises it
             return warn("Locked-memory limit is low", evidence=ev, why=why, cause=SOFT,
                         fix="ulimit -l " + ("unlimited" if hard == INF else str(hard // 1024)) + " in the job script")
-        return warn("Locked-memory limit is low", evidence=ev, why=why, cause=HARD,
-                    fix="set 'memlock unlimited' in /etc/security/limits.conf (and LimitMEMLOCK=infinity for slurmd)",
-                    needs_root=True)
+        return warn("Locked-memory limit is low", evidence=ev, why=why, cause=HARD, needs_root=not _box(p),
+                    fix=_hard(p, "memlock=-1:-1", "set 'memlock unlimited' in /etc/security/limits.conf (and "
+                                                  "LimitMEMLOCK=infinity for slurmd)"))
     return ok("Locked-memory limit allows RDMA registration", evidence=ev)
 
 
@@ -75,9 +88,10 @@ def stack(p: Probe):
         if hard == INF or hard > soft:            # the user can raise it, as far as the hard limit
             return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev, why=why, cause=SOFT,
                         fix="ulimit -s " + ("unlimited" if hard == INF else str(hard // 1024)) + " in the job script")
-        return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev, why=why, cause=HARD, needs_root=True,
-                    fix="the hard limit is as low: raise 'stack' in /etc/security/limits.conf (and LimitSTACK= for "
-                        "the batch daemon), then ulimit -s unlimited in the job script")
+        return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev, why=why, cause=HARD, needs_root=not _box(p),
+                    fix=_hard(p, "stack=-1:-1", "the hard limit is as low: raise 'stack' in /etc/security/limits.conf "
+                                                "(and LimitSTACK= for the batch daemon), then ulimit -s unlimited in "
+                                                "the job script"))
     return ok(f"Stack limit: {_fmt(soft)}", evidence=ev)
 
 
@@ -100,9 +114,9 @@ def nofile(p: Probe):
                     why="MPI connections, shared-memory segments and file-per-process I/O need many descriptors: "
                         "large jobs fail with 'Too many open files'",
                     fix=("ulimit -n " + (str(hard) if hard != INF else "65536") + " in the job script") if raise_ok
-                    else "the hard limit is as low: raise 'nofile' in /etc/security/limits.conf, then ulimit -n in the "
-                         "job script",
-                    needs_root=not raise_ok, cause=SOFT if raise_ok else HARD)
+                    else _hard(p, "nofile=65536:65536", "the hard limit is as low: raise 'nofile' in "
+                                                        "/etc/security/limits.conf, then ulimit -n in the job script"),
+                    needs_root=not raise_ok and not _box(p), cause=SOFT if raise_ok else HARD)
     return ok(f"Open-files limit: {_fmt(soft, 1, 'files')}", evidence=ev)
 
 

@@ -41,24 +41,23 @@ FIX = "run on an idle node / exclusive allocation, e.g. srun --exclusive"
 # user's processes and memory held on your allocation are leftovers for the admin.
 COMPETING, BUSY_BEFORE, STEAL = "competing_process", "load_before", "hypervisor_steal"
 MEMORY_HELD, OTHER_USER = "memory_held", "other_user"
+# What each cause adds to the fix; the causes that are this node's load share FIX, said once.
 FIXES = {
-    COMPETING: "stop or move the processes named in the evidence if they are yours, or " + FIX,
-    BUSY_BEFORE: FIX,
+    COMPETING: "stop or move the processes named in the evidence if they are yours",
+    MEMORY_HELD: "end the processes holding memory if they are yours (named in the evidence)",
     STEAL: "the VM's host gives this VM's CPUs to other guests: ask for dedicated (pinned) vCPUs or another "
            "host; nothing inside the VM changes it",
-    MEMORY_HELD: "end the processes holding memory if they are yours (named in the evidence), or " + FIX,
     OTHER_USER: "another user's processes run on your allocation: ask the admin to end them (leftovers of an "
                 "earlier job; a batch-system epilogue should clean them up)",
 }
 
 
 def fix_for(causes: List[str]) -> str:
-    """The fixes of ``causes``, each once, in order."""
-    seen: List[str] = []
-    for c in causes:
-        if FIXES[c] not in seen:
-            seen.append(FIXES[c])
-    return "; ".join(seen)
+    """The fix for ``causes``: what each adds, with the idle-node advice once for the node's own load."""
+    local = [FIXES[c] for c in dict.fromkeys(causes) if c in (COMPETING, MEMORY_HELD)]
+    if any(c in (COMPETING, BUSY_BEFORE, MEMORY_HELD) for c in causes):
+        local = [", or ".join(["; ".join(local), FIX]) if local else FIX]
+    return "; ".join(local + [FIXES[c] for c in dict.fromkeys(causes) if c in (STEAL, OTHER_USER)])
 
 
 @dataclass(frozen=True)

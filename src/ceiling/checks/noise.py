@@ -242,10 +242,13 @@ def causes(w: Window, cpus: Sequence[Any], virtualized: Optional[str] = None
         top = dev[:TOP_SOURCES]
         data["interrupts"] = [{"irq": s.irq, "name": s.name, "count": s.count} for s in top]
         data["interrupt_rate_per_s"] = rate
-        others = sorted({c for s in w.irqs or [] for c in s.per_cpu} - ids) or ["<a housekeeping CPU>"]
+        others = sorted({c for s in w.irqs or [] for c in s.per_cpu} - ids)
+        # Every CPU measured is a compute CPU: one must be kept out of the job to take them.
+        spare = (f"echo {others[0]} > /proc/irq/{top[0].irq}/smp_affinity_list" if others else
+                 f"keep one CPU out of the job (e.g. CPU {min(ids)}) and route them there: echo {min(ids)} > "
+                 f"/proc/irq/{top[0].irq}/smp_affinity_list")
         fixes.append(f"move the device interrupts off these CPUs ({', '.join(s.name for s in top)}): "
-                     f"echo {others[0]} > /proc/irq/{top[0].irq}/smp_affinity_list, or irqbalance with "
-                     f"IRQBALANCE_BANNED_CPULIST set to the compute CPUs")
+                     f"{spare}, or irqbalance with IRQBALANCE_BANNED_CPULIST set to the compute CPUs")
         root = True
     if not out and virtualized:
         out.append(HYPERVISOR)
