@@ -368,6 +368,13 @@ def test_noise_from_the_kernel_itself_calls_for_nohz_full():
     assert "kill" not in f.fix and "smp_affinity" not in f.fix
 
 
+def test_kernel_noise_on_the_boot_cpu_is_not_for_nohz_full():
+    cpus = [cpu_result(0, 1.08, [(0.3, 4e-3)]), cpu_result(1, 0.0004)]
+    f = noise.judge(window(cpus, irqs=[LOC]))
+    assert f.data["cause"] == noise.KERNEL and "nohz_full" not in f.fix and "off CPU 0" in f.fix
+    assert not f.needs_root
+
+
 def test_a_small_process_does_not_explain_large_noise():
     f = noise.judge(window(NOISY1, procs=[(4242, "telegraf", 0.02)]))
     assert f.data["cause"] == noise.KERNEL and "telegraf" not in f.fix

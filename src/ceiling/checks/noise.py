@@ -259,11 +259,18 @@ def causes(w: Window, cpus: Sequence[Any], virtualized: Optional[str] = None
         out.append(KERNEL)
         if kthreads:
             data["kernel_threads"] = [{"pid": pid, "comm": comm, "cpu_share": share} for pid, comm, share in kthreads]
-        cpulist = ",".join(str(c) for c in sorted(ids))
-        fixes.append(f"no other process or device interrupt explains it: it is the kernel's own housekeeping "
-                     f"(timer tick, kernel threads, softirqs); keep it off the compute CPUs with the kernel "
-                     f"parameters nohz_full={cpulist} rcu_nocbs={cpulist} (or isolcpus=), leaving a housekeeping CPU")
-        root = True
+        # CPU 0 (the boot CPU) keeps the housekeeping: it cannot be made tickless.
+        comp = [c for c in sorted(ids) if c != 0]
+        cpulist = ",".join(str(c) for c in comp)
+        head = ("no other process or device interrupt explains it: it is the kernel's own housekeeping "
+                "(timer tick, kernel threads, softirqs)")
+        if comp:
+            fixes.append(f"{head}; keep it off the compute CPUs with the kernel parameters nohz_full={cpulist} "
+                         f"rcu_nocbs={cpulist} (or isolcpus=), leaving CPU 0 for housekeeping")
+            root = True
+        else:
+            fixes.append(f"{head} on CPU 0, which keeps that work whatever the kernel parameters: keep the job's "
+                         f"busiest thread off CPU 0 (taskset, srun --cpu-bind)")
     return out, data, "; ".join(fixes), root
 
 
