@@ -11,16 +11,19 @@ code that applies it sit together and change together.
 Every file is read through the probe, below ``probe.root``: tests point it at
 a fixture tree (a recorded /proc and /sys), and nothing needs root. A file
 that is absent, unreadable, not text or empty reads as ``None``; a check then
-says ``skipped`` and why, it never raises. A finding that is not ok says what caused it in ``data["cause"]`` (a short
+says ``skipped`` and why, it never raises.
+
+A finding that is not ok says what caused it in ``data["cause"]`` (a short
 word: "competing_process", "not_root", "tool_missing") and its ``fix`` is the
 one for that cause, so the advice cannot contradict the evidence: ``warn``,
 ``fail`` and ``skipped`` take ``cause=``, and a warn or fail without one is a
 bug that the strict runner (tests) refuses. Root-ness is an input
-(``Probe.is_root``), so a check never tells root to use sudo and tests can
-plant either. Checks that look at this process
-or measure something now (rlimits, statvfs, the OS-noise window) are marked
-``live``: on a recorded tree they are skipped, because the tree is not this
-node.
+(``Probe.is_root``), so a check never tells root to use sudo, and tests can
+plant either.
+
+Checks that look at this process or measure something now (rlimits,
+statvfs, the OS-noise window) are marked ``live``: on a recorded tree they
+are skipped, because the tree is not this node.
 """
 from __future__ import annotations
 
@@ -74,10 +77,6 @@ class Probe:
         if is_root is None and live:
             is_root = os.geteuid() == 0
         return cls(Path(root), machine, live=live, options=options or Options(), is_root=is_root)
-
-    def sudo(self, command: str) -> str:
-        """``command`` as the reader types it: prefixed with sudo unless ceiling runs as root."""
-        return command if self.is_root else f"sudo {command}"
 
     def path(self, rel: str) -> Path:
         return self.fs.p(rel)
