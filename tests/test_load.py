@@ -88,7 +88,10 @@ def test_busy_process_is_named(tmp_path):
     assert f.title == "Other processes used 0.85 CPUs during the measurement"
     assert "top: pid 4242 (stress) 75% of a CPU, pid 11 (rsyslogd) 10% of a CPU" in f.evidence
     assert f.why == "they take cycles and memory bandwidth from the benchmark: results are lower and noisier"
-    assert f.fix == "run on an idle node / exclusive allocation, e.g. srun --exclusive"
+    assert f.data["cause"] == load.COMPETING and f.data["processes"][0] == {"pid": 4242, "comm": "stress",
+                                                                            "cpu_share": pytest.approx(0.75)}
+    assert f.fix == ("stop or move the processes named in the evidence if they are yours, or run on an idle node / "
+                     "exclusive allocation, e.g. srun --exclusive")
     # the same processes, declared part of this measurement: nothing competes
     [g] = load.compare(b, a, 4, own_pids=(4242, 11))
     assert g.status == OK and "stress" not in g.evidence
@@ -143,6 +146,7 @@ def test_high_load_average_before_start(tmp_path):
                        dict(loadavg=(2.0, 1.0, 0.5), uptime=2.0))
     [f] = load.compare(b, a, 4)
     assert f.status == WARN and f.title == "Load average 2.00 on 4 CPUs before the start"
+    assert f.data["cause"] == load.BUSY_BEFORE and f.fix == load.FIX
     assert "load average before 2.00 1.00 0.50 (4 CPUs)" in f.evidence
     assert load.compare(b, a, 5)[0].status == OK
     assert load.compare(b, a, 4, check_loadavg=False)[0].status == OK
@@ -152,6 +156,8 @@ def test_steal_time_in_a_vm(tmp_path):
     b, a = two_samples(tmp_path, dict(uptime=1.0, steal=0), dict(uptime=3.0, steal=HZ))
     [f] = load.compare(b, a, 4)
     assert f.status == WARN and "steal time" in f.title and "steal 0.50 CPUs" in f.evidence
+    # the host's doing: no exclusive allocation inside the VM changes it
+    assert f.data["cause"] == load.STEAL and "dedicated (pinned) vCPUs" in f.fix and "srun" not in f.fix
 
 
 def test_check_idle_on_fixture(tmp_path):

@@ -57,20 +57,26 @@ def test_channel_of(locator, bank, expect):
 
 def test_permission_denied_without_root():
     err = local("dmidecode", "permission-denied.stderr").read_text()
-    got, why, src = dmi.read_dimms(Root("/nonexistent-root"), runner=lambda: (1, "# dmidecode 3.3\n", err))
+    got, why, src, cause = dmi.read_dimms(Root("/nonexistent-root"), runner=lambda: (1, "# dmidecode 3.3\n", err))
     assert got is None and why.startswith("dmidecode needs root (") and "Permission denied" in why
+    assert cause == dmi.NOT_ROOT
 
 
 def test_no_smbios_tables_is_not_a_permission_problem():
     """What dmidecode 3.4 prints as root in a VM without firmware tables (Firecracker)."""
-    got, why, _ = dmi.read_dimms(Root("/nonexistent-root"), runner=lambda: (
+    got, why, _, cause = dmi.read_dimms(Root("/nonexistent-root"), runner=lambda: (
         1, "# dmidecode 3.4\nScanning /dev/mem for entry point.\n", "/dev/mem: No such file or directory\n"))
-    assert got is None and why.startswith("no SMBIOS/DMI tables") and "root" not in why
+    assert got is None and why.startswith("no SMBIOS/DMI tables") and "root" not in why and cause == dmi.NO_TABLES
 
 
-def test_dmidecode_not_installed():
-    got, why, _ = dmi.read_dimms(Root("/nonexistent-root"), runner=lambda: (127, "", ""))
-    assert got is None and "not installed" in why
+def test_dmidecode_not_installed(tmp_path):
+    """Missing dmidecode is worth installing only where the kernel found SMBIOS tables."""
+    got, why, _, cause = dmi.read_dimms(Root(tmp_path), runner=lambda: (127, "", ""))
+    assert got is None and "not installed" in why and why.startswith("no SMBIOS/DMI tables") and cause == dmi.NO_TABLES
+    (tmp_path / "sys/firmware/dmi/tables").mkdir(parents=True)
+    (tmp_path / "sys/firmware/dmi/tables/smbios_entry_point").write_bytes(b"_SM3_")
+    got, why, _, cause = dmi.read_dimms(Root(tmp_path), runner=lambda: (127, "", ""))
+    assert got is None and why == "dmidecode is not installed" and cause == dmi.TOOL_MISSING
 
 
 def test_detect_live_reports_why_dimms_are_unknown(monkeypatch, tmp_path):
@@ -101,8 +107,8 @@ def test_recorded_dmidecode_feeds_the_memory_peak(tmp_path_factory, tmp_path):
 
 def test_raw_smbios_records(tmp_path_factory):
     root = Root(fsroot("32em64t-2n8c+dax+nvme+mic+dimms", tmp_path_factory))
-    got, why, src = dmi.read_dimms(root)
-    assert why is None and "SMBIOS type 17" in src and len(got) == 24
+    got, why, src, cause = dmi.read_dimms(root)
+    assert why is None and cause == "" and "SMBIOS type 17" in src and len(got) == 24
     s = dmi.summarize(got)
     assert s["populated"] == 8 and s["types"] == ["DDR3"] and s["mts"] == 1600
     assert s["total_bytes"] == 32 * GIB

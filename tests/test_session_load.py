@@ -143,3 +143,33 @@ def test_steps_not_listed_are_measured_once(monkeypatch):
     fn, calls = _flops(34.0)
     s.bench("storage", fn)
     assert len(calls) == 1 and not left
+
+
+def test_steps_disturbed_for_different_causes_get_each_causes_fix(monkeypatch):
+    """One step met another process, the next the hypervisor's steal: the one finding
+    carries both causes, and its fix covers both instead of repeating the first step's."""
+    causes = {"compute": [load.COMPETING], "memory": [load.STEAL]}
+    state = {}
+
+    def compare(before, after, ncpus, **kw):
+        c = causes[state["step"]]
+        return [Finding(load.FINDING_ID, "warn", "Busy", evidence="busy", why="cycles", fix=load.fix_for(c),
+                        data={"cause": c[0], "causes": c})]
+
+    monkeypatch.setattr(load, "compare", compare)
+    from ceiling.machine.model import Machine
+    from ceiling.results.measure import Options
+    s = Session(["run"], Options())
+    s.set_machine(Machine(), [0])
+
+    def step(name):
+        def fn(ctx):
+            state["step"] = name
+            return Outcome(metrics=[Metric.measured(f"{name}.x", [1.0, 1.1, 0.9], "GB/s")])
+        return fn
+
+    for name in causes:
+        s.bench(name, step(name))
+    [f] = [f for f in s.finish().findings if f.id.startswith("load.")]
+    assert f.data == {"cause": load.COMPETING, "causes": [load.COMPETING, load.STEAL]}
+    assert f.fix == load.fix_for([load.COMPETING, load.STEAL]) and "dedicated (pinned) vCPUs" in f.fix

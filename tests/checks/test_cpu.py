@@ -116,12 +116,15 @@ def test_turbo_intel_enabled_and_disabled(tmp_path):
     write(tmp_path, f"{CPU}/intel_pstate/no_turbo", "1\n")
     f = run("cpu.turbo", intel_2s(), tmp_path)
     assert f.status == "warn" and f.title == "Turbo/boost is disabled" and f.needs_root
+    # the switch that is off is the one named
+    assert f.data["cause"] == "intel_pstate_no_turbo" and "intel_pstate/no_turbo" in f.fix and "boost" not in f.fix
 
 
 def test_turbo_cpufreq_boost(tmp_path):
     write(tmp_path, f"{CPU}/cpufreq/boost", "0\n")
     f = run("cpu.turbo", amd_2s(), tmp_path)
     assert f.status == "warn" and f.evidence == "cpufreq/boost=0"
+    assert f.data["cause"] == "cpufreq_boost_off" and "cpufreq/boost" in f.fix and "no_turbo" not in f.fix
     write(tmp_path, f"{CPU}/cpufreq/boost", "1\n")
     assert run("cpu.turbo", amd_2s(), tmp_path).status == "ok"
 
@@ -138,6 +141,15 @@ def test_governor_recorded_amd_ondemand(tmp_path_factory):
     f = run("cpu.governor", m, root)
     assert f.status == "warn"
     assert f.evidence == "ondemand on CPUs 0-31 (driver powernow-k8)"
+
+
+def test_governor_causes(tmp_path):
+    """A power-saving governor is a setting to change; no cpufreq (a VM) is nothing to fix."""
+    f = run("cpu.governor", intel_2s(), tmp_path)
+    assert f.status == "skipped" and f.data["cause"] == "no_cpufreq" and not f.fix
+    cpufreq(tmp_path, range(8), governor="powersave")
+    f = run("cpu.governor", intel_2s(), tmp_path)
+    assert f.data == {"cause": "power_saving_governor", "governors": ["powersave"]} and "performance" in f.fix
 
 
 def test_governor_mixed_names_both_groups(tmp_path):
@@ -202,6 +214,8 @@ def test_cstates_recorded_nehalem_c6_warns(tmp_path_factory):
     assert f.title == "Deep C-states enabled: NHM-C6 with 200 µs exit latency on 40 of 40 CPUs"
     assert "idle driver intel_idle" in f.evidence and "NHM-C3 20 µs" in f.evidence
     assert "cpupower idle-set -D 50" in f.fix and f.needs_root
+    # the boot parameter of the idle driver in use, not the other one
+    assert f.data["cause"] == "deep_cstates" and "intel_idle.max_cstate=1" in f.fix and "processor." not in f.fix
 
 
 def test_cstates_recorded_acpi_idle_c2_c3(tmp_path_factory):
@@ -209,6 +223,7 @@ def test_cstates_recorded_acpi_idle_c2_c3(tmp_path_factory):
     f = run("cpu.cstates", m, root)
     assert f.status == "warn" and "93 µs" in f.title and "16 of 16 CPUs" in f.title
     assert "acpi_idle" in f.evidence
+    assert f.data["driver"] == "acpi_idle" and "processor.max_cstate=1" in f.fix and "intel_idle" not in f.fix
 
 
 def test_cstates_amd_acpi_c2_disabled_is_ok(tmp_path):
@@ -310,6 +325,7 @@ def test_consistency_cap_names_cpus_and_cap(tmp_path):
     f = run("cpu.consistency", intel_2s(), tmp_path)
     assert f.status == "warn"
     assert "CPUs 4-7 capped at 2.00 GHz (hardware maximum 3.50 GHz)" in f.evidence
+    assert f.data["cause"] == "capped" and "-u MAX" in f.fix and "online" not in f.fix and "-d MIN" not in f.fix
 
 
 def test_consistency_min_clock_differs_governor_epp_left_to_their_checks(tmp_path):
@@ -320,6 +336,7 @@ def test_consistency_min_clock_differs_governor_epp_left_to_their_checks(tmp_pat
     assert "minimum clock differs: at the hardware minimum on CPUs 0-5; raised to 2.00 GHz on CPUs 6-7" in f.evidence
     # cpu.governor and cpu.epp warn about these; consistency does not say it again.
     assert "governor" not in f.evidence and "energy-performance" not in f.evidence
+    assert f.data["cause"] == "min_clock_differs" and "-d MIN" in f.fix and "-u MAX" not in f.fix
 
 
 def test_consistency_ignores_governor_and_epp_differences(tmp_path):
@@ -336,6 +353,7 @@ def test_consistency_recorded_offline_cpus(tmp_path_factory):
     # CPUs missing from a node with SMT on: a node to drain (issue 10, item 6)
     assert f.status == "fail" and "CPUs 0-3,21-23 offline" in f.title
     assert "offline=0-3,21-191" in f.evidence and "present=0-23" in f.evidence
+    assert f.data["cause"] == "cpus_offline" and "cpuN/online" in f.fix and "frequency-set" not in f.fix
 
 
 def test_consistency_offline_siblings_with_smt_off_only_warn(tmp_path_factory, tmp_path):
@@ -353,6 +371,8 @@ def test_consistency_offline_siblings_with_smt_off_only_warn(tmp_path_factory, t
     (copy / "sys/devices/system/cpu/smt/control").write_text("off\n")
     f = run("cpu.consistency", m, copy)
     assert f.status == "warn" and "SMT is switched off" in f.evidence
+    # siblings offline by design: nothing to bring online unless SMT should be on
+    assert f.data["cause"] == "smt_off" and "cpuN/online" not in f.fix and "smt/control" in f.fix
 
 
 def test_consistency_possible_but_absent_cpus_are_not_offline(tmp_path_factory):

@@ -91,6 +91,9 @@ def test_everything_on_cpu0_warns(tmp_path):
     assert "irqbalance: unknown from a recorded tree" in f.evidence
     # Every CPU is this process's: no banned list (that would leave IRQs nowhere), one housekeeping core instead.
     assert "echo 0 > /proc/irq/24/smp_affinity_list" in f.fix and "BANNED" not in f.fix and f.needs_root
+    # a recorded tree cannot say whether irqbalance runs: neither "start it" nor "its configuration" alone
+    assert f.data["cause"] == "irq_concentrated" and f.data["irqbalance"] is None
+    assert "start irqbalance if it does not run" in f.fix
 
 
 def spread_rows():
@@ -137,6 +140,7 @@ def test_live_without_irqbalance_and_busy_compute_cpus_warns(tmp_path):
     f = run(node(), tmp_path, live=True)
     assert f.status == "warn" and "irqbalance is not running" in f.title and "400/s" in f.title
     assert "systemctl enable --now irqbalance" in f.fix
+    assert f.data["cause"] == "irqbalance_not_running" and f.data["irqbalance"] is False
     write(tmp_path, "proc/733/comm", "irqbalance\n")
     f = run(node(), tmp_path, live=True)
     assert f.status == "ok" and "irqbalance is running" in f.evidence

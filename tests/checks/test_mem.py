@@ -16,6 +16,7 @@ from ceiling import machine as machine_mod
 from ceiling.checks import base, mem
 from ceiling.machine import dmi
 from ceiling.machine.model import Cpu, Machine
+from ceiling.sysfs import Root
 from machine_fixtures import fsroot, local
 from checkutil import write
 
@@ -259,11 +260,43 @@ def test_population_raw_smbios_on_a_recorded_node(tmp_path_factory):
     assert "installed 32 GiB, visible 31.3 GiB (MemTotal, 98%)" in f.evidence and "channels:" in f.evidence
 
 
-def test_population_without_root(tmp_path):
+@pytest.mark.parametrize("cause,is_root,reason,fix_has,fix_lacks,needs_root", [
+    # not root: the records are root's; root reads them itself, no dmidecode needed
+    (dmi.NOT_ROOT, False, "dmidecode needs root (/dev/mem: Permission denied)", "run ceiling as root", "install", True),
+    # root, dmidecode missing, tables there: install the package, never "run as root"
+    (dmi.TOOL_MISSING, True, "dmidecode is not installed", "install dmidecode", "root", True),
+    # not root and dmidecode missing: both steps
+    (dmi.TOOL_MISSING, False, "dmidecode is not installed", "install dmidecode", "", True),
+    # no tables (a VM, a container): nothing to fix, and no sudo
+    (dmi.NO_TABLES, True, "no SMBIOS/DMI tables on this system (/dev/mem: No such file or directory)", "", "sudo", False),
+    (dmi.NO_RECORDS, False, "dmidecode lists no memory devices", "", "sudo", False),
+    # root refused anyway: a container, not a missing sudo
+    (dmi.NOT_ROOT, True, "/sys/firmware/dmi/entries/17-*/raw: permission denied", "on the host", "sudo", False),
+])
+def test_population_fix_follows_why_the_records_are_missing(tmp_path, cause, is_root, reason, fix_has, fix_lacks,
+                                                             needs_root):
+    """The issue's case: as root with dmidecode missing it said 'needs root: run sudo'."""
     m = pop_machine(None)
-    m.unknowns["dimms"] = "dmidecode needs root (/dev/mem: Permission denied)"
-    f = run("mem.population", tmp_path, m)
-    assert f.status == "skipped" and "Permission denied" in f.evidence and "sudo dmidecode -t memory" in f.why
+    m.unknowns["dimms"], m.dimms_unread = reason, cause
+    p = base.Probe.of(m, str(tmp_path), is_root=is_root)
+    f = base.run_one(base.REGISTRY["mem.population"], p, strict=True)
+    assert f.status == "skipped" and f.evidence == reason
+    expect = {dmi.NOT_ROOT: "denied_to_root"}.get(cause, cause) if is_root else cause
+    assert f.data["cause"] == expect
+    assert fix_has in f.fix and (not fix_lacks or fix_lacks not in f.fix) and f.needs_root is needs_root
+    if not fix_has:
+        assert f.fix == "" and "nothing to fix" in f.why
+
+
+def test_population_root_without_dmidecode_on_this_tree(tmp_path, monkeypatch):
+    """Through the machine model: root, dmidecode missing, and no SMBIOS tables exported
+    (this is what a Firecracker VM looks like): nothing to install."""
+    monkeypatch.setattr(dmi, "run_dmidecode", lambda: (127, "", ""))
+    rows, why, _, cause = dmi.read_dimms(Root(tmp_path), runner=dmi.run_dmidecode)
+    m = pop_machine(rows)
+    m.unknowns["dimms"], m.dimms_unread = why, cause
+    f = base.run_one(base.REGISTRY["mem.population"], base.Probe.of(m, str(tmp_path), is_root=True), strict=True)
+    assert f.data["cause"] == dmi.NO_TABLES and "install" not in f.fix and "sudo" not in f.fix + f.why
 
 
 def test_population_in_a_vm(tmp_path):

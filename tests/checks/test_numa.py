@@ -48,12 +48,14 @@ def test_domains_two_sockets_one_domain_warns(tmp_path):
     assert f.status == "warn" and f.title.startswith("One NUMA domain on 2 sockets: NUMA is off")
     assert "2 sockets, 1 NUMA domain with CPUs: node0 CPUs 0-7" in f.evidence
     assert "BIOS" in f.fix and f.needs_root
+    assert f.data["cause"] == "node_interleaving" and "numa=off" not in f.fix
 
 
 def test_domains_numa_off_on_the_command_line(tmp_path):
     write(tmp_path, "proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro numa=off quiet\n")
     f = run("numa.domains", one_domain(epyc()), tmp_path)
     assert f.status == "warn" and "numa=off" in f.evidence and "numa=off" in f.fix
+    assert f.data["cause"] == "numa_off_kernel" and "BIOS" not in f.fix
     assert "no sys/devices/system/node" in f.evidence
 
 
@@ -104,6 +106,7 @@ def test_balance_recorded_short_node_warns(tmp_path_factory):
     assert f.title == "Memory unbalanced across NUMA domains: node5 has 8.0 GiB (53% of the mean)"
     assert "node0 16.0 GiB, 15.3 GiB free" in f.evidence and "mean of domains with CPUs 15.0 GiB" in f.evidence
     assert "dmidecode" in f.fix
+    assert f.data["cause"] == "domain_short" and "drop_caches" not in f.fix
 
 
 def test_balance_recorded_even_is_ok(tmp_path_factory):
@@ -131,6 +134,7 @@ def test_balance_one_node_full_while_other_free(tmp_path):
     f = run("numa.memory_balance", epyc(), tmp_path)
     assert f.status == "warn" and "node1 has 3% free while node0 has 62% free" in f.title
     assert "drop_caches" in f.fix
+    assert f.data["cause"] == "domain_full" and "dmidecode" not in f.fix
 
 
 def test_balance_even_and_free_is_ok(tmp_path):

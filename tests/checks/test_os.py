@@ -133,12 +133,14 @@ def test_clocksource_hpet_warns_and_offers_tsc(tmp_path):
     assert f.status == "warn" and "hpet" in f.title
     assert "echo tsc > /sys/devices/system/clocksource/clocksource0/current_clocksource" in f.fix
     assert "clocksource=tsc" in f.fix and f.needs_root
+    assert f.data == {"cause": "fast_clock_not_selected", "clocksource": "hpet", "fast_available": ["tsc"]}
 
 
 def test_clocksource_acpi_pm_without_tsc(tmp_path):
     clocks(tmp_path, "acpi_pm", "hpet acpi_pm")
     f = run("os.clocksource", cpu(), tmp_path)
     assert f.status == "warn" and "unstable" in f.fix
+    assert f.data["cause"] == "no_fast_clock" and "echo" not in f.fix
 
 
 def test_clocksource_unknown_or_absent_is_skipped(tmp_path):

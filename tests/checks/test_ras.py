@@ -71,6 +71,7 @@ def test_edac_corrected_errors_name_the_dimm(tmp_path):
     assert "CPU_SrcID#0_MC#1_Chan#2_DIMM#0 (channel 2 slot 0, mc1/dimm2): 12 CE" in f.evidence
     assert "CPU_SrcID#1_MC#0_Chan#0_DIMM#0 (channel 0 slot 0, mc2/dimm0): 3 CE" in f.evidence
     assert "mc1 (Skylake Socket#0 IMC#1): 12 CE, 0 UE" in f.evidence
+    assert f.data["cause"] == "corrected_errors" and "at the next maintenance" in f.fix
 
 
 def test_edac_uncorrected_errors_fail(tmp_path):
@@ -80,6 +81,7 @@ def test_edac_uncorrected_errors_fail(tmp_path):
     assert f.status == "fail" and f.title == "Uncorrected memory errors: 2 (and 40 corrected)"
     assert "mc3/dimm1): 2 UE, 40 CE" in f.evidence and "mc3 ue_noinfo_count=1" in f.evidence
     assert "replace the DIMM" in f.fix
+    assert f.data["cause"] == "uncorrected_errors" and "drain the node" in f.fix
 
 
 def test_edac_old_csrow_layout(tmp_path):

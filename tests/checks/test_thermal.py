@@ -74,6 +74,8 @@ def test_counters_are_deduplicated_per_core_and_package(tmp_path):
     assert "socket 1: package 7 thermal (310 ms)" in f.evidence
     assert "worst cores: core 1 (CPU 1,5) on socket 0: 120 thermal (4500 ms)" in f.evidence
     assert "since boot, up 3 d 2 h" in f.evidence and f.fix and f.why
+    # thermal events: cooling is the cause, not the power cap
+    assert f.data["cause"] == "thermal" and "fans" in f.fix and "power cap" not in f.fix
 
 
 def test_power_limit_only(tmp_path):
@@ -85,6 +87,7 @@ def test_power_limit_only(tmp_path):
     f = run("thermal.throttle_events", intel_2s(), root)
     assert f.status == "warn" and f.title == "Power-limit throttling since boot: 3012 events"
     assert "core 0 (CPU 0,4) on socket 0: 12 power-limit" in f.evidence
+    assert f.data["cause"] == "power_limit" and "power cap" in f.fix and "fans" not in f.fix
 
 
 def test_absent_in_a_vm_or_on_amd(tmp_path):
@@ -164,6 +167,7 @@ def test_counters_rising_under_load_fail(tmp_path, monkeypatch):
     f = run("thermal.throttling_now", now_machine(base=2.4, max=3.7), root, live=True)
     assert f.status == "fail" and f.title.startswith("Throttling now: 4 thermal events during")
     assert "socket 1: package 4 thermal (180 ms)" in f.evidence
+    assert f.data["cause"] == thermal.ROSE and "cooling" in f.fix
     assert calls and calls[0][0] == list(range(8)) and calls[0][1]["reps"] == thermal.WINDOW_REPS
 
 
@@ -176,6 +180,7 @@ def test_all_core_clock_below_base_fails(tmp_path, monkeypatch):
     assert f.status == "fail" and "2.00 GHz under load, 17% below the 2.40 GHz base clock" in f.title
     assert "all-core clock 2.00 GHz = 83% of base 2.40 GHz (cpufreq base_frequency)" in f.evidence
     assert "no thermal_throttle counter rose" in f.evidence
+    assert f.data["cause"] == thermal.BELOW_BASE and "cooling" in f.fix and f.needs_root
 
 
 def test_below_base_in_a_vm_is_a_warning(tmp_path, monkeypatch):
@@ -184,6 +189,9 @@ def test_below_base_in_a_vm_is_a_warning(tmp_path, monkeypatch):
     m.virtualized = "KVM"
     f = run("thermal.throttling_now", m, tmp_path, live=True)
     assert f.status == "warn" and "KVM VM" in f.title
+    # the host sets a VM's clock: no cooling or BMC advice for the guest
+    assert f.data["cause"] == thermal.HYPERVISOR and "dedicated" in f.fix and "cooling" not in f.fix
+    assert not f.needs_root
     assert "counters: no readable thermal_throttle counters" in f.evidence
 
 
@@ -196,6 +204,7 @@ def test_below_base_with_competing_load_is_a_warning(tmp_path, monkeypatch):
         root, "proc/pressure/cpu", "some avg10=50.00 avg60=0.00 avg300=0.00 total=2000000\n"))
     f = run("thermal.throttling_now", now_machine(base=2.4, max=3.7), root, live=True)
     assert f.status == "warn" and "competing load" in f.title
+    assert f.data["cause"] == thermal.CONTENDED_LOAD and "idle node" in f.fix and "cooling" not in f.fix
     assert "of the window (/proc/pressure/cpu)" in f.evidence
 
 

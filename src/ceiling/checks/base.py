@@ -11,18 +11,28 @@ code that applies it sit together and change together.
 Every file is read through the probe, below ``probe.root``: tests point it at
 a fixture tree (a recorded /proc and /sys), and nothing needs root. A file
 that is absent, unreadable, not text or empty reads as ``None``; a check then
-says ``skipped`` and why, it never raises. Checks that look at this process
-or measure something now (rlimits, statvfs, the OS-noise window) are marked
-``live``: on a recorded tree they are skipped, because the tree is not this
-node.
+says ``skipped`` and why, it never raises.
+
+A finding that is not ok says what caused it in ``data["cause"]`` (a short
+word: "competing_process", "not_root", "tool_missing") and its ``fix`` is the
+one for that cause, so the advice cannot contradict the evidence: ``warn``,
+``fail`` and ``skipped`` take ``cause=``, and a warn or fail without one is a
+bug that the strict runner (tests) refuses. Root-ness is an input
+(``Probe.is_root``), so a check never tells root to use sudo, and tests can
+plant either.
+
+Checks that look at this process or measure something now (rlimits,
+statvfs, the OS-noise window) are marked ``live``: on a recorded tree they
+are skipped, because the tree is not this node.
 """
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..machine.model import Machine
 from ..sysfs import Root, decode, first_int
@@ -53,13 +63,20 @@ class Probe:
     machine: Machine
     live: bool = False
     options: Options = field(default_factory=Options)
+    # Whether ceiling runs as root: decides between "run it as root" and what
+    # root itself must do. None on a recorded tree (who will read it is unknown).
+    is_root: Optional[bool] = None
 
     def __post_init__(self):
         self.fs = Root(self.root)
 
     @classmethod
-    def of(cls, machine: Machine, root: str = "/", options: Optional[Options] = None) -> "Probe":
-        return cls(Path(root), machine, live=str(root) == "/", options=options or Options())
+    def of(cls, machine: Machine, root: str = "/", options: Optional[Options] = None,
+           is_root: Optional[bool] = None) -> "Probe":
+        live = str(root) == "/"
+        if is_root is None and live:
+            is_root = os.geteuid() == 0
+        return cls(Path(root), machine, live=live, options=options or Options(), is_root=is_root)
 
     def path(self, rel: str) -> Path:
         return self.fs.p(rel)
@@ -99,20 +116,34 @@ class Probe:
 
 # -- results -------------------------------------------------------------------
 
-def ok(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False) -> Finding:
-    return Finding("", OK, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root)
+def _data(cause: str, data: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    out = dict(data or {})
+    if cause:
+        out["cause"] = cause
+    return out
 
 
-def warn(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False) -> Finding:
-    return Finding("", WARN, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root)
+def ok(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False,
+       data: Optional[Dict[str, Any]] = None) -> Finding:
+    return Finding("", OK, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root, data=dict(data or {}))
 
 
-def fail(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False) -> Finding:
-    return Finding("", FAIL, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root)
+def warn(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False,
+         cause: str = "", data: Optional[Dict[str, Any]] = None) -> Finding:
+    """A warning; ``cause`` names what made it (data["cause"]) and ``fix`` must be that cause's."""
+    return Finding("", WARN, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root, data=_data(cause, data))
 
 
-def skipped(title: str, evidence: str = "", why: str = "") -> Finding:
-    return Finding("", SKIPPED, title, evidence=evidence, why=why)
+def fail(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False,
+         cause: str = "", data: Optional[Dict[str, Any]] = None) -> Finding:
+    return Finding("", FAIL, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root, data=_data(cause, data))
+
+
+def skipped(title: str, evidence: str = "", why: str = "", fix: str = "", needs_root: bool = False,
+            cause: str = "", data: Optional[Dict[str, Any]] = None) -> Finding:
+    """Not judged; where the reason can be removed, ``cause`` names it and ``fix`` says how."""
+    return Finding("", SKIPPED, title, evidence=evidence, why=why, fix=fix, needs_root=needs_root,
+                   data=_data(cause, data))
 
 
 # -- the registry --------------------------------------------------------------
@@ -176,6 +207,8 @@ def run_one(c: Check, probe: Probe, strict: bool = False) -> Finding:
             if strict:
                 raise TypeError(f"check {c.id} returned {type(f).__name__}, not a Finding")
             f = skipped(f"{c.id}: returned no finding", why="a bug in ceiling: please report it")
+        elif strict and f.status in (WARN, FAIL) and not f.data.get("cause"):
+            raise ValueError(f"check {c.id} returned {f.status} without data['cause']: its fix must follow a cause")
     f.id = c.id
     return f
 

@@ -32,7 +32,8 @@ def cpu_quota(p: Probe):
         return warn(f"CPU quota ({quota:g} CPUs) is below the CPUs this process sees ({n})",
                     evidence=f"cgroup quota {quota:g} CPUs ({src}); affinity {n} CPUs",
                     why="threads beyond the quota are throttled every scheduling period: all-core results drop and jitter",
-                    fix="run with as many threads as the quota, or ask for a larger allocation")
+                    fix="run with as many threads as the quota, or ask for a larger allocation", cause="cpu_quota",
+                    data={"quota_cpus": quota, "affinity_cpus": n})
     return ok(f"CPU quota ({quota:g} CPUs) covers the CPUs this process sees", evidence=f"{n} CPUs; {src}")
 
 
@@ -62,7 +63,8 @@ def memory_limit(p: Probe):
     if limit < 0.95 * total:
         return warn(f"Memory is limited to {limit / GIB:.1f} GiB of the node's {total / GIB:.1f} GiB", evidence=ev,
                     why="codes that size their buffers from /proc/meminfo see the whole node and get OOM-killed",
-                    fix="request more memory (--mem / --mem-per-cpu, or the container's --memory)")
+                    fix="request more memory (--mem / --mem-per-cpu, or the container's --memory)",
+                    cause="memory_limit", data={"limit_bytes": limit, "node_bytes": total})
     return ok(f"cgroup memory limit ({limit / GIB:.1f} GiB) covers the node's memory", evidence=ev)
 
 
@@ -77,9 +79,13 @@ def affinity(p: Probe):
     --cpu-bind, taskset, a container's --cpuset-cpus); it is a problem when
     the job believes it owns the node.
 
-    Fix: request the whole node (srun --exclusive, --cpus-per-task), or
-    check the launcher's binding (srun --cpu-bind=verbose, mpirun
-    --report-bindings).
+    Fix, by cause (data["cause"]): the cgroup's cpuset is narrower than the
+    node (cgroup_cpuset: the allocation or container was given those CPUs):
+    request the whole node (srun --exclusive, --cpus-per-task, the
+    container's --cpuset-cpus); the cpuset covers the node but this
+    process's own mask does not (affinity_mask: a launcher binding or
+    taskset): check the binding (srun --cpu-bind=verbose, mpirun
+    --report-bindings) and bind wider; no allocation changes that.
     """
     m = p.machine
     online = sorted(c.id for c in m.cpus if c.online)
@@ -90,9 +96,17 @@ def affinity(p: Probe):
     if m.cgroup and m.cgroup.get("cpuset"):
         ev += f"; cgroup cpuset {m.cgroup['cpuset']}"
     if len(set(allowed) & set(online)) < len(online):
+        cpuset = (m.cgroup or {}).get("cpuset_cpus")
+        if cpuset and len(set(cpuset) & set(online)) < len(online):
+            cause, fix = "cgroup_cpuset", ("the job's cgroup holds only these CPUs: request the whole node "
+                                           "(srun --exclusive, more --cpus-per-task, or the container's --cpuset-cpus)")
+        else:
+            cause, fix = "affinity_mask", ("the cgroup allows every CPU but this process's mask does not (a launcher "
+                                           "binding or taskset): check it with srun --cpu-bind=verbose or mpirun "
+                                           "--report-bindings and bind to more CPUs")
         return warn(f"This process may use {len(allowed)} of the node's {len(online)} CPUs", evidence=ev,
                     why="unpinned threads share the allowed CPUs, and node-level figures cover only them",
-                    fix="request the whole node (srun --exclusive) or check the launcher's CPU binding")
+                    fix=fix, cause=cause, data={"allowed": len(allowed), "online": len(online)})
     return ok(f"This process may use all {len(online)} online CPUs", evidence=ev)
 
 
@@ -105,6 +119,17 @@ CGROUP_MARKS = (("kubepods", "Kubernetes"), ("docker", "Docker"), ("containerd",
                 ("libpod", "Podman"), ("lxc", "LXC"), ("machine.slice", "systemd-nspawn"))
 
 
+def marks(p: Probe):
+    """(mark, runtime) of the container marks in the tree: marker files, /proc/1/cgroup."""
+    found = [(mark, name) for mark, name in CONTAINER_MARKS if p.exists(mark)]
+    cg = p.read("proc/1/cgroup") or ""
+    for key, name in CGROUP_MARKS:
+        if key in cg:
+            found.append((f"/proc/1/cgroup mentions {key}", name))
+            break
+    return found
+
+
 @check("cgroup.container")
 def container(p: Probe):
     """Container runtime, if any (marker files, /proc/1/cgroup, $container, Apptainer variables).
@@ -115,12 +140,7 @@ def container(p: Probe):
     InfiniBand need the host's devices and libraries passed in (--device,
     bind mounts, or Apptainer's host MPI).
     """
-    found = [(mark, name) for mark, name in CONTAINER_MARKS if p.exists(mark)]
-    cg = p.read("proc/1/cgroup") or ""
-    for key, name in CGROUP_MARKS:
-        if key in cg:
-            found.append((f"/proc/1/cgroup mentions {key}", name))
-            break
+    found = marks(p)
     if p.live:
         env = os.environ.get("container")
         if env:

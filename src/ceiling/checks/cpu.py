@@ -53,7 +53,8 @@ def clock(p: Probe):
                     why="thermal or power throttling, a power cap, or a powersave governor lowers every compute-bound result; "
                         "so do other processes sharing the cores while the clock was measured (see load.competing)",
                     fix="check for competing load, then cooling and power capping (BMC), the governor (cpu.governor) "
-                        "and the throttle counters (thermal.*)")
+                        "and the throttle counters (thermal.*)", cause="clock_below_base",
+                    data={"measured_ghz": c.measured_all_ghz, "base_ghz": nominal})
     note = (f", {ratio - 1:.0%} above the {nominal:.2f} GHz base clock (turbo; peaks from the base clock would be "
             f"wrong by as much)") if ratio > 1.05 else ""
     return ok(f"Cores run at {c.measured_all_ghz:.2f} GHz under load{note}", evidence=ev,
@@ -81,7 +82,8 @@ def governor(p: Probe):
     if not govs:
         return skipped("CPU frequency governor: no cpufreq on this node",
                        evidence="/sys/devices/system/cpu/cpu*/cpufreq is absent (a VM, or no cpufreq driver)",
-                       why="without cpufreq the clock is set by firmware or the hypervisor; ceiling measures it instead")
+                       why="without cpufreq the clock is set by firmware or the hypervisor; ceiling measures it instead",
+                       cause="no_cpufreq")
     slow = {g: cs for g, cs in govs.items() if g != "performance"}
     evidence = "; ".join(f"{word(g)} on {cpus_text(cs)}" for g, cs in sorted(govs.items()))
     drv = p.read(f"{CPU}/cpu{min(min(cs) for cs in govs.values())}/cpufreq/scaling_driver")
@@ -91,7 +93,7 @@ def governor(p: Probe):
     return warn("CPU frequency governor is not 'performance'", evidence=evidence,
                 why="power-saving governors ramp the clock up late: short or bursty phases run slower and timings vary",
                 fix="cpupower frequency-set -g performance (or the batch system's --cpu-freq=performance)",
-                needs_root=True)
+                needs_root=True, cause="power_saving_governor", data={"governors": sorted(slow)})
 
 
 @check("cpu.turbo")
@@ -112,10 +114,14 @@ def turbo(p: Probe):
     off = (no_turbo == "1") or (boost == "0")
     ev = f"intel_pstate/no_turbo={no_turbo}" if no_turbo is not None else f"cpufreq/boost={boost}"
     if off:
+        # The switch that is off is the one to turn back on.
+        if no_turbo == "1":
+            cause, cmd = "intel_pstate_no_turbo", "echo 0 > /sys/devices/system/cpu/intel_pstate/no_turbo"
+        else:
+            cause, cmd = "cpufreq_boost_off", "echo 1 > /sys/devices/system/cpu/cpufreq/boost"
         return warn("Turbo/boost is disabled", evidence=ev,
                     why="cores stay at the base clock: peak flop/s and single-thread speed are lower",
-                    fix="enable it (echo 0 > /sys/devices/system/cpu/intel_pstate/no_turbo, or echo 1 > .../cpufreq/boost) "
-                        "unless it is off on purpose for reproducible timings", needs_root=True)
+                    fix=f"{cmd}, unless it is off on purpose for reproducible timings", needs_root=True, cause=cause)
     return ok("Turbo/boost is enabled", evidence=ev)
 
 
@@ -217,7 +223,8 @@ def epp(p: Probe):
     if not prefs:
         return skipped("Energy-performance preference: not exposed",
                        evidence="no cpufreq/energy_performance_preference (acpi-cpufreq, passive mode, or a VM)",
-                       why="the CPU's own frequency control (HWP/CPPC) is not in use or not visible here")
+                       why="the CPU's own frequency control (HWP/CPPC) is not in use or not visible here",
+                       cause="no_epp")
     drv = p.read(f"{CPU}/cpu{min(prefs)}/cpufreq/scaling_driver")
     groups = group(prefs)
     ev = "; ".join(f"{v} on {cpus_text(cs)}" for v, cs in groups.items())
@@ -231,7 +238,8 @@ def epp(p: Probe):
                 why="with a balance/power preference the core raises its clock late and settles lower: short phases, "
                     "barriers and communication run slower and timings vary",
                 fix="cpupower frequency-set -g performance, or echo performance | tee "
-                    "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference", needs_root=True)
+                    "/sys/devices/system/cpu/cpu*/cpufreq/energy_performance_preference", needs_root=True,
+                cause="power_saving_epp", data={"preferences": sorted(str(v) for v in slow)})
 
 
 DEEP_US = 50  # exit latency above which a C-state is 'deep' for HPC waits
@@ -304,12 +312,16 @@ def cstates(p: Probe):
     (name, lat), cpus = max(deep.items(), key=lambda kv: kv[0][1])
     ev += "; enabled deep states: " + "; ".join(f"{n} ({l} µs) on {cpus_text(cs)}" for (n, l), cs in
                                                 sorted(deep.items(), key=lambda kv: kv[0][1]))
+    # The boot parameter belongs to the idle driver in use.
+    param = {"intel_idle": "intel_idle.max_cstate=1", "acpi_idle": "processor.max_cstate=1"}.get(
+        word(driver) if driver else "", "intel_idle.max_cstate=1 / processor.max_cstate=1")
     return warn(f"Deep C-states enabled: {name} with {lat} µs exit latency on {len(cpus)} of {len(per_cpu)} CPUs",
                 evidence=ev,
                 why="waking from a deep state adds its exit latency to every short wait: MPI messages, barriers, "
                     "locks and I/O completions take longer and vary",
                 fix=f"cpupower idle-set -D {DEEP_US} (disables states slower than {DEEP_US} µs), or boot with "
-                    "intel_idle.max_cstate=1 / processor.max_cstate=1", needs_root=True)
+                    f"{param}", needs_root=True, cause="deep_cstates",
+                data={"driver": word(driver) if driver else None, "state": name, "exit_latency_us": lat})
 
 
 @check("cpu.smt")
@@ -353,7 +365,8 @@ def smt(p: Probe):
                     why="some cores run one thread and others two: per-core results differ and a placement "
                         "that assumes uniform cores is wrong",
                     fix="bring the siblings back online (echo 1 > /sys/devices/system/cpu/cpuN/online) or switch "
-                        "SMT off as a whole (echo off > /sys/devices/system/cpu/smt/control)", needs_root=True)
+                        "SMT off as a whole (echo off > /sys/devices/system/cpu/smt/control)", needs_root=True,
+                    cause="siblings_offline")
     why = ("compute-bound codes often run best with one thread per core; memory- or latency-bound codes can gain "
            "from SMT: try both (OMP_PLACES=cores, srun --hint=nomultithread)")
     if on and tpc > 1:
@@ -420,19 +433,28 @@ def consistency(p: Probe):
                 caps[c] = (smax, cmax)
         if smin is not None:
             mins[c] = "at the hardware minimum" if cmin is not None and smin <= cmin else f"raised to {ghz(smin)}"
-    problems, notes = [], []
+    problems, notes, causes, fixes = [], [], [], []
     offline, src = offline_cpus(p)
     smt_off = (p.read(f"{CPU}/smt/control") or "").strip() in ("off", "forceoff")
     if offline:
         problems.append(f"{cpus_text(offline)} offline")
+        causes.append("smt_off" if smt_off else "cpus_offline")
+        if not smt_off:
+            fixes.append("echo 1 > /sys/devices/system/cpu/cpuN/online for the offline CPUs (after a machine "
+                         "check, look at ras.* first), or drain the node")
         notes.insert(0, f"offline from {src or 'the machine topology'}"
                         + ("; SMT is switched off (smt/control)" if smt_off else ""))
     if caps:
         for (smax, cmax), cs in group(caps).items():
             problems.append(f"{cpus_text(cs)} capped at {ghz(smax)} (hardware maximum {ghz(cmax)})")
+        causes.append("capped")
+        fixes.append("cpupower -c all frequency-set -u MAX to lift the cap; find what set it (tuned, power "
+                     "capping, a previous job's epilogue)")
     g = group(mins)
     if len(g) > 1:
         problems.append("minimum clock differs: " + "; ".join(f"{v} on {cpus_text(cs)}" for v, cs in g.items()))
+        causes.append("min_clock_differs")
+        fixes.append("cpupower -c all frequency-set -d MIN to set the same minimum everywhere")
     elif g:
         notes.append(f"minimum clock {next(iter(g))}")
     kinds = group(limits)
@@ -445,11 +467,12 @@ def consistency(p: Probe):
     base_ev = f"{n} online CPU{'s' * (n != 1)}" + ("" if mins or limits else "; no cpufreq to compare")
     if problems:
         judge = fail if offline and not smt_off else warn
+        if causes == ["smt_off"]:
+            fixes.append("nothing, if SMT is off on purpose (the siblings stay offline); else echo on > "
+                         "/sys/devices/system/cpu/smt/control")
         return judge(f"CPUs are not configured alike: {problems[0]}"[:160],
                     evidence="; ".join([base_ev] + problems + notes),
                     why="cores that are offline, capped or set differently run slower than the rest, and the "
                         "slowest rank sets the pace of a parallel job",
-                    fix="cpupower -c all frequency-set -u MAX -d MIN for the limits, "
-                        "echo 1 > /sys/devices/system/cpu/cpuN/online; find what set the limit (tuned, power capping)",
-                    needs_root=True)
+                    fix="; ".join(fixes), needs_root=True, cause=causes[0], data={"causes": causes})
     return ok(f"All {n} online CPUs have the same clock settings", evidence="; ".join([base_ev] + notes))

@@ -152,7 +152,9 @@ def balance(p: Probe):
                None: "irqbalance: unknown from a recorded tree"}[balancer])
     evidence = "; ".join(ev)
     top_irq = on_compute[0][1].label if on_compute else "N"
-    start = "systemctl enable --now irqbalance" if balancer is False else "check irqbalance's configuration"
+    start = {False: "systemctl enable --now irqbalance", True: "check irqbalance's configuration (and any "
+             "fixed smp_affinity set by a script)"}.get(balancer, "start irqbalance if it does not run, else check "
+                                                       "its configuration")
     if housekeeping:
         fix = (f"{start} with IRQBALANCE_BANNED_CPULIST={format_cpulist(compute)} (keeps the compute CPUs clear), "
                f"or route busy IRQs to the other cores: echo {format_cpulist(housekeeping)} > "
@@ -162,14 +164,18 @@ def balance(p: Probe):
                f"and route busy IRQs there: echo {table.cpus[0]} > /proc/irq/{top_irq}/smp_affinity_list")
     why = ("interrupt handlers steal time from the thread on that CPU: its rank falls behind and every "
            "collective waits for it")
+    data = {"irqbalance": balancer, "busiest_cpu": busiest, "top_irq": top_irq if on_compute else None}
     if ncols > MIN_CPUS and total >= MIN_TOTAL and share > CONCENTRATED:
+        # irqbalance stopped: start it; running: its configuration (or a fixed affinity) put them there.
+        cause = {False: "irqbalance_not_running", True: "irq_affinity"}.get(balancer, "irq_concentrated")
         return warn(f"CPU{busiest} takes {share:.0%} of all device interrupts"
                     + (" (irqbalance not running)" if balancer is False else ""),
-                    evidence=evidence, why=why, fix=fix, needs_root=True)
+                    evidence=evidence, why=why, fix=fix, needs_root=True, cause=cause, data=data)
     compute_rate = compute_total / up if up else None
     if balancer is False and compute_rate is not None and compute_rate >= MIN_RATE:
         return warn(f"irqbalance is not running and device interrupts reach this process's CPUs at "
-                    f"{compute_rate:,.0f}/s", evidence=evidence, why=why, fix=fix, needs_root=True)
+                    f"{compute_rate:,.0f}/s", evidence=evidence, why=why, fix=fix, needs_root=True,
+                    cause="irqbalance_not_running", data=data)
     if not total:
         return ok("No device interrupts counted since boot", evidence=evidence)
     return ok(f"Device interrupts spread: the busiest CPU (CPU{busiest}) takes {share:.0%}", evidence=evidence)

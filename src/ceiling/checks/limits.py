@@ -5,9 +5,27 @@ import resource
 from typing import Optional
 
 from .base import Probe, check, ok, warn
+from .cgroup import marks
 
 INF = resource.RLIM_INFINITY
 MIB = 2 ** 20
+
+
+# Which limit is low (data["cause"]): a soft limit the user raises in the job script, or a
+# hard limit only root raises. The fix differs, so the two are never offered together.
+SOFT, HARD = "soft_limit", "hard_limit"
+
+
+def _box(p: Probe) -> str:
+    """The container runtime this runs in, "" on a host: a container's limits are set where it starts."""
+    found = marks(p)
+    return found[0][1] if found else ""
+
+
+def _hard(p: Probe, ulimit: str, host_fix: str) -> str:
+    """The fix for a low hard limit: the container's --ulimit, or the host's limits.conf."""
+    box = _box(p)
+    return f"the {box} container's hard limit: start it with --ulimit {ulimit}" if box else host_fix
 
 
 def _fmt(v: int, unit: int = 1024, name: str = "KiB") -> str:
@@ -27,17 +45,22 @@ def memlock(p: Probe):
     libfabric) registers - pins - its communication buffers; with a low limit
     MPI fails to start, or falls back to slow copy paths.
 
-    Fix: ``* - memlock unlimited`` in /etc/security/limits.conf, and
+    Fix: where only the soft limit is low (soft_limit), ``ulimit -l
+    unlimited`` (or up to the hard limit) in the job script; else (hard_limit)
+    ``* - memlock unlimited`` in /etc/security/limits.conf, and
     LimitMEMLOCK=infinity in the batch daemon's systemd unit (slurmd
     propagates its own limits to jobs) (root).
     """
-    soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     ev = "ulimit -l: " + _limits(resource.RLIMIT_MEMLOCK)
     if soft != INF and soft < 64 * MIB:
-        return warn("Locked-memory limit is low", evidence=ev,
-                    why="InfiniBand/RDMA MPI registers (pins) its buffers: a low limit makes MPI fail or fall back to slow paths",
-                    fix="set 'memlock unlimited' in /etc/security/limits.conf (and LimitMEMLOCK=infinity for slurmd)",
-                    needs_root=True)
+        why = "InfiniBand/RDMA MPI registers (pins) its buffers: a low limit makes MPI fail or fall back to slow paths"
+        if hard == INF or hard >= 64 * MIB:       # only the soft limit is low: the user raises it
+            return warn("Locked-memory limit is low", evidence=ev, why=why, cause=SOFT,
+                        fix="ulimit -l " + ("unlimited" if hard == INF else str(hard // 1024)) + " in the job script")
+        return warn("Locked-memory limit is low", evidence=ev, why=why, cause=HARD, needs_root=not _box(p),
+                    fix=_hard(p, "memlock=-1:-1", "set 'memlock unlimited' in /etc/security/limits.conf (and "
+                                                  "LimitMEMLOCK=infinity for slurmd)"))
     return ok("Locked-memory limit allows RDMA registration", evidence=ev)
 
 
@@ -60,11 +83,15 @@ def stack(p: Probe):
     if os.environ.get("OMP_STACKSIZE"):
         ev += f"; OMP_STACKSIZE={os.environ['OMP_STACKSIZE']}"
     if soft != INF and soft < 8 * MIB:
-        can = "raise it up to the hard limit yourself" if hard == INF or hard > soft else "the hard limit is as low (root)"
-        return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev,
-                    why="automatic arrays and temporaries (Fortran) and VLAs (C) live on the stack: large ones crash "
-                        "with a segmentation fault",
-                    fix=f"ulimit -s unlimited in the job script ({can})", needs_root=not (hard == INF or hard > soft))
+        why = ("automatic arrays and temporaries (Fortran) and VLAs (C) live on the stack: large ones crash "
+               "with a segmentation fault")
+        if hard == INF or hard > soft:            # the user can raise it, as far as the hard limit
+            return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev, why=why, cause=SOFT,
+                        fix="ulimit -s " + ("unlimited" if hard == INF else str(hard // 1024)) + " in the job script")
+        return warn(f"Stack limit is small ({_fmt(soft)})", evidence=ev, why=why, cause=HARD, needs_root=not _box(p),
+                    fix=_hard(p, "stack=-1:-1", "the hard limit is as low: raise 'stack' in /etc/security/limits.conf "
+                                                "(and LimitSTACK= for the batch daemon), then ulimit -s unlimited in "
+                                                "the job script"))
     return ok(f"Stack limit: {_fmt(soft)}", evidence=ev)
 
 
@@ -86,9 +113,10 @@ def nofile(p: Probe):
         return warn(f"Open-files limit is low ({soft})", evidence=ev,
                     why="MPI connections, shared-memory segments and file-per-process I/O need many descriptors: "
                         "large jobs fail with 'Too many open files'",
-                    fix="ulimit -n " + (str(hard) if hard != INF else "65536") + " in the job script"
-                        + ("" if raise_ok else "; the hard limit must be raised in limits.conf (root)"),
-                    needs_root=not raise_ok)
+                    fix=("ulimit -n " + (str(hard) if hard != INF else "65536") + " in the job script") if raise_ok
+                    else _hard(p, "nofile=65536:65536", "the hard limit is as low: raise 'nofile' in "
+                                                        "/etc/security/limits.conf, then ulimit -n in the job script"),
+                    needs_root=not raise_ok and not _box(p), cause=SOFT if raise_ok else HARD)
     return ok(f"Open-files limit: {_fmt(soft, 1, 'files')}", evidence=ev)
 
 
@@ -120,7 +148,7 @@ def core(p: Probe):
         return warn("Core dumps are unlimited and written to the working directory", evidence=ev,
                     why="a crashing job writes one core file per process, each as large as its memory, "
                         "often to the shared file system",
-                    fix="ulimit -c 0 in job scripts that do not need core files")
+                    fix="ulimit -c 0 in job scripts that do not need core files", cause="cores_to_working_directory")
     size = "unlimited" if soft == INF else f"up to {_fmt(soft)}"
     state = ("off" if soft == 0 else "piped to a collector" if piped
              else f"{size}, written to {where}" if where is not None else size)

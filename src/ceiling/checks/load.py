@@ -36,6 +36,29 @@ FINDING_ID = "load.competing"
 WHY = "they take cycles and memory bandwidth from the benchmark: results are lower and noisier"
 FIX = "run on an idle node / exclusive allocation, e.g. srun --exclusive"
 
+# What made the node busy (Finding.data["cause"], every one in data["causes"]) and the fix each
+# calls for: another process or a busy node is yours to avoid; steal is the host's; another
+# user's processes and memory held on your allocation are leftovers for the admin.
+COMPETING, BUSY_BEFORE, STEAL = "competing_process", "load_before", "hypervisor_steal"
+MEMORY_HELD, OTHER_USER = "memory_held", "other_user"
+# What each cause adds to the fix; the causes that are this node's load share FIX, said once.
+FIXES = {
+    COMPETING: "stop or move the processes named in the evidence if they are yours",
+    MEMORY_HELD: "end the processes holding memory if they are yours (named in the evidence)",
+    STEAL: "the VM's host gives this VM's CPUs to other guests: ask for dedicated (pinned) vCPUs or another "
+           "host; nothing inside the VM changes it",
+    OTHER_USER: "another user's processes run on your allocation: ask the admin to end them (leftovers of an "
+                "earlier job; a batch-system epilogue should clean them up)",
+}
+
+
+def fix_for(causes: List[str]) -> str:
+    """The fix for ``causes``: what each adds, with the idle-node advice once for the node's own load."""
+    local = [FIXES[c] for c in dict.fromkeys(causes) if c in (COMPETING, MEMORY_HELD)]
+    if any(c in (COMPETING, BUSY_BEFORE, MEMORY_HELD) for c in causes):
+        local = [", or ".join(["; ".join(local), FIX]) if local else FIX]
+    return "; ".join(local + [FIXES[c] for c in dict.fromkeys(causes) if c in (STEAL, OTHER_USER)])
+
 
 @dataclass(frozen=True)
 class ProcTimes:
@@ -48,8 +71,10 @@ class ProcTimes:
     rss_pages: int = 0   # resident set, in pages
     uid: Optional[int] = None   # owner (of /proc/[pid]), None when not known
     child_ticks: int = 0         # cutime + cstime: children it has waited for (a compiler it ran)
+    ppid: int = 0                # parent; KTHREADD for a kernel thread
 
 
+KTHREADD = 2           # the kernel threads' parent (pid 2 on Linux)
 MIN_INTERVAL_S = 0.5   # shortest interval whose tick counts mean something
 
 
@@ -89,7 +114,7 @@ def _parse_pid_stat(pid: int, data: bytes) -> ProcTimes:
     # rest[0] is field 3 (state); utime, stime, cutime, cstime, starttime are fields 14-17, 22.
     return ProcTimes(pid, data[lp + 1:rp].decode("utf-8", "replace"),
                      int(rest[11]) + int(rest[12]), int(rest[19]), rss_pages=max(0, int(rest[21])),
-                     child_ticks=int(rest[13]) + int(rest[14]))
+                     child_ticks=int(rest[13]) + int(rest[14]), ppid=int(rest[1]))
 
 
 def _read_pid(proc: str, pid: int) -> Optional[ProcTimes]:
@@ -239,15 +264,18 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
     if before.steal_ticks is not None and after.steal_ticks is not None:
         steal = (after.steal_ticks - before.steal_ticks) / hz / elapsed
 
-    problems = []
+    problems, causes = [], []
     if other >= OTHER_CPU_WARN:
         problems.append(f"Other processes used {other:.2f} CPUs during the measurement")
+        causes.append(COMPETING)
     busy_before = (check_loadavg and before.loadavg is not None and ncpus > 0
                    and before.loadavg[0] >= LOADAVG_PER_CPU_WARN * ncpus)
     if busy_before:
         problems.append(f"Load average {before.loadavg[0]:.2f} on {ncpus} CPUs before the start")
+        causes.append(BUSY_BEFORE)
     if steal is not None and steal >= STEAL_WARN:
         problems.append(f"The hypervisor took {steal:.2f} CPUs from this VM (steal time)")
+        causes.append(STEAL)
 
     ev = [f"other processes used {other:.2f} CPUs on average over {elapsed:.2f} s"]
     named = [c for c in top if c[2] >= MIN_SHARE][:TOP]
@@ -265,22 +293,26 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
     if before.unreadable or after.unreadable:
         ev.append(f"{max(before.unreadable, after.unreadable)} processes not readable (hidepid)")
     title = _sentence(problems) if problems else "No competing load during the measurement"
+    data = {"cause": causes[0], "causes": causes,
+            "processes": [{"pid": pid, "comm": comm, "cpu_share": share} for pid, comm, share in named]} \
+        if causes else {}
     return [Finding(FINDING_ID, WARN if problems else OK, title, evidence="; ".join(ev),
-                    why=WHY, fix=FIX if problems else "")]
+                    why=WHY, fix=fix_for(causes), data=data)]
 
 
 OTHER_USER_MIN_UID = 1000   # below: system accounts (daemons), not people
 MEM_WARN = 0.05             # other processes holding this share of memory: warn
 
 
-def _memory_and_users(s: LoadSample, after: LoadSample, own_uid: int) -> Tuple[List[str], List[str]]:
-    """(problems, evidence) about memory held by others and other users' processes."""
-    problems, ev = [], []
+def _memory_and_users(s: LoadSample, after: LoadSample, own_uid: int
+                      ) -> Tuple[List[str], List[str], List[str]]:
+    """(problems, evidence, causes) about memory held by others and other users' processes."""
+    problems, ev, causes = [], [], []
     try:
         page = os.sysconf("SC_PAGE_SIZE")
         total = os.sysconf("SC_PHYS_PAGES") * page
     except (ValueError, OSError):
-        return problems, ev
+        return problems, ev, causes
     big = sorted((p for p in after.procs.values()), key=lambda p: -p.rss_pages)
     held = sum(p.rss_pages for p in after.procs.values()) * page
     top = [p for p in big[:TOP] if p.rss_pages * page >= 0.01 * total]
@@ -289,6 +321,7 @@ def _memory_and_users(s: LoadSample, after: LoadSample, own_uid: int) -> Tuple[L
                                                 for p in top))
     if total and held >= MEM_WARN * total:
         problems.append(f"Other processes hold {held / 2**30:.1f} GiB ({held / total:.0%} of memory)")
+        causes.append(MEMORY_HELD)
     users: Dict[int, List[ProcTimes]] = {}
     for p in after.procs.values():
         if p.uid is not None and p.uid >= OTHER_USER_MIN_UID and p.uid != own_uid and p.uid != 65534:
@@ -308,8 +341,10 @@ def _memory_and_users(s: LoadSample, after: LoadSample, own_uid: int) -> Tuple[L
             parts.append(f"{name(uid)}: {len(procs)} processes" + (f", {len(busy)} running" if busy else ""))
             if busy:
                 problems.append(f"Processes of another user ({name(uid)}) are running")
+                if OTHER_USER not in causes:
+                    causes.append(OTHER_USER)
         ev.append("other users' processes: " + "; ".join(parts[:TOP]))
-    return problems, ev
+    return problems, ev, causes
 
 
 @check("load.competing", live=True)
@@ -333,8 +368,12 @@ def competing(p: Probe) -> Finding:
     nothing in the figures themselves says why. Another user's processes on
     a node allocated to you are often the remains of an earlier job.
 
-    Fix: an idle node or an exclusive allocation (``srun --exclusive``);
-    ask the admin to clean up stray processes of earlier jobs.
+    Fix, by cause (data["cause"], all in data["causes"]): other processes
+    or a busy node (competing_process, load_before, memory_held): stop yours,
+    or an idle node or an exclusive allocation (``srun --exclusive``); steal
+    time (hypervisor_steal): dedicated vCPUs or another host, nothing inside
+    the VM; another user's processes (other_user): ask the admin to clean up
+    stray processes of earlier jobs.
     """
     return check_idle(len(p.cpus()) or 1)
 
@@ -355,11 +394,13 @@ def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding
         f.title = "The node is idle"
     if f.status == SKIPPED:
         return f
-    problems, ev = _memory_and_users(before, after, os.getuid())
+    problems, ev, causes = _memory_and_users(before, after, os.getuid())
     if ev:
         f.evidence = "; ".join([f.evidence] + ev)
     if problems:
         f.title = _sentence(([f.title] if f.status == WARN else []) + problems)
         f.status = WARN
-        f.fix = FIX
+        causes = f.data.get("causes", []) + causes
+        f.data = {**f.data, "cause": causes[0], "causes": causes}
+        f.fix = fix_for(causes)
     return f

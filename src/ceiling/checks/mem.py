@@ -5,6 +5,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..machine import dmi
 from ..machine.dmi import channel_of
 from ..sysfs import parse_meminfo
 from .base import Probe, check, ok, skipped, warn
@@ -31,7 +32,8 @@ def transparent_hugepages(p: Probe):
     if sel == "never":
         return warn("Transparent huge pages are disabled", evidence=f"enabled: {v}",
                     why="large arrays then use 4 KiB pages: more TLB misses, lower bandwidth and higher latency for big working sets",
-                    fix="echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (or always)", needs_root=True)
+                    fix="echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (or always)", needs_root=True,
+                    cause="thp_disabled")
     return ok(f"Transparent huge pages: {sel}", evidence=f"enabled: {v}")
 
 
@@ -97,6 +99,7 @@ def pressure(p: Probe):
     total_b = total * KIB
     facts: List[str] = [f"MemTotal {_size(total_b)}"]
     problems: List[str] = []
+    causes: List[str] = []
     avail = mi.get("MemAvailable")
     if avail is None:
         facts.append("MemAvailable unknown (kernel before 3.14, or not in /proc/meminfo)")
@@ -105,6 +108,7 @@ def pressure(p: Probe):
         facts.append(f"MemAvailable {_size(avail * KIB)} ({frac:.0%})")
         if frac < AVAILABLE_FRACTION:
             problems.append(f"only {frac:.0%} of memory available ({_size(avail * KIB)} of {_size(total_b)})")
+            causes.append("low_available")
     st, sf = mi.get("SwapTotal"), mi.get("SwapFree")
     swap_used: Optional[int] = None
     if st is None or sf is None:
@@ -116,14 +120,18 @@ def pressure(p: Probe):
         facts.append(f"swap {_size(swap_used)} used of {_size(st * KIB)}")
         if swap_used > min(SWAP_FRACTION * total_b, SWAP_BYTES):
             problems.insert(0, f"{_size(swap_used)} of swap in use")
+            causes.insert(0, "swap_in_use")
     evidence = ", ".join(facts) + " (/proc/meminfo)"
     if problems:
+        swapped = "swap_in_use" in causes
+        fix = ("find what holds memory" + (" and swap (grep VmSwap /proc/[0-9]*/status | sort -k2 -n | tail; " if swapped
+                                           else " (ps -eo pid,rss,comm --sort=-rss | head; ")
+               + "the load.* findings name the top consumers), end stale processes"
+               + (", then swapoff -a && swapon -a to bring swapped pages back" if swapped else ""))
         return warn("Memory pressure: " + "; ".join(problems), evidence=evidence,
                     why="swapped-out pages cost a disk access each time they are touched, and a node short of memory "
                         "reclaims and compacts while the job runs: both slow it down by orders of magnitude",
-                    fix="find what holds memory and swap (grep VmSwap /proc/[0-9]*/status | sort -k2 -n | tail; the "
-                        "load.* findings name the top consumers), end stale processes, then swapoff -a && swapon -a",
-                    needs_root=swap_used is not None and swap_used > 0)
+                    fix=fix, needs_root=swapped, cause=causes[0], data={"causes": causes})
     title = f"Memory: {_size(avail * KIB)} of {_size(total_b)} available" if avail is not None else \
         f"Memory: {_size(total_b)} total"
     title += ", no swap in use" if not swap_used else f", {_size(swap_used)} of swap in use"
@@ -209,6 +217,7 @@ def hugepages(p: Probe):
     notes: List[str] = []
     problems: List[str] = []
     fixes: List[str] = []
+    causes: List[str] = []
 
     # -- fragmentation
     pmd = p.read_int("sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
@@ -261,6 +270,7 @@ def hugepages(p: Probe):
                                 f"{_size(free_b)}) is in blocks a {_size(huge)} huge page fits in")
                 fixes.append("echo 1 > /proc/sys/vm/compact_memory (after sync; echo 3 > /proc/sys/vm/drop_caches "
                              "to give it more room)")
+                causes.append("fragmented")
 
     # -- hugetlbfs pools
     pools = _pools(p, mi)
@@ -278,18 +288,21 @@ def hugepages(p: Probe):
                          f"{x['free']} free, {x['rsvd']} reserved")
             if total_b and unused > POOL_UNUSED_ABOVE * total_b:
                 problems.append(f"a hugetlbfs pool holds {_size(unused)} unused ({unused / total_b:.0%} of memory)")
-                fixes.append("echo N > /proc/sys/vm/nr_hugepages to shrink it (or let the batch system size it per job)")
+                if "pool_unused" not in causes:
+                    fixes.append("echo N > /proc/sys/vm/nr_hugepages to shrink it (or let the batch system size it "
+                                 "per job)")
+                    causes.append("pool_unused")
 
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     if problems:
         whys = []
-        if any("fragmented" in x for x in problems):
+        if "fragmented" in causes:
             whys.append("transparent huge pages fall back to base pages when no free block is big enough "
                         "(more TLB misses, lower bandwidth, compaction stalls)")
-        if any("pool" in x for x in problems):
+        if "pool_unused" in causes:
             whys.append("pages held in a hugetlbfs pool are lost to every program that does not map hugetlbfs")
         return warn("Huge pages: " + "; ".join(problems), evidence=evidence, why="; ".join(whys),
-                    fix="; ".join(fixes), needs_root=True)
+                    fix="; ".join(fixes), needs_root=True, cause=causes[0], data={"causes": causes})
     if not facts:
         return skipped("Huge pages: nothing readable", evidence=evidence)
     if frag is None:
@@ -301,6 +314,46 @@ def hugepages(p: Probe):
 # ---- DIMM population -------------------------------------------------------
 
 VISIBLE_BELOW = 0.90          # visible memory under 90% of installed
+
+HIDDEN, POPULATION, SLOW = "memory_hidden", "population", "slow_dimms"
+POPULATION_FIXES = {
+    HIDDEN: "check the BIOS memory mode (mirroring, sparing hide memory) and the event log (ipmitool sel list) "
+            "for a DIMM disabled after errors",
+    POPULATION: "populate every channel with identical DIMMs, the same number per channel (see the board's "
+                "population table)",
+    SLOW: "check the BIOS memory speed setting; two DIMMs per channel lower the speed on many CPUs",
+}
+
+
+def _unread(p: Probe, cause: str, reason: str):
+    """The skipped finding when the DIMM records could not be read, with the fix for
+    ``cause`` (machine/dmi.py's words) as it applies to this user (root or not)."""
+    title = "DIMM population: DIMM records not readable"
+    why = "the DIMM records (SMBIOS type 17) say how many channels are populated and at what speed"
+    if cause == dmi.NOT_ROOT and p.is_root:
+        # Root and still refused: a container or a security module, not a missing sudo.
+        return skipped(title, evidence=reason, why=why, cause="denied_to_root",
+                       fix="root is refused here too (a container without access to /sys/firmware/dmi or "
+                           "/dev/mem): run ceiling on the host")
+    if cause == dmi.NOT_ROOT:
+        return skipped(title, evidence=reason, why=why, cause=cause, needs_root=True,
+                       fix="run ceiling as root once (it reads /sys/firmware/dmi/entries itself), or "
+                           "sudo dmidecode -t memory")
+    if cause == dmi.TOOL_MISSING:
+        run = "" if p.is_root else ", then run ceiling as root once (or sudo dmidecode -t memory)"
+        return skipped(title, evidence=reason, why=why, cause=cause, needs_root=True,
+                       fix=f"install dmidecode (the package of that name: dnf, apt or zypper install dmidecode){run}")
+    if cause in (dmi.NO_TABLES, dmi.NO_RECORDS):
+        return skipped("DIMM population: no SMBIOS memory records on this system", evidence=reason, cause=cause,
+                       why="the firmware or hypervisor provides none (usual in VMs and containers): nothing to fix")
+    if cause == dmi.NOT_RECORDED:
+        return skipped(title, evidence=reason, why=why, cause=cause,
+                       fix=f"on the recorded machine, save `dmidecode -t memory` (as root) as {dmi.RECORDED} at "
+                           f"the top of the tree")
+    if cause == dmi.TOOL_FAILED:
+        return skipped(title, evidence=reason, why=why, cause=cause,
+                       fix="run dmidecode -t memory by hand to see why it fails")
+    return skipped(title, evidence=reason, why=why, cause=cause or "unknown")
 
 
 def _counts(values: List[Any], fmt) -> str:
@@ -333,24 +386,31 @@ def population(p: Probe):
       memory, and one NUMA domain is slower or fills first.
     Channels are known only when the DIMM locators name socket and channel
     (e.g. "P0_Node0_Channel0_Dimm0", "CPU1_DIMM_A1").
-    skipped: no DIMM records (dmidecode needs root: run
-    ``sudo dmidecode -t memory`` or run ceiling as root once), or a VM (its
-    DIMM records are the hypervisor's invention).
+    skipped, with the cause in data["cause"] and its own fix: the records
+    are root's (not_root: run ceiling as root once, or ``sudo dmidecode -t
+    memory``); running as root but dmidecode is not installed and the
+    kernel does not export the records (tool_missing: install the dmidecode
+    package); the firmware or hypervisor provides no SMBIOS tables
+    (no_tables, no_records: nothing to fix); a VM (virtual_machine: its DIMM
+    records are the hypervisor's invention).
 
-    Fix: populate every channel with identical DIMMs, one or two per channel
-    alike (the board manual's population table); check the BIOS memory
-    mode (mirroring, sparing) and speed settings.
+    Fix, by cause: memory not visible (memory_hidden): the BIOS memory mode
+    (mirroring, sparing) and the event log for a DIMM disabled after errors;
+    mixed sizes or speeds, empty channels, unbalanced channels or sockets
+    (population): identical DIMMs in every channel, the same number per
+    channel (the board manual's population table); DIMMs below their rated
+    speed (slow_dimms): the BIOS memory speed setting, or fewer DIMMs per
+    channel where the CPU slows two.
     """
     m = p.machine
     rows = m.dimms
     if rows is None:
-        return skipped("DIMM population: DIMM records not readable",
-                       evidence=m.unknowns.get("dimms", "no SMBIOS memory records"),
-                       why="dmidecode needs root: run `sudo dmidecode -t memory`, or run ceiling as root once")
+        return _unread(p, m.dimms_unread, m.unknowns.get("dimms", "no SMBIOS memory records"))
     if m.virtualized:
         return skipped(f"DIMM population: not applicable in a VM ({m.virtualized})",
                        evidence=f"{len(rows)} DIMM records from the hypervisor",
-                       why="a VM's DIMM records are the hypervisor's invention, not the hardware's population")
+                       why="a VM's DIMM records are the hypervisor's invention, not the hardware's population",
+                       cause="virtual_machine")
     # Persistent-memory modules (NVDIMM, Optane) are not part of MemTotal.
     pop = [r for r in rows if isinstance(r, dict) and r.get("populated")
            and "non-volatile" not in str(r.get("type") or "").lower()]
@@ -368,11 +428,13 @@ def population(p: Probe):
 
     # installed vs visible
     visible = m.mem_total_bytes
+    causes: List[str] = []
     if installed and visible:
         frac = visible / installed
         facts.append(f"installed {_size(installed)}, visible {_size(visible)} (MemTotal, {frac:.0%})")
         if frac < VISIBLE_BELOW:
             problems.append(f"only {_size(visible)} of {_size(installed)} installed is visible ({frac:.0%})")
+            causes.append(HIDDEN)
     else:
         notes.append("installed vs visible: " + ("DIMM sizes unknown" if not installed else "MemTotal unknown"))
 
@@ -396,6 +458,7 @@ def population(p: Probe):
         pairs = sorted({(c, sp) for _, c, sp in slow})
         problems.append(f"{len(slow)} DIMM{'s' * (len(slow) != 1)} run below their rated speed ("
                         + ", ".join(f"{c} of {sp} MT/s" for c, sp in pairs) + ")")
+        causes.append(SLOW)
 
     # channels
     where = [channel_of(r) for r in pop]
@@ -443,12 +506,13 @@ def population(p: Probe):
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     evidence += f"; DIMM records from {m.sources.get('dimms', 'SMBIOS')}"
     if problems:
+        if len(problems) > len(causes):      # mixed sizes or speeds, empty or unbalanced channels, sockets
+            causes.insert(1 if causes[:1] == [HIDDEN] else 0, POPULATION)
         return warn("Memory population: " + "; ".join(problems), evidence=evidence,
                     why="memory bandwidth grows with every populated channel and needs identical DIMMs in all of "
                         "them; mixed, slow or missing DIMMs cost bandwidth on every memory-bound code",
-                    fix="populate every channel with identical DIMMs, the same number per channel (see the board's "
-                        "population table); check the BIOS memory mode (mirroring, sparing) and speed setting",
-                    needs_root=True)
+                    fix="; ".join(POPULATION_FIXES[c] for c in causes), needs_root=True,
+                    cause=causes[0], data={"causes": causes})
     what = f"{len(pop)} × {_size(sizes[0])}" if sizes and len(set(sizes)) == 1 else f"{len(pop)} DIMMs"
     speed = f" at {min(conf or rated)} MT/s" if (conf or rated) else ""
     judged = "" if notes else ", every channel populated alike"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .. import core
 from ..errors import CoreError
@@ -35,10 +35,12 @@ WORST_CPUS = 8             # CPUs whose largest detours are listed
 WHY = ("every detour stops the thread it lands on; a parallel program that synchronises "
        "(MPI collectives, OpenMP barriers) waits at each step for its unluckiest thread, so noise "
        "on any CPU slows all of them, and more so the more nodes a job spans")
-FIX = ("remove the sources named in the evidence: move device interrupts off the compute CPUs "
-       "(/proc/irq/N/smp_affinity_list, irqbalance --banirq), stop or confine daemons and agents "
-       "(systemctl, a cpuset for system services), keep compute CPUs tickless (nohz_full=, isolcpus= "
-       "kernel parameters); in a VM, ask for dedicated (pinned) vCPUs")
+IRQ_RATE = 100             # device interrupts per second on the noisy CPUs that count as a cause (irq.MIN_RATE)
+EXPLAINS = 0.5             # other processes whose CPU time is at least half the detour time caused it
+
+# What made the noise, and the fix for each (data["cause"]; several can hold at once, the
+# first is the main one). Chosen from the evidence in ``causes``, never all offered at once.
+COMPETING, INTERRUPTS, KERNEL, HYPERVISOR = "competing_process", "interrupts", "kernel", "hypervisor"
 
 Counts = Dict[str, Tuple[str, Dict[int, int]]]   # label -> (description, {cpu: count})
 
@@ -101,6 +103,7 @@ class Source:
     name: str
     count: int                    # events on the measured CPUs during the window
     per_cpu: Dict[int, int]
+    irq: str = ""                 # the IRQ number of a device interrupt ("" for LOC, RES, softirqs)
 
 
 def deltas(before: Counts, after: Counts, cpus: Sequence[int]) -> List[Source]:
@@ -115,7 +118,7 @@ def deltas(before: Counts, after: Counts, cpus: Sequence[int]) -> List[Source]:
         per = {c: a[c] - b[c] for c in a if c in want and c in b and a[c] > b[c]}
         total = sum(per.values())
         if total > 0:
-            out.append(Source(source_name(label, desc), total, per))
+            out.append(Source(source_name(label, desc), total, per, irq=label if label.isdigit() else ""))
     out.sort(key=lambda s: (-s.count, s.name))
     return out
 
@@ -132,6 +135,7 @@ class Window:
     softirqs: Optional[List[Source]] = None                # None: /proc/softirqs not readable
     procs: List[Tuple[int, str, float]] = field(default_factory=list)   # (pid, comm, share of a CPU)
     procs_note: str = ""                                   # why the process list is empty or partial
+    kernel_pids: Set[int] = field(default_factory=set)     # kernel threads among procs (children of kthreadd)
 
 
 def measure(p: Probe, cpus: Sequence[int], duration_s: float, own_pids: Sequence[int] = ()) -> Window:
@@ -164,6 +168,7 @@ def measure(p: Probe, cpus: Sequence[int], duration_s: float, own_pids: Sequence
         w.softirqs = deltas(qb, qa, cpus)
     if s0.available and s1.available:
         w.procs = load.consumers(s0, s1, own_pids)
+        w.kernel_pids = {pid for pid, t in s1.procs.items() if pid == load.KTHREADD or t.ppid == load.KTHREADD}
         if s1.unreadable:
             w.procs_note = f"{s1.unreadable} processes not readable (hidepid)"
     else:
@@ -203,8 +208,75 @@ def _sources(kind: str, srcs: Optional[List[Source]], interval_s: float, many_cp
     return f"{kind} on these CPUs: " + ", ".join(parts)
 
 
-def judge(w: Window) -> Finding:
-    """The noise.os finding for a measured window (pure)."""
+def causes(w: Window, cpus: Sequence[Any], virtualized: Optional[str] = None
+           ) -> Tuple[List[str], Dict[str, Any], str, bool]:
+    """What made the noise on ``cpus`` (the noisy ones), from the window's own evidence:
+    (causes, their data, the fix for them, whether it needs root).
+
+    Other processes are the cause when their CPU time is at least half the detour time
+    (a process that runs takes the CPU from the probe's thread for as long); device
+    interrupts when they reach the noisy CPUs at 100/s or more; else, in a VM, the
+    hypervisor; else the kernel's own housekeeping (timer tick, kernel threads, softirqs).
+    """
+    noise_s = sum(c.fraction for c in cpus) * w.result.duration_s
+    named = [x for x in w.procs if x[2] >= load.MIN_SHARE]
+    users = [x for x in named if x[0] not in w.kernel_pids]
+    kthreads = [x for x in named if x[0] in w.kernel_pids]
+    out: List[str] = []
+    data: Dict[str, Any] = {}
+    fixes: List[str] = []
+    root = False
+    proc_s = sum(x[2] for x in users) * w.interval_s
+    if users and proc_s >= EXPLAINS * noise_s:
+        out.append(COMPETING)
+        data["processes"] = [{"pid": pid, "comm": comm, "cpu_share": share} for pid, comm, share in users[:TOP_SOURCES]]
+        who = ", ".join(f"pid {pid} ({comm}, {share:.0%} of a CPU)" for pid, comm, share in users[:TOP_SOURCES])
+        fixes.append(f"the noise is other processes: {who}; stop them or move them off these CPUs (kill, or "
+                     f"taskset -cp on the CPUs you do not use), or measure when the node is idle (an exclusive "
+                     f"allocation: srun --exclusive); a system service belongs to the admin")
+    ids = {c.cpu for c in cpus}
+    dev = [s for s in (w.irqs or []) if s.irq and any(s.per_cpu.get(c, 0) for c in ids)]
+    rate = sum(n for s in dev for c, n in s.per_cpu.items() if c in ids) / w.interval_s if w.interval_s > 0 else 0.0
+    if dev and rate >= IRQ_RATE:
+        out.append(INTERRUPTS)
+        top = dev[:TOP_SOURCES]
+        data["interrupts"] = [{"irq": s.irq, "name": s.name, "count": s.count} for s in top]
+        data["interrupt_rate_per_s"] = rate
+        others = sorted({c for s in w.irqs or [] for c in s.per_cpu} - ids)
+        # Every CPU measured is a compute CPU: one must be kept out of the job to take them.
+        spare = (f"echo {others[0]} > /proc/irq/{top[0].irq}/smp_affinity_list" if others else
+                 f"keep one CPU out of the job (e.g. CPU {min(ids)}) and route them there: echo {min(ids)} > "
+                 f"/proc/irq/{top[0].irq}/smp_affinity_list")
+        fixes.append(f"move the device interrupts off these CPUs ({', '.join(s.name for s in top)}): "
+                     f"{spare}, or irqbalance with IRQBALANCE_BANNED_CPULIST set to the compute CPUs")
+        root = True
+    if not out and virtualized:
+        out.append(HYPERVISOR)
+        data["hypervisor"] = virtualized
+        fixes.append(f"no process or interrupt here explains it: in a VM ({virtualized}) the host takes the time; "
+                     f"ask for dedicated (pinned) vCPUs")
+    if not out:
+        out.append(KERNEL)
+        if kthreads:
+            data["kernel_threads"] = [{"pid": pid, "comm": comm, "cpu_share": share} for pid, comm, share in kthreads]
+        # CPU 0 (the boot CPU) keeps the housekeeping: it cannot be made tickless.
+        comp = [c for c in sorted(ids) if c != 0]
+        cpulist = ",".join(str(c) for c in comp)
+        head = ("no other process or device interrupt explains it: it is the kernel's own housekeeping "
+                "(timer tick, kernel threads, softirqs)")
+        if comp:
+            fixes.append(f"{head}; keep it off the compute CPUs with the kernel parameters nohz_full={cpulist} "
+                         f"rcu_nocbs={cpulist} (or isolcpus=), leaving CPU 0 for housekeeping")
+            root = True
+        else:
+            fixes.append(f"{head} on CPU 0, which keeps that work whatever the kernel parameters: keep the job's "
+                         f"busiest thread off CPU 0 (taskset, srun --cpu-bind)")
+    return out, data, "; ".join(fixes), root
+
+
+def judge(w: Window, virtualized: Optional[str] = None) -> Finding:
+    """The noise.os finding for a measured window (pure); ``virtualized`` names the
+    hypervisor when the node is a VM."""
     r = w.result
     if not r.valid:
         return skipped("OS noise: the probe's own check failed", evidence=r.msg or "invalid result")
@@ -260,9 +332,10 @@ def judge(w: Window) -> Finding:
                           for c in sorted(long_, key=lambda c: (-c.max_gap_s, c.cpu))[:WORST_CPUS])
         more = f" and {len(long_) - WORST_CPUS} more" if len(long_) > WORST_CPUS else ""
         problems.append(f"detours over {DETOUR_WARN_S * 1e3:g} ms ({names}{more})")
-    f = warn("; ".join(problems), evidence="; ".join(ev), why=WHY, fix=FIX, needs_root=True)
-    f.data = data
-    return f
+    found, cdata, fix, root = causes(w, sorted({*noisy, *long_}, key=lambda c: c.cpu), virtualized)
+    data.update(cdata, causes=found)
+    return warn("; ".join(problems), evidence="; ".join(ev), why=WHY, fix=fix, needs_root=root,
+                cause=found[0], data=data)
 
 
 @check("noise.os", live=True)
@@ -294,10 +367,15 @@ def os_noise(p: Probe):
     monitoring agents and daemons, kernel threads, and in a VM the
     hypervisor (steal time).
 
-    Fix: move device interrupts off compute CPUs (/proc/irq/N/smp_affinity_list,
-    irqbalance --banirq), confine daemons to housekeeping CPUs (a cpuset or
-    systemd CPUAffinity=), use nohz_full= / isolcpus= for compute CPUs, and in a
-    VM ask for dedicated vCPUs. These need root.
+    Fix, for the cause the evidence shows (data["cause"], all of them in
+    data["causes"]): other processes whose CPU time is at least half the
+    detour time (competing_process): stop them or move them off these CPUs,
+    or measure on an idle node (no root needed for your own processes);
+    device interrupts at 100/s or more on the noisy CPUs (interrupts): move
+    them with /proc/irq/N/smp_affinity_list or irqbalance's banned CPU list
+    (root); neither, in a VM (hypervisor): ask for dedicated vCPUs; neither,
+    on bare metal (kernel: the timer tick, kernel threads, softirqs):
+    nohz_full= rcu_nocbs= (or isolcpus=) for the compute CPUs (root).
     """
     cpus = p.cpus()
     if not cpus:
@@ -308,4 +386,4 @@ def os_noise(p: Probe):
         w = measure(p, cpus, p.options.noise_s)
     except CoreError as e:
         return skipped("OS noise: the probe could not run", evidence=str(e))
-    return judge(w)
+    return judge(w, p.machine.virtualized)

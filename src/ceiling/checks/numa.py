@@ -28,7 +28,8 @@ def balancing(p: Probe):
     if v != "0":
         return warn("Automatic NUMA balancing is on", evidence=f"numa_balancing={v}",
                     why="the kernel migrates pages and unmaps them to sample accesses: OS noise and jitter in pinned HPC codes",
-                    fix="echo 0 > /proc/sys/kernel/numa_balancing (pinned, first-touch codes do not need it)", needs_root=True)
+                    fix="echo 0 > /proc/sys/kernel/numa_balancing (pinned, first-touch codes do not need it)", needs_root=True,
+                    cause="numa_balancing_on")
     return ok("Automatic NUMA balancing is off", evidence="numa_balancing=0")
 
 
@@ -119,7 +120,8 @@ def domains(p: Probe):
                     why="every memory access averages local and remote latency and bandwidth, and first-touch "
                         "placement cannot help",
                     fix=("remove numa=off from the kernel command line" if numa_off else
-                         "disable node interleaving (enable NUMA) in the BIOS setup"), needs_root=True)
+                         "disable node interleaving (enable NUMA) in the BIOS setup"), needs_root=True,
+                    cause="numa_off_kernel" if numa_off else "node_interleaving")
     if ncpu > sockets:
         per = ncpu / sockets
         per_s = f"{per:.0f}" if per == int(per) else f"{per:.1f}"
@@ -192,12 +194,13 @@ def memory_balance(p: Probe):
     mean = sum(cpu_total.values()) / len(cpu_total)
     ev += f"; mean of domains with CPUs {gib(int(mean))}"
     short = sorted(i for i, t in cpu_total.items() if t == 0 or t < LOW_SHARE * mean)
-    problems, fixes = [], []
+    problems, fixes, causes = [], [], []
     if short:
         problems.append(", ".join(f"node{i} has no memory" if cpu_total[i] == 0 else
                                   f"node{i} has {gib(cpu_total[i])} ({cpu_total[i] / mean:.0%} of the mean)"
                                   for i in short))
         fixes.append("check the DIMM population (dmidecode -t memory) for a missing or failed DIMM")
+        causes.append("domain_short")
     fr = {i: free[i] / total[i] for i in free if i in cpu_total and total[i] > 0}
     full = sorted(i for i, f in fr.items() if f < LOW_FREE)
     roomy = [i for i, f in fr.items() if f >= PLENTY_FREE]
@@ -207,9 +210,10 @@ def memory_balance(p: Probe):
                         f"{fr[most]:.0%} free")
         fixes.append("drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) or find what holds the memory "
                      "(numastat -m)")
+        causes.append("domain_full")
     if not problems:
         return ok(f"Memory balanced across {len(cpu_total)} NUMA domains with CPUs", evidence=ev)
     return warn("Memory unbalanced across NUMA domains: " + "; ".join(problems), evidence=ev,
                 why="threads on a domain with little (or little free) memory get remote memory: lower bandwidth, "
                     "higher latency, and their rank becomes the slowest",
-                fix="; ".join(fixes), needs_root=True)
+                fix="; ".join(fixes), needs_root=True, cause=causes[0], data={"causes": causes})

@@ -130,7 +130,7 @@ def kernel_age(p: Probe):
                     why="a kernel older than the CPU may lack its topology, power-management, PMU and errata support; "
                         "distribution kernels (RHEL, SLES) backport such support, so it may be fine",
                     fix="check the distribution's support for this CPU, or use a newer kernel "
-                        "(hardware-enablement kernel or distribution release)", needs_root=True)
+                        "(hardware-enablement kernel or distribution release)", needs_root=True, cause="old_kernel")
     return ok(f"Kernel Linux {ser} ({when}) is not older than the CPU ({year})", evidence=ev)
 
 
@@ -189,7 +189,8 @@ def clocksource(p: Probe):
         return warn(f"Clock source is {name} ({SLOW_CLOCKS[name]}): every timer read is a system call", evidence=ev,
                     why="clock_gettime and MPI_Wtime cost about 1 µs instead of ~20 ns: timer-heavy codes, tracing "
                         "and every profiler slow down",
-                    fix=fix, needs_root=True)
+                    fix=fix, needs_root=True, cause="fast_clock_not_selected" if better else "no_fast_clock",
+                    data={"clocksource": name, "fast_available": better})
     return skipped(f"Clock source '{name}': ceiling does not know whether its reads are fast", evidence=ev)
 
 

@@ -98,7 +98,8 @@ def paranoid_verdict(level: int, priv: Optional[bool]):
                     why=f"profilers lose {lost}: time in system calls, page faults and drivers is invisible, "
                         "and memory bandwidth cannot be measured",
                     fix="sysctl kernel.perf_event_paranoid=1 (0 for uncore and system-wide counting; persist in "
-                        "/etc/sysctl.d/), or setcap cap_perfmon+ep on the profiler", needs_root=True)
+                        "/etc/sysctl.d/), or setcap cap_perfmon+ep on the profiler", needs_root=True,
+                    cause="paranoid", data={"level": level})
     note = "; uncore and system-wide counting need 0 or CAP_PERFMON" if level == 1 else ""
     return ok(f"Profiling allowed for {who}: perf_event_paranoid={level}", evidence=ev + note)
 
@@ -180,21 +181,35 @@ def pmu_verdict(pmus: List[str], counts: Dict[str, Tuple[Optional[int], Optional
            "timer sampling); only timings remain")
     if errs:
         err = next(iter(errs.values()))
-        if err in (errno.EACCES, errno.EPERM):
-            fix = ("sysctl kernel.perf_event_paranoid=2 or lower (root), CAP_PERFMON for the profiler, or in a "
-                   "container a seccomp profile that allows perf_event_open (docker --cap-add PERFMON)")
+        if err in (errno.EACCES, errno.EPERM) and paranoid is not None and paranoid >= 3:
+            # Levels 3 and up refuse every unprivileged perf_event_open: the sysctl is the cause.
+            cause, fix = "paranoid", ("sysctl kernel.perf_event_paranoid=2 or lower (root), or CAP_PERFMON for "
+                                      "the profiler")
+        elif err in (errno.EACCES, errno.EPERM) and paranoid is not None:
+            # The level allows counting one's own process, so something else refuses: a container's
+            # seccomp profile or a security module.
+            cause, fix = "denied", (f"perf_event_paranoid={paranoid} allows it, so a container's seccomp profile or a "
+                                    f"security module refuses perf_event_open: docker --cap-add PERFMON (or a seccomp "
+                                    f"profile that allows it)")
+        elif err in (errno.EACCES, errno.EPERM):
+            cause, fix = "denied", ("sysctl kernel.perf_event_paranoid=2 or lower (root), CAP_PERFMON for the profiler, "
+                                    "or in a container a seccomp profile that allows perf_event_open (docker --cap-add "
+                                    "PERFMON)")
         elif err in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):
-            fix = ("enable the virtual PMU in the hypervisor (KVM/libvirt: <pmu state='on'/> or -cpu host,pmu=on; "
-                   "VMware: 'virtualize CPU performance counters'), or profile on bare metal")
+            cause, fix = "no_pmu", ("enable the virtual PMU in the hypervisor (KVM/libvirt: <pmu state='on'/> or -cpu "
+                                    "host,pmu=on; VMware: 'virtualize CPU performance counters'), or profile on bare "
+                                    "metal")
         else:
-            fix = "see the error above; perf stat -e cycles true shows the same from the shell"
+            cause, fix = "open_failed", "see the error above; perf stat -e cycles true shows the same from the shell"
         return warn(f"Hardware counters cannot be opened here ({errno.errorcode.get(err, str(err))})",
-                    evidence=evidence, why=why, fix=fix, needs_root=True)
+                    evidence=evidence, why=why, fix=fix, needs_root=cause != "open_failed", cause=cause,
+                    data={"errno": errno.errorcode.get(err, str(err))})
     if not counts:
         return skipped("Hardware counters: not tried", evidence=evidence)
     return warn("Hardware counters open but count nothing", evidence=evidence,
                 why=why + " (the counters are exposed but do not count: often a hypervisor's stub PMU)",
-                fix="enable a real virtual PMU in the hypervisor, or profile on bare metal", needs_root=True)
+                fix="enable a real virtual PMU in the hypervisor, or profile on bare metal", needs_root=True,
+                cause="stub_pmu")
 
 
 @check("perf.pmu", live=True)

@@ -32,6 +32,19 @@ WHY = ("the host moves virtual CPUs between physical cores (or shares them with 
        "later figure depends on when it was taken, and runs cannot be compared")
 FIX = ("ask for dedicated, pinned vCPUs (a VM type with dedicated hosts or CPU pinning; libvirt "
        "<vcpupin>, OpenStack hw:cpu_policy=dedicated), or run on bare metal")
+BARE_METAL_WHY = ("the same pair of cores measured at different latencies: every later figure depends on when it "
+                  "was taken, and runs cannot be compared")
+# On bare metal no one moves a CPU: the latency of a fixed pair changes with what else runs
+# there and with the cores' clocks.
+BARE_METAL_FIX = ("on bare metal the pair's latency changes with other load and with the cores' clocks: see "
+                  "load.competing and noise.os for who else ran, cpu.governor and cpu.cstates for the clock; "
+                  "measure on an idle node")
+
+
+def advice(virtualized: Optional[str]) -> Tuple[str, str]:
+    """(cause, fix) of unstable placement: the hypervisor moving vCPUs, or, on bare
+    metal, other load and changing clocks."""
+    return ("vcpu_migration", FIX) if virtualized else ("bare_metal_variation", BARE_METAL_FIX)
 
 
 def pick_pair(machine: Machine, cpus: Sequence[int]) -> Optional[Tuple[int, int]]:
@@ -69,8 +82,9 @@ def judge(pair: Tuple[int, int], medians_ns: Sequence[float], level: Optional[st
     if virtualized:
         ev.append(f"{virtualized} guest")
     if ratio > RATIO_WARN:
+        cause, fix = advice(virtualized)
         return warn(f"Placement is unstable: the same CPU pair measured between {lo:.0f} and {hi:.0f} ns ({ratio:.1f}x)",
-                    evidence="; ".join(ev), why=WHY, fix=FIX)
+                    evidence="; ".join(ev), why=WHY if virtualized else BARE_METAL_WHY, fix=fix, cause=cause)
     return ok(f"Placement is stable: {lo:.0f}-{hi:.0f} ns between CPUs {a} and {b} over {len(vals)} probes",
               evidence="; ".join(ev))
 

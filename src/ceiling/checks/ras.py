@@ -158,13 +158,13 @@ def edac(p: Probe):
                     why="an uncorrected error loses data: a process was killed or the node may crash, "
                         "and the same DIMM is likely to fail again",
                     fix="drain the node and replace the DIMM named here; ras-mc-ctl --errors and ipmitool sel list "
-                        "show the events", needs_root=True)
+                        "show the events", needs_root=True, cause="uncorrected_errors")
     if ce_total:
         return warn(f"Corrected memory errors: {ce_total}", evidence=evidence,
                     why="each corrected error costs a retry, firmware-first platforms pause the node to log it, "
                         "and a DIMM with a rising count is the likeliest to fail next",
                     fix="watch the rate (edac-util -v, ras-mc-ctl --error-count); replace the DIMM at the next "
-                        "maintenance if it keeps rising", needs_root=True)
+                        "maintenance if it keeps rising", needs_root=True, cause="corrected_errors")
     return ok(f"No memory errors on {readable} memory controller{'s' * (readable != 1)} (EDAC)", evidence=evidence)
 
 
@@ -317,11 +317,23 @@ def rasdaemon(p: Probe):
     """
     path = p.path(RASDAEMON_DB)
     if not p.exists(RASDAEMON_DB):
+        # Installed but not recording is a flag to add; not installed is a package to install.
+        exe = _installed(p, "rasdaemon")
+        if exe:
+            return skipped("rasdaemon: no error database", evidence=f"/{RASDAEMON_DB} is absent; {exe} is installed",
+                           why="rasdaemon is installed but does not record events", cause="not_recording",
+                           fix="run rasdaemon with --record (systemctl enable --now rasdaemon)", needs_root=True)
         return skipped("rasdaemon: no error database",
                        evidence=f"/{RASDAEMON_DB} is absent",
-                       why="rasdaemon is not installed here, or does not record events (rasdaemon --record)")
+                       why="rasdaemon is not installed here, or does not record events (rasdaemon --record)"
+                       if exe is None else "rasdaemon is not installed here",
+                       cause="no_database" if exe is None else "not_installed")
     if not os.access(path, os.R_OK):
-        return skipped("rasdaemon: error database not readable", evidence=f"{path}: permission denied (needs root?)")
+        if p.is_root:
+            return skipped("rasdaemon: error database not readable", evidence=f"{path}: permission denied to root",
+                           cause="denied_to_root")
+        return skipped("rasdaemon: error database not readable", evidence=f"{path}: permission denied",
+                       cause="not_root", fix="run ceiling as root, or ras-mc-ctl --summary as root", needs_root=True)
     con = None
     try:
         con = _open_ro(str(path))
@@ -359,11 +371,12 @@ def rasdaemon(p: Probe):
                     why="an uncorrected error loses data: a process was killed or the node may crash, "
                         "and the failing part will fail again",
                     fix="ras-mc-ctl --errors shows the events; drain the node and replace the DIMM or device named",
-                    needs_root=True)
+                    needs_root=True, cause="uncorrected_errors")
     if cor:
         return warn(f"rasdaemon recorded {cor} corrected error event{'s' * (cor != 1)}", evidence=evidence,
                     why="corrected errors cost retries and firmware pauses, and a rising count predicts a failure",
-                    fix="ras-mc-ctl --summary; replace the part named if the count keeps rising", needs_root=True)
+                    fix="ras-mc-ctl --summary; replace the part named if the count keeps rising", needs_root=True,
+                    cause="corrected_errors")
     return ok("rasdaemon recorded no corrected or uncorrected errors", evidence=evidence)
 
 
@@ -401,6 +414,16 @@ def _mcelog_summary(rec: List[str]) -> str:
     return _short("; ".join(k for k in keep if k), 300)
 
 
+def _installed(p: Probe, name: str):
+    """The path of the daemon ``name`` on a live node, "" when it is not installed, None on a
+    recorded tree (where the question is about another machine)."""
+    if not p.live:
+        return None
+    import shutil
+    return shutil.which(name) or next((d for d in (f"/usr/sbin/{name}", f"/sbin/{name}") if os.access(d, os.X_OK)),
+                                      "")
+
+
 @check("ras.mcelog")
 def mcelog(p: Probe):
     """Machine-check events in mcelog's log (/var/log/mcelog).
@@ -433,8 +456,10 @@ def mcelog(p: Probe):
         return ok("mcelog: no machine-check events logged", evidence=f"{path} is empty")
     text = p.read(MCELOG)
     if text is None:
-        return skipped("mcelog: log not readable",
-                       evidence=f"{path}: not readable as text (permission: it is often root-only)")
+        if p.is_root or not os.path.exists(path) or os.access(path, os.R_OK):
+            return skipped("mcelog: log not readable", evidence=f"{path}: not readable as text", cause="not_text")
+        return skipped("mcelog: log not readable", evidence=f"{path}: not readable (root-only)", cause="not_root",
+                       fix="run ceiling as root", needs_root=True)
     records = _mcelog_records(text)
     if not records:
         return ok("mcelog: no machine-check events logged", evidence=f"{path}: no records")
@@ -446,9 +471,9 @@ def mcelog(p: Probe):
                     f"({len(records)} in all)", evidence=evidence,
                     why="an uncorrected machine check loses data: a process was killed or the node may crash",
                     fix="drain the node; the record names the bank (and for memory, the DIMM): replace that part",
-                    needs_root=True)
+                    needs_root=True, cause="uncorrected_errors")
     return warn(f"mcelog logged {len(records)} machine-check event{'s' * (len(records) != 1)}", evidence=evidence,
                 why="corrected hardware errors cost time to handle, and a rising count points at a part that will fail",
                 fix="look at the bank and DIMM named in the log; replace the part at the next maintenance "
                     "if the count rises",
-                needs_root=True)
+                needs_root=True, cause="corrected_errors")

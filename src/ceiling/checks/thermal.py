@@ -40,6 +40,21 @@ ALL_BELOW_BASE = 0.95
 SINGLE_BELOW_MAX = 0.85   # one-core clock below 85% of the maximum: turbo not reached
 CONTENDED = 0.10          # tasks waiting for a CPU over 10% of the window (PSI): competing load
 
+# thermal.throttling_now's causes (data["cause"]) and the fix for each: cooling and power caps
+# are the admin's; a VM's clock is the hypervisor's; competing load is nobody's hardware.
+ROSE, BELOW_BASE, HYPERVISOR = "counters_rose", "below_base", "hypervisor"
+CONTENDED_LOAD, ONE_CORE_SLOW = "competing_load", "single_core_below_max"
+NOW_FIXES = {
+    ROSE: "check cooling and the power cap (ipmitool sdr type temperature; ipmitool dcmi power get_limit); drain "
+          "the node if it throttles under load",
+    BELOW_BASE: "check cooling and the power cap (ipmitool sdr type temperature; ipmitool dcmi power get_limit) "
+                "and the governor (cpu.governor); drain the node if it throttles under load",
+    HYPERVISOR: "in a VM the host sets the clock: ask for dedicated (pinned) vCPUs, or measure on bare metal",
+    CONTENDED_LOAD: "other tasks shared the CPUs: measure on an idle node (see load.competing)",
+    ONE_CORE_SLOW: "check that turbo is on and the clocks are not capped (cpu.turbo, cpu.consistency) and the "
+                   "power cap (ipmitool dcmi power get_limit)",
+}
+
 
 def read_counters(p: Probe) -> Dict[int, Dict[str, int]]:
     """CPU id -> {counter file: value} for every CPU that has a thermal_throttle directory.
@@ -237,13 +252,17 @@ def throttle_events(p: Probe):
         title = f"Thermal throttling since boot: {thermal} events"
     else:
         title = f"Power-limit throttling since boot: {power} events"
+    # Thermal events point at cooling, power-limit events at the power cap: the fix follows the counter.
+    causes = [c for c, n in (("thermal", thermal), ("power_limit", power)) if n]
+    fixes = {"thermal": "check temperatures, fans and air flow (ipmitool sdr type temperature; sensors)",
+             "power_limit": "check the power cap and the BIOS power profile (ipmitool dcmi power get_limit)"}
     return warn(title, evidence=evidence,
                 why="a throttled core runs below its normal clock while it lasts: compute-bound code slows down, "
                     "and in a parallel job the slowest node sets the pace; many events point at cooling or a power cap",
-                fix="check temperatures, fans and air flow (ipmitool sdr type temperature; sensors) and the power cap "
-                    "(ipmitool dcmi power get_limit); compare with other nodes (ceiling check --cluster); "
+                fix="; ".join(fixes[c] for c in causes) + "; compare with other nodes (ceiling check --cluster); "
                     "thermal.throttling_now says whether it happens now",
-                needs_root=True)
+                needs_root=True, cause=causes[0], data={"causes": causes, "thermal_events": thermal,
+                                                        "power_limit_events": power})
 
 
 # ---- now -----------------------------------------------------------------
@@ -325,6 +344,7 @@ def throttling_now(p: Probe):
     facts: List[str] = []       # what was read and measured
     failures: List[str] = []
     warnings: List[str] = []
+    causes: List[str] = []      # what made each failure or warning (NOW_FIXES)
     judged = 0                  # comparisons actually made
 
     before = read_counters(p)
@@ -362,6 +382,7 @@ def throttling_now(p: Probe):
                                              f"{power} power-limit" if power else "") if x) or "throttle time"
             where = "; ".join(_package_lines(t) + [f"worst: {w}" for w in _worst_cores(t, 2)])
             failures.append(f"{kinds} events during a {window_s:.2f} s all-core load")
+            causes.append(ROSE)
             facts.append(f"counters rose during the {window_s:.2f} s window: {where}")
         else:
             facts.append(f"no thermal_throttle counter rose during the {window_s:.2f} s all-core window "
@@ -390,11 +411,14 @@ def throttling_now(p: Probe):
             msg = f"all cores run at {all_ghz:.2f} GHz under load, {1 - ratio:.0%} below the {base:.2f} GHz base clock"
             if p.machine.virtualized:
                 warnings.append(msg + f" (in a {p.machine.virtualized} VM: the hypervisor's other work lowers it too)")
+                causes.append(HYPERVISOR)
             elif stall is not None and stall > CONTENDED:
                 warnings.append(msg + f" (but tasks waited for a CPU {stall:.0%} of the window: competing load "
                                       f"lowers it too, see load.*)")
+                causes.append(CONTENDED_LOAD)
             else:
                 failures.append(msg)
+                causes.append(BELOW_BASE)
     if single_ghz is not None:
         if c.max_ghz:
             r1 = single_ghz / c.max_ghz
@@ -402,6 +426,7 @@ def throttling_now(p: Probe):
             facts.append(f"one-core clock {single_ghz:.2f} GHz = {r1:.0%} of max {c.max_ghz:.2f} GHz ({c.max_source})")
             if r1 < SINGLE_BELOW_MAX:
                 warnings.append(f"one core reaches {single_ghz:.2f} GHz, {1 - r1:.0%} below the {c.max_ghz:.2f} GHz maximum")
+                causes.append(ONE_CORE_SLOW)
         else:
             facts.append(f"one-core clock {single_ghz:.2f} GHz")
             notes.append("one-core clock vs max: no maximum clock known (no cpufreq cpuinfo_max_freq)")
@@ -418,13 +443,16 @@ def throttling_now(p: Probe):
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     why = ("a throttled or power-capped CPU runs every compute-bound phase slower now, and a node that throttles "
            "under load is the slow one in every parallel job")
-    fix = ("check cooling and the power cap (ipmitool sdr type temperature; ipmitool dcmi power get_limit), "
-           "the governor and turbo (cpu.governor, cpu.turbo); drain the node if it throttles under load")
+    # Failures come first in the title, so their causes lead.
+    causes = sorted(dict.fromkeys(causes), key=lambda c: c not in (ROSE, BELOW_BASE))
+    fix = "; ".join(dict.fromkeys(NOW_FIXES[c] for c in causes))
+    root = any(c in (ROSE, BELOW_BASE, ONE_CORE_SLOW) for c in causes)
     if failures:
-        return fail("Throttling now: " + "; ".join(failures), evidence=evidence, why=why, fix=fix, needs_root=True)
+        return fail("Throttling now: " + "; ".join(failures), evidence=evidence, why=why, fix=fix, needs_root=root,
+                    cause=causes[0], data={"causes": causes})
     if warnings:
         return warn("Clock under load below what the CPU promises: " + "; ".join(warnings), evidence=evidence,
-                    why=why, fix=fix, needs_root=True)
+                    why=why, fix=fix, needs_root=root, cause=causes[0], data={"causes": causes})
     if not judged:
         return skipped("Throttling now: nothing could be compared", evidence=evidence)
     return ok("No throttling under a short all-core load", evidence=evidence)

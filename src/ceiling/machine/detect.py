@@ -250,7 +250,7 @@ def detect(root: "str | os.PathLike[str] | Root" = "/", *, measure: bool = True,
         m.affinity = [c for c in online_ids if c in set(cs)] if cs else online_ids
         m.sources["affinity"] = "cgroup cpuset ∩ online CPUs" if cs else "all online CPUs (recorded tree)"
 
-    rows, why, src = dmi.read_dimms(r)
+    rows, why, src, m.dimms_unread = dmi.read_dimms(r)
     m.dimms = rows
     if rows is None:
         m.unknowns["dimms"] = why or "not readable"

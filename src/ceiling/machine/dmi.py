@@ -183,9 +183,24 @@ def _from_sysfs(root: Root) -> Tuple[Optional[List[Dict[str, Any]]], Optional[st
 RECORDED = "dmidecode-memory.txt"
 
 
+# Why the DIMM records are missing (Machine.dimms_unread): each calls for a different fix.
+NOT_ROOT = "not_root"            # the records exist and only root may read them
+TOOL_MISSING = "tool_missing"    # dmidecode is not installed and the kernel's copy cannot be read
+NO_TABLES = "no_tables"          # the firmware (or hypervisor) provides no SMBIOS tables at all
+NO_RECORDS = "no_records"        # tables, but no memory device in them
+TOOL_FAILED = "tool_failed"      # dmidecode failed otherwise
+NOT_RECORDED = "not_recorded"    # a recorded tree without them
+
+
+def _has_tables(root: Root) -> bool:
+    """Whether the kernel found SMBIOS tables (it exports them since Linux 4.2; the
+    directory is world-readable even where the tables are not)."""
+    return root.exists("sys/firmware/dmi/tables/smbios_entry_point") or root.exists("sys/firmware/dmi/entries")
+
+
 def read_dimms(root: Root, runner: Optional[Runner] = None
-               ) -> Tuple[Optional[List[Dict[str, Any]]], Optional[str], str]:
-    """(DIMM rows, reason when None, source).
+               ) -> Tuple[Optional[List[Dict[str, Any]]], Optional[str], str, str]:
+    """(DIMM rows, reason when None, source, cause when None: one of the words above).
 
     Tries the raw SMBIOS records under ``root``; then, on a live system (or
     when a ``runner`` is given, as tests do), ``dmidecode -t memory``; in a
@@ -193,32 +208,38 @@ def read_dimms(root: Root, runner: Optional[Runner] = None
     """
     rows, why_sysfs = _from_sysfs(root)
     if rows:
-        return rows, None, str(root.p("sys/firmware/dmi/entries")) + "/17-*/raw (SMBIOS type 17)"
+        return rows, None, str(root.p("sys/firmware/dmi/entries")) + "/17-*/raw (SMBIOS type 17)", ""
+    denied = why_sysfs is not None and "permission denied" in why_sysfs
     if runner is None and not root.live:
         recorded = root.read(RECORDED)
         if recorded:
             rows = parse_dmidecode(recorded)
             if rows:
-                return rows, None, str(root.p(RECORDED))
-        return None, why_sysfs or "no SMBIOS memory records in this tree", ""
+                return rows, None, str(root.p(RECORDED)), ""
+        return None, why_sysfs or "no SMBIOS memory records in this tree", "", NOT_RECORDED
     rc, out, err = (runner or run_dmidecode)()
     if rc == 127:
         reason = "dmidecode is not installed"
-        return None, reason + (f"; {why_sysfs}" if why_sysfs else ""), ""
+        if denied:
+            return None, f"{reason}; {why_sysfs}", "", NOT_ROOT
+        if not _has_tables(root):
+            return None, (f"no SMBIOS/DMI tables on this system, common in VMs and containers (no "
+                          f"{root.p('sys/firmware/dmi/tables')}); {reason}"), "", NO_TABLES
+        return None, reason + (f"; {why_sysfs}" if why_sysfs else ""), "", TOOL_MISSING
     text = out + "\n" + err
     if "Permission denied" in text:
         detail = next((ln.strip() for ln in text.splitlines() if "Permission denied" in ln), err.strip())
-        return None, f"dmidecode needs root ({detail})", ""
+        return None, f"dmidecode needs root ({detail})", "", NOT_ROOT
     if "No SMBIOS nor DMI entry point" in text or (rc != 0 and "No such file or directory" in text):
         detail = next((ln.strip() for ln in text.splitlines()
                        if "No such file" in ln or "No SMBIOS" in ln), err.strip())
-        return None, f"no SMBIOS/DMI tables on this system, common in VMs and containers ({detail})", ""
+        return None, f"no SMBIOS/DMI tables on this system, common in VMs and containers ({detail})", "", NO_TABLES
     if rc != 0:
-        return None, f"dmidecode failed (exit {rc}: {err.strip()[:120]})", ""
+        return None, f"dmidecode failed (exit {rc}: {err.strip()[:120]})", "", TOOL_FAILED
     rows = parse_dmidecode(out)
     if not rows:
-        return None, "dmidecode lists no memory devices (common in VMs and containers)", ""
-    return rows, None, "dmidecode -t memory"
+        return None, "dmidecode lists no memory devices (common in VMs and containers)", "", NO_RECORDS
+    return rows, None, "dmidecode -t memory", ""
 
 
 # ---- summary -------------------------------------------------------------

@@ -98,6 +98,7 @@ class Machine:
     memory_mts: Optional[int] = None           # DIMM speed in MT/s as configured
     memory_channels_populated: Optional[int] = None  # channels with a DIMM, whole node (from DIMM locators)
     dimms: Optional[List[Dict[str, Any]]] = None  # dmidecode rows, None when not readable
+    dimms_unread: str = ""              # why dimms is None, as a word (machine/dmi.py: not_root, no_tables, ...)
     affinity: List[int] = field(default_factory=list)   # CPUs this process may run on
     cgroup: Dict[str, Any] = field(default_factory=dict)  # cpu quota, cpuset, memory limit
     system: Dict[str, str] = field(default_factory=dict)  # DMI: sys_vendor, product_name, bios_version, ...

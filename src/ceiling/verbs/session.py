@@ -147,11 +147,15 @@ class Session:
         steps = [label for label, _ in self.disturbed]
         first = self.disturbed[0][1]
         worst = next((f for _, f in self.disturbed if f.status == "fail"), first)
+        # Each step's causes (another process, steal, ...), once each: the fix covers all of them.
+        from ..checks import load
+        causes = list(dict.fromkeys(c for _, f in self.disturbed for c in f.data.get("causes", [])))
         return Finding(id="load.competing.steps", status="fail" if worst.status == "fail" else "warn",
                        title=f"Competing load during {len(steps)} step{'s' if len(steps) > 1 else ''} "
                              f"({', '.join(steps)}): {worst.title[0].lower()}{worst.title[1:]}",
                        evidence="; ".join(f"{label}: {f.evidence}" for label, f in self.disturbed),
-                       why=first.why, fix=first.fix)
+                       why=first.why, fix=load.fix_for(causes) if causes else first.fix,
+                       data={"cause": causes[0], "causes": causes} if causes else {})
 
     # -- end -------------------------------------------------------------
     def interrupted(self, reason: str) -> None:
@@ -180,8 +184,11 @@ class Session:
                                                      f"saw two modes, {lo:.0f} and {hi:.0f} ns"]))
             check.title = (f"Placement is unstable: the core-to-core latency changed between {lo:.0f} and "
                            f"{hi:.0f} ns during the run (the check's own probes were steady)")
-            from ..checks.placement import FIX, WHY
-            check.why, check.fix = check.why or WHY, check.fix or FIX
+            from ..checks.placement import BARE_METAL_WHY, WHY, advice
+            virt = (self.run.machine or {}).get("virtualized")
+            cause, fix = advice(virt)
+            check.why, check.fix = check.why or (WHY if virt else BARE_METAL_WHY), check.fix or fix
+            check.data = {**check.data, "cause": cause}
         elif check.status == WARN and not moded:
             for m in c2c:
                 m.note = "; ".join(filter(None, [m.note, "placement was unstable when checked (placement.stability): "
