@@ -190,6 +190,27 @@ def test_a_stopped_rank_ends_the_network_job_named_and_what_was_measured_is_kept
 
 
 @needs_mpi
+def test_a_waiting_rank_reports_to_rank_0_and_only_the_stopped_one_is_named(mpi_setup, tmp_path):
+    """Three ranks, rank 2 stopped: rank 1, waiting past its deadline, reports so over the
+    authenticated side channel, and rank 0 names rank 2 alone. Had rank 1's report been
+    dropped, rank 0 would have heard from no rank and said the channel may be blocked."""
+    tmp, info = mpi_setup
+    argv = list(info["argv4"])
+    argv[argv.index("-n") + 1] = "3"
+    mark = uuid.uuid4().hex
+    out = tmp_path / "partial.json"
+    p = subprocess.Popen([*argv, sys.executable, "-m", "ceiling", "bench", "network", "--no-store",
+                          "--node-timeout", TIMEOUT, "--save-json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env(tmp, TEST_MARK=mark))
+    pid = _stop_when(mark, 2, measuring, p)
+    stdout, stderr = _finish(p, pid)
+    assert p.returncode == StalledError.exit_code, stdout + stderr
+    line = next(x for x in stderr.splitlines() if x.startswith("ceiling: rank 2 ("))
+    assert f"pid {pid}, stopped by SIGSTOP" in line and "rank 1 (" not in line, line
+    assert "no rank reported waiting" not in line and "side channel dropped" not in line, line
+
+
+@needs_mpi
 def test_a_stopped_rank_0_is_named_by_rank_1(mpi_setup, tmp_path):
     mark = uuid.uuid4().hex
     p, out = _launch(mpi_setup, tmp_path, mark, "bench", "network")
