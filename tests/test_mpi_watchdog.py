@@ -334,6 +334,52 @@ def test_a_rank_takes_no_forged_acknowledgement():
     assert d1.dropped() == {"malformed": 1, "bad MAC": 1}
 
 
+class _Comm:
+    """One rank's side of ``watchdog.start``'s exchange, the other rank given: its (node, host, pid)
+    and, at a rank other than 0, what rank 0 sends."""
+
+    def __init__(self, rank, other, offer=None):
+        self.rank, self.other, self.offer = rank, other, offer
+
+    def Get_rank(self):
+        return self.rank
+
+    def Get_size(self):
+        return 2
+
+    def allgather(self, me):
+        return [me, self.other] if self.rank == 0 else [self.other, me]
+
+    def bcast(self, obj, root=0):
+        return obj if self.rank == 0 else self.offer
+
+
+@pytest.mark.parametrize("other_host", [False, True])
+def test_rank_0_listens_only_where_it_tells_the_ranks_to_send(other_host):
+    """The loopback for ranks on its host, its own addresses for ranks on others; never 0.0.0.0.
+    Each rank sends to exactly those, with the job's key."""
+    host = socket.gethostname()
+    peer = ("n1", "elsewhere" if other_host else host, os.getpid())
+    offers = []
+    comm0 = _Comm(0, peer)
+    comm0.bcast = lambda obj, root=0: offers.append(obj) or obj
+    d0 = watchdog.start(comm0)
+    try:
+        d0._ending.set()                  # its thread stops at its next tick
+        got = d0.addresses()
+        want = watchdog.local_addresses() if other_host else ["127.0.0.1"]
+        assert [a for a, _ in got] == want and all(p > 0 for _, p in got)
+        key, nonce, port, remote = offers[0]
+        assert len(key) == channel.KEY_BYTES and len(nonce) == channel.NONCE_BYTES
+        d1 = watchdog.start(_Comm(1, ("n0", "elsewhere" if other_host else host, os.getpid()), offers[0]))
+        d1._ending.set()
+        assert d1.targets == got and d1.channel.key == key
+    finally:
+        watchdog.stop()
+        for s in d0.listening:
+            s.close()
+
+
 # -- the attack: an unprivileged local user sends rank 0 forged stall reports --------------
 
 def _python_for_nobody():

@@ -385,7 +385,7 @@ class Watchdog:
     def addresses(self) -> List[Tuple[str, int]]:
         """Rank 0: the addresses and ports its side channel listens on."""
         out = []
-        for sock in self.listening or ([self.sock] if self.sock is not None else []):
+        for sock in self.listening:
             with contextlib.suppress(OSError):
                 out.append(sock.getsockname()[:2])
         return out
