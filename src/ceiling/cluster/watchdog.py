@@ -15,9 +15,12 @@ every wait of ceiling's ranks is watched:
 - One thread per rank, ``Watchdog``, makes no MPI call until the job ends.
   It wakes about once a second (nothing while no deadline is near).
 - A rank other than 0 whose deadline passes reports it to rank 0 on a side
-  channel (UDP, one datagram per report; rank 0's address was exchanged
-  when the job started) and keeps waiting: the call may still return, and
-  it says so.
+  channel (UDP, one datagram per report; rank 0's address, a key and a job
+  nonce were exchanged over MPI when the job started) and keeps waiting: the
+  call may still return, and it says so. Every datagram, the acknowledgement
+  too, carries an HMAC under the key and a sequence number (channel.py);
+  one that fails either is dropped, counted, and never acted on: rank 0
+  says the count (a finding, and in the line that ends a job).
 - When rank 0's own deadline passes, it collects the reports for a few
   seconds (``GRACE_S``). The ranks that did not report are the ones that
   stopped answering; for those on rank 0's host /proc/PID/stat says how
@@ -35,7 +38,8 @@ every wait of ceiling's ranks is watched:
   ends the job without saving (its results are mid-update).
 
 The side channel is IPv4 UDP to the addresses rank 0's host has (the
-loopback for ranks on its host). Where a firewall drops it, rank 0 cannot
+loopback for ranks on its host); rank 0 listens on those addresses only, one
+socket each, not on every address. Where a firewall drops it, rank 0 cannot
 tell waiting ranks from stopped ones and names every other rank as not
 answering; the job still ends, and what was measured is still kept.
 
@@ -46,7 +50,6 @@ rank's state; split, each half would have to export that state to the other.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import socket
@@ -57,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import StalledError
+from .channel import MAX_DATAGRAM, Channel, new_secret
 
 FLOOR_S = 120.0          # no wait is given up sooner by default
 SETUP_S = 300.0          # gathering the ranks' facts and compiling the timing loops
@@ -135,7 +139,7 @@ class Watchdog:
     rank: int
     size: int
     ranks: List[_Rank]
-    sock: socket.socket
+    sock: Optional[socket.socket]
     targets: List[Tuple[str, int]] = field(default_factory=list)     # rank 0's address(es), from a non-root rank
     timeout: Optional[float] = None          # --node-timeout: every deadline, when given
     rescue: Optional[Callable[[str], Optional[str]]] = None   # rank 0: deliver what was measured, marked
@@ -143,8 +147,12 @@ class Watchdog:
     abort: Optional[Callable[[int], None]] = None     # ends the job (MPI_Abort); os._exit when unset
     phase: str = ""                          # what the ranks are doing, for the message
     default_s: float = FLOOR_S               # a wait's deadline when the caller gives none (a Python collective)
+    channel: Optional[Channel] = None        # the job's key: what is sent is sealed, what arrives checked
+    listening: List[socket.socket] = field(default_factory=list)   # rank 0: one socket per address it gave
 
     def __post_init__(self) -> None:
+        if self.channel is None:
+            self.channel = Channel(*new_secret(), self.rank)
         self._cv = threading.Condition()
         self._arms: Dict[int, _Arm] = {}
         self._next = 0
@@ -179,7 +187,7 @@ class Watchdog:
             if self._ending.is_set() and self.rank == 0:
                 threading.Event().wait()    # the watchdog is saving the run and ends the job
             if arm.reported:
-                self._send({"t": "resumed", "rank": self.rank})
+                self._send({"t": "resumed"})
 
     @contextlib.contextmanager
     def holding(self, snapshot: Callable[[], Any]) -> Iterator[None]:
@@ -237,28 +245,31 @@ class Watchdog:
     def _listen(self, wait: float) -> None:
         """Rank 0: read reports for up to ``wait`` seconds, acknowledging each."""
         end = time.monotonic() + max(0.0, wait)
+        socks = self.listening or [self.sock]
         while True:
             left = end - time.monotonic()
             try:
-                ready, _, _ = select.select([self.sock], [], [], max(0.0, left))
-            except (OSError, ValueError):
+                ready, _, _ = select.select(socks, [], [], max(0.0, left))
+            except (OSError, ValueError, TypeError):
                 return
             if not ready:
                 return
-            try:
-                data, addr = self.sock.recvfrom(4096)
-                msg = json.loads(data.decode())
-                r = int(msg["rank"])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-            if not 0 < r < self.size:
-                continue
-            if msg.get("t") == "stall":
-                self._reports.setdefault(r, (str(msg.get("what", ""))[:200], time.monotonic()))
-                with contextlib.suppress(OSError):
-                    self.sock.sendto(b'{"t": "ack"}', addr)
-            elif msg.get("t") == "resumed":
-                self._reports.pop(r, None)
+            for sock in ready:
+                try:
+                    data, addr = sock.recvfrom(MAX_DATAGRAM + 1)
+                except OSError:
+                    continue
+                got = self.channel.open(data, range(1, self.size))     # type: ignore[union-attr]
+                if got is None:
+                    continue            # not from a rank of this job: counted, not acted on
+                r, seq, msg = got
+                if msg["t"] == "stall":
+                    self._reports.setdefault(r, (str(msg.get("what", ""))[:200], time.monotonic()))
+                    ack, _ = self.channel.seal({"t": "ack", "to": r, "re": seq})     # type: ignore[union-attr]
+                    with contextlib.suppress(OSError):
+                        sock.sendto(ack, addr)
+                elif msg["t"] == "resumed":
+                    self._reports.pop(r, None)
 
     def _check_root_busy(self) -> None:
         """Rank 0, not waiting, while others have waited for it past their deadlines."""
@@ -272,32 +283,45 @@ class Watchdog:
         what = next(iter(self._reports.values()))[0]
         self._say(f"rank 0 ({self._where(0)}) is still busy with its own work while {n} other rank"
                   f"{'s' if n > 1 else ''} waited for it past the deadline ({what}); the job ends without "
-                  f"saving, as rank 0's results are being changed")
+                  f"saving, as rank 0's results are being changed" + self._dropped_clause())
         self._end()
 
-    def _send(self, msg: Dict[str, Any]) -> None:
-        data = json.dumps(msg).encode()
+    def _send(self, msg: Dict[str, Any]) -> int:
+        """Send ``msg`` to rank 0, sealed; its sequence number."""
+        data, seq = self.channel.seal(msg)     # type: ignore[union-attr]
         for t in self.targets:
-            with contextlib.suppress(OSError):
-                self.sock.sendto(data, t)
+            with contextlib.suppress(OSError, AttributeError):
+                self.sock.sendto(data, t)     # type: ignore[union-attr]
+        return seq
 
-    def _acked(self, wait: float) -> bool:
-        try:
-            ready, _, _ = select.select([self.sock], [], [], wait)
-            if ready:
-                data, _ = self.sock.recvfrom(4096)
-                return json.loads(data.decode()).get("t") == "ack"
-        except (OSError, ValueError, AttributeError):
-            pass
-        return False
+    def _acked(self, wait: float, seqs: Sequence[int]) -> bool:
+        """Whether rank 0 acknowledges one of the reports ``seqs`` within ``wait`` seconds; whatever
+        else arrives is dropped (counted) and the wait goes on."""
+        end = time.monotonic() + wait
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                ready, _, _ = select.select([self.sock], [], [], left)
+                if not ready:
+                    return False
+                data, _ = self.sock.recvfrom(MAX_DATAGRAM + 1)     # type: ignore[union-attr]
+            except (OSError, ValueError, TypeError, AttributeError):
+                return False
+            got = self.channel.open(data, (0,))     # type: ignore[union-attr]
+            if got is not None and got[2]["t"] == "ack" and got[2].get("to") == self.rank \
+                    and got[2].get("re") in seqs:
+                return True
 
     def _report(self, arm: _Arm) -> None:
         """A rank other than 0 past its deadline: tell rank 0, and end the job if rank 0 does not."""
         arm.reported = True
         acked = False
+        sent: List[int] = []        # each resend is a new datagram: rank 0 drops a copy as a replay
         for _ in range(int(ACK_S)):
-            self._send({"t": "stall", "rank": self.rank, "what": arm.what})
-            if self._acked(1.0):
+            sent.append(self._send({"t": "stall", "what": arm.what[:200]}))
+            if self._acked(1.0, sent):
                 acked = True
                 break
         root_wait = min(ROOT_WAIT_S, max(10.0, arm.seconds))    # rank 0's own deadline, its delivery
@@ -329,8 +353,42 @@ class Watchdog:
                 line = self.rescue(line) or line     # the rescue may know better who is missing
             except BaseException as e:      # noqa: BLE001 - the job must still end
                 self._say(f"what was measured could not be saved: {e}")
-        self._say(line)
+        self._say(line + self._dropped_clause())
         self._end()
+
+    def _dropped_clause(self) -> str:
+        text = self.channel.dropped_text() if self.channel is not None else ""
+        return f" ({text})" if text else ""
+
+    def dropped(self) -> Dict[str, int]:
+        """Datagrams the side channel dropped as not from this job's ranks, by reason."""
+        return self.channel.drops() if self.channel is not None else {}
+
+    def finding(self):
+        """Rank 0: a finding saying what the side channel dropped; None when nothing was."""
+        from ..results.model import WARN, Finding
+        text = self.channel.dropped_text() if self.channel is not None else ""
+        if not text or self.rank != 0:
+            return None
+        where = ", ".join(f"{a}:{p}" for a, p in self.addresses())
+        return Finding(
+            id="mpi.side_channel.dropped", status=WARN, title=text[0].upper() + text[1:],
+            evidence=f"UDP datagrams to rank 0's watchdog ({where}) dropped, by reason: "
+                     + ", ".join(f"{r} {c}" for r, c in self.dropped().items()),
+            why="Only the job's ranks hold the key their reports are signed with; these came from something "
+                "else on the network or this host (another user, a port scanner, a copy of an older "
+                "datagram). They were not acted on and the results are not affected.",
+            fix="If it repeats, find the sender (ss -uap on rank 0's node, the site's network monitoring); "
+                "nothing is needed for this run.",
+            data={"dropped": self.dropped(), "addresses": [f"{a}:{p}" for a, p in self.addresses()]})
+
+    def addresses(self) -> List[Tuple[str, int]]:
+        """Rank 0: the addresses and ports its side channel listens on."""
+        out = []
+        for sock in self.listening:
+            with contextlib.suppress(OSError):
+                out.append(sock.getsockname()[:2])
+        return out
 
     def describe(self, arm: _Arm, silent: List[int]) -> str:
         """The one line naming what stopped, from rank 0's view."""
@@ -397,21 +455,48 @@ def start(comm, timeout: Optional[float] = None) -> Watchdog:
     from .gather import node_name
     me = (node_name(), socket.gethostname(), os.getpid())
     ranks = [_Rank(*r) for r in comm.allgather(me)]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    addrs: List[str] = []
-    if comm.Get_rank() == 0:
-        sock.bind(("", 0))
-        addrs = local_addresses()
-    port, addrs = comm.bcast((sock.getsockname()[1], addrs) if comm.Get_rank() == 0 else None, root=0)
     rank = comm.Get_rank()
-    targets = ([("127.0.0.1", port)] if ranks[rank].host == ranks[0].host
-               else [(a, port) for a in addrs])
-    dog = Watchdog(rank, comm.Get_size(), ranks, sock, targets, timeout)
+    listening: List[socket.socket] = []
+    offer = None
+    if rank == 0:
+        # Bound to the addresses the ranks send to, not to every address: the loopback for the
+        # ranks on this host, this host's addresses for the ranks on others (they try each).
+        near = any(r.host == ranks[0].host for r in ranks[1:])
+        far = any(r.host != ranks[0].host for r in ranks[1:])
+        loop = _bound("127.0.0.1") if near or not far else None
+        remote = [s for s in (_bound(a) for a in local_addresses()) if s is not None] if far else []
+        listening = [s for s in [loop, *remote] if s is not None]
+        key, nonce = new_secret()
+        offer = (key, nonce, loop.getsockname()[1] if loop is not None else 0,
+                 [s.getsockname()[:2] for s in remote])
+    key, nonce, port, remote_addrs = comm.bcast(offer, root=0)    # the key travels over MPI only
+    if rank == 0:
+        sock = listening[0] if listening else socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        targets: List[Tuple[str, int]] = []
+    elif ranks[rank].host == ranks[0].host:
+        sock = _bound("127.0.0.1") or socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        targets = [("127.0.0.1", port)] if port else []
+    else:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)     # the route picks its address
+        targets = [(a, p) for a, p in remote_addrs]
+    dog = Watchdog(rank, comm.Get_size(), ranks, sock, targets, timeout,
+                   channel=Channel(key, nonce, rank), listening=listening)
     raw = getattr(comm, "raw", comm)
     dog.abort = lambda code: raw.Abort(code)
     dog._thread.start()
     _DOG = dog
     return dog
+
+
+def _bound(addr: str) -> Optional[socket.socket]:
+    """A UDP socket bound to ``addr`` on a free port; None where that address cannot be bound."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.bind((addr, 0))
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def stop() -> None:

@@ -233,6 +233,9 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
                                                 if partial else ""])), pairs)
     if cl.partial and code == 0:      # nodes left out of the analysis: the job's own code, not an interruption's
         code = StalledError.exit_code
+    dropped = dog.finding()           # forged datagrams on the watchdog's channel: said, not acted on
+    if dropped is not None:
+        final.findings.append(dropped)
     code = common.deliver(final, outputs(), code, say)
     if stopped:        # the ranks that did not report wait in their send: the job ends here
         getattr(comm, "raw", comm).Abort(code)

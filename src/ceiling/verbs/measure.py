@@ -155,6 +155,9 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
                 session.add(e.outcome)
             why, code = interruption(e)
             session.interrupted(f"{why}: results so far are kept")
+    dropped = dog.finding() if leader else None       # forged datagrams on the watchdog's channel
+    if dropped is not None:
+        session.run.findings.append(dropped)
     run = session.finish()
     if code == 0 and session.step_errors:
         code = session.step_errors[0].exit_code
