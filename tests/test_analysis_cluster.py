@@ -182,3 +182,13 @@ def test_a_sampled_network_says_so():
         del ps[2:]                                                # each rank met 2 partners
     series, metrics, _ = conclude([f"n{i}" for i in range(6)], per, 2, 5)
     assert "2 of 5 rounds" in series[0].context["sampled"] and "sampled" in metrics[0].context
+
+
+@pytest.mark.parametrize("bad", [{"name": "n1", "metrics": {"stream.triad": 5}}, {"metrics": {}}, [1, 2],
+                                 {"name": "n1", "problems": [["a", "b"]]},
+                                 {"name": "n1", "metrics": {"x": {"value": 1, "peak": [1]}}}])
+def test_a_digest_not_of_its_shape_is_refused_when_read_not_when_analysed(bad):
+    """Another rank's digest is read on rank 0 (verbs/cluster.py makes that node "not measured"
+    on this ValueError); one let through crashed Cluster.add."""
+    with pytest.raises(ValueError, match="not a node's digest"):
+        NodeDigest.from_dict(bad)
