@@ -227,3 +227,13 @@ def test_nodes_that_met_competing_load_are_left_out_of_the_cluster_s_median():
     assert m.value == 99.0 and m.stats.median == 98.0 and "disturbed" not in m.context
     assert m.context["left_out"].startswith("1 of 3 nodes met competing load (a:")
     assert m.efficiency == pytest.approx(99.0 / 120.0)
+
+
+@pytest.mark.parametrize("bad", [{"name": "n1", "metrics": {"stream.triad": 5}}, {"metrics": {}}, [1, 2],
+                                 {"name": "n1", "problems": [["a", "b"]]},
+                                 {"name": "n1", "metrics": {"x": {"value": 1, "peak": [1]}}}])
+def test_a_digest_not_of_its_shape_is_refused_when_read_not_when_analysed(bad):
+    """Another rank's digest is read on rank 0 (verbs/cluster.py makes that node "not measured"
+    on this ValueError); one let through crashed Cluster.add."""
+    with pytest.raises(ValueError, match="not a node's digest"):
+        NodeDigest.from_dict(bad)

@@ -297,6 +297,55 @@ def test_a_node_that_meets_a_bug_is_named_and_the_rest_reported(mpi_setup, trees
     assert "RuntimeError: injected by a test" in r.stderr            # the traceback, for the bug report
 
 
+def test_a_node_whose_results_cannot_be_read_is_not_measured_and_the_rest_reported(mpi_setup, trees, tmp_path):
+    """Invalid JSON, a document nested past any parser and one of a newer schema, each from one
+    rank: that node is "not measured" with the reason, as a node that met a bug, and the others
+    are analysed and recorded (they ended the whole run with exit 5, only rank 0's run saved)."""
+    db = tmp_path / "h.db"
+    segs, out = check_segments(trees, tmp_path, store=("--db", str(db)))
+    for i, how in ((1, "invalid"), (2, "deep"), (3, "newer")):
+        node, prefix, args = segs[i]
+        segs[i] = (node, [f"CEILING_TEST_SEND={how}"], args)
+    r = launch(mpi_setup, segs)
+    assert r.returncode == StalledError.exit_code, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    doc = json.loads(out.read_text())
+    assert sorted(n["name"] for n in doc["nodes"]) == ["n1", "n2", "n3", "n4"]
+    reasons = {f["data"]["nodes"][n] for f in doc["findings"] if f["id"] == "cluster.partial"
+               for n in f["data"]["nodes"]}
+    reason = " | ".join(sorted(reasons))
+    assert len(reasons) == 3 and "not valid JSON" in reason and "nested deeper" in reason, reason
+    assert "newer" in reason and all(x.startswith("not measured: its results could not be read on rank 0")
+                                     for x in reasons), reason
+    from ceiling.results.store import Store
+    with Store(str(db), readonly=True) as st:
+        assert sorted(x.host for x in st.list(limit=10) if x.nodes == 0) == ["n1", "n2", "n3", "n4"]
+
+
+def test_a_rank_claiming_another_nodes_name_is_flagged_and_both_runs_are_kept(mpi_setup, trees, tmp_path):
+    """n3's results claim to be n1's, and a rank without CEILING_NODE_NAME claims n9, which is not
+    its host: both are named in a finding, and each node is recorded under the name its rank
+    joined with (n3's results were recorded as a second n1, and n1's history held n3's run)."""
+    import socket
+    db = tmp_path / "h.db"
+    segs, out = check_segments(trees, tmp_path, store=("--db", str(db)))
+    node, prefix, args = segs[2]
+    segs[2] = (node, ["CEILING_TEST_SEND=name:n1"], args)
+    node, prefix, args = segs[3]
+    segs[3] = (node, ["env", "-u", "CEILING_NODE_NAME", "CEILING_TEST_SEND=name:n9"], args)
+    r = launch(mpi_setup, segs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    host = socket.gethostname()
+    assert sorted(n["name"] for n in doc["nodes"]) == sorted(["n1", "n2", "n3", host])
+    f = {x["id"]: x for x in doc["findings"]}["cluster.node_names"]
+    assert f["data"]["claimed_twice"] == {"n1": [0, 2]}, f
+    assert any("rank 3" in o and "n9" in o and "not its host" in o for o in f["data"]["odd"]), f
+    from ceiling.results.store import Store
+    with Store(str(db), readonly=True) as st:
+        assert sorted(x.host for x in st.list(limit=10) if x.nodes == 0) == sorted(["n1", "n2", "n3", host])
+
+
 def test_a_node_that_dies_keeps_what_was_gathered(mpi_setup, trees, tmp_path):
     """A rank killed outright. The launchers end the job by default (Hydra with SIGKILL at
     once, Open MPI's mpirun with SIGTERM and SIGKILL milliseconds apart); what rank 0 had

@@ -55,9 +55,21 @@ class NodeDigest:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "NodeDigest":
-        return cls(str(d["name"]), dict(d.get("metrics") or {}),
-                   [(str(a), str(b), str(c)) for a, b, c in d.get("problems") or []],
-                   {str(k): str(v) for k, v in (d.get("inventory") or {}).items()}, str(d.get("partial") or ""))
+        """A digest another rank sent; ValueError for one not of this shape (``Cluster.add``
+        then trusts it)."""
+        try:
+            metrics = {str(k): {"value": m["value"], "unit": str(m.get("unit", "")),
+                                "better": str(m.get("better", HIGHER)),
+                                "peak": [float(m["peak"][0]), str(m["peak"][1]), str(m["peak"][2])]
+                                if m.get("peak") else None,
+                                **({"disturbed": str(m["disturbed"])} if m.get("disturbed") else {})}
+                       for k, m in dict(d.get("metrics") or {}).items()}
+            return cls(str(d["name"]), metrics,
+                       [(str(a), str(b), str(c)) for a, b, c in d.get("problems") or []],
+                       {str(k): str(v) for k, v in dict(d.get("inventory") or {}).items()},
+                       str(d.get("partial") or ""))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise ValueError(f"not a node's digest ({type(e).__name__}: {e})") from None
 
 
 def digest(run: Run, name: str, inventory: Dict[str, str]) -> NodeDigest:

@@ -467,14 +467,19 @@ IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")
 
 def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = ()) -> Dict[str, int]:
     """/proc/PID/io summed over the sampled processes and, from their records' proc lines,
-    the processes the sampler did not watch."""
+    the processes the sampler did not watch. proc.c writes the four keys together: a record
+    with some of them lost the others to damage, and those totals are unknown (left out)."""
     out: Dict[str, int] = {}
-    for io in [p.io for p in s.processes.values()] + [
-            {k: ln[k] for k in IO_KEYS if isinstance(ln.get(k), int)}
-            for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]:
+    unknown = set()
+    records = [{k: ln[k] for k in IO_KEYS if k in ln}
+               for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]
+    for io in [p.io for p in s.processes.values()] + records:
         for k, v in io.items():
             out[k] = out.get(k, 0) + v
-    return out
+    for io in records:
+        if io:
+            unknown.update(set(IO_KEYS) - set(io))
+    return {k: v for k, v in out.items() if k not in unknown}
 
 
 def _spread(vals: List[float]) -> Dict[str, float]:

@@ -8,7 +8,8 @@ and closes, reads, writes, fsync),
 how many accesses did not follow the previous one (random) and how many started off
 the file system's block (unaligned), and which processes used it. The findings name a
 file only where it matters: it took at least ``FILE_SHARE`` of the program's time in
-I/O calls and at least ``MIN_FILE_S``.
+I/O calls and at least ``MIN_FILE_S``. The records' values have their types already
+(probes/interpose_record.py checks them when it reads).
 """
 from __future__ import annotations
 
@@ -43,19 +44,19 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         who = (proc.get("host", ""), proc.get("pid"))
         for ln in lines:
             if "files" in ln:
-                lost += int(ln.get("lost", 0))
-                capacity = int(ln.get("max", 0)) or capacity
+                lost += ln.get("lost", 0)
+                capacity = ln.get("max", 0) or capacity
                 continue
             if "dev" not in ln or "ino" not in ln:
                 continue
             key = (proc.get("host", ""), ln["dev"], ln["ino"])
-            f = merged.setdefault(key, {"path": str(ln.get("path", "")), "host": proc.get("host", ""),
-                                        "blksize": int(ln.get("blksize", 0)), "api": 0, "extent": 0,
+            f = merged.setdefault(key, {"path": ln.get("path", ""), "host": proc.get("host", ""),
+                                        "blksize": ln.get("blksize", 0), "api": 0, "extent": 0,
                                         "processes": set(), **{k: 0 for k in SUMS}})
             for k in SUMS:
-                f[k] += int(ln.get(k, 0))
-            f["api"] |= int(ln.get("api", 0))
-            f["extent"] = max(f["extent"], int(ln.get("extent", 0)))
+                f[k] += ln.get(k, 0)
+            f["api"] |= ln.get("api", 0)
+            f["extent"] = max(f["extent"], ln.get("extent", 0))
             f["processes"].add(who)
     if not seen:
         return {}

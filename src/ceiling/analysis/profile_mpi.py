@@ -280,8 +280,10 @@ def _single_writer(rs, share) -> List[Finding]:
         return []
     others = [share[k] for k in range(len(rs)) if k != i]
     wait = sum(others) / len(others)
+    # a run of 0 s: MPI_Init's and MPI_Finalize's times out of order (a damaged record)
+    of_run = f" ({w['write_s'] / w['run_s']:.0%} of its run)" if w["run_s"] > 0 else ""
     words = (f"rank {w['rank']} wrote {w['write_bytes'] / total:.0%} of the {total / 1e6:.4g} MB the job wrote, "
-             f"{w['write_s']:.3g} s inside its write calls ({w['write_s'] / w['run_s']:.0%} of its run); the other "
+             f"{w['write_s']:.3g} s inside its write calls{of_run}; the other "
              f"ranks were inside MPI {wait:.0%} of their run on average")
     return [Finding(
         id="profile.io.single_writer", status=WARN,

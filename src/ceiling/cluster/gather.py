@@ -20,7 +20,7 @@ from .placement import topology_of, unknown_topology
 
 @dataclass
 class Ranks:
-    """Every rank's facts, by rank: {"rank", "node", "host", "pid", "cpus"} each; and which one this is."""
+    """Every rank's facts, by rank: {"rank", "node", "host", "pid", "cpus", "named"} each; and which one this is."""
 
     rank: int
     facts: List[Dict[str, Any]]
@@ -54,9 +54,10 @@ class Ranks:
 
 
 def rank_facts(comm) -> Ranks:
-    """Collective: every rank's facts, on every rank."""
+    """Collective: every rank's facts, on every rank ("named": the node's name is
+    $CEILING_NODE_NAME's, not the host's)."""
     me = {"rank": comm.Get_rank(), "node": node_name(), "host": socket.gethostname(), "pid": os.getpid(),
-          "cpus": sorted(os.sched_getaffinity(0))}
+          "cpus": sorted(os.sched_getaffinity(0)), "named": bool(os.environ.get("CEILING_NODE_NAME"))}
     return Ranks(me["rank"], comm.allgather(me))
 
 

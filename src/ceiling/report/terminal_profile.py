@@ -33,10 +33,12 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
              + (f": {used.value:.2f} of the {cpus} CPUs it may use, on average" if used and used.value is not None
                 else "")
              + (f"; peak resident memory {m['app.rss.peak'].value:.4g} MiB" if "app.rss.peak" in m else ""))
-    if "app.io.read" in m:
-        fact("I/O", f"read {m['app.io.read'].value:.4g} MB, wrote {m['app.io.write'].value:.4g} MB through system "
-             "calls" + (f" ({m['app.io.read_device'].value:.4g} MB and {m['app.io.write_device'].value:.4g} MB "
-                        "at the device)" if "app.io.read_device" in m else ""))
+    def mb(name: str) -> str:
+        return f"{m[name].value:.4g}" if name in m and m[name].value is not None else "-"
+    if "app.io.read" in m or "app.io.write" in m:
+        fact("I/O", f"read {mb('app.io.read')} MB, wrote {mb('app.io.write')} MB through system calls"
+             + (f" ({mb('app.io.read_device')} MB and {mb('app.io.write_device')} MB at the device)"
+                if "app.io.read_device" in m or "app.io.write_device" in m else ""))
     if run.partial:
         lines.append(st(f"  PARTIAL: {run.partial_reason}", "yellow"))
 

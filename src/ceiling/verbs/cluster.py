@@ -21,7 +21,10 @@ its own measurement's time again, two minutes at least, after rank 0 finished
 its own) is named, and the nodes gathered are analysed and reported, marked
 partial; the job then ends (exit 11), as every MPI wait of ceiling does
 (cluster/watchdog.py). Two ranks on one node would measure it twice, each with
-half of it: a usage error, before anything is measured.
+half of it: a usage error, before anything is measured. A node whose message
+rank 0 cannot read (not JSON, nested too deep, a newer schema) is "not
+measured", as one whose measurement failed; a node is recorded under the name
+its rank joined with, and names that do not add up are a finding (``_Names``).
 """
 from __future__ import annotations
 
@@ -45,6 +48,10 @@ POLL_S = 0.01                 # rank 0's wait between looks for the next node's 
 # would; =kill[:S] kills itself (SIGKILL; S seconds later), as a node that dies does; =raise meets a bug
 # instead of measuring.
 STOP_FOR_TESTS = "CEILING_TEST_STOP_AFTER_MEASURING"
+# Tests: a rank (not 0) whose environment has this sends rank 0 a document that cannot be read
+# (=invalid: cut short; =deep: nested past any parser; =newer: of a later schema version), or its
+# results under another node's name (=name:NODE), as a damaged or forged rank would.
+SEND_FOR_TESTS = "CEILING_TEST_SEND"
 NodeFn = Callable[[object], Tuple[Run, int]]
 
 
@@ -155,8 +162,11 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
         time.sleep(float(injected.partition(":")[2] or 0))
         os.kill(os.getpid(), signal.SIGSTOP if injected == "1" else signal.SIGKILL)
     if not leader:
+        sent = (mine.to_dict(), jsonio.dumps(run))
+        if os.environ.get(SEND_FOR_TESTS):
+            sent = _sent_for_tests(os.environ[SEND_FOR_TESTS], run, mine)
         with _waiting(dog, "sending this node's results to rank 0", deadline + own_s):
-            getattr(comm, "raw", comm).send((mine.to_dict(), jsonio.dumps(run)), dest=0, tag=TAG)
+            getattr(comm, "raw", comm).send(sent, dest=0, tag=TAG)
         if pair_plan:
             run_pairs(comm, pair_plan)
         # This node's outcome travels in its results and rank 0's exit code speaks for the job: a
@@ -167,6 +177,7 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     cl = Cluster(limit)
     got: Dict[str, str] = {}                       # node -> its run's id in the history ("" unsaved)
     nodes: List[Node] = []
+    names = _Names(facts)
 
     def take(d: NodeDigest, r: Run) -> None:
         cl.add(d)
@@ -215,13 +226,18 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
             # a later wave's nodes measure now: their own time again, as rank 0's was
             with _waiting(dog, f"gathering the nodes' results (wave {w + 1} of {len(waves)})" if wave else
                           "gathering the nodes' results", deadline + (own_s if w else 0.0)):
-                for _ in [r for r in members if r != 0]:
-                    d_dict, doc = _receive(raw, dog)
-                    r = jsonio.loads(doc)
+                pending = {r for r in members if r != 0}
+                while pending:
+                    source, sent = _receive(raw, dog)
+                    if source not in pending:         # a second message from one rank: not its results
+                        names.extra.append(source)
+                        continue
+                    pending.discard(source)
+                    d, r = _read(sent, facts.nodes[source], names, source)
                     if store is not None:
                         store.save(r)
-                    take(NodeDigest.from_dict(d_dict), r)
-                    del r, doc
+                    take(d, r)
+                    del r, sent
     except KeyboardInterrupt as e:      # Ctrl-C or SIGTERM while gathering: what was gathered is reported
         why, code = interruption(e)
         missing = [f["node"] for f in facts.facts if f["node"] not in got]
@@ -231,6 +247,7 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
     partial = "; ".join(f"{k}: {v}" for k, v in cl.partial.items())
     final = cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
                                                 if partial else ""])), pairs)
+    final.findings += names.findings()
     if cl.partial and code == 0:      # nodes left out of the analysis: the job's own code, not an interruption's
         code = StalledError.exit_code
     dropped = dog.finding()           # forged datagrams on the watchdog's channel: said, not acted on
@@ -251,6 +268,94 @@ def _waiting(dog, what: str, seconds: float):
     return dog.waiting(what, seconds)
 
 
+def _read(sent, node: str, names: "_Names", source: int):
+    """(digest, run) of the message rank ``source`` (joined as ``node``) sent. What cannot be
+    read (not JSON, nested too deep, a newer schema, no digest) makes that node "not measured"
+    with the reason, as a node whose measurement raised, and the others are analysed. The
+    node is recorded under the name it joined with, whatever name its message claims
+    (``_Names`` says when they differ), under a run id of rank 0's: a rank's message never
+    replaces another run in the history."""
+    import uuid
+    from ..analysis.cluster import NodeDigest, digest
+    from ..results import jsonio
+    try:
+        d_dict, doc = sent
+        r = jsonio.loads(doc, source=f"the results of rank {source} ({node})")
+        d = NodeDigest.from_dict(d_dict)
+    except (CeilingError, ValueError, TypeError) as e:
+        r = _failed_run(node, CeilingError(f"its results could not be read on rank 0: {e}"))
+        return digest(r, node, {}), r
+    names.claimed(source, d.name, r.host)
+    d.name = r.host = node
+    r.run_id = uuid.uuid4().hex
+    return d, r
+
+
+class _Names:
+    """The names the ranks' results claim, against the names they joined with (rank_facts):
+    a name claimed by two ranks, a name that is not the one the rank joined with, or one
+    that is not the rank's host where no CEILING_NODE_NAME gave it, each becomes a finding."""
+
+    def __init__(self, facts):
+        self.facts = facts.facts
+        self.claims: Dict[str, List[int]] = {}
+        self.odd: List[str] = []
+        self.extra: List[int] = []
+        for f in self.facts:
+            if not f.get("named") and f["node"] != f["host"]:
+                self.odd.append(f"rank {f['rank']} on host {f['host']} joined as node {f['node']} without "
+                                "CEILING_NODE_NAME")
+        self.claimed(0, self.facts[0]["node"], self.facts[0]["node"])
+
+    def claimed(self, rank: int, name: str, host: str) -> None:
+        f = self.facts[rank]
+        for n in dict.fromkeys([name, host]):
+            self.claims.setdefault(n, []).append(rank)
+            if n != f["node"]:
+                self.odd.append(f"rank {rank} (host {f['host']}, joined as {f['node']}) sent results as {n}"
+                                + ("" if f.get("named") else ", which is not its host, and no CEILING_NODE_NAME "
+                                   "was set"))
+
+    def findings(self) -> List:
+        from ..results.model import WARN, Finding
+        twice = {n: rs for n, rs in self.claims.items() if len(set(rs)) > 1}
+        words = [f"node {n} claimed by ranks {', '.join(map(str, sorted(set(rs))))}" for n, rs in twice.items()]
+        words += self.odd + [f"rank {r} sent more than one message of results (the later ones were dropped)"
+                             for r in dict.fromkeys(self.extra)]
+        if not words:
+            return []
+        return [Finding(
+            id="cluster.node_names", status=WARN,
+            title=f"Node names do not add up: {words[0]}" + (f" (and {len(words) - 1} more)" if len(words) > 1 else ""),
+            evidence="; ".join(words[:20]) + "; every node is recorded under the name its rank joined the job with",
+            why="A node's results are recorded in the history under its name: a rank that reports under another "
+                "node's name would put its figures in that node's history and hide its own node.",
+            fix="Run the same ceiling on every node; set CEILING_NODE_NAME only to stand ranks of one machine in "
+                "for nodes; look at what runs as the ranks named here.",
+            data={"claimed_twice": {n: sorted(set(rs)) for n, rs in twice.items()}, "odd": self.odd,
+                  "extra_messages": sorted(set(self.extra))})]
+
+
+def _sent_for_tests(how: str, run: Run, mine) -> Tuple[Dict, str]:
+    """SEND_FOR_TESTS: the message a damaged or forged rank sends instead of its results."""
+    from ..results import jsonio
+    from ..results.model import SCHEMA_VERSION
+    doc = jsonio.dumps(run)
+    if how == "invalid":
+        return mine.to_dict(), doc[:len(doc) // 2]
+    if how == "deep":
+        return mine.to_dict(), "[" * 100_000 + "]" * 100_000
+    if how == "newer":
+        import json
+        d = json.loads(doc)
+        d["schema_version"] = SCHEMA_VERSION + 1
+        return mine.to_dict(), json.dumps(d)
+    if how.startswith("name:"):
+        run.host = mine.name = how[5:]
+        return mine.to_dict(), jsonio.dumps(run)
+    raise ValueError(f"{SEND_FOR_TESTS}={how}: not a test's value")
+
+
 def _receive(comm, dog):
     """The next node's results, from whichever rank sends first. Polled (Iprobe, then a
     sleep) rather than a blocking recv, so that Ctrl-C and SIGTERM reach rank 0 while a
@@ -263,7 +368,7 @@ def _receive(comm, dog):
         if dog.ending():
             threading.Event().wait()
         time.sleep(POLL_S)
-    return comm.recv(source=status.Get_source(), tag=TAG)
+    return status.Get_source(), comm.recv(source=status.Get_source(), tag=TAG)
 
 
 def _failed_run(node: str, e: CeilingError) -> Run:

@@ -176,7 +176,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
     from ..analysis.profile_ceilings import compare
     from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
-    from ..probes.interpose_record import latest, parse
+    from ..probes import interpose_record
     from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
     from ..results.model import Application, SKIPPED, Finding
@@ -246,8 +246,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     else:
         app.exit_status = code = os.WEXITSTATUS(status)
 
-    records = latest(_records(tmp, parse))
-    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        records = interpose_record.latest(interpose_record.read_dir(tmp))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
@@ -259,7 +261,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                                     sorted(waiters), others)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
-                                "modules": sorted({n for r in records for n in r["modules"]})})
+                                "modules": sorted({n for r in records for n in r["modules"]}),
+                                "skipped": records.counts()})
+    malformed = interpose_record.finding(records)
+    if malformed:
+        findings.append(malformed)
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
@@ -455,13 +461,3 @@ def _wait(pid: int):
         except InterruptedError:
             continue
 
-
-def _records(tmp: str, parse) -> list:
-    out = []
-    for name in sorted(os.listdir(tmp)):
-        try:
-            with open(os.path.join(tmp, name), errors="replace") as f:
-                out.extend(parse(f.read(1 << 24)))
-        except OSError:
-            continue
-    return out
