@@ -250,16 +250,17 @@ def _names(ms: Sequence[Any], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def run_notes(metrics: Sequence[Any]) -> List[str]:
-    """What the metrics table says once, below it: the metrics of high spread (their CV is marked),
-    and those measured while other processes were busy."""
+def run_notes(metrics: Sequence[Any], marked: bool = True) -> List[str]:
+    """What the metrics table says once, below it: the metrics of high spread (``marked``: the
+    table shows their CV with a "!"; a table too narrow for the CV column does not), and those
+    measured while other processes were busy."""
     out = []
     by_why: Dict[str, List[Any]] = {}
     for m in metrics:
         if high_spread(m):
             by_why.setdefault(SPREAD_WHY_OF.get(str(m.name).split(".", 1)[0], SPREAD_WHY), []).append(m)
     for why, spread in by_why.items():
-        out.append(f"CV above {CV_WARN:.0%} (marked !) on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
+        out.append(f"CV above {CV_WARN:.0%}{' (marked !)' if marked else ''} on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
                    f"{_names(spread)}: {why}")
     busy = [m for m in metrics if BUSY_NOTE in str(getattr(m, "note", "") or "")]
     if busy:
