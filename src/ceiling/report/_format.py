@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Sequence
 
 from ..results.base import CV_WARN
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
-from ..units import DASH, count, figure, num, pct, printable, quantity, size, time_scale, with_unit  # noqa: F401
+from ..units import (DASH, count, figure, num, pct, pct_sig, printable, quantity, size,  # noqa: F401
+                     time_scale, with_unit)
 
 def size_tick(nbytes: float) -> str:
     """Short size label for an axis tick: "4K", "512K", "32M", "1G"."""
