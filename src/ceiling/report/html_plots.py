@@ -239,6 +239,7 @@ def _roofline_plot(run: Run) -> Plot:
                      "arithmetic intensity is bound by that bandwidth.")
     if rl.missing:
         notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
+    notes += [n for n in run.analysis.notes if n.startswith(_roofline.INVERSION_NOTE)]
     try:
         svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
                          desc=" ".join(notes), attrs={"data-series": "roofline"})
