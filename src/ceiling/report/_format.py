@@ -261,7 +261,8 @@ def run_notes(metrics: Sequence[Any], marked: bool = True) -> List[str]:
         if high_spread(m):
             by_why.setdefault(SPREAD_WHY_OF.get(str(m.name).split(".", 1)[0], SPREAD_WHY), []).append(m)
     for why, spread in by_why.items():
-        out.append(f"CV above {CV_WARN:.0%}{' (marked !)' if marked else ''} on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
+        mark = " (marked !)" if marked else ""
+        out.append(f"CV above {CV_WARN:.0%}{mark} on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
                    f"{_names(spread)}: {why}")
     busy = [m for m in metrics if BUSY_NOTE in str(getattr(m, "note", "") or "")]
     if busy:
