@@ -75,6 +75,18 @@ def test_thresholds_per_family_and_override():
     assert [o["node"] for o in {x.metric: x for x in c.uniformity()}["dgemm.node"].outliers] == ["c"]
 
 
+@pytest.mark.parametrize("threshold, said", [(0.001, "0.1%"), (0.125, "12.5%"), (0.05, "5%")])
+def test_a_threshold_is_said_as_it_was_set(threshold, said):
+    """--threshold 0.1 (percent) is 0.001: the title said "more than 0%", a limit nobody set;
+    12.5 said "12%". The figure compared with it keeps enough digits not to fall below it."""
+    c = cluster_of(node("a", 100), node("b", 100), node("c", 100), node("d", 87.4), threshold=threshold)
+    f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
+    assert f"more than {said} below the median" in f.title and "12.6% worse" in f.title
+    c = cluster_of(node("a", 100), node("b", 87.4), threshold=threshold)
+    f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
+    assert f"b is 12.6% below a" in f.title and f"threshold {said})" in f.title
+
+
 def test_configuration_differences_name_the_odd_nodes_and_the_majority():
     c = cluster_of(*[node(f"n{i}") for i in range(6)], node("n6", kernel="6.1.0-21"), node("n7", kernel="6.1.0-21"))
     [f] = [f for f in c.findings() if f.id.startswith("cluster.config.")]

@@ -251,6 +251,24 @@ def test_bench_leaves_nothing_and_names_its_metrics(tmp_path, small):
     assert leftovers(tmp_path) == []
 
 
+def test_a_batch_log_gets_a_line_per_phase(tmp_path, small, monkeypatch):
+    """Output that is not a terminal (a batch job's log) got one line, "storage ...", for a
+    bench of minutes: it now says each phase as it starts, so a log shows where a run was."""
+    import io
+    from ceiling.report.progress import Progress
+    monkeypatch.delenv("CEILING_PROGRESS", raising=False)
+    log = io.StringIO()
+    ctx = ctx_for(tmp_path, size_bytes=N * MIB, reps=1)
+    ctx.progress = Progress(log)
+    st.bench_storage(ctx)
+    lines = log.getvalue().splitlines()
+    assert all(line.startswith("ceiling: storage: ") and line.endswith(" ...") for line in lines), lines
+    words = " ".join(lines)
+    for phase in ("sequential write and read", "by transfer size", "random 4 KiB", "metadata"):
+        assert phase in words
+    assert len(lines) >= 4 + ("requests in flight" in words)
+
+
 def test_bench_cleans_up_after_an_injected_error_and_keeps_what_it_measured(tmp_path, small, monkeypatch):
     """A step failing part-way (the disk filling in the metadata phase): its files are
     gone, and the figures measured before travel with the error (issue 11, item 11)."""

@@ -381,6 +381,21 @@ def test_small_messages_against_the_ping_pong_latency_tell_waiting_from_latency(
     assert [f.id for f in findings] == ["profile.ceiling.mpi_waiting"] and "12.5x" in findings[0].title
 
 
+def test_a_time_against_its_ceiling_is_said_as_its_finding_says_it():
+    """0.58 µs per small message against a 0.4 µs latency: the finding says "1.45x this node's
+    MPI latency"; the comparison said "69% of it" (the latency's share of the time)."""
+    from ceiling.analysis.profile_ceilings import compare
+    from ceiling.report.terminal_profile import ceiling_text
+    lat = {"net.pingpong.latency.": [("net.pingpong.latency.same_l3", 0.4, "µs", "2026-11-20", "r" * 16)]}
+    calls = [1000] + [0] * 17
+    bd = {"mpi": {"hist": {"p2p": {"hist": calls, "hist_ns": [580_000] + [0] * 17, "hist_bytes": [8000] + [0] * 17}}}}
+    (c,), (f,) = compare(bd, lambda p: lat.get(p, []))
+    assert "1.45x this node's MPI latency" in f.title
+    text = ceiling_text(c)
+    assert "calls under 16 KiB), 1.45x this node's 0.4 µs (net.pingpong.latency.same_l3 = 0.4 µs" in text
+    assert "%" not in text
+
+
 def test_a_printf_is_not_compared_with_the_storage():
     from ceiling.analysis.profile_ceilings import compare
     rows = [("storage.seq.write.fpp", 1000.0, "MiB/s", "2026-11-20T10:00:00", "r" * 16)]

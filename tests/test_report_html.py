@@ -212,6 +212,39 @@ def test_heatmap_values_printed_alike_are_coloured_alike():
     assert out.count(">0.932</text>") == 3          # the two cells and one colour-bar tick
 
 
+def _rgb(colour):
+    return [int(colour[k:k + 2], 16) for k in (1, 3, 5)]
+
+
+def test_node_to_node_colours_span_the_outlier_threshold_around_the_median():
+    """Four nodes whose pairs measured 0.879 and 0.880 µs: the heat map spanned its whole
+    colour range between them. Its colours now span at least the median ± the threshold
+    (20 %, what makes a pair slow), so they look alike; a slow node still stands out."""
+    from ceiling.analysis.pairs import conclude
+
+    def per_rank(lat, n=4):
+        return [[{"round": 0, "partner": b, "latency_us": lat(a, b), "bandwidth_mbs": 10000.0, "valid": True,
+                  "msg": ""} for b in range(n) if b != a] for a in range(n)]
+
+    def cells(run):
+        (plot,) = [p for p in html_plots.plots(run) if p.name == "cluster.pairs.latency"]
+        return plot, re.findall(r'<rect [^>]*fill="(#[0-9a-f]{6})"><title>', plot.svg)
+
+    nodes = ["n0", "n1", "n2", "n3"]
+    series, _, _ = conclude(nodes, per_rank(lambda a, b: 0.879 if (a + b) % 2 else 0.880), 3, 3)
+    lat = next(s for s in series if s.name == "cluster.pairs.latency")
+    assert lat.context["threshold"] == 0.2 and lat.context["median"] == 0.879
+    plot, fills = cells(Run("0", "h", "2026-11-27T00:00:00", ["ceiling", "run"], series=[lat]))
+    assert len(fills) == 12
+    mid = _rgb(svg.colormap(0.5))
+    assert all(abs(c - m) <= 2 for f in fills for c, m in zip(_rgb(f), mid)), fills
+    assert "± 20% (the outlier threshold)" in plot.caption
+    series, _, _ = conclude(nodes + ["n4"], per_rank(lambda a, b: 2.6 if 4 in (a, b) else 0.88, 5), 5, 5)
+    _, fills = cells(Run("0", "h", "2026-11-27T00:00:00", ["ceiling", "run"],
+                         series=[s for s in series if s.name == "cluster.pairs.latency"]))
+    assert fills.count(svg.colormap(0.0)) == 8                   # the slow node's pairs, both ways: darkest
+
+
 def test_same_report_from_json_and_from_a_machine_object():
     import json
     run = sample_runs.epyc_run()

@@ -82,3 +82,34 @@ def test_stored_roofline_keeps_every_roof_and_its_lookups():
     back = from_stored(rec)
     assert back == rl
     assert back.ridge("flops.dp.node", "stream.triad") == pytest.approx(10.0)
+
+
+def _inverted():
+    """The emulated cluster's figures: L1 measured at 96 GB/s below L3's 107."""
+    l1 = Metric.measured("bandwidth.l1", [96.0], "GB/s")
+    l1.context.update({"threads": 1, "working_set_bytes": 24 * 1024, "per_thread_bytes": 24 * 1024})
+    return _run([Metric.measured("flops.dp.node", [50.0], "Gflop/s"), l1,
+                 Metric.measured("bandwidth.l2", [150.0], "GB/s"),
+                 Metric.measured("bandwidth.l3", [107.0], "GB/s"),
+                 Metric.measured("stream.triad", [20.0], "GB/s")])
+
+
+def test_a_measured_inversion_of_the_hierarchy_is_a_note_of_the_analysis():
+    """L1 below L3 (and below L2) is no hardware: the analysis says which levels and why the
+    lower figure is likely the measurement's, and stores it; both reports show it."""
+    from ceiling.analysis.analyse import analyse
+    from ceiling.analysis.roofline import inversions
+    from ceiling.report import html_plots, terminal
+    run = _inverted()
+    run.analysis = analyse(run)
+    (note,) = run.analysis.notes
+    assert "hierarchy: L1 96.0 GB/s is below L2 150 GB/s and L3 107 GB/s. A level nearer" in note
+    assert "L3 107 GB/s is below" not in note and "likely a limit of its measurement" in note
+    assert "(bandwidth.l1: 1 thread, a working set of 24 KiB, 24 KiB per thread)" in note
+    assert note in " ".join(terminal.render(run, width=2000).split())
+    (plot,) = [p for p in html_plots.plots(run) if p.name == "roofline"]
+    assert note in plot.caption
+    assert inversions(_known(), ceilings(_known())) == []
+    # within the spread called noise (5 %), levels measured alike are not an inversion
+    close = _run([Metric.measured("bandwidth.l2", [100.0], "GB/s"), Metric.measured("bandwidth.l3", [104.0], "GB/s")])
+    assert inversions(close, ceilings(close)) == []

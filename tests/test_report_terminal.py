@@ -125,6 +125,19 @@ def test_narrow_width_drops_columns_not_rows():
     assert head[:4] == ["metric", "value", "unit", "peak"] and "reps" not in head
 
 
+@pytest.mark.parametrize("width", [60, 65, 69, 70, 100])
+def test_the_spread_note_promises_a_mark_only_where_the_cv_column_is_shown(width):
+    """At 60-69 columns the CV column is dropped: the note still names the metrics of high
+    spread, but cannot point at a "!" that is not on the screen."""
+    text = terminal.metrics_table(sample_runs.vm_run(), width=width)
+    flat = " ".join(text.split())
+    shown = "CV" in _row(text, "metric").split()
+    assert shown == (width >= 70)
+    assert ("CV above 5% (marked !) on 1 metric: stream.triad" in flat) == shown
+    assert ("CV above 5% on 1 metric: stream.triad" in flat) != shown
+    assert ("6%!" in _row(text, "stream.triad")) == shown
+
+
 def test_color_is_ansi_only_when_asked():
     run = sample_runs.vm_run()
     assert "\033[" in render_text(run, color=True, width=100)

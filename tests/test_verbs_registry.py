@@ -77,3 +77,18 @@ def test_every_registered_verb_has_the_interface():
         assert name == mod.NAME
         for attr in ("HELP", "DESCRIPTION", "configure", "main"):
             assert hasattr(mod, attr), f"verb {name} lacks {attr}"
+
+
+def test_run_says_what_it_measures_and_that_it_takes_minutes():
+    """'ceiling run' said "quick benchmarks" for a run of 140 s; it measures every suite of the
+    node at full size (--quick is the shorter one), and storage only when asked for."""
+    from ceiling.verbs import run, suites
+    parser = cli.build_parser()
+    listing = " ".join(parser.format_help().split())
+    assert "quick benchmarks" not in listing and "the node's benchmarks (minutes)" in listing
+    (sub,) = [a for a in parser._subparsers._group_actions]
+    text = " ".join(sub.choices["run"].format_help().split())
+    assert "quick benchmarks" not in text and "It takes minutes" in text
+    assert "--quick a shorter run: fewer repetitions" in text
+    assert [label for label, _ in suites.steps(["all"], False)][-1] == "core-to-core"      # as it says:
+    assert "storage" not in suites.ORDER and "'bench storage'" in run.DESCRIPTION          # storage is apart

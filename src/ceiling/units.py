@@ -150,6 +150,15 @@ def pct(fraction: Any) -> str:
     return f"{p:.0f}%"
 
 
+def pct_sig(fraction: Any, sig: int = 4) -> str:
+    """A percentage with up to ``sig`` significant digits and no padding zeros, for a limit
+    someone chose and a figure compared with it: "5%", "12.5%", "0.1%", where ``pct`` would
+    round 0.125 to "12%" and 0.001 to "0.1%" but 0.0125 to "1%"; DASH for no figure."""
+    p = figure(fraction)
+    p = None if p is None else figure(100.0 * p)
+    return DASH if p is None else f"{p:.{max(1, sig)}g}%"
+
+
 def size(nbytes: Any) -> str:
     """Bytes in binary units: "32 KiB", "1.5 MiB", "24 GiB"; DASH for no figure."""
     v = figure(nbytes)

@@ -13,9 +13,12 @@ from . import coverage, roofline, summary
 
 
 def analyse(run: Run) -> Analysis:
-    """The verdict, how figures are shown (disturbed, unstable), the roofline, and what each
-    expected plot needs (why absent, cache capacities)."""
-    return Analysis(verdict=summary.verdict(run), roofline=roofline.stored(roofline.ceilings(run)),
+    """The verdict, how figures are shown (disturbed, unstable), the roofline (and a note where its
+    measured bandwidths are out of order), and what each expected plot needs (why absent, cache
+    capacities)."""
+    rl = roofline.ceilings(run)
+    return Analysis(verdict=summary.verdict(run), roofline=roofline.stored(rl),
+                    notes=roofline.inversions(run, rl),
                     absent=coverage.absent(run), capacities=coverage.capacities(run),
                     figures=summary.figures(run))
 

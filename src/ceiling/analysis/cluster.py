@@ -28,6 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ..results.analysis import Uniformity
 from ..results.base import Stats
 from ..results.model import FAIL, HIGHER, OK, WARN, Finding, Metric, Peak, Run
+from ..units import pct_sig
 
 # Worse than the median by more than this fraction makes a node an outlier, by the metric's first word.
 THRESHOLDS = {"clock": 0.05, "flops": 0.05, "dgemm": 0.05, "stream": 0.10, "bandwidth": 0.10,
@@ -229,13 +230,15 @@ class Cluster:
         names = [o["node"] for o in u.outliers]
         direction = "below" if u.better == HIGHER else "above"
         if worst["than"] == "median":
-            title = (f"{u.metric}: {_names(names)} {'is' if len(names) == 1 else 'are'} more than {limit:.0%} "
-                     f"{direction} the median of {n} nodes ({worst['node']}: {worst['value']:.4g} vs "
-                     f"{u.median:.4g} {u.unit}, {worst['worse']:.0%} worse)")
+            # A threshold is said with its own digits (--threshold 0.1: "0.1%", not "0%"), the
+            # figure against it with enough to tell them apart.
+            title = (f"{u.metric}: {_names(names)} {'is' if len(names) == 1 else 'are'} more than "
+                     f"{pct_sig(limit)} {direction} the median of {n} nodes ({worst['node']}: "
+                     f"{worst['value']:.4g} vs {u.median:.4g} {u.unit}, {pct_sig(worst['worse'], 3)} worse)")
         else:
             other = u.values[worst["than"]]
-            title = (f"{u.metric}: {worst['node']} is {worst['worse']:.0%} {direction} {worst['than']} "
-                     f"({worst['value']:.4g} vs {other:.4g} {u.unit}; threshold {limit:.0%}); with two nodes the "
+            title = (f"{u.metric}: {worst['node']} is {pct_sig(worst['worse'], 3)} {direction} {worst['than']} "
+                     f"({worst['value']:.4g} vs {other:.4g} {u.unit}; threshold {pct_sig(limit)}); with two nodes the "
                      "figures alone cannot tell which one is off, so read each node's own findings")
         ev = []
         for o in u.outliers[:20]:

@@ -8,6 +8,12 @@ metrics, or the machine, carry. A ridge point is the arithmetic intensity
 (flop/byte) where a bandwidth roof meets a compute roof: a kernel below it is
 bandwidth-bound on that level, above it compute-bound.
 
+Measured bandwidths should fall from L1 to DRAM. Where a level nearer the cores
+measured clearly less than one behind it (by more than CV_WARN, the spread
+called noise), ``inversions`` says so in a note of the analysis: the lower figure
+is a limit of its measurement, not of the hardware, and the plot draws it as
+measured.
+
 ``ceilings`` computes it once; ``stored`` turns it into the Run's record
 (results.analysis.Roofline) and ``from_stored`` gives a stored one back its
 look-ups (roof, ridge, attainable), so a report draws what was recorded.
@@ -18,9 +24,10 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..results import analysis as stored_analysis
+from ..results.base import CV_WARN
 from ..results.machine_view import MachineFacts
 from ..results.model import Metric, Peak, Run
-from ..units import figure, num
+from ..units import count, figure, num, size
 
 _GFLOPS = {"Gflop/s": 1.0, "Tflop/s": 1e3, "Mflop/s": 1e-3}
 _GBS = {"GB/s": 1.0, "TB/s": 1e3, "MB/s": 1e-3}
@@ -174,6 +181,44 @@ def ceilings(run: Run) -> Roofline:
     ridges = tuple(Ridge(c.name, b.name, c.value / b.value)
                    for c in compute for b in bandwidth if figure(c.value / b.value))
     return Roofline(tuple(compute), tuple(bandwidth), ridges, tuple(missing))
+
+
+# Short names of the measured bandwidth roofs, for the inversion note (nearest the cores first).
+_LEVEL = {"bandwidth.l1": "L1", "bandwidth.l2": "L2", "bandwidth.l3": "L3", "stream.triad": "DRAM (STREAM triad)"}
+INVERSION_NOTE = "Roofline: measured bandwidths invert the memory hierarchy"
+
+
+def _how(m: Optional[Metric]) -> str:
+    """The threads and working set a bandwidth was measured with, where the metric says."""
+    if m is None:
+        return ""
+    threads = count(m.context.get("threads"))
+    per = figure(m.context.get("per_thread_bytes"))
+    whole = figure(m.context.get("working_set_bytes"))
+    parts = ([f"{threads} thread{'s' if threads != 1 else ''}"] if threads is not None else []) + \
+        ([f"a working set of {size(whole)}" + (f", {size(per)} per thread" if per is not None else "")]
+         if whole is not None else [])
+    return f"{m.name}: {', '.join(parts)}" if parts else ""
+
+
+def inversions(run: Run, rl: Roofline) -> List[str]:
+    """A note for the analysis when a measured level nearer the cores is clearly below one
+    behind it (L1 under L3): which levels, by how much, and why the lower figure is more
+    likely the measurement's limit than the hardware's. Empty when the levels fall in order."""
+    roofs = [r for r in rl.bandwidth if r.measured and r.name in _LEVEL]
+    pairs = [(a, b) for i, a in enumerate(roofs) for b in roofs[i + 1:] if a.value < b.value * (1 - CV_WARN)]
+    if not pairs:
+        return []
+    low = list(dict.fromkeys(a.name for a, _ in pairs))
+    said = "; ".join(f"{_LEVEL[a]} {num(rl.roof(a).value)} GB/s is below "
+                     + " and ".join(f"{_LEVEL[b.name]} {num(b.value)} GB/s" for x, b in pairs if x.name == a)
+                     for a in low)
+    how = "; ".join(filter(None, (_how(run.metric(n)) for n in dict.fromkeys(low + [b.name for _, b in pairs]))))
+    return [f"{INVERSION_NOTE}: {said}. A level nearer the cores cannot deliver less than one behind it, so "
+            f"the lower figure ({', '.join(low)}) is likely a limit of its measurement, not of the hardware: too "
+            "few threads to load that level, a working set so small that each pass's fixed cost (a call and "
+            "a reduction) weighs on its time, or other load while it ran"
+            + (f" ({how})" if how else "") + ". The roofline draws the figures as measured."]
 
 
 def stored(rl: Roofline) -> stored_analysis.Roofline:

@@ -350,8 +350,8 @@ def _measure(r: _Runner, out: Outcome) -> None:
         out.findings.append(Finding(
             id="storage.fs", status=OK, title=f"storage: {fs.fstype} on {fs.mount.source if fs.mount else '?'}",
             evidence=f"{r.dir} is on {fs.mount.mount_point if fs.mount else '?'} ({fs.fstype}); device peak: {peak}"))
-    steps = 3 + 1 + len(p.sweep) + 2 + 1 + 2     # layouts, buffered, sweep, random r/w, queued, metadata x2
-    prog.start("storage", total=steps)
+    # A progress step per phase: a batch log (not a terminal) gets a line as each one starts.
+    prog.start("storage: sequential write and read, 3 layouts", total=4)      # and buffered, where direct
     # headline: the three layouts at the headline transfer, direct when the file system allows
     for layout, xfer in (("fpp", p.xfer), ("shared", p.xfer), ("strided", p.strided_xfer)):
         bpt = p.bytes_per_thread // xfer * xfer
@@ -369,6 +369,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
     invalid: List[str] = []
     skipped: List[str] = []
     sweep_reps = min(p.reps, SWEEP_REPS)
+    prog.start("storage: bandwidth by transfer size", total=len(p.sweep))
     for xfer in p.sweep:
         bpt = min(p.bytes_per_thread, xfer * SWEEP_TRANSFERS) // xfer * xfer
         if bpt < xfer:
@@ -396,6 +397,7 @@ def _measure(r: _Runner, out: Outcome) -> None:
                                  x_label="transfer", x_unit="bytes", y_label="bandwidth", y_unit=MIBS,
                                  x=xs, y=ys[ph], context=c))
     # random 4 KiB
+    prog.start(f"storage: random {RAND_XFER // 1024} KiB read and write")
     raw = r.rand()
     method, held = cache_defeat(raw)
     for ph, what in ((0, "randread"), (1, "randwrite")):
@@ -418,10 +420,11 @@ def _measure(r: _Runner, out: Outcome) -> None:
                                            context={"threads": raw.nthreads, "io": c["io"],
                                                     "stat": f"p{q} of each repetition's operations",
                                                     **fs.context()}))
-        prog.advance()
+    if r.mode.direct:
+        prog.start(f"storage: {storage_queue.QUEUE_DEPTH} requests in flight per thread, in order and random")
     storage_queue.measure(r, out)        # the device kept busy: requests in flight (fio libaio)
-    prog.advance()
     # metadata, shared directory then a directory per thread
+    prog.start("storage: metadata, a shared directory and one per thread", total=2)
     for unique, suffix in ((False, ""), (True, ".unique")):
         raw = r.meta(unique)
         for ph, what in enumerate(("create", "stat", "read", "unlink")):

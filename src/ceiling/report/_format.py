@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Sequence
 
 from ..results.base import CV_WARN
 from ..results.machine_view import MachineFacts, as_dict, peak_from  # noqa: F401
-from ..units import DASH, count, figure, num, pct, printable, quantity, size, time_scale, with_unit  # noqa: F401
+from ..units import (DASH, count, figure, num, pct, pct_sig, printable, quantity, size,  # noqa: F401
+                     time_scale, with_unit)
 
 def size_tick(nbytes: float) -> str:
     """Short size label for an axis tick: "4K", "512K", "32M", "1G"."""
@@ -250,16 +251,18 @@ def _names(ms: Sequence[Any], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def run_notes(metrics: Sequence[Any]) -> List[str]:
-    """What the metrics table says once, below it: the metrics of high spread (their CV is marked),
-    and those measured while other processes were busy."""
+def run_notes(metrics: Sequence[Any], marked: bool = True) -> List[str]:
+    """What the metrics table says once, below it: the metrics of high spread (``marked``: the
+    table shows their CV with a "!"; a table too narrow for the CV column does not), and those
+    measured while other processes were busy."""
     out = []
     by_why: Dict[str, List[Any]] = {}
     for m in metrics:
         if high_spread(m):
             by_why.setdefault(SPREAD_WHY_OF.get(str(m.name).split(".", 1)[0], SPREAD_WHY), []).append(m)
     for why, spread in by_why.items():
-        out.append(f"CV above {CV_WARN:.0%} (marked !) on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
+        mark = " (marked !)" if marked else ""
+        out.append(f"CV above {CV_WARN:.0%}{mark} on {len(spread)} metric{'s' if len(spread) > 1 else ''}: "
                    f"{_names(spread)}: {why}")
     busy = [m for m in metrics if BUSY_NOTE in str(getattr(m, "note", "") or "")]
     if busy:

@@ -220,7 +220,8 @@ def _metrics_section(run: Run) -> str:
     return ('<section id="metrics"><h2>Metrics</h2><p class="hint">Value is the best repetition '
             "(STREAM's convention); of peak = value / theoretical peak; CV = standard deviation / mean.</p>"
             f'<div class="scroll"><table class="metrics"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
-            "</table></div>" + "".join(f'<p class="hint">{esc(n)}</p>' for n in F.run_notes(run.metrics))
+            "</table></div>" + "".join(f'<p class="hint">{esc(n)}</p>'
+                                       for n in F.run_notes(run.metrics) + list(run.analysis.notes))
             + "</section>")
 
 

@@ -188,6 +188,12 @@ def _matrix_plot(run: Run, s: Series, heading: str) -> Plot:
         notes.append("White lines: socket boundaries.")
     if all(i >= len(r) or r[i] is None for i, r in enumerate(s.matrix)) and is_c2c:
         notes.append("The diagonal (a CPU with itself) is not a pair.")
+    median, limit = F.figure(s.context.get("median")), F.figure(s.context.get("threshold"))
+    span = None
+    if median is not None and limit is not None and median > 0 and 0 < limit < 1:
+        span = (median * (1 - limit), median * (1 + limit))
+        notes.append(f"Colours span at least the median {F.num(median)} {unit} ± {F.pct_sig(limit)} "
+                     "(the outlier threshold): pairs within it look alike.")
     if holes:
         sampled = s.context.get("sampled")
         notes.append(f"Hatched: {holes} of {total} pairs have no value"
@@ -196,7 +202,7 @@ def _matrix_plot(run: Run, s: Series, heading: str) -> Plot:
         svg = S.heatmap(s.matrix, labels, title=heading, unit=unit,
                         x_label=s.x_label or ("to CPU" if is_c2c else "column"),
                         y_label=s.y_label or ("from CPU" if is_c2c else "row"), better=better, groups=groups,
-                        uid=uid(s.name), desc=" ".join(notes), attrs={"data-series": s.name})
+                        uid=uid(s.name), desc=" ".join(notes), attrs={"data-series": s.name}, span=span)
     except S.NothingToPlot:
         return Plot(s.name, heading, None, missing="no value of the matrix can be drawn")
     return Plot(s.name, heading, svg, " ".join(notes), wide=n > 24)
@@ -233,6 +239,7 @@ def _roofline_plot(run: Run) -> Plot:
                      "arithmetic intensity is bound by that bandwidth.")
     if rl.missing:
         notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
+    notes += [n for n in run.analysis.notes if n.startswith(_roofline.INVERSION_NOTE)]
     try:
         svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
                          desc=" ".join(notes), attrs={"data-series": "roofline"})

@@ -382,14 +382,16 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
             unit: str, x_label: str, y_label: str, better: str = "lower",
             value_format: Optional[Callable[[float], str]] = None, groups: Sequence[int] = (),
             max_grid: float = 560, uid: str = "heat", desc: str = "",
-            attrs: Optional[Dict[str, str]] = None) -> str:
+            attrs: Optional[Dict[str, str]] = None, span: Optional[Tuple[float, float]] = None) -> str:
     """A square matrix as coloured cells, with a colour bar; None cells are hatched.
 
     Light means better (``better="lower"``: low values light), so the eye finds
     the fast pairs the same way in a latency and a bandwidth matrix. Cells are
     quantised to 64 colours and merged along rows into one path per colour, so
     a 256×256 matrix stays small. ``groups`` are indices where a new group
-    (socket, NUMA node) begins; a line is drawn there.
+    (socket, NUMA node) begins; a line is drawn there. ``span``: a range the colours
+    cover at least (a metric's outlier band around its median), so values that differ
+    by less than what matters get nearly the same colour.
     """
     value_format = value_format or (lambda v: f"{v:.3g}")
     # A cell no colour scale can span (see LINEAR_MAX) is shown as a hole, as a missing one.
@@ -403,6 +405,8 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
     vlo, vhi = min(vals), max(vals)
     if value_format(vlo) == value_format(vhi):
         vhi = vlo           # printed alike, so coloured alike: a spread in the last digits is not a contrast
+    if span is not None and all(drawable(v) for v in span):
+        vlo, vhi = min(vlo, float(min(span))), max(vhi, float(max(span)))
     cell = max(1, min(96, int(max_grid // n)))
     grid = cell * n
     lab_w = max(text_width(str(s), 10) for s in labels) if labels else 10

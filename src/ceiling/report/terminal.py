@@ -223,7 +223,8 @@ def metrics_table(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.append(st(text, "red") if not m.valid else text)
         for note in _notes(m, said):
             lines += [st(x, "dim") for x in _wrap(note, width, "        ", "      ")]
-    for note in F.run_notes(run.metrics):
+    marked = any(k == "CV" for k, _, _, _ in cols)      # a narrow table drops the CV column, and its "!"
+    for note in F.run_notes(run.metrics, marked=marked) + list(run.analysis.notes):
         lines += [st(x, "yellow") for x in _wrap(note, width, "    ", "  ")]
     return "\n".join(lines)
 

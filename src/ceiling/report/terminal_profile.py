@@ -152,6 +152,8 @@ def ceiling_text(c: Dict[str, Any]) -> str:
     head = f"{c['what']}: {prog} ({c['program_how']})"
     if c.get("ceiling") is None:
         return f"{head}; {c.get('why', '')}"
+    if c.get("ratio") is not None:              # a time: the program's is this many times the node's
+        return f"{head}, {c['ratio']:.3g}x this node's {c['ceiling']:.4g} {c['unit']} ({c['source']})"
     share = f", {c['share']:.0%} of it" if c.get("share") is not None else ""
     return f"{head}; this node: {c['ceiling']:.4g} {c['unit']}{share} ({c['source']})"
 
