@@ -249,3 +249,25 @@ def test_a_digest_not_of_its_shape_is_refused_when_read_not_when_analysed(bad):
     on this ValueError); one let through crashed Cluster.add."""
     with pytest.raises(ValueError, match="not a node's digest"):
         NodeDigest.from_dict(bad)
+
+
+def test_a_figure_the_environment_lowered_on_a_node_is_no_cluster_verdict():
+    """OPENBLAS_CORETYPE=Haswell on the nodes: the cluster's DGEMM carries the variable, as a node's
+    own does, so the cluster's verdict is not DGEMM's (issue 34)."""
+    from ceiling.analysis import summary
+    cap = {"cause": "env", "variable": "OPENBLAS_CORETYPE", "value": "Haswell", "library": "openblas",
+           "effect": "isa", "isa_run": "avx2", "isa_node": "avx512", "dgemm": "capped"}
+    m = Metric.measured("dgemm.node", [26.8], "Gflop/s", peak=Peak(280.0, "Gflop/s", "f"),
+                        context={"env_caps": [cap]})
+    sent = digest(Run(tool_version="0", host="a", started="", command=[], metrics=[m]), "a", {}).to_dict()
+    a = NodeDigest.from_dict(sent)
+    assert a.metrics["dgemm.node"]["env_caps"][0]["variable"] == "OPENBLAS_CORETYPE"
+    b = NodeDigest.from_dict(dict(sent, name="b"))
+    metrics = cluster_of(a, b).metrics()
+    dgemm = {x.name: x for x in metrics}["dgemm.node"]
+    assert dgemm.context["env_caps"][0]["nodes"] == ["a", "b"]
+    v = summary.verdict(Run(tool_version="0", host="a", started="", command=[], metrics=metrics))
+    assert v.kind == "no_verdict" and "OPENBLAS_CORETYPE=Haswell" in v.evidence
+    # without the variable the same figures are the cluster's verdict
+    plain = cluster_of(node("a", 26.8, peak=280.0), node("b", 26.8, peak=280.0)).metrics()
+    assert summary.verdict(Run(tool_version="0", host="a", started="", command=[], metrics=plain)).metric == "dgemm.node"

@@ -63,7 +63,10 @@ class NodeDigest:
                                 "better": str(m.get("better", HIGHER)),
                                 "peak": [float(m["peak"][0]), str(m["peak"][1]), str(m["peak"][2])]
                                 if m.get("peak") else None,
-                                **({"disturbed": str(m["disturbed"])} if m.get("disturbed") else {})}
+                                **({"disturbed": str(m["disturbed"])} if m.get("disturbed") else {}),
+                                **({"env_caps": [{str(a): b if isinstance(b, (int, float)) else str(b)
+                                                  for a, b in dict(c).items()} for c in m["env_caps"]]}
+                                   if m.get("env_caps") else {})}
                        for k, m in dict(d.get("metrics") or {}).items()}
             return cls(str(d["name"]), metrics,
                        [(str(a), str(b), str(c)) for a, b, c in d.get("problems") or []],
@@ -83,6 +86,9 @@ def digest(run: Run, name: str, inventory: Dict[str, str]) -> NodeDigest:
                                "peak": [peak.value, peak.unit, peak.provenance] if peak and peak.known else None}
             if m.context.get("disturbed"):      # its step met competing load on that node
                 metrics[m.name]["disturbed"] = str(m.context["disturbed"])
+            caps = m.context.get("env_caps")
+            if isinstance(caps, list) and caps:    # an environment variable lowered it on that node
+                metrics[m.name]["env_caps"] = [c for c in caps if isinstance(c, dict)]
     problems = [(f.id, f.status, f.title) for f in run.findings if f.status in PROBLEMS]
     return NodeDigest(name, metrics, problems, dict(inventory), run.partial_reason if run.partial else "")
 
@@ -110,6 +116,7 @@ class Cluster:
         self.problems_of: Dict[str, List[str]] = {}                   # node -> "id (status)" of its problems
         self.partial: Dict[str, str] = {}
         self.disturbed: Dict[str, Dict[str, str]] = defaultdict(dict)   # metric -> node -> the load's evidence
+        self.env_caps: Dict[str, Dict[str, list]] = defaultdict(dict)   # metric -> node -> the variables that lowered it
 
     def add(self, d: NodeDigest) -> None:
         self.nodes.append(d.name)
@@ -120,6 +127,8 @@ class Cluster:
             self.values[name].append((d.name, float(v)))
             if m.get("disturbed"):
                 self.disturbed[name][d.name] = str(m["disturbed"])
+            if m.get("env_caps"):
+                self.env_caps[name][d.name] = list(m["env_caps"])
             self.kind.setdefault(name, (str(m.get("unit", "")), str(m.get("better", HIGHER))))
             p = m.get("peak")
             self.peaks[name].add(tuple(p) if p else None)
@@ -185,6 +194,10 @@ class Cluster:
                     context["left_out"] = said
                 else:
                     context["disturbed"] = said
+            capped = self.env_caps.get(name, {})
+            if capped:      # the environment, not the nodes: no cluster verdict rests on it (summary.env_caps)
+                first = sorted(capped)[0]
+                context["env_caps"] = [dict(c, nodes=sorted(capped)) for c in capped[first]]
             peak, note = self._peak(name)
             out.append(Metric(name=name, value=value, unit=unit, better=better, stats=st, values=vals, peak=peak,
                               efficiency=value / peak.value if peak and peak.value else None, note=note,
