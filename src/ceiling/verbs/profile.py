@@ -29,6 +29,7 @@ import time
 from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
+from ..files.private import make_dir, remove_tree
 from . import common
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
@@ -187,7 +188,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     session.set_machine(m, sorted(m.affinity) or None)
     cpus = len(os.sched_getaffinity(0))
 
-    tmp = tempfile.mkdtemp(prefix="ceiling-profile-")
+    tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
     env = dict(os.environ)
     lib = core.interpose_library_path()
     refused = ("--no-interpose" if args.no_interpose else
@@ -209,7 +210,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         # forked with the counters opened on it before its exec (probes/perf_counters.py)
         child = spawn(cmd, exe, env)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
         err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
         if wrapped:
             abort_job(err, wrapped[0])
@@ -247,7 +248,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         app.exit_status = code = os.WEXITSTATUS(status)
 
     records = latest(_records(tmp, parse))
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_tree(tmp)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
@@ -459,8 +460,9 @@ def _wait(pid: int):
 def _records(tmp: str, parse) -> list:
     out = []
     for name in sorted(os.listdir(tmp)):
-        try:
-            with open(os.path.join(tmp, name), errors="replace") as f:
+        try:      # never through a link: only the interposer's own files are records
+            fd = os.open(os.path.join(tmp, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            with open(fd, errors="replace") as f:
                 out.extend(parse(f.read(1 << 24)))
         except OSError:
             continue
