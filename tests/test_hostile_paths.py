@@ -144,7 +144,7 @@ def test_a_fifo_with_a_reader_gets_the_document(tmp_path, what):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
     WRITERS[what](fifo)
     reader.join(30)
@@ -165,8 +165,8 @@ def test_the_preflight_does_not_open_a_fifo(tmp_path):
     """Opening it would wait for a reader (before: the verb hung) or hand one an end of file."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    r = subprocess.run([sys.executable, "-c", "from ceiling.files import output; "
-                        f"output.check({str(fifo)!r}, '--save-json')"], timeout=30)
+    r = subprocess.run([sys.executable, "-c", "from ceiling.report.exporters.paths import check_writable; "
+                        f"check_writable({str(fifo)!r}, '--save-json')"], timeout=30)
     assert r.returncode == 0 and kind(fifo) == "fifo"
 
 
