@@ -348,3 +348,22 @@ def test_a_history_link_of_ones_own_is_followed(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     Store().close()
     assert (tmp_path / "scratch" / "history.db").is_file()
+
+
+@needs_nobody
+def test_the_report_beside_the_history_never_goes_through_a_planted_link(open_dir, tmp_path, monkeypatch):
+    """Where the working directory cannot be written, the report goes beside the history:
+    through the same check (before: into whatever nobody's ``ceiling`` link named)."""
+    from ceiling.report.exporters.html_file import HtmlFile
+    vault = open_dir / "vault"
+    vault.mkdir(mode=0o700)
+    share = open_dir / "share"
+    share.mkdir()
+    share.chmod(0o1777)
+    nobody("ln", "-s", str(vault), str(share / "ceiling"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(share))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)        # root may write anywhere: play a user
+    with pytest.raises(PathError, match="refusing the history directory"):
+        HtmlFile().export(analysed(sample_runs.vm_run()))
+    assert os.listdir(vault) == [] and os.listdir(tmp_path) == []
