@@ -58,7 +58,9 @@
  * to the file CEILING_INTERPOSE_OUT names ("%p" in it becomes the pid, "%%"
  * a "%"), so that every process of a job (forked, exec'ed, launched by
  * mpirun) can add its record to one file without tearing another's, or
- * write a file of its own. The caller gives a fresh path. One record:
+ * write a file of its own. The caller gives a fresh path, in a directory of
+ * its own that no one else can write (record.c refuses any other, and never
+ * writes through a link or into another user's file). One record:
  *
  *     ceiling-interpose 1
  *     process pid=4242 ppid=4200 forked=0 host=node07 exe=/usr/bin/true reason=exit signal=0

@@ -1,12 +1,23 @@
 /* record.c - the record's text: values formatted and escaped as the
  * format says (interpose.h), lines that do not fit dropped whole, and the
  * text appended to its file. Async-signal-safe, as the flush that calls it:
- * no stdio, no allocation, only memcpy and the real open, write and close.
+ * no stdio, no allocation, only memcpy and the real open, write and close,
+ * with stat and fstat as raw system calls (the wrapped ones would count).
+ *
+ * The record may be written as root into a directory another user can reach,
+ * so nothing there is trusted: the directory must be this user's or root's and
+ * writable by no one else unless sticky (/tmp), the file is opened without
+ * following a link (O_NOFOLLOW) nor waiting on a FIFO (O_NONBLOCK), and written
+ * only when it is a regular file of this user's with one name (a hard link to
+ * another file has two). ceiling's own directory is 0700 and its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "record.h"
 
@@ -139,11 +150,54 @@ void ceil_ip_record_resolve_(void)
     (void)CEIL_REAL(close);
 }
 
+/* The directory part of path ("." or "/" where it has none), into dir. */
+static void directory_of(const char *path, char *dir, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    if (slash == NULL) {
+        dir[0] = '.';
+        n = 1;
+    } else {
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(dir, path, n);
+    }
+    dir[n] = '\0';
+}
+
+/* Whether someone other than this user (or root) could swap entries in the
+ * directory of path: its owner, or anyone who can write in it without the
+ * sticky bit. A directory that cannot be read is left to the open to refuse. */
+static int directory_unsafe(const char *path)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    directory_of(path, dir, sizeof dir);
+    if (syscall(SYS_newfstatat, AT_FDCWD, dir, &st, 0) != 0)
+        return 0;
+    const uid_t me = geteuid();
+    if (st.st_uid != me && st.st_uid != 0)
+        return 1;
+    return (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
+}
+
 int ceil_ip_append_file_(const char *path, const char *text, size_t len)
 {
-    int fd = CEIL_REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (directory_unsafe(path)) {
+        ceil_ip_say("not writing the record: others can replace files in the directory of ", path);
+        return -1;
+    }
+    int fd = CEIL_REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) {
-        ceil_ip_say("cannot open the record file ", path);
+        ceil_ip_say(errno == ELOOP ? "not writing the record through a symbolic link: " :
+                    "cannot open the record file ", path);
+        return -1;
+    }
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
+        ceil_ip_say("not writing the record: not a regular file of this user's with one name: ", path);
+        CEIL_REAL(close)(fd);
         return -1;
     }
     /* One write on O_APPEND: processes appending to one file do not tear

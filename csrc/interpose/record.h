@@ -34,8 +34,10 @@ int ceil_ip_expand_path_(char *dst, size_t cap, const char *pattern, pid_t pid) 
  * load: a record written from a fatal signal's handler must call no dlsym. */
 void ceil_ip_record_resolve_(void) CEIL_IP_HIDDEN;
 
-/* Append text to the file at path (created 0644) with one write on
- * O_APPEND, through the real functions; 0, or -1 (said on stderr). */
+/* Append text to the file at path (created 0600) with one write on
+ * O_APPEND, through the real functions; 0, or -1 (said on stderr). Never
+ * through a link, into a FIFO, a file of another user's or one with a second
+ * name, nor in a directory others can swap entries in (record.c). */
 int ceil_ip_append_file_(const char *path, const char *text, size_t len) CEIL_IP_HIDDEN;
 
 #endif /* CEIL_RECORD_H */

@@ -1,8 +1,12 @@
 """The storage bench's run directory: a new ``ceiling-io-XXXXXX`` directory
 in a checked parent (``--dir``, or $TMPDIR), removed whatever happens.
 
-Safety comes first: the parent must exist and be a directory, the new one is
-made with mkdtemp (never an existing name), and it is removed on success,
+Safety comes first: the parent must exist, be a directory, and be one where
+no one else can swap our directory for a link (files/private.py: ours or
+root's, writable by no one else unless sticky; $TMPDIR that is not is stepped
+around, --dir refused), the new one is made with mkdtemp (0700, never an
+existing name), a path that is no longer our directory is unlinked, never
+followed, and it is removed on success,
 error and Ctrl-C, by an atexit hook if the interpreter exits some other way,
 and on SIGTERM (made a KeyboardInterrupt when nobody else handles it).
 
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
 from ..errors import PathError, raise_terminated, signals_deferred
+from ..files.private import check_parent, remove_tree, temp_parent
 from ..sysfs import Root, read_text, stat_fields
 from ..results.model import WARN, Finding
 
@@ -61,6 +66,8 @@ class RunDir:
         parent = self.parent
         if parent is not None:
             check_dir(parent)
+        else:
+            parent = temp_parent()          # $TMPDIR when no one else can swap our directory there
         # Made and registered for removal with signals deferred: a Ctrl-C between mkdtemp and
         # the registration left the directory behind (3 stops in 60 early in a run).
         try:
@@ -81,16 +88,14 @@ class RunDir:
         try:
             self.path = tempfile.mkdtemp(prefix=RUN_PREFIX, dir=parent)
         except OSError as e:
-            where = parent if parent is not None else tempfile.gettempdir()
-            raise PathError(f"--dir {where}: cannot create a directory in it: {e.strerror or e}") from None
+            raise PathError(f"--dir {parent}: cannot create a directory in it: {e.strerror or e}") from None
         path = self.path
         try:
             _write_owner(path)
         except OSError as e:
             _remove(path)                       # the owner file too, where it was made
             self.path = ""
-            raise PathError(f"--dir {parent or tempfile.gettempdir()}: cannot write in it: "
-                            f"{e.strerror or e}") from None
+            raise PathError(f"--dir {parent}: cannot write in it: {e.strerror or e}") from None
         self._hook = lambda: _remove(path)
         atexit.register(self._hook)
 
@@ -122,6 +127,10 @@ def remove_abandoned(path: str) -> None:
     rank that stopped answering never removes its files, so what the C loops name
     (LOOP_FILE) goes too; anything else keeps the directory, as in ``_remove``."""
     try:
+        st = os.lstat(path)
+        if not stat_mod.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            _remove(path)                   # a link put in its place is unlinked, never followed
+            return
         names = os.listdir(path)
     except OSError:
         return
@@ -131,7 +140,7 @@ def remove_abandoned(path: str) -> None:
         p = os.path.join(path, name)
         try:
             if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p, ignore_errors=True)
+                remove_tree(p)
             else:
                 os.unlink(p)
         except OSError:
@@ -149,13 +158,26 @@ def check_dir(parent: str) -> None:
         raise PathError(f"--dir {parent}: cannot be reached: {e.strerror or e}") from None
     if not isdir:
         raise PathError(f"--dir {parent}: not a directory")
+    check_parent(parent, "--dir")
 
 
 def _remove(path: str) -> None:
     """Remove the run directory: our own files, then rmdir. Something ceiling did not
     create still in it keeps it, with one line on stderr. (Under MPI every rank's C loop
-    removes its files before the call's last agreement point: rank 0 leaves after.)"""
-    if not path or not os.path.isdir(path):
+    removes its files before the call's last agreement point: rank 0 leaves after.)
+    A path that is no longer our directory (someone swapped a link in) is unlinked, not followed."""
+    if not path:
+        return
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if not stat_mod.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        if stat_mod.S_ISLNK(st.st_mode):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         return
     for name in OWN_FILES:
         try:
@@ -210,7 +232,7 @@ def leftovers(parent: Optional[str]) -> List[Leftover]:
     left behind on this host: an owner record naming this host, and its process gone
     (no such pid, another start time, or an earlier boot). A directory of another host
     on a shared file system, or without a record, is never claimed."""
-    base = parent if parent is not None else tempfile.gettempdir()
+    base = parent if parent is not None else temp_parent()
     found: List[Leftover] = []
     try:
         names = sorted(n for n in os.listdir(base) if n.startswith(RUN_PREFIX))

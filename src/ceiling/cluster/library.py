@@ -44,12 +44,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import MPIUnavailableError
+from ..files.private import temporary_dir
 
 TOOL_TIMEOUT_S = 30
 
@@ -134,7 +134,7 @@ def run_tool(argv: Sequence[str], timeout: float = TOOL_TIMEOUT_S) -> Tuple[int,
 
 def header_identity(mpicc: str) -> Tuple[str, str]:
     """(family, version) that ``mpicc``'s mpi.h declares; ("", reason) when it cannot tell."""
-    with tempfile.TemporaryDirectory(prefix="ceiling-mpicc-") as d:
+    with temporary_dir("ceiling-mpicc-") as d:        # 0700 in a safe $TMPDIR (files/private.py)
         src = os.path.join(d, "probe.c")
         with open(src, "w") as f:
             f.write("#include <mpi.h>\n")

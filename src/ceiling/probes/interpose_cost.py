@@ -15,9 +15,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Dict, Optional
+
+from ..files.private import temporary_dir
 
 COUNT = 200_000        # bytes: 400,000 intercepted calls, a few tens of ms
 ROUNDS = 3
@@ -30,7 +31,7 @@ def measure(lib: Path, count: int = COUNT, rounds: int = ROUNDS) -> Dict[str, ob
         return {"per_call_ns": None, "why": "dd is not installed: nothing to calibrate with"}
     base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
     best: Dict[tuple, float] = {}
-    with tempfile.TemporaryDirectory(prefix="ceiling-ipcost-") as tmp:
+    with temporary_dir("ceiling-ipcost-") as tmp:       # 0700 in a safe $TMPDIR (files/private.py)
         counting = dict(base, LD_PRELOAD=str(lib), CEILING_INTERPOSE_OUT=str(Path(tmp) / "r.%p"))
         for _ in range(rounds):
             for way, env in (("plain", base), ("counting", counting)):

@@ -156,8 +156,9 @@ def read(paths: Iterable[str]) -> Records:
     a file that cannot be read is passed over."""
     out = Records()
     for path in paths:
-        try:
-            with open(path, "rb") as f:
+        try:      # never through a link, never blocking on a FIFO: only the interposer's own files are records
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            with open(fd, "rb") as f:
                 data = f.read(READ_BYTES)
         except OSError:
             continue

@@ -9,11 +9,10 @@ included; it computes nothing.
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import List, Optional
 
 from ..analysis.summary import problems as _problems
-from ..errors import PathError
+from ..files import output
 from ..results.model import FAIL, OK, SKIPPED, WARN, Figure, Finding, Metric, Run
 from . import _format as F
 from . import labels as L
@@ -296,48 +295,9 @@ def render(run: Run) -> str:
             "</body>\n</html>\n")
 
 
-def _umask() -> int:
-    """The process umask, read from /proc/self/status (Linux 4.7+) without changing it:
-    os.umask's set-and-restore would briefly change it for every thread of the process."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)        # an older kernel: the only way there is
-    os.umask(mask)
-    return mask
-
-
 def write(run: Run, path: "os.PathLike[str] | str") -> None:
-    """Write the report to ``path`` atomically: a temporary file beside it, then os.replace.
-
-    Raises PathError (one line) when the directory or file cannot be written;
-    the temporary file is removed then, and an existing report is left intact.
+    """Write the report to ``path`` by files/output.py's rules: a file atomically (a temporary
+    file beside it, then a rename), a device or FIFO written through, a disk or a directory
+    refused. Raises PathError (one line); an existing report is left intact on failure.
     """
-    text = render(run)
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise PathError(f"cannot write the HTML report to {path}: it is a directory")
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".ceiling-", suffix=".html.tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        # mkstemp makes the file 0600; a report is meant to be shared like any file the user writes.
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as e:
-        raise PathError(f"cannot write the HTML report to {path}: {e.strerror or e}") from None
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    output.write(path, render(run), "the HTML report to ")

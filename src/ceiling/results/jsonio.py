@@ -27,13 +27,13 @@ import math
 import numbers
 import os
 import sys
-import uuid
 from dataclasses import asdict, is_dataclass
 from json.encoder import encode_basestring as _encode_str   # what json.dumps(ensure_ascii=False) uses
 from functools import lru_cache
 from typing import Any, Dict, Optional, Union
 
 from ..errors import PathError, StoreError
+from ..files import output
 from . import doccheck, migrate
 from .model import SCHEMA_VERSION, Run
 
@@ -123,37 +123,11 @@ def dumps(run: Run) -> str:
 
 
 def dump(run: Run, path: PathLike) -> None:
-    """Write ``run`` to ``path`` atomically: readers see the old file or the new one, never half.
-
-    Raises PathError (one line) when the file cannot be written.
+    """Write ``run`` to ``path``: a file atomically (readers see the old file or the new one,
+    never half), a device or FIFO written through, a disk or a directory refused
+    (files/output.py). Raises PathError (one line) when the file cannot be written.
     """
-    text = dumps(run)
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise PathError(f"cannot write {path}: it is a directory")
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        # os.open with 0o666 lets the umask decide the final mode, as a plain open() would.
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as e:
-        raise PathError(f"cannot write {path}: {e.strerror or e}") from None
-    done = False
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        done = True
-    except OSError as e:
-        raise PathError(f"cannot write {path}: {e.strerror or e}") from None
-    finally:
-        if not done:          # also on Ctrl-C: never leave the temporary file behind
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+    output.write(path, dumps(run))
 
 
 class _HugeInteger(ValueError):

@@ -6,6 +6,10 @@ time" is one indexed query rather than a scan of every document. A document
 is read back through jsonio, so runs stored by an older ceiling come back
 migrated to the current schema_version.
 
+The default file's directory is checked first (files/private.data_dir): a
+``ceiling`` another user planted in an $XDG_DATA_HOME others can write is
+refused, never followed. A path that is a device or a FIFO is refused too.
+
 The file is shared by every ceiling on the machine, possibly at the same
 moment (two ``srun`` steps on one node): WAL journaling and a busy timeout let
 concurrent writers queue instead of failing. A file that is not ours is never
@@ -36,6 +40,7 @@ import os
 import json
 import random
 import sqlite3
+import stat
 import time
 import urllib.parse
 import uuid
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 from ..errors import PathError, StoreError, UsageError
+from ..files.private import data_dir
 from . import jsonio
 from .model import Run
 
@@ -155,6 +161,8 @@ class Store:
         self.readonly = readonly
         default = path is None
         self.path = Path(default_db_path() if default else path)
+        if default:          # never a ceiling/ another user planted (files/private.py)
+            data_dir(str(self.path.parent.parent), self.path.parent.name, create=not readonly)
         if readonly:
             self._db = self._connect_readonly()
             return
@@ -176,6 +184,16 @@ class Store:
         p = self.path
         if p.is_dir():
             raise PathError(f"cannot use {p} as a results database: it is a directory")
+        try:
+            mode = os.stat(p).st_mode          # a link is followed: its target must be a file too
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            # a database is pages SQLite reads back, with files beside it (-wal, -shm): never
+            # a device or a FIFO (opening one to read its header would wait for a writer)
+            what = ("a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else
+                    "a character device" if stat.S_ISCHR(mode) else "not a file")
+            raise PathError(f"cannot use {p} as a results database: it is {what}; name a regular file")
         if p.exists():
             try:
                 with open(p, "rb") as f:

@@ -24,11 +24,11 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
+from ..files.private import make_dir, remove_tree
 from . import common
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
@@ -187,7 +187,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     session.set_machine(m, sorted(m.affinity) or None)
     cpus = len(os.sched_getaffinity(0))
 
-    tmp = tempfile.mkdtemp(prefix="ceiling-profile-")
+    tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
     env = dict(os.environ)
     lib = core.interpose_library_path()
     refused = ("--no-interpose" if args.no_interpose else
@@ -209,7 +209,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         # forked with the counters opened on it before its exec (probes/perf_counters.py)
         child = spawn(cmd, exe, env)
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
         err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
         if wrapped:
             abort_job(err, wrapped[0])
@@ -249,7 +249,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     try:
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
     own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
@@ -460,4 +460,3 @@ def _wait(pid: int):
             raise
         except InterruptedError:
             continue
-

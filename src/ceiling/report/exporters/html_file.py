@@ -56,9 +56,10 @@ def default_path(run: Run, when: Optional[_dt.datetime] = None) -> Path:
     base = f"ceiling-{safe_name(run.host.split('.')[0])}-{stamp}"
     here = Path.cwd()
     if not os.access(here, os.W_OK):
+        from ...files.private import data_dir
         from ...results.store import default_db_path
-        here = default_db_path().parent
-        here.mkdir(parents=True, exist_ok=True)
+        db = default_db_path()          # its directory checked as the history's (files/private.py)
+        here = Path(data_dir(str(db.parent.parent), db.parent.name))
     for n in range(1, MAX_SAME_NAME + 1):
         path = here / (f"{base}.html" if n == 1 else f"{base}-{n}.html")
         try:
