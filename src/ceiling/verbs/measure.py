@@ -8,7 +8,7 @@ from typing import Callable, List, Tuple
 
 from ..errors import CeilingError, StalledError, interruption
 from ..results.measure import Context, NullProgress, Outcome
-from ..results.model import Run
+from ..results.model import Job, Run
 from . import common, suites
 from .session import Session
 
@@ -112,6 +112,7 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     from .. import machine as machine_mod
     from ..bench import network, storage, storage_mpi
     from ..cluster.gather import pids_on_this_host
+    from ..cluster.launch import node_name
     from ..cluster.stop import everywhere
 
     leader = comm.Get_rank() == 0
@@ -132,13 +133,14 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
     session.set_machine(m, cpus)
+    nodes = comm.allgather(node_name())
     if leader:
         def rescue(line: str) -> None:
             """A rank stopped answering (the watchdog's thread, the main thread blocked in MPI)."""
             for out in dog.held():
                 session.add(out)
             session.partial(line)
-            common.deliver(session.finish(), common.exporters(args, store, html=bool(getattr(args, "out", None))),
+            common.deliver(_with_mpi(session.finish(), nodes, suite), common.exporters(args, store, html=bool(getattr(args, "out", None))),
                            StalledError.exit_code, say)
         dog.rescue = rescue
     code = 0
@@ -160,4 +162,20 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         code = session.step_errors[0].exit_code
     if not leader:
         return code
-    return common.deliver(run, common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
+    return common.deliver(_with_mpi(run, nodes, suite), common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
+
+
+def _with_mpi(run: Run, nodes: List[str], suite: str) -> Run:
+    """The run with the job that measured it (Run.job) and its MPI (environment["mpi"]: library,
+    device, transport; for the network, the other MPI installations found): every figure of a
+    run under MPI is that library's."""
+    from ..cluster.installations import mpi_facts
+    from ..cluster.launch import launcher_in_use
+    from ..cluster.library import library
+    lib = library()
+    per = {n: nodes.count(n) for n in nodes}
+    run.job = Job(launcher=launcher_in_use(), mpi_library=lib.description, ranks=len(nodes), nodes=len(per),
+                  ranks_per_node=next(iter(per.values())) if len(set(per.values())) == 1 else None,
+                  node_names=list(per))
+    run.environment = dict(run.environment, mpi=mpi_facts(lib, look_for_others=suite == "network"))
+    return run
