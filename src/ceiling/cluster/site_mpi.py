@@ -11,8 +11,9 @@ one command:
 2. a virtual environment for it under
    ``$XDG_CACHE_HOME/ceiling/site-mpi/<family>-<version>-<hash>/``, the hash
    over the wrapper's real path, its identity and this Python's version, so
-   it is made once (a few minutes: pip builds mpi4py from source with
-   ``MPICC=<wrapper>``, and installs numpy and threadpoolctl) and reused,
+   it is made once (minutes: pip builds mpi4py from source with
+   ``MPICC=<wrapper>`` at ``MPI4PY_CFLAGS``, and installs numpy and
+   threadpoolctl) and reused,
    never rebuilt, while it is complete (``.ready``). Made under a temporary
    name and renamed into place, so a build that fails or is interrupted
    leaves nothing a later run would take for complete;
@@ -44,7 +45,10 @@ from .installations import Installation, installations
 from .library import header_identity, launcher_identity
 
 READY = ".ready"
-PIP_TIMEOUT_S = 1800
+# mpi4py only starts MPI and hands buffers to the C timing loops (cluster/build.py compiles those
+# with the same mpicc): its 10 MB of generated C build in a third of the time at -O1, which decides
+# nothing measured. A user's own CFLAGS are kept.
+MPI4PY_CFLAGS = "-O1 -g0"
 RANKS = 2
 # What ceiling needs beside mpi4py (pyproject.toml's dependencies).
 DEPENDENCIES = ["numpy>=1.22", "threadpoolctl>=3.1"] + (["tomli>=1.1"] if sys.version_info < (3, 11) else [])
@@ -84,9 +88,11 @@ def env_dir(inst: Installation, root: Optional[Path] = None) -> Path:
 
 
 def _run(argv: List[str], env: Optional[dict] = None, what: str = "") -> None:
+    """Run a step of the build; no time limit (a compile on a busy login node can take long, and
+    Ctrl-C stops it), MPIUnavailableError with the end of its output when it fails."""
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                           timeout=PIP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as e:
         raise MPIUnavailableError(f"--site-mpi: {what or argv[0]} failed: {e}") from None
     if p.returncode != 0:
@@ -126,6 +132,7 @@ def _build(inst: Installation, target: Path, say: Callable[[str], None]) -> None
         pip = [str(_python(tmp)), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         _run(pip + DEPENDENCIES, what="pip install " + " ".join(DEPENDENCIES))
         env = dict(os.environ, MPICC=inst.mpicc)
+        env.setdefault("CFLAGS", MPI4PY_CFLAGS)
         _run(pip + ["--no-binary", "mpi4py", "--no-cache-dir", "mpi4py"], env=env,
              what=f"MPICC={inst.mpicc} pip install --no-binary mpi4py mpi4py")
         (_site_packages(tmp) / "ceiling-site-mpi.pth").write_text(str(target / "ceiling-link") + "\n")
@@ -135,7 +142,12 @@ def _build(inst: Installation, target: Path, say: Callable[[str], None]) -> None
         script.chmod(0o755)
         if inst.launcher:
             os.symlink(inst.launcher, tmp / "bin" / ("mpirun" if inst.family == "Open MPI" else "mpiexec"))
-        os.rename(tmp, target)          # a venv's scripts name their own path: made for target, used there
+        try:
+            os.rename(tmp, target)      # a venv's scripts name their own path: made for target, used there
+        except OSError:
+            if not target.is_dir():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)     # another run made it meanwhile: use that one
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
