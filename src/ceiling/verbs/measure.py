@@ -135,12 +135,15 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     session.set_machine(m, cpus)
     nodes = comm.allgather(node_name())
     if leader:
+        # What the run says of its MPI, asked now: the rescue below runs on the watchdog's thread,
+        # which makes no MPI call.
+        mpi = _mpi_of_job(nodes, suite)
         def rescue(line: str) -> None:
             """A rank stopped answering (the watchdog's thread, the main thread blocked in MPI)."""
             for out in dog.held():
                 session.add(out)
             session.partial(line)
-            common.deliver(_with_mpi(session.finish(), nodes, suite), common.exporters(args, store, html=bool(getattr(args, "out", None))),
+            common.deliver(mpi(session.finish()), common.exporters(args, store, html=bool(getattr(args, "out", None))),
                            StalledError.exit_code, say)
         dog.rescue = rescue
     code = 0
@@ -162,20 +165,25 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         code = session.step_errors[0].exit_code
     if not leader:
         return code
-    return common.deliver(_with_mpi(run, nodes, suite), common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
+    return common.deliver(mpi(run), common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
 
 
-def _with_mpi(run: Run, nodes: List[str], suite: str) -> Run:
-    """The run with the job that measured it (Run.job) and its MPI (environment["mpi"]: library,
-    device, transport; for the network, the other MPI installations found): every figure of a
-    run under MPI is that library's."""
+def _mpi_of_job(nodes: List[str], suite: str) -> Callable[[Run], Run]:
+    """What sets a run's job (Run.job) and its MPI (environment["mpi"]: library, device,
+    transport; for the network, the other MPI installations found): every figure of a run under
+    MPI is that library's."""
     from ..cluster.installations import mpi_facts
     from ..cluster.launch import launcher_in_use
     from ..cluster.library import library
     lib = library()
+    facts = mpi_facts(lib, look_for_others=suite == "network")
     per = {n: nodes.count(n) for n in nodes}
-    run.job = Job(launcher=launcher_in_use(), mpi_library=lib.description, ranks=len(nodes), nodes=len(per),
-                  ranks_per_node=next(iter(per.values())) if len(set(per.values())) == 1 else None,
-                  node_names=list(per))
-    run.environment = dict(run.environment, mpi=mpi_facts(lib, look_for_others=suite == "network"))
-    return run
+    launcher = launcher_in_use()
+
+    def add(run: Run) -> Run:
+        run.job = Job(launcher=launcher, mpi_library=lib.description, ranks=len(nodes), nodes=len(per),
+                      ranks_per_node=next(iter(per.values())) if len(set(per.values())) == 1 else None,
+                      node_names=list(per))
+        run.environment = dict(run.environment, mpi=facts)
+        return run
+    return add
