@@ -175,6 +175,13 @@ def test_one_environment_per_wrapper_reused_not_rebuilt(tmp_path):
     assert site_mpi.prepare(a, say=lambda text: pytest.fail(f"rebuilt: {text}"), root=tmp_path) == da
     assert (da / "ceiling-link" / "ceiling" / "cli.py").is_file()
     assert not (da / "bin").exists()
+    # Its bin/ links to the installation's wrapper and launcher, made when missing (an environment
+    # built before, or /usr/bin/mpicc switched to another MPI since): ceiling finds them there.
+    (da / "bin").mkdir()
+    b = Installation("/usr/bin/mpicc.mpich", "d", "MPICH", "4.0.2", launcher="/usr/bin/mpiexec.mpich")
+    site_mpi.prepare(b, say=lambda text: pytest.fail(f"rebuilt: {text}"), root=tmp_path)
+    assert os.readlink(da / "bin" / "mpicc") == "/usr/bin/mpicc.mpich"
+    assert os.readlink(da / "bin" / "mpiexec") == "/usr/bin/mpiexec.mpich"
 
 
 def test_the_command_the_ranks_get(tmp_path):

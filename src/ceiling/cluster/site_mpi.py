@@ -21,8 +21,9 @@ one command:
    holding a link to the running ceiling package on the path (its C core is
    loaded with ctypes and ties it to no Python), so the environment always
    runs the ceiling that made the command; ``bin/ceiling`` starts it, and
-   ``bin/mpiexec`` (or ``mpirun``) links to the installation's launcher so
-   that ceiling finds the matching one there;
+   ``bin/mpicc`` and ``bin/mpiexec`` (or ``mpirun``) link to the
+   installation's, so that ceiling finds the matching wrapper and launcher
+   there whatever ``mpicc`` on PATH is;
 4. the ranks: ``<launcher> -n 2 <env>/bin/ceiling bench network ARGS``,
    printed, then run, its exit status returned.
 """
@@ -140,8 +141,6 @@ def _build(inst: Installation, target: Path, say: Callable[[str], None]) -> None
         script.write_text(f"#!{target / 'bin' / 'python'}\nimport sys\nfrom ceiling.cli import main\n"
                           "sys.exit(main())\n")
         script.chmod(0o755)
-        if inst.launcher:
-            os.symlink(inst.launcher, tmp / "bin" / ("mpirun" if inst.family == "Open MPI" else "mpiexec"))
         try:
             os.rename(tmp, target)      # a venv's scripts name their own path: made for target, used there
         except OSError:
@@ -153,6 +152,25 @@ def _build(inst: Installation, target: Path, say: Callable[[str], None]) -> None
         raise
 
 
+def _link_tools(inst: Installation, venv: Path) -> None:
+    """``bin/mpicc`` and ``bin/mpiexec`` (Open MPI: ``mpirun``) of the environment link to the
+    installation's: ceiling looks there first after mpi4py's own record (library.find_mpicc), so
+    the wrapper that built mpi4py is found whatever ``mpicc`` on PATH is (installing Open MPI
+    beside Debian's MPICH turns /usr/bin/mpicc into Open MPI's)."""
+    tools = [("mpicc", inst.mpicc)]
+    if inst.launcher:
+        tools.append(("mpirun" if inst.family == "Open MPI" else "mpiexec", inst.launcher))
+    for name, target in tools:
+        link = venv / "bin" / name
+        if link.is_symlink() and os.readlink(link) == target:
+            continue
+        tmp = venv / "bin" / f".{name}.{os.getpid()}"
+        if tmp.is_symlink():
+            tmp.unlink()
+        os.symlink(target, tmp)
+        os.replace(tmp, link)
+
+
 def prepare(inst: Installation, say: Callable[[str], None], root: Optional[Path] = None) -> Path:
     """The environment for ``inst``, made if it is not there yet (module doc); its path."""
     venv = env_dir(inst, root)
@@ -161,10 +179,13 @@ def prepare(inst: Installation, say: Callable[[str], None], root: Optional[Path]
             shutil.rmtree(venv)
         _build(inst, venv, say)
         _link_ceiling(venv)
+        _link_tools(inst, venv)
         _check(inst, venv)
         (venv / READY).write_text(f"{inst.mpicc}\n{inst.family} {inst.version}\n")
     else:
         _link_ceiling(venv)
+        if (venv / "bin").is_dir():
+            _link_tools(inst, venv)
     return venv
 
 
