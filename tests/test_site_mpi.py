@@ -152,7 +152,8 @@ def test_choose_names_the_installations_when_it_cannot_choose(tmp_path):
     a = Installation("/usr/bin/mpicc.mpich", "the distribution's MPICH package", "MPICH", "4.0.2")
     b = Installation("/usr/bin/mpicc.openmpi", "the distribution's Open MPI package", "Open MPI", "4.1.4")
     assert site_mpi.choose(None, [a]) == a
-    with pytest.raises(UsageError, match=r"several.*--site-mpi /usr/bin/mpicc.mpich.*--site-mpi /usr/bin/mpicc.openmpi"):
+    several = r"several.*--site-mpi /usr/bin/mpicc.mpich.*--site-mpi /usr/bin/mpicc.openmpi"
+    with pytest.raises(UsageError, match=several):
         site_mpi.choose(None, [a, b])
     with pytest.raises(MPIUnavailableError, match="no MPI installation found"):
         site_mpi.choose(None, [])
@@ -167,7 +168,8 @@ def test_one_environment_per_wrapper_reused_not_rebuilt(tmp_path):
     b = Installation("/usr/bin/mpicc.openmpi", "d", "Open MPI", "4.1.4")
     da, db = site_mpi.env_dir(a, tmp_path), site_mpi.env_dir(b, tmp_path)
     assert da == site_mpi.env_dir(a, tmp_path) and da != db
-    assert da.parent == tmp_path / "site-mpi" and da.name.startswith("mpich-4.0.2-") and db.name.startswith("openmpi-4.1.4-")
+    assert da.parent == tmp_path / "site-mpi"
+    assert da.name.startswith("mpich-4.0.2-") and db.name.startswith("openmpi-4.1.4-")
     # A complete environment is used as it is: nothing is built (no python -m venv, no pip), the
     # link to the running ceiling is made.
     da.mkdir(parents=True)
