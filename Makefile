@@ -2,10 +2,12 @@
 # make test  - build ceiling with its test needs into .venv and run the tests
 # make bench - side-by-side comparisons with peer tools (benchmarks/README.md)
 # make test-openmpi - the MPI tests again under Debian's Open MPI and mpi4py (scripts/test-openmpi.sh)
+# make site-mpi [MPICC=/usr/bin/mpicc.mpich] - the network measured with this node's own MPI
+#   (ceiling bench network --site-mpi: mpi4py built against it once, in a cached environment)
 VENV ?= .venv
 SOURCES := $(shell find src csrc -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -not -name '*.so') pyproject.toml CMakeLists.txt
 
-.PHONY: run test test-all test-openmpi bench clean
+.PHONY: run test test-all test-openmpi site-mpi bench clean
 
 # The main job needs the tool alone; the tests add pytest, mpi4py and MPICH.
 $(VENV)/.tool: $(SOURCES) scripts/bootstrap.sh
@@ -24,6 +26,9 @@ test: $(VENV)/.installed
 
 test-openmpi: $(VENV)/.installed
 	scripts/test-openmpi.sh
+
+site-mpi: $(VENV)/.tool
+	$(VENV)/bin/ceiling bench network --site-mpi $(MPICC)
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/compare.py $(ARGS)

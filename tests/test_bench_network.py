@@ -492,3 +492,28 @@ def test_the_launcher_of_another_mpi_is_one_line_and_exit_10(mpi_setup, tmp_path
     ours = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("ceiling:")]
     assert len(ours) == 1 and f"but mpi4py loaded {info['family']}" in ours[0], r.stdout + r.stderr
     assert "Traceback" not in r.stderr and "Fatal error" not in r.stdout + r.stderr
+
+
+@needs_mpi
+def test_the_run_names_the_mpi_library_device_and_job(mpi_setup, tmp_path):
+    # What a user pastes into a ticket must say which MPI the figures are of: the job, the
+    # library with its device (MPICH names it), the transport as far as it can be known.
+    tmp, info = mpi_setup
+    r = subprocess.run([*info["argv2"], sys.executable, "-m", "ceiling", "bench", "network", "--quick",
+                        "--size", "4KiB", "--reps", "2", "--no-store", "--json"],
+                       capture_output=True, text=True, env=_env(tmp), timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads(r.stdout)
+    mpi, job = doc["environment"]["mpi"], doc["job"]
+    assert mpi["family"] == info["family"] and mpi["version"] == info["version"]
+    assert job["mpi_library"] == mpi["library"] and job["ranks"] == 2 and job["nodes"] == 1
+    assert mpi["library"].startswith(f"{info['family']} {info['version']}")
+    if info["family"] == "MPICH":
+        assert mpi["device"].startswith("ch") and f"device {mpi['device']}" in mpi["library"]
+    assert mpi["transport"] and isinstance(mpi["others"], list)
+    lat = [m for m in doc["metrics"] if m["name"].startswith("net.pingpong.latency.")]
+    assert lat and all(m["context"]["mpi_library"] == mpi["library"] and m["context"]["mpi_device"]
+                       and m["context"]["mpi_transport"] == mpi["transport"] for m in lat)
+    head = [x for x in r.stderr.splitlines() if x.strip().startswith("MPI ")]
+    assert head and mpi["library"] in head[0]
+    assert f"MPI figures measured with {mpi['library']}" in " ".join(r.stderr.split())

@@ -234,6 +234,10 @@ def test_the_pairwise_network_fills_the_matrix_with_checked_pairs(mpi_setup, tre
         assert all((v is None) == (i == j) for i, row in enumerate(s["matrix"]) for j, v in enumerate(row)), s
         m = next(x for x in doc["metrics"] if x["name"] == f"net.pairs.{word}")
         assert m["valid"] and m["context"]["pairs"] == 6 and m["value"] > 0
+    # the pairs are the figures of one MPI library: the run names it, with its device
+    mpi = doc["environment"]["mpi"]
+    assert doc["job"]["mpi_library"] == mpi["library"] and mpi["library"].startswith(mpi["family"])
+    assert mpi["transport"] and isinstance(mpi["others"], list)
 
 
 @pytest.mark.parametrize("args, code, text", [

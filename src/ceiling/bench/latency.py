@@ -13,7 +13,18 @@ Working sets are backed by transparent huge pages when the kernel allows
 (madvise): with 4 KiB pages a random chase over more than the TLB's reach
 (a few MiB) adds a page walk to most loads, and the figure would be the page
 walk's, not the cache's or DRAM's. Each result records whether huge pages
-were obtained.
+were obtained, and every figure states the page size it was measured with
+(``pages``, ``page_bytes``): 2 MiB (the PMD size read from
+/sys/kernel/mm/transparent_hugepage/hpage_pmd_size) when at least half of
+the set was on huge pages (/proc/self/smaps), else the base page size. Tools
+compare with different pages: Intel MLC with huge pages, lmbench's
+``lat_mem_rd`` with malloc'd memory, 4 KiB pages unless THP is "always". So
+the full bench measures each level's point again on base pages
+(MADV_NOHUGEPAGE), and where the two differ by more than ``PAGES_DIFFER``
+both are given (``latency.<level>.small_pages``); where they agree the
+small-page figure is in the metric's context. Quick mode (``ceiling run
+--quick``) measures on huge pages only, and says so: the DRAM chain costs
+seconds to build, and a second one would double it.
 
 The DRAM figure needs a set far larger than the last-level cache: under
 random access a cache of C bytes still serves about C/S of a set of S bytes,
@@ -48,6 +59,8 @@ from ..sysfs import meminfo_bytes
 from ..results.curves import numa_factor
 from . import numa
 from .base import per_iter_metric, single_numa_domain
+from .latency_pages import (PAGES_DIFFER, page_sizes, pages_context, pages_differ, size_words,  # noqa: F401
+                            thp_mode, thp_note)
 
 KIB, MIB = 1 << 10, 1 << 20
 NS = "ns"
@@ -180,31 +193,6 @@ def sweep_sizes(start: int, stop: int, per_octave: int) -> List[int]:
     return sorted({_lines(s) for s in sizes})
 
 
-# -- huge pages ----------------------------------------------------------------
-
-def thp_mode(root: str = "/") -> Tuple[Optional[str], str]:
-    """Transparent huge page policy ("always", "madvise", "never") and where it was read."""
-    path = f"{root.rstrip('/')}/sys/kernel/mm/transparent_hugepage/enabled"
-    try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as e:
-        return None, f"{path}: {e.strerror or e}"
-    for word in text.split():
-        if word.startswith("[") and word.endswith("]"):
-            return word[1:-1], path
-    return None, f"{path}: no selected policy in {text.strip()!r}"
-
-
-def _thp_note() -> Optional[str]:
-    mode, src = thp_mode()
-    if mode in ("always", "madvise"):
-        return None
-    why = f"policy 'never' ({src})" if mode == "never" else f"unknown ({src})"
-    return (f"transparent huge pages unavailable: {why}; sets beyond the TLB's reach "
-            "(a few MiB with 4 KiB pages) include page-walk time")
-
-
 # -- measuring -----------------------------------------------------------------
 
 class _Chaser:
@@ -272,9 +260,11 @@ def _reps(ctx: Context, full: int, quick: int) -> int:
 
 
 def _level_metric(name: str, raw: core.RawResult, level: str, ghz: Optional[float],
-                  clock_note: Optional[str], cpu: Optional[int], thp_note: Optional[str]) -> Metric:
+                  clock_note: Optional[str], cpu: Optional[int], thp_note: Optional[str],
+                  sizes: Tuple[int, Optional[int]]) -> Metric:
     vals = latencies_ns(raw)
     ctx: Dict[str, Any] = {"level": level, "stride": STRIDE_BYTES, "cpu": cpu, "hugepages": raw.hugepages,
+                           **pages_context(raw.hugepages, sizes),
                            "cycles": _cycles(min(vals) if vals else None, ghz)}
     if clock_note:
         ctx["cycles_note"] = clock_note
@@ -300,7 +290,8 @@ def bench_latency(ctx: Context) -> Outcome:
     reps = _reps(ctx, REPS, QUICK_REPS)
     cpu = _first_cpu(ctx)
     ghz, clock_note = _clock(m)
-    thp_note = _thp_note()
+    huge_note = thp_note()
+    sizes_ = page_sizes()
     vm_note = None
     if m.virtualized:
         # The TLB holds guest-to-host translations at the smaller of the two
@@ -341,7 +332,7 @@ def bench_latency(ctx: Context) -> Outcome:
             ws = plateau_point(xs, ys, *ranges[level]) or nominal
         if ws not in raws:
             continue
-        mt = _level_metric(f"latency.{level}", raws[ws], level, ghz, clock_note, cpu, thp_note)
+        mt = _level_metric(f"latency.{level}", raws[ws], level, ghz, clock_note, cpu, huge_note, sizes_)
         mt.context["working_set_bytes"] = ws
         if level in ranges:
             lo, hi = ranges[level]
@@ -364,14 +355,25 @@ def bench_latency(ctx: Context) -> Outcome:
                                                   "host's page tables: part of this figure is that walk"]))
         metrics[level] = mt
 
+    small: List[Metric] = []
+    if quick:
+        for mt in metrics.values():
+            if mt.context.get("hugepages"):
+                mt.context["small_pages"] = ("not measured in quick mode: ceiling bench latency measures each "
+                                             "level on base pages too")
+    else:
+        small = _small_pages(ctx, metrics, ghz, clock_note, cpu, sizes_)
+
     context: Dict[str, Any] = {"kernel": "chase", "cpu": cpu, "stride": STRIDE_BYTES, "reps": reps,
                                "y_stat": f"best of {reps} repetitions", "levels": levels,
                                "pattern": "one random cycle through every line (Sattolo)",
                                "hugepages_requested": True, "hugepages_missing_bytes": no_huge,
+                               "pages": (pages_context(True, sizes_)["pages"] + " where the kernel gave them; "
+                                         f"{size_words(sizes_[0])} pages at the sizes in hugepages_missing_bytes"),
                                "clock_ghz": ghz}
     context.update({f"dram_{k}": v for k, v in info.items()})
-    if thp_note:
-        context["hugepages_note"] = thp_note
+    if huge_note:
+        context["hugepages_note"] = huge_note
     if vm_note:
         context["vm_note"] = vm_note
     if invalid:
@@ -379,7 +381,53 @@ def bench_latency(ctx: Context) -> Outcome:
     out.series.append(Series("latency.size", "xy", title="Load-to-use latency by working set",
                              x_label="working set", x_unit="bytes", y_label="latency", y_unit=NS,
                              x=xs, y=ys, context=context))
-    out.metrics = [metrics[lv] for lv in LEVELS if lv in metrics]
+    out.metrics = [metrics[lv] for lv in LEVELS if lv in metrics] + small
+    return out
+
+
+def _small_pages(ctx: Context, metrics: Dict[str, Metric], ghz: Optional[float], clock_note: Optional[str],
+                 cpu: Optional[int], sizes: Tuple[int, Optional[int]]) -> List[Metric]:
+    """Each level's working set chased again on base pages (MADV_NOHUGEPAGE), where its figure
+    was on huge pages: a metric of its own (``latency.<level>.small_pages``) where the two
+    differ by more than PAGES_DIFFER, else the figure in the huge-page metric's context."""
+    chaser = _Chaser(_reps(ctx, REPS, QUICK_REPS), REP_S, 0)
+    todo = [(lv, mt) for lv, mt in metrics.items() if mt.context.get("hugepages") and mt.value]
+    out: List[Metric] = []
+    ctx.progress.start("memory latency on base pages", total=len(todo))
+    for level, mt in todo:
+        ws = mt.context["working_set_bytes"]
+        chaser.ns = mt.value
+        try:
+            raw = chaser.run(ws, cpu)
+        except CoreError as e:
+            mt.context["small_pages"] = f"not measured: {e}"
+            ctx.progress.advance()
+            continue
+        ctx.progress.advance()
+        ns = best_ns(raw)
+        if ns is None or raw.hugepages:
+            mt.context["small_pages"] = ("not measured: " + (raw.msg or "the chain check failed") if ns is None else
+                                         "not measured: the kernel gave huge pages despite MADV_NOHUGEPAGE")
+            continue
+        ratio = ns / mt.value
+        mt.context["small_pages_ns"] = ns
+        mt.context["small_pages_ratio"] = round(ratio, 4)
+        if not pages_differ(mt.values, latencies_ns(raw) or []):
+            mt.context["small_pages"] = (f"{ns:.3g} ns on {size_words(sizes[0])} pages: no different (within "
+                                         f"{PAGES_DIFFER:.0%}, or the repetitions overlap)")
+            continue
+        sm = _level_metric(f"latency.{level}.small_pages", raw, level, ghz, clock_note, cpu, None, sizes)
+        sm.context["working_set_bytes"] = ws
+        sm.context["huge_pages_ns"] = mt.value
+        sm.context["why"] = ("the same working set on base pages (MADV_NOHUGEPAGE), as lmbench's lat_mem_rd "
+                             "measures in malloc'd memory; the TLB's misses and page walks are in this figure")
+        for key in ("vm_note", *(k for k in mt.context if k.startswith(("size_", "llc_")))):
+            if key in mt.context:
+                sm.context[key] = mt.context[key]
+        mt.context["small_pages"] = (f"{ns:.3g} ns on {size_words(sizes[0])} pages ({ratio:.2f}x): "
+                                     f"latency.{level}.small_pages")
+        out.append(sm)
+    ctx.progress.done()
     return out
 
 
@@ -413,7 +461,9 @@ def bench_numa_latency(ctx: Context) -> Outcome:
     context: Dict[str, Any] = {"kernel": "chase", "working_set_bytes": dram, "stride": STRIDE_BYTES,
                                "reps": reps, "cell_stat": f"best of {reps} repetitions",
                                "rows": "CPU node (one thread on row_cpu)", "columns": "memory node (mbind)",
-                               "row_cpu": row_cpu, "hugepages_missing": no_huge}
+                               "row_cpu": row_cpu, "hugepages_missing": no_huge,
+                               "pages": (pages_context(True, page_sizes())["pages"] + " where the kernel gave "
+                                         "them; base pages in the cells listed in hugepages_missing")}
     context.update(info)
     if grid.errors:
         context["errors"] = grid.errors

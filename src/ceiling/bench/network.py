@@ -70,6 +70,7 @@ from ..cluster import watchdog
 from ..cluster.build import build_per_node
 from ..cluster.comm import world
 from ..cluster.gather import rank_facts, topologies
+from ..cluster.installations import mpi_facts
 from ..cluster.launch import launcher_in_use
 from ..cluster.netbench import NB_F_CORRUPT, NB_F_STALE
 from ..cluster.placement import Pinned, Placement, coll_order, coll_pinning, plan_placements
@@ -78,7 +79,7 @@ from ..errors import BadValueError, UsageError
 from ..machine.network import link_peak
 from ..results.curves import Curve, large_drop, latency_values, n_half, plateau
 from ..results.measure import Context, Interrupted, NullProgress, Options, Outcome
-from ..results.model import HIGHER, LOWER, WARN, SKIPPED, Finding, Metric, Peak, Series
+from ..results.model import HIGHER, LOWER, OK, WARN, SKIPPED, Finding, Metric, Peak, Series
 from ..results.placements import PLACEMENT_TITLES
 from ..sysfs import format_cpulist
 from .base import judge
@@ -245,12 +246,20 @@ class _Run:
             "ranks_per_node": {n: sum(1 for f in self.facts if f["node"] == n) for n in nodes},
             "hosts": sorted({f["host"] for f in self.facts}),
             "cpus_per_rank": {f["rank"]: format_cpulist(f["cpus"]) for f in self.facts[:CONTEXT_RANKS_MAX]},
-            "mpi_library": self.lib.first_line, "mpi_family": f"{self.lib.family} {self.lib.family_version}",
+            "mpi_library": self.lib.description, "mpi_version_string": self.lib.first_line,
+            "mpi_family": f"{self.lib.family} {self.lib.family_version}",
+            "mpi_device": self.lib.device or f"not named by {self.lib.family}'s version string",
             "mpi_standard": self.lib.standard, "mpi_library_path": self.lib.path,
             "mpi_thread_level": self.lib.thread_level,
             "launcher": launcher_in_use(), "mpicc": self.mpicc.path, "timing_loops": self.nb.path,
             "blocks": self.blocks, "mb": "MB = 10^6 bytes (IMB, OSU)",
         }
+        if self.rank == 0:
+            mpi = mpi_facts(self.lib)
+            self.common["mpi_transport"] = mpi["transport"]
+            finding = other_mpi_finding(mpi)
+            if finding is not None:
+                self.out.findings.append(finding)
         if self.lib.thread_level == "multiple":
             self.common["thread_note"] = ("MPI was initialised with MPI_THREAD_MULTIPLE (mpi4py imported before "
                                           "ceiling): some libraries lock every call, so small messages and "
@@ -496,6 +505,28 @@ class _Run:
             self.out.findings.append(skipped)
         self.out.extend(self.collectives_outcome())
         return self.out
+
+
+def other_mpi_finding(mpi: Dict[str, Any]) -> Optional[Finding]:
+    """The other MPI installations of this node, each with the command that measures it; None
+    when none was found. A warning when the measured library is the PyPI wheel (applications are
+    rarely built with it), else ok."""
+    others = mpi.get("others") or []
+    if not others:
+        return None
+    wheel = mpi.get("origin") == "the PyPI wheel"
+    names = "; ".join(f"{o['family']} {o['version']} ({o['found']}, {o['mpicc']})" for o in others)
+    return Finding(
+        id="net.mpi.others", status=WARN if wheel else OK,
+        title=f"Measured with {mpi['library']}; this node also has {others[0]['family']} {others[0]['version']}"
+              + (f" and {len(others) - 1} more" if len(others) > 1 else ""),
+        evidence=f"measured: {mpi['library']} ({mpi['path'] or 'file not found'}); also here: {names}",
+        why="These figures are the latency and bandwidth of the library that was measured. An application "
+            "built with another MPI of this node (its modules, the distribution's packages) goes through "
+            "that library, its device and its transport, and can see different figures.",
+        fix="; ".join(o["command"] for o in others) +
+            " (builds mpi4py against that MPI once, in a cached environment, and runs its launcher)",
+        data={"measured": mpi["library"], "others": others})
 
 
 def bench_network(ctx: Context) -> Outcome:

@@ -71,6 +71,33 @@ class Library:
     def first_line(self) -> str:
         return self.version.strip().splitlines()[0].strip() if self.version.strip() else self.family
 
+    @property
+    def device(self) -> str:
+        """The device the library was built with, as its version string names it (MPICH and
+        MVAPICH: "MPICH Device: ch4:ucx ofi"); "" when it names none (Open MPI, Intel MPI)."""
+        m = re.search(r"^\s*[\w ]*?Device:\s*(\S.*?)\s*$", self.version, re.M)
+        return m.group(1) if m else ""
+
+    @property
+    def origin(self) -> str:
+        """Where the library comes from, in a few words: "the PyPI wheel" when it is a
+        wheel's (its custom information names pypi.org, or it lies in this Python's prefix)."""
+        inside = bool(self.path) and os.path.realpath(self.path).startswith(os.path.realpath(sys.prefix) + os.sep)
+        if "pypi.org" in self.version or inside:
+            return "the PyPI wheel"
+        m = re.search(r"package:\s*([^,]+)", self.version)     # Open MPI: "package: Debian OpenMPI"
+        return m.group(1).strip() if m else ""
+
+    @property
+    def description(self) -> str:
+        """"MPICH 5.0.2 (the PyPI wheel), device ch4:ucx ofi": what a report names as measured."""
+        text = f"{self.family} {self.family_version}".strip()
+        if self.origin:
+            text += f" ({self.origin})"
+        if self.device:
+            text += f", device {self.device}"
+        return text
+
 
 def _family(name: str) -> str:
     n = name.lower().replace("_", " ")
@@ -109,6 +136,58 @@ def library() -> Library:
     return Library(version=MPI.Get_library_version().rstrip("\0"), family=_family(name),
                    family_version=".".join(str(v) for v in ver), standard=f"{major}.{minor}",
                    path=mapped_libmpi(), thread_level=levels.get(MPI.Query_thread(), "?"))
+
+
+# -- the transport ------------------------------------------------------------------
+
+# Environment variables that choose an MPI's transport, by family (a rank's environment says
+# what it was told to use; the library does not say what it chose).
+TRANSPORT_VARS = ("FI_PROVIDER", "UCX_TLS", "UCX_NET_DEVICES", "OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl",
+                  "MPIR_CVAR_CH4_NETMOD", "MPIR_CVAR_NOLOCAL", "MPIR_CVAR_CH4_SHM_ENABLE", "MPIR_CVAR_CH3_NOLOCAL",
+                  "I_MPI_FABRICS", "I_MPI_OFI_PROVIDER", "MV2_USE_SHARED_MEM", "PSM2_DEVICES", "PSM3_DEVICES")
+# Transport libraries a rank can have mapped: loaded is not used (the MPICH wheel loads both UCX
+# and libfabric), so they are named as evidence, never as the answer.
+_TRANSPORT_LIBS = (("libucp.so", "UCX"), ("libfabric.so", "libfabric (OFI)"), ("libpsm2.so", "PSM2"),
+                   ("libpsm3", "PSM3"), ("libibverbs.so", "verbs"), ("libxpmem.so", "XPMEM"),
+                   ("libknem", "KNEM"), ("libhcoll.so", "HCOLL"))
+
+
+def _mapped_files() -> List[str]:
+    try:
+        with open("/proc/self/maps") as f:
+            return list(dict.fromkeys(line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6))
+    except OSError:
+        return []
+
+
+def transport(lib: Library, env: Optional[Dict[str, str]] = None,
+              mapped: Optional[Sequence[str]] = None) -> Dict[str, object]:
+    """What this rank can know of the transport its MPI uses (after MPI_Init): ``text``, one
+    line; ``environment``, the transport variables set; ``components``, Open MPI's
+    point-to-point components still loaded (it unloads those it did not select); ``libraries``,
+    transport libraries mapped. A library reports no transport it chose, so the text is
+    "unknown" with that reason unless the environment or Open MPI's components say more."""
+    env = os.environ if env is None else env
+    files = list(_mapped_files() if mapped is None else mapped)
+    chosen = {k: env[k] for k in TRANSPORT_VARS if env.get(k)}
+    comps: Dict[str, List[str]] = {}
+    for p in files:
+        m = re.match(r"mca_(pml|mtl|btl)_(\w+)\.so", os.path.basename(p))
+        if m and m.group(2) not in comps.setdefault(m.group(1), []):
+            comps[m.group(1)].append(m.group(2))
+    libs = [name for part, name in _TRANSPORT_LIBS if any(os.path.basename(p).startswith(part) for p in files)]
+    parts = []
+    if chosen:
+        parts.append("set by the environment: " + " ".join(f"{k}={v}" for k, v in chosen.items()))
+    if comps:
+        parts.append("Open MPI components loaded after MPI_Init: " +
+                     "; ".join(f"{kind} {' '.join(names)}" for kind, names in sorted(comps.items())))
+    if not parts:
+        parts.append(f"unknown: {lib.family} does not report the transport it chose, and no transport "
+                     f"variable ({', '.join(TRANSPORT_VARS[:2])}, ...) is set")
+    if libs:
+        parts.append("transport libraries loaded (not necessarily used): " + ", ".join(libs))
+    return {"text": "; ".join(parts), "environment": chosen, "components": comps, "libraries": libs}
 
 
 # -- the compiler wrapper and the launcher ------------------------------------------

@@ -269,3 +269,35 @@ def run_notes(metrics: Sequence[Any], marked: bool = True) -> List[str]:
         out.append(f"Other processes were busy while {len(busy)} metric{'s were' if len(busy) > 1 else ' was'} "
                    f"measured ({_names(busy)}): see the competing-load finding")
     return out
+
+
+def mpi_text(run: Any, short: bool = False) -> str:
+    """The MPI a run was measured with, from what it recorded (environment["mpi"], else
+    Run.job): library, device, launcher and ranks, transport; ``short``: library and device only.
+    "" for a run not made under MPI."""
+    mpi = as_dict((run.environment or {}).get("mpi"))
+    job = run.job
+    lib = mpi.get("library") or (job.mpi_library if job is not None else "")
+    if not lib:
+        return ""
+    if short:
+        return str(lib)
+    text = str(lib)
+    if job is not None and job.launcher:
+        text += f"; {job.launcher}, {job.ranks} ranks on {job.nodes} node{'s' if job.nodes != 1 else ''}"
+    if mpi.get("transport"):
+        text += f"; transport: {mpi['transport']}"
+    if mpi.get("path"):
+        text += f"; {mpi['path']}"
+    return text
+
+
+def page_notes(m: Any) -> List[str]:
+    """A latency figure's pages, and what base pages gave where they were measured too."""
+    ctx = m.context or {}
+    out = []
+    if ctx.get("pages"):
+        out.append(f"measured on {ctx['pages']}")
+    if ctx.get("small_pages"):
+        out.append(f"base pages: {ctx['small_pages']}")
+    return out

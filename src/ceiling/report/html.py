@@ -51,6 +51,9 @@ def _header(run: Run) -> str:
         if m.get("virtualized"):
             facts.append(f"{m['virtualized']} virtual machine")
         parts.append(f'<p class="strip">{" · ".join(esc(x) for x in facts)} (<a href="#machine">machine</a>)</p>')
+    mpi = F.mpi_text(run)
+    if mpi:
+        parts.append(f'<p class="strip">MPI: {esc(mpi)}</p>')
     parts[-1] += "</header>"
     if run.partial:
         reason = (run.partial_reason or "It stopped before the end").rstrip()
@@ -115,11 +118,14 @@ def _summary_section(run: Run) -> str:
     problems = "".join(f'<li><span class="badge {f.status}">{esc(f.status)}</span> {esc(f.title)}'
                        + (f' <span class="more">and {more} more like it</span>' if more else "") + "</li>"
                        for f, more in _problems(run))
+    measured_with = F.mpi_text(run, short=True)
+    with_mpi = (f'<p class="counts">MPI figures measured with {esc(measured_with)}</p>'
+                if measured_with and any(m.name.startswith("net.") for _, m in L.headline(run)) else "")
     return ('<section id="summary"><h2>Summary</h2>'
             f'<p class="verdict">{verdict}</p>'
             + (f'<div class="cards">{"".join(cards)}</div>' if cards else
                "" if run.application else "<p>No headline metric was measured.</p>")
-            + f'<p class="counts">Findings: {esc(counts)} (<a href="#findings">details</a>)</p>'
+            + with_mpi + f'<p class="counts">Findings: {esc(counts)} (<a href="#findings">details</a>)</p>'
             + (f'<ul class="problems">{problems}</ul>' if problems else "") + "</section>")
 
 
@@ -175,6 +181,7 @@ def _metric_notes(m: Metric) -> List[str]:
     cycles = F.figure(m.context.get("cycles"))
     if cycles is not None:
         notes.append(f"{cycles:.3g} cycles")
+    notes += F.page_notes(m)
     if m.context.get("isa"):
         notes.append(f"ISA {m.context['isa']}")
     note = F.row_note(m)

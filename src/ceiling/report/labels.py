@@ -36,6 +36,10 @@ LABELS = {
     "latency.l2": "L2 latency",
     "latency.l3": "L3 latency",
     "latency.dram": "DRAM latency",
+    "latency.l1.small_pages": "L1 latency",
+    "latency.l2.small_pages": "L2 latency",
+    "latency.l3.small_pages": "L3 latency",
+    "latency.dram.small_pages": "DRAM latency",
     "latency.numa_factor": "Remote/local NUMA latency",
     "c2c.smt": "Core-to-core, SMT siblings",
     "c2c.l2": "Core-to-core, shared L2",
@@ -63,7 +67,8 @@ LABELS.update({
 
 # What each verb's summary leads with, those measured: a storage or network run shows its own.
 HEADLINE = ("clock.single", "clock.all", "flops.dp.node", "dgemm.node", "stream.triad",
-            "latency.l1", "latency.l2", "latency.l3", "latency.dram",
+            "latency.l1", "latency.l1.small_pages", "latency.l2", "latency.l2.small_pages",
+            "latency.l3", "latency.l3.small_pages", "latency.dram", "latency.dram.small_pages",
             "c2c.smt", "c2c.l2", "c2c.l3", "c2c.socket", "c2c.cross_socket",
             *(f"net.{kind}.{p}" for p in PLACEMENT_TITLES
               for kind in ("pingpong.latency", "pingpong.bandwidth", "bw")),
@@ -121,6 +126,12 @@ def label(name: str) -> str:
     return name
 
 
+def page_words(m: Metric) -> str:
+    """"2 MiB pages", "4 KiB pages": the page size a latency figure was measured with."""
+    n = m.context.get("page_bytes")
+    return f"{size(n)} pages" if isinstance(n, int) and n > 0 else "huge pages, size unknown"
+
+
 def subsystem(name: str) -> str:
     head = name.split(".", 1)[0]
     if name.startswith("bandwidth."):
@@ -144,6 +155,8 @@ def headline(run: Run) -> List[Tuple[str, Metric]]:
             ranks = m.context.get("k_ranks")
             if name.startswith(("net.barrier", "net.allreduce", "net.alltoall")) and isinstance(ranks, int):
                 text += f", {ranks} ranks"
+            if name.startswith("latency.") and m.context.get("pages"):
+                text += f" ({page_words(m)})"
             depth = m.context.get("in_flight")
             if name.startswith("storage.queue.") and isinstance(depth, int):
                 text += f" ({depth} in flight)"

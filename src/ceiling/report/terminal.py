@@ -88,6 +88,9 @@ def _facts(run: Run) -> List[Tuple[str, str]]:
     threads = env.get("threads")
     if threads:
         facts.append(("Threads", f"{threads}" + (f", {env['placement']} placement" if env.get("placement") else "")))
+    mpi = F.mpi_text(run)
+    if mpi:
+        facts.append(("MPI", mpi))
     omp = [f"{k}={v}" for k, v in sorted(env.items()) if k.startswith(("OMP_", "GOMP_", "KMP_")) and v is not None]
     if omp:
         facts.append(("OpenMP", " ".join(omp)))
@@ -176,6 +179,7 @@ def _notes(m: Metric, said: Dict[str, str]) -> List[str]:
     cycles = F.figure(m.context.get("cycles"))
     if cycles is not None:
         notes.append(f"{cycles:.3g} cycles")
+    notes += F.page_notes(m)
     note = F.row_note(m)
     if note:
         notes.append(note)
@@ -379,6 +383,9 @@ def summary(run: Run, *, color: bool = False, width: int = 80) -> str:
                 text += "  (others were busy)"      # a document from before the analysis stored figures
             flagged = fig is not None or met.context.get("disturbed")
             lines.append(st(text.rstrip(), "yellow") if flagged else text.rstrip())
+        measured_with = F.mpi_text(run, short=True)
+        if measured_with and any(met.name.startswith("net.") for _, met in heads):
+            lines += _wrap(f"MPI figures measured with {measured_with}", width, "    ", "  ")
     else:
         lines.append("  no headline metric was measured")
     lines.append("")

@@ -27,6 +27,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-timeout", metavar="SECONDS",
                    help="under MPI: end the job when a rank has not answered for this long (30, 5m; default: "
                    "sized from the work of each wait, at least 2 minutes); what was measured is kept, exit 11")
+    p.add_argument("--site-mpi", nargs="?", const="auto", metavar="MPICC",
+                   help="network: measure with another MPI of this node (its mpicc; default: the only other "
+                   "one found): builds mpi4py against it once in a cached environment, then runs its "
+                   "launcher -n 2 ceiling bench network (not under mpirun)")
     common.measure_options(p)
     common.output_options(p)
     from .cluster import configure
@@ -42,9 +46,13 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         raise UsageError("--cluster measures each node on its own: the network between nodes is --pairs "
                          "(ceiling bench compute --cluster --pairs, or ceiling run --cluster); the network and "
                          "storage suites measure the ranks together already (mpirun -n N ceiling bench network)")
+    if args.site_mpi and args.suites != ["network"]:
+        raise UsageError("--site-mpi measures the network alone: ceiling bench network --site-mpi [MPICC]")
     if "network" in args.suites:
         if len(set(args.suites)) > 1:
             raise UsageError("the network suite runs on its own, under MPI: mpirun -n 2 ceiling bench network")
+        if args.site_mpi:
+            return _site_mpi(args, argv)
         return measure_mpi(args, argv, "network")
     from ..cluster.comm import world
     from ..cluster.launch import launched_size
@@ -58,6 +66,30 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         return measure_mpi(args, argv, "storage")
     steps = suites.steps(args.suites, args.quick)
     return measure(args, argv, steps, with_checks=False, report_html=bool(args.out), steps_must_run=True)
+
+
+def _site_mpi(args: argparse.Namespace, argv: List[str]) -> int:
+    """Measure with another MPI of this node (cluster/site_mpi.py): the environment made once,
+    the command printed, then run; its exit status is this one's."""
+    import subprocess
+    import sys
+    from ..cluster import site_mpi
+    from ..cluster.launch import launched_size
+    if launched_size() != 1:
+        raise UsageError("--site-mpi starts its own launcher: run it without mpirun or srun "
+                         "(ceiling bench network --site-mpi)")
+    inst = site_mpi.choose(args.site_mpi)
+
+    def say(text: str) -> None:
+        print(f"ceiling: {text}", file=sys.stderr, flush=True)
+    venv = site_mpi.prepare(inst, say)
+    cmd = site_mpi.launch_argv(inst, venv, site_mpi.without_site_mpi(argv))
+    say(f"measuring with {inst.name} ({inst.how}): {' '.join(cmd)}")
+    try:
+        rc = subprocess.run(cmd).returncode
+    except KeyboardInterrupt:
+        return 130
+    return 128 - rc if rc < 0 else rc       # a launcher killed by a signal: the shell's convention
 
 
 def _list_kernels(args: argparse.Namespace) -> int:

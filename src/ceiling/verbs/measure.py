@@ -8,7 +8,7 @@ from typing import Callable, List, Tuple
 
 from ..errors import CeilingError, StalledError, interruption
 from ..results.measure import Context, NullProgress, Outcome
-from ..results.model import Run
+from ..results.model import Job, Run
 from . import common, suites
 from .session import Session
 
@@ -112,6 +112,7 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     from .. import machine as machine_mod
     from ..bench import network, storage, storage_mpi
     from ..cluster.gather import pids_on_this_host
+    from ..cluster.launch import node_name
     from ..cluster.stop import everywhere
 
     leader = comm.Get_rank() == 0
@@ -132,13 +133,17 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
     m = machine_mod.detect("/", measure=False, config=cfg)
     cpus = sorted(m.affinity) or [c.id for c in m.cpus if c.online]
     session.set_machine(m, cpus)
+    nodes = comm.allgather(node_name())
     if leader:
+        # What the run says of its MPI, asked now: the rescue below runs on the watchdog's thread,
+        # which makes no MPI call.
+        mpi = _mpi_of_job(nodes, suite)
         def rescue(line: str) -> None:
             """A rank stopped answering (the watchdog's thread, the main thread blocked in MPI)."""
             for out in dog.held():
                 session.add(out)
             session.partial(line)
-            common.deliver(session.finish(), common.exporters(args, store, html=bool(getattr(args, "out", None))),
+            common.deliver(mpi(session.finish()), common.exporters(args, store, html=bool(getattr(args, "out", None))),
                            StalledError.exit_code, say)
         dog.rescue = rescue
     code = 0
@@ -163,4 +168,25 @@ def _measure_ranks(args: argparse.Namespace, argv: List[str], suite: str, comm, 
         code = session.step_errors[0].exit_code
     if not leader:
         return code
-    return common.deliver(run, common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
+    return common.deliver(mpi(run), common.exporters(args, store, html=bool(getattr(args, "out", None))), code, say)
+
+
+def _mpi_of_job(nodes: List[str], suite: str) -> Callable[[Run], Run]:
+    """What sets a run's job (Run.job) and its MPI (environment["mpi"]: library, device,
+    transport; for the network, the other MPI installations found): every figure of a run under
+    MPI is that library's."""
+    from ..cluster.installations import mpi_facts
+    from ..cluster.launch import launcher_in_use
+    from ..cluster.library import library
+    lib = library()
+    facts = mpi_facts(lib, look_for_others=suite == "network")
+    per = {n: nodes.count(n) for n in nodes}
+    launcher = launcher_in_use()
+
+    def add(run: Run) -> Run:
+        run.job = Job(launcher=launcher, mpi_library=lib.description, ranks=len(nodes), nodes=len(per),
+                      ranks_per_node=next(iter(per.values())) if len(set(per.values())) == 1 else None,
+                      node_names=list(per))
+        run.environment = dict(run.environment, mpi=facts)
+        return run
+    return add

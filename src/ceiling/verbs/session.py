@@ -23,7 +23,8 @@ from ..results.model import SKIPPED, WARN, Finding, Run
 # Environment variables that change how kernels and libraries run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "GOTO_", "SLURM_CPUS", "SLURM_JOB_ID",
                  "SLURM_NTASKS", "SLURM_NODELIST", "PBS_JOBID", "LSB_JOBID", "OMPI_COMM_WORLD_", "PMI_RANK",
-                 "PMI_SIZE", "I_MPI_PIN", "MV2_", "UCX_", "LD_PRELOAD", "CEILING_")
+                 "PMI_SIZE", "I_MPI_", "MV2_", "UCX_", "FI_", "OMPI_MCA_", "MPIR_CVAR_", "PSM2_", "PSM3_",
+                 "LD_PRELOAD", "CEILING_")
 
 
 def utcnow() -> str:
