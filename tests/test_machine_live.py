@@ -60,8 +60,10 @@ def test_measured_clock_on_this_machine():
     assert set(c.measured_per_cpu_ghz) <= set(m.affinity)
     assert "clock_add" in c.measured_method
     node = m.peaks["flops.dp.node"]
-    if m.fma_units_by_bits:
-        assert node.known and "measured" in node.provenance
+    if node.known:
+        assert "measured" in node.provenance
+    else:   # no family data, or a family whose widest FMA count depends on the SKU (Cascade Lake's AVX-512)
+        assert not m.fma_units_by_bits or "depends on the SKU" in node.provenance, node.provenance
 
 
 def test_measure_clock_validates_its_arguments():

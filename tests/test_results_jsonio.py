@@ -267,3 +267,13 @@ def test_load_errors(tmp_path):
 def test_efficiency_survives_as_float():
     run = jsonio.loads(jsonio.dumps(small_run()))
     assert math.isclose(run.metrics[0].efficiency, 301.25 / 409.6)
+
+
+def test_a_v2_document_written_before_figures_existed_still_reads():
+    """Analysis.figures was added to schema 2 after documents of it were written (issue 34):
+    one without it reads, with no figures, and is written back with them."""
+    doc = json.loads((GOLDEN / "run_v2.json").read_text(encoding="utf-8"))
+    assert doc["analysis"].pop("figures")
+    run = jsonio.loads(json.dumps(doc))
+    assert run.analysis.figures == [] and run.analysis.verdict is not None
+    assert '"figures": []' in jsonio.dumps(run)
