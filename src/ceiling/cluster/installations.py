@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .library import Library, _launcher_matches, header_identity, launcher_identity
+from .library import Library, _launcher_matches, executables, header_identity, launcher_identity
 
 DISTRIBUTION = (("/usr/bin/mpicc.mpich", "the distribution's MPICH package"),
                 ("/usr/bin/mpicc.openmpi", "the distribution's Open MPI package"))
@@ -73,16 +73,7 @@ def candidates(env: Optional[Dict[str, str]] = None,
     for var in HOME_VARS:
         if env.get(var):
             out.append((str(Path(env[var]) / "bin" / "mpicc"), f"${var}"))
-    seen, res = set(), []
-    for path, how in out:
-        if not os.path.isfile(path) or not os.access(path, os.X_OK):
-            continue
-        key = os.path.realpath(path)
-        if key in seen:
-            continue
-        seen.add(key)
-        res.append((path, how))
-    return res
+    return executables(out)
 
 
 def launcher_beside(mpicc: str, family: str, version: str) -> str:

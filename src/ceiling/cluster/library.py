@@ -258,8 +258,13 @@ def _candidates(name: str, lib: Optional[Library], first: Sequence[Tuple[str, st
     found = shutil.which(name)
     if found:
         out.append((found, f"{name} on PATH"))
+    return executables(out)
+
+
+def executables(found: Sequence[Tuple[str, str]]) -> List[Tuple[str, str]]:
+    """The (path, how it was found) that are executable files, each file once (by its real path)."""
     seen, res = set(), []
-    for p, how in out:
+    for p, how in found:
         if not p or not os.path.isfile(p) or not os.access(p, os.X_OK):
             continue
         key = os.path.realpath(p)

@@ -36,7 +36,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from typing import Iterator, List, Optional
+from typing import Iterator, Optional
 
 from ..errors import PathError
 
