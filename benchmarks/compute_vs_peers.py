@@ -174,7 +174,7 @@ def main() -> int:
                 notes.append(f"peak {prec} {isa} x{t}: {prov}")
 
     print("\nDGEMM (Gflop/s, best of rounds; same BLAS, same n, same thread count)")
-    blas, limits = compute._blas_info()
+    blas, limits, _ = compute._blas_info()
     print(f"  BLAS: {blas}")
     if a.no_dgemm:
         print("  skipped (--no-dgemm)")
