@@ -367,3 +367,94 @@ def test_the_report_beside_the_history_never_goes_through_a_planted_link(open_di
     with pytest.raises(PathError, match="refusing the history directory"):
         HtmlFile().export(analysed(sample_runs.vm_run()))
     assert os.listdir(vault) == [] and os.listdir(tmp_path) == []
+
+
+# -- after review: the name is looked at once; links only where no one else could plant them ----
+
+@needs_nobody
+def test_a_link_another_user_planted_is_refused_not_followed(open_dir, secret):
+    """Before: realpath after a stat followed nobody's link, and the report was renamed over its
+    target (a root-only file here)."""
+    d = open_dir / "nobodys"
+    d.mkdir()
+    os.chown(d, NOBODY, NOBODY)
+    nobody("ln", "-s", str(secret), str(d / "r.json"))
+    for w in WRITERS.values():
+        with pytest.raises(PathError, match="symbolic link another user could have made"):
+            w(d / "r.json")
+    with pytest.raises(PathError, match="symbolic link another user could have made"):
+        output.check(str(d / "r.json"), "--out")
+    assert secret.read_text() == "secret\n" and kind(d / "r.json") == "link"
+
+
+@needs_root
+def test_a_link_planted_after_the_name_was_looked_at_is_never_followed(open_dir, secret, monkeypatch):
+    """The race the reviewer played: nobody's link appears in a sticky /tmp-like directory right
+    after ceiling first looked at the name. Before, a stat then an islink/realpath followed it and
+    the report was renamed over the target; now the target is untouched (the link refused, or
+    renamed over)."""
+    open_dir.chmod(0o1777)
+    out = open_dir / "r.json"
+    real, planted = {"stat": os.stat, "lstat": os.lstat}, []
+
+    def looking(name):
+        def look(p, *a, **k):
+            try:
+                return real[name](p, *a, **k)
+            finally:
+                if not planted and os.fspath(p) == str(out):
+                    planted.append(1)
+                    os.symlink(secret, out)         # planted right after the first look at the name
+                    os.lchown(out, NOBODY, NOBODY)
+        return look
+    monkeypatch.setattr(output.os, "stat", looking("stat"))
+    monkeypatch.setattr(output.os, "lstat", looking("lstat"))
+    try:
+        jsonio.dump(sample_runs.vm_run(), out)
+    except PathError:
+        pass
+    monkeypatch.undo()
+    assert planted and secret.read_text() == "secret\n"
+
+
+def test_a_fifo_swapped_for_a_file_is_not_written(tmp_path, monkeypatch):
+    """Before: the FIFO was reopened by name for up to 10 s, following links and accepting a
+    regular file, whose first bytes the report then overwrote."""
+    victim = tmp_path / "victim"
+    victim.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    real_sleep = output.time.sleep
+
+    def swap(s):
+        if kind(fifo) == "fifo":
+            fifo.unlink()
+            fifo.symlink_to(victim)
+        real_sleep(s)
+    monkeypatch.setattr(output.time, "sleep", swap)
+    with pytest.raises(PathError):
+        jsonio.dump(sample_runs.vm_run(), fifo)
+    assert victim.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    fifo.unlink()
+    fifo.write_text("x" * 10)                     # swapped for a regular file: refused, not written
+    st = os.lstat(victim)
+    monkeypatch.setattr(output, "resolve", lambda p: (str(fifo), output.THROUGH, os.stat_result(
+        (stat.S_IFIFO | 0o600,) + tuple(st)[1:])))
+    with pytest.raises(PathError, match="replaced while ceiling opened it"):
+        jsonio.dump(sample_runs.vm_run(), fifo)
+    assert fifo.read_text() == "x" * 10
+
+
+def test_dev_stdout_redirected_to_a_log_is_appended_to_not_replaced(tmp_path):
+    """Before: /dev/stdout resolved to the redirected file, which was renamed over: the log's
+    earlier lines and everything printed after were lost."""
+    log = tmp_path / "log.txt"
+    log.write_text("earlier\n")
+    code = ("import sys; print('before', flush=True); from ceiling.results import jsonio; import sample_runs; "
+            "jsonio.dump(sample_runs.vm_run(), '/dev/stdout'); print('after', flush=True)")
+    with open(log, "a") as f:
+        r = subprocess.run([sys.executable, "-c", code], stdout=f, stderr=subprocess.PIPE, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent)))
+    assert r.returncode == 0, r.stderr
+    text = log.read_text()
+    assert text.startswith("earlier\nbefore\n{") and text.endswith("}\nafter\n"), text[:80]
