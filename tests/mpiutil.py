@@ -54,7 +54,11 @@ def ranks_of(mark: str):
             continue
         if env.get("TEST_MARK") == mark:
             rank = env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK")
-            if rank is not None and "python" in (d / "comm").read_text():
+            try:      # it may have ended since its environ was read
+                comm = (d / "comm").read_text()
+            except OSError:
+                continue
+            if rank is not None and "python" in comm:
                 found[int(rank)] = int(d.name)
     return found
 

@@ -11,7 +11,9 @@ datagram is acted on only when it comes from a rank of this job:
 - The receiver checks the tag (``hmac.compare_digest``) before it reads anything else, then that
   the rank is one it hears from (the ranks at rank 0, rank 0 at the others), then that the
   sequence number is above the last one it accepted from that rank: a copy of a genuine datagram
-  sent again is a replay.
+  sent again later is a replay. A copy of the last one accepted (a rank sends each report to
+  every address rank 0 gave it, so a multi-homed rank 0 gets it once per address) is passed
+  over without a word: acting on it again would change nothing.
 - Anything else is dropped and counted by reason (``REASONS``), never acted on; rank 0 says the
   count in the job's report (a finding) and in the line that ends a job.
 
@@ -52,6 +54,8 @@ class Channel:
         self._seq = 0
         self._lock = threading.Lock()     # two threads send: the watchdog and the main thread
         self._last: Dict[int, int] = {}   # sender -> the last sequence number accepted from it
+        self._last_tag: Dict[int, bytes] = {}   # sender -> that datagram's tag (its copies are no replay)
+        self.duplicates = 0               # copies of an accepted datagram (a rank sends to every address)
         self.dropped: Counter = Counter()   # reason -> datagrams dropped
 
     def _tag(self, header: bytes, payload: bytes) -> bytes:
@@ -79,6 +83,9 @@ class Channel:
         rank, seq = HEADER.unpack(header)
         if rank not in senders:
             return self._drop(UNKNOWN_RANK)
+        if seq == self._last.get(rank, 0) and hmac.compare_digest(tag, self._last_tag.get(rank, b"")):
+            self.duplicates += 1        # the same report sent to each of rank 0's addresses: no attack
+            return None
         if seq <= self._last.get(rank, 0):
             return self._drop(REPLAY)
         try:
@@ -87,7 +94,7 @@ class Channel:
             return self._drop(MALFORMED)
         if not isinstance(msg, dict) or not isinstance(msg.get("t"), str):
             return self._drop(MALFORMED)
-        self._last[rank] = seq
+        self._last[rank], self._last_tag[rank] = seq, tag
         return rank, seq, msg
 
     def _drop(self, reason: str) -> None:
