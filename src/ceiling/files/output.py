@@ -127,22 +127,29 @@ def resolve(path: PathLike) -> Tuple[str, str, Optional[os.stat_result]]:
     raise PathError(f"{path}: a symbolic link that does not resolve")
 
 
+def _where(path: str) -> Tuple[Optional[int], Tuple[str, str, Optional[os.stat_result]]]:
+    """(this process's open descriptor the path names, else None; else resolve()'s answer)."""
+    fd = _fd_named(path)
+    if fd is None:
+        return None, resolve(path)
+    try:
+        os.fstat(fd)
+    except OSError:
+        raise PathError(f"{path}: descriptor {fd} is not open") from None
+    return fd, (path, THROUGH, None)
+
+
 def check(path: Optional[str], what: str) -> None:
     """Refuse, before measuring, an output path that cannot be written (one line, PathError,
     ``what`` names the option); None passes. Nothing is opened but a regular file's path."""
     if not path:
         return
-    fd = _fd_named(path)
-    if fd is not None:
-        try:
-            os.fstat(fd)
-        except OSError:
-            raise PathError(f"{what} {path}: descriptor {fd} is not open") from None
-        return
     try:
-        target, how, st = resolve(path)
+        fd, (target, how, st) = _where(path)
     except PathError as e:
         raise PathError(f"{what} {e}") from None
+    if fd is not None:
+        return
     if how == THROUGH:
         if not os.access(target, os.W_OK):
             raise PathError(f"{what} {path}: not writable (permission denied)")
@@ -170,17 +177,16 @@ def write(path: PathLike, data: Union[str, bytes], what: str = "") -> None:
     behind (Ctrl-C included), and an existing file is left intact when the write fails."""
     path = os.fspath(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd = _fd_named(path)
+    try:
+        fd, (target, how, st) = _where(path)
+    except PathError as e:
+        raise PathError(f"cannot write {what}{e}") from None
     if fd is not None:
         try:
             _write_all(fd, raw)
         except OSError as e:
             raise _fail(what, path, e) from None
         return
-    try:
-        target, how, st = resolve(path)
-    except PathError as e:
-        raise PathError(f"cannot write {what}{e}") from None
     if how == THROUGH:
         _write_through(target, raw, what, st, path)
     else:
