@@ -329,3 +329,297 @@ def test_a_stream_without_a_descriptor_leaves_the_callers_errno_alone(tmp_path):
     assert p.returncode == 0, (p.returncode, p.stderr)
     head, files = files_of(only_record(tmp_path / "rec"))
     assert files == {}                               # counted in the stdio totals, in no file's record
+
+
+# -- records keyed by path (issue 26, item 4) -----------------------------------------------------
+
+PATHS = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+
+static char buf[4096];
+
+static void put(const char *path, int flags)
+{
+    int fd = open(path, O_CREAT | O_WRONLY | flags, 0644);
+    CHECK(fd >= 0 && write(fd, buf, 10) == 10 && close(fd) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    char p[4096], q[4096];
+    const char *mode = argv[2];
+    if (!strcmp(mode, "paths")) {
+        /* j.dat deleted and created again 10 times, like sqlite's journal; the previous one is still
+           open when the next is made, so that every one is a new inode on any file system */
+        snprintf(p, sizeof p, "%s/j.dat", argv[1]);
+        int old = -1;
+        for (int i = 0; i < 10; i++) {
+            int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0644);
+            CHECK(fd >= 0 && write(fd, buf, 100) == 100 && unlink(p) == 0);
+            if (old >= 0)
+                CHECK(close(old) == 0);
+            old = fd;
+        }
+        CHECK(close(old) == 0);
+        /* one inode under two names: two records */
+        snprintf(p, sizeof p, "%s/one.dat", argv[1]);
+        snprintf(q, sizeof q, "%s/two.dat", argv[1]);
+        put(p, O_TRUNC);
+        CHECK(link(p, q) == 0);
+        put(q, O_APPEND);
+        /* a relative path, an openat path and an unclean one: absolute and clean */
+        CHECK(chdir(argv[1]) == 0);
+        put("rel.dat", 0);
+        int dir = open(".", O_RDONLY | O_DIRECTORY);
+        int fd = openat(dir, "at.dat", O_CREAT | O_WRONLY, 0644);
+        CHECK(dir >= 0 && fd >= 0 && write(fd, buf, 10) == 10 && close(fd) == 0 && close(dir) == 0);
+        snprintf(p, sizeof p, "%s//.//unclean.dat", argv[1]);
+        put(p, 0);
+    } else if (!strcmp(mode, "turns") || !strcmp(mode, "together")) {
+        /* a parent and its child write one file: one after the other, or with both holding it open */
+        int together = !strcmp(mode, "together");
+        snprintf(p, sizeof p, "%s/s.dat", argv[1]);
+        int fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        CHECK(fd >= 0 && write(fd, buf, 10) == 10);
+        if (!together)
+            CHECK(close(fd) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (together)
+                CHECK(write(fd, buf, 10) == 10);
+            else
+                put(p, O_APPEND);
+            exit(0);
+        }
+        int st;
+        CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (together)
+            CHECK(write(fd, buf, 10) == 10 && close(fd) == 0);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def paths_program(tmp_path_factory):
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    d = tmp_path_factory.mktemp("paths")
+    src, exe = d / "paths.c", d / "paths"
+    src.write_text(PATHS)
+    r = subprocess.run([CC, "-O0", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def test_a_file_deleted_and_created_again_is_one_record_and_two_names_of_one_inode_are_two(paths_program, tmp_path):
+    out, data = run(paths_program, tmp_path, "paths")
+    head, files = files_of(only_record(out))
+    assert set(files) == {"j.dat", "one.dat", "two.dat", "rel.dat", "at.dat", "unclean.dat"}
+    j = files["j.dat"]
+    assert (j["opens"], j["writes"], j["write_bytes"], j["recreated"]) == (10, 10, 1000, 9)
+    assert files["one.dat"]["ino"] == files["two.dat"]["ino"] and files["two.dat"]["opens"] == 1
+    for name in ("rel.dat", "at.dat", "unclean.dat"):
+        assert files[name]["path"] == str(data / name)
+    s = profile_files.summarise([only_record(out)])
+    assert s["count"] == 6
+    assert next(f for f in s["shown"] if f["path"].endswith("j.dat"))["recreated"] == 9
+
+
+def _shared(paths_program, tmp_path, mode):
+    out, _ = run(paths_program, tmp_path, mode)
+    recs = parse(out.read_text())
+    assert len(recs) == 2
+    for r in recs:
+        f = files_of(r)[1]["s.dat"]
+        assert 0 < f["first_open_ns"] <= f["last_close_ns"]
+    s = profile_files.summarise(recs)
+    (f,) = s["shown"]
+    return f, s
+
+
+def test_processes_taking_turns_with_a_file_do_not_share_it(paths_program, tmp_path):
+    f, s = _shared(paths_program, tmp_path, "turns")
+    assert (f["processes"], f["at_once"], f["writers_at_once"]) == (2, 1, 1)
+    assert profile_files.findings(s, io_s=f["time_s"]) == []
+
+
+def test_processes_holding_a_file_open_together_share_it(paths_program, tmp_path):
+    f, s = _shared(paths_program, tmp_path, "together")
+    assert (f["processes"], f["at_once"], f["writers_at_once"]) == (2, 2, 2)
+    # a finding only where the file took the time: here it is all of it
+    f["time_s"] = max(f["time_s"], profile_files.MIN_FILE_S)
+    assert [x.id for x in profile_files.findings(s, io_s=f["time_s"])] == ["profile.file.shared"]
+
+
+def test_shared_means_open_at_the_same_time_and_one_of_them_writing():
+    def rec(pid, first, last, writes):
+        r = _rec(pid, t={"writes": writes, "write_ns": 10**9, "first_open_ns": first, "last_close_ns": last})
+        return r
+    # gcc's temporary .s: cc1 writes it, as reads it, then the next cc1 writes it again: turns
+    turns = profile_files.summarise([rec(1, 10, 20, 5), rec(2, 21, 30, 0), rec(3, 31, 40, 5), rec(4, 41, 50, 0)])
+    (f,) = turns["shown"]
+    assert (f["processes"], f["at_once"], f["writers_at_once"]) == (4, 1, 1)
+    assert profile_files.findings(turns, io_s=1.0) == []
+    # readers at once are not writers at once
+    readers = profile_files.summarise([rec(1, 10, 20, 5), rec(2, 21, 30, 0), rec(3, 22, 30, 0)])
+    assert (readers["shown"][0]["at_once"], readers["shown"][0]["writers_at_once"]) == (2, 1)
+    both = profile_files.summarise([rec(1, 10, 20, 5), rec(2, 15, 30, 0)])
+    assert {x.id for x in profile_files.findings(both, io_s=1.0)} == {"profile.file.shared"}
+
+
+# -- synchronous opens, mappings, io_uring and AIO (issue 26, item 7) -----------------------------
+
+OPENS = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+
+static char buf[1 << 20] __attribute__((aligned(4096)));
+
+static int make(const char *dir, const char *name, int flags)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return open(p, O_CREAT | O_RDWR | O_TRUNC | flags, 0644);
+}
+
+int main(int argc, char **argv)
+{
+    const char *d = argv[1], *mode = argv[2];
+    if (!strcmp(mode, "flags")) {
+        /* 5 writes through O_DSYNC and 1 through a dup of it; 2 through O_SYNC; 3 plain */
+        int ds = make(d, "dsync.dat", O_DSYNC), sy = make(d, "sync.dat", O_SYNC), pl = make(d, "plain.dat", 0);
+        CHECK(ds >= 0 && sy >= 0 && pl >= 0);
+        for (int i = 0; i < 5; i++)
+            CHECK(write(ds, buf, 4096) == 4096);
+        int cp = dup(ds);
+        CHECK(cp >= 0 && write(cp, buf, 4096) == 4096 && close(cp) == 0);
+        for (int i = 0; i < 2; i++)
+            CHECK(write(sy, buf, 4096) == 4096);
+        for (int i = 0; i < 3; i++)
+            CHECK(write(pl, buf, 4096) == 4096);
+        /* O_DIRECT given by fcntl, where the file system takes it (tmpfs before 6.6 does not) */
+        int dr = make(d, "direct.dat", 0);
+        CHECK(dr >= 0);
+        if (fcntl(dr, F_SETFL, O_DIRECT) == 0 && pwrite(dr, buf, 4096, 0) == 4096)
+            printf("direct\n");
+        CHECK(close(ds) == 0 && close(sy) == 0 && close(pl) == 0 && close(dr) == 0);
+    } else if (!strcmp(mode, "maps")) {
+        /* 1 MiB mapped for reading, 8 KiB shared and writable, and an anonymous mapping */
+        int r = make(d, "ro.dat", 0), w = make(d, "rw.dat", 0);
+        CHECK(r >= 0 && w >= 0 && write(r, buf, sizeof buf) == sizeof buf && ftruncate(w, 8192) == 0);
+        const char *m = mmap(NULL, sizeof buf, PROT_READ, MAP_PRIVATE, r, 0);
+        char *n = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, w, 0);
+        void *a = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED && n != MAP_FAILED && a != MAP_FAILED);
+        n[0] = m[4096];
+        CHECK(munmap((void *)m, sizeof buf) == 0 && munmap(n, 8192) == 0 && close(r) == 0 && close(w) == 0);
+    } else if (!strcmp(mode, "io_uring")) {
+        /* a ring set up by the raw system call (as liburing does), its rings mapped through mmap,
+           then unmapped and closed: only the mapping shows it */
+        struct io_uring_params p;
+        memset(&p, 0, sizeof p);
+        int fd = (int)syscall(SYS_io_uring_setup, 4, &p);
+        if (fd < 0)
+            return 77;                        /* io_uring disabled here (sysctl, seccomp) */
+        size_t len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+        void *sq = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, IORING_OFF_SQ_RING);
+        CHECK(sq != MAP_FAILED && munmap(sq, len) == 0 && close(fd) == 0);
+    } else if (!strcmp(mode, "aio")) {
+        /* a Linux AIO context by the raw system call, alive at exit: its ring is in the maps */
+        aio_context_t ctx = 0;
+        if (syscall(SYS_io_setup, 8, &ctx) != 0)
+            return 77;
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def opens_program(tmp_path_factory):
+    if CC is None:
+        pytest.skip("no cc on PATH")
+    d = tmp_path_factory.mktemp("opens")
+    src, exe = d / "opens.c", d / "opens"
+    src.write_text(OPENS)
+    r = subprocess.run([CC, "-O0", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def test_writes_through_synchronous_opens_are_counted_with_their_flags(opens_program, tmp_path):
+    out, data = tmp_path / "rec", tmp_path / "data"
+    data.mkdir()
+    p = run_child([str(opens_program), str(data), "flags"], out)
+    assert p.returncode == 0, p.stderr
+    _, files = files_of(only_record(out))
+    ds, sy, pl = files["dsync.dat"], files["sync.dat"], files["plain.dat"]
+    assert (ds["oflags"], ds["writes"], ds["flagged_writes"]) == (1, 6, 6) and ds["flagged_write_ns"] > 0
+    assert (sy["oflags"], sy["flagged_writes"]) == (2, 2)
+    assert (pl["oflags"], pl["flagged_writes"], pl["flagged_write_ns"]) == (0, 0, 0)
+    if b"direct" in p.stdout:
+        assert (files["direct.dat"]["oflags"], files["direct.dat"]["flagged_writes"]) == (4, 1)
+    s = profile_files.summarise([only_record(out)])
+    assert [f["path"].rsplit("/", 1)[1] for f in s["flagged"]][:2] == ["dsync.dat", "sync.dat"]
+    (f,) = [x for x in profile_files.uncounted(s, run_s=1.0) if x.id == "profile.file.sync_open"]
+    assert "dsync.dat" in f.title and "O_DSYNC" in f.title and "6 synchronous writes of 4 KiB" in f.evidence
+
+
+def test_mapped_files_are_counted_and_anonymous_mappings_are_not(opens_program, tmp_path):
+    out, data = tmp_path / "rec", tmp_path / "data"
+    data.mkdir()
+    p = run_child([str(opens_program), str(data), "maps"], out)
+    assert p.returncode == 0, p.stderr
+    head, files = files_of(only_record(out))
+    ro, rw = files["ro.dat"], files["rw.dat"]
+    assert (ro["maps"], ro["map_bytes"], ro["map_prot"]) == (1, 1 << 20, 1)
+    assert (rw["maps"], rw["map_bytes"], rw["map_prot"]) == (1, 8192, 1 | 2 | 4)
+    assert ro["reads"] == 0 and (head["io_uring"], head["aio"]) == (0, 0)
+    (f,) = profile_files.uncounted(profile_files.summarise([only_record(out)]), run_s=1.0)
+    assert f.id == "profile.file.mapped" and "ro.dat" in f.title and "rw.dat" not in f.title   # 8 KiB: too little
+    assert "page faults, not counted as reads" in f.why
+
+
+@pytest.mark.parametrize("mode", ["io_uring", "aio"])
+def test_io_uring_and_linux_aio_are_said_to_be_there(opens_program, tmp_path, mode):
+    out = tmp_path / "rec"
+    p = run_child([str(opens_program), str(tmp_path), mode], out)
+    if p.returncode == 77:
+        pytest.skip(f"{mode} is not available here")
+    assert p.returncode == 0, p.stderr
+    head, _ = files_of(only_record(out))
+    assert head[mode] == 1 and head["aio" if mode == "io_uring" else "io_uring"] == 0
+    (f,) = profile_files.uncounted(profile_files.summarise([only_record(out)]), run_s=1.0)
+    assert f.id == "profile.file.async" and "present, not counted" in f.title
+
+
+def test_synchronous_writes_are_a_warning_when_they_took_a_tenth_of_the_run():
+    recs = [_rec(1, log={"writes": 1000, "write_bytes": 4096000, "write_ns": 3 * 10**9, "flagged_writes": 1000,
+                         "flagged_write_ns": 3 * 10**9, "oflags": 1})]
+    recs[0]["process"].update(start_ns=10**9, end_ns=11 * 10**9)
+    assert profile_files.run_seconds(recs) == pytest.approx(10.0)
+    s = profile_files.summarise(recs)
+    (f,) = profile_files.uncounted(s, profile_files.run_seconds(recs))
+    assert f.status == "warn" and "30% of the run's 10 s" in f.title and "fsync" in f.fix
+    (quiet,) = profile_files.uncounted(s, 100.0)
+    assert quiet.status == "ok"                       # 3% of the run: named, not a warning

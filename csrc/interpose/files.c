@@ -2,24 +2,37 @@
  * wrote through the POSIX or stdio calls the other modules wrap, like
  * Darshan's per-file records (files.h has the interface and the model).
  *
+ * Longer than 500 lines: a hundred are the record's format, below; the
+ * rest is one table of records that the descriptor map, the per-thread
+ * cache, the fork handler and the report all walk. The names it gives
+ * files are paths.c's, the I/O no wrapper sees is async.c's.
+ *
  * Its record lines (interpose.h has the format around them):
  *
- *     module name=file version=1 enabled=1
- *     file files=2 lost=0 max=512
+ *     module name=file version=2 enabled=1
+ *     file files=2 lost=0 max=512 io_uring=0 aio=0
  *     file id=1 dev=2049 ino=393220 blksize=4096 api=1 opens=1 meta_ns=8120 reads=0 read_bytes=0 read_ns=0
  *          writes=256 write_bytes=268435456 write_ns=91234567 random=0 unaligned=0 syncs=1
- *          sync_ns=402311 extent=268435456 path=/scratch/out.dat
+ *          sync_ns=402311 extent=268435456 flagged_writes=0 flagged_write_ns=0 maps=0 map_bytes=0
+ *          recreated=0 oflags=0 map_prot=0 first_open_ns=5123000111 last_close_ns=5191000222
+ *          path=/scratch/out.dat
  *     ...
  *
  * (a file line is one line.) files: the records that follow (files the
- * process opened, read, wrote or synced); lost: distinct files that found
+ * process opened, read, wrote, synced or mapped); lost: distinct files that found
  * no record (more than max = CEIL_IP_FILES_MAX, or a full probe sequence)
- * and are counted only in the POSIX and stdio totals. Per file: id (the
- * record's slot, 1-based; two threads meeting a new file at the same
- * moment may make two records of it, which a reader merges by dev and
- * ino); dev and ino (st_dev, st_ino: the same file under two paths is one
- * record, and processes on one node that share a file name the same
- * pair); blksize (st_blksize, the alignment the file system prefers);
+ * and are counted only in the POSIX and stdio totals; io_uring, aio: 1
+ * when the process set up I/O that no wrapper counts: an io_uring instance
+ * (liburing's io_uring_queue_init*, an mmap of a ring's descriptor, or a
+ * ring still mapped when the record is written) or a Linux AIO context
+ * (libaio's io_setup or io_queue_init, or an "[aio]" ring in
+ * /proc/self/maps when the record is written). Per file: id (the
+ * record's slot, 1-based; two threads meeting a new path at the same
+ * moment may make two records of it, which a reader merges by path);
+ * dev and ino (st_dev, st_ino of the file under the path at its last open:
+ * version 1 keyed records by them, which merged the temporary files that
+ * an inode number passed between and split a file deleted and created again);
+ * blksize (st_blksize, the alignment the file system prefers);
  * api: bits, 1 = POSIX calls, 2 = stdio calls, 4 = MPI-IO calls; opens:
  * successful opens of it (open family, creat, fopen family, MPI_File_open);
  * meta_ns: time in those opens and in the closes of its descriptors (close,
@@ -31,17 +44,40 @@
  * accesses that did not start where the thread's previous access of the
  * descriptor ended (posix.c, "Sequential or not"); unaligned: POSIX
  * accesses whose start offset was known and not a multiple of blksize;
- * syncs: fsync and fdatasync calls; extent: one past the highest byte a
+ * syncs: fsync and fdatasync calls; flagged_writes, flagged_write_ns:
+ * the writes (and their time, within writes and write_ns) through a
+ * descriptor opened with O_SYNC, O_DSYNC or O_DIRECT or given O_DIRECT by
+ * fcntl(F_SETFL); maps, map_bytes: successful mmap calls of the file and
+ * the bytes they mapped (what the program then reads or writes through the
+ * mapping is page faults, not calls: not in reads or writes); recreated:
+ * opens that found another file under the path than the process's
+ * previous open of it did (another inode, or the same inode number born
+ * at another time: statx's btime, where the file system keeps it); oflags:
+ * bits of the opens, 1 = O_DSYNC, 2 = O_SYNC, 4 = O_DIRECT; map_prot: bits
+ * of the mappings, 1 = readable, 2 = writable, 4 = MAP_SHARED;
+ * first_open_ns, last_close_ns: CLOCK_MONOTONIC (the process line's clock,
+ * comparable between the processes of a node) at the process's first
+ * open of the path or first meeting of a descriptor of it (for a forked
+ * child holding the descriptor: the fork), and at the last close of a
+ * descriptor of it (the record's time when one is still open then, 0 when
+ * none was opened or met), so that a reader can tell processes that had
+ * the file open at the same time from ones that took turns;
+ * extent: one past the highest byte a
  * POSIX access with a known offset moved (a pread's or pwrite's, or a read
  * or write at a position the thread knows: after the open or an lseek, not
- * after a pread or pwrite, which leave the position where it was); path: as the program opened
- * it when absolute, else /proc/self/fd's link (a relative path, a
- * descriptor met without its open), at most FILE_PATH_BYTES - 1
- * bytes (longer ones keep their end, after "...").
+ * after a pread or pwrite, which leave the position where it was); path:
+ * the record's key, as Darshan makes its record ids: the path as the
+ * program opened it, made absolute with the working directory (or
+ * openat's directory's link) when relative, "//" and "/./" removed, no
+ * link resolved; /proc/self/fd's link for a descriptor met without its
+ * open; at most FILE_PATH_BYTES - 1 bytes (longer ones keep their end,
+ * after "...": the key is a hash of the whole path).
  *
- * Not seen: a descriptor at or above CEIL_IP_FD_MAP; dup, dup2 and fcntl
- * copies are met as unknown descriptors and mapped then, but a number
- * that dup2 replaces keeps its old file until it is closed through close;
+ * Not seen: a descriptor at or above CEIL_IP_FD_MAP; a copy of a
+ * descriptor made other than by dup, dup2, dup3 or fcntl (F_DUPFD) is met
+ * as an unknown descriptor, under its link; munmap (map_bytes is what was
+ * mapped, not what stayed mapped); I/O through io_uring or Linux AIO
+ * (raw system calls: only said to be present, above);
  * where MPI-IO's reads and writes went inside a file (its calls count
  * requests, bytes and time per file, from the name MPI_File_open was
  * given; ROMIO's own POSIX calls run inside the MPI call, uncounted, see
@@ -55,11 +91,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include "files.h"
 #include "interpose.h"
+#include "paths.h"
 
 #define FILE_PATH_BYTES 240
 #define FILE_CACHE 64           /* per-thread entries, by file id modulo */
@@ -68,18 +107,32 @@
 
 /* The counts of one file (FC_EXTENT is a maximum, the rest sums). */
 enum { FC_OPENS, FC_META_TICKS, FC_READS, FC_READ_BYTES, FC_READ_TICKS, FC_WRITES, FC_WRITE_BYTES, FC_WRITE_TICKS,
-       FC_RANDOM, FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_N };
+       FC_RANDOM, FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_CACHED,
+       /* the rare ones, added to the record itself (atomic adds) */
+       FC_FLAGGED_WRITES = FC_CACHED, FC_FLAGGED_WRITE_TICKS, FC_MAPS, FC_MAP_BYTES, FC_N };
 static const char *const fc_names[FC_N] = {"opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes",
                                           "write_bytes", "write_ns", "random", "unaligned", "syncs", "sync_ns",
-                                          "extent"};
-#define FC_IS_TICKS(k) ((k) == FC_META_TICKS || (k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS)
+                                          "extent", "flagged_writes", "flagged_write_ns", "maps", "map_bytes"};
+#define FC_IS_TICKS(k)                                                                                           \
+    ((k) == FC_META_TICKS || (k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS ||            \
+     (k) == FC_FLAGGED_WRITE_TICKS)
+
+/* The open flags a record keeps (oflags), and a descriptor's (fdflags). */
+#define OF_DSYNC 1u
+#define OF_SYNC 2u
+#define OF_DIRECT 4u
 
 enum { FR_EMPTY = 0, FR_CLAIMED, FR_READY, FR_DEAD };
 
 typedef struct file_rec {
     uint32_t state;             /* FR_*: EMPTY -> CLAIMED (one thread fills it) -> READY */
     uint32_t api;
-    uint64_t dev, ino, blksize;
+    uint64_t key;               /* hash of the whole path */
+    uint64_t dev, ino, btime;   /* the file under the path at its last open (btime 0: not known) */
+    uint64_t blksize;
+    uint64_t recreated;
+    uint64_t first_ns, last_ns; /* CLOCK_MONOTONIC; 0 = none */
+    uint32_t oflags, map_prot;
     uint64_t n[FC_N];           /* what threads folded in */
     char path[FILE_PATH_BYTES];
 } file_rec;
@@ -87,7 +140,7 @@ typedef struct file_rec {
 /* One thread's cache entry: a file id (0 = free) and its counts since the
  * last fold. The block is nothing but uint64_t. */
 typedef struct file_entry {
-    uint64_t fid, api, n[FC_N];
+    uint64_t fid, api, n[FC_CACHED];
 } file_entry;
 
 typedef struct file_counters {
@@ -96,11 +149,19 @@ typedef struct file_counters {
 
 _Static_assert(sizeof(file_counters) <= CEIL_IP_MAX_BLOCK, "file block too large");
 
+/* What a file is, from statx (or fstatat where statx is refused). */
+typedef struct file_id {
+    uint64_t dev, ino, btime, blksize;
+} file_id;
+
 static file_rec files[CEIL_IP_FILES_MAX];
 static uint32_t fdmap[CEIL_IP_FD_MAP];  /* 0 = not seen, FID_NONE, else 1 + the record's slot */
+static uint8_t fdflags[CEIL_IP_FD_MAP]; /* OF_* of the descriptor */
 static uint64_t files_lost;
+static int no_statx;                    /* statx refused (ENOSYS, a seccomp filter's EPERM) */
 static uint64_t report_sum[CEIL_IP_FILES_MAX][FC_N];   /* the report's scratch: no stack of 48 KiB */
 static uint32_t report_api[CEIL_IP_FILES_MAX];
+static uint8_t report_open[CEIL_IP_FILES_MAX];
 
 static ceil_ip_module file_module;
 
@@ -119,32 +180,62 @@ static void copy_path(char *dst, const char *src)
     dst[FILE_PATH_BYTES - 1] = 0;
 }
 
-/* fd's link in /proc/self/fd, without stdio (no allocation). */
-static void proc_path(int fd, char *out, size_t len)
+/* 1 when (dirfd, path, at_flags) names a regular file or a block device,
+ * with what it is in *id; statx for the birth time, else fstatat. */
+static int file_stat(int dirfd, const char *path, int at_flags, file_id *id)
 {
-    char link[32] = "/proc/self/fd/", digits[12];
-    int nd = 0;
-    unsigned v = (unsigned)fd;
-    do {
-        digits[nd++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    size_t at = strlen(link);
-    while (nd)
-        link[at++] = digits[--nd];
-    link[at] = 0;
-    const long n = syscall(SYS_readlinkat, AT_FDCWD, link, out, len - 1);   /* AArch64 has no readlink */
-    out[n > 0 ? (size_t)n : 0] = 0;
+#ifdef SYS_statx
+    if (!__atomic_load_n(&no_statx, __ATOMIC_RELAXED)) {
+        struct statx sx;
+        if (syscall(SYS_statx, dirfd, path, at_flags, STATX_TYPE | STATX_INO | STATX_BTIME, &sx) == 0) {
+            if (!(S_ISREG(sx.stx_mode) || S_ISBLK(sx.stx_mode)))
+                return 0;
+            id->dev = (uint64_t)makedev(sx.stx_dev_major, sx.stx_dev_minor);
+            id->ino = sx.stx_ino;
+            id->btime = (sx.stx_mask & STATX_BTIME)
+                            ? (uint64_t)sx.stx_btime.tv_sec * 1000000000u + sx.stx_btime.tv_nsec + 1 : 0;
+            id->blksize = sx.stx_blksize;
+            return 1;
+        }
+        if (errno != ENOSYS && errno != EPERM)
+            return 0;
+        __atomic_store_n(&no_statx, 1, __ATOMIC_RELAXED);
+    }
+#endif
+    struct stat st;
+    if (syscall(SYS_newfstatat, dirfd, path, &st, at_flags) != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
+        return 0;
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
+    id->btime = 0;
+    id->blksize = st.st_blksize > 0 ? (uint64_t)st.st_blksize : 0;
+    return 1;
 }
 
-/* The record of (dev, ino), made when there is none: 1 + its slot, or 0
- * when none is free within FILE_PROBES slots. Wait-free: a slot another
- * thread is filling is passed over (a possible duplicate, see the top). */
-static uint32_t record_of(const struct stat *st, const char *path, int fd)
+static void time_min(uint64_t *at, uint64_t v)
 {
-    const uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
-    uint64_t h = (dev * 0x9E3779B97F4A7C15ULL) ^ (ino * 0xC2B2AE3D27D4EB4FULL);
-    h ^= h >> 29;
+    uint64_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+    while ((cur == 0 || v < cur) &&
+           !__atomic_compare_exchange_n(at, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+static void time_max(uint64_t *at, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+    while (v > cur && !__atomic_compare_exchange_n(at, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* The record of the (absolute, clean) path, made when there is none: 1 +
+ * its slot, or 0 when none is free within FILE_PROBES slots. `opened`:
+ * the program just opened the path, so a file other than the one its
+ * previous open found is a re-creation. Wait-free: a slot another thread
+ * is filling is passed over (a possible duplicate, see the top). */
+static uint32_t record_of(const char *path, const file_id *id, int opened)
+{
+    const uint64_t key = ceil_ip_path_key(path);
+    uint64_t h = key ^ (key >> 29);
     for (unsigned i = 0; i < FILE_PROBES; i++) {
         const uint32_t slot = (uint32_t)((h + i) % CEIL_IP_FILES_MAX);
         file_rec *r = &files[slot];
@@ -153,36 +244,50 @@ static uint32_t record_of(const struct stat *st, const char *path, int fd)
             uint32_t expect = FR_EMPTY;
             if (__atomic_compare_exchange_n(&r->state, &expect, FR_CLAIMED, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
-                r->dev = dev;
-                r->ino = ino;
-                r->blksize = st->st_blksize > 0 ? (uint64_t)st->st_blksize : 0;
-                if (path && path[0] == '/')
-                    copy_path(r->path, path);
-                else {
-                    char buf[4096];
-                    proc_path(fd, buf, sizeof buf);
-                    copy_path(r->path, buf);
-                }
+                r->key = key;
+                r->dev = id->dev;
+                r->ino = id->ino;
+                r->btime = id->btime;
+                r->blksize = id->blksize;
+                copy_path(r->path, path);
                 __atomic_store_n(&r->state, FR_READY, __ATOMIC_RELEASE);
                 return slot + 1;
             }
             s = expect;
         }
-        if (s == FR_READY && r->dev == dev && r->ino == ino)
+        if (s == FR_READY && r->key == key) {
+            if (opened && (__atomic_load_n(&r->ino, __ATOMIC_RELAXED) != id->ino ||
+                           __atomic_load_n(&r->dev, __ATOMIC_RELAXED) != id->dev ||
+                           __atomic_load_n(&r->btime, __ATOMIC_RELAXED) != id->btime)) {
+                __atomic_fetch_add(&r->recreated, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&r->dev, id->dev, __ATOMIC_RELAXED);
+                __atomic_store_n(&r->ino, id->ino, __ATOMIC_RELAXED);
+                __atomic_store_n(&r->btime, id->btime, __ATOMIC_RELAXED);
+            }
             return slot + 1;
+        }
     }
     __atomic_fetch_add(&files_lost, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
-/* Map fd (below CEIL_IP_FD_MAP) to its file, asking the kernel once. */
-static uint32_t map_fd(int fd, const char *path)
+/* Map fd (below CEIL_IP_FD_MAP) to its file, asking the kernel once: by
+ * the path it was opened by (relative to dirfd), else by its link. */
+static uint32_t map_fd(int dirfd, int fd, const char *path, int opened)
 {
-    struct stat st;
+    file_id id;
     uint32_t fid = FID_NONE;
-    if (syscall(SYS_fstat, fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
-        const uint32_t f = record_of(&st, path, fd);
-        fid = f ? f : FID_NONE;
+    if (file_stat(fd, "", AT_EMPTY_PATH, &id)) {
+        char buf[4096];
+        if (!path || !path[0] || !ceil_ip_absolute_path(dirfd, path, buf, sizeof buf))
+            ceil_ip_fd_path(fd, buf, sizeof buf);
+        const uint32_t f = buf[0] == '/' ? record_of(buf, &id, opened) : 0;
+        if (!f && buf[0] != '/')
+            __atomic_fetch_add(&files_lost, 1, __ATOMIC_RELAXED);
+        if (f) {
+            fid = f;
+            time_min(&files[f - 1].first_ns, ceil_ip_now_ns());
+        }
     }
     __atomic_store_n(&fdmap[fd], fid, __ATOMIC_RELAXED);
     return fid;
@@ -192,7 +297,7 @@ static uint32_t map_fd(int fd, const char *path)
  * record or the thread is not counting. Keeps errno. */
 static file_entry *entry_in(file_counters *c, uint32_t fid);
 
-static file_entry *entry_of(int fd, const char *path, int opened)
+static file_entry *entry_of(int fd, int dirfd, const char *path, int opened)
 {
     if ((unsigned)fd >= CEIL_IP_FD_MAP)
         return NULL;
@@ -202,7 +307,7 @@ static file_entry *entry_of(int fd, const char *path, int opened)
     uint32_t fid = __atomic_load_n(&fdmap[fd], __ATOMIC_RELAXED);
     if (fid == 0 || opened) {
         const int saved = errno;
-        fid = map_fd(fd, path);
+        fid = map_fd(dirfd, fd, path, opened);
         errno = saved;
     }
     return fid == FID_NONE ? NULL : entry_in(c, fid);
@@ -216,7 +321,7 @@ static file_entry *entry_in(file_counters *c, uint32_t fid)
         if (e->fid) {
             /* the slot passes to another file: the old one's counts go to its record */
             file_rec *r = &files[e->fid - 1];
-            for (int k = 0; k < FC_N; k++) {
+            for (int k = 0; k < FC_CACHED; k++) {
                 const uint64_t v = ceil_ip_read(&e->n[k]);
                 if (k == FC_EXTENT) {
                     uint64_t cur = __atomic_load_n(&r->n[k], __ATOMIC_RELAXED);
@@ -238,36 +343,104 @@ static file_entry *entry_in(file_counters *c, uint32_t fid)
 
 /* ---- what posix.c and stdio.c call ------------------------------------------------ */
 
-void ceil_ip_file_opened(int fd, const char *path, unsigned api, uint64_t ticks)
+static unsigned oflags_of(int flags)
 {
-    file_entry *e = fd >= 0 ? entry_of(fd, path, 1) : NULL;
+    unsigned f = 0;
+    if ((flags & O_SYNC) == O_SYNC)
+        f |= OF_SYNC;
+    else if (flags & O_DSYNC)
+        f |= OF_DSYNC;
+    if (flags & O_DIRECT)
+        f |= OF_DIRECT;
+    return f;
+}
+
+void ceil_ip_file_opened_at(int dirfd, int fd, const char *path, int flags, unsigned api, uint64_t ticks)
+{
+    if ((unsigned)fd >= CEIL_IP_FD_MAP)
+        return;
+    const unsigned of = oflags_of(flags);
+    __atomic_store_n(&fdflags[fd], (uint8_t)of, __ATOMIC_RELAXED);
+    file_entry *e = entry_of(fd, dirfd, path, 1);
     if (e) {
         ceil_ip_add(&e->n[FC_OPENS], 1);
         ceil_ip_add(&e->n[FC_META_TICKS], ticks);
         e->api |= api;
+        if (of)
+            __atomic_fetch_or(&files[e->fid - 1].oflags, of, __ATOMIC_RELAXED);
     }
+}
+
+void ceil_ip_file_opened(int fd, const char *path, unsigned api, uint64_t ticks)
+{
+    ceil_ip_file_opened_at(AT_FDCWD, fd, path, 0, api, ticks);
+}
+
+/* fd's record, 0 when it has none (or was never seen). */
+static uint32_t fid_of(int fd)
+{
+    const uint32_t fid = (unsigned)fd < CEIL_IP_FD_MAP ? __atomic_load_n(&fdmap[fd], __ATOMIC_RELAXED) : 0;
+    return fid == FID_NONE ? 0 : fid;
 }
 
 void ceil_ip_file_closed(int fd, uint64_t ticks)
 {
     if ((unsigned)fd >= CEIL_IP_FD_MAP)
         return;
+    const uint32_t fid = fid_of(fd);
+    if (fid)
+        time_max(&files[fid - 1].last_ns, ceil_ip_now_ns());
     /* a descriptor never mapped is not looked up now: it is closed */
-    file_entry *e = ticks && __atomic_load_n(&fdmap[fd], __ATOMIC_RELAXED) ? entry_of(fd, NULL, 0) : NULL;
+    file_entry *e = ticks && fid ? entry_of(fd, AT_FDCWD, NULL, 0) : NULL;
     if (e)
         ceil_ip_add(&e->n[FC_META_TICKS], ticks);
     __atomic_store_n(&fdmap[fd], 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&fdflags[fd], 0, __ATOMIC_RELAXED);
+}
+
+void ceil_ip_file_dup(int oldfd, int newfd)
+{
+    if ((unsigned)newfd >= CEIL_IP_FD_MAP || newfd == oldfd)
+        return;
+    const int saved = errno;
+    ceil_ip_file_closed(newfd, 0);      /* dup2 and dup3 closed what the number was */
+    if ((unsigned)oldfd < CEIL_IP_FD_MAP) {
+        __atomic_store_n(&fdmap[newfd], __atomic_load_n(&fdmap[oldfd], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        __atomic_store_n(&fdflags[newfd], __atomic_load_n(&fdflags[oldfd], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    }
+    errno = saved;
+}
+
+void ceil_ip_file_setfl(int fd, int flags)
+{
+    if ((unsigned)fd >= CEIL_IP_FD_MAP)
+        return;
+    const uint8_t was = __atomic_load_n(&fdflags[fd], __ATOMIC_RELAXED);
+    const uint8_t now = (uint8_t)((was & ~OF_DIRECT) | (flags & O_DIRECT ? OF_DIRECT : 0));
+    __atomic_store_n(&fdflags[fd], now, __ATOMIC_RELAXED);
+    if (now & OF_DIRECT) {
+        const int saved = errno;
+        file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
+        if (e)
+            __atomic_fetch_or(&files[e->fid - 1].oflags, OF_DIRECT, __ATOMIC_RELAXED);
+        errno = saved;
+    }
 }
 
 void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int random, int64_t offset, unsigned api)
 {
-    file_entry *e = entry_of(fd, NULL, 0);
+    file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
     if (!e)
         return;
     ceil_ip_add(&e->n[write ? FC_WRITES : FC_READS], 1);
     ceil_ip_add(&e->n[write ? FC_WRITE_BYTES : FC_READ_BYTES], bytes);
     ceil_ip_add(&e->n[write ? FC_WRITE_TICKS : FC_READ_TICKS], ticks);
     ceil_ip_add(&e->n[FC_RANDOM], (uint64_t)random);
+    if (write && __atomic_load_n(&fdflags[fd], __ATOMIC_RELAXED)) {
+        uint64_t *n = files[e->fid - 1].n;
+        __atomic_fetch_add(&n[FC_FLAGGED_WRITES], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_FLAGGED_WRITE_TICKS], ticks, __ATOMIC_RELAXED);
+    }
     if (offset >= 0 && bytes > 0) {
         const uint64_t bs = files[e->fid - 1].blksize;
         ceil_ip_add(&e->n[FC_UNALIGNED], bs && (uint64_t)offset % bs != 0);
@@ -280,11 +453,32 @@ void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int rand
 
 void ceil_ip_file_sync(int fd, uint64_t ticks)
 {
-    file_entry *e = entry_of(fd, NULL, 0);
+    file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
     if (e) {
         ceil_ip_add(&e->n[FC_SYNCS], 1);
         ceil_ip_add(&e->n[FC_SYNC_TICKS], ticks);
     }
+}
+
+void ceil_ip_file_mapped(int fd, uint64_t len, int prot, int flags)
+{
+    const int saved = errno;
+    file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
+    if (e) {
+        uint64_t *n = files[e->fid - 1].n;
+        __atomic_fetch_add(&n[FC_MAPS], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_MAP_BYTES], len, __ATOMIC_RELAXED);
+        const uint32_t bits = (prot & PROT_READ ? 1u : 0) | (prot & PROT_WRITE ? 2u : 0) |
+                              ((flags & MAP_TYPE) == MAP_SHARED || (flags & MAP_TYPE) == MAP_SHARED_VALIDATE ? 4u : 0);
+        __atomic_fetch_or(&files[e->fid - 1].map_prot, bits, __ATOMIC_RELAXED);
+    } else if (fd >= 0 && fid_of(fd) == 0 && ceil_ip_block(&file_module)) {
+        /* not a file: an io_uring instance's rings are mapped from its descriptor */
+        char link[64];
+        ceil_ip_fd_path(fd, link, sizeof link);
+        if (!strcmp(link, "anon_inode:[io_uring]"))
+            ceil_ip_file_async(CEIL_IP_ASYNC_IO_URING);
+    }
+    errno = saved;
 }
 
 /* ---- what mpi_io.c calls: files by name --------------------------------------------- */
@@ -310,22 +504,11 @@ static uint32_t file_named(const char *path, unsigned api, uint64_t ticks)
         p++;
     if (*p == ':' && p - path >= 2)
         path = p + 1;
-    struct stat st;
-    const long rc = syscall(SYS_newfstatat, AT_FDCWD, path, &st, 0);
-    if (rc != 0 || !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
-        return 0;
+    file_id id;
     char abs[4096];
-    if (path[0] != '/') {
-        /* relative to where the program is now: made absolute without the cwd's wrapper */
-        const long n = syscall(SYS_getcwd, abs, sizeof abs - 1);
-        size_t len = n > 0 ? strlen(abs) : 0, pl = strlen(path);
-        if (len == 0 || len + 1 + pl >= sizeof abs)
-            return 0;
-        abs[len] = '/';
-        memcpy(abs + len + 1, path, pl + 1);
-        path = abs;
-    }
-    const uint32_t fid = record_of(&st, path, -1);
+    if (!file_stat(AT_FDCWD, path, 0, &id) || !ceil_ip_absolute_path(AT_FDCWD, path, abs, sizeof abs))
+        return 0;
+    const uint32_t fid = record_of(abs, &id, 1);
     if (fid) {
         file_entry *e = entry_in(c, fid);
         ceil_ip_add(&e->n[FC_OPENS], 1);
@@ -370,8 +553,22 @@ static void file_at_fork_child(void)
             r->state = FR_DEAD;
         memset(r->n, 0, sizeof r->n);
         r->api = 0;
+        r->recreated = 0;
+        r->oflags = 0;
+        r->map_prot = 0;
+        r->first_ns = r->last_ns = 0;
+    }
+    /* what the child holds open it has had since the fork */
+    const uint64_t now = ceil_ip_now_ns();
+    for (int fd = 0; fd < CEIL_IP_FD_MAP; fd++) {
+        const uint32_t fid = fid_of(fd);
+        if (fid) {
+            files[fid - 1].first_ns = now;
+            files[fid - 1].oflags |= fdflags[fd];
+        }
     }
     files_lost = 0;
+    ceil_ip_file_async_forget();
 }
 
 static int file_init(ceil_ip_module *self)
@@ -388,7 +585,14 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         for (int k = 0; k < FC_N; k++)
             report_sum[i][k] = __atomic_load_n(&files[i].n[k], __ATOMIC_RELAXED);
         report_api[i] = __atomic_load_n(&files[i].api, __ATOMIC_RELAXED);
+        report_open[i] = 0;
     }
+    for (int fd = 0; fd < CEIL_IP_FD_MAP; fd++) {
+        const uint32_t fid = fid_of(fd);
+        if (fid && fid <= CEIL_IP_FILES_MAX)
+            report_open[fid - 1] = 1;
+    }
+    const uint64_t now = ceil_ip_now_ns();
     for (int t = 0; t < ceil_ip_threads(); t++) {
         const file_counters *c = ceil_ip_block_of(self, t);
         for (int j = 0; c && j < FILE_CACHE; j++) {
@@ -397,7 +601,7 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
             if (fid == 0 || fid > CEIL_IP_FILES_MAX)
                 continue;
             uint64_t *s = report_sum[fid - 1];
-            for (int k = 0; k < FC_N; k++) {
+            for (int k = 0; k < FC_CACHED; k++) {
                 const uint64_t v = ceil_ip_read(&e->n[k]);
                 s[k] = k == FC_EXTENT ? (v > s[k] ? v : s[k]) : s[k] + v;
             }
@@ -414,10 +618,13 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         else
             report_api[i] = UINT32_MAX;   /* marks "not shown" below */
     }
+    const uint32_t async = ceil_ip_file_async_seen();
     ceil_ip_line(out, self);
     ceil_ip_put_u64(out, "files", shown);
     ceil_ip_put_u64(out, "lost", __atomic_load_n(&files_lost, __ATOMIC_RELAXED));
     ceil_ip_put_u64(out, "max", CEIL_IP_FILES_MAX);
+    ceil_ip_put_u64(out, "io_uring", (async & CEIL_IP_ASYNC_IO_URING) != 0);
+    ceil_ip_put_u64(out, "aio", (async & CEIL_IP_ASYNC_AIO) != 0);
     const double tick_ns = ceil_ip_ns_per_tick();
     for (int i = 0; i < CEIL_IP_FILES_MAX; i++) {
         if (report_api[i] == UINT32_MAX)
@@ -425,20 +632,25 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         const file_rec *r = &files[i];
         ceil_ip_line(out, self);
         ceil_ip_put_u64(out, "id", (uint64_t)i + 1);
-        ceil_ip_put_u64(out, "dev", r->dev);
-        ceil_ip_put_u64(out, "ino", r->ino);
+        ceil_ip_put_u64(out, "dev", __atomic_load_n(&r->dev, __ATOMIC_RELAXED));
+        ceil_ip_put_u64(out, "ino", __atomic_load_n(&r->ino, __ATOMIC_RELAXED));
         ceil_ip_put_u64(out, "blksize", r->blksize);
         ceil_ip_put_u64(out, "api", report_api[i]);
         for (int k = 0; k < FC_N; k++)
             ceil_ip_put_u64(out, fc_names[k], FC_IS_TICKS(k) ? ceil_ip_ticks_ns(report_sum[i][k], tick_ns)
                                                              : report_sum[i][k]);
+        ceil_ip_put_u64(out, "recreated", __atomic_load_n(&r->recreated, __ATOMIC_RELAXED));
+        ceil_ip_put_u64(out, "oflags", __atomic_load_n(&r->oflags, __ATOMIC_RELAXED));
+        ceil_ip_put_u64(out, "map_prot", __atomic_load_n(&r->map_prot, __ATOMIC_RELAXED));
+        ceil_ip_put_u64(out, "first_open_ns", __atomic_load_n(&r->first_ns, __ATOMIC_RELAXED));
+        ceil_ip_put_u64(out, "last_close_ns", report_open[i] ? now : __atomic_load_n(&r->last_ns, __ATOMIC_RELAXED));
         ceil_ip_put_str(out, "path", r->path);
     }
 }
 
 static ceil_ip_module file_module = {
     .name = "file",
-    .version = 1,
+    .version = 2,
     .block_bytes = sizeof(file_counters),
     .init = file_init,
     .report = file_report,

@@ -3,11 +3,15 @@
  * "file" module), fed by the POSIX and stdio modules: which files the
  * program read and wrote, how much, in what requests, where and how fast.
  *
- * A file is a (device, inode) of a regular file or a block device; its
- * record is made the first time the program opens it, or the first time it
- * reads or writes a descriptor the module has not seen opened (inherited
- * from the parent, opened before an exec, dup'ed), and holds the path it
- * was opened by (or /proc/self/fd's link). A descriptor is mapped to its
+ * A file is the absolute path of a regular file or a block device, as
+ * Darshan keys its records (the path as opened, made absolute with the
+ * working directory or openat's directory, "//" and "/./" removed; not
+ * resolved: a link is its own record); its record is made the first time
+ * the program opens the path, or the first time it reads or writes a
+ * descriptor the module has not seen opened (inherited from the parent,
+ * opened before an exec), under /proc/self/fd's link. A file deleted and
+ * created again under its path stays one record that counts the
+ * re-creations; two paths of one inode are two. A descriptor is mapped to its
  * file in one process-wide table; the counts go into a small per-thread
  * cache of files, folded into the process-wide record with atomic adds
  * only when a thread's cache slot passes to another file. So the hot path
@@ -35,6 +39,35 @@
  * /proc/self/fd), the open taking `ticks`: its file's record, one open
  * counted. */
 void ceil_ip_file_opened(int fd, const char *path, unsigned api, uint64_t ticks) __attribute__((visibility("hidden")));
+
+/* The same for openat: a relative path is relative to dirfd (AT_FDCWD: the
+ * working directory); flags are the open's, of which O_SYNC, O_DSYNC and
+ * O_DIRECT are kept for the descriptor. */
+void ceil_ip_file_opened_at(int dirfd, int fd, const char *path, int flags, unsigned api, uint64_t ticks)
+    __attribute__((visibility("hidden")));
+
+/* newfd is now a copy of oldfd (dup, dup2, dup3, fcntl F_DUPFD): the same
+ * file and flags; what newfd was before is closed. */
+void ceil_ip_file_dup(int oldfd, int newfd) __attribute__((visibility("hidden")));
+
+/* fcntl(fd, F_SETFL, flags) succeeded: O_DIRECT is on or off now. */
+void ceil_ip_file_setfl(int fd, int flags) __attribute__((visibility("hidden")));
+
+/* A successful mmap of `len` bytes of fd with prot and flags (MAP_ANONYMOUS
+ * excluded by the caller): counted against the file; a mapping of an
+ * io_uring instance's descriptor marks io_uring as present. */
+void ceil_ip_file_mapped(int fd, uint64_t len, int prot, int flags) __attribute__((visibility("hidden")));
+
+/* I/O no wrapper counts was set up: an io_uring instance (liburing's
+ * io_uring_queue_init*) or a Linux AIO context (libaio's io_setup). */
+#define CEIL_IP_ASYNC_IO_URING 1
+#define CEIL_IP_ASYNC_AIO 2
+void ceil_ip_file_async(int which) __attribute__((visibility("hidden")));
+
+/* (async.c) CEIL_IP_ASYNC_* seen so far, or in /proc/self/maps now (may run
+ * in a signal handler); forgotten in a forked child. */
+uint32_t ceil_ip_file_async_seen(void) __attribute__((visibility("hidden")));
+void ceil_ip_file_async_forget(void) __attribute__((visibility("hidden")));
 
 /* A descriptor the program closed, in ticks (0: not timed): the number's
  * next user is another file. */

@@ -76,6 +76,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/syscall.h>
@@ -254,7 +255,7 @@ static inline uint64_t count_meta(posix_counters *c, enum posix_fn fn, uint64_t 
 
 /* A new descriptor's position is 0, or wherever the file ends at each
  * write with O_APPEND. */
-static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags,
+static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags, int dirfd,
                               const char *path)
 {
     const uint64_t ticks = count_meta(c, fn, t0, rc < 0);
@@ -262,7 +263,7 @@ static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, 
         c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
         c->kind[rc] = FD_UNKNOWN;
     }
-    ceil_ip_file_opened(rc, path, CEIL_IP_API_POSIX, ticks);
+    ceil_ip_file_opened_at(dirfd, rc, path, flags, CEIL_IP_API_POSIX, ticks);
 }
 
 static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
@@ -310,7 +311,7 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
             return CEIL_REAL(fn)(path, flags, mode);                                               \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, flags, mode);                                           \
-        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
+        count_open(c, FN_##fn, t0, rc, flags, AT_FDCWD, path);                                     \
         return rc;                                                                                 \
     }
 POSIX_OPEN(open)
@@ -327,7 +328,7 @@ POSIX_OPEN(open64)
             return CEIL_REAL(fn)(dirfd, path, flags, mode);                                        \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags, mode);                                    \
-        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
+        count_open(c, FN_##fn, t0, rc, flags, dirfd, path);                                        \
         return rc;                                                                                 \
     }
 POSIX_OPENAT(openat)
@@ -346,7 +347,7 @@ POSIX_OPENAT(openat64)
             return CEIL_REAL(fn)(path, flags);                                                     \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, flags);                                                 \
-        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
+        count_open(c, FN_##fn, t0, rc, flags, AT_FDCWD, path);                                     \
         return rc;                                                                                 \
     }
 POSIX_OPEN_2(__open_2)
@@ -362,7 +363,7 @@ POSIX_OPEN_2(__open64_2)
             return CEIL_REAL(fn)(dirfd, path, flags);                                              \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(dirfd, path, flags);                                          \
-        count_open(c, FN_##fn, t0, rc, flags, path);                                               \
+        count_open(c, FN_##fn, t0, rc, flags, dirfd, path);                                        \
         return rc;                                                                                 \
     }
 POSIX_OPENAT_2(__openat_2)
@@ -377,7 +378,7 @@ POSIX_OPENAT_2(__openat64_2)
             return CEIL_REAL(fn)(path, mode);                                                      \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(path, mode);                                                  \
-        count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC, path);                        \
+        count_open(c, FN_##fn, t0, rc, O_WRONLY | O_CREAT | O_TRUNC, AT_FDCWD, path);              \
         return rc;                                                                                 \
     }
 POSIX_CREAT(creat)
@@ -402,6 +403,82 @@ CEIL_IP_EXPORT int close(int fd)
     }
     return rc;
 }
+
+/* ---- what only the per-file records need: copies of descriptors, flags, mappings ----
+ * Not counted in the classes (no line of their own in the record): they
+ * keep files.c's descriptor map true (a copy is the same file, with the
+ * same O_SYNC, O_DSYNC and O_DIRECT; what dup2 replaces is closed), note
+ * O_DIRECT set by fcntl, and count a file's mappings. They keep the
+ * map even when the thread is not counting (inside another wrapper). */
+#define POSIX_DUP_FNS(X) X(dup) X(dup2) X(dup3) X(fcntl)
+
+CEIL_IP_REAL_DECL(int, dup, (int));
+CEIL_IP_EXPORT int dup(int fd)
+{
+    const int rc = CEIL_REAL(dup)(fd);
+    if (rc >= 0)
+        ceil_ip_file_dup(fd, rc);
+    return rc;
+}
+
+CEIL_IP_REAL_DECL(int, dup2, (int, int));
+CEIL_IP_EXPORT int dup2(int fd, int to)
+{
+    const int rc = CEIL_REAL(dup2)(fd, to);
+    if (rc >= 0)
+        ceil_ip_file_dup(fd, rc);
+    return rc;
+}
+
+CEIL_IP_REAL_DECL(int, dup3, (int, int, int));
+CEIL_IP_EXPORT int dup3(int fd, int to, int flags)
+{
+    const int rc = CEIL_REAL(dup3)(fd, to, flags);
+    if (rc >= 0)
+        ceil_ip_file_dup(fd, rc);
+    return rc;
+}
+
+/* fcntl's third argument is an int or a pointer, or absent: passed on as
+ * a pointer-sized value, as glibc's own fcntl reads it. fcntl64 is what
+ * glibc 2.28's headers call with _FILE_OFFSET_BITS=64. */
+#define POSIX_FCNTL(fn)                                                                            \
+    CEIL_IP_REAL_DECL(int, fn, (int, int, ...));                                                   \
+    CEIL_IP_EXPORT int fn(int fd, int cmd, ...)                                                    \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, cmd);                                                                         \
+        void *arg = va_arg(ap, void *);                                                            \
+        va_end(ap);                                                                                \
+        const int rc = CEIL_REAL(fn)(fd, cmd, arg);                                                \
+        if (rc >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))                                 \
+            ceil_ip_file_dup(fd, rc);                                                              \
+        else if (rc >= 0 && cmd == F_SETFL)                                                        \
+            ceil_ip_file_setfl(fd, (int)(intptr_t)arg);                                            \
+        return rc;                                                                                 \
+    }
+POSIX_FCNTL(fcntl)
+#if __GLIBC_PREREQ(2, 28)
+int fcntl64(int, int, ...);
+POSIX_FCNTL(fcntl64)
+#endif
+
+/* mmap is called by allocators (a preloaded one's own, too) and by this
+ * library at load, before the real one is resolved: until then the
+ * system call itself. An anonymous mapping is passed on untouched. */
+#define POSIX_MMAP(fn)                                                                             \
+    CEIL_IP_REAL_DECL(void *, fn, (void *, size_t, int, int, int, off_t));                         \
+    CEIL_IP_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, off_t off)        \
+    {                                                                                              \
+        ceil_ip_##fn##_fn_ f = __atomic_load_n(&ceil_ip_real_##fn##_, __ATOMIC_RELAXED);           \
+        void *rc = f ? f(addr, len, prot, flags, fd, off)                                          \
+                     : (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);                 \
+        if (rc != MAP_FAILED && !(flags & MAP_ANONYMOUS) && fd >= 0 && ceil_ip_block(&posix_module)) \
+            ceil_ip_file_mapped(fd, len, prot, flags);                                             \
+        return rc;                                                                                 \
+    }
+POSIX_MMAP(mmap)
+POSIX_MMAP(mmap64)
 
 /* read and write at the file position: (fd, buf, n). */
 #define POSIX_RW(klass, fn, buf_t)                                                                 \
@@ -586,6 +663,9 @@ static int posix_init(ceil_ip_module *self)
 #define POSIX_RESOLVE(fn) (void)CEIL_REAL(fn);
     POSIX_BASE_FNS(POSIX_RESOLVE)
     POSIX_STAT_FNS(POSIX_RESOLVE)
+    POSIX_DUP_FNS(POSIX_RESOLVE)
+    (void)CEIL_REAL(mmap);
+    (void)CEIL_REAL(mmap64);
 #undef POSIX_RESOLVE
     errno = saved;
     return 0;
