@@ -40,8 +40,10 @@ Figures, each with its reference and target:
     single process of the tree, from wait4): within 10 % or 1 MiB;
   - per-file records for the files the program opened under its work directory
     (sqlite's database and journal, gcc's -save-temps files and objects, ...):
-    the number of files and, per file, opens, reads, writes and their bytes
-    (Darshan POSIX + STDIO counters, ceiling's `files`) equal;
+    the number of files, one record per path (ceiling keys its records by inode:
+    a path made again, as sqlite's journal, may have several, summed here), and
+    per file opens, reads, writes and their bytes (Darshan POSIX + STDIO
+    counters, ceiling's `files`) equal;
   - verdicts: no storage finding (profile.io*, profile.ceiling.io_*, an io bound)
     for `git log -p` writing through stdio to /dev/null; fio's random writes
     counted as fio reports them (its JSON's total_ios and io_bytes, and the
@@ -400,7 +402,14 @@ def work_files(doc: dict, w: str, ref) -> tuple:
     when every file the reference saw under the work directory is among them)."""
     files = doc["environment"]["profile"].get("files") or {}
     shown = files.get("shown", [])
-    ours = {f["path"]: f for f in shown if f["path"].startswith(w + "/")}
+    ours: Dict[str, dict] = {}
+    for f in shown:
+        if f["path"].startswith(w + "/"):
+            mine = ours.setdefault(f["path"], {"records": 0})
+            mine["records"] += 1
+            for k, v in f.items():
+                if isinstance(v, int):
+                    mine[k] = mine.get(k, 0) + v
     return ours, files.get("count", 0) <= len(shown) or set(ref) <= set(ours)
 
 
@@ -439,6 +448,9 @@ def file_rows(t: Table, name: str, doc: dict, dar: Dict[str, Dict[str, int]], w:
     ours = {p: f for p, f in shown.items() if f.get("opens", 0)}
     t.exact(name, "files opened under the work dir" + ("" if whole else " (ceiling lists its top 20)"),
             len(ours), len(ref), "Darshan")
+    split = [os.path.basename(p) for p, f in shown.items() if f["records"] > 1]
+    t.add(name, "paths with more than one record", len(split), 0, "Darshan: one per path", not split,
+          ", ".join(f"{p} {shown[os.path.join(w, p)]['records']}" for p in split)[:200])
     keys = ("opens", "reads", "writes", "read_bytes", "write_bytes")
     both = sorted(set(ours) & set(ref))
     same = [p for p in both if all(ours[p].get(k, 0) == ref[p][k] for k in keys)]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 CC = shutil.which("cc") or shutil.which("gcc")
+SQLITE3 = shutil.which("sqlite3")
 
 SOURCE = r"""
 #define _GNU_SOURCE
@@ -27,6 +28,7 @@ SOURCE = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char buf[1 << 16];     /* 64 KiB */
@@ -89,8 +91,9 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    if (!strcmp(mode, "late")) {           /* 0.3 s asleep, then 4 MiB written and read back */
-        usleep(300000);
+    if (!strcmp(mode, "late") || !strcmp(mode, "early")) {  /* 4 MiB written and read back, */
+        if (!strcmp(mode, "late"))                             /* after 0.3 s asleep or before */
+            usleep(300000);
         int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
         for (int i = 0; i < 16; i++)
             if (write(fd, buf, sizeof buf) != sizeof buf) return 1;
@@ -98,7 +101,19 @@ int main(int argc, char **argv)
             if (pwrite(fd, buf, sizeof buf, (off_t)(16 + i) * sizeof buf) != sizeof buf) return 1;
         for (int i = 0; i < 64; i++)
             if (pread(fd, buf, sizeof buf, (off_t)i * sizeof buf) != sizeof buf) return 1;
+        if (!strcmp(mode, "early"))
+            usleep(300000);
         return close(fd) != 0;
+    }
+    if (!strcmp(mode, "spin")) {           /* on a CPU for SECONDS */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        volatile unsigned long n = 0;
+        do {
+            for (int i = 0; i < 1000000; i++) n++;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) * 1e-9 < atof(argv[2]));
+        return 0;
     }
     return 2;
 }
@@ -123,11 +138,16 @@ def profile(tmp_path: Path, *cmd: str, stdout=subprocess.PIPE):
     return r, json.loads(out.read_text())
 
 
+def records(doc: dict, path: Path) -> list:
+    """ceiling's per-file records of a path (more than one where it keys them by inode and the
+    path named several files over the run)."""
+    return [f for f in doc["environment"]["profile"].get("files", {}).get("shown", []) if f["path"] == str(path)]
+
+
 def record(doc: dict, path: Path) -> dict:
-    for f in doc["environment"]["profile"].get("files", {}).get("shown", []):
-        if f["path"] == str(path):
-            return f
-    return {}
+    """The path's counts, summed over its records."""
+    recs = records(doc, path)
+    return {k: sum(r[k] for r in recs) for k in recs[0] if isinstance(recs[0][k], int)} if recs else {}
 
 
 def metric(doc: dict, name: str) -> float:
@@ -159,13 +179,18 @@ def test_dd_under_a_shell_counts_each_call_once(tmp_path):
                                        "fixed in another branch")
 @pytest.mark.parametrize("shell", [False, True], ids=["alone", "under sh -c"])
 def test_proc_totals_are_the_bytes_moved_within_2_percent(tmp_path, prog, shell):
-    # 4 MiB written and read back just before the program exits, after the sampler's first
-    # readings: only totals taken at its exit have them; plus what the loader reads at start
-    # (a few KiB: inside the 2 %)
-    cmd = [prog, "late", str(tmp_path / "out")]
-    _, doc = profile(tmp_path, *(["sh", "-c", " ".join(cmd) + "; true"] if shell else cmd))
-    assert metric(doc, "app.io.write") * 1e6 == pytest.approx(4 << 20, rel=0.02)
-    assert metric(doc, "app.io.read") * 1e6 == pytest.approx(4 << 20, rel=0.02)
+    # alone: 4 MiB written and read back just before the program exits, after the sampler's
+    # first readings, so that only totals taken at its exit have them (four runs: a reading
+    # may fall between the last call and the exit by chance); under a shell: the same before
+    # a pause, then the shell pauses too, after it has reaped the program (the kernel then adds
+    # the child's I/O to the shell's own: counted twice if both are summed). Plus what the
+    # loader reads at start (a few KiB: inside the 2 %).
+    out = tmp_path / "out"
+    cmd = ["sh", "-c", f"{prog} early {out}; sleep 0.3"] if shell else [prog, "late", str(out)]
+    for _ in range(1 if shell else 4):
+        _, doc = profile(tmp_path, *cmd)
+        assert metric(doc, "app.io.write") * 1e6 == pytest.approx(4 << 20, rel=0.02)
+        assert metric(doc, "app.io.read") * 1e6 == pytest.approx(4 << 20, rel=0.02)
 
 
 @pytest.mark.parametrize("mib", [
@@ -211,5 +236,40 @@ def test_a_file_deleted_and_made_again_is_one_record_by_its_path(tmp_path, prog)
     # sqlite's rollback journal is made again at every transaction; Darshan keeps one record per path
     f = tmp_path / "journal"
     _, doc = profile(tmp_path, prog, "remake", str(f), "200")
-    rec = record(doc, f)
-    assert (rec.get("opens"), rec.get("writes"), rec.get("write_bytes")) == (200, 200, 20000)
+    assert [(r["opens"], r["writes"], r["write_bytes"]) for r in records(doc, f)] == [(200, 200, 20000)]
+
+
+@pytest.mark.skipif(not SQLITE3, reason="sqlite3 is not installed (apt-get install sqlite3)")
+def test_sqlites_journal_is_opened_once_per_transaction(tmp_path):
+    # journal_mode=DELETE (sqlite's default): every autocommit statement creates the
+    # rollback journal, writes it, syncs it and deletes it; Darshan's record of the path
+    # has as many opens (benchmarks/profile_vs_peers.py: 301 for a table and 300 rows)
+    script = tmp_path / "s.sql"
+    script.write_text("CREATE TABLE t(i INTEGER PRIMARY KEY, s TEXT);\n"
+                      + "".join(f"INSERT INTO t(s) VALUES('row {i}');\n" for i in range(40)))
+    db = tmp_path / "t.db"
+    out = tmp_path / "p.json"
+    with open(script) as stdin:
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                            str(out), "--", SQLITE3, str(db)], stdin=stdin, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert record(json.loads(out.read_text()), Path(f"{db}-journal")).get("opens") == 41
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 6 (oversubscription told from competing load): "
+                                       "fixed in another branch")
+def test_a_two_process_program_beside_competing_load_is_not_called_oversubscribed(tmp_path, prog):
+    # one co-runner per CPU outside the program's tree: the program's 2 processes wait for a
+    # CPU because of them, not because it asks for more CPUs than it has
+    busy = [subprocess.Popen([prog, "spin", "30"]) for _ in os.sched_getaffinity(0)]
+    try:
+        _, doc = profile(tmp_path, "sh", "-c", f"{prog} spin 2 & {prog} spin 2; wait")
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    bounds = doc["analysis"]["bounds"]
+    said = " ".join([b["evidence"] for b in bounds] + [f["title"] + " " + f["evidence"] for f in doc["findings"]])
+    assert "oversubscribed" not in [b["bound"] for b in bounds]
+    assert "competing" in said.lower() or "other process" in said.lower()
