@@ -24,14 +24,15 @@ Every program runs four times, one tool at a time, from the same starting state
 
 Figures, each with its reference and target:
 
-  - read/write calls and bytes on files (ceiling's io_calls read/write class, the
-    calls on regular files) = strace's read/pread64/readv/preadv(2) and
-    write/pwrite64/writev/pwritev(2) calls on descriptors whose path is a file (not
-    a pipe, socket or /dev node), less the dynamic loader's reads of shared
-    objects (a path ending .so or .so.N, which no interposer can see) and bytes
-    moved by copy_file_range/sendfile (no read or write call): exact. sync calls
-    = fsync + fdatasync: exact. Where a program uses stdio, ceiling counts the
-    stdio calls and strace the kernel's requests: the rows differ, and say so;
+  - read/write calls and bytes on the files under the work directory (the files
+    the program works on; ceiling's per-file records, summed per path) = strace's
+    read/pread64/readv/preadv(2) and write/pwrite64/writev/pwritev(2) calls on
+    descriptors whose path is there: exact. Not the program's every file: glibc's
+    own reads (/etc/locale.alias, nsswitch.conf) and the loader's of shared objects
+    are no call an interposer can see. sync calls (ceiling's io_calls) = fsync +
+    fdatasync: exact. Bytes moved by copy_file_range or sendfile are a row of their
+    own. Where a program uses stdio, ceiling counts the stdio calls and strace the
+    kernel's requests: the rows differ, and say so;
   - /proc totals (app.io.read, app.io.write: rchar, wchar summed over the tree) =
     strace's bytes of every read-like or write-like call on any descriptor (with
     copy_file_range and sendfile on both sides, as the kernel counts them):
@@ -567,7 +568,7 @@ def main() -> int:
                       f"{darshan}/lib/libdarshan.so or bin/darshan-parser missing"
                       if not (os.path.exists(os.path.join(darshan, "lib", "libdarshan.so")) and
                               os.access(os.path.join(darshan, "bin", "darshan-parser"), os.X_OK)) else "")
-    missing = [f"strace: not installed (apt-get install strace)"] if not tools["strace"] else []
+    missing = ["strace: not installed (apt-get install strace)"] if not tools["strace"] else []
     missing += ["GNU time: /usr/bin/time not installed (apt-get install time)"] if not tools["time"] else []
     missing += [f"Darshan: {why_no_darshan}"] if why_no_darshan else []
     for m in missing:
