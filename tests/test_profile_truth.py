@@ -1,0 +1,275 @@
+"""ceiling profile's counts, totals and verdicts against references that need no peer
+tool (issue 26): our own C program making a known number of calls of known sizes, dd
+with known sizes (alone and under a shell), a program reading its own peak resident
+memory from the kernel (VmHWM), a child that ends in _exit, stdio to /dev/null, a copy
+by copy_file_range, a file deleted and made again. The same figures beside strace,
+Darshan and GNU time on real programs are benchmarks/profile_vs_peers.py's.
+
+Tests marked xfail(strict) wait for a fix made in another branch: when it lands they
+pass, strict turns that into a failure, and the mark is removed."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CC = shutil.which("cc") or shutil.which("gcc")
+SQLITE3 = shutil.which("sqlite3")
+
+SOURCE = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char buf[1 << 16];     /* 64 KiB */
+
+int main(int argc, char **argv)
+{
+    const char *mode = argv[1];
+    if (!strcmp(mode, "known")) {          /* 24 writes of 4096 B, 1 fsync, 16 reads of 4096 B, 4 of 1000 B */
+        int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        for (int i = 0; i < 16; i++)
+            if (write(fd, buf, 4096) != 4096) return 1;
+        for (int i = 0; i < 8; i++)
+            if (pwrite(fd, buf, 4096, (off_t)i * 8192) != 4096) return 1;
+        if (fsync(fd) || lseek(fd, 0, SEEK_SET)) return 1;
+        for (int i = 0; i < 16; i++)
+            if (read(fd, buf, 4096) != 4096) return 1;
+        for (int i = 0; i < 4; i++)
+            if (pread(fd, buf, 1000, 0) != 1000) return 1;
+        return close(fd) != 0;
+    }
+    if (!strcmp(mode, "rss")) {            /* touch MIB MiB, then print the kernel's VmHWM in kB */
+        size_t n = (size_t)atol(argv[2]) << 20;
+        char *p = malloc(n);
+        memset(p, 1, n);
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "VmHWM:", 6)) printf("%ld\n", atol(line + 6));
+        return p[n / 2] != 1;
+    }
+    if (!strcmp(mode, "forkexit")) {       /* a child writes 10 x 512 B and ends in _exit */
+        pid_t pid = fork();
+        if (pid == 0) {
+            int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            for (int i = 0; i < 10; i++)
+                if (write(fd, buf, 512) != 512) _exit(1);
+            _exit(0);
+        }
+        int st;
+        return waitpid(pid, &st, 0) != pid || st != 0;
+    }
+    if (!strcmp(mode, "stdio")) {          /* N lines through stdio */
+        for (long i = 0; i < atol(argv[2]); i++)
+            printf("line %ld of a program printing to whatever stdout is\n", i);
+        return 0;
+    }
+    if (!strcmp(mode, "copy")) {           /* SRC to DST by copy_file_range alone */
+        int in = open(argv[2], O_RDONLY), out = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ssize_t got;
+        while ((got = copy_file_range(in, NULL, out, NULL, 1 << 20, 0)) > 0)
+            ;
+        return got < 0 || close(in) || close(out);
+    }
+    if (!strcmp(mode, "remake")) {         /* N times: create FILE, write 100 B, close, rename it away */
+        char to[4096];
+        for (long i = 0; i < atol(argv[3]); i++) {
+            int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            snprintf(to, sizeof to, "%s.%ld", argv[2], i);   /* the next FILE is a new inode */
+            if (write(fd, buf, 100) != 100 || close(fd) || rename(argv[2], to)) return 1;
+        }
+        return 0;
+    }
+    if (!strcmp(mode, "late") || !strcmp(mode, "early")) {  /* 4 MiB written and read back, */
+        if (!strcmp(mode, "late"))                             /* after 0.3 s asleep or before */
+            usleep(300000);
+        int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+        for (int i = 0; i < 16; i++)
+            if (write(fd, buf, sizeof buf) != sizeof buf) return 1;
+        for (int i = 0; i < 48; i++)
+            if (pwrite(fd, buf, sizeof buf, (off_t)(16 + i) * sizeof buf) != sizeof buf) return 1;
+        for (int i = 0; i < 64; i++)
+            if (pread(fd, buf, sizeof buf, (off_t)i * sizeof buf) != sizeof buf) return 1;
+        if (!strcmp(mode, "early"))
+            usleep(300000);
+        return close(fd) != 0;
+    }
+    if (!strcmp(mode, "spin")) {           /* on a CPU for SECONDS */
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        volatile unsigned long n = 0;
+        do {
+            for (int i = 0; i < 1000000; i++) n++;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) * 1e-9 < atof(argv[2]));
+        return 0;
+    }
+    return 2;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory) -> str:
+    assert CC, "a C compiler (cc) is needed to build the test program"
+    d = tmp_path_factory.mktemp("truth")
+    (d / "truth.c").write_text(SOURCE)
+    subprocess.run([CC, "-O1", "-o", str(d / "truth"), str(d / "truth.c")], check=True)
+    return str(d / "truth")
+
+
+def profile(tmp_path: Path, *cmd: str, stdout=subprocess.PIPE):
+    out = tmp_path / "p.json"
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                        str(out), "--", *cmd], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120,
+                       env=dict(os.environ, NO_COLOR="1"))
+    assert r.returncode == 0, r.stderr
+    return r, json.loads(out.read_text())
+
+
+def records(doc: dict, path: Path) -> list:
+    """ceiling's per-file records of a path (more than one where it keys them by inode and the
+    path named several files over the run)."""
+    return [f for f in doc["environment"]["profile"].get("files", {}).get("shown", []) if f["path"] == str(path)]
+
+
+def record(doc: dict, path: Path) -> dict:
+    """The path's counts, summed over its records."""
+    recs = records(doc, path)
+    return {k: sum(r[k] for r in recs) for k in recs[0] if isinstance(recs[0][k], int)} if recs else {}
+
+
+def metric(doc: dict, name: str) -> float:
+    return next(m["value"] for m in doc["metrics"] if m["name"] == name)
+
+
+def test_a_programs_calls_and_bytes_on_its_file_are_counted_exactly(tmp_path, prog):
+    f = tmp_path / "known.dat"
+    _, doc = profile(tmp_path, prog, "known", str(f))
+    rec = record(doc, f)
+    got = {k: rec.get(k) for k in ("opens", "writes", "write_bytes", "reads", "read_bytes", "syncs")}
+    assert got == {"opens": 1, "writes": 24, "write_bytes": 24 * 4096, "reads": 20,
+                   "read_bytes": 16 * 4096 + 4 * 1000, "syncs": 1}
+    io = doc["environment"]["profile"]["io_calls"]
+    assert io["sync"]["calls"] == 1
+    assert io["read"]["calls"] == 20 and io["read"]["bytes"] == 16 * 4096 + 4 * 1000
+
+
+def test_dd_under_a_shell_counts_each_call_once(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _, doc = profile(tmp_path, "sh", "-c", f"dd if=/dev/zero of={a} bs=64k count=16 status=none; "
+                                           f"dd if={a} of={b} bs=32k status=none")
+    ra, rb = record(doc, a), record(doc, b)
+    assert (ra["writes"], ra["write_bytes"], ra["reads"], ra["read_bytes"]) == (16, 1 << 20, 33, 1 << 20)
+    assert (rb["writes"], rb["write_bytes"]) == (32, 1 << 20)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 1 (exact /proc totals through a launcher): "
+                                       "fixed in another branch")
+@pytest.mark.parametrize("shell", [False, True], ids=["alone", "under sh -c"])
+def test_proc_totals_are_the_bytes_moved_within_2_percent(tmp_path, prog, shell):
+    # alone: 4 MiB written and read back just before the program exits, after the sampler's
+    # first readings, so that only totals taken at its exit have them (four runs: a reading
+    # may fall between the last call and the exit by chance); under a shell: the same before
+    # a pause, then the shell pauses too, after it has reaped the program (the kernel then adds
+    # the child's I/O to the shell's own: counted twice if both are summed). Plus what the
+    # loader reads at start (a few KiB: inside the 2 %).
+    out = tmp_path / "out"
+    cmd = ["sh", "-c", f"{prog} early {out}; sleep 0.3"] if shell else [prog, "late", str(out)]
+    for _ in range(1 if shell else 4):
+        _, doc = profile(tmp_path, *cmd)
+        assert metric(doc, "app.io.write") * 1e6 == pytest.approx(4 << 20, rel=0.02)
+        assert metric(doc, "app.io.read") * 1e6 == pytest.approx(4 << 20, rel=0.02)
+
+
+@pytest.mark.parametrize("mib", [
+    pytest.param(2, marks=pytest.mark.xfail(strict=True, reason="issue 26 item 1 (peak RSS of the program, not "
+                                                                "of ceiling's fork before exec): fixed in another "
+                                                                "branch")),
+    64])
+def test_peak_rss_is_the_kernels_figure_for_the_program(tmp_path, prog, mib):
+    r, doc = profile(tmp_path, prog, "rss", str(mib))
+    hwm_mib = int(r.stdout.split()[0]) / 1024          # the program's own VmHWM
+    assert abs(metric(doc, "app.rss.peak") - hwm_mib) <= max(0.10 * hwm_mib, 1.0)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 2 (records flushed at _exit): fixed in another branch")
+def test_a_child_that_ends_in__exit_is_counted(tmp_path, prog):
+    f = tmp_path / "child.dat"
+    _, doc = profile(tmp_path, prog, "forkexit", str(f))
+    rec = record(doc, f)
+    assert (rec.get("writes"), rec.get("write_bytes")) == (10, 5120)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 4 (stdio apart from kernel requests): "
+                                       "fixed in another branch")
+def test_stdio_to_dev_null_is_no_storage_io(tmp_path, prog):
+    _, doc = profile(tmp_path, prog, "stdio", "300000", stdout=subprocess.DEVNULL)
+    storage = [f["id"] for f in doc["findings"] if f["id"].startswith(("profile.io", "profile.ceiling.io"))]
+    assert storage == [] and "io" not in [b["bound"] for b in doc["analysis"]["bounds"]]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 5 (copy_file_range counted): fixed in another branch")
+def test_bytes_copied_by_copy_file_range_are_read_and_written(tmp_path, prog):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.write_bytes(os.urandom(3 << 20))
+    _, doc = profile(tmp_path, prog, "copy", str(src), str(dst))
+    assert dst.read_bytes() == src.read_bytes()
+    assert record(doc, src).get("read_bytes") == 3 << 20
+    assert record(doc, dst).get("write_bytes") == 3 << 20
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 3 (per-file records keyed by path): "
+                                       "fixed in another branch")
+def test_a_file_deleted_and_made_again_is_one_record_by_its_path(tmp_path, prog):
+    # sqlite's rollback journal is made again at every transaction; Darshan keeps one record per path
+    f = tmp_path / "journal"
+    _, doc = profile(tmp_path, prog, "remake", str(f), "200")
+    assert [(r["opens"], r["writes"], r["write_bytes"]) for r in records(doc, f)] == [(200, 200, 20000)]
+
+
+@pytest.mark.skipif(not SQLITE3, reason="sqlite3 is not installed (apt-get install sqlite3)")
+def test_sqlites_journal_is_opened_once_per_transaction(tmp_path):
+    # journal_mode=DELETE (sqlite's default): every autocommit statement creates the
+    # rollback journal, writes it, syncs it and deletes it; Darshan's record of the path
+    # has as many opens (benchmarks/profile_vs_peers.py: 301 for a table and 300 rows)
+    script = tmp_path / "s.sql"
+    script.write_text("CREATE TABLE t(i INTEGER PRIMARY KEY, s TEXT);\n"
+                      + "".join(f"INSERT INTO t(s) VALUES('row {i}');\n" for i in range(40)))
+    db = tmp_path / "t.db"
+    out = tmp_path / "p.json"
+    with open(script) as stdin:
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                            str(out), "--", SQLITE3, str(db)], stdin=stdin, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert record(json.loads(out.read_text()), Path(f"{db}-journal")).get("opens") == 41
+
+
+@pytest.mark.xfail(strict=True, reason="issue 26 item 6 (oversubscription told from competing load): "
+                                       "fixed in another branch")
+def test_a_two_process_program_beside_competing_load_is_not_called_oversubscribed(tmp_path, prog):
+    # one co-runner per CPU outside the program's tree: the program's 2 processes wait for a
+    # CPU because of them, not because it asks for more CPUs than it has
+    busy = [subprocess.Popen([prog, "spin", "30"]) for _ in os.sched_getaffinity(0)]
+    try:
+        _, doc = profile(tmp_path, "sh", "-c", f"{prog} spin 2 & {prog} spin 2; wait")
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    bounds = doc["analysis"]["bounds"]
+    said = " ".join([b["evidence"] for b in bounds] + [f["title"] + " " + f["evidence"] for f in doc["findings"]])
+    assert "oversubscribed" not in [b["bound"] for b in bounds]
+    assert "competing" in said.lower() or "other process" in said.lower()
