@@ -230,8 +230,6 @@ def test_bytes_copied_by_copy_file_range_are_read_and_written(tmp_path, prog):
     assert record(doc, dst).get("write_bytes") == 3 << 20
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 3 (per-file records keyed by path): "
-                                       "fixed in another branch")
 def test_a_file_deleted_and_made_again_is_one_record_by_its_path(tmp_path, prog):
     # sqlite's rollback journal is made again at every transaction; Darshan keeps one record per path
     f = tmp_path / "journal"
