@@ -260,6 +260,10 @@ int main(int argc, char **argv) {
     f = fopen(argv[1], "r");
     while (fread(b, 1, sizeof b, f) == sizeof b) ;                  /* to the end, and the read that finds it */
     fclose(f);
+    f = fopen(argv[1], "r");
+    fread(big, 1, 10000, f);                                        /* part of a buffer and more: two requests */
+    while (fread(big, 1, sizeof big, f) == sizeof big) ;            /* as sort reads: whole buffers, the rest, the end */
+    fclose(f);
     f = fopen(argv[2], "w");
     fprintf(f, "left open\n");                                      /* glibc's exit writes it */
     return 0;

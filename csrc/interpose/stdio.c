@@ -66,7 +66,8 @@
  * was pending in one request, fclose likewise. kernel_read: bytes that came
  * into the buffer in a read call (bytes + read ahead after - read ahead
  * before) in one request, or two where more than a buffer (a direct read of
- * whole buffers, then one to fill it), plus one of 0 bytes where the call
+ * whole buffers, then one to fill it, unless the direct read took it all),
+ * plus one of 0 bytes where the call
  * met the end of the file; a seek that reads a new block, one request.
  * pending: the streams on files with bytes in their buffer when the record
  * was written (glibc's list of open streams), which glibc's exit writes
@@ -281,19 +282,36 @@ static inline void kernel_writes(stdio_counters *c, const stdio_before *b, FILE 
 /* After a call that took `bytes` from the stream: what came into its buffer
  * (bytes + read ahead after - read ahead before) came from the kernel in one
  * request, or two where it was more than a buffer (a direct read of whole
- * buffers, then one to fill it); a call that met the end of the file made
- * one more, of 0 bytes. */
-static inline void kernel_reads(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes)
+ * buffers, then one to fill it, unless the direct read took it all, a whole
+ * number of buffers with nothing left ahead); a call that met the end of the
+ * file made one more, of 0 bytes. */
+static inline void kernel_reads_of(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes,
+                                   uint64_t wanted)
 {
     const size_t ahead = read_ahead(f), size = __fbufsize(f);
     const int eof = !b->eof && feof_unlocked(f);
     if (bytes + ahead > b->ahead) {
         const uint64_t in = bytes + ahead - b->ahead;
-        count_kernel(c, KR_READ, (in > size && ahead > 0 ? 2 : 1) + eof, in);
+        int n = 1;
+        if (in > size && size > 1 && (in % size != 0 || ahead > 0)) {
+            /* a direct read that came back short at the end of the file was the last with data */
+            const uint64_t direct = wanted > b->ahead ? (wanted - b->ahead) / size * size : 0;
+            n = eof && ahead == 0 && in < direct ? 1 : 2;
+        }
+        count_kernel(c, KR_READ, (uint64_t)n + eof, in);
     } else if (eof) {
         count_kernel(c, KR_READ, 1, 0);
     }
 }
+
+/* A read of lines or characters: what it asked for is not known (0). */
+static inline void kernel_reads(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes)
+{
+    kernel_reads_of(c, b, f, bytes, 0);
+}
+
+/* fread asks for size x n. */
+#define KERNEL_FREAD(c, b, f, bytes) kernel_reads_of((c), (b), (f), (bytes), (uint64_t)size * n)
 
 /* After a call that flushes (fflush, fseek, rewind): what left the buffer,
  * one request; a seek away from the buffer's block reads a new one. */
@@ -455,9 +473,9 @@ CEIL_IP_EXPORT void rewind(FILE *f)
 
 /* read: a short transfer is an error only when the stream says so. */
 STDIO_DATA(SC_READ, size_t, fread, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror(f) != 0, (uint64_t)rc * size, f, kernel_reads)
+           rc < n && ferror(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
 STDIO_DATA(SC_READ, size_t, __fread_chk, (void *p, size_t plen, size_t size, size_t n, FILE *f),
-           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size, f, kernel_reads)
+           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
 STDIO_DATA(SC_READ, char *, fgets, (char *s, int n, FILE *f), (s, n, f), rc == NULL && ferror(f) != 0,
            rc ? strlen(rc) : 0, f, kernel_reads)
 STDIO_DATA(SC_READ, char *, __fgets_chk, (char *s, size_t slen, int n, FILE *f), (s, slen, n, f),
@@ -505,7 +523,7 @@ STDIO_FLUSH(fflush)
  * programs that hold it themselves (flockfile) or have one thread; the
  * error test asks without the lock too. */
 STDIO_DATA(SC_READ, size_t, fread_unlocked, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size, f, kernel_reads)
+           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
 STDIO_DATA(SC_WRITE, size_t, fwrite_unlocked, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
            rc < n, (uint64_t)rc * size, f, kernel_writes)
 STDIO_DATA(SC_READ, char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f),
