@@ -154,7 +154,7 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     assert fns == {"open": 4, "close": 3, "write": 12, "pwrite": 1, "read": 5, "pread": 2, "lseek": 2,
                    "fsync": 1, "fdatasync": 1, "access": 1, "mkdir": 1, "rmdir": 1, "rename": 1,
                    "unlink": 1}
-    assert set(r["lines"]) == {"file", "null", "posix", "proc", "stdio"}
+    assert set(r["lines"]) == {"copy", "file", "null", "posix", "proc", "stdio"}
     assert r["end"]["truncated"] == 0
     # one file record (the data file; /dev/null is no file): both opens, the 7 writes, the 6
     # successful reads, both syncs; unaligned among the accesses that moved bytes (the lseek

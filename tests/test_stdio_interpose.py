@@ -9,6 +9,8 @@ functions it names, and -O2 -D_FORTIFY_SOURCE=2, where the compiler turns some c
 others (fputs of a constant into fwrite) and the headers into their __*_chk forms: the
 per-function counts differ, the classes' counts and bytes do not.
 """
+import os
+import re
 import shutil
 import subprocess
 
@@ -98,17 +100,28 @@ int main(int argc, char **argv)
 }
 """
 
-# The classes' counts and bytes, for either build.
+# The classes' counts and bytes, for either build: library calls on the file (write, read,
+# flush) and on /dev/null, which is not storage (other_write).
 CLASSES = {
     # fwrite 300 and 4096, fprintf 10, fputs 6, fputc 1; the failing fwrite of 10 on a
-    # read-only stream (0 B); fwrite 1 + 5x10 (the thread) to /dev/null
-    "write": {"calls": 12, "errors": 1, "bytes": 300 + 4096 + 10 + 6 + 1 + 1 + 50},
+    # read-only stream (0 B)
+    "write": {"calls": 6, "errors": 1, "bytes": 300 + 4096 + 10 + 6 + 1},
     # 300, fgets 10, fgetc 1, short fread 6, fgets at the end
     "read": {"calls": 5, "errors": 0, "bytes": 300 + 10 + 1 + 6},
     # 5 fopens (one failing), 4 fcloses, 2 fseeks, ftell, rewind
     "meta": {"calls": 13, "errors": 1},
     "flush": {"calls": 1, "errors": 0},
+    # fwrite 1 + 5x10 (the thread) to /dev/null
+    "other_write": {"calls": 6, "errors": 0, "bytes": 1 + 50},
+    "other_read": {"calls": 0, "errors": 0, "bytes": 0},
+    "other_flush": {"calls": 0, "errors": 0},
 }
+# What those calls asked of the kernel (the stdio buffer is st_blksize, 4 KiB or more): the
+# 4096-byte fwrite fills the buffer after the 300 (one write of a buffer) and the fflush sends
+# the rest; the reads fill the buffer at the open and after each seek (fseek to the end reads
+# the last block; rewind reads nothing; fseek to 4396 reads its block), and the fgets at the
+# end meets it (a read of 0 B) - counted against strace in test_kernel_requests_* below.
+KERNEL_WRITE_BYTES = 300 + 4096 + 10 + 6 + 1
 
 BUILDS = {"exact": ["-O0", "-fno-builtin"], "fortified": ["-O2", "-D_FORTIFY_SOURCE=2"]}
 
@@ -133,13 +146,16 @@ def test_the_workload_is_counted_to_the_call_and_the_byte(workload, tmp_path):
     p = run_child([str(exe), str(data)], out)
     assert p.returncode == 0, p.stderr
     r = only_record(out)
-    assert r["modules"]["stdio"] == {"name": "stdio", "version": 1, "enabled": 1}
+    assert r["modules"]["stdio"] == {"name": "stdio", "version": 2, "enabled": 1}
     assert r["process"]["threads"] == 2
     got = module_lines(r, "stdio")
+    kernel = {k: got["class"].pop(k) for k in ("kernel_read", "kernel_write", "pending")}
     for name, c in got["class"].items():
         ns = c.pop("ns")
         assert ns > 0 if c["calls"] else ns == 0, name
     assert got["class"] == CLASSES
+    assert kernel["kernel_write"]["bytes"] == KERNEL_WRITE_BYTES and kernel["kernel_write"]["requests"] >= 2
+    assert kernel["pending"] == {"requests": 0, "bytes": 0}          # every stream was closed
     fns = got["fn"]
     assert sum(fns.values()) == sum(c["calls"] for c in CLASSES.values())
     if build == "exact":
@@ -179,8 +195,9 @@ def test_printf_to_stdout_is_counted_and_still_printed(tmp_path):
     assert p.stdout in ("x=7\ndone\n", b"x=7\ndone\n")
     got = module_lines(only_record(out), "stdio")
     assert got["fn"] == {"printf": 1, "puts": 1}
-    w = got["class"]["write"]
+    w = got["class"]["other_write"]            # stdout is the test's pipe: not storage
     assert (w["calls"], w["errors"], w["bytes"]) == (2, 0, 4 + 5)
+    assert got["class"]["write"]["calls"] == 0 and got["class"]["kernel_write"]["requests"] == 0
 
 
 def test_the_unlocked_forms_are_counted_like_the_locked_ones(tmp_path):
@@ -219,5 +236,87 @@ int main(int argc, char **argv) {
                          "fgetc_unlocked": 1, "fclose": 1}
     w, rd = got["class"]["write"], got["class"]["read"]
     assert (w["calls"], w["errors"], w["bytes"]) == (5, 0, 300 + 4 + 1)
+    assert got["class"]["kernel_write"] == {"requests": 1, "bytes": 305}      # the fflush
     # 100 B, then 63 (fgets fills its 64-byte line), then one character
     assert (rd["calls"], rd["errors"], rd["bytes"]) == (3, 0, 100 + 63 + 1)
+
+
+# ---- what reached the kernel, against strace ------------------------------------
+
+KERNEL = r"""
+#include <stdio.h>
+#include <string.h>
+static char big[1 << 20];
+int main(int argc, char **argv) {
+    char b[100];
+    memset(b, 'a', sizeof b);
+    FILE *f = fopen(argv[1], "w");
+    for (int i = 0; i < 100000; i++) fwrite(b, 1, sizeof b, f);    /* a buffer-full write now and then */
+    for (int i = 0; i < 1000; i++) fflush(f);                       /* the first sends the rest, the others nothing */
+    fwrite(big, 1, sizeof big, f);                                  /* around the buffer, in one request */
+    fprintf(f, "hello %d\n", 5);
+    fclose(f);
+    for (int i = 0; i < 100000; i++) printf("line %d\n", i);        /* stdout: /dev/null, not storage */
+    f = fopen(argv[1], "r");
+    while (fread(b, 1, sizeof b, f) == sizeof b) ;                  /* to the end, and the read that finds it */
+    fclose(f);
+    f = fopen(argv[1], "r");
+    fread(big, 1, 10000, f);                                        /* part of a buffer and more: two requests */
+    while (fread(big, 1, sizeof big, f) == sizeof big) ;            /* as sort reads: whole buffers, the rest, the end */
+    fclose(f);
+    f = fopen(argv[2], "w");
+    fprintf(f, "left open\n");                                      /* glibc's exit writes it */
+    return 0;
+}
+"""
+
+
+def _strace_or_skip():
+    strace = shutil.which("strace")
+    if strace is None or CC is None:
+        pytest.skip("needs strace and cc")
+    if subprocess.run([strace, "-f", "-o", "/dev/null", "true"], capture_output=True).returncode != 0:
+        pytest.skip("strace cannot trace here (ptrace refused)")
+    return strace
+
+
+def _traced(strace, argv, paths, tmp_path):
+    """{(syscall, path): [calls, bytes]} of read and write on the given paths, from strace -y."""
+    log = tmp_path / "strace.txt"
+    with open(os.devnull, "wb") as null:
+        subprocess.run([strace, "-f", "-y", "-e", "trace=read,write", "-o", str(log), *argv], stdout=null, check=True,
+                       timeout=120)
+    out = {}
+    for ln in log.read_text().splitlines():
+        m = re.search(r"\b(read|write)\(\d+<([^>]*)>.*= (\d+)$", ln)
+        if m and m.group(2) in paths:
+            c = out.setdefault((m.group(1), m.group(2)), [0, 0])
+            c[0] += 1
+            c[1] += int(m.group(3))
+    return out
+
+
+def test_kernel_requests_of_streams_on_files_match_strace(tmp_path):
+    """The estimate from the buffers is the count strace sees on the files, to the request and the
+    byte: writes of a full buffer, a flush of the rest, empty flushes that send nothing, a
+    write around the buffer, the flush at fclose and the one glibc's exit makes; reads of a
+    buffer each and the one at the end. printf to /dev/null is a library call of other_write
+    and no request to storage."""
+    strace = _strace_or_skip()
+    src, exe = tmp_path / "k.c", tmp_path / "k"
+    src.write_text(KERNEL)
+    subprocess.run([CC, "-O1", "-o", str(exe), str(src)], check=True, timeout=120)
+    data, left = str(tmp_path / "data"), str(tmp_path / "left")
+    out = tmp_path / "rec"
+    p = run_child(["sh", "-c", 'exec "$0" "$@" > /dev/null', str(exe), data, left], out)
+    assert p.returncode == 0, p.stderr
+    got = module_lines(only_record(out), "stdio")["class"]
+    seen = _traced(strace, [str(exe), data, left], {data, left}, tmp_path)
+    writes = [sum(seen.get(("write", p), [0, 0])[i] for p in (data, left)) for i in (0, 1)]
+    assert [got["kernel_write"]["requests"] + got["pending"]["requests"],
+            got["kernel_write"]["bytes"] + got["pending"]["bytes"]] == writes
+    assert got["pending"] == {"requests": 1, "bytes": 10}
+    assert [got["kernel_read"]["requests"], got["kernel_read"]["bytes"]] == seen[("read", data)]
+    assert got["write"]["calls"] == 100000 + 1 + 1 + 1 and got["flush"]["calls"] == 1000
+    assert got["other_write"]["calls"] == 100000 and got["other_write"]["bytes"] == sum(
+        len(f"line {i}\n") for i in range(100000))

@@ -1,45 +1,87 @@
 /* stdio.c - the stdio module: counts the program's calls of the C stream
  * API (fopen, fread, fwrite, fprintf, fflush, fseek, ...) per call class,
- * like Darshan's darshan-stdio.c; the per-file records are the file
- * module's (files.c): the read and write calls count there under the
- * stream's descriptor (fileno), an fopen counts an open, an fclose unmaps
- * the descriptor. The hot path is a few adds into the thread's blocks.
+ * like Darshan's darshan-stdio.c, and estimates what those calls asked of
+ * the kernel; the per-file records are the file module's (files.c): the
+ * read and write calls count there under the stream's descriptor (fileno),
+ * an fopen counts an open, an fclose unmaps the descriptor. The hot path is
+ * a few adds into the thread's blocks and a look at the stream's buffer.
+ *
+ * Longer than 500 lines: one short wrapper for each of about 45 symbols
+ * (the fortified and _unlocked forms included) beside the buffer arithmetic
+ * they share.
  *
  * Its record lines (interpose.h has the format around them), in this order:
  *
- *     module name=stdio version=1 enabled=1
+ *     module name=stdio version=2 enabled=1
  *     stdio class=read calls=12 errors=0 bytes=40960 ns=81234
  *     stdio class=write calls=3 errors=0 bytes=3072 ns=20111
  *     stdio class=meta calls=4 errors=1 ns=150002
  *     stdio class=flush calls=1 errors=0 ns=900123
+ *     stdio class=other_read calls=0 errors=0 bytes=0 ns=0
+ *     stdio class=other_write calls=100000 errors=0 bytes=988890 ns=7444576
+ *     stdio class=other_flush calls=20002 errors=0 ns=35362781
+ *     stdio class=kernel_read requests=11 bytes=40960
+ *     stdio class=kernel_write requests=1 bytes=3072
+ *     stdio class=pending requests=0 bytes=0
  *     stdio fn=fopen calls=2
  *     stdio fn=fwrite calls=3
  *     ...
  *
- * class: read (fread, fgets, fgetc, getc and the fortified __fread_chk,
- * __fgets_chk), write (fwrite, fputs, puts, fputc, putc, fprintf, printf,
- * vfprintf, vprintf and their __*_chk forms), meta (fopen, fopen64, fdopen,
- * freopen, freopen64, fclose, fseek, fseeko, fseeko64, ftell, ftello,
- * ftello64, rewind), flush (fflush); the GNU _unlocked forms of fread,
- * fwrite, fgets, fputs, fflush, fgetc, getc, fputc and putc in the class
- * of their locked form, counted alike. calls: all threads' calls, failed
- * ones included. errors: the calls that failed: fopen/fdopen/freopen
- * returning NULL; fclose, fflush, fputs, puts, fputc, putc returning EOF;
- * fseek* and ftell* returning -1; the printf forms returning a negative
- * number; fwrite transferring fewer items than asked; fread, fgets, fgetc
- * and getc stopping short with the stream's error indicator set (a short
- * read at end of file is not an error); rewind never. bytes: what the calls
- * moved between the program and the stream's buffer: fread/fwrite items
- * actually transferred times the item size, the length of the line fgets
- * returned, the string fputs wrote (puts: and its newline), what a printf
- * form returned, 1 per successful fgetc/getc/fputc/putc. ns: time inside
- * the real functions, summed in ceil_ip_ticks (interpose.h) and converted
- * at report, in CLOCK_MONOTONIC nanoseconds; fgetc, getc, fputc and putc are
- * counted (calls, errors, bytes) but not timed: the two clock reads would
- * cost more than the call, so ns leaves them out.
+ * Library calls. class: read (fread, fgets, fgetc, getc and the fortified
+ * __fread_chk, __fgets_chk), write (fwrite, fputs, puts, fputc, putc,
+ * fprintf, printf, vfprintf, vprintf and their __*_chk forms), meta (fopen,
+ * fopen64, fdopen, freopen, freopen64, fclose, fseek, fseeko, fseeko64,
+ * ftell, ftello, ftello64, rewind), flush (fflush); the GNU _unlocked forms
+ * of fread, fwrite, fgets, fputs, fflush, fgetc, getc, fputc and putc in
+ * the class of their locked form, counted alike. A read, write or flush of
+ * a stream that is not on a file (a pipe, a socket, a terminal, /dev/null,
+ * a stream without a descriptor: what the posix module calls other) is in
+ * other_read, other_write or other_flush instead: not storage I/O. What a
+ * stream is, the thread asks with fstat of its descriptor at the stream's
+ * first data call (a stdout the shell sent to /dev/null was never opened by
+ * the program) and again after an fopen, fdopen, freopen or fclose of that
+ * descriptor number; descriptors at or above STDIO_TRACKED_FDS are taken for
+ * files. calls: all threads' calls, failed ones included. errors: the
+ * calls that failed: fopen/fdopen/freopen returning NULL; fclose, fflush,
+ * fputs, puts, fputc, putc returning EOF; fseek* and ftell* returning -1;
+ * the printf forms returning a negative number; fwrite transferring fewer
+ * items than asked; fread, fgets, fgetc and getc stopping short with the
+ * stream's error indicator set (a short read at end of file is not an
+ * error); rewind never. bytes: what the calls moved between the program and
+ * the stream's buffer: fread/fwrite items actually transferred times the
+ * item size, the length of the line fgets returned, the string fputs wrote
+ * (puts: and its newline), what a printf form returned, 1 per successful
+ * fgetc/getc/fputc/putc. ns: time inside the real functions, summed in
+ * ceil_ip_ticks (interpose.h) and converted at report, in CLOCK_MONOTONIC
+ * nanoseconds; fgetc, getc, fputc and putc are counted (calls, errors,
+ * bytes) but not timed: the two clock reads would cost more than the call,
+ * so ns leaves them out.
+ *
+ * Kernel requests, of streams on files only, estimated from the stream's
+ * buffer (the public struct _IO_FILE, __fpending, __fbufsize) before and
+ * after each call, as glibc's libio sends them: kernel_write: bytes that
+ * left the buffer in a write call (pending before + bytes - pending after)
+ * went in one request, or two where they were more than a buffer (the full
+ * buffer, then whole buffers around it); fflush, fseek and rewind send what
+ * was pending in one request, fclose likewise. kernel_read: bytes that came
+ * into the buffer in a read call (bytes + read ahead after - read ahead
+ * before) in one request, or two where more than a buffer (a direct read of
+ * whole buffers, then one to fill it, unless the direct read took it all),
+ * plus one of 0 bytes where the call
+ * met the end of the file; a seek that reads a new block, one request.
+ * pending: the streams on files with bytes in their buffer when the record
+ * was written (glibc's list of open streams), which glibc's exit writes
+ * out, one request each, after the record; a fatal signal loses them.
+ * These equal strace's count where the stream is fully buffered
+ * (tests/test_stdio_interpose.py checks it); estimates, not counts, where
+ * it is line-buffered, where a printf longer than the buffer fills it more
+ * than once or a line longer than the buffer is read, where two threads use
+ * one stream at once; fflush(NULL) and the flushes inside freopen and
+ * setvbuf send nothing the estimate sees (the buffers they flush are then
+ * counted by no one).
  * fn: one line per wrapped function called at least once, with its calls
  * (the symbol the program called: fopen64, __fprintf_chk, ...); these sum
- * to the classes' calls.
+ * to the library calls' classes.
  *
  * Not seen: fscanf and the other scanf forms, fgetpos and fsetpos,
  * getchar and putchar, and getc_unlocked and putc_unlocked where glibc's
@@ -52,16 +94,15 @@
  * kernel through its internal read/write/open/lseek/close (never through
  * the PLT), so the posix module does not see the system calls a buffered
  * stream makes, and posix lines count only what the program itself calls.
- * Between the two the bytes therefore differ in kind: stdio's are what the
- * program handed to or took from a stream's buffer, whenever that buffer
- * reached the file.
+ * The kernel_ lines are this module's account of those system calls.
  *
  * No recursion and no deadlock: a wrapper holds no lock, allocates nothing
  * and calls only the real function and, on a short transfer, ferror on the
- * same stream (the stream's lock is recursive); the runtime never uses
- * stdio (its record goes out with the real write(2), its notes with the raw
- * system call). A stream the program built with fopencookie may call stdio
- * from its callbacks; those calls are the program's and counted as such.
+ * same stream (the stream's lock is recursive), and reads the buffer's
+ * pointers without the lock; the runtime never uses stdio (its record goes
+ * out with the real write(2), its notes with the raw system call). A stream
+ * the program built with fopencookie may call stdio from its callbacks;
+ * those calls are the program's and counted as such.
  */
 /* The definitions below replace glibc's functions; with fortified headers
  * some of them (fread, fgets, fprintf) would be inline wrappers of their own. */
@@ -72,7 +113,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <stdio_ext.h>
+#include <unistd.h>
 #include "files.h"
 #include "interpose.h"
 
@@ -106,21 +151,45 @@
 enum stdio_fn { STDIO_FNS(STDIO_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {STDIO_FNS(STDIO_FN_NAME)};
 
-enum stdio_class { SC_READ, SC_WRITE, SC_META, SC_FLUSH, SC_COUNT };
-static const char *const class_names[SC_COUNT] = {"read", "write", "meta", "flush"};
+enum stdio_class {
+    SC_READ, SC_WRITE, SC_META, SC_FLUSH, SC_OTHER_READ, SC_OTHER_WRITE, SC_OTHER_FLUSH, SC_COUNT
+};
+static const char *const class_names[SC_COUNT] = {"read", "write", "meta", "flush",
+                                                   "other_read", "other_write", "other_flush"};
+
+/* What the streams on files asked of the kernel, estimated from the buffers (see the top). */
+enum { KR_READ, KR_WRITE, KR_PENDING, KR_COUNT };
+static const char *const kernel_names[KR_COUNT] = {"kernel_read", "kernel_write", "pending"};
 
 typedef struct stdio_class_counters {
     uint64_t calls, errors, bytes, ticks;   /* ticks: of ceil_ip_ticks, ns at report */
 } stdio_class_counters;
 
-/* One thread's block: nothing but uint64_t, so report sums it as an array. */
-typedef struct stdio_counters {
+/* What report sums: nothing but uint64_t, so it can be summed as an array. */
+typedef struct stdio_totals {
     stdio_class_counters cls[SC_COUNT];
+    uint64_t kernel[KR_COUNT][2];           /* [KR_*][0: requests, 1: bytes] */
     uint64_t fn_calls[FN_COUNT];
+} stdio_totals;
+
+/* Descriptors below this have their kind cached per thread (as posix.c's). */
+#define STDIO_TRACKED_FDS 256
+
+/* One thread's block; kind is the thread's own and never reported. */
+typedef struct stdio_counters {
+    stdio_totals t;
+    uint8_t kind[STDIO_TRACKED_FDS];        /* FD_* below */
 } stdio_counters;
 
+/* What a stream's descriptor is: not known yet (fstat at the stream's first
+ * data call on this thread), a file (regular, or a block device), or
+ * anything else (a pipe, a socket, a terminal, /dev/null, a stream without
+ * a descriptor: fmemopen, open_memstream, fopencookie). */
+enum { FD_UNKNOWN = 0, FD_FILE, FD_OTHER };
+
 _Static_assert(sizeof(stdio_counters) <= CEIL_IP_MAX_BLOCK, "stdio block too large");
-_Static_assert(sizeof(stdio_counters) % sizeof(uint64_t) == 0, "stdio_counters is not all uint64_t");
+_Static_assert(sizeof(stdio_totals) % sizeof(uint64_t) == 0, "stdio_totals is not all uint64_t");
+_Static_assert(sizeof(stdio_counters) % sizeof(uint64_t) == 0, "stdio_counters is not a whole of uint64_t");
 
 static ceil_ip_module stdio_module;
 
@@ -133,28 +202,157 @@ int __vfprintf_chk(FILE *, int, const char *, va_list);
 int __printf_chk(int, const char *, ...);
 int __vprintf_chk(int, const char *, va_list);
 
+/* ---- what a stream is, and what its buffer did ------------------------------ */
+
+/* 1 when f's descriptor is a file: fstat once per descriptor and thread,
+ * through the raw system call (no wrapper counts it); a descriptor above the
+ * tracked range, or one fstat refuses, is taken for a file, a stream without
+ * a descriptor for something else. errno is left as it was. */
+static inline int stream_is_file(stdio_counters *c, FILE *f)
+{
+    const int saved = errno;
+    const int fd = fileno_unlocked(f);
+    errno = saved;
+    if (fd < 0)
+        return 0;
+    if (fd >= STDIO_TRACKED_FDS)
+        return 1;
+    if (c->kind[fd] == FD_UNKNOWN) {
+        struct stat st;
+        c->kind[fd] = syscall(SYS_fstat, fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? FD_FILE
+                                                                                                    : FD_OTHER;
+    }
+    return c->kind[fd] == FD_FILE;
+}
+
+/* A descriptor a stream was just opened on, or that fclose closed: its kind is asked again. */
+static inline void forget_kind(stdio_counters *c, int fd)
+{
+    if ((unsigned)fd < STDIO_TRACKED_FDS)
+        c->kind[fd] = FD_UNKNOWN;
+}
+
+/* A stream's buffer before a call: the public struct _IO_FILE's pointers
+ * (glibc's ABI since 2.1; what gnulib's freadahead reads too). */
+typedef struct stdio_before {
+    int file;                       /* the stream is on a file: estimate its kernel requests */
+    int eof;                        /* its end-of-file indicator was set */
+    size_t pending, size, ahead;    /* bytes waiting to be written, the buffer's size, bytes read ahead */
+    const char *read_end;
+} stdio_before;
+
+static inline size_t read_ahead(const FILE *f)
+{
+    return f->_IO_read_end > f->_IO_read_ptr ? (size_t)(f->_IO_read_end - f->_IO_read_ptr) : 0;
+}
+
+static inline stdio_before before(stdio_counters *c, FILE *f)
+{
+    stdio_before b = {0};
+    b.file = stream_is_file(c, f);
+    if (b.file) {
+        b.eof = feof_unlocked(f) != 0;
+        b.pending = __fpending(f);
+        b.size = __fbufsize(f);
+        b.ahead = read_ahead(f);
+        b.read_end = f->_IO_read_end;
+    }
+    return b;
+}
+
+static inline void count_kernel(stdio_counters *c, int k, uint64_t requests, uint64_t bytes)
+{
+    ceil_ip_add(&c->t.kernel[k][0], requests);
+    ceil_ip_add(&c->t.kernel[k][1], bytes);
+}
+
+/* After a call that handed `bytes` to the stream: what left its buffer
+ * (pending before + bytes - pending after) went to the kernel as glibc's
+ * _IO_file_xsputn sends it: a full buffer first where there was one, then
+ * whatever remains above a whole number of buffers in one request. */
+static inline void kernel_writes(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes)
+{
+    const size_t after = __fpending(f), size = __fbufsize(f);
+    if (b->pending + bytes <= after)
+        return;
+    const uint64_t out = b->pending + bytes - after;
+    count_kernel(c, KR_WRITE, b->size > 1 && size > 1 && out > size ? 2 : 1, out);
+}
+
+/* After a call that took `bytes` from the stream: what came into its buffer
+ * (bytes + read ahead after - read ahead before) came from the kernel in one
+ * request, or two where it was more than a buffer (a direct read of whole
+ * buffers, then one to fill it, unless the direct read took it all, a whole
+ * number of buffers with nothing left ahead); a call that met the end of the
+ * file made one more, of 0 bytes. */
+static inline void kernel_reads_of(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes,
+                                   uint64_t wanted)
+{
+    const size_t ahead = read_ahead(f), size = __fbufsize(f);
+    const int eof = !b->eof && feof_unlocked(f);
+    if (bytes + ahead > b->ahead) {
+        const uint64_t in = bytes + ahead - b->ahead;
+        int n = 1;
+        if (in > size && size > 1 && (in % size != 0 || ahead > 0)) {
+            /* a direct read that came back short at the end of the file was the last with data */
+            const uint64_t direct = wanted > b->ahead ? (wanted - b->ahead) / size * size : 0;
+            n = eof && ahead == 0 && in < direct ? 1 : 2;
+        }
+        count_kernel(c, KR_READ, (uint64_t)n + eof, in);
+    } else if (eof) {
+        count_kernel(c, KR_READ, 1, 0);
+    }
+}
+
+/* A read of lines or characters: what it asked for is not known (0). */
+static inline void kernel_reads(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes)
+{
+    kernel_reads_of(c, b, f, bytes, 0);
+}
+
+/* fread asks for size x n. */
+#define KERNEL_FREAD(c, b, f, bytes) kernel_reads_of((c), (b), (f), (bytes), (uint64_t)size * n)
+
+/* After a call that flushes (fflush, fseek, rewind): what left the buffer,
+ * one request; a seek away from the buffer's block reads a new one. */
+static inline void kernel_flush(stdio_counters *c, const stdio_before *b, FILE *f)
+{
+    const size_t after = __fpending(f);
+    if (b->pending > after)
+        count_kernel(c, KR_WRITE, 1, b->pending - after);
+    if (f->_IO_read_end != b->read_end && f->_IO_read_end > f->_IO_buf_base && f->_IO_buf_base)
+        count_kernel(c, KR_READ, 1, (uint64_t)(f->_IO_read_end - f->_IO_buf_base));
+}
+
 /* ---- counting (inlined into every wrapper) ---------------------------------- */
 
-/* f: the stream a read or write went to (its file's record counts it), or NULL. */
+/* A call in its class (k; a data call on a stream that is not a file in the
+ * other_ class of its kind). file: the stream is a file, whose record counts
+ * its reads and writes. */
 static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_class k, uint64_t ticks,
-                              int failed, uint64_t bytes, FILE *f)
+                              int failed, uint64_t bytes, FILE *f, int file)
 {
-    stdio_class_counters *q = &c->cls[k];
+    if (f && !file && (k == SC_READ || k == SC_WRITE || k == SC_FLUSH))
+        k = k == SC_READ ? SC_OTHER_READ : k == SC_WRITE ? SC_OTHER_WRITE : SC_OTHER_FLUSH;
+    stdio_class_counters *q = &c->t.cls[k];
     ceil_ip_add(&q->calls, 1);
     ceil_ip_add(&q->errors, (uint64_t)failed);
     ceil_ip_add(&q->bytes, bytes);
     ceil_ip_add(&q->ticks, ticks);
-    ceil_ip_add(&c->fn_calls[fn], 1);
-    if (f && (k == SC_READ || k == SC_WRITE) && !failed)
+    ceil_ip_add(&c->t.fn_calls[fn], 1);
+    if (file && (k == SC_READ || k == SC_WRITE) && !failed)
         ceil_ip_file_io(fileno_unlocked(f), k == SC_WRITE, bytes, ticks, 0, CEIL_IP_OFFSET_UNKNOWN,
                         CEIL_IP_API_STDIO);
 }
 
 /* A stream opened on fd, in ticks: its file's record counts an open. */
-static inline FILE *stdio_opened(FILE *f, uint64_t ticks)
+static inline FILE *stdio_opened(stdio_counters *c, FILE *f, uint64_t ticks)
 {
-    if (f)
-        ceil_ip_file_opened(fileno_unlocked(f), NULL, CEIL_IP_API_STDIO, ticks);
+    if (f) {
+        const int fd = fileno_unlocked(f);
+        forget_kind(c, fd);
+        ceil_ip_file_opened(fd, NULL, CEIL_IP_API_STDIO, ticks);
+    }
     return f;
 }
 
@@ -176,30 +374,60 @@ static inline FILE *stdio_opened(FILE *f, uint64_t ticks)
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const int saved = errno;                                                                   \
         const int failed = (FAILED);                                                               \
-        count_call(c, FN_##fn, klass, ticks, failed, (BYTES), (STREAM));                           \
+        count_call(c, FN_##fn, klass, ticks, failed, (BYTES), (STREAM), 0);                        \
         errno = saved;                                                                             \
         return rc;                                                                                 \
     }
 
+/* A read, write or flush of stream F, whose buffer is looked at before and
+ * after the call (KERNEL: kernel_reads, kernel_writes or kernel_flush, with
+ * the call's bytes). */
+#define STDIO_DATA(klass, ret_t, fn, params, args, FAILED, BYTES, F, KERNEL)                       \
+    CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
+    CEIL_IP_EXPORT ret_t fn params                                                                 \
+    {                                                                                              \
+        stdio_counters *c = ceil_ip_block(&stdio_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn) args;                                                             \
+        const stdio_before b = before(c, (F));                                                     \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        ret_t rc = CEIL_REAL(fn) args;                                                             \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        const int saved = errno;                                                                   \
+        const int failed = (FAILED);                                                               \
+        const uint64_t bytes = (BYTES);                                                            \
+        count_call(c, FN_##fn, klass, ticks, failed, bytes, (F), b.file);                          \
+        if (b.file)                                                                                \
+            KERNEL(c, &b, (F), bytes);                                                             \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
+    }
+
+#define KERNEL_FLUSH(c, b, f, bytes) kernel_flush((c), (b), (f))
+
 /* meta */
 STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(rc, ticks))
+           stdio_opened(c, rc, ticks))
 STDIO_WRAP(SC_META, FILE *, fopen64, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(rc, ticks))
-STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0, stdio_opened(rc, ticks))
+           stdio_opened(c, rc, ticks))
+STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0,
+           stdio_opened(c, rc, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(rc, ticks))
+           rc == NULL, 0, stdio_opened(c, rc, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen64, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(rc, ticks))
-STDIO_WRAP(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, NULL)
-STDIO_WRAP(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
-STDIO_WRAP(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0, NULL)
+           rc == NULL, 0, stdio_opened(c, rc, ticks))
+STDIO_DATA(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, f, KERNEL_FLUSH)
+STDIO_DATA(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, f,
+           KERNEL_FLUSH)
+STDIO_DATA(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0, f,
+           KERNEL_FLUSH)
 STDIO_WRAP(SC_META, long, ftell, (FILE *f), (f), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, off_t, ftello, (FILE *f), (f), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
 
 /* fclose: the stream's descriptor is closed inside glibc, unseen by the
- * posix module, so it is unmapped here (asked before the stream is gone). */
+ * posix module, so it is unmapped here (asked before the stream is gone);
+ * what was pending in its buffer goes to the kernel in one request. */
 CEIL_IP_REAL_DECL(int, fclose, (FILE *));
 CEIL_IP_EXPORT int fclose(FILE *f)
 {
@@ -212,12 +440,16 @@ CEIL_IP_EXPORT int fclose(FILE *f)
         ceil_ip_file_closed(fd, 0);
         return r;
     }
+    const stdio_before b = before(c, f);
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = CEIL_REAL(fclose)(f);
     const uint64_t ticks = ceil_ip_ticks() - t0;
     const int saved = errno;
-    count_call(c, FN_fclose, SC_META, ticks, rc == EOF, 0, NULL);
+    count_call(c, FN_fclose, SC_META, ticks, rc == EOF, 0, NULL, 0);
+    if (b.file && b.pending)
+        count_kernel(c, KR_WRITE, 1, b.pending);
     ceil_ip_file_closed(fd, ticks);
+    forget_kind(c, fd);
     errno = saved;
     return rc;
 }
@@ -230,51 +462,75 @@ CEIL_IP_EXPORT void rewind(FILE *f)
         CEIL_REAL(rewind)(f);
         return;
     }
+    const stdio_before b = before(c, f);
     const uint64_t t0 = ceil_ip_ticks();
     CEIL_REAL(rewind)(f);
     const uint64_t ticks = ceil_ip_ticks() - t0;
-    count_call(c, FN_rewind, SC_META, ticks, 0, 0, NULL);   /* adds only: errno untouched */
+    count_call(c, FN_rewind, SC_META, ticks, 0, 0, NULL, 0);   /* adds and reads only: errno untouched */
+    if (b.file)
+        kernel_flush(c, &b, f);
 }
 
 /* read: a short transfer is an error only when the stream says so. */
-STDIO_WRAP(SC_READ, size_t, fread, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror(f) != 0, (uint64_t)rc * size, f)
-STDIO_WRAP(SC_READ, size_t, __fread_chk, (void *p, size_t plen, size_t size, size_t n, FILE *f),
-           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size, f)
-STDIO_WRAP(SC_READ, char *, fgets, (char *s, int n, FILE *f), (s, n, f), rc == NULL && ferror(f) != 0,
-           rc ? strlen(rc) : 0, f)
-STDIO_WRAP(SC_READ, char *, __fgets_chk, (char *s, size_t slen, int n, FILE *f), (s, slen, n, f),
-           rc == NULL && ferror(f) != 0, rc ? strlen(rc) : 0, f)
+STDIO_DATA(SC_READ, size_t, fread, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n && ferror(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
+STDIO_DATA(SC_READ, size_t, __fread_chk, (void *p, size_t plen, size_t size, size_t n, FILE *f),
+           (p, plen, size, n, f), rc < n && ferror(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
+STDIO_DATA(SC_READ, char *, fgets, (char *s, int n, FILE *f), (s, n, f), rc == NULL && ferror(f) != 0,
+           rc ? strlen(rc) : 0, f, kernel_reads)
+STDIO_DATA(SC_READ, char *, __fgets_chk, (char *s, size_t slen, int n, FILE *f), (s, slen, n, f),
+           rc == NULL && ferror(f) != 0, rc ? strlen(rc) : 0, f, kernel_reads)
 
 /* write */
-STDIO_WRAP(SC_WRITE, size_t, fwrite, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n, (uint64_t)rc * size, f)
-STDIO_WRAP(SC_WRITE, int, fputs, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s), f)
-STDIO_WRAP(SC_WRITE, int, puts, (const char *s), (s), rc == EOF, failed ? 0 : strlen(s) + 1, stdout)
-STDIO_WRAP(SC_WRITE, int, vfprintf, (FILE *f, const char *fmt, va_list ap), (f, fmt, ap), rc < 0,
-           failed ? 0 : (uint64_t)rc, f)
-STDIO_WRAP(SC_WRITE, int, __vfprintf_chk, (FILE *f, int flag, const char *fmt, va_list ap),
-           (f, flag, fmt, ap), rc < 0, failed ? 0 : (uint64_t)rc, f)
-STDIO_WRAP(SC_WRITE, int, vprintf, (const char *fmt, va_list ap), (fmt, ap), rc < 0,
-           failed ? 0 : (uint64_t)rc, stdout)
-STDIO_WRAP(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap), (flag, fmt, ap),
-           rc < 0, failed ? 0 : (uint64_t)rc, stdout)
+STDIO_DATA(SC_WRITE, size_t, fwrite, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n, (uint64_t)rc * size, f, kernel_writes)
+STDIO_DATA(SC_WRITE, int, fputs, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s), f,
+           kernel_writes)
+STDIO_DATA(SC_WRITE, int, puts, (const char *s), (s), rc == EOF, failed ? 0 : strlen(s) + 1, stdout,
+           kernel_writes)
+STDIO_DATA(SC_WRITE, int, vfprintf, (FILE *f, const char *fmt, va_list ap), (f, fmt, ap), rc < 0,
+           failed ? 0 : (uint64_t)rc, f, kernel_writes)
+STDIO_DATA(SC_WRITE, int, __vfprintf_chk, (FILE *f, int flag, const char *fmt, va_list ap),
+           (f, flag, fmt, ap), rc < 0, failed ? 0 : (uint64_t)rc, f, kernel_writes)
+STDIO_DATA(SC_WRITE, int, vprintf, (const char *fmt, va_list ap), (fmt, ap), rc < 0,
+           failed ? 0 : (uint64_t)rc, stdout, kernel_writes)
+STDIO_DATA(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap), (flag, fmt, ap),
+           rc < 0, failed ? 0 : (uint64_t)rc, stdout, kernel_writes)
 
-/* flush */
-STDIO_WRAP(SC_FLUSH, int, fflush, (FILE *f), (f), rc == EOF, 0, NULL)
+/* flush: fflush(NULL) flushes every stream and is counted as a call on no
+ * stream, with no estimate of what it sent. */
+#define STDIO_FLUSH(fn)                                                                            \
+    CEIL_IP_REAL_DECL(int, fn, (FILE *));                                                          \
+    CEIL_IP_EXPORT int fn(FILE *f)                                                                 \
+    {                                                                                              \
+        stdio_counters *c = ceil_ip_block(&stdio_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(f);                                                               \
+        const stdio_before b = f ? before(c, f) : (stdio_before){0};                               \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = CEIL_REAL(fn)(f);                                                           \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        const int saved = errno;                                                                   \
+        count_call(c, FN_##fn, SC_FLUSH, ticks, rc == EOF, 0, f, b.file);                          \
+        if (b.file)                                                                                \
+            kernel_flush(c, &b, f);                                                                \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
+    }
+STDIO_FLUSH(fflush)
 
 /* The _unlocked forms (GNU): the same calls without the stream's lock, for
  * programs that hold it themselves (flockfile) or have one thread; the
  * error test asks without the lock too. */
-STDIO_WRAP(SC_READ, size_t, fread_unlocked, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size, f)
-STDIO_WRAP(SC_WRITE, size_t, fwrite_unlocked, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
-           rc < n, (uint64_t)rc * size, f)
-STDIO_WRAP(SC_READ, char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f),
-           rc == NULL && ferror_unlocked(f) != 0, rc ? strlen(rc) : 0, f)
-STDIO_WRAP(SC_WRITE, int, fputs_unlocked, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s),
-           f)
-STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0, NULL)
+STDIO_DATA(SC_READ, size_t, fread_unlocked, (void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n && ferror_unlocked(f) != 0, (uint64_t)rc * size, f, KERNEL_FREAD)
+STDIO_DATA(SC_WRITE, size_t, fwrite_unlocked, (const void *p, size_t size, size_t n, FILE *f), (p, size, n, f),
+           rc < n, (uint64_t)rc * size, f, kernel_writes)
+STDIO_DATA(SC_READ, char *, fgets_unlocked, (char *s, int n, FILE *f), (s, n, f),
+           rc == NULL && ferror_unlocked(f) != 0, rc ? strlen(rc) : 0, f, kernel_reads)
+STDIO_DATA(SC_WRITE, int, fputs_unlocked, (const char *s, FILE *f), (s, f), rc == EOF, failed ? 0 : strlen(s),
+           f, kernel_writes)
+STDIO_FLUSH(fflush_unlocked)
 
 /* The variadic printf forms: the real v-form does the work, counted under
  * the name the program called. */
@@ -289,12 +545,16 @@ STDIO_WRAP(SC_FLUSH, int, fflush_unlocked, (FILE *f), (f), rc == EOF, 0, NULL)
             va_end(ap);                                                                            \
             return r;                                                                              \
         }                                                                                          \
+        const stdio_before b = before(c, stream);                                                  \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(vfn) vargs;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         va_end(ap);                                                                                \
         const int saved = errno;                                                                   \
-        count_call(c, FN_##fn, SC_WRITE, ticks, rc < 0, rc < 0 ? 0 : (uint64_t)rc, stream);        \
+        const uint64_t bytes = rc < 0 ? 0 : (uint64_t)rc;                                          \
+        count_call(c, FN_##fn, SC_WRITE, ticks, rc < 0, bytes, stream, b.file);                    \
+        if (b.file)                                                                                \
+            kernel_writes(c, &b, stream, bytes);                                                   \
         errno = saved;                                                                             \
         return rc;                                                                                 \
     }
@@ -306,28 +566,31 @@ STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (fla
 
 /* One character at a time: counted, not timed (see the top). EOF from a
  * read is an error only when the stream says so. */
-#define STDIO_CHAR(klass, fn, params, args, FAILED)                                                \
+#define STDIO_CHAR(klass, fn, params, args, FAILED, KERNEL)                                        \
     CEIL_IP_REAL_DECL(int, fn, params);                                                            \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
-        const int rc = CEIL_REAL(fn) args;                                                         \
         stdio_counters *c = ceil_ip_block(&stdio_module);                                          \
-        if (c) {                                                                                   \
-            const int saved = errno;                                                               \
-            const int failed = rc == EOF && (FAILED);                                              \
-            count_call(c, FN_##fn, klass, 0, failed, rc != EOF, f);                                \
-            errno = saved;                                                                         \
-        }                                                                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn) args;                                                             \
+        const stdio_before b = before(c, f);                                                       \
+        const int rc = CEIL_REAL(fn) args;                                                         \
+        const int saved = errno;                                                                   \
+        const int failed = rc == EOF && (FAILED);                                                  \
+        count_call(c, FN_##fn, klass, 0, failed, rc != EOF, f, b.file);                            \
+        if (b.file)                                                                                \
+            KERNEL(c, &b, f, rc != EOF);                                                           \
+        errno = saved;                                                                             \
         return rc;                                                                                 \
     }
-STDIO_CHAR(SC_READ, fgetc, (FILE *f), (f), ferror(f) != 0)
-STDIO_CHAR(SC_READ, getc, (FILE *f), (f), ferror(f) != 0)
-STDIO_CHAR(SC_WRITE, fputc, (int ch, FILE *f), (ch, f), 1)
-STDIO_CHAR(SC_WRITE, putc, (int ch, FILE *f), (ch, f), 1)
-STDIO_CHAR(SC_READ, fgetc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0)
-STDIO_CHAR(SC_READ, getc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0)
-STDIO_CHAR(SC_WRITE, fputc_unlocked, (int ch, FILE *f), (ch, f), 1)
-STDIO_CHAR(SC_WRITE, putc_unlocked, (int ch, FILE *f), (ch, f), 1)
+STDIO_CHAR(SC_READ, fgetc, (FILE *f), (f), ferror(f) != 0, kernel_reads)
+STDIO_CHAR(SC_READ, getc, (FILE *f), (f), ferror(f) != 0, kernel_reads)
+STDIO_CHAR(SC_WRITE, fputc, (int ch, FILE *f), (ch, f), 1, kernel_writes)
+STDIO_CHAR(SC_WRITE, putc, (int ch, FILE *f), (ch, f), 1, kernel_writes)
+STDIO_CHAR(SC_READ, fgetc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0, kernel_reads)
+STDIO_CHAR(SC_READ, getc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0, kernel_reads)
+STDIO_CHAR(SC_WRITE, fputc_unlocked, (int ch, FILE *f), (ch, f), 1, kernel_writes)
+STDIO_CHAR(SC_WRITE, putc_unlocked, (int ch, FILE *f), (ch, f), 1, kernel_writes)
 
 /* ---- the module ------------------------------------------------------------- */
 
@@ -344,18 +607,42 @@ static int stdio_init(ceil_ip_module *self)
     return 0;
 }
 
+/* The streams on files with bytes still in their buffers when the record is
+ * written: glibc's exit writes each out in one request, after the record (a
+ * fatal signal loses them). glibc's list of open streams (_IO_list_all, in
+ * its ABI) is walked without its lock, reading pointers only; at most
+ * STDIO_LIST_MAX streams. */
+#define STDIO_LIST_MAX 4096
+extern FILE *_IO_list_all;
+
+static void pending_at_exit(uint64_t *requests, uint64_t *bytes)
+{
+    int n = 0;
+    for (FILE *f = __atomic_load_n(&_IO_list_all, __ATOMIC_ACQUIRE); f && n < STDIO_LIST_MAX; f = f->_chain, n++) {
+        if (f->_fileno < 0 || f->_IO_write_ptr <= f->_IO_write_base)
+            continue;
+        struct stat st;
+        if (syscall(SYS_fstat, f->_fileno, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+            continue;
+        *requests += 1;
+        *bytes += (uint64_t)(f->_IO_write_ptr - f->_IO_write_base);
+    }
+}
+
 /* May run in a signal handler: the sum is on the stack, no allocation. */
 static void stdio_report(ceil_ip_module *self, ceil_ip_out *out)
 {
-    stdio_counters sum = {0};
+    stdio_totals sum = {0};
     uint64_t *s = (uint64_t *)&sum;
     for (int t = 0; t < ceil_ip_threads(); t++) {
-        const uint64_t *v = ceil_ip_block_of(self, t);
-        if (!v)
+        const stdio_counters *c = ceil_ip_block_of(self, t);
+        if (!c)
             continue;
+        const uint64_t *v = (const uint64_t *)&c->t;
         for (size_t i = 0; i < sizeof sum / sizeof *s; i++)
             s[i] += ceil_ip_read(&v[i]);
     }
+    pending_at_exit(&sum.kernel[KR_PENDING][0], &sum.kernel[KR_PENDING][1]);
     const double tick_ns = ceil_ip_ns_per_tick();
     for (int k = 0; k < SC_COUNT; k++) {
         const stdio_class_counters *q = &sum.cls[k];
@@ -363,16 +650,22 @@ static void stdio_report(ceil_ip_module *self, ceil_ip_out *out)
         ceil_ip_put_str(out, "class", class_names[k]);
         ceil_ip_put_u64(out, "calls", q->calls);
         ceil_ip_put_u64(out, "errors", q->errors);
-        if (k == SC_READ || k == SC_WRITE)
+        if (k != SC_META && k != SC_FLUSH && k != SC_OTHER_FLUSH)
             ceil_ip_put_u64(out, "bytes", q->bytes);
         ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+    }
+    for (int k = 0; k < KR_COUNT; k++) {
+        ceil_ip_line(out, self);
+        ceil_ip_put_str(out, "class", kernel_names[k]);
+        ceil_ip_put_u64(out, "requests", sum.kernel[k][0]);
+        ceil_ip_put_u64(out, "bytes", sum.kernel[k][1]);
     }
     ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }
 
 static ceil_ip_module stdio_module = {
     .name = "stdio",
-    .version = 1,
+    .version = 2,
     .block_bytes = sizeof(stdio_counters),
     .init = stdio_init,
     .report = stdio_report,

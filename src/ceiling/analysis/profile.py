@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..probes.proc_sampler import Sampled
 from ..results.analysis import Bound
 from ..results.model import LOWER, OK, SKIPPED, WARN, Finding, Metric
+from .profile_io import intercepted_calls, io_bound, io_calls  # noqa: F401 (the verb imports them from here)
 
 OVERSUBSCRIBED = 0.20       # waiting for a CPU this share of the time: too many threads for the CPUs
 ON_CPU = 0.60               # on a CPU this share of the time: CPU-bound
@@ -143,41 +144,6 @@ def record_split(rec: Dict[str, Any]) -> Optional[Split]:
                  sum(sp.runq_s for _, sp in threads))
 
 
-IO_BOUND = 0.30            # inside I/O calls this share of the threads' time: I/O-bound
-SMALL_IO = 64 * 1024       # mean request below this: small requests
-IO_CLASSES = ("read", "write", "meta", "sync")
-
-
-# stdio's classes in the I/O classes: a flush hands buffered bytes to the kernel, a write.
-STDIO_CLASS = {"read": "read", "write": "write", "meta": "meta", "flush": "write"}
-
-
-def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
-    """The interposer's POSIX and stdio counts summed over every process's record: class ->
-    {calls, errors, bytes, ns, random}; {} when no record has either module's lines. The two
-    never count the same time: glibc's stdio reaches the kernel without the POSIX wrappers."""
-    out: Dict[str, Dict[str, int]] = {}
-    for rec in records:
-        lines = rec.get("lines", {})
-        for module, classes in (("posix", {c: c for c in IO_CLASSES}), ("stdio", STDIO_CLASS)):
-            for line in lines.get(module, []):
-                cls = classes.get(str(line.get("class")))
-                if cls is None:
-                    continue
-                tot = out.setdefault(cls, {"calls": 0, "errors": 0, "bytes": 0, "ns": 0, "random": 0})
-                for k in tot:
-                    v = line.get(k, 0)
-                    tot[k] += v if isinstance(v, int) else 0
-    return out
-
-
-def intercepted_calls(records: Sequence[Dict[str, Any]], modules: Sequence[str] = ("posix", "stdio")) -> int:
-    """Every call the given modules' wrappers counted (their "fn" lines), whatever its class:
-    what the interposer's cost per call multiplies."""
-    return sum(line.get("calls", 0) for rec in records for m in modules
-               for line in rec.get("lines", {}).get(m, []) if "fn" in line and isinstance(line.get("calls"), int))
-
-
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
              io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
              counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = (),
@@ -250,9 +216,11 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
 
     sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
     bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals)
+    if io_totals:
+        breakdown["io_totals"] = io_totals          # device figures for analysis/profile_ceilings.py
     if io:
         breakdown["io_calls"] = io
-        b, f, m = _io_bound(io, total.life_s, wall_s)
+        b, f, m = io_bound(io, total.life_s, wall_s)
         # Time inside I/O calls cuts across the split: a thread waits for the device off any CPU, and
         # copies and walks the file system on one, in system time. So at most the system time of the
         # I/O time was on a CPU: what is left on a CPU outside I/O is on - min(io, system); where that
@@ -351,52 +319,6 @@ def _counter_findings(counters: Dict[str, Any]) -> List[Finding]:
                     data={"why": counters.get("why", "")})]
 
 
-def _io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float
-              ) -> Tuple[List[Bound], List[Finding], List[Metric]]:
-    """The time the program spent inside its POSIX I/O calls (the interposer's clock), by class."""
-    secs = {c: io[c]["ns"] / 1e9 for c in io}
-    total = sum(secs.values())
-    metrics = [_m(f"app.io.{c}.time", secs[c], "s", context={"calls": io[c]["calls"], "bytes": io[c]["bytes"],
-                                                              "errors": io[c]["errors"]}) for c in IO_CLASSES if c in io]
-    if not thread_s or total <= 0:
-        return [], [], metrics
-    share = min(1.0, total / thread_s)
-    parts = []
-    for c in IO_CLASSES:
-        if c not in io or not io[c]["calls"]:
-            continue
-        x = io[c]
-        size = f", {x['bytes'] / x['calls'] / 1024:.3g} KiB per call" if c in ("read", "write") and x["calls"] else ""
-        parts.append(f"{c} {secs[c]:.3g} s in {x['calls']} calls{size}")
-    words = f"{share:.0%} of the threads' time inside I/O calls ({total:.3g} s: {'; '.join(parts)})"
-    data = {"share": share, "seconds": secs}
-    bounds, findings = [], []
-    if share < IO_BOUND:
-        return [], [], metrics
-    worst = max(secs, key=lambda c: secs[c])
-    bounds.append(Bound("application", "io", share, words, dict(data, by=worst)))
-    findings.append(Finding(
-        id="profile.io", status=WARN, title=f"Inside I/O calls {share:.0%} of the time, most in {worst}",
-        evidence=words,
-        why="Time in I/O calls is time the program does not compute; the storage, the request size or "
-            "the pattern sets its pace.",
-        fix={"meta": "Open, stat and close less often (keep files open, fewer and larger files).",
-             "sync": "fsync less often (once per file or checkpoint, not per write).",
-             }.get(worst, "Larger requests, fewer calls, and I/O overlapped with computation (a writer thread, "
-                          "asynchronous or collective I/O)."), data=data))
-    for c in ("read", "write"):
-        x = io.get(c)
-        if x and x["calls"] and x["bytes"] / x["calls"] < SMALL_IO and secs[c] >= 0.25 * total:
-            findings.append(Finding(
-                id=f"profile.io.small_{c}s", status=WARN,
-                title=f"Small {c}s: {x['calls']} calls of {x['bytes'] / x['calls'] / 1024:.3g} KiB on average",
-                evidence=words, why="Each call costs a system call and, on a parallel file system, a round trip; "
-                                     "small requests reach a fraction of the storage's bandwidth.",
-                fix="Buffer into requests of 1 MiB or more (stdio buffers, an aggregation layer, MPI-IO collective "
-                    "buffering).", data={"calls": x["calls"], "bytes": x["bytes"]}))
-    return bounds, findings, metrics
-
-
 def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optional[Rusage], wall_s: float,
             cpus: int, sure: str, io: Dict[str, int]) -> Tuple[List[Bound], List[Finding]]:
     if not shares:
@@ -458,8 +380,13 @@ def _switches(s: Sampled) -> str:
 def _io_words(io: Dict[str, int], wall_s: float) -> str:
     if "rchar" not in io:
         return ""
-    return (f"; read {io['rchar'] / 1e6:.3g} MB and wrote {io.get('wchar', 0) / 1e6:.3g} MB through system calls "
-            f"({io.get('read_bytes', 0) / 1e6:.3g} MB and {io.get('write_bytes', 0) / 1e6:.3g} MB at the device)")
+    words = (f"; read {io['rchar'] / 1e6:.3g} MB and wrote {io.get('wchar', 0) / 1e6:.3g} MB through system calls "
+             f"({io.get('read_bytes', 0) / 1e6:.3g} MB and {io.get('write_bytes', 0) / 1e6:.3g} MB at the device")
+    cached = io["rchar"] - io.get("read_bytes", io["rchar"])
+    if "read_bytes" in io and cached > 0:
+        words += (f"; the rest of the reads, {cached / 1e6:.3g} MB, came from the page cache or from pipes, "
+                  "sockets and terminals")
+    return words + ")"
 
 
 IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")

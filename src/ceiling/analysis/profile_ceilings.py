@@ -5,11 +5,16 @@ The ceilings come from the history: the newest value this node stored of each
 (`ceiling bench storage`, `bench network`, `bench memory`, or `ceiling run`),
 named with its run and date, so a user can tell how old it is. What is compared:
 
-- I/O: the program's rate while inside its read or write calls (bytes over the
-  time in them), against the node's sequential bandwidth (the best layout of the
-  newest run). Close to it: the storage is the limit; far below with small
-  requests: the requests are; far below with large ones: something else (a busy
-  or remote file system, random access).
+- I/O: only device traffic against the device: of the bytes the program's read or
+  write calls moved on files, what reached the device (/proc/PID/io read_bytes,
+  write_bytes of the whole tree; the rest the page cache served or absorbed), over
+  the time inside those calls, against the node's sequential bandwidth (the best
+  layout of the newest run). Close to it: the storage is the limit (said only
+  where the device figures are known); far below with small requests (the
+  calls' own rate, cache or not): the requests are; far below with large ones:
+  something else (a busy or remote file system, random access). Findings only
+  where the I/O calls took IO_SHARE of the threads' time: a program on a CPU
+  that reads its input at the storage's pace is not limited by it.
 - MPI: the mean time of a blocking point-to-point call carrying a small message
   (under 16 KiB) against the node's one-way ping-pong latency (the best
   placement: ranks of one node); of a large one, its bytes over its time against
@@ -42,6 +47,9 @@ SMALL_BUCKETS = 5     # lt1k .. 8k: the histogram's buckets under 16 KiB
 MIN_IO_BYTES = 1 << 20   # less moved than this, or for less time, says nothing about the storage
 MIN_IO_NS = 10_000_000
 MIN_MESSAGES = 100       # fewer small messages than this: no figure against the latency
+IO_SHARE = 0.10          # I/O calls on files under this share of the threads' time: no I/O finding here
+ABOVE = 1.25             # faster than the device by this much: the page cache, not the device, took it
+DEVICE_KEY = {"read": "read_bytes", "write": "write_bytes"}
 
 
 def _best(rows: Sequence[Row], lowest: bool = False) -> Optional[Row]:
@@ -66,20 +74,40 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup, measure: Optional[Measure
     out: List[Dict[str, Any]] = []
     findings: List[Finding] = []
     io = breakdown.get("io_calls") or {}
+    totals = breakdown.get("io_totals") or {}
+    thread_s = breakdown.get("thread_seconds")
+    io_s = sum((io.get(c) or {}).get("ns", 0) for c in ("read", "write", "meta", "sync", "copy")) / 1e9
+    io_share = io_s / thread_s if thread_s else None
     for cls, prefix in (("write", "storage.seq.write."), ("read", "storage.seq.read.")):
         x = io.get(cls) or {}
         if x.get("bytes", 0) < MIN_IO_BYTES or x.get("ns", 0) < MIN_IO_NS:
             continue                     # a printf or a config file read: no rate worth a ceiling
-        rate = x["bytes"] / (x["ns"] / 1e9) / 1e6
+        secs = x["ns"] / 1e9
+        calls_rate = x["bytes"] / secs / 1e6
         size = x["bytes"] / x["calls"] if x.get("calls") else 0.0
-        c = {"what": f"I/O {cls}", "program": rate, "unit": "MB/s",
-             "program_how": f"{x['bytes'] / 1e6:.4g} MB in {x['calls']} calls of {size / 1024:.3g} KiB on average, "
-                            f"{x['ns'] / 1e9:.3g} s inside them"}
+        how = f"{x['calls']} requests of {size / 1024:.3g} KiB on average, {secs:.3g} s inside them"
+        device = totals.get(DEVICE_KEY[cls])
+        c = {"what": f"I/O {cls}", "unit": "MB/s", "through_calls": calls_rate, "io_share": io_share}
+        if device is None:
+            c.update(program=calls_rate, program_how=f"{x['bytes'] / 1e6:.4g} MB in {how}; what the page cache "
+                                                     "served is not known (no /proc/PID/io)")
+        else:
+            moved = min(device, x["bytes"])
+            cache = "served" if cls == "read" else "absorbed"
+            c.update(program=moved / secs / 1e6, device_bytes=moved, page_cache_bytes=x["bytes"] - moved,
+                     program_how=f"{moved / 1e6:.4g} MB at the device of the {x['bytes'] / 1e6:.4g} MB its {cls} "
+                                 f"calls moved ({DEVICE_KEY[cls]}; the page cache {cache} "
+                                 f"{(x['bytes'] - moved) / 1e6:.4g} MB), {how}")
+            if moved < MIN_IO_BYTES:
+                c.update(ceiling=None, why=f"the page cache {cache} the {cls}s: too little reached the device "
+                                           "to compare with the storage")
+                out.append(c)
+                continue
         row, quick = _best(lookup(prefix)), ""
         if row is None and measure is not None:
             row, quick = measure(prefix)
         out.append(_against(c, row, "ceiling bench storage --dir DIR (DIR where the program writes)", quick=quick))
-        f = _io_advice(cls, c, size)
+        f = _io_advice(cls, c, size, device is not None) if io_share is None or io_share >= IO_SHARE else None
         if f:
             findings.append(f)
     mpi = breakdown.get("mpi") or {}
@@ -135,32 +163,37 @@ def _against(c: Dict[str, Any], row: Optional[Row], how: str, lower_is_better: b
     return c
 
 
-def _io_advice(cls: str, c: Dict[str, Any], size: float) -> Optional[Finding]:
+def _io_advice(cls: str, c: Dict[str, Any], size: float, device_known: bool) -> Optional[Finding]:
+    """At the ceiling: the device's rate near it (never said without device figures, nor above
+    it: there the page cache took the bytes); far below: the calls' own rate, cache or not."""
     share = c.get("share")
     if share is None:
         return None
+    calls_share = c["through_calls"] / c["ceiling"] if c.get("ceiling") else share
     words = (f"the program {cls}s at {c['program']:.4g} MB/s inside its {cls} calls ({c['program_how']}); this "
              f"node's storage: {c['ceiling']:.4g} MB/s ({c['source']})")
-    if share >= NEAR:
+    if c.get("io_share") is not None:
+        words += f"; I/O calls took {c['io_share']:.0%} of the threads' time"
+    if device_known and NEAR <= share <= ABOVE:
         return Finding(id=f"profile.ceiling.io_{cls}", status=OK,
                        title=f"I/O {cls}s run at {share:.0%} of this node's measured storage bandwidth",
                        evidence=words, why="At the ceiling, faster code does not help: only less data, faster "
                                            "storage or I/O overlapped with computation do.",
                        data={"share": share})
-    if share < FAR:
+    if calls_share < FAR:
         small = size < 64 * 1024
         return Finding(
             id=f"profile.ceiling.io_{cls}", status=WARN,
-            title=f"I/O {cls}s reach {share:.0%} of this node's storage bandwidth"
+            title=f"I/O {cls}s reach {calls_share:.0%} of this node's storage bandwidth"
                   + (f", in requests of {size / 1024:.3g} KiB" if small else ""),
             evidence=words,
             why=("Small requests pay a system call and a round trip each; the storage's bandwidth needs large ones."
                  if small else "Large requests far below the storage's bandwidth: random access, a busy or remote "
                                "file system, or synchronous writes."),
             fix=(f"Buffer into requests of 1 MiB or more: at {size / 1024:.3g} KiB the program moves "
-                 f"{c['program']:.3g} MB/s where the storage moves {c['ceiling']:.3g} MB/s." if small else
+                 f"{c['through_calls']:.3g} MB/s where the storage moves {c['ceiling']:.3g} MB/s." if small else
                  "Check the file system's load now ('ceiling check'), write sequentially, and fsync less often."),
-            data={"share": share, "request_bytes": size})
+            data={"share": calls_share, "request_bytes": size})
     return None
 
 
