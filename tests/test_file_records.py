@@ -383,6 +383,11 @@ int main(int argc, char **argv)
         CHECK(dir >= 0 && fd >= 0 && write(fd, buf, 10) == 10 && close(fd) == 0 && close(dir) == 0);
         snprintf(p, sizeof p, "%s//.//unclean.dat", argv[1]);
         put(p, 0);
+        /* a stream opened by a link's name: its record has the name as opened, as Darshan's */
+        put("target.dat", 0);
+        CHECK(symlink("target.dat", "link.dat") == 0);
+        FILE *f = fopen("link.dat", "a");
+        CHECK(f && fwrite(buf, 1, 10, f) == 10 && fclose(f) == 0);
     } else if (!strcmp(mode, "turns") || !strcmp(mode, "together")) {
         /* a parent and its child write one file: one after the other, or with both holding it open */
         int together = !strcmp(mode, "together");
@@ -424,14 +429,15 @@ def paths_program(tmp_path_factory):
 def test_a_file_deleted_and_created_again_is_one_record_and_two_names_of_one_inode_are_two(paths_program, tmp_path):
     out, data = run(paths_program, tmp_path, "paths")
     head, files = files_of(only_record(out))
-    assert set(files) == {"j.dat", "one.dat", "two.dat", "rel.dat", "at.dat", "unclean.dat"}
+    assert set(files) == {"j.dat", "one.dat", "two.dat", "rel.dat", "at.dat", "unclean.dat", "target.dat", "link.dat"}
     j = files["j.dat"]
     assert (j["opens"], j["writes"], j["write_bytes"], j["recreated"]) == (10, 10, 1000, 9)
     assert files["one.dat"]["ino"] == files["two.dat"]["ino"] and files["two.dat"]["opens"] == 1
-    for name in ("rel.dat", "at.dat", "unclean.dat"):
+    for name in ("rel.dat", "at.dat", "unclean.dat", "link.dat"):
         assert files[name]["path"] == str(data / name)
+    assert (files["link.dat"]["opens"], files["link.dat"]["write_bytes"], files["target.dat"]["opens"]) == (1, 10, 1)
     s = profile_files.summarise([only_record(out)])
-    assert s["count"] == 6
+    assert s["count"] == 8
     assert next(f for f in s["shown"] if f["path"].endswith("j.dat"))["recreated"] == 9
 
 

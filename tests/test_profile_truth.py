@@ -212,15 +212,12 @@ def test_a_child_that_ends_in__exit_is_counted(tmp_path, prog):
     assert (rec.get("writes"), rec.get("write_bytes")) == (10, 5120)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 4 (stdio apart from kernel requests): "
-                                       "fixed in another branch")
 def test_stdio_to_dev_null_is_no_storage_io(tmp_path, prog):
     _, doc = profile(tmp_path, prog, "stdio", "300000", stdout=subprocess.DEVNULL)
     storage = [f["id"] for f in doc["findings"] if f["id"].startswith(("profile.io", "profile.ceiling.io"))]
     assert storage == [] and "io" not in [b["bound"] for b in doc["analysis"]["bounds"]]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 5 (copy_file_range counted): fixed in another branch")
 def test_bytes_copied_by_copy_file_range_are_read_and_written(tmp_path, prog):
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.write_bytes(os.urandom(3 << 20))

@@ -345,13 +345,15 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
                         CEIL_IP_API_STDIO);
 }
 
-/* A stream opened on fd, in ticks: its file's record counts an open. */
-static inline FILE *stdio_opened(stdio_counters *c, FILE *f, uint64_t ticks)
+/* A stream opened on fd by path (NULL: fdopen, the record asks
+ * /proc/self/fd), in ticks: its file's record, keyed by the path as opened
+ * as Darshan keys it, counts an open. */
+static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, uint64_t ticks)
 {
     if (f) {
         const int fd = fileno_unlocked(f);
         forget_kind(c, fd);
-        ceil_ip_file_opened(fd, NULL, CEIL_IP_API_STDIO, ticks);
+        ceil_ip_file_opened(fd, path, CEIL_IP_API_STDIO, ticks);
     }
     return f;
 }
@@ -407,15 +409,15 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, uint64_t ticks)
 
 /* meta */
 STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(c, rc, ticks))
+           stdio_opened(c, rc, path, ticks))
 STDIO_WRAP(SC_META, FILE *, fopen64, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
-           stdio_opened(c, rc, ticks))
+           stdio_opened(c, rc, path, ticks))
 STDIO_WRAP(SC_META, FILE *, fdopen, (int fd, const char *mode), (fd, mode), rc == NULL, 0,
-           stdio_opened(c, rc, ticks))
+           stdio_opened(c, rc, NULL, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(c, rc, ticks))
+           rc == NULL, 0, stdio_opened(c, rc, path, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen64, (const char *path, const char *mode, FILE *f), (path, mode, f),
-           rc == NULL, 0, stdio_opened(c, rc, ticks))
+           rc == NULL, 0, stdio_opened(c, rc, path, ticks))
 STDIO_DATA(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, f, KERNEL_FLUSH)
 STDIO_DATA(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, f,
            KERNEL_FLUSH)
