@@ -68,12 +68,17 @@ def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path)
     ([], 2, "no program given"),
     (["no-such-command-here"], 127, "no-such-command-here: command not found"),
     (["/etc/hostname"], 126, "/etc/hostname: "),       # not executable (as root: not a program)
+    # the document would be mixed into the program's stdout (issue 26 item 12): refused, with the way out
+    (["--json", "--", "touch", "{tmp}/ran"], 2, "--json would print the run's JSON into the program's own "
+                                                 "standard output; write it to a file with --save-json"),
 ])
 def test_a_bad_command_is_one_line_with_the_shells_code(tmp_path, cmd, code, text):
-    r, doc = profile(tmp_path, *cmd)
+    opts = [c for c in cmd if c.startswith("--json")]
+    cmd = [c.replace("{tmp}", str(tmp_path)) for c in cmd if c not in opts and c != "--"]
+    r, doc = profile(tmp_path, *cmd, opts=opts)
     lines = [x for x in r.stderr.splitlines() if x]
     assert r.returncode == code and len(lines) == 1 and text in lines[0], r.stderr
-    assert doc is None
+    assert doc is None and r.stdout == "" and not (tmp_path / "ran").exists()
 
 
 def test_a_bad_interval_is_refused_before_running(tmp_path):

@@ -39,6 +39,10 @@ DESCRIPTION = ("Run a program (its output untouched) and report where its time w
                "the program's.")
 EPILOG = "Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable."
 NOT_FOUND, NOT_EXECUTABLE = 127, 126        # the shell's codes, which users and scripts expect
+# A verb that runs a program leaves standard output to it: the run's JSON would be mixed into the
+# program's output, unparseable (the rule for every such verb: DESIGN.md, "Output streams").
+JSON_REFUSED = ("profile: --json would print the run's JSON into the program's own standard output; "
+                "write it to a file with --save-json FILE.json")
 
 
 class CommandNotFound(CeilingError):
@@ -81,6 +85,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
+    if args.json:
+        # before anything starts, in every rank of a wrapped launch alike: no program then waits in MPI_Init
+        raise UsageError(JSON_REFUSED)
     interval = _interval(args.interval)
     wrapped = launched_rank()
     try:
