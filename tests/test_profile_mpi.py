@@ -598,6 +598,13 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
     for rank in (0, 1):                           # each rank's own counts, rank 1's through the gather
         assert per[rank]["classes"]["send"] == {"calls": 500, "ns": per[rank]["classes"]["send"]["ns"],
                                                 "bytes": 500 * 64}
+        # MPI_Init and MPI_Finalize: rank 1's Finalize too, though its record left it inside that call
+        assert per[rank]["classes"]["init"]["calls"] == 2, per[rank]["classes"]
+    fns = {f["fn"]: f for f in prof["mpi"]["functions"]}
+    assert fns["MPI_Finalize"]["calls"] == 2
+    # its time is not known, and said so; rank 0's is
+    assert per[1]["finalize_s"] is None and per[0]["finalize_s"] is not None
+    assert prof["mpi"]["finalize_unknown"]["ranks"] == [1]
     assert "profile.mpi.ranks_missing" not in {f["id"] for f in doc["findings"]}
     # rank 1's threads are in the split from its record, and each rank's CPU shares in the table
     assert prof["from_records"]["processes"] == 1 and prof["from_records"]["threads"] >= 1, prof["from_records"]
