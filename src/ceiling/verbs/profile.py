@@ -253,6 +253,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     else:
         app.exit_status = code = os.WEXITSTATUS(status)
 
+    # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
+    removed = "" if refused or os.path.isdir(tmp) else tmp
     try:
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
@@ -270,9 +272,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]}),
                                 "skipped": records.counts()})
-    malformed = interpose_record.finding(records)
-    if malformed:
-        findings.append(malformed)
+    findings.extend(interpose_record.findings(records, removed))
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
