@@ -57,6 +57,19 @@ def test_the_html_report_has_the_application_section_and_no_node_plots(tmp_path)
     assert "not part of this run" not in text and "No headline metric" not in text
 
 
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_full_disk_under_stderr_costs_the_report_not_the_programs_status(tmp_path, status):
+    """2>/dev/full: ceiling's report cannot be written; the exit status is still the program's
+    (it was a traceback's 1), and the files asked for are written."""
+    out = tmp_path / "p.json"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                            str(out), "--", SH, "-c", f"exit {status}"], stdout=subprocess.PIPE, stderr=full,
+                           timeout=120)
+    assert r.returncode == status and r.stdout == b""
+    assert json.loads(out.read_text())["application"]["exit_status"] == status
+
+
 def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path):
     r, doc = profile(tmp_path, SH, "-c", "kill -SEGV $$")
     assert r.returncode == 128 + signal.SIGSEGV
