@@ -142,10 +142,12 @@ def _small_share(rs: Sequence[Dict[str, Any]]) -> Optional[float]:
     return small / total if total > 0 else None
 
 
-def conclude(records: Sequence[Dict[str, Any]]
+def conclude(records: Sequence[Dict[str, Any]], wrapped: Optional[Tuple[int, int]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, the "mpi" part of the breakdown); all empty when no
-    process of the program initialised MPI."""
+    process of the program initialised MPI. ``wrapped``: (rank, size) when ceiling wraps
+    each rank (mpirun -n N ceiling profile -- ./app), where a missing rank is one that
+    never reached MPI_Finalize, the gather's place, rather than one on another node."""
     rs = ranks(records)
     if not rs:
         return [], [], [], {}
@@ -187,7 +189,9 @@ def conclude(records: Sequence[Dict[str, Any]]
                               HIGHER))
     bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
     findings += _single_writer(rs, share) + _startup(rs, life["startup"])
-    if 0 < len(rs) < expected:
+    if 0 < len(rs) < expected and wrapped:
+        findings.append(_not_gathered(rs, expected))
+    elif 0 < len(rs) < expected:
         findings.append(Finding(
             id="profile.mpi.ranks_missing", status=WARN,
             title=f"{len(rs)} of {expected} ranks were profiled: the others ran on other nodes or left no record",
@@ -197,6 +201,26 @@ def conclude(records: Sequence[Dict[str, Any]]
             fix="Wrap every rank instead: mpirun -n N ceiling profile -- ./app (or srun ceiling profile -- ./app).",
             data={"seen": len(rs), "size": expected}))
     return metrics, bounds, findings, summary
+
+
+def _not_gathered(rs, expected: int) -> Finding:
+    """Wrapped ranks gather their records to rank 0 inside MPI_Finalize: a rank missing from
+    them did not get there under ceiling."""
+    seen = {r["rank"] for r in rs}
+    missing = [k for k in range(expected) if k not in seen]
+    names = ", ".join(map(str, missing[:20])) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    return Finding(
+        id="profile.mpi.ranks_missing", status=WARN,
+        title=f"{len(missing)} of {expected} ranks did not report (rank{'s' if len(missing) != 1 else ''} {names}): "
+              "the figures are of the others",
+        evidence=f"MPI_COMM_WORLD has {expected} ranks; records came from ranks "
+                 f"{', '.join(str(r['rank']) for r in rs)}",
+        why="Each rank's ceiling sends its counts to rank 0 inside MPI_Finalize. A rank is missing when the job "
+            "was stopped or a rank killed before every rank reached it, or when not every rank reached it under "
+            "ceiling within 30 s (the interposer says so on that rank's standard error).",
+        fix="Let the job reach MPI_Finalize (profile a shorter case); check that every rank runs under ceiling "
+            "and that the launcher passes LD_PRELOAD on.",
+        data={"seen": len(rs), "size": expected, "missing": missing})
 
 
 def _bounds(rs, share, useful, runtime, lb, small, groups) -> Tuple[List[Bound], List[Finding]]:

@@ -104,7 +104,12 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                          "which one rank of an MPI job cannot do")
     if wrapped and wrapped[0] != 0:
         # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
-        return _profile(args, argv, cmd, exe, interval, wrapped)[1]
+        run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+        if run.application.signal:
+            print(f"ceiling: rank {wrapped[0]}: its program was killed by {run.application.signal}; rank 0's report, "
+                  "if it comes, lacks this rank (a launcher that ends the job for it, as MPICH's mpiexec does, "
+                  "kills rank 0's ceiling too, with SIGKILL: no report then)", file=sys.stderr, flush=True)
+        return code
     try:
         common.check_outputs(args, html=bool(args.out))
         store = common.open_store(args)
@@ -318,7 +323,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
-                                                    wall, cpus, io_calls(own), mpi_conclude(own), counters,
+                                                    wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
@@ -337,8 +342,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         breakdown["counters_verdict"] = decided
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     if wrapped and wrapped[0] == 0 and not refused:
-        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning
-        cost = measure(lib)
+        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning.
+        # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
+        # ranks' ceilings exit, and the report comes first
+        cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
     if args.overhead:
