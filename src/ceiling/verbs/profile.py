@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import os
 import shutil
 import signal
@@ -31,6 +30,7 @@ from typing import List, Optional, Tuple
 from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common
+from .lossy import Lossy
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
 NAME = "profile"
@@ -89,7 +89,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if args.json:
         # before anything starts, in every rank of a wrapped launch alike: no program then waits in MPI_Init
         raise UsageError(JSON_REFUSED)
-    sys.stderr = _Lossy(sys.stderr)        # from here, the program's status is the exit status, whatever stderr is
+    sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
     try:
@@ -123,56 +123,6 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     delivered = common.deliver(run, outputs, 0, common.say(args))
     return code if code else delivered
-
-
-class _Lossy(io.TextIOBase):
-    """Standard error that loses what it cannot write instead of raising: ceiling's report
-    goes there, and a full disk (2>/dev/full), a closed pipe or a removed file under it
-    must not turn the program's exit status into a traceback's 1. Nothing else can be
-    told then; the history and --save-json are written before the terminal text."""
-
-    def __init__(self, stream):
-        super().__init__()
-        self.stream, self.lost = stream, None
-        if stream is None:                     # started with descriptor 2 closed
-            self._drop()
-
-    def write(self, text: str) -> int:
-        try:
-            self.stream.write(text)
-            if "\n" in text:
-                self.stream.flush()
-        except (OSError, ValueError, AttributeError) as e:     # ValueError: closed; AttributeError: None
-            self.lost = self.lost or e
-            self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        try:
-            self.stream.flush()
-        except (OSError, ValueError, AttributeError) as e:
-            self.lost = self.lost or e
-            self._drop()
-
-    def _drop(self) -> None:
-        """Forget what the stream still holds, so that flushing it at exit does not fail again."""
-        try:
-            self.stream = open(os.devnull, "w")
-        except OSError:
-            pass
-
-    def isatty(self) -> bool:
-        try:
-            return self.stream.isatty()
-        except (OSError, ValueError, AttributeError):
-            return False
-
-    def fileno(self) -> int:
-        return self.stream.fileno()
-
-    @property
-    def encoding(self):
-        return getattr(self.stream, "encoding", "utf-8")
 
 
 def _render(args: argparse.Namespace):
