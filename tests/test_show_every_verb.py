@@ -1,6 +1,6 @@
 """Every run a verb records is shown again by `ceiling show` in every format (issue 26 item 13).
 
-Each verb's run is made as the verb makes it: `check`, `bench` (a quick, cheap kind)
+Each verb's run is made as the verb makes it: `check`, `bench` (its cheapest kinds: compute, cache)
 and `profile` run for real, into a history of their own; a cluster run is made by the
 cluster analysis itself (analysis/cluster.py, the code `run --cluster` calls) from
 digests of three nodes, one an outlier (a real one needs an MPI job across nodes); a
