@@ -306,3 +306,62 @@ def test_a_program_that_damages_its_record_is_still_reported_with_its_exit_statu
             in " ".join(r.stderr.split()))
     assert doc["environment"]["profile"]["interposer"]["skipped"] == f[0]["data"]
     assert list(tmp.iterdir()) == []
+
+
+# -- issue 25 item 7: the reader takes every record, and says what it could not ----------------
+
+def test_rank_0s_own_record_after_tens_of_mib_of_gathered_ones_is_read(tmp_path):
+    """In a wrapped launch rank 0's file holds every other rank's record first, then its own:
+    the reader took the first 16 MiB and lost rank 0 (80 ranks x 600 files: "76 of 80 ranks")."""
+    other = "".join(_process(1000 + i, 1, "n2", "/app") + _io(1000 + i) + _mpi(1, 2) + _end(1000 + i)
+                    for i in range(4))
+    copies = (17 << 20) // len(other) + 1                     # past the old 16 MiB
+    with open(tmp_path / "interpose.42", "w") as f:
+        for _ in range(copies):
+            f.write(other)
+        f.write(_process(42, 1, HERE, "/app") + _mpi(0, 2) + _end(42))
+    assert (tmp_path / "interpose.42").stat().st_size > 17 << 20
+    recs = ir.read_dir(str(tmp_path))
+    assert recs[-1]["process"]["pid"] == 42 and recs[-1]["lines"]["mpi"][0]["rank"] == 0
+    assert len(recs) == 4 * copies + 1 and not recs.unread and ir.findings(ir.latest(recs)) == []
+
+
+def test_a_file_that_cannot_be_read_and_a_line_too_long_are_said_not_passed_over(tmp_path):
+    (tmp_path / "interpose.1").write_text(_process(1, 0, HERE, "/app") + "x" * (ir.LINE_BYTES + 10) + "\n"
+                                          + _mpi(0, 1) + _end(1))
+    os.symlink("/etc/hostname", tmp_path / "interpose.2")      # never followed: not the interposer's
+    recs = ir.latest(ir.read_dir(str(tmp_path)))
+    assert [r["process"]["pid"] for r in recs] == [1] and recs[0]["end"]      # the record around it kept
+    assert recs.counts()["lines"] == 1
+    assert [name for name, _ in recs.unread] == ["interpose.2"]
+    ids = [f.id for f in ir.findings(recs)]
+    assert ids == ["profile.interposer.unread", "profile.interposer.malformed"]
+    (unread,) = [f for f in ir.findings(recs) if f.id == "profile.interposer.unread"]
+    assert "interpose.2: " in unread.evidence and unread.title.startswith("1 of the interposer's record file")
+
+
+def test_threads_past_the_interposers_slots_are_a_finding():
+    text = _process(7, 1, HERE, "/app").replace("threads=2 threads_lost=0", "threads=1024 threads_lost=37") + _end(7)
+    (f,) = ir.findings(ir.latest(ir.parse(text)))
+    assert f.id == "profile.interposer.threads_lost" and f.data["threads_lost"] == 37
+    assert f.title.startswith("37 threads were not counted: the interposer's 1024 thread slots ran out")
+    assert "CEILING_INTERPOSE_THREADS=2048" in f.fix
+
+
+def test_a_program_that_removes_its_record_directory_is_reported_with_its_exit_status(tmp_path):
+    """rm -rf $TMPDIR/* in a job script takes ceiling's record directory with it."""
+    import subprocess
+    import sys
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "p.json"
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                        str(out), "--", "sh", "-c", 'rm -rf "$TMPDIR"/*; exit 3'],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp)))
+    assert r.returncode == 3, r.stderr
+    assert "Traceback" not in r.stderr and "Ended     exit 3" in r.stderr
+    doc = json.loads(out.read_text())
+    (f,) = [x for x in doc["findings"] if x["id"] == "profile.interposer.removed"]
+    assert f["data"]["path"].startswith(str(tmp) + "/ceiling-profile-")
+    assert "were removed while the program ran" in " ".join(r.stderr.split())

@@ -57,6 +57,19 @@ def test_the_html_report_has_the_application_section_and_no_node_plots(tmp_path)
     assert "not part of this run" not in text and "No headline metric" not in text
 
 
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_full_disk_under_stderr_costs_the_report_not_the_programs_status(tmp_path, status):
+    """2>/dev/full: ceiling's report cannot be written; the exit status is still the program's
+    (it was a traceback's 1), and the files asked for are written."""
+    out = tmp_path / "p.json"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                            str(out), "--", SH, "-c", f"exit {status}"], stdout=subprocess.PIPE, stderr=full,
+                           timeout=120)
+    assert r.returncode == status and r.stdout == b""
+    assert json.loads(out.read_text())["application"]["exit_status"] == status
+
+
 def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path):
     r, doc = profile(tmp_path, SH, "-c", "kill -SEGV $$")
     assert r.returncode == 128 + signal.SIGSEGV
@@ -68,12 +81,17 @@ def test_a_program_killed_by_a_signal_gives_128_plus_n_and_is_reported(tmp_path)
     ([], 2, "no program given"),
     (["no-such-command-here"], 127, "no-such-command-here: command not found"),
     (["/etc/hostname"], 126, "/etc/hostname: "),       # not executable (as root: not a program)
+    # the document would be mixed into the program's stdout (issue 26 item 12): refused, with the way out
+    (["--json", "--", "touch", "{tmp}/ran"], 2, "--json would print the run's JSON into the program's own "
+                                                 "standard output; write it to a file with --save-json"),
 ])
 def test_a_bad_command_is_one_line_with_the_shells_code(tmp_path, cmd, code, text):
-    r, doc = profile(tmp_path, *cmd)
+    opts = [c for c in cmd if c.startswith("--json")]
+    cmd = [c.replace("{tmp}", str(tmp_path)) for c in cmd if c not in opts and c != "--"]
+    r, doc = profile(tmp_path, *cmd, opts=opts)
     lines = [x for x in r.stderr.splitlines() if x]
     assert r.returncode == code and len(lines) == 1 and text in lines[0], r.stderr
-    assert doc is None
+    assert doc is None and r.stdout == "" and not (tmp_path / "ran").exists()
 
 
 def test_a_bad_interval_is_refused_before_running(tmp_path):

@@ -27,6 +27,8 @@ APP = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <unistd.h>
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
 #endif
@@ -300,6 +302,15 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("no MPI 4 persistent collectives in this MPI's header\n");
 #endif
+    } else if (!strcmp(mode, "ctrlc")) {       /* once every rank is past MPI_Init, rank 0 stops the job as
+                                                  Ctrl-C to the launcher does (its pid: TEST_LAUNCHER_PID) */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0)
+            kill((pid_t)atol(getenv("TEST_LAUNCHER_PID")), SIGINT);
+        for (;;) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            usleep(1000);
+        }
     } else if (!strcmp(mode, "mix")) {         /* every counted form once, with known bytes */
         double x = rank, y = 0;
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -598,6 +609,13 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
     for rank in (0, 1):                           # each rank's own counts, rank 1's through the gather
         assert per[rank]["classes"]["send"] == {"calls": 500, "ns": per[rank]["classes"]["send"]["ns"],
                                                 "bytes": 500 * 64}
+        # MPI_Init and MPI_Finalize: rank 1's Finalize too, though its record left it inside that call
+        assert per[rank]["classes"]["init"]["calls"] == 2, per[rank]["classes"]
+    fns = {f["fn"]: f for f in prof["mpi"]["functions"]}
+    assert fns["MPI_Finalize"]["calls"] == 2
+    # its time is not known, and said so; rank 0's is
+    assert per[1]["finalize_s"] is None and per[0]["finalize_s"] is not None
+    assert prof["mpi"]["finalize_unknown"]["ranks"] == [1]
     assert "profile.mpi.ranks_missing" not in {f["id"] for f in doc["findings"]}
     # rank 1's threads are in the split from its record, and each rank's CPU shares in the table
     assert prof["from_records"]["processes"] == 1 and prof["from_records"]["threads"] >= 1, prof["from_records"]
@@ -605,6 +623,29 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
         cpu = per[rank]["cpu"]
         assert cpu and sum(cpu.values()) == pytest.approx(1.0, abs=0.01) and cpu["on_cpu"] > 0, per[rank]
     assert "the other ranks' threads as the kernel counted them" in " ".join(r.stderr.split())
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_ctrl_c_to_a_wrapped_job_still_gives_rank_0s_report_naming_the_ranks_that_did_not(app, tmp_path):
+    """mpiexec -n 2 ceiling profile -- ./app, Ctrl-C to mpiexec once both ranks run: Hydra passes
+    SIGINT to each rank's ceiling and kills them all once one exits; rank 0's reported nothing
+    (it was killed measuring the interposer's cost). Now it reports first, partial, naming rank 1."""
+    exe, found, tmp = app
+    if found["launcher_family"] == "Open MPI":
+        pytest.skip("Open MPI's mpirun handles Ctrl-C its own way; README says what it gives")
+    out = tmp_path / "p.json"
+    env = run_env(tmp, NO_COLOR="1")
+    script = 'export TEST_LAUNCHER_PID=$$; exec "$@"'          # the launcher takes the shell's pid
+    r = run_or_show(["sh", "-c", script, "sh", *found["argv2"], sys.executable, "-m", "ceiling", "profile",
+                     "--no-store", "--no-measure", "--save-json", str(out), "--", str(exe), "ctrlc", "1", "1"],
+                    env, timeout=120)
+    assert r.returncode == 130, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and doc["partial_reason"].startswith("interrupted (Ctrl-C)")
+    (f,) = [x for x in doc["findings"] if x["id"] == "profile.mpi.ranks_missing"]
+    assert f["data"]["missing"] == [1] and f["title"].startswith("1 of 2 ranks did not report (rank 1)")
+    assert doc["application"]["overhead"]["why"] == "not measured: the job was interrupted"
 
 
 @needs_mpi

@@ -211,6 +211,13 @@ void mpi_started(const void *caller, int ok, int provided) __attribute__((visibi
  * MPI_COMM_WORLD with that code, then _exit. Nothing when not asked. */
 void mpi_abort_if_asked(const void *caller) __attribute__((visibility("hidden")));
 void mpi_finalizing(const void *caller) __attribute__((visibility("hidden")));
+/* MPI_Finalize's own count, around the real call: mpi_finalize_begin counts
+ * the call and writes the checkpoint (mpi_finalizing), mpi_finalize_end adds
+ * its time (since t0) and leaves. The call is counted before the checkpoint,
+ * which is all rank 0 receives of a gathered rank: its MPI_Finalize is there,
+ * with no time (the reader says the time is unknown). */
+void mpi_finalize_begin(mpi_counters *c, const void *caller) __attribute__((visibility("hidden")));
+void mpi_finalize_end(mpi_counters *c, uint64_t t0) __attribute__((visibility("hidden")));
 
 /* For the Fortran wrappers: a Fortran communicator, datatype, file or
  * request as the C handle (PMPI_Comm_f2c, PMPI_Type_f2c, PMPI_File_f2c,

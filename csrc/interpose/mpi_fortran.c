@@ -181,9 +181,9 @@ F_BOTH_PASS(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (requ
             OUT return;                                                                            \
         }                                                                                          \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
-        mpi_finalizing(__builtin_return_address(0));                                               \
+        mpi_finalize_begin(c, __builtin_return_address(0));                                        \
         F_REAL(fn)(ierr);                                                                          \
-        mpi_done(c, FN_MPI_Finalize, ceil_ip_ticks() - t0, 0, -1);                                 \
+        mpi_finalize_end(c, t0);                                                                   \
         OUT                                                                                        \
     }
 F_FINALIZE(mpi_finalize_, F77_IN, F77_OUT)

@@ -71,14 +71,17 @@ def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
                   if ln.get("class") == "write"]
         run_s = max(0.0, (end - head["init_ns"]) / 1e9)
         init_s = sum(fns.get(f, {}).get("ns", 0) for f in ("MPI_Init", "MPI_Init_thread")) / 1e9
-        finalize_s = fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9
+        # a record taken inside MPI_Finalize (the checkpoint, all rank 0 receives of a gathered
+        # rank) has the call but not its time: unknown (None), counted as 0 in the sums
+        inside = proc.get("reason") == "checkpoint" and bool(head.get("finalize_ns"))
+        finalize_s = None if inside else fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9
         main = next((ln for ln in rec.get("lines", {}).get("proc", []) if ln.get("task") == proc.get("pid")), {})
         out.append({
             "rank": head.get("rank", -1), "size": head.get("size", -1), "host": proc.get("host", ""),
             "pid": proc.get("pid"), "family": head.get("family", "unknown"), "library": head.get("library", ""),
             "run_s": run_s, "finalize_s": finalize_s, "init_s": init_s,
             # the main thread's life (proc.c), at least MPI's three parts when it is not known
-            "life_s": max(main.get("life_ns", 0) / 1e9, init_s + run_s + finalize_s),
+            "life_s": max(main.get("life_ns", 0) / 1e9, init_s + run_s + (finalize_s or 0.0)),
             "groups": groups, "mpi_s": sum(groups.values()),
             "classes": {c: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for c, ln in classes.items()},
             "functions": {f: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
@@ -139,16 +142,18 @@ def _small_share(rs: Sequence[Dict[str, Any]]) -> Optional[float]:
     return small / total if total > 0 else None
 
 
-def conclude(records: Sequence[Dict[str, Any]]
+def conclude(records: Sequence[Dict[str, Any]], wrapped: Optional[Tuple[int, int]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, the "mpi" part of the breakdown); all empty when no
-    process of the program initialised MPI."""
+    process of the program initialised MPI. ``wrapped``: (rank, size) when ceiling wraps
+    each rank (mpirun -n N ceiling profile -- ./app), where a missing rank is one that
+    never reached MPI_Finalize, the gather's place, rather than one on another node."""
     rs = ranks(records)
     if not rs:
         return [], [], [], {}
     runs = [r["run_s"] for r in rs]
     useful = [max(0.0, r["run_s"] - r["mpi_s"]) for r in rs]
-    runtime = max(r["run_s"] + r["finalize_s"] for r in rs)
+    runtime = max(r["run_s"] + (r["finalize_s"] or 0.0) for r in rs)
     share = [min(1.0, r["mpi_s"] / r["run_s"]) if r["run_s"] else 0.0 for r in rs]
     lb = (sum(useful) / len(useful)) / max(useful) if max(useful) > 0 else None
     ce = max(useful) / runtime if runtime > 0 else None
@@ -156,7 +161,7 @@ def conclude(records: Sequence[Dict[str, Any]]
     groups = {g: sum(r["groups"].get(g, 0.0) for r in rs) for g in GROUP_WORDS}
     expected = max((r["size"] for r in rs if isinstance(r["size"], int)), default=-1)
     small = _small_share(rs)
-    startup = [r["init_s"] + r["finalize_s"] for r in rs]
+    startup = [r["init_s"] + (r["finalize_s"] or 0.0) for r in rs]
     life = {"mpi": _spread([r["mpi_s"] / r["life_s"] if r["life_s"] else 0.0 for r in rs]),
             "startup": _spread([st / r["life_s"] if r["life_s"] else 0.0 for st, r in zip(startup, rs)])}
     summary = {
@@ -169,6 +174,12 @@ def conclude(records: Sequence[Dict[str, Any]]
                                         "finalize_s", "life_s", "classes", "peers", "threads", "cpu")} for r in rs],
         "functions": _functions(rs), "hist": _hist(rs),
     }
+    unknown = [r["rank"] for r in rs if r["finalize_s"] is None]
+    if unknown:
+        summary["finalize_unknown"] = {
+            "ranks": unknown,
+            "why": "their records were gathered to rank 0 inside MPI_Finalize: the call is counted, its time is "
+                   "not (0 in the sums; their run ends when MPI_Finalize was called)"}
     ctx = {"ranks": len(rs), "per_rank": _spread(share)}
     metrics = [_m("app.mpi.time", sum(share) / len(share) * 100, "%", ctx)]
     for name, v in (("app.mpi.load_balance", lb), ("app.mpi.communication_efficiency", ce),
@@ -178,7 +189,9 @@ def conclude(records: Sequence[Dict[str, Any]]
                               HIGHER))
     bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
     findings += _single_writer(rs, share) + _startup(rs, life["startup"])
-    if 0 < len(rs) < expected:
+    if 0 < len(rs) < expected and wrapped:
+        findings.append(_not_gathered(rs, expected))
+    elif 0 < len(rs) < expected:
         findings.append(Finding(
             id="profile.mpi.ranks_missing", status=WARN,
             title=f"{len(rs)} of {expected} ranks were profiled: the others ran on other nodes or left no record",
@@ -188,6 +201,26 @@ def conclude(records: Sequence[Dict[str, Any]]
             fix="Wrap every rank instead: mpirun -n N ceiling profile -- ./app (or srun ceiling profile -- ./app).",
             data={"seen": len(rs), "size": expected}))
     return metrics, bounds, findings, summary
+
+
+def _not_gathered(rs, expected: int) -> Finding:
+    """Wrapped ranks gather their records to rank 0 inside MPI_Finalize: a rank missing from
+    them did not get there under ceiling."""
+    seen = {r["rank"] for r in rs}
+    missing = [k for k in range(expected) if k not in seen]
+    names = ", ".join(map(str, missing[:20])) + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+    return Finding(
+        id="profile.mpi.ranks_missing", status=WARN,
+        title=f"{len(missing)} of {expected} ranks did not report (rank{'s' if len(missing) != 1 else ''} {names}): "
+              "the figures are of the others",
+        evidence=f"MPI_COMM_WORLD has {expected} ranks; records came from ranks "
+                 f"{', '.join(str(r['rank']) for r in rs)}",
+        why="Each rank's ceiling sends its counts to rank 0 inside MPI_Finalize. A rank is missing when the job "
+            "was stopped or a rank killed before every rank reached it, or when not every rank reached it under "
+            "ceiling within 30 s (the interposer says so on that rank's standard error).",
+        fix="Let the job reach MPI_Finalize (profile a shorter case); check that every rank runs under ceiling "
+            "and that the launcher passes LD_PRELOAD on.",
+        data={"seen": len(rs), "size": expected, "missing": missing})
 
 
 def _bounds(rs, share, useful, runtime, lb, small, groups) -> Tuple[List[Bound], List[Finding]]:
@@ -244,9 +277,15 @@ def _startup(rs, share: Dict[str, float]) -> List[Finding]:
     if not share or share["mean"] < STARTUP:
         return []
     init = _spread([r["init_s"] for r in rs])
-    fin = _spread([r["finalize_s"] for r in rs])
+    fin = _spread([r["finalize_s"] for r in rs if r["finalize_s"] is not None])
     life = _spread([r["life_s"] for r in rs])
-    ev = (f"MPI_Init {init['mean']:.3g} s and MPI_Finalize {fin['mean']:.3g} s per rank on average (MPI_Init "
+    known = [r["rank"] for r in rs if r["finalize_s"] is not None]
+    fin_words = (f"MPI_Finalize {fin['mean']:.3g} s" if len(known) == len(rs) else
+                 f"MPI_Finalize {fin['mean']:.3g} s (rank{'s' if len(known) != 1 else ''} "
+                 f"{', '.join(map(str, known))}; the others' time in it is unknown: their records were "
+                 "gathered inside it)" if known else "MPI_Finalize of unknown time (the records were gathered "
+                 "inside it)")
+    ev = (f"MPI_Init {init['mean']:.3g} s and {fin_words} per rank on average (MPI_Init "
           f"{init['min']:.3g}-{init['max']:.3g} s), of ranks that lived {life['mean']:.3g} s: "
           f"{share['mean']:.0%} of their life (min {share['min']:.0%}, max {share['max']:.0%}); "
           f"the run between them {sum(r['run_s'] for r in rs) / len(rs):.3g} s per rank")
@@ -261,7 +300,7 @@ def _startup(rs, share: Dict[str, float]) -> List[Finding]:
         fix="Profile a run several times longer than the start-up (more steps, a larger case). Where start-up "
             "itself costs too much at scale, look at the launch: srun --mpi=pmix or the MPI's own launcher, "
             "and the fabric's wire-up (its version, its settings for connecting on demand).",
-        data={"startup_share": share["mean"], "init_s": init["mean"], "finalize_s": fin["mean"]})]
+        data={"startup_share": share["mean"], "init_s": init["mean"], "finalize_s": fin.get("mean")})]
 
 
 SINGLE_WRITER = 0.9          # one rank writing this share of the job's bytes

@@ -1,8 +1,10 @@
 """Reading the records libceiling_interpose.so writes (format: csrc/interpose/interpose.h).
 
 One file may hold the records of many processes (every process of a job appends
-its own with one write); a record cut short (no "end" line: the process died
-while writing) is kept and marked, and lines that are not understood are skipped.
+its own with one write; in a wrapped MPI launch rank 0's holds every rank's);
+it is read whole, a line at a time, and a file that cannot be read is named
+(``unread``); a record cut short (no "end" line: the process died while
+writing) is kept and marked, and lines that are not understood are skipped.
 A process may write more than one record (a checkpoint at MPI_Finalize, then
 its record at exit): ``latest`` keeps the one that supersedes the others.
 
@@ -25,12 +27,16 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..results.model import WARN, Finding
 
 FORMAT_VERSION = 1          # CEIL_IP_FORMAT_VERSION: the version this reader understands
-READ_BYTES = 1 << 24        # of each record file: a job's records are far smaller
+# A record file is read whole, a line at a time: in a wrapped MPI launch rank 0's file holds every
+# rank's record before its own (80 ranks with 600 files each: tens of MiB), so no size is too large.
+# Only a line is bounded: the longest the interposer writes is a process line with a PATH_MAX path
+# in %XX (under 13 KiB); a longer one is no record's, skipped and counted without being held.
+LINE_BYTES = 1 << 20
 
 # Keys whose values are names (ceil_ip_put_str in csrc/interpose/; tests/test_interpose_record.py
 # checks the list against the sources): every other key is a number.
@@ -51,10 +57,15 @@ _ESC = re.compile(rb"%([0-9A-Fa-f]{2})")
 
 
 class Records(list):
-    """Records in file order (see ``parse``), and what reading them skipped."""
+    """Records in file order (see ``parse``), what reading them skipped, and the files (or
+    their ends) that could not be read: ``unread``, [(file name, why)]."""
     skipped_records = 0
     skipped_lines = 0
     skipped_fields = 0
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.unread: List[Tuple[str, str]] = []
 
     def counts(self) -> Dict[str, int]:
         return {"records": self.skipped_records, "lines": self.skipped_lines, "fields": self.skipped_fields}
@@ -63,6 +74,7 @@ class Records(list):
         self.skipped_records += other.skipped_records
         self.skipped_lines += other.skipped_lines
         self.skipped_fields += other.skipped_fields
+        self.unread.extend(getattr(other, "unread", []))
 
 
 _BAD = object()
@@ -107,23 +119,36 @@ def parse(text: str) -> Records:
     """Records in file order: {"version", "process": fields, "modules": {name: fields},
     "lines": {module: [fields, ...]}, "end": fields ({} when cut short)}. A record of another
     format version, or whose process line has no pid, is skipped and counted, its lines with it."""
-    out = Records()
-    rec: Optional[Dict[str, Any]] = None     # the record being read
-    skipping = False                         # inside a record that is skipped: its lines go with it
+    p = _Parser()
     for line in text.split("\n"):
+        p.line(line)
+    return p.finish()
+
+
+class _Parser:
+    """``parse`` a line at a time, so that a file is never held whole."""
+
+    def __init__(self):
+        self.out = Records()
+        self.rec: Optional[Dict[str, Any]] = None     # the record being read
+        self.skipping = False                         # inside a record that is skipped: its lines go with it
+        self.bytes = 0                                # read so far, of the file being read
+
+    def line(self, line: str) -> None:
+        out, rec = self.out, self.rec
         if not line:
-            continue
+            return
         word, *rest = line.split(" ")
         if word == "ceiling-interpose":
             _close(out, rec)
-            rec, skipping = None, rest != [str(FORMAT_VERSION)]
-            if skipping:
+            self.rec, self.skipping = None, rest != [str(FORMAT_VERSION)]
+            if self.skipping:
                 out.skipped_records += 1
             else:
-                rec = {"version": FORMAT_VERSION, "process": {}, "modules": {}, "lines": {}, "end": {}}
+                self.rec = {"version": FORMAT_VERSION, "process": {}, "modules": {}, "lines": {}, "end": {}}
         elif rec is None:
             # before the first record or after an "end": not the interposer's
-            out.skipped_lines += 0 if skipping else 1
+            out.skipped_lines += 0 if self.skipping else 1
         elif not _KEY.fullmatch(word):
             out.skipped_lines += 1
         elif word == "process":
@@ -135,11 +160,18 @@ def parse(text: str) -> Records:
         elif word == "end":
             rec["end"] = fields(rest, out)
             _close(out, rec)
-            rec = None
+            self.rec = None
         else:
             rec["lines"].setdefault(word, []).append(fields(rest, out))
-    _close(out, rec)
-    return out
+
+    def too_long(self) -> None:
+        """A line over LINE_BYTES: no record's line; it breaks no record it falls in."""
+        self.out.skipped_lines += 1
+
+    def finish(self) -> Records:
+        _close(self.out, self.rec)
+        self.rec = None
+        return self.out
 
 
 def _close(out: Records, rec: Optional[Dict[str, Any]]) -> None:
@@ -152,21 +184,40 @@ def _close(out: Records, rec: Optional[Dict[str, Any]]) -> None:
 
 
 def read(paths: Iterable[str]) -> Records:
-    """The records of every file in ``paths`` (the first READ_BYTES of each), in that order;
-    a file that cannot be read is passed over."""
+    """The records of every file in ``paths``, whole, in that order; a file that cannot be
+    read (or whose end cannot: an I/O error) is named in ``unread`` with why, and what was
+    read of it kept."""
     out = Records()
     for path in paths:
+        p = _Parser()
         try:      # never through a link, never blocking on a FIFO: only the interposer's own files are records
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
             with open(fd, "rb") as f:
-                data = f.read(READ_BYTES)
-        except OSError:
-            continue
-        # undecodable bytes stay one character each, which no field allows: counted, not raised
-        got = parse(data.decode("utf-8", errors="surrogateescape"))
+                _lines(f, p)
+        except OSError as e:
+            done = f" after {p.bytes} bytes: the rest was not read" if p.bytes else ""
+            out.unread.append((os.path.basename(path), f"{e.strerror or e}{done}"))
+        got = p.finish()
         out.extend(got)
         out.add_counts(got)
     return out
+
+
+def _lines(f, p: _Parser) -> None:
+    """Every line of the binary file ``f`` to ``p``, none held past LINE_BYTES."""
+    while True:
+        raw = f.readline(LINE_BYTES)
+        if not raw:
+            return
+        p.bytes += len(raw)
+        if len(raw) == LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):      # the rest of it, dropped as it comes
+                raw = f.readline(LINE_BYTES)
+                p.bytes += len(raw)
+            p.too_long()
+            continue
+        # undecodable bytes stay one character each, which no field allows: counted, not raised
+        p.line(raw.rstrip(b"\n").decode("utf-8", errors="surrogateescape"))
 
 
 def read_dir(path: str) -> Records:
@@ -197,6 +248,68 @@ def latest(records: List[Dict[str, Any]]) -> Records:
     if isinstance(records, Records):
         out.add_counts(records)
     return out
+
+
+def findings(records: Records, removed: str = "") -> List[Finding]:
+    """What the report says about the records themselves: a record directory the program
+    removed (``removed``: its path), files not read, what reading skipped, threads the
+    interposer could not count."""
+    out = [f for f in (_removed(removed) if removed else None, _unread(records), finding(records),
+                       _threads_lost(records)) if f is not None]
+    return out
+
+
+def _removed(path: str) -> Finding:
+    return Finding(
+        id="profile.interposer.removed", status=WARN,
+        title="The interposer's records were removed while the program ran: its I/O and MPI calls were not "
+              "counted",
+        evidence=f"{path}, made by ceiling before the program started, was gone when it ended; the profile "
+                 "rests on /proc alone",
+        why="ceiling keeps the interposer's records in a private directory under $TMPDIR (or /tmp) until the "
+            "program ends; a job script or program that cleans that directory (rm -rf $TMPDIR/*) removes them "
+            "with the rest.",
+        fix="Clean $TMPDIR before ceiling starts or after it ends, or leave ceiling-profile-* alone; or give "
+            "ceiling a directory the program does not clean: TMPDIR=$HOME/tmp ceiling profile -- ...",
+        data={"path": path})
+
+
+def _unread(records: Records) -> Optional[Finding]:
+    unread = getattr(records, "unread", [])
+    if not unread:
+        return None
+    return Finding(
+        id="profile.interposer.unread", status=WARN,
+        title=f"{len(unread)} of the interposer's record file{'s' if len(unread) != 1 else ''} could not be read "
+              "whole: what they hold is not counted",
+        evidence="; ".join(f"{name}: {why}" for name, why in unread[:20]) +
+                 (f"; and {len(unread) - 20} more" if len(unread) > 20 else ""),
+        why="A record file is the interposer's, in ceiling's private directory; one that cannot be opened or read "
+            "(a program that changed its mode, a failing disk) leaves its processes out of the figures.",
+        fix="Profile again; if it recurs, check the disk under $TMPDIR and that the program leaves ceiling-profile-* "
+            "alone.",
+        data={"files": [{"file": name, "why": why} for name, why in unread]})
+
+
+def _threads_lost(records: Records) -> Optional[Finding]:
+    hit = [r["process"] for r in records if r["process"].get("threads_lost", 0) > 0]
+    if not hit:
+        return None
+    lost = sum(p["threads_lost"] for p in hit)
+    slots = max(p.get("threads", 0) for p in hit)
+    return Finding(
+        id="profile.interposer.threads_lost", status=WARN,
+        title=f"{lost} thread{'s were' if lost != 1 else ' was'} not counted: the interposer's {slots} thread "
+              "slots ran out",
+        evidence="; ".join(f"pid {p['pid']} ({p.get('exe', '?')}): {p.get('threads', 0)} threads counted, "
+                           f"{p['threads_lost']} not" for p in hit[:10]) +
+                 (f"; and {len(hit) - 10} more processes" if len(hit) > 10 else ""),
+        why="The interposer reserves its thread slots when the program starts (no allocation inside the "
+            "program's calls); a thread that starts after they are all given out is not counted: its I/O and "
+            "MPI calls are missing from the figures, which are then low.",
+        fix=f"Reserve more slots (up to 1048576): CEILING_INTERPOSE_THREADS={min(max(2 * slots, 1024), 1 << 20)} "
+            "ceiling profile -- ...",
+        data={"threads_lost": lost, "slots": slots, "processes": len(hit)})
 
 
 def finding(records: Records) -> Optional[Finding]:

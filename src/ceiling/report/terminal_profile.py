@@ -186,6 +186,10 @@ def mpi_headline(mpi: Dict[str, Any]) -> str:
     library = " ".join(str(mpi.get("library") or mpi.get("family") or "").split(",")[0].split())
     start = (mpi.get("startup_s") or {}).get("mean")
     start = f"; MPI_Init + MPI_Finalize {start:.3g} s per rank, outside the run" if isinstance(start, float) else ""
+    unknown = (mpi.get("finalize_unknown") or {}).get("ranks") or []
+    if start and unknown:
+        start += (f" (MPI_Finalize counted, its time unknown, for rank{'s' if len(unknown) != 1 else ''} "
+                  f"{', '.join(map(str, unknown[:8]))}{', ...' if len(unknown) > 8 else ''}: gathered inside it)")
     return (f"{mpi.get('ranks', 0)} rank(s) of {mpi.get('size', '?')}, {library}: "
             f"inside MPI {sh.get('mean', 0):.0%} of their run (min {sh.get('min', 0):.0%}, max "
             f"{sh.get('max', 0):.0%})" + (f"; {', '.join(eff)} (POP)" if eff else "") + start)

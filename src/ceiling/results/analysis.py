@@ -123,7 +123,8 @@ class Uniformity(Record):
     max: Optional[float] = None            # largest value, in unit
     spread: Optional[float] = None         # (max - min) / median, a fraction; None when median is 0 or unknown
     mad: Optional[float] = None            # median absolute deviation from the median, in unit
-    outliers: List[Dict[str, Any]] = field(default_factory=list)  # [{"node", "value", "z", "evidence"}]
+    # [{"node", "value" (unit), "z", "worse" (fraction), "than" ("median" or a node), "evidence" (its own findings)}]
+    outliers: List[Dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from typing import List, Optional, Tuple
 from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common
+from .lossy import Lossy
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
 NAME = "profile"
@@ -39,6 +40,10 @@ DESCRIPTION = ("Run a program (its output untouched) and report where its time w
                "the program's.")
 EPILOG = "Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable."
 NOT_FOUND, NOT_EXECUTABLE = 127, 126        # the shell's codes, which users and scripts expect
+# A verb that runs a program leaves standard output to it: the run's JSON would be mixed into the
+# program's output, unparseable (the rule for every such verb: DESIGN.md, "Output streams").
+JSON_REFUSED = ("profile: --json would print the run's JSON into the program's own standard output; "
+                "write it to a file with --save-json FILE.json")
 
 
 class CommandNotFound(CeilingError):
@@ -81,6 +86,10 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
+    if args.json:
+        # before anything starts, in every rank of a wrapped launch alike: no program then waits in MPI_Init
+        raise UsageError(JSON_REFUSED)
+    sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
     try:
@@ -95,7 +104,12 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                          "which one rank of an MPI job cannot do")
     if wrapped and wrapped[0] != 0:
         # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
-        return _profile(args, argv, cmd, exe, interval, wrapped)[1]
+        run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+        if run.application.signal:
+            print(f"ceiling: rank {wrapped[0]}: its program was killed by {run.application.signal}; rank 0's report, "
+                  "if it comes, lacks this rank (a launcher that ends the job for it, as MPICH's mpiexec does, "
+                  "kills rank 0's ceiling too, with SIGKILL: no report then)", file=sys.stderr, flush=True)
+        return code
     try:
         common.check_outputs(args, html=bool(args.out))
         store = common.open_store(args)
@@ -246,6 +260,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     else:
         app.exit_status = code = os.WEXITSTATUS(status)
 
+    # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
+    removed = "" if refused or os.path.isdir(tmp) else tmp
     try:
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
@@ -257,15 +273,13 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
-                                                    wall, cpus, io_calls(own), mpi_conclude(own), counters,
+                                                    wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]}),
                                 "skipped": records.counts()})
-    malformed = interpose_record.finding(records)
-    if malformed:
-        findings.append(malformed)
+    findings.extend(interpose_record.findings(records, removed))
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
@@ -278,8 +292,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         breakdown["counters_verdict"] = decided
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     if wrapped and wrapped[0] == 0 and not refused:
-        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning
-        cost = measure(lib)
+        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning.
+        # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
+        # ranks' ceilings exit, and the report comes first
+        cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
     app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
                              busiest)
     if args.overhead:

@@ -59,8 +59,14 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         html.write(run, args.out)
     if args.json:
         sys.stdout.write(jsonio.dumps(run))
-    else:
-        print(terminal.render(run, color=sys.stdout.isatty() and "NO_COLOR" not in os.environ,
-                              width=common.width()))
-        print(terminal.summary(run))
+        return 0
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    if run.application is not None and isinstance(run.environment.get("profile"), dict):
+        # `ceiling profile`'s run: its bound is in the program's breakdown, not in a verdict on
+        # the node's metrics (there is none), so it is shown as `ceiling profile` showed it
+        from ..report.terminal_profile import render
+        print(render(run, color=color, width=common.width()))
+        return 0
+    print(terminal.render(run, color=color, width=common.width()))
+    print(terminal.summary(run))
     return 0
