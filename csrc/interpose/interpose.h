@@ -472,4 +472,24 @@ int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg) __attrib
 int ceil_ip_append(const char *text, size_t len) __attribute__((visibility("hidden")));
 const char *ceil_ip_out_pattern(void) __attribute__((visibility("hidden")));
 
+/* ---- Between the runtime's own files (interpose.c, signals.c, exit.c, resolve.c) ---- */
+struct sigaction;
+
+/* signals.c: put `handler` in place of the default action of the fatal
+ * signals, hidden from the program's queries; the real sigaction. */
+void ceil_ip_signals_start_(void (*handler)(int)) __attribute__((visibility("hidden")));
+int ceil_ip_sigaction_real_(int sig, const struct sigaction *act, struct sigaction *old)
+    __attribute__((visibility("hidden")));
+
+/* exit.c's wrappers, before the real call: the record at _exit (reason=exit,
+ * by=<the function>), and before an exec (reason=exec; counting goes on, so
+ * an exec that fails loses nothing and a later record of the same image
+ * supersedes it). Nothing in a vfork child. */
+void ceil_ip_before_exit_(const char *by) __attribute__((visibility("hidden")));
+void ceil_ip_before_exec_(const char *by) __attribute__((visibility("hidden")));
+
+/* resolve.c: note which file fd 2 is at load; ceil_ip_say writes only while
+ * fd 2 is still that file. */
+void ceil_ip_note_stderr_(void) __attribute__((visibility("hidden")));
+
 #endif /* CEIL_INTERPOSE_H */
