@@ -5,7 +5,7 @@
  *
  * Everything here runs inside the user's program, so it keeps to what such
  * a guest may do: no OpenMP, no link to the kernel core, no allocation after
- * load (the slots are one mmap, the record a static buffer), no lock, no
+ * load but an mmap of more slots (the record is a static buffer), no lock, no
  * stdio (the program's may be what is failing), and its own I/O through
  * CEIL_REAL so that a module wrapping open/write never counts the runtime's
  * writes. The flush is written to be async-signal-safe (memcpy, open, write,
