@@ -10,7 +10,8 @@
  * nothing is counted twice or lost; when it succeeds the new image loads the
  * interposer afresh and writes a record of its own (same pid, a later
  * start_ns). A reader tells a process's images apart by (host, pid,
- * start_ns).
+ * start_ns). Where no thread has counted anything yet (a child of fork
+ * that execs at once, as a shell runs a command) no exec record is written.
  *
  * glibc's exec functions call execve inside libc, not through the PLT, so
  * each is wrapped; the list forms (execl, execlp, execle) are turned into

@@ -328,7 +328,9 @@ void ceil_ip_before_exit_(const char *by)
 
 void ceil_ip_before_exec_(const char *by)
 {
-    if (!own_process())
+    /* A child of fork that execs before counting anything (a shell running
+     * a command) would leave an empty record beside its new image's. */
+    if (!own_process() || __atomic_load_n(&claims, __ATOMIC_RELAXED) == 0)
         return;
     wait_for_checkpoint();
     write_and_go_on("exec", by, NULL, NULL);
@@ -359,6 +361,7 @@ static void on_fatal_signal(int sig)
 static void at_fork_child(void)
 {
     own_pid = getpid();
+    ceil_ip_signals_forked_();
     int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
     if (st != ST_ACTIVE && st != ST_DONE)
         return;

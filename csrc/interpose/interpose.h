@@ -499,11 +499,13 @@ struct sigaction;
 void ceil_ip_signals_start_(void (*handler)(int)) __attribute__((visibility("hidden")));
 int ceil_ip_sigaction_real_(int sig, const struct sigaction *act, struct sigaction *old)
     __attribute__((visibility("hidden")));
+void ceil_ip_signals_forked_(void) __attribute__((visibility("hidden")));
 
 /* exit.c's wrappers, before the real call: the record at _exit (reason=exit,
  * by=<the function>), and before an exec (reason=exec; counting goes on, so
  * an exec that fails loses nothing and a later record of the same image
- * supersedes it). Nothing in a vfork child. */
+ * supersedes it; none where no thread has counted anything, as in a child
+ * of fork that execs at once). Nothing in a vfork child. */
 void ceil_ip_before_exit_(const char *by) __attribute__((visibility("hidden")));
 void ceil_ip_before_exec_(const char *by) __attribute__((visibility("hidden")));
 

@@ -100,6 +100,9 @@ static void after_set(int sig)
         stand_in(sig, &now);
 }
 
+/* In a child of fork: a thread of the parent that held the lock is not there to let it go. */
+void ceil_ip_signals_forked_(void) { __atomic_store_n(&lock, 0, __ATOMIC_RELEASE); }
+
 void ceil_ip_signals_start_(void (*h)(int))
 {
     handler = h;
