@@ -372,3 +372,15 @@ def test_the_record_is_written_when_the_program_used_every_descriptor(tmp_path):
     p = python(code, out)
     assert p.returncode == 0, p.stderr
     assert only_record(out)["lines"]["null"][0]["calls"] == 1
+
+
+@pytest.mark.parametrize("call,by", [("_exit", "_exit"), ("_Exit", "_Exit"), ("quick_exit", None)])
+def test_ending_without_exit_handlers_still_leaves_the_record(tmp_path, call, by):
+    """_exit and _Exit skip atexit handlers (the runtime wraps them); quick_exit runs
+    at_quick_exit ones (the runtime registers one) and ends in glibc's own _exit."""
+    out = tmp_path / "rec"
+    p = python(f"touch(); touch()\nctypes.CDLL(None).{call}(5)\n", out)
+    assert p.returncode == 5, p.stderr
+    r = only_record(out)
+    assert (r["process"]["reason"], r["process"].get("by")) == ("exit", by)
+    assert r["lines"]["null"][0]["calls"] == 2
