@@ -34,6 +34,22 @@ CEIL_IP_REAL_DECL(int, execvp, (const char *, char *const[]));
 CEIL_IP_REAL_DECL(int, execvpe, (const char *, char *const[], char *const[]));
 CEIL_IP_REAL_DECL(int, fexecve, (int, char *const[], char *const[]));
 
+static int (*real_execveat)(int, const char *, char *const[], char *const[], int);
+
+/* At load: a child of vfork (Python's subprocess execs from one) must not
+ * run dlsym, which may allocate in the parent's heap and take its locks. */
+void ceil_ip_exit_resolve_(void)
+{
+    (void)CEIL_REAL(_exit);
+    (void)CEIL_REAL(_Exit);
+    (void)CEIL_REAL(execve);
+    (void)CEIL_REAL(execv);
+    (void)CEIL_REAL(execvp);
+    (void)CEIL_REAL(execvpe);
+    (void)CEIL_REAL(fexecve);
+    real_execveat = (int (*)(int, const char *, char *const[], char *const[], int))ceil_ip_lookup("execveat", NULL);
+}
+
 CEIL_IP_EXPORT void _exit(int status)
 {
     ceil_ip_before_exit_("_exit");
@@ -79,19 +95,18 @@ CEIL_IP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* execveat is in glibc from 2.34; where it is not, the call fails as the
- * kernel would have it without glibc's wrapper. */
-typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+ * kernel would have it without glibc's wrapper. Looked up at load when the
+ * runtime is active, else at the first call. */
 CEIL_IP_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
-    static execveat_fn real;
-    execveat_fn f = __atomic_load_n(&real, __ATOMIC_RELAXED);
+    int (*f)(int, const char *, char *const[], char *const[], int) = __atomic_load_n(&real_execveat, __ATOMIC_RELAXED);
     if (!f) {
-        f = (execveat_fn)ceil_ip_lookup("execveat", NULL);
+        f = (int (*)(int, const char *, char *const[], char *const[], int))ceil_ip_lookup("execveat", NULL);
         if (!f) {
             errno = ENOSYS;
             return -1;
         }
-        __atomic_store_n(&real, f, __ATOMIC_RELAXED);
+        __atomic_store_n(&real_execveat, f, __ATOMIC_RELAXED);
     }
     ceil_ip_before_exec_("execveat");
     return f(dirfd, path, argv, envp, flags);

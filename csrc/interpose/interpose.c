@@ -437,6 +437,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     strcpy(out_pattern, out);
     /* Resolved now, so that a flush in a signal handler calls no dlsym. */
     ceil_ip_record_resolve_();
+    ceil_ip_exit_resolve_();
 
     gather_modules();
     size_t off = SLOT_HEAD;

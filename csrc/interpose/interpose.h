@@ -508,6 +508,7 @@ void ceil_ip_signals_forked_(void) __attribute__((visibility("hidden")));
  * of fork that execs at once). Nothing in a vfork child. */
 void ceil_ip_before_exit_(const char *by) __attribute__((visibility("hidden")));
 void ceil_ip_before_exec_(const char *by) __attribute__((visibility("hidden")));
+void ceil_ip_exit_resolve_(void) __attribute__((visibility("hidden")));   /* at load: no dlsym in a vfork child */
 
 /* resolve.c: note which file fd 2 is at load; ceil_ip_say writes only while
  * fd 2 is still that file. */
