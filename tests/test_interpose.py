@@ -145,18 +145,33 @@ def test_per_thread_counts_are_summed_at_exit(tmp_path):
     p = python(code, out)
     assert p.returncode == 0, p.stderr
     r = only_record(out)
-    assert r["process"]["threads"] == 3
-    assert r["lines"]["null"] == [{"flushes": 1, "calls": 11, "threads": 3}]
+    assert (r["process"]["threads"], r["process"]["threads_lost"]) == (3, 0)
+    # a thread that starts after the other ended takes over its slot, counts and all
+    assert 2 <= r["process"]["slots"] <= 3
+    [null] = r["lines"]["null"]
+    assert (null["calls"], null["threads"]) == (11, r["process"]["slots"])
 
 
-def test_threads_beyond_the_reserved_slots_are_reported_lost_not_counted(tmp_path):
+def test_threads_beyond_the_reserved_slots_get_more_slots_and_ended_ones_are_reused(tmp_path):
+    """Issue 25: 2,000 threads counted 10,230 of 20,000 calls with 1,024 slots. Now slots
+    are mapped as needed (200 threads at once with 64 reserved) and an ended thread's slot
+    goes to the next thread with its counts (300 more, one after another)."""
     out = tmp_path / "rec"
-    code = "import threading\ntouch()\nt = threading.Thread(target=touch); t.start(); t.join()\n"
-    p = python(code, out, env_extra={"CEILING_INTERPOSE_THREADS": "1"})
+    code = ("import threading\n"
+            "touch()\n"
+            "b = threading.Barrier(200)\n"
+            "def work():\n"
+            "    touch(); b.wait(); [touch() for _ in range(9)]\n"
+            "ts = [threading.Thread(target=work) for _ in range(200)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "for _ in range(300):\n"
+            "    t = threading.Thread(target=lambda: [touch() for _ in range(10)]); t.start(); t.join()\n")
+    p = python(code, out, env_extra={"CEILING_INTERPOSE_THREADS": "64"})
     assert p.returncode == 0, p.stderr
     r = only_record(out)
-    assert (r["process"]["threads"], r["process"]["threads_lost"]) == (1, 1)
-    assert r["lines"]["null"][0]["calls"] == 1
+    assert (r["process"]["threads"], r["process"]["threads_lost"]) == (501, 0)
+    assert 201 <= r["process"]["slots"] < 300
+    assert r["lines"]["null"][0]["calls"] == 1 + 200 * 10 + 300 * 10
 
 
 def test_the_record_has_each_live_threads_times_as_the_kernel_counted_them(tmp_path):
@@ -249,3 +264,123 @@ def test_the_core_never_loads_the_interposer():
         pytest.skip("no ldd")
     assert "libceiling_interpose" not in subprocess.run([ldd, str(core_lib)], capture_output=True,
                                                         text=True, timeout=60).stdout
+
+
+def test_a_program_that_saves_and_restores_sigterm_runs_and_still_leaves_a_record_when_killed(tmp_path):
+    """Issue 25: the runtime's SIGTERM handler showed as None to signal.getsignal, and
+    signal.signal(SIGTERM, old) raised TypeError. It is hidden now, and still writes the
+    record when the program is killed after restoring the default."""
+    out = tmp_path / "rec"
+    code = ("import os, signal\n"
+            "old = signal.getsignal(signal.SIGTERM)\n"
+            "assert old is signal.SIG_DFL, old\n"
+            "signal.signal(signal.SIGTERM, lambda *a: None)\n"
+            "signal.signal(signal.SIGTERM, old)\n"
+            "touch()\n"
+            "os.kill(os.getpid(), signal.SIGTERM)\n")
+    p = python(code, out)
+    assert p.returncode == -signal.SIGTERM, p.stderr
+    r = only_record(out)
+    assert (r["process"]["reason"], r["process"]["signal"]) == ("signal", signal.SIGTERM)
+    assert r["lines"]["null"][0]["calls"] == 1
+
+
+def test_a_child_that_ends_with_os__exit_leaves_its_record(tmp_path):
+    """Issue 26: a fork + os._exit child's counts vanished (records were written only at
+    exit handlers, which _exit skips)."""
+    out = tmp_path / "rec"
+    code = ("import os\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    [touch() for _ in range(1000)]\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "print(pid)\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    recs = {r["process"]["pid"]: r for r in parse(out.read_text())}
+    child = recs[int(p.stdout)]
+    assert (child["process"]["reason"], child["process"]["by"]) == ("exit", "_exit")
+    assert child["lines"]["null"][0]["calls"] == 1000 and child["end"]["truncated"] == 0
+
+
+def test_an_exec_keeps_the_old_images_counts_and_a_failed_one_counts_nothing_twice(tmp_path):
+    """Issue 26: counts before an exec were lost. The record is written before it (reason
+    exec); the new image writes its own (same pid, later start); when the exec fails the
+    program's record at exit supersedes the exec one (same pid and start)."""
+    from ceiling.probes import interpose_record
+    out = tmp_path / "rec"
+    code = ("import os, sys\n"
+            "touch(); touch()\n"
+            "try:\n"
+            "    os.execv('/nonexistent/x', ['x'])\n"
+            "except OSError:\n"
+            "    pass\n"
+            "touch(); touch(); touch()\n"
+            "os.execv(sys.executable, [sys.executable, '-c', "
+            "'import ctypes; t = ctypes.CDLL(None).ceil_ip_null_touch; t(); t(); t(); t()'])\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    recs = parse(out.read_text())
+    assert [(r["process"]["reason"], r["lines"]["null"][0]["calls"]) for r in recs] == \
+        [("exec", 2), ("exec", 5), ("exit", 4)]
+    assert len({r["process"]["pid"] for r in recs}) == 1
+    kept = interpose_record.latest(interpose_record.parse(out.read_text()))
+    assert sorted((r["process"]["reason"], r["lines"]["null"][0]["calls"]) for r in kept) == \
+        [("exec", 5), ("exit", 4)]
+
+
+def test_a_vfork_child_that_execs_does_not_write_its_parents_record(tmp_path):
+    """Python's subprocess execs from a vfork child, which shares the parent's memory: a
+    record written there would carry the parent's counts under the child's pid and mark
+    the parent's as written. (A guard for the exec wrappers: the old runtime had none.)"""
+    out = tmp_path / "rec"
+    code = (f"import subprocess\ntouch(); touch()\nsubprocess.run([{TRUE!r}])\ntouch()\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    recs = parse(out.read_text())
+    parent = [r for r in recs if r["process"]["exe"] == os.path.realpath(sys.executable)]
+    assert [(r["process"]["reason"], r["lines"]["null"][0]["calls"]) for r in parent] == [("exit", 3)]
+
+
+def test_notes_never_go_into_a_file_the_program_opened_on_fd_2(tmp_path):
+    """Issue 25: with stderr closed and a data file opened in its place (fd 2), the
+    runtime's note about a record it could not write landed in the program's data."""
+    data = tmp_path / "data"
+    code = (f"import os\nos.close(2)\nfd = os.open({str(data)!r}, os.O_WRONLY | os.O_CREAT, 0o600)\n"
+            "assert fd == 2\nos.write(fd, b'payload')\n")
+    p = python(code, tmp_path / "missing-dir" / "rec")
+    assert p.returncode == 0
+    assert data.read_bytes() == b"payload"
+
+
+def test_the_record_is_written_when_the_program_used_every_descriptor(tmp_path):
+    """Issue 25: at the fd limit the record's open failed (EMFILE) and the record was lost.
+    The soft limit is raised to the hard one for that write, and put back."""
+    out = tmp_path / "rec"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 100:
+        pytest.skip(f"the hard fd limit is {hard}")
+    code = ("import os, resource\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))\n"
+            "fds = []\n"
+            "try:\n"
+            "    while True: fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+            "except OSError as e:\n"
+            "    assert e.errno == 24, e\n"
+            "touch()\n")
+    p = python(code, out)
+    assert p.returncode == 0, p.stderr
+    assert only_record(out)["lines"]["null"][0]["calls"] == 1
+
+
+@pytest.mark.parametrize("call,by", [("_exit", "_exit"), ("_Exit", "_Exit"), ("quick_exit", None)])
+def test_ending_without_exit_handlers_still_leaves_the_record(tmp_path, call, by):
+    """_exit and _Exit skip atexit handlers (the runtime wraps them); quick_exit runs
+    at_quick_exit ones (the runtime registers one) and ends in glibc's own _exit."""
+    out = tmp_path / "rec"
+    p = python(f"touch(); touch()\nctypes.CDLL(None).{call}(5)\n", out)
+    assert p.returncode == 5, p.stderr
+    r = only_record(out)
+    assert (r["process"]["reason"], r["process"].get("by")) == ("exit", by)
+    assert r["lines"]["null"][0]["calls"] == 2

@@ -5,7 +5,7 @@
  *
  * Everything here runs inside the user's program, so it keeps to what such
  * a guest may do: no OpenMP, no link to the kernel core, no allocation after
- * load (the slots are one mmap, the record a static buffer), no lock, no
+ * load but an mmap of more slots (the record is a static buffer), no lock, no
  * stdio (the program's may be what is failing), and its own I/O through
  * CEIL_REAL so that a module wrapping open/write never counts the runtime's
  * writes. The flush is written to be async-signal-safe (memcpy, open, write,
@@ -34,6 +34,15 @@ enum { ST_LOADING = 0, ST_ACTIVE, ST_OFF, ST_DONE, ST_WRITING };
  * truncated record still closes. */
 #define END_RESERVE 128
 #define SLOT_ALIGN 64   /* a cache line: threads' slots never share one */
+#define SLOT_HEAD SLOT_ALIGN   /* the runtime's part of a slot, before the modules' blocks */
+#define MAX_CHUNKS 32   /* chunk k holds capacity << k slots: room enough for any program */
+
+/* The head of every slot: its index, and the next free slot (index + 1,
+ * 0: none) while it is on the free list. */
+typedef struct slot_head {
+    uint32_t index;
+    uint32_t next_free;
+} slot_head;
 
 __thread char *ceil_ip_slot_ __attribute__((tls_model("initial-exec")));
 __thread int ceil_ip_depth_ __attribute__((tls_model("initial-exec")));
@@ -45,12 +54,17 @@ const char *const ceil_ip_bucket_names[CEIL_IP_HIST_BUCKETS] = {
 static int state = ST_LOADING;          /* ST_*, read and written atomically */
 static ceil_ip_module *mods[CEIL_IP_MAX_MODULES];
 static int nmods;
-static char *slots;                     /* capacity * slot_bytes, one mmap at load */
+static char *chunks[MAX_CHUNKS];        /* atomic: slots, one mmap each, the first at load */
 static size_t slot_bytes;
-static int capacity;
-static int next_slot;                   /* atomic: slots given out; may pass capacity */
-static int lost;                        /* atomic: threads that found no slot left */
+static int capacity;                    /* slots of chunk 0 */
+static int next_slot;                   /* atomic: slots given out */
+static uint64_t free_slots;             /* atomic: (tag << 32) | (index + 1) of the first free slot */
+static int claims;                      /* atomic: threads given a slot, a fresh or a freed one */
+static int lost;                        /* atomic: threads that found no slot (no memory left) */
+static pthread_key_t slot_key;          /* its destructor frees an ending thread's slot */
+static int have_key;
 static int forked;                      /* 1 in a child of fork() */
+static pid_t own_pid;                   /* getpid() of this image: another one is a vfork child */
 static uint64_t start_ns, start_unix_ns;
 static char out_pattern[PATH_MAX];
 static char exe[PATH_MAX];
@@ -62,8 +76,6 @@ static char record[CEIL_IP_RECORD_BYTES];
  * a build without modules links, hidden, so no other library's are seen. */
 extern ceil_ip_module *const __start_ceil_ip_modules[] __attribute__((weak, visibility("hidden")));
 extern ceil_ip_module *const __stop_ceil_ip_modules[] __attribute__((weak, visibility("hidden")));
-
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
 /* CLOCK_REALTIME in nanoseconds: the record's start_unix_ns. */
 static uint64_t unix_ns(void)
@@ -77,6 +89,75 @@ static uint64_t unix_ns(void)
 
 int ceil_ip_active(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ST_ACTIVE; }
 
+/* Slot i (NULL where its chunk is not there): chunk k holds slots
+ * capacity * (2^k - 1) .. capacity * (2^(k+1) - 1) - 1. With `grow`, a
+ * missing chunk is mapped; two threads racing keep the first mapping. */
+static char *slot_at(int i, int grow)
+{
+    const uint64_t q = (uint64_t)i / (uint64_t)capacity + 1;
+    const int k = 63 - __builtin_clzll(q);
+    if (k >= MAX_CHUNKS)
+        return NULL;
+    const uint64_t first = (uint64_t)capacity * ((UINT64_C(1) << k) - 1);
+    char *c = __atomic_load_n(&chunks[k], __ATOMIC_ACQUIRE);
+    if (!c && grow) {
+        const size_t bytes = ((size_t)capacity << k) * slot_bytes;
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        char *expect = NULL;
+        if (__atomic_compare_exchange_n(&chunks[k], &expect, (char *)p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            c = p;
+        } else {
+            munmap(p, bytes);
+            c = expect;
+        }
+    }
+    return c ? c + ((uint64_t)i - first) * slot_bytes : NULL;
+}
+
+/* A freed slot, counts and all, or NULL. The tag in the list's head makes
+ * a pop that raced a pop and a push fail its compare (no ABA); slots are
+ * never unmapped, so reading a head that was taken meanwhile is safe. */
+static char *pop_free_slot(void)
+{
+    uint64_t h = __atomic_load_n(&free_slots, __ATOMIC_ACQUIRE);
+    for (;;) {
+        const uint32_t first = (uint32_t)h;
+        if (first == 0)
+            return NULL;
+        char *s = slot_at((int)first - 1, 0);
+        const uint32_t next = __atomic_load_n(&((slot_head *)s)->next_free, __ATOMIC_RELAXED);
+        const uint64_t nh = (((h >> 32) + 1) << 32) | next;
+        if (__atomic_compare_exchange_n(&free_slots, &h, nh, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return s;
+    }
+}
+
+static void push_free_slot(char *s)
+{
+    slot_head *hd = (slot_head *)s;
+    uint64_t h = __atomic_load_n(&free_slots, __ATOMIC_RELAXED);
+    uint64_t nh;
+    do {
+        __atomic_store_n(&hd->next_free, (uint32_t)h, __ATOMIC_RELAXED);
+        nh = (((h >> 32) + 1) << 32) | (hd->index + 1u);
+    } while (!__atomic_compare_exchange_n(&free_slots, &h, nh, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+/* A thread ends (pthread key destructor, after its C++ thread_local
+ * destructors): its slot, with what it counted, goes to the next thread
+ * that needs one, so a program that starts thread after thread uses as
+ * many slots as it has threads at once, and the counts stay in the sums.
+ * A call the thread still makes (another key's destructor) claims again. */
+static void thread_ends(void *slot)
+{
+    if (slot != NULL && slot == ceil_ip_slot_) {
+        ceil_ip_slot_ = NULL;
+        push_free_slot(slot);
+    }
+}
+
 char *ceil_ip_claim_(void)
 {
     int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
@@ -86,27 +167,32 @@ char *ceil_ip_claim_(void)
         ceil_ip_slot_ = CEIL_IP_NO_SLOT;
         return NULL;
     }
-    int i = __atomic_fetch_add(&next_slot, 1, __ATOMIC_RELAXED);
-    if (i >= capacity) {
-        __atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
-        ceil_ip_slot_ = CEIL_IP_NO_SLOT;
-        return NULL;
+    char *s = pop_free_slot();
+    if (!s) {
+        const int i = __atomic_fetch_add(&next_slot, 1, __ATOMIC_RELAXED);
+        s = i >= 0 ? slot_at(i, 1) : NULL;
+        if (!s) {                 /* no memory for another chunk */
+            __atomic_fetch_add(&lost, 1, __ATOMIC_RELAXED);
+            ceil_ip_slot_ = CEIL_IP_NO_SLOT;
+            return NULL;
+        }
+        ((slot_head *)s)->index = (uint32_t)i;
     }
-    ceil_ip_slot_ = slots + (size_t)i * slot_bytes;
-    return ceil_ip_slot_;
+    __atomic_fetch_add(&claims, 1, __ATOMIC_RELAXED);
+    ceil_ip_slot_ = s;
+    if (have_key)
+        pthread_setspecific(slot_key, s);
+    return s;
 }
 
-int ceil_ip_threads(void)
-{
-    int n = __atomic_load_n(&next_slot, __ATOMIC_RELAXED);
-    return n < capacity ? n : capacity;
-}
+int ceil_ip_threads(void) { return __atomic_load_n(&next_slot, __ATOMIC_RELAXED); }
 
 const void *ceil_ip_block_of(const ceil_ip_module *m, int thread)
 {
     if (thread < 0 || thread >= ceil_ip_threads() || !m->enabled_)
         return NULL;
-    return slots + (size_t)thread * slot_bytes + m->offset_;
+    char *s = slot_at(thread, 0);
+    return s ? s + m->offset_ : NULL;     /* offsets count the head in */
 }
 
 /* The record, rendered into `record`; its length. */
@@ -130,7 +216,8 @@ static size_t render_record(const char *reason, int sig, const char *by)
     ceil_ip_put_i64(&o, "signal", sig);
     if (by)
         ceil_ip_put_str(&o, "by", by);
-    ceil_ip_put_u64(&o, "threads", (uint64_t)ceil_ip_threads());
+    ceil_ip_put_u64(&o, "threads", (uint64_t)__atomic_load_n(&claims, __ATOMIC_RELAXED));
+    ceil_ip_put_u64(&o, "slots", (uint64_t)ceil_ip_threads());
     ceil_ip_put_u64(&o, "threads_lost", (uint64_t)__atomic_load_n(&lost, __ATOMIC_RELAXED));
     ceil_ip_put_u64(&o, "start_ns", start_ns);
     ceil_ip_put_u64(&o, "end_ns", ceil_ip_now_ns());
@@ -188,13 +275,15 @@ static int flush_once(const char *reason, int sig, const char *by)
 
 int ceil_ip_flush(const char *by) { return flush_once("flush", 0, by); }
 
-int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg)
+/* Write a record with `reason` and go on counting (ACTIVE -> WRITING ->
+ * ACTIVE); a later record of this image (same pid and start_ns) supersedes it. */
+static int write_and_go_on(const char *reason, const char *by, ceil_ip_hand_fn hand, void *arg)
 {
     int expect = ST_ACTIVE;
     if (!__atomic_compare_exchange_n(&state, &expect, ST_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     const int saved = errno;
-    const size_t len = render_record("checkpoint", 0, by);
+    const size_t len = render_record(reason, 0, by);
     if (hand)
         hand(record, len, arg);
     ceil_ip_append(record, len);
@@ -203,49 +292,67 @@ int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg)
     return 1;
 }
 
-/* At exit, wait (1 s at most) for a checkpoint another thread is writing; a
- * fatal signal does not (it may have interrupted one in its own thread). */
-static void at_exit(void)
+int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg)
+{
+    return write_and_go_on("checkpoint", by, hand, arg);
+}
+
+/* Wait (1 s at most) for a checkpoint another thread is writing. */
+static void wait_for_checkpoint(void)
 {
     const struct timespec ms = {0, 1000000};
     for (int i = 0; i < 1000 && __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ST_WRITING; i++)
         nanosleep(&ms, NULL);
+}
+
+/* Whether this is the image's own process, not a child of vfork (or a
+ * clone sharing its memory) running in it until it execs or _exits: such a
+ * child must not write the parent's counts as its own, nor mark them written. */
+static int own_process(void) { return getpid() == __atomic_load_n(&own_pid, __ATOMIC_RELAXED); }
+
+/* At exit; a fatal signal does not wait (it may have interrupted a
+ * checkpoint in its own thread). */
+static void at_exit(void)
+{
+    wait_for_checkpoint();
     flush_once("exit", 0, NULL);
+}
+
+void ceil_ip_before_exit_(const char *by)
+{
+    if (!own_process())
+        return;
+    wait_for_checkpoint();
+    flush_once("exit", 0, by);
+}
+
+void ceil_ip_before_exec_(const char *by)
+{
+    /* A child of fork that execs before counting anything (a shell running
+     * a command) would leave an empty record beside its new image's. */
+    if (!own_process() || __atomic_load_n(&claims, __ATOMIC_RELAXED) == 0)
+        return;
+    wait_for_checkpoint();
+    write_and_go_on("exec", by, NULL, NULL);
 }
 
 /* Flush, then die of the signal as the program would have: the default
  * action is put back and the signal raised again; it is blocked while this
  * handler runs, so it is delivered on return (a fault also recurs when the
- * instruction is retried). */
+ * instruction is retried). Installed only where the program has the default
+ * action, and hidden from it (signals.c). */
 static void on_fatal_signal(int sig)
 {
     const int saved = errno;
-    flush_once("signal", sig, NULL);
+    if (own_process())
+        flush_once("signal", sig, NULL);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(sig, &dfl, NULL);
+    ceil_ip_sigaction_real_(sig, &dfl, NULL);
     raise(sig);
     errno = saved;
-}
-
-/* Only where the program has left the default: a handler it installs later
- * replaces ours, and then its own exit path (exit -> at_exit) flushes. */
-static void install_signal_handlers(void)
-{
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
-        struct sigaction old, sa;
-        if (sigaction(fatal_signals[i], NULL, &old) != 0)
-            continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal_signal;
-        sigfillset(&sa.sa_mask);      /* no second signal in the middle of the flush */
-        sa.sa_flags = SA_ONSTACK;     /* the program's alternate stack, if it has one */
-        sigaction(fatal_signals[i], &sa, NULL);
-    }
 }
 
 /* In the child of fork(): only the forking thread exists, and the counts so
@@ -253,13 +360,28 @@ static void install_signal_handlers(void)
  * posix_spawn do not come here; they exec, and the new image loads afresh. */
 static void at_fork_child(void)
 {
+    own_pid = getpid();
+    ceil_ip_signals_forked_();
     int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
     if (st != ST_ACTIVE && st != ST_DONE)
         return;
-    memset(slots, 0, (size_t)ceil_ip_threads() * slot_bytes);
+    const int used = ceil_ip_threads();
+    for (int k = 0; k < MAX_CHUNKS; k++) {
+        const uint64_t first = (uint64_t)capacity * ((UINT64_C(1) << k) - 1);
+        if (!chunks[k] || first >= (uint64_t)used)
+            break;
+        uint64_t n = (uint64_t)used - first;
+        if (n > (uint64_t)capacity << k)
+            n = (uint64_t)capacity << k;
+        memset(chunks[k], 0, n * slot_bytes);
+    }
     __atomic_store_n(&next_slot, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&free_slots, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&claims, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&lost, 0, __ATOMIC_RELAXED);
     ceil_ip_slot_ = NULL;
+    if (have_key)
+        pthread_setspecific(slot_key, NULL);
     forked = 1;
     start_ns = ceil_ip_now_ns();
     start_unix_ns = unix_ns();
@@ -301,6 +423,7 @@ static int thread_capacity(void)
 
 __attribute__((constructor)) static void ceil_ip_load(void)
 {
+    ceil_ip_note_stderr_();
     const char *out = getenv(CEIL_IP_ENV_OUT);
     if (!out || !*out) {
         __atomic_store_n(&state, ST_OFF, __ATOMIC_RELEASE);
@@ -314,9 +437,10 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     strcpy(out_pattern, out);
     /* Resolved now, so that a flush in a signal handler calls no dlsym. */
     ceil_ip_record_resolve_();
+    ceil_ip_exit_resolve_();
 
     gather_modules();
-    size_t off = 0;
+    size_t off = SLOT_HEAD;
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];
         m->enabled_ = 0;
@@ -327,7 +451,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         m->offset_ = (uint32_t)off;
         off += ((size_t)m->block_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
     }
-    slot_bytes = off > 0 ? off : SLOT_ALIGN;
+    slot_bytes = off;
     capacity = thread_capacity();
     void *p = mmap(NULL, (size_t)capacity * slot_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -336,7 +460,8 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         __atomic_store_n(&state, ST_OFF, __ATOMIC_RELEASE);
         return;
     }
-    slots = p;
+    chunks[0] = p;
+    have_key = pthread_key_create(&slot_key, thread_ends) == 0;
 
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
@@ -354,8 +479,10 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         if (m->block_bytes <= CEIL_IP_MAX_BLOCK)
             m->enabled_ = !m->init || m->init(m) == 0;
     }
-    install_signal_handlers();
+    own_pid = getpid();
+    ceil_ip_signals_start_(on_fatal_signal);
     pthread_atfork(NULL, NULL, at_fork_child);
     atexit(at_exit);
+    at_quick_exit(at_exit);     /* quick_exit ends in glibc's own _exit, not our wrapper */
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
 }

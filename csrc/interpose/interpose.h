@@ -4,7 +4,9 @@
  *
  * Separate from the kernel core (csrc/include/ceiling.h): its own library,
  * its own prefix (ceil_ip_), no OpenMP, no link to libceiling_core. The
- * model is Darshan's darshan-runtime: a small runtime (interpose.c) and one
+ * model is Darshan's darshan-runtime: a small runtime (interpose.c, with
+ * signals.c for its hidden signal handlers and exit.c for _exit and exec)
+ * and one
  * module per API (null.c is the template that does nothing; posix.c counts
  * the POSIX file API, stdio.c the C stream API, files.c the per-file
  * records those two feed, mpi.c with mpi_p2p.c, mpi_coll.c, mpi_io.c and
@@ -15,24 +17,33 @@
  * The runtime:
  *   - is active only when CEILING_INTERPOSE_OUT names the record's file
  *     (then ceil_ip_active() is 1); without it wrappers only pass through;
- *   - at load (constructor) reserves every thread's counter blocks at once
- *     (CEILING_INTERPOSE_THREADS slots, default 1024, one mmap), calls each
- *     module's init, resolves the real functions it needs itself, and
- *     installs its fatal-signal handlers where the program has none;
- *   - gives a thread its slot at its first counted call (one atomic add),
- *     and nothing else on the hot path: no lock, no allocation;
- *   - writes the record (format below) once: at exit, on a fatal signal
- *     (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP,
- *     SIGQUIT; then the signal is raised again with its default action, so
+ *   - at load (constructor) reserves thread slots (CEILING_INTERPOSE_THREADS,
+ *     default 1024, one mmap; a chunk twice as large as the last is mapped
+ *     whenever more threads live at once), calls each module's init,
+ *     resolves the real functions it needs itself, and puts its
+ *     fatal-signal handler where the program has the default action, hidden
+ *     from the program's queries (signals.c);
+ *   - gives a thread its slot at its first counted call (one atomic add, or
+ *     a pop from the free list), and nothing else on the hot path: no lock,
+ *     no allocation. When a thread ends its slot, counts and all, goes to
+ *     the next thread that needs one, so the sums keep every thread's;
+ *   - writes the record (format below) once: at exit (atexit, at_quick_exit),
+ *     at _exit/_Exit (exit.c), on a fatal signal (SIGSEGV, SIGBUS, SIGFPE,
+ *     SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT left at the default
+ *     action; then the signal is raised again with its default action, so
  *     the program still dies of it), or when a module calls ceil_ip_flush
- *     (an MPI module at MPI_Finalize). Not written: SIGKILL, _exit(), a
- *     signal the program handles itself (unless it then exits), counts made
- *     before an exec (the new image writes its own record), a statically
- *     linked or setuid program (the loader ignores LD_PRELOAD);
+ *     (an MPI module at MPI_Finalize); and as a record that later ones of
+ *     the same image supersede before an exec (exit.c) and at a module's
+ *     checkpoint. Not written: SIGKILL, a signal the program handles itself
+ *     (unless it then exits), the exit_group system call made directly (Go),
+ *     a statically linked or setuid program (the loader ignores LD_PRELOAD),
+ *     anything from a child of vfork (it shares the parent's memory: the
+ *     counts are the parent's);
  *   - after fork() in the child: every block is zeroed and the record is the
  *     child's own (pid, ppid, forked=1, start = the fork), so a parent and
  *     its children never count the same call twice. A threaded parent's
  *     other threads do not exist in the child and their slots are freed.
+ *   - writes its notes on fd 2 only while fd 2 is the file it was at load.
  *
  * Writing a module (null.c is the commented template):
  *
@@ -64,7 +75,7 @@
  *
  *     ceiling-interpose 1
  *     process pid=4242 ppid=4200 forked=0 host=node07 exe=/usr/bin/true reason=exit signal=0
- *             threads=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=... utime_us=... stime_us=...
+ *             threads=1 slots=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=... utime_us=... stime_us=...
  *     module name=null version=1 enabled=1
  *     null flushes=1 calls=0 threads=0
  *     end pid=4242 truncated=0
@@ -74,16 +85,22 @@
  * version; "end" closes it (a record without "end" was cut short: the
  * process died while writing). Values are decimal integers or strings in
  * which every byte outside '!'..'~' and every '%' and '=' is written %XX.
- * "process": reason is exit, signal (signal = its number), flush (a
- * module's ceil_ip_flush; then the module's name is in `by`) or checkpoint
+ * "process": reason is exit (`by` = _exit or _Exit when the program
+ * ended through it), signal (signal = its number), flush (a
+ * module's ceil_ip_flush; then the module's name is in `by`), checkpoint
  * (ceil_ip_checkpoint, `by` likewise: the same process writes a later
- * record, which supersedes it, unless it is killed first); *_ns are
+ * record, which supersedes it, unless it is killed first) or exec (`by` =
+ * the exec function: written before it; when it fails the image goes on
+ * and a later record supersedes this one, when it succeeds the new image
+ * writes records of its own with the same pid and a later start_ns, so a
+ * reader keys a process's image on host, pid and start_ns); *_ns are
  * CLOCK_MONOTONIC nanoseconds (comparable between processes of a node),
  * start_unix_ns is CLOCK_REALTIME at start (to align nodes); utime_us and
  * stime_us the process's user and system CPU time so far (getrusage, all
- * its threads, not its children); threads are the
- * slots given out, threads_lost the threads that counted nothing because
- * the slots ran out. One "module" line per registered module, in name
+ * its threads, not its children); threads are the threads
+ * that were given a slot, slots the slots given out (fewer when ended
+ * threads' slots were reused), threads_lost the threads that counted
+ * nothing because no memory was left for more slots. One "module" line per registered module, in name
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
  * (null.c, files.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
@@ -99,7 +116,7 @@
 #define CEIL_IP_FORMAT_VERSION 1
 
 #define CEIL_IP_ENV_OUT "CEILING_INTERPOSE_OUT"          /* the record's path; unset: runtime inactive */
-#define CEIL_IP_ENV_THREADS "CEILING_INTERPOSE_THREADS"  /* thread slots reserved at load (default 1024) */
+#define CEIL_IP_ENV_THREADS "CEILING_INTERPOSE_THREADS"  /* thread slots reserved at load (default 1024; more are mapped as needed) */
 #define CEIL_IP_DEFAULT_THREADS 1024
 #define CEIL_IP_MAX_MODULES 32           /* registered modules beyond this are left off (noted on stderr) */
 #define CEIL_IP_MAX_BLOCK 8192           /* bytes of one module's per-thread block, at most */
@@ -148,8 +165,9 @@ extern __thread char *ceil_ip_slot_ __attribute__((tls_model("initial-exec"), vi
  * char *ceil_ip_claim_(void)
  *
  * Slow path of ceil_ip_block: give the calling thread a slot (one atomic
- * add) and return it, or NULL when the runtime is inactive or the slots ran
- * out (the thread is then counted in threads_lost, once).
+ * add, or a freed slot) and return it, or NULL when the runtime is inactive
+ * or no memory is left for more slots (the thread is then counted in
+ * threads_lost, once).
  */
 char *ceil_ip_claim_(void) __attribute__((visibility("hidden")));
 
@@ -420,7 +438,8 @@ void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *c
 /*
  * int ceil_ip_threads(void)
  *
- * Slots given out so far: blocks 0 .. ceil_ip_threads() - 1 exist.
+ * Slots given out so far: blocks 0 .. ceil_ip_threads() - 1 may exist
+ * (ceil_ip_block_of gives NULL for one that does not).
  */
 int ceil_ip_threads(void) __attribute__((visibility("hidden")));
 
@@ -471,5 +490,28 @@ int ceil_ip_checkpoint(const char *by, ceil_ip_hand_fn hand, void *arg) __attrib
  */
 int ceil_ip_append(const char *text, size_t len) __attribute__((visibility("hidden")));
 const char *ceil_ip_out_pattern(void) __attribute__((visibility("hidden")));
+
+/* ---- Between the runtime's own files (interpose.c, signals.c, exit.c, resolve.c) ---- */
+struct sigaction;
+
+/* signals.c: put `handler` in place of the default action of the fatal
+ * signals, hidden from the program's queries; the real sigaction. */
+void ceil_ip_signals_start_(void (*handler)(int)) __attribute__((visibility("hidden")));
+int ceil_ip_sigaction_real_(int sig, const struct sigaction *act, struct sigaction *old)
+    __attribute__((visibility("hidden")));
+void ceil_ip_signals_forked_(void) __attribute__((visibility("hidden")));
+
+/* exit.c's wrappers, before the real call: the record at _exit (reason=exit,
+ * by=<the function>), and before an exec (reason=exec; counting goes on, so
+ * an exec that fails loses nothing and a later record of the same image
+ * supersedes it; none where no thread has counted anything, as in a child
+ * of fork that execs at once). Nothing in a vfork child. */
+void ceil_ip_before_exit_(const char *by) __attribute__((visibility("hidden")));
+void ceil_ip_before_exec_(const char *by) __attribute__((visibility("hidden")));
+void ceil_ip_exit_resolve_(void) __attribute__((visibility("hidden")));   /* at load: no dlsym in a vfork child */
+
+/* resolve.c: note which file fd 2 is at load; ceil_ip_say writes only while
+ * fd 2 is still that file. */
+void ceil_ip_note_stderr_(void) __attribute__((visibility("hidden")));
 
 #endif /* CEIL_INTERPOSE_H */

@@ -11,7 +11,8 @@
  *
  * flushes: how many times the runtime asked this module for its lines in
  * this process (1: the record is written once); calls: ceil_ip_null_touch
- * calls, all threads; threads: threads that made at least one.
+ * calls, all threads; threads: thread slots that made at least one (a
+ * thread started after another ended may take over its slot, counts and all).
  */
 #include <stdint.h>
 #include "interpose.h"

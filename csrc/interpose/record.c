@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -188,7 +189,25 @@ int ceil_ip_append_file_(const char *path, const char *text, size_t len)
         ceil_ip_say("not writing the record: others can replace files in the directory of ", path);
         return -1;
     }
-    int fd = CEIL_REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    int fd = CEIL_REAL(open)(path, flags, 0600);
+    /* Out of descriptors (a program that used them all, or leaks them): the
+     * soft limit is raised to the hard one for this write, and put back. */
+    struct rlimit was;
+    int raised = 0;
+    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &was) == 0 && was.rlim_cur < was.rlim_max) {
+        struct rlimit more = {was.rlim_max, was.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
+            raised = 1;
+            fd = CEIL_REAL(open)(path, flags, 0600);
+            if (fd < 0) {
+                const int e = errno;
+                setrlimit(RLIMIT_NOFILE, &was);
+                raised = 0;
+                errno = e;
+            }
+        }
+    }
     if (fd < 0) {
         ceil_ip_say(errno == ELOOP ? "not writing the record through a symbolic link: " :
                     "cannot open the record file ", path);
@@ -198,6 +217,8 @@ int ceil_ip_append_file_(const char *path, const char *text, size_t len)
     if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
         ceil_ip_say("not writing the record: not a regular file of this user's with one name: ", path);
         CEIL_REAL(close)(fd);
+        if (raised)
+            setrlimit(RLIMIT_NOFILE, &was);
         return -1;
     }
     /* One write on O_APPEND: processes appending to one file do not tear
@@ -215,5 +236,7 @@ int ceil_ip_append_file_(const char *path, const char *text, size_t len)
         done += (size_t)n;
     }
     CEIL_REAL(close)(fd);
+    if (raised)
+        setrlimit(RLIMIT_NOFILE, &was);
     return rc;
 }

@@ -7,14 +7,47 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "interpose.h"
+
+/* Which file fd 2 was at load: 0 not yet looked at (a note before the
+ * constructor goes out), 1 the file below, 2 fd 2 was closed. */
+static int stderr_known;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void ceil_ip_note_stderr_(void)
+{
+    struct stat st;
+    if (syscall(SYS_fstat, 2, &st) != 0) {
+        stderr_known = 2;
+        return;
+    }
+    stderr_dev = st.st_dev;
+    stderr_ino = st.st_ino;
+    stderr_known = 1;
+}
+
+/* Whether fd 2 is still the program's stderr of load time: a program that
+ * closed it and opened a file of its own there must not find our notes in
+ * its data (stat as a raw call: the wrapped one would count). */
+static int stderr_is_ours(void)
+{
+    struct stat st;
+    if (stderr_known == 0)
+        return 1;
+    return stderr_known == 1 && syscall(SYS_fstat, 2, &st) == 0 && st.st_dev == stderr_dev &&
+           st.st_ino == stderr_ino;
+}
 
 /* A note on stderr through the raw system call: usable before the real
  * write is resolved, and from the resolver itself (interpose.h). */
 void ceil_ip_say(const char *a, const char *b)
 {
+    if (!stderr_is_ours())
+        return;
     const char *parts[] = {"ceiling interpose: ", a, b ? b : "", "\n"};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if (syscall(SYS_write, 2, parts[i], strlen(parts[i])) < 0)
