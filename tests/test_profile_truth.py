@@ -204,7 +204,6 @@ def test_peak_rss_is_the_kernels_figure_for_the_program(tmp_path, prog, mib):
     assert abs(metric(doc, "app.rss.peak") - hwm_mib) <= max(0.10 * hwm_mib, 1.0)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 2 (records flushed at _exit): fixed in another branch")
 def test_a_child_that_ends_in__exit_is_counted(tmp_path, prog):
     f = tmp_path / "child.dat"
     _, doc = profile(tmp_path, prog, "forkexit", str(f))
