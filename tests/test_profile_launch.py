@@ -6,11 +6,13 @@ sent to ceiling alone are passed on, and ceiling always reports. No timings are
 asserted: the waits below only give a signal time to arrive."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -22,11 +24,11 @@ MIB = 2**20
 needs_launcher = pytest.mark.skipif(not core.launcher_path().exists(), reason="ceiling-launch is not built")
 
 
-def profile(tmp_path: Path, *cmd: str, opts=(), **kw):
+def profile(tmp_path: Path, *cmd: str, opts=(), env=None, **kw):
     out = tmp_path / "p.json"
     r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
                         str(out), *opts, "--", *cmd], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, NO_COLOR="1"), cwd=tmp_path, **kw)
+                       env=dict(os.environ, NO_COLOR="1", **(env or {})), cwd=tmp_path, **kw)
     assert out.exists(), r.stderr
     return r, json.loads(out.read_text())
 
@@ -47,6 +49,14 @@ def test_a_shell_running_dd_counts_the_bytes_once(tmp_path):
     assert 30 * MIB <= wrote["value"] * 1e6 <= 30 * MIB * 1.01, wrote
     assert "read once at its exit" in wrote["context"]["source"]
     assert doc["environment"]["profile"]["launch"]["io_read_at_exit"] is True
+
+
+def test_without_the_launcher_the_totals_are_still_read_once_at_the_exit(tmp_path):
+    r, doc = profile(tmp_path, "sh", "-c", "dd if=/dev/zero of=out bs=1M count=30 status=none",
+                     env={"CEILING_LAUNCHER": str(tmp_path / "absent")})
+    assert r.returncode == 0, r.stderr
+    assert 30 * MIB <= metric(doc, "app.io.write")["value"] * 1e6 <= 30 * MIB * 1.01
+    assert doc["environment"]["profile"]["launch"]["how"].startswith("forked from ceiling's Python")
 
 
 def test_a_process_left_behind_is_named(tmp_path):
@@ -85,23 +95,36 @@ while not os.path.exists(sys.argv[3]):
 """
 
 
+def _terminal():
+    """A pseudo-terminal made the controlling terminal of a new session: (master, options for Popen)."""
+    master, slave = os.openpty()
+    return master, slave, dict(stdin=slave, stdout=slave, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+
+
 @needs_launcher
 @pytest.mark.parametrize("name,to", [("SIGUSR1", "group"), ("SIGHUP", "group"), ("SIGINT", "group"),
-                                     ("SIGINT", "ceiling"), ("SIGTERM", "ceiling")])
+                                     ("SIGINT", "terminal"), ("SIGINT", "ceiling"), ("SIGTERM", "ceiling")])
 def test_a_signal_reaches_the_program_once_and_ceiling_reports(tmp_path, name, to):
     log, ready, stop, out = (tmp_path / n for n in ("log", "ready", "stop", "p.json"))
+    master = slave = -1
+    if to == "terminal":
+        master, slave, streams = _terminal()
+    else:
+        streams = dict(stdout=subprocess.PIPE)
     p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--no-interpose",
                           "--save-json", str(out), "--", sys.executable, "-c", PROGRAM, str(log), str(ready),
-                          str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, env=dict(os.environ, NO_COLOR="1"))
+                          str(stop)], stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env=dict(os.environ, NO_COLOR="1"), **streams)
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and time.monotonic() < deadline and p.poll() is None:
             time.sleep(0.05)
         assert ready.exists(), p.communicate(timeout=30)
         sig = getattr(signal, name)
-        if to == "group":
-            os.killpg(p.pid, sig)               # a terminal's Ctrl-C or hangup, Slurm's --signal, kill -- -PGID
+        if to == "terminal":
+            os.write(master, b"\x03")           # Ctrl-C typed: the kernel's SIGINT to the foreground group
+        elif to == "group":
+            os.killpg(p.pid, sig)               # a hangup, Slurm's --signal, kill -- -PGID
         else:
             os.kill(p.pid, sig)                 # ceiling's pid alone
         while time.monotonic() < deadline and not (log.exists() and log.read_text()) and p.poll() is None:
@@ -112,6 +135,9 @@ def test_a_signal_reaches_the_program_once_and_ceiling_reports(tmp_path, name, t
     finally:
         if p.poll() is None:
             p.kill()
+        for fd in (master, slave):
+            if fd >= 0:
+                os.close(fd)
     assert log.read_text().split() == [name], err
     # ceiling survived and reported; the program exited 0, which stands unless the profile is
     # partial (asked to end: 130, verbs/common.deliver)
@@ -119,6 +145,9 @@ def test_a_signal_reaches_the_program_once_and_ceiling_reports(tmp_path, name, t
     doc = json.loads(out.read_text())
     got = doc["environment"]["profile"]["launch"]["signals"]
     assert [(s["signal"], s["passed_on"]) for s in got] == [(name, to == "ceiling")], got
+    if to == "terminal":
+        assert got[0]["how"] == "from the kernel (a terminal)" and doc["partial_reason"].startswith(
+            "interrupted (Ctrl-C)")
     assert doc["partial"] == (name != "SIGUSR1")
 
 
