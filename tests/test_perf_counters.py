@@ -117,6 +117,14 @@ def test_a_name_without_a_slash_is_found_in_path_and_the_exit_status_is_the_prog
     assert os.WEXITSTATUS(status) == 3
 
 
+def test_a_launcher_that_does_not_run_is_done_without():
+    # /bin/true says nothing and exits: the program is forked from here instead, and still runs
+    s = pc.spawn(["sh", "-c", "exit 3"], launcher="/bin/true")
+    e = s.wait()
+    s.close()
+    assert s.launched is None and os.WEXITSTATUS(e.status) == 3 and e.how.startswith("forked from ceiling's Python")
+
+
 def test_turned_off_by_the_environment_or_the_caller(monkeypatch):
     monkeypatch.setenv("CEILING_NO_COUNTERS", "1")
     r, _, status, _ = run(["/bin/true"])

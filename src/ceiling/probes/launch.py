@@ -44,6 +44,10 @@ RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)     # Python ignores them; a program
 PRELOAD_MARK = "CEILING_LAUNCH_PRELOAD"         # LD_PRELOAD for the program, kept out of the launcher
 
 
+class LauncherFailed(OSError):
+    """ceiling-launch itself could not run (not the program): start it from here instead."""
+
+
 @dataclass
 class Exit:
     """How the program ended, and its exact figures (wait4's, for it and every descendant
@@ -265,10 +269,10 @@ def start(launcher: str, argv: Sequence[str], exe: str, env: Mapping[str, str],
         unblock = ",".join(str(int(s)) for s in sorted(watched - set(old)))
         lpid = os.posix_spawn(launcher, [launcher, str(ctl_w), str(cmd_r), ",".join(str(int(s)) for s in
                                          sorted(watched)), unblock, exe, *argv], lenv, setsigdef=RESTORED)
-    except OSError:
+    except OSError as e:
         for fd in (ctl_r, cmd_w):
             os.close(fd)
-        raise
+        raise LauncherFailed(e.errno, e.strerror, launcher) from None
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         os.close(ctl_w)
@@ -278,8 +282,8 @@ def start(launcher: str, argv: Sequence[str], exe: str, env: Mapping[str, str],
     if not first.startswith("pid "):
         child = Launched(lpid, -1, lines, cmd_w)
         child.abandon()
-        code = int(first.split()[1]) if first.startswith("error ") else errno.ECHILD
-        raise OSError(code, os.strerror(code), exe)
+        code = int(first.split()[1]) if first.startswith("error ") and first.split()[1].isdigit() else errno.ECHILD
+        raise LauncherFailed(code, os.strerror(code), launcher)
     child = Launched(lpid, int(first.split()[1]), lines, cmd_w)
     try:
         opened = before_exec(child.pid)
@@ -398,8 +402,8 @@ def wait_direct(pid: int, watch: Optional[Watch] = None) -> Exit:
         if watch is not None:
             watch.forward = None
     return Exit(status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, io, why,
-                how="forked from ceiling's Python (ceiling-launch is not built: the peak RSS is at least "
-                    "Python's); wait4 rusage; /proc/PID/io read once as a zombie (waitid WNOWAIT)",
+                how="forked from ceiling's Python (ceiling-launch is not built, or did not run: the peak RSS "
+                    "is at least Python's); wait4 rusage; /proc/PID/io read once as a zombie (waitid WNOWAIT)",
                 signals=signals)
 
 

@@ -443,8 +443,11 @@ def spawn(argv: Sequence[str], executable: Optional[str] = None, env: Optional[M
         return held[0] if held else None
     try:
         if launcher:
-            child, opened = launch.start(launcher, argv, exe, env, before_exec)
-            return _spawned(child.pid, opened, off, child)
+            try:
+                child, opened = launch.start(launcher, argv, exe, env, before_exec)
+                return _spawned(child.pid, opened, off, child)
+            except launch.LauncherFailed:
+                pass                          # the launcher itself did not run: as without it
         pid, opened = launch.fork(argv, exe, env, before_exec)
     except BaseException:
         for c in held:

@@ -90,6 +90,7 @@ class ProcSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
+        self._ended: set = set()             # seen, then gone: not looked for again
 
     def start(self) -> "ProcSampler":
         self.out.node_cpu = {k: (v, v) for k, v in _node_cpu(self.proc).items()}
@@ -132,20 +133,25 @@ class ProcSampler:
                 self.out.processes[pid].parent = True
         inside = {pid for pid, _ in tree}
         for p in self.out.processes.values():
-            if p.pid != self.pid and not p.left and p.pid not in inside:
-                p.left = self._alive_elsewhere(p, inside)
+            if p.pid != self.pid and not p.left and p.pid not in inside and p.pid not in self._ended:
+                where = self._parent_now(p)
+                if where is None:
+                    self._ended.add(p.pid)
+                else:
+                    p.left = where not in inside
 
-    def _alive_elsewhere(self, p: ProcessSample, inside) -> bool:
-        """``p``, seen in the tree before and not in it now, still runs (the same process: its
-        start time) with a parent outside the tree: it was orphaned and reparented. The wait4
-        rusage and the /proc/PID/io read at the program's exit do not hold it."""
+    def _parent_now(self, p: ProcessSample) -> Optional[int]:
+        """The parent of ``p`` now, or None when it ended (and was reaped; its pid may be another
+        process's now: the start time says). ``p`` was seen in the tree and is not in it: with a
+        parent outside, it was orphaned and reparented, and neither the wait4 rusage nor the
+        /proc/PID/io read at the program's exit holds it."""
         try:
             with open(f"{self.proc}/{p.pid}/stat", "rb") as f:
                 fields = stat_fields(f.read(4096))
             ppid, start = int(fields[1]), int(fields[19])
         except (OSError, ValueError, IndexError):
-            return False                         # ended (and reaped)
-        return start == p.start_ticks and ppid not in inside
+            return None
+        return ppid if start == p.start_ticks else None
 
     def _tree(self) -> List[Tuple[int, bool]]:
         """The program's pid and its descendants alive now, each with whether it has children."""
