@@ -51,6 +51,23 @@ def test_a_shell_running_dd_counts_the_bytes_once(tmp_path):
     assert doc["environment"]["profile"]["launch"]["io_read_at_exit"] is True
 
 
+def test_the_totals_at_the_exit_stand_for_the_sampled_processes():
+    # a shell and the dd it reaped, as the sampler last saw them: the shell's figures already hold
+    # dd's; summed, they said twice the bytes
+    from ceiling.analysis.profile import Rusage, conclude
+    from ceiling.probes.proc_sampler import ProcessSample, Sampled
+    io = {"rchar": 100, "wchar": 200, "read_bytes": 0, "write_bytes": 200}
+    s = Sampled(processes={1: ProcessSample(1, 0, "sh", io=dict(io)), 2: ProcessSample(2, 1, "dd", io=dict(io))})
+    exact = dict(io, syscr=3)
+    metrics = conclude(s, Rusage(0.1, 0.1, 2**20, exact), 1.0, 2)[0]
+    got = {m.name: (m.value, m.context["source"]) for m in metrics if m.name.startswith("app.io.")}
+    assert got["app.io.write"][0] * 1e6 == 200 and got["app.io.read_device"][0] == 0
+    assert "read once at its exit" in got["app.io.write"][1] and "system-call bytes" in got["app.io.write"][1]
+    assert "device bytes" in got["app.io.write_device"][1]
+    metrics = conclude(s, Rusage(0.1, 0.1, 2**20), 1.0, 2)[0]           # not read at the exit: the samples
+    assert next(m for m in metrics if m.name == "app.io.write").context["source"].endswith("(not read at the exit)")
+
+
 def test_without_the_launcher_the_totals_are_still_read_once_at_the_exit(tmp_path):
     r, doc = profile(tmp_path, "sh", "-c", "dd if=/dev/zero of=out bs=1M count=30 status=none",
                      env={"CEILING_LAUNCHER": str(tmp_path / "absent")})
