@@ -183,6 +183,10 @@ class Launched:
                     signals.append({"signal": _name(m[0]), "sent_to": "ceiling alone", "passed_on": True})
             theirs = [t for t in theirs if now - t[1] < 2 * SAME_SIGNAL_S]
 
+        poller = select.poll()
+        poller.register(self._lines.fd, select.POLLIN)
+        if watch is not None:
+            poller.register(watch.r, select.POLLIN)
         line = None
         while True:
             if watch is not None:
@@ -200,13 +204,10 @@ class Launched:
             settle(now, ended)
             if ended:
                 break
+            # wakes for the launcher's lines, a signal ceiling got (its handler writes to watch.r),
+            # or the end of a signal's SAME_SIGNAL_S
             timeout = max(0.0, min(m[1] + SAME_SIGNAL_S for m in mine) - now) if mine else None
-            fds = [self._lines.fd] + ([watch.r] if watch is not None else [])
-            try:
-                ready, _, _ = select.select(fds, [], [], timeout)
-            except InterruptedError:
-                continue
-            if self._lines.fd in ready:
+            if any(fd == self._lines.fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)):
                 self._lines.feed()
         for m in mine + (watch.take() if watch is not None else []):
             signals.append({"signal": _name(m[0]), "sent_to": "unknown", "passed_on": False,
