@@ -479,8 +479,8 @@ def _left_tree(sampled):
                          "CPU time and memory are not in the totals",
                    evidence="seen by the /proc sampler, then alive with a parent outside the tree: " +
                             ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else ""),
-                   why="the totals are read when the program ends and hold every process it, or its children, "
+                   why="The totals are read when the program ends and hold every process it, or its children, "
                        "waited for; a process started in the background and not waited for (a daemon, "
-                       "`cmd &` without `wait`) is counted by no one",
-                   fix="have the program wait for what it starts (a shell script: `wait` at its end)",
+                       "`cmd &` without `wait`) is counted by no one.",
+                   fix="Have the program wait for what it starts (a shell script: `wait` at its end).",
                    data={"processes": names})
