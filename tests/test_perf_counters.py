@@ -35,9 +35,9 @@ def run(argv, **kw):
     """Spawn, reap, read: (result dict, rusage CPU seconds, exit status, wall seconds)."""
     t0 = time.monotonic()
     s = pc.spawn(argv, **kw)
-    _, status, ru = os.wait4(s.pid, 0)
+    e = s.wait()
     wall = time.monotonic() - t0
-    return s.finish(wall), ru.ru_utime + ru.ru_stime, status, wall
+    return s.finish(wall), e.user_s + e.system_s, e.status, wall
 
 
 def assert_hardware_either_way(r: dict) -> None:
@@ -87,10 +87,12 @@ def test_task_clock_follows_rusage_and_page_faults_count():
     json.dumps(r)                                          # a plain JSON document
 
 
-def test_counts_of_a_forked_child_are_included():
+@pytest.mark.parametrize("launcher", [None, ""], ids=["from-ceiling-launch", "forked-from-python"])
+def test_counts_of_a_forked_child_are_included(launcher):
     # The work is in a subshell the shell forks and waits for: without inherit the
-    # shell's own millisecond would be all that was counted.
-    r, cpu, status, _ = run(["/bin/sh", "-c", f"( {LOOP} ) & wait"])
+    # shell's own millisecond would be all that was counted. Started from ceiling-launch
+    # (the counters opened on its child, the program) or forked from here.
+    r, cpu, status, _ = run(["/bin/sh", "-c", f"( {LOOP} ) & wait"], launcher=launcher)
     assert os.WEXITSTATUS(status) == 0 and cpu > 0.005
     assert 0.5 <= r["events"]["task-clock"]["value"] / 1e9 / cpu <= 1.5, (r["events"]["task-clock"], cpu)
 
@@ -110,9 +112,17 @@ def test_exec_failures_raise_the_errno_and_leave_nothing_behind(tmp_path):
 
 def test_a_name_without_a_slash_is_found_in_path_and_the_exit_status_is_the_programs():
     s = pc.spawn(["sh", "-c", "exit 3"], env={"PATH": os.environ.get("PATH", "/bin:/usr/bin")})
-    _, status = os.waitpid(s.pid, 0)
+    status = s.wait().status
     s.close()
     assert os.WEXITSTATUS(status) == 3
+
+
+def test_a_launcher_that_does_not_run_is_done_without():
+    # /bin/true says nothing and exits: the program is forked from here instead, and still runs
+    s = pc.spawn(["sh", "-c", "exit 3"], launcher="/bin/true")
+    e = s.wait()
+    s.close()
+    assert s.launched is None and os.WEXITSTATUS(e.status) == 3 and e.how.startswith("forked from ceiling's Python")
 
 
 def test_turned_off_by_the_environment_or_the_caller(monkeypatch):
@@ -123,7 +133,7 @@ def test_turned_off_by_the_environment_or_the_caller(monkeypatch):
     assert r["events"] == {} and r["derived"] == {}
     monkeypatch.setenv("CEILING_NO_COUNTERS", "0")
     s = pc.spawn(["/bin/true"], counters=False)
-    os.waitpid(s.pid, 0)
+    s.wait()
     assert s.counters is None and s.why == "hardware counters turned off (counters=False)"
     assert s.finish()["why"] == s.why
     assert pc.turned_off(True, {"CEILING_NO_COUNTERS": "yes"}) and not pc.turned_off(True, {})
@@ -135,13 +145,13 @@ CHILD = textwrap.dedent("""
     r, w = os.pipe()
     os.set_inheritable(w, True)
     s = spawn(["/bin/sh", "-c", 'read x; echo "out $x"; echo err >&2; echo "fd" >&%d' % w])
-    _, status = os.waitpid(s.pid, 0)
+    s.wait()
     s.finish()
     os.close(w)
     print("pipe", os.read(r, 100).decode().strip(), flush=True)
     assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN        # Python's, in the parent
     s = spawn(["grep", "SigIgn", "/proc/self/status"])
-    os.waitpid(s.pid, 0)
+    s.wait()
     s.close()
 """)
 

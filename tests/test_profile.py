@@ -211,11 +211,12 @@ class _Proc:
 
 
 def _children(pid):
+    """Every descendant of ``pid`` (the program is ceiling-launch's child, not ceiling's)."""
     try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        kids = [_Proc(int(k)) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
-    return [_Proc(int(k)) for k in kids]
+    return kids + [d for k in kids for d in _children(k.pid)]
 
 
 def test_preload_is_refused_for_setuid_and_static_programs(tmp_path):

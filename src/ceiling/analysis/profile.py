@@ -36,11 +36,14 @@ LAUNCHER_ON = 0.10          # a parent process on a CPU less than this share of 
 
 @dataclass
 class Rusage:
-    """wait4's figures for the program and every child it waited for."""
+    """wait4's figures for the program and every child it waited for, and its /proc/PID/io
+    read once at its exit (as a zombie, probes/launch.py): its own bytes and those of every
+    descendant it waited for, each once. ``io`` None: not read; the sampled values stand in."""
 
     user_s: float
     system_s: float
     maxrss_bytes: int
+    io: Optional[Dict[str, int]] = None
 
 
 @dataclass
@@ -208,11 +211,11 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
         for key, name in (("on_cpu", "app.time.on_cpu"), ("runq", "app.time.runq"), ("off_cpu", "app.time.off_cpu")):
             metrics.append(_m(name, shares[key] * 100, "%", context={"per_thread": spread.get(key, {}),
                                                                     "threads": len(per)}))
-    io_totals = _io_totals(s, others)
+    io_totals = _io_totals(s, others, ru)
     for key, name in (("rchar", "app.io.read"), ("wchar", "app.io.write"),
                       ("read_bytes", "app.io.read_device"), ("write_bytes", "app.io.write_device")):
         if key in io_totals:
-            metrics.append(_m(name, io_totals[key] / 1e6, "MB", context={"source": f"/proc/PID/io {key}"}))
+            metrics.append(_m(name, io_totals[key] / 1e6, "MB", context={"source": _io_source(key, ru)}))
 
     sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
     bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals)
@@ -392,21 +395,36 @@ def _io_words(io: Dict[str, int], wall_s: float) -> str:
 IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")
 
 
-def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = ()) -> Dict[str, int]:
-    """/proc/PID/io summed over the sampled processes and, from their records' proc lines,
-    the processes the sampler did not watch. proc.c writes the four keys together: a record
-    with some of them lost the others to damage, and those totals are unknown (left out)."""
+def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = (), ru: Optional[Rusage] = None) -> Dict[str, int]:
+    """The program's /proc/PID/io read at its exit (``ru.io``: every process of its tree that
+    was waited for, each once), else the last sample of each sampled process summed (which
+    misses what came after the last sample and counts a reaped child twice: the kernel adds
+    it to its parent's); and, from their records' proc lines, the processes the sampler did
+    not watch. proc.c writes the four keys together: a record with some of them lost the
+    others to damage, and those totals are unknown (left out)."""
     out: Dict[str, int] = {}
     unknown = set()
     records = [{k: ln[k] for k in IO_KEYS if k in ln}
                for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]
-    for io in [p.io for p in s.processes.values()] + records:
+    mine = [{k: v for k, v in ru.io.items() if k in IO_KEYS}] if ru is not None and ru.io else \
+        [p.io for p in s.processes.values()]
+    for io in mine + records:
         for k, v in io.items():
             out[k] = out.get(k, 0) + v
     for io in records:
         if io:
             unknown.update(set(IO_KEYS) - set(io))
     return {k: v for k, v in out.items() if k not in unknown}
+
+
+def _io_source(key: str, ru: Optional[Rusage]) -> str:
+    """How an I/O total was taken, in words: rchar/wchar count the bytes of read and write
+    system calls (the page cache included), read_bytes/write_bytes those sent to a device."""
+    what = "system-call bytes" if key in ("rchar", "wchar") else "device bytes"
+    if ru is not None and ru.io:
+        return f"/proc/PID/io {key} ({what}) of the program read once at its exit, every descendant it waited for " \
+               "included"
+    return f"/proc/PID/io {key} ({what}), each process's last sample summed (not read at the exit)"
 
 
 def _spread(vals: List[float]) -> Dict[str, float]:

@@ -131,6 +131,16 @@ def interpose_library_path() -> Path:
     return Path(__file__).resolve().parents[1] / "_core" / "libceiling_interpose.so"
 
 
+def launcher_path() -> Path:
+    """Where ceiling-launch is (csrc/launch/: the process `ceiling profile` starts the
+    program from): ``CEILING_LAUNCHER``, else the one built beside the core. Whether it
+    exists is the caller's question."""
+    env = os.environ.get("CEILING_LAUNCHER")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1] / "_core" / "ceiling-launch"
+
+
 @lru_cache(maxsize=None)
 def _lib():
     path = library_path()

@@ -18,11 +18,13 @@ time enabled and the time running, and the count is scaled by their ratio
 (reported as ``scaled``, 1.0 when the event was never multiplexed).
 
 Because the counters must exist before the exec, the program is started here
-(``spawn``): fork, the child waits on a pipe, the parent opens the counters on
-its pid and lets it go; an exec failure comes back through a close-on-exec pipe
-as subprocess reports it. The child keeps our standard streams and every
-inheritable descriptor (an MPI launcher's PMI fds), and gets SIGPIPE and
-SIGXFSZ back at their defaults, as subprocess.Popen(close_fds=False) does.
+(``spawn``): it is forked, from ceiling-launch (probes/launch.py) where that is
+built, else from this process, and waits on a pipe while the counters are
+opened on its pid; then it execs. An exec failure comes back as subprocess
+reports it. The program keeps our standard streams and every inheritable
+descriptor (an MPI launcher's PMI fds), and gets SIGPIPE and SIGXFSZ back at
+their defaults, as subprocess.Popen(close_fds=False) does. ``Spawned.wait``
+reaps it and gives its exit status, rusage and I/O totals at its exit.
 
 Absent counters are a normal case (a VM without a virtual PMU, a paranoid
 kernel): each event says in words why it is missing, and a figure is derived
@@ -38,12 +40,12 @@ import functools
 import os
 import platform
 import re
-import signal
 import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..sysfs import Root
+from . import launch
 
 SYSCALL_NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241}   # arch/*/syscall tables; asm-generic for the last two
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_HW_CACHE = 0, 1, 3
@@ -378,10 +380,6 @@ def summary(events: Dict[str, dict], paranoid: Optional[int], user_only: Optiona
 
 # -- starting the program ------------------------------------------------------------
 
-GO = b"g"
-RESTORED = ("SIGPIPE", "SIGXFZ", "SIGXFSZ")   # what subprocess's restore_signals puts back to SIG_DFL
-
-
 @dataclass
 class Spawned:
     """A started program: its pid, its counters (None when none could be opened, and
@@ -392,6 +390,14 @@ class Spawned:
     why: str = ""
     tried: List[Event] = field(default_factory=list)
     paranoid: Optional[int] = None
+    launched: Optional[launch.Launched] = None      # started from ceiling-launch; None: forked from here
+
+    def wait(self, watch: Optional[launch.Watch] = None) -> launch.Exit:
+        """Until the program ends (``watch``: the signals ceiling gets meanwhile, passed on by
+        the rule of probes/launch.py); its exit status, rusage and I/O totals. Then ``finish``."""
+        if self.launched is not None:
+            return self.launched.wait(watch)
+        return launch.wait_direct(self.pid, watch)
 
     def finish(self, wall_s: Optional[float] = None, hypervisor: Optional[str] = None,
                root: Optional[Root] = None) -> dict:
@@ -411,89 +417,49 @@ class Spawned:
             self.counters.close()
 
 
-def _child(argv: List[str], executable: str, env: Mapping[str, str], go: int, report: int,
-           parents: Tuple[int, int]) -> None:
-    """In the forked child: wait for the parent's go (EOF: it gave up), restore the signals
-    Python ignores, exec; on failure send the errno up ``report`` (close-on-exec). Never returns."""
-    try:
-        for fd in parents:
-            os.close(fd)
-        if os.read(go, 1) == GO:
-            for name in RESTORED:
-                if hasattr(signal, name):
-                    signal.signal(getattr(signal, name), signal.SIG_DFL)
-            try:
-                if "/" in executable:
-                    os.execve(executable, argv, env)
-                else:
-                    os.execvpe(executable, argv, env)
-            except OSError as e:
-                os.write(report, str(e.errno or errno.ENOEXEC).encode())
-    finally:
-        os._exit(127)
-
-
-def _abandon(pid: int, counters: Optional[Counters], kill: bool) -> None:
-    """Close the counters and reap the child; ``kill``: it may be past its exec already."""
-    if counters is not None:
-        counters.close()
-    try:
-        if kill:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
-
-
 def spawn(argv: Sequence[str], executable: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-          counters: bool = True, events: Sequence[Tuple[str, int, int]] = EVENTS) -> Spawned:
+          counters: bool = True, events: Sequence[Tuple[str, int, int]] = EVENTS,
+          launcher: Optional[str] = None) -> Spawned:
     """Start ``argv`` (``executable`` or argv[0], searched in env's PATH when it has no
-    slash) with the counters opened on it, counting from its exec. The caller reaps it
-    (os.wait4) and then calls ``finish``. Raises OSError with the exec's errno when the
-    program cannot be started (nothing is left behind then)."""
+    slash) with the counters opened on it, counting from its exec; from ceiling-launch
+    (``launcher``, else the one built beside the core, where it is), else forked from here.
+    The caller reaps it (``Spawned.wait``) and then calls ``finish``. Raises OSError with
+    the exec's errno when the program cannot be started (nothing is left behind then)."""
     argv = list(argv)
     if not argv:
         raise ValueError("spawn: empty argv")
     exe = executable or argv[0]
     env = dict(os.environ if env is None else env)
     off = turned_off(counters)
-    go_r, go_w = os.pipe()                    # both close on exec (PEP 446)
-    err_r, err_w = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        for fd in (go_r, go_w, err_r, err_w):
-            os.close(fd)
-        raise
-    if pid == 0:
-        _child(argv, exe, env, go_r, err_w, (go_w, err_r))
-    os.close(go_r)
-    os.close(err_w)
-    opened: Optional[Counters] = None
-    try:
+    if launcher is None:
+        from .. import core
+        built = core.launcher_path()
+        launcher = str(built) if os.access(built, os.X_OK) else ""
+    held: List[Counters] = []
+
+    def before_exec(pid: int) -> Optional[Counters]:
         if not off:
-            opened = open_counters(pid, events)
-        try:
-            os.write(go_w, GO)
-        except BrokenPipeError:               # it died before its exec: its wait status will say how
-            pass
-        os.close(go_w)
-        go_w = -1
-        failure = os.read(err_r, 64)          # EOF at the exec, or the errno written at once before _exit
+            held.append(open_counters(pid, events))
+        return held[0] if held else None
+    try:
+        if launcher:
+            try:
+                child, opened = launch.start(launcher, argv, exe, env, before_exec)
+                return _spawned(child.pid, opened, off, child)
+            except launch.LauncherFailed:
+                pass                          # the launcher itself did not run: as without it
+        pid, opened = launch.fork(argv, exe, env, before_exec)
     except BaseException:
-        if go_w >= 0:
-            os.close(go_w)                    # the child reads EOF and exits without exec
-        os.close(err_r)
-        _abandon(pid, opened, kill=go_w < 0)
+        for c in held:
+            c.close()
         raise
-    os.close(err_r)
-    if failure:
-        _abandon(pid, opened, kill=False)
-        code = int(failure) if failure.isdigit() else errno.ENOEXEC
-        raise OSError(code, os.strerror(code), exe)
+    return _spawned(pid, opened, off, None)
+
+
+def _spawned(pid: int, opened: Optional[Counters], off: str, launched: Optional[launch.Launched]) -> Spawned:
     if opened is not None and not opened.opened:
         first = opened.events[0] if opened.events else None
         why = ("no events asked for" if first is None else
                f"no counter could be opened: {first.name}: {errno_name(first.errno)} ({first.why})")
-        return Spawned(pid, None, why, opened.events, opened.paranoid)
-    return Spawned(pid, opened, off, [], opened.paranoid if opened else paranoid_level(Root("/")))
+        return Spawned(pid, None, why, opened.events, opened.paranoid, launched)
+    return Spawned(pid, opened, off, [], opened.paranoid if opened else paranoid_level(Root("/")), launched)

@@ -8,6 +8,10 @@ resident set (status), and the bytes it read and wrote (io: ``rchar``/``wchar``
 at the system call, ``read_bytes``/``write_bytes`` at the block layer). Node-wide:
 /proc/stat's CPU times and the pressure (PSI) totals at start and end.
 
+A process seen in the tree that later runs on outside it (orphaned: its parent
+ended without waiting for it, and it was reparented) is marked ``left``: the
+exact totals taken at the program's exit (probes/launch.py) do not hold it.
+
 The counters are cumulative, so a sample keeps only each thread's latest values:
 a thread that ends between two samples keeps what the last one saw (its last
 tenth of a second is lost; the parent's wait4 rusage gives the exact user and
@@ -59,6 +63,8 @@ class ProcessSample:
     rss_peak_bytes: int = 0              # VmHWM
     io: Dict[str, int] = field(default_factory=dict)   # /proc/PID/io fields; {} when unreadable
     parent: bool = False                 # had a child of its own at some sample (a shell, mpirun, a launcher)
+    start_ticks: int = 0                 # stat's starttime: the same process, not a reused pid
+    left: bool = False                   # left the tree alive (orphaned, reparented): no one in it waited for it
 
 
 @dataclass
@@ -84,6 +90,7 @@ class ProcSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
+        self._ended: set = set()             # seen, then gone: not looked for again
 
     def start(self) -> "ProcSampler":
         self.out.node_cpu = {k: (v, v) for k, v in _node_cpu(self.proc).items()}
@@ -119,10 +126,32 @@ class ProcSampler:
     def sample(self) -> None:
         now = time.monotonic()
         self.out.samples += 1
-        for pid, parent in self._tree():
+        tree = self._tree()
+        for pid, parent in tree:
             self._process(pid, now)
             if parent and pid in self.out.processes:
                 self.out.processes[pid].parent = True
+        inside = {pid for pid, _ in tree}
+        for p in self.out.processes.values():
+            if p.pid != self.pid and not p.left and p.pid not in inside and p.pid not in self._ended:
+                where = self._parent_now(p)
+                if where is None:
+                    self._ended.add(p.pid)
+                else:
+                    p.left = where not in inside
+
+    def _parent_now(self, p: ProcessSample) -> Optional[int]:
+        """The parent of ``p`` now, or None when it ended (and was reaped; its pid may be another
+        process's now: the start time says). ``p`` was seen in the tree and is not in it: with a
+        parent outside, it was orphaned and reparented, and neither the wait4 rusage nor the
+        /proc/PID/io read at the program's exit holds it."""
+        try:
+            with open(f"{self.proc}/{p.pid}/stat", "rb") as f:
+                fields = stat_fields(f.read(4096))
+            ppid, start = int(fields[1]), int(fields[19])
+        except (OSError, ValueError, IndexError):
+            return None
+        return ppid if start == p.start_ticks else None
 
     def _tree(self) -> List[Tuple[int, bool]]:
         """The program's pid and its descendants alive now, each with whether it has children."""
@@ -157,6 +186,11 @@ class ProcSampler:
                 exe = ""
             p = self.out.processes[pid] = ProcessSample(pid, int(status.get("PPid", "0") or 0),
                                                         status.get("Name", "?"), exe)
+            try:
+                with open(f"{base}/stat", "rb") as f:
+                    p.start_ticks = int(stat_fields(f.read(4096))[19])
+            except (OSError, ValueError, IndexError):
+                pass
         if p is not None and status:
             p.voluntary = int(status.get("voluntary_ctxt_switches", p.voluntary) or 0)
             p.involuntary = int(status.get("nonvoluntary_ctxt_switches", p.involuntary) or 0)

@@ -5,7 +5,10 @@ untouched; ceiling's own report goes to standard error when it ends, so the
 program's output can still be piped. The exit status is the program's (128 + N
 when signal N ended it). Ctrl-C reaches the program from the terminal as it
 would without ceiling; ceiling waits for it to end and still reports, marked
-partial. SIGTERM to ceiling is passed on to the program.
+partial. Ceiling survives SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 and
+SIGALRM while the program runs, and passes on only those sent to ceiling alone:
+one sent to the process group has reached the program already (the rule:
+probes/launch.py).
 
 While it runs, probes/proc_sampler.py reads its threads and processes from
 /proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
@@ -191,6 +194,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..analysis.profile_ceilings import compare
     from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
     from ..probes import interpose_record
+    from ..probes.launch import Watch
     from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
     from ..results.model import Application, SKIPPED, Finding
@@ -217,40 +221,27 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
     app = Application(command=cmd, started=utcnow())
-    interrupted = ""
     t0 = time.monotonic()
-    try:
-        # forked with the counters opened on it before its exec (probes/perf_counters.py)
-        child = spawn(cmd, exe, env)
-    except OSError as e:
-        remove_tree(tmp)
-        err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
-        if wrapped:
-            abort_job(err, wrapped[0])
-            raise SystemExit(err.exit_code) from None
-        raise err from None
-    sampler = ProcSampler(child.pid, interval).start()
-
-    def stopped(signum, frame):
-        """Ctrl-C reached the program with ceiling (the terminal signals its whole foreground
-        group); SIGTERM (scancel, a time limit, kill) is passed on. Either way ceiling waits
-        for the program to end and reports what it saw."""
-        nonlocal interrupted
-        interrupted = interrupted or ("interrupted (Ctrl-C)" if signum == signal.SIGINT else "terminated (SIGTERM)")
-        if signum != signal.SIGINT:
-            try:
-                os.kill(child.pid, signum)
-            except OSError:
-                pass
-    old = {s: signal.signal(s, stopped) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        status, ru = _wait(child.pid)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    # The program is forked from ceiling-launch with the counters opened on it before its exec
+    # (probes/perf_counters.py, probes/launch.py); ceiling survives the signals of launch.WATCHED
+    # meanwhile and passes on only those sent to it alone.
+    with Watch() as watch:
+        try:
+            child = spawn(cmd, exe, env)
+        except OSError as e:
+            remove_tree(tmp)
+            err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
+            if wrapped:
+                abort_job(err, wrapped[0])
+                raise SystemExit(err.exit_code) from None
+            raise err from None
+        sampler = ProcSampler(child.pid, interval).start()
+        ended = child.wait(watch)
     wall = time.monotonic() - t0
     sampled = sampler.stop()
     counters = child.finish(wall, hypervisor=m.virtualized)
+    status = ended.status
+    interrupted = _interruption(ended.signals)
     app.finished, app.wall_s = utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
@@ -272,9 +263,15 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
-    metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
+    metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ended.user_s, ended.system_s, ended.maxrss_bytes,
+                                                           ended.io or None),
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others)
+    breakdown["launch"] = ended.describe()
+    left = _left_tree(sampled)
+    if left:
+        breakdown["launch"]["left_tree"] = left.data["processes"]
+        findings.append(left)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]}),
@@ -466,13 +463,40 @@ def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
             "slowdown": profiled_s / plain - 1 if plain > 0 else None}
 
 
-def _wait(pid: int):
-    """wait4 through EINTR (PEP 475 retries it; a signal handler above may run meanwhile)."""
-    while True:
-        try:
-            _, status, ru = os.wait4(pid, 0)
-            return status, ru
-        except ChildProcessError:
-            raise
-        except InterruptedError:
+TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
+
+
+def _interruption(signals: List[dict]) -> str:
+    """The first signal ceiling got that asks a program to end, in words ("" for none: a
+    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
+    for s in signals:
+        name = s["signal"]
+        if name not in TERMINATING:
             continue
+        if name == "SIGINT" and not s.get("passed_on"):
+            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
+        to = ("passed on to the program" if s.get("passed_on") else
+              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
+        return f"{TERMINATING[name]} ({name}, {to})"
+    return ""
+
+
+def _left_tree(sampled):
+    """A finding when processes of the program left its tree alive (orphaned, reparented to
+    init or a subreaper): no one in the tree waited for them, so their CPU time, memory and
+    I/O are not in the exact totals taken at the program's exit."""
+    from ..results.model import WARN, Finding
+    gone = [p for p in sampled.processes.values() if p.left]
+    if not gone:
+        return None
+    names = [f"{p.pid} {p.comm}" for p in sorted(gone, key=lambda p: p.pid)]
+    return Finding(id="profile.left_tree", status=WARN,
+                   title=f"{len(gone)} process(es) left the program's tree while it ran (orphaned): their I/O, "
+                         "CPU time and memory are not in the totals",
+                   evidence="seen by the /proc sampler, then alive with a parent outside the tree: " +
+                            ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else ""),
+                   why="The totals are read when the program ends and hold every process it, or its children, "
+                       "waited for; a process started in the background and not waited for (a daemon, "
+                       "`cmd &` without `wait`) is counted by no one.",
+                   fix="Have the program wait for what it starts (a shell script: `wait` at its end).",
+                   data={"processes": names})
