@@ -175,8 +175,6 @@ def test_dd_under_a_shell_counts_each_call_once(tmp_path):
     assert (rb["writes"], rb["write_bytes"]) == (32, 1 << 20)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 1 (exact /proc totals through a launcher): "
-                                       "fixed in another branch")
 @pytest.mark.parametrize("shell", [False, True], ids=["alone", "under sh -c"])
 def test_proc_totals_are_the_bytes_moved_within_2_percent(tmp_path, prog, shell):
     # alone: 4 MiB written and read back just before the program exits, after the sampler's
@@ -194,10 +192,7 @@ def test_proc_totals_are_the_bytes_moved_within_2_percent(tmp_path, prog, shell)
 
 
 @pytest.mark.parametrize("mib", [
-    pytest.param(2, marks=pytest.mark.xfail(strict=True, reason="issue 26 item 1 (peak RSS of the program, not "
-                                                                "of ceiling's fork before exec): fixed in another "
-                                                                "branch")),
-    64])
+    2, 64])
 def test_peak_rss_is_the_kernels_figure_for_the_program(tmp_path, prog, mib):
     r, doc = profile(tmp_path, prog, "rss", str(mib))
     hwm_mib = int(r.stdout.split()[0]) / 1024          # the program's own VmHWM
