@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..sysfs import stat_fields
+from ..sysfs import parse_cpulist, stat_fields
 
 BUDGET = 0.01            # at most this share of one CPU spent sampling
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -73,6 +73,8 @@ class Sampled:
     schedstat: bool = True               # the kernel reports run-queue delays
     node_cpu: Dict[str, Tuple[float, float]] = field(default_factory=dict)   # /proc/stat field -> (start, end) s
     psi: Dict[str, Tuple[float, float]] = field(default_factory=dict)        # "cpu some" -> (start, end) s
+    runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
+    cpus_allowed: set = field(default_factory=set)      # CPUs any of its processes may run on (Cpus_allowed_list)
 
 
 class ProcSampler:
@@ -84,6 +86,7 @@ class ProcSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
+        self._running = 0
 
     def start(self) -> "ProcSampler":
         self.out.node_cpu = {k: (v, v) for k, v in _node_cpu(self.proc).items()}
@@ -119,10 +122,12 @@ class ProcSampler:
     def sample(self) -> None:
         now = time.monotonic()
         self.out.samples += 1
+        self._running = 0
         for pid, parent in self._tree():
             self._process(pid, now)
             if parent and pid in self.out.processes:
                 self.out.processes[pid].parent = True
+        self.out.runnable.append(self._running)
 
     def _tree(self) -> List[Tuple[int, bool]]:
         """The program's pid and its descendants alive now, each with whether it has children."""
@@ -163,6 +168,7 @@ class ProcSampler:
             hwm = status.get("VmHWM", "")
             if hwm.endswith("kB"):
                 p.rss_peak_bytes = max(p.rss_peak_bytes, int(hwm[:-2]) * 1024)
+            self.out.cpus_allowed.update(parse_cpulist(status.get("Cpus_allowed_list")))
             io = _io(f"{base}/io")
             if io:
                 p.io = io
@@ -185,6 +191,8 @@ class ProcSampler:
             t = self.out.threads[key] = ThreadSample(pid, tid, comm, first_s=min(max(start, 0.0), now) or now)
         if len(fields) > 12:
             t.user_s, t.system_s = int(fields[11]) / TICK, int(fields[12]) / TICK
+        if fields and fields[0] == b"R":         # running or runnable: wants a CPU now
+            self._running += 1
         t.last_s = now
         try:
             with open(f"{base}/schedstat", "rb") as f:

@@ -170,21 +170,14 @@ def preload_refused(path: str) -> str:
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
              interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
+    # Only what starts the program is imported and done before it: the machine's detection
+    # and the analysis wait until it has ended (_wrap_up).
     from .. import core
-    from .. import machine as machine_mod
-    from ..analysis import profile_counters, profile_files
-    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
-    from ..analysis.profile_ceilings import compare
-    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
-    from ..probes import interpose_record
     from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
-    from ..results.model import Application, SKIPPED, Finding
-    from .session import Session, utcnow
+    from ..results.model import Application
 
-    m = machine_mod.detect("/", measure=False, config=common.config(args))
-    session = Session(argv)
-    session.set_machine(m, sorted(m.affinity) or None)
+    config = common.config(args)              # a bad --config is refused before the program runs
     cpus = len(os.sched_getaffinity(0))
 
     tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
@@ -202,9 +195,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         if wrapped:
             env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
-    app = Application(command=cmd, started=utcnow())
+    app = Application(command=cmd, started=_utcnow())
     interrupted = ""
     t0 = time.monotonic()
+    competing = _Competing()
     try:
         # forked with the counters opened on it before its exec (probes/perf_counters.py)
         child = spawn(cmd, exe, env)
@@ -236,8 +230,21 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             signal.signal(s, h)
     wall = time.monotonic() - t0
     sampled = sampler.stop()
+    busy = competing.stop(sampled, COMPETING_MIN_S)
+    from .. import machine as machine_mod
+    from ..analysis import profile_counters, profile_files
+    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
+    from ..analysis.profile_ceilings import compare
+    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
+    from ..probes import interpose_record
+    from ..results.model import SKIPPED, Finding
+    from .session import Session
+    m = machine_mod.detect("/", measure=False, config=config)
+    session = Session(argv)
+    session.run.started = app.started
+    session.set_machine(m, sorted(m.affinity) or None)
     counters = child.finish(wall, hypervisor=m.virtualized)
-    app.finished, app.wall_s = utcnow(), wall
+    app.finished, app.wall_s = _utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -258,7 +265,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     others = unwatched(own, child.pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024),
                                                     wall, cpus, io_calls(own), mpi_conclude(own), counters,
-                                                    sorted(waiters), others)
+                                                    sorted(waiters), others, busy)
     breakdown["interposer"] = ({"used": False, "why": refused} if refused else
                                {"used": True, "records": len(records),
                                 "modules": sorted({n for r in records for n in r["modules"]}),
@@ -363,21 +370,39 @@ def _scaling(cmd: List[str], exe: str):
     return out, [finding(verdict)]
 
 
+COMPETING_MIN_S = 0.2      # a shorter run's tick counts (10 ms) say too little about other processes
+
+
+class _Competing:
+    """The competing-load findings (checks/load.py, as the bench verbs take them: other
+    processes named with their share of a CPU, or the hypervisor's steal) of the interval from
+    its making to ``stop``: empty when nothing competed. The program's processes are this
+    process's waited-for children, and those the sampler saw: ours, not competition."""
+
+    def __init__(self):
+        from ..checks import load
+        self._load = load
+        self._before = load.sample()
+
+    def stop(self, sampled=None, min_interval_s: Optional[float] = None) -> list:
+        load = self._load
+        after = load.sample()
+        own = set(sampled.processes) if sampled is not None else set()
+        shortest = load.MIN_INTERVAL_S if min_interval_s is None else min_interval_s
+        return [f for f in load.compare(self._before, after, len(os.sched_getaffinity(0)), own_pids=own,
+                                        check_loadavg=False, min_interval_s=shortest)
+                if f.status in ("warn", "fail")]
+
+
 @contextlib.contextmanager
 def _competing():
-    """The competing-load findings (checks/load.py: other processes, or the hypervisor's steal)
-    of the interval inside: filled on leaving, empty when nothing competed. The program's runs
-    are this process's waited-for children and the co-runners its threads: ours, not
-    competition."""
-    from ..checks import load
+    """_Competing around the interval inside, as a list filled on leaving."""
     found: list = []
-    before = load.sample()
+    watch = _Competing()
     try:
         yield found
     finally:
-        after = load.sample()
-        found.extend(f for f in load.compare(before, after, len(os.sched_getaffinity(0)), check_loadavg=False)
-                     if f.status in ("warn", "fail"))
+        found.extend(watch.stop())
 
 
 def _history(args: argparse.Namespace, host: str):
@@ -448,6 +473,13 @@ def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
     plain = time.monotonic() - t0
     return {"wall_s": plain, "profiled_wall_s": profiled_s, "exit_status": r.returncode,
             "slowdown": profiled_s / plain - 1 if plain > 0 else None}
+
+
+def _utcnow() -> str:
+    """As verbs/session.utcnow, without importing the session (and the machine's detection with it)
+    before the program starts."""
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _wait(pid: int):
