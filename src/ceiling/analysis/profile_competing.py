@@ -16,12 +16,12 @@ from ..results.model import WARN, Finding
 
 def concurrency(s: Sampled, cpus: int) -> Dict[str, Any]:
     """How many of the program's threads wanted a CPU at once, from the thread states of each
-    sample (R: running or runnable), against the CPUs its processes may use (their
-    Cpus_allowed_list, else ``cpus``): the most and the mean over the samples where any did,
-    and ``excess``: the share of those runnable threads beyond its CPUs, the part of its
-    waiting for a CPU its own threads explain. Not the number of threads it ever had: make -j2
-    runs two compilers at a time, dozens over its life."""
-    allowed = len(s.cpus_allowed) or cpus
+    sample (R: running or runnable), against the CPUs its processes may use (the union of
+    their Cpus_allowed_list at their latest sample, else ``cpus``): the most and the mean over
+    the samples where any did, and ``excess``: the share of those runnable threads beyond its
+    CPUs, the part of its waiting for a CPU its own threads explain. Not the number of threads
+    it ever had: make -j2 runs two compilers at a time, dozens over its life."""
+    allowed = len({c for p in s.processes.values() for c in p.cpus_allowed}) or cpus
     counts = [n for n in s.runnable if n > 0]
     if not counts:
         return {"cpus": allowed, "samples": 0}

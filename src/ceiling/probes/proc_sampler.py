@@ -59,6 +59,7 @@ class ProcessSample:
     rss_peak_bytes: int = 0              # VmHWM
     io: Dict[str, int] = field(default_factory=dict)   # /proc/PID/io fields; {} when unreadable
     parent: bool = False                 # had a child of its own at some sample (a shell, mpirun, a launcher)
+    cpus_allowed: List[int] = field(default_factory=list)   # Cpus_allowed_list at its latest sample
 
 
 @dataclass
@@ -74,7 +75,6 @@ class Sampled:
     node_cpu: Dict[str, Tuple[float, float]] = field(default_factory=dict)   # /proc/stat field -> (start, end) s
     psi: Dict[str, Tuple[float, float]] = field(default_factory=dict)        # "cpu some" -> (start, end) s
     runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
-    cpus_allowed: set = field(default_factory=set)      # CPUs any of its processes may run on (Cpus_allowed_list)
 
 
 class ProcSampler:
@@ -168,7 +168,7 @@ class ProcSampler:
             hwm = status.get("VmHWM", "")
             if hwm.endswith("kB"):
                 p.rss_peak_bytes = max(p.rss_peak_bytes, int(hwm[:-2]) * 1024)
-            self.out.cpus_allowed.update(parse_cpulist(status.get("Cpus_allowed_list")))
+            p.cpus_allowed = parse_cpulist(status.get("Cpus_allowed_list")) or p.cpus_allowed
             io = _io(f"{base}/io")
             if io:
                 p.io = io

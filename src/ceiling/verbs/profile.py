@@ -29,7 +29,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
-from . import common
+from . import common, profile_overhead
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
 NAME = "profile"
@@ -70,8 +70,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "(storage: 256 MiB, one stream, where the program wrote; memory: STREAM as bench memory "
                         "--quick; a few seconds each)")
     g.add_argument("--overhead", action="store_true",
-                   help="run the program a second time, without ceiling (its output discarded), and report "
-                        "how much slower the profiled run was")
+                   help="run the program 3 more times alone and 3 times watched (sampler and interposer), "
+                        "interleaved, their output discarded, and report the slowdown of the medians with its "
+                        "spread; refused where the runs did not all end alike")
     common.output_options(p, store=True, html=True)
 
 
@@ -197,8 +198,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
 
     app = Application(command=cmd, started=_utcnow())
     interrupted = ""
-    t0 = time.monotonic()
     competing = _Competing()
+    startup = profile_overhead.since_start()   # ceiling's own start-up: from its start to the program's
+    t0 = time.monotonic()
     try:
         # forked with the counters opened on it before its exec (probes/perf_counters.py)
         child = spawn(cmd, exe, env)
@@ -276,9 +278,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
+    t_quick = time.monotonic()
     breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host),
                                           None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
                                           else _quick(breakdown, m))
+    t_quick = time.monotonic() - t_quick
     findings.extend(more)
     bounds, findings, decided = profile_counters.apply(counters, breakdown["ceilings"], bounds, findings)
     if decided and counters.get("available"):
@@ -287,10 +291,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if wrapped and wrapped[0] == 0 and not refused:
         # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning
         cost = measure(lib)
-    app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
-                             busiest)
+    app.overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
+                                         intercepted_calls(records, ("mpi",)), busiest)
+    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall, t_quick, cost)
     if args.overhead:
-        app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
+        app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
+                                                                    None if refused else env, interval)
     if args.experiments:
         breakdown["experiments"], bounds, findings = _experiments(cmd, exe, m, code, bounds, findings)
     run = session.run
@@ -440,39 +446,6 @@ def _quick(breakdown: dict, m):
         row = rows.get(prefix)
         return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
     return measure
-
-
-def _overhead(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:
-    """What watching cost: the interposer's measured ns per call times the calls it counted in
-    every process, launchers included; the slowdown the program saw is that of its busiest
-    process (the others ran beside it): its calls times the cost over the wall time. And the
-    sampler's CPU."""
-    per = cost.get("per_call_ns")
-    out = {"per_call_ns": per, "calls": calls, "mpi_calls": mpi_calls,
-           "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
-           "sampler_share_of_one_cpu": breakdown["sampler"]["share_of_one_cpu"]}
-    if per is not None:
-        out["interposer_s"] = per * calls / 1e9
-        out["busiest_calls"] = busiest
-        out["fraction"] = per * busiest / 1e9 / wall if wall else None
-        out["how"] = cost.get("how", "")
-    elif cost:
-        out["why"] = cost.get("why", "")
-    return out
-
-
-def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
-    """--overhead: the program once more, without ceiling, its output discarded."""
-    import subprocess
-    t0 = time.monotonic()
-    try:
-        r = subprocess.run(cmd, executable=exe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    except KeyboardInterrupt:
-        return {"why": "interrupted"}
-    plain = time.monotonic() - t0
-    return {"wall_s": plain, "profiled_wall_s": profiled_s, "exit_status": r.returncode,
-            "slowdown": profiled_s / plain - 1 if plain > 0 else None}
 
 
 def _utcnow() -> str:
