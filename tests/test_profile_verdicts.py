@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from ceiling.analysis import profile_competing as analysis
 from ceiling.analysis.profile import conclude, idle_helpers
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
 from ceiling.results.model import WARN, Finding
@@ -79,6 +78,7 @@ def test_waiting_for_a_cpu_without_runnable_excess_and_no_load_named_is_not_call
 
 
 def test_runnable_threads_are_counted_at_the_same_sample_against_the_cpus_allowed():
+    from ceiling.analysis import profile_competing as analysis
     s = Sampled(samples=4, runnable=[3, 3, 1, 0])
     s.processes[1] = ProcessSample(1, 0, "sh", cpus_allowed=[0, 1])      # before taskset's exec, say
     s.processes[2] = ProcessSample(2, 1, "app", cpus_allowed=[0])
@@ -157,3 +157,31 @@ def test_a_numpy_loop_with_idle_openblas_threads_is_cpu(tmp_path):
     p = doc["environment"]["profile"]
     assert p["idle_threads"], p                              # the pool thread is there, and left out
     assert doc["analysis"]["bounds"][0]["bound"] == "cpu", (doc["analysis"]["bounds"], p["per_thread"])
+
+
+# ---- ceiling's own start-up ---------------------------------------------------------
+
+def test_only_what_starts_the_program_is_imported_before_it(tmp_path):
+    """Item 14: the machine's detection, the analysis and the HTML exporter wait until the
+    program ended. -X importtime writes each import to stderr as it happens, and the program
+    writes its marker to the same stderr: the order is the order of events."""
+    env = dict(os.environ, NO_COLOR="1", XDG_CONFIG_HOME=str(tmp_path / "no-config"))
+    env.pop("CEILING_CONFIG", None)
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "ceiling", "profile", "--no-store", "--no-measure",
+                        "--", "sh", "-c", "echo PROGRAM-STARTED >&2"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before = r.stderr.split("PROGRAM-STARTED", 1)[0]
+    for late in ("ceiling.machine.detect", "ceiling.analysis.profile_ceilings", "ceiling.report.exporters.html_file",
+                 "ceiling.verbs.session"):
+        assert f" {late}\n" not in before, late
+    assert " ceiling.machine.detect\n" in r.stderr.split("PROGRAM-STARTED", 1)[1]
+
+
+def test_a_bad_config_is_still_refused_before_the_program_runs(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("this is not toml [")
+    marker = tmp_path / "ran"
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--config", str(bad), "--",
+                        "touch", str(marker)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "bad.toml" in r.stderr and not marker.exists()

@@ -178,7 +178,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..probes.proc_sampler import ProcSampler
     from ..results.model import Application
 
-    config = common.config(args)              # a bad --config is refused before the program runs
+    # a bad config is refused before the program runs; without one, the machine package (a tenth
+    # of a second of imports) waits until the program ended
+    config = common.config(args) if _config_given(args) else None
     cpus = len(os.sched_getaffinity(0))
 
     tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
@@ -446,6 +448,14 @@ def _quick(breakdown: dict, m):
         row = rows.get(prefix)
         return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
     return measure
+
+
+def _config_given(args: argparse.Namespace) -> bool:
+    """Whether a config may be in force (machine/config.load's order: --config, $CEILING_CONFIG,
+    $XDG_CONFIG_HOME/ceiling/config.toml): only then is it read before the program."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return bool(getattr(args, "config", None) or os.environ.get("CEILING_CONFIG")
+                or os.path.exists(os.path.join(base, "ceiling", "config.toml")))
 
 
 def _utcnow() -> str:
