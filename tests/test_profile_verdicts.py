@@ -185,3 +185,23 @@ def test_a_bad_config_is_still_refused_before_the_program_runs(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--config", str(bad), "--",
                         "touch", str(marker)], capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "bad.toml" in r.stderr and not marker.exists()
+
+
+def test_a_little_io_in_a_long_run_is_not_worth_a_storage_measurement_after_it(tmp_path):
+    """A python reading 64 MiB in 1 KiB calls (tens of ms), then computing for 3 s: ceiling
+    measured the storage for seconds after it; now the comparison says why it did not."""
+    (tmp_path / "d").write_bytes(bytes(64 << 20))
+    prog = ("import os, time\nfd = os.open('d', os.O_RDONLY)\nwhile os.read(fd, 1024): pass\n"
+            "t = time.time()\nwhile time.time() - t < 3.0: pass\n")
+    out = tmp_path / "p.json"
+    env = dict(os.environ, NO_COLOR="1", XDG_DATA_HOME=str(tmp_path / "data"))
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
+                        sys.executable, "-c", prog], capture_output=True, text=True, timeout=300, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    prof = json.loads(out.read_text())["environment"]["profile"]
+    if not prof["interposer"]["used"]:
+        pytest.skip("the interposer is not built")
+    assert "storage" not in (prof.get("quick_ceilings") or {})
+    (c,) = [c for c in prof["ceilings"] if c["what"] == "I/O read"]
+    assert c["ceiling"] is None and "not measured after the program" in c["why"]

@@ -283,7 +283,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     t_quick = time.monotonic()
     breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host),
                                           None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
-                                          else _quick(breakdown, m))
+                                          else _quick(breakdown, m, wall))
     t_quick = time.monotonic() - t_quick
     findings.extend(more)
     bounds, findings, decided = profile_counters.apply(counters, breakdown["ceilings"], bounds, findings)
@@ -431,15 +431,25 @@ def _history(args: argparse.Namespace, host: str):
     return lookup
 
 
-def _quick(breakdown: dict, m):
+QUICK_WORTH = 0.05        # the program's time inside I/O calls, as a share of its wall time, that is worth
+                          # the seconds of a quick storage measurement after it
+
+
+def _quick(breakdown: dict, m, wall: Optional[float] = None):
     """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
     (bench/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
-    time a comparison asks; what was done goes into the breakdown ("quick_ceilings")."""
+    time a comparison asks; what was done goes into the breakdown ("quick_ceilings"). Storage
+    only where the program spent QUICK_WORTH of its ``wall`` time inside I/O calls: a python
+    reading its 4 MB of modules in 20 ms made ceiling measure the storage for 4 s."""
     from ..bench import quick_ceiling
     done: dict = {}
 
     def measure(prefix: str):
         kind = "memory" if prefix == "stream.triad" else "storage"
+        spent = sum(x.get("ns", 0) for x in (breakdown.get("io_calls") or {}).values()) / 1e9
+        if kind == "storage" and wall and spent < QUICK_WORTH * wall:
+            return None, (f"not measured after the program: its I/O calls took {spent:.3g} s, {spent / wall:.1%} "
+                          f"of its {wall:.3g} s, under the {QUICK_WORTH:.0%} worth a measurement of seconds")
         if kind not in done:
             done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
                           quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
