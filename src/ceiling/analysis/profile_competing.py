@@ -40,20 +40,21 @@ def own_oversubscription(conc: Dict[str, Any], shares: Dict[str, float]) -> Opti
 
 
 def findings(competing: Sequence[Finding], waited: Optional[float], shares: Dict[str, float],
-                        conc: Dict[str, Any]) -> List[Finding]:
+             conc: Dict[str, Any]) -> List[Finding]:
     """profile.competing: other load during the program's run (checks/load.py's finding, its
     processes named with their share of a CPU), which disturbs the split; and where the
     program's wait for a CPU was not its own threads' (``waited``: that share), says so."""
     if not competing and not waited:
         return []
     load = competing[0] if competing else None
+    said = load.title.replace(" during the measurement", "") if load else ""
     mine = (f"its own threads: at most {conc['max']} runnable at once on {conc['cpus']} CPUs"
             if conc.get("samples") else "")
     if waited:
         title = (f"Waited for a CPU {waited:.0%} of the time because other load held the CPUs, not because of "
-                 f"its own threads" + (f": {load.title[:1].lower()}{load.title[1:]}" if load else ""))
+                 f"its own threads" + (f": {said[:1].lower()}{said[1:]}" if said else ""))
     else:
-        title = f"{load.title} while the program ran: its time split is disturbed"
+        title = f"{said} while the program ran: its time split is disturbed"
     evidence = "; ".join(x for x in (load.evidence if load else
                                      "the competing processes were not named: the run was too short to "
                                      "judge other processes' CPU time, or they are not visible here", mine) if x)
