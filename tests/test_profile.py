@@ -154,14 +154,35 @@ def test_the_cost_of_watching_is_in_every_report(tmp_path):
         assert "ns per call" in said and "(measured before the run:" in said
 
 
-def test_overhead_runs_the_program_again_alone(tmp_path):
+def test_overhead_runs_the_program_again_alone_and_watched_interleaved(tmp_path):
     log = tmp_path / "log"
     r, doc = profile(tmp_path, SH, "-c", f"echo run >> {log}; echo out", opts=["--overhead"])
-    assert r.returncode == 0 and r.stdout == "out\n"          # the second run's output is discarded
-    assert log.read_text() == "run\nrun\n"
+    assert r.returncode == 0 and r.stdout == "out\n"          # the reruns' output is discarded
+    assert log.read_text() == "run\n" * 7                    # the profile, then 3 alone and 3 watched
     plain = doc["application"]["overhead"]["uninstrumented"]
-    assert plain["exit_status"] == 0 and plain["wall_s"] > 0 and "slowdown" in plain
-    assert "--overhead: the program alone took" in " ".join(r.stderr.split())
+    assert plain["exit_statuses"] == {"plain": [0, 0, 0], "profiled": [0, 0, 0]} and "why" not in plain
+    assert len(plain["plain_s"]) == len(plain["profiled_s"]) == 3 and plain["wall_s"] > 0
+    assert plain["spread"]["min"] <= plain["slowdown"] <= plain["spread"]["max"]
+    said = " ".join(r.stderr.split())
+    assert "--overhead: the program alone took" in said and "medians of 3 interleaved runs each" in said
+
+
+def test_overhead_refuses_to_compare_runs_that_did_not_end_alike(tmp_path):
+    """The issue's "+135,969.8%": a second run failed at once because the first left its output
+    file. noclobber makes the shell do the same."""
+    out = tmp_path / "result"
+    r, doc = profile(tmp_path, SH, "-c", f"set -C; echo x > {out} && sleep 0.2", opts=["--overhead"])
+    assert r.returncode == 0
+    plain = doc["application"]["overhead"]["uninstrumented"]
+    assert "slowdown" not in plain and "did not end alike" in plain["why"]
+    assert "--overhead: not measured (the runs did not end alike" in " ".join(r.stderr.split())
+
+
+def test_ceilings_own_start_up_and_wrap_up_are_apart_from_the_programs_time(tmp_path):
+    r, doc = profile(tmp_path, "true")
+    own = doc["application"]["overhead"]["ceiling"]
+    assert own["startup_s"] is not None and own["startup_s"] >= 0 and own["wrap_up_s"] >= 0
+    assert own["quick_ceilings_s"] >= 0 and "start-up" in own["how"]
 
 
 def test_stdio_calls_are_io_too(tmp_path):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..probes.proc_sampler import Sampled
+from . import profile_competing
 from ..results.analysis import Bound
 from ..results.model import LOWER, OK, SKIPPED, WARN, Finding, Metric
 from .profile_io import intercepted_calls, io_bound, io_calls  # noqa: F401 (the verb imports them from here)
@@ -80,18 +81,26 @@ def launchers(s: Sampled, wall_s: float) -> List[int]:
 
 
 IDLE_HELPER = 0.01          # a thread other than its process's first, on a CPU under this share of its life
+MINOR_HELPER = 0.10         # ... or under this share of its life and of its process's busiest thread's CPU time
 
 
 def idle_helpers(s: Sampled, leave_out: Sequence[int] = ()) -> List[str]:
     """Threads that did nothing the whole time they were seen: not their process's first
-    thread, on a CPU under IDLE_HELPER of their life (an MPI library's progress thread, a
-    runtime's event loop, a thread pool never given work). Left out of the split, where they
-    would count as the program waiting. Named "pid/tid comm"."""
+    thread, on a CPU under IDLE_HELPER of their life (an MPI progress thread, an event loop,
+    a pool never given work), or under MINOR_HELPER of it while a thread of their process used
+    ten times their CPU (OpenBLAS's pool beside a one-threaded numpy loop spins a few tens of
+    ms when made, then sleeps: counted, the loop came out "waiting"). Left out of the split,
+    where they would count as the program waiting; threads that shared the work stay. Named
+    "pid/tid comm"."""
+    cpu = {k: t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s for k, t in s.threads.items()}
+    busiest: Dict[int, float] = {}
+    for (pid, _), on in cpu.items():
+        busiest[pid] = max(busiest.get(pid, 0.0), on)
     out = []
     for (pid, tid), t in sorted(s.threads.items()):
-        life = t.last_s - t.first_s
-        on = t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
-        if pid not in leave_out and tid != pid and life > 0 and on < IDLE_HELPER * life:
+        life, on = t.last_s - t.first_s, cpu[(pid, tid)]
+        if pid not in leave_out and tid != pid and life > 0 and (
+                on < IDLE_HELPER * life or (on < MINOR_HELPER * life and on < MINOR_HELPER * busiest[pid])):
             out.append(f"{pid}/{tid} {t.comm}")
     return out
 
@@ -150,13 +159,15 @@ def record_split(rec: Dict[str, Any]) -> Optional[Split]:
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
              io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
              counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = (),
-             others: Sequence[Dict[str, Any]] = ()
+             others: Sequence[Dict[str, Any]] = (), competing: Sequence[Finding] = ()
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
     interposer's records, when it counted; ``mpi``: analysis/profile_mpi.conclude of them;
     ``counters``: what probes/perf_counters.py counted; ``leave_out``: launchers known
     otherwise, as MPI ranks' ancestors; ``others``: records of the program's processes the
-    sampler did not watch, whose threads join the split from their proc lines)."""
+    sampler did not watch, whose threads join the split from their proc lines; ``competing``:
+    checks/load.compare's warnings over the program's run, other processes named with their
+    share of a CPU)."""
     waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
     idle = idle_helpers(s, waiters)
     per = [(name, sp) for name, sp in splits(s, wall_s, waiters, set(idle)) if sp.life_s >= MIN_LIFE_S]
@@ -218,9 +229,13 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
             metrics.append(_m(name, io_totals[key] / 1e6, "MB", context={"source": _io_source(key, ru)}))
 
     sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
-    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals)
+    conc = profile_competing.concurrency(s, cpus)
+    breakdown["runnable"] = conc
+    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals, conc, competing)
     if io_totals:
         breakdown["io_totals"] = io_totals          # device figures for analysis/profile_ceilings.py
+    if competing:
+        breakdown["competing_load"] = [{"title": f.title, "evidence": f.evidence, **f.data} for f in competing]
     if io:
         breakdown["io_calls"] = io
         b, f, m = io_bound(io, total.life_s, wall_s)
@@ -323,32 +338,43 @@ def _counter_findings(counters: Dict[str, Any]) -> List[Finding]:
 
 
 def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optional[Rusage], wall_s: float,
-            cpus: int, sure: str, io: Dict[str, int]) -> Tuple[List[Bound], List[Finding]]:
+            cpus: int, sure: str, io: Dict[str, int], conc: Optional[Dict[str, Any]] = None,
+            competing: Sequence[Finding] = ()) -> Tuple[List[Bound], List[Finding]]:
+    """The bounds of the split. Waiting for a CPU is the program's own oversubscription only
+    where its runnable threads outnumbered its CPUs at the same samples; otherwise other load
+    held the CPUs (named from ``competing``), that time counts as wanting a CPU (the "cpu"
+    bound takes on + runq), and a finding says the split is disturbed."""
     if not shares:
         why = "the program ended before the first sample" if not s.threads else "no thread lived long enough"
-        return [Bound("application", "unknown", None, why)], []
+        return [Bound("application", "unknown", None, why)], profile_competing.findings(competing, None, {}, conc or {})
+    conc = conc or {"cpus": cpus, "samples": 0}
     on, runq, off = shares["on_cpu"], shares["runq"], shares["off_cpu"]
     threads = len(per)
-    words = (f"{threads} thread{'s' if threads != 1 else ''} on {cpus} CPU{'s' if cpus != 1 else ''} for "
+    own = profile_competing.own_oversubscription(conc, shares) if runq >= OVERSUBSCRIBED else None
+    cpus = conc.get("cpus") or cpus
+    at_once = (f", at most {conc['max']} runnable at once (mean {conc['mean']:.2g})" if conc.get("samples") else "")
+    words = (f"{threads} thread{'s' if threads != 1 else ''}{at_once} on {cpus} CPU{'s' if cpus != 1 else ''} for "
              f"{wall_s:.3g} s: on a CPU {on:.0%}, waiting for a CPU {runq:.0%}, off any CPU {off:.0%} of their "
              f"time ({total.life_s:.3g} thread-seconds; {s.samples} samples, confidence {sure})")
-    data = {"shares": shares, "threads": threads, "cpus": cpus, "confidence": sure}
+    data = {"shares": shares, "threads": threads, "cpus": cpus, "confidence": sure, "runnable": conc}
     bounds, findings = [], []
-    if runq >= OVERSUBSCRIBED:
+    # the wait is not the program's own threads': they never outnumbered its CPUs, or no sample
+    # saw them runnable while other processes are known to have competed
+    others = runq >= OVERSUBSCRIBED and (own is False or (own is None and bool(competing)))
+    if runq >= OVERSUBSCRIBED and not others:
         bounds.append(Bound("application", "oversubscribed", runq, words, data))
-        findings.append(Finding(
-            id="profile.oversubscribed", status=WARN,
-            title=f"Threads waited for a CPU {runq:.0%} of their time: more runnable threads than CPUs",
-            evidence=words + _switches(s),
-            why="A runnable thread that waits for a CPU makes no progress; the program (or other load on "
-                "the node) asks for more CPUs than it has.",
-            fix=f"Run at most {cpus} busy threads (OMP_NUM_THREADS, ranks per node), give the job more CPUs, "
-                "or find the competing load ('ceiling check').", data=data))
-    if on >= ON_CPU:
-        bounds.append(Bound("application", "cpu", on, words + NO_COUNTERS, data))
+        findings.append(profile_competing.oversubscribed(runq, own, conc, cpus, words + _switches(s), data))
+    findings += profile_competing.findings(competing, others and runq, shares, conc)
+    demand = on + runq if others else on        # waiting for a CPU others held: time it wanted one
+    if demand >= ON_CPU:
+        bounds.append(Bound("application", "cpu", demand,
+                            words + (f"; waiting for a CPU {runq:.0%} that other load held" if others else "")
+                            + NO_COUNTERS, data))
         findings.append(Finding(
             id="profile.cpu", status=OK,
-            title=f"On a CPU {on:.0%} of the time: CPU-bound {NO_COUNTERS_TITLE}",
+            title=(f"Wanted a CPU {demand:.0%} of the time (on one {on:.0%}, waiting for one other load held "
+                   f"{runq:.0%}): CPU-bound {NO_COUNTERS_TITLE}" if others else
+                   f"On a CPU {on:.0%} of the time: CPU-bound {NO_COUNTERS_TITLE}"),
             evidence=words, data=data))
         if threads == 1 and cpus > 1:
             findings.append(Finding(
@@ -368,7 +394,9 @@ def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optiona
             fix="Find what it waits for: I/O (its read and write volume above), a lock, MPI messages, or "
                 "sleeps; overlap the wait with work or remove it.", data=data))
     if not bounds:
-        kind, share = max((("cpu", on), ("waiting", off), ("oversubscribed", runq)), key=lambda x: x[1])
+        kinds = (("cpu", demand), ("waiting", off)) if others else \
+            (("cpu", on), ("waiting", off), ("oversubscribed", runq))
+        kind, share = max(kinds, key=lambda x: x[1])
         bounds.append(Bound("application", kind, share, words + "; no class dominates", data))
     bounds.sort(key=lambda b: -(b.share or 0.0))
     return bounds, findings

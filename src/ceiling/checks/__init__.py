@@ -5,11 +5,13 @@ One module per area (base.AREAS); importing a module registers its checks.
 from __future__ import annotations
 
 import importlib
-from typing import Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional
 
-from ..machine.model import Machine
 from ..results.model import Finding
 from .base import AREAS, REGISTRY, Options, run
+
+if TYPE_CHECKING:      # annotations only: the machine package costs a tenth of a second to import,
+    from ..machine.model import Machine    # before `ceiling profile` starts its program (checks/load.py)
 
 # One module per area, named after it, imported in report order.
 MODULES = tuple(AREAS)

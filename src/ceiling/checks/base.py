@@ -32,11 +32,13 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-from ..machine.model import Machine
 from ..sysfs import Root, decode, first_int
 from ..results.model import FAIL, OK, SKIPPED, WARN, Finding
+
+if TYPE_CHECKING:      # annotations only: the machine package costs a tenth of a second to import,
+    from ..machine.model import Machine    # before `ceiling profile` starts its program (checks/load.py)
 
 # Areas in the order a report shows them: the node's condition (what can
 # change from one hour to the next) first, then its configuration. Their

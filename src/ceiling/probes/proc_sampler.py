@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..sysfs import stat_fields
+from ..sysfs import parse_cpulist, stat_fields
 
 BUDGET = 0.01            # at most this share of one CPU spent sampling
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -65,6 +65,7 @@ class ProcessSample:
     parent: bool = False                 # had a child of its own at some sample (a shell, mpirun, a launcher)
     start_ticks: int = 0                 # stat's starttime: the same process, not a reused pid
     left: bool = False                   # left the tree alive (orphaned, reparented): no one in it waited for it
+    cpus_allowed: List[int] = field(default_factory=list)   # Cpus_allowed_list at its latest sample
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Sampled:
     schedstat: bool = True               # the kernel reports run-queue delays
     node_cpu: Dict[str, Tuple[float, float]] = field(default_factory=dict)   # /proc/stat field -> (start, end) s
     psi: Dict[str, Tuple[float, float]] = field(default_factory=dict)        # "cpu some" -> (start, end) s
+    runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
 
 
 class ProcSampler:
@@ -91,6 +93,7 @@ class ProcSampler:
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
         self._ended: set = set()             # seen, then gone: not looked for again
+        self._running = 0
 
     def start(self) -> "ProcSampler":
         self.out.node_cpu = {k: (v, v) for k, v in _node_cpu(self.proc).items()}
@@ -126,11 +129,13 @@ class ProcSampler:
     def sample(self) -> None:
         now = time.monotonic()
         self.out.samples += 1
+        self._running = 0
         tree = self._tree()
         for pid, parent in tree:
             self._process(pid, now)
             if parent and pid in self.out.processes:
                 self.out.processes[pid].parent = True
+        self.out.runnable.append(self._running)
         inside = {pid for pid, _ in tree}
         for p in self.out.processes.values():
             if p.pid != self.pid and not p.left and p.pid not in inside and p.pid not in self._ended:
@@ -197,6 +202,7 @@ class ProcSampler:
             hwm = status.get("VmHWM", "")
             if hwm.endswith("kB"):
                 p.rss_peak_bytes = max(p.rss_peak_bytes, int(hwm[:-2]) * 1024)
+            p.cpus_allowed = parse_cpulist(status.get("Cpus_allowed_list")) or p.cpus_allowed
             io = _io(f"{base}/io")
             if io:
                 p.io = io
@@ -219,6 +225,8 @@ class ProcSampler:
             t = self.out.threads[key] = ThreadSample(pid, tid, comm, first_s=min(max(start, 0.0), now) or now)
         if len(fields) > 12:
             t.user_s, t.system_s = int(fields[11]) / TICK, int(fields[12]) / TICK
+        if fields and fields[0] == b"R":         # running or runnable: wants a CPU now
+            self._running += 1
         t.last_s = now
         try:
             with open(f"{base}/schedstat", "rb") as f:

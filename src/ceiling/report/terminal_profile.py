@@ -260,8 +260,11 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
                          f"{sc.get('cost_s', 0):.3g} s" + (f" ({sc['why']})" if sc.get("why") else ""))
     plain = ov.get("uninstrumented") if ov else None
     if plain and plain.get("slowdown") is not None:
+        spread = plain.get("spread") or {}
         parts.append(f"--overhead: the program alone took {plain['wall_s']:.3g} s, profiled "
-                     f"{plain['profiled_wall_s']:.3g} s ({plain['slowdown']:+.1%})")
+                     f"{plain['profiled_wall_s']:.3g} s ({plain['slowdown']:+.1%}"
+                     + (f"; pairs {spread['min']:+.1%} to {spread['max']:+.1%}, medians of {plain['rounds']} "
+                        "interleaved runs each" if spread else "") + ")")
     elif plain:
         parts.append(f"--overhead: not measured ({plain.get('why')})")
     return "; ".join(parts)

@@ -133,13 +133,13 @@ def exporters(args: argparse.Namespace, store, *, html: bool, render: Optional[C
     """The outputs the usual options ask for, in delivery order: --save-json, the HTML report,
     the history, the terminal, --json."""
     from ..report.exporters.history import History
-    from ..report.exporters.html_file import HtmlFile
     from ..report.exporters.json_doc import JsonFile, JsonStdout
     from ..report.exporters.terminal import Terminal
     out: List[Exporter] = []
     if getattr(args, "save_json", None):
         out.append(JsonFile(args.save_json))
     if html:
+        from ..report.exporters.html_file import HtmlFile     # only when asked for: a tenth of a second
         out.append(HtmlFile(getattr(args, "out", None)))
     if store is not None:
         out.append(History(store, quiet=quiet_store))
@@ -150,13 +150,15 @@ def exporters(args: argparse.Namespace, store, *, html: bool, render: Optional[C
 
 
 def check_outputs(args: argparse.Namespace, html: bool = True) -> None:
-    """Refuse --out and --save-json paths that cannot be written, before measuring."""
-    from ..report.exporters.html_file import HtmlFile
-    from ..report.exporters.json_doc import JsonFile
+    """Refuse --out and --save-json paths that cannot be written, before measuring. The
+    exporters are imported only when asked for (the HTML one costs a tenth of a second, before
+    ``ceiling profile`` starts its program)."""
     outs: List[Exporter] = []
     if html and getattr(args, "out", None):
+        from ..report.exporters.html_file import HtmlFile
         outs.append(HtmlFile(args.out))
     if getattr(args, "save_json", None):
+        from ..report.exporters.json_doc import JsonFile
         outs.append(JsonFile(args.save_json))
     prepare(outs)
 

@@ -32,7 +32,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
-from . import common
+from . import common, profile_overhead
 from .lossy import Lossy
 from .profile_launch import abort_job, end_job, launched_rank, unwatched
 
@@ -78,8 +78,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "(storage: 256 MiB, one stream, where the program wrote; memory: STREAM as bench memory "
                         "--quick; a few seconds each)")
     g.add_argument("--overhead", action="store_true",
-                   help="run the program a second time, without ceiling (its output discarded), and report "
-                        "how much slower the profiled run was")
+                   help="run the program 3 more times alone and 3 times watched (sampler and interposer), "
+                        "interleaved, their output discarded, and report the slowdown of the medians with its "
+                        "spread; refused where the runs did not all end alike")
     common.output_options(p, store=True, html=True)
 
 
@@ -187,22 +188,17 @@ def preload_refused(path: str) -> str:
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
              interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
+    # Only what starts the program is imported and done before it: the machine's detection
+    # and the analysis wait until it has ended (_wrap_up).
     from .. import core
-    from .. import machine as machine_mod
-    from ..analysis import profile_counters, profile_files
-    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
-    from ..analysis.profile_ceilings import compare
-    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
-    from ..probes import interpose_record
     from ..probes.launch import Watch
     from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
-    from ..results.model import Application, SKIPPED, Finding
-    from .session import Session, utcnow
+    from ..results.model import Application
 
-    m = machine_mod.detect("/", measure=False, config=common.config(args))
-    session = Session(argv)
-    session.set_machine(m, sorted(m.affinity) or None)
+    # a bad config is refused before the program runs; without one, the machine package (a tenth
+    # of a second of imports) waits until the program ended
+    config = common.config(args) if _config_given(args) else None
     cpus = len(os.sched_getaffinity(0))
 
     tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
@@ -220,7 +216,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         if wrapped:
             env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
-    app = Application(command=cmd, started=utcnow())
+    app = Application(command=cmd, started=_utcnow())
+    competing = _Competing()
+    startup = profile_overhead.since_start()   # ceiling's own start-up: from its start to the program's
     t0 = time.monotonic()
     # The program is forked from ceiling-launch with the counters opened on it before its exec
     # (probes/perf_counters.py, probes/launch.py); ceiling survives the signals of launch.WATCHED
@@ -239,10 +237,23 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         ended = child.wait(watch)
     wall = time.monotonic() - t0
     sampled = sampler.stop()
+    busy = competing.stop(sampled, COMPETING_MIN_S)
+    from .. import machine as machine_mod
+    from ..analysis import profile_counters, profile_files
+    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
+    from ..analysis.profile_ceilings import compare
+    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
+    from ..probes import interpose_record
+    from ..results.model import SKIPPED, Finding
+    from .session import Session
+    m = machine_mod.detect("/", measure=False, config=config)
+    session = Session(argv)
+    session.run.started = app.started
+    session.set_machine(m, sorted(m.affinity) or None)
     counters = child.finish(wall, hypervisor=m.virtualized)
     status = ended.status
     interrupted = _interruption(ended.signals)
-    app.finished, app.wall_s = utcnow(), wall
+    app.finished, app.wall_s = _utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -266,7 +277,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ended.user_s, ended.system_s, ended.maxrss_bytes,
                                                            ended.io or None),
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
-                                                    sorted(waiters), others)
+                                                    sorted(waiters), others, busy)
     breakdown["launch"] = ended.describe()
     left = _left_tree(sampled)
     if left:
@@ -280,9 +291,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
+    t_quick = time.monotonic()
     breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host),
                                           None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
-                                          else _quick(breakdown, m))
+                                          else _quick(breakdown, m, wall))
+    t_quick = time.monotonic() - t_quick
     findings.extend(more)
     bounds, findings, decided = profile_counters.apply(counters, breakdown["ceilings"], bounds, findings)
     if decided and counters.get("available"):
@@ -293,10 +306,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
         # ranks' ceilings exit, and the report comes first
         cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
-    app.overhead = _overhead(cost, breakdown, wall, intercepted_calls(records), intercepted_calls(records, ("mpi",)),
-                             busiest)
+    app.overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
+                                         intercepted_calls(records, ("mpi",)), busiest)
+    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall, t_quick, cost)
     if args.overhead:
-        app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
+        app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
+                                                                    None if refused else env, interval)
     if args.experiments:
         breakdown["experiments"], bounds, findings = _experiments(cmd, exe, m, code, bounds, findings)
     run = session.run
@@ -376,21 +391,39 @@ def _scaling(cmd: List[str], exe: str):
     return out, [finding(verdict)]
 
 
+COMPETING_MIN_S = 0.2      # a shorter run's tick counts (10 ms) say too little about other processes
+
+
+class _Competing:
+    """The competing-load findings (checks/load.py, as the bench verbs take them: other
+    processes named with their share of a CPU, or the hypervisor's steal) of the interval from
+    its making to ``stop``: empty when nothing competed. The program's processes are this
+    process's waited-for children, and those the sampler saw: ours, not competition."""
+
+    def __init__(self):
+        from ..checks import load
+        self._load = load
+        self._before = load.sample()
+
+    def stop(self, sampled=None, min_interval_s: Optional[float] = None) -> list:
+        load = self._load
+        after = load.sample()
+        own = set(sampled.processes) if sampled is not None else set()
+        shortest = load.MIN_INTERVAL_S if min_interval_s is None else min_interval_s
+        return [f for f in load.compare(self._before, after, len(os.sched_getaffinity(0)), own_pids=own,
+                                        check_loadavg=False, min_interval_s=shortest)
+                if f.status in ("warn", "fail")]
+
+
 @contextlib.contextmanager
 def _competing():
-    """The competing-load findings (checks/load.py: other processes, or the hypervisor's steal)
-    of the interval inside: filled on leaving, empty when nothing competed. The program's runs
-    are this process's waited-for children and the co-runners its threads: ours, not
-    competition."""
-    from ..checks import load
+    """_Competing around the interval inside, as a list filled on leaving."""
     found: list = []
-    before = load.sample()
+    watch = _Competing()
     try:
         yield found
     finally:
-        after = load.sample()
-        found.extend(f for f in load.compare(before, after, len(os.sched_getaffinity(0)), check_loadavg=False)
-                     if f.status in ("warn", "fail"))
+        found.extend(watch.stop())
 
 
 def _history(args: argparse.Namespace, host: str):
@@ -411,15 +444,25 @@ def _history(args: argparse.Namespace, host: str):
     return lookup
 
 
-def _quick(breakdown: dict, m):
+QUICK_WORTH = 0.05        # the program's time inside I/O calls, as a share of its wall time, that is worth
+                          # the seconds of a quick storage measurement after it
+
+
+def _quick(breakdown: dict, m, wall: Optional[float] = None):
     """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
     (bench/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
-    time a comparison asks; what was done goes into the breakdown ("quick_ceilings")."""
+    time a comparison asks; what was done goes into the breakdown ("quick_ceilings"). Storage
+    only where the program spent QUICK_WORTH of its ``wall`` time inside I/O calls: a python
+    reading its 4 MB of modules in 20 ms made ceiling measure the storage for 4 s."""
     from ..bench import quick_ceiling
     done: dict = {}
 
     def measure(prefix: str):
         kind = "memory" if prefix == "stream.triad" else "storage"
+        spent = sum(x.get("ns", 0) for x in (breakdown.get("io_calls") or {}).values()) / 1e9
+        if kind == "storage" and wall and spent < QUICK_WORTH * wall:
+            return None, (f"not measured after the program: its I/O calls took {spent:.3g} s, {spent / wall:.1%} "
+                          f"of its {wall:.3g} s, under the {QUICK_WORTH:.0%} worth a measurement of seconds")
         if kind not in done:
             done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
                           quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
@@ -430,37 +473,19 @@ def _quick(breakdown: dict, m):
     return measure
 
 
-def _overhead(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:
-    """What watching cost: the interposer's measured ns per call times the calls it counted in
-    every process, launchers included; the slowdown the program saw is that of its busiest
-    process (the others ran beside it): its calls times the cost over the wall time. And the
-    sampler's CPU."""
-    per = cost.get("per_call_ns")
-    out = {"per_call_ns": per, "calls": calls, "mpi_calls": mpi_calls,
-           "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
-           "sampler_share_of_one_cpu": breakdown["sampler"]["share_of_one_cpu"]}
-    if per is not None:
-        out["interposer_s"] = per * calls / 1e9
-        out["busiest_calls"] = busiest
-        out["fraction"] = per * busiest / 1e9 / wall if wall else None
-        out["how"] = cost.get("how", "")
-    elif cost:
-        out["why"] = cost.get("why", "")
-    return out
+def _config_given(args: argparse.Namespace) -> bool:
+    """Whether a config may be in force (machine/config.load's order: --config, $CEILING_CONFIG,
+    $XDG_CONFIG_HOME/ceiling/config.toml): only then is it read before the program."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return bool(getattr(args, "config", None) or os.environ.get("CEILING_CONFIG")
+                or os.path.exists(os.path.join(base, "ceiling", "config.toml")))
 
 
-def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
-    """--overhead: the program once more, without ceiling, its output discarded."""
-    import subprocess
-    t0 = time.monotonic()
-    try:
-        r = subprocess.run(cmd, executable=exe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    except KeyboardInterrupt:
-        return {"why": "interrupted"}
-    plain = time.monotonic() - t0
-    return {"wall_s": plain, "profiled_wall_s": profiled_s, "exit_status": r.returncode,
-            "slowdown": profiled_s / plain - 1 if plain > 0 else None}
+def _utcnow() -> str:
+    """As verbs/session.utcnow, without importing the session (and the machine's detection with it)
+    before the program starts."""
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
