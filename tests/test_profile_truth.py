@@ -246,8 +246,6 @@ def test_sqlites_journal_is_opened_once_per_transaction(tmp_path):
     assert record(json.loads(out.read_text()), Path(f"{db}-journal")).get("opens") == 41
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26 item 6 (oversubscription told from competing load): "
-                                       "fixed in another branch")
 def test_a_two_process_program_beside_competing_load_is_not_called_oversubscribed(tmp_path, prog):
     # one co-runner per CPU outside the program's tree: the program's 2 processes wait for a
     # CPU because of them, not because it asks for more CPUs than it has

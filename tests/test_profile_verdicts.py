@@ -204,4 +204,5 @@ def test_a_little_io_in_a_long_run_is_not_worth_a_storage_measurement_after_it(t
         pytest.skip("the interposer is not built")
     assert "storage" not in (prof.get("quick_ceilings") or {})
     (c,) = [c for c in prof["ceilings"] if c["what"] == "I/O read"]
-    assert c["ceiling"] is None and "not measured after the program" in c["why"]
+    # why no comparison: the measurement was not worth it, or (the file cached) nothing reached the device
+    assert c["ceiling"] is None and ("not measured after the program" in c["why"] or "page cache" in c["why"])

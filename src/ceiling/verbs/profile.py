@@ -34,7 +34,7 @@ from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common, profile_overhead
 from .lossy import Lossy
-from .profile_launch import abort_job, end_job, launched_rank, unwatched
+from .profile_launch import abort_job, end_job, interruption, launched_rank, left_tree, unwatched
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -252,7 +252,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     session.set_machine(m, sorted(m.affinity) or None)
     counters = child.finish(wall, hypervisor=m.virtualized)
     status = ended.status
-    interrupted = _interruption(ended.signals)
+    interrupted = interruption(ended.signals)
     app.finished, app.wall_s = _utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
@@ -279,7 +279,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others, busy)
     breakdown["launch"] = ended.describe()
-    left = _left_tree(sampled)
+    left = left_tree(sampled)
     if left:
         breakdown["launch"]["left_tree"] = left.data["processes"]
         findings.append(left)
@@ -486,42 +486,3 @@ def _utcnow() -> str:
     before the program starts."""
     import datetime
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
-
-
-def _interruption(signals: List[dict]) -> str:
-    """The first signal ceiling got that asks a program to end, in words ("" for none: a
-    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
-    for s in signals:
-        name = s["signal"]
-        if name not in TERMINATING:
-            continue
-        if name == "SIGINT" and not s.get("passed_on"):
-            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
-        to = ("passed on to the program" if s.get("passed_on") else
-              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
-        return f"{TERMINATING[name]} ({name}, {to})"
-    return ""
-
-
-def _left_tree(sampled):
-    """A finding when processes of the program left its tree alive (orphaned, reparented to
-    init or a subreaper): no one in the tree waited for them, so their CPU time, memory and
-    I/O are not in the exact totals taken at the program's exit."""
-    from ..results.model import WARN, Finding
-    gone = [p for p in sampled.processes.values() if p.left]
-    if not gone:
-        return None
-    names = [f"{p.pid} {p.comm}" for p in sorted(gone, key=lambda p: p.pid)]
-    return Finding(id="profile.left_tree", status=WARN,
-                   title=f"{len(gone)} process(es) left the program's tree while it ran (orphaned): their I/O, "
-                         "CPU time and memory are not in the totals",
-                   evidence="seen by the /proc sampler, then alive with a parent outside the tree: " +
-                            ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else ""),
-                   why="The totals are read when the program ends and hold every process it, or its children, "
-                       "waited for; a process started in the background and not waited for (a daemon, "
-                       "`cmd &` without `wait`) is counted by no one.",
-                   fix="Have the program wait for what it starts (a shell script: `wait` at its end).",
-                   data={"processes": names})

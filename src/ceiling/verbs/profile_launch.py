@@ -1,6 +1,7 @@
 """The MPI launch side of `ceiling profile` (verbs/profile.py): which rank of a launch this
 ceiling is, which processes' records come from outside the program's tree (other ranks,
-ranks a launcher's daemon started), and how a rank that cannot report still ends its job."""
+ranks a launcher's daemon started), how a rank that cannot report still ends its job, and what
+the launch says of the program's end: the signals ceiling got, processes that left its tree."""
 from __future__ import annotations
 
 import os
@@ -138,3 +139,42 @@ def abort_job(e: CeilingError, rank: int) -> None:
     elif why:
         print(f"ceiling: it could not ({why}); the other ranks may wait in MPI_Init: stop the job with Ctrl-C "
               "or scancel", file=sys.stderr, flush=True)
+
+
+TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
+
+
+def interruption(signals: List[dict]) -> str:
+    """The first signal ceiling got that asks a program to end, in words ("" for none: a
+    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
+    for s in signals:
+        name = s["signal"]
+        if name not in TERMINATING:
+            continue
+        if name == "SIGINT" and not s.get("passed_on"):
+            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
+        to = ("passed on to the program" if s.get("passed_on") else
+              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
+        return f"{TERMINATING[name]} ({name}, {to})"
+    return ""
+
+
+def left_tree(sampled):
+    """A finding when processes of the program left its tree alive (orphaned, reparented to
+    init or a subreaper): no one in the tree waited for them, so their CPU time, memory and
+    I/O are not in the exact totals taken at the program's exit."""
+    from ..results.model import WARN, Finding
+    gone = [p for p in sampled.processes.values() if p.left]
+    if not gone:
+        return None
+    names = [f"{p.pid} {p.comm}" for p in sorted(gone, key=lambda p: p.pid)]
+    return Finding(id="profile.left_tree", status=WARN,
+                   title=f"{len(gone)} process(es) left the program's tree while it ran (orphaned): their I/O, "
+                         "CPU time and memory are not in the totals",
+                   evidence="seen by the /proc sampler, then alive with a parent outside the tree: " +
+                            ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else ""),
+                   why="The totals are read when the program ends and hold every process it, or its children, "
+                       "waited for; a process started in the background and not waited for (a daemon, "
+                       "`cmd &` without `wait`) is counted by no one.",
+                   fix="Have the program wait for what it starts (a shell script: `wait` at its end).",
+                   data={"processes": names})
