@@ -197,6 +197,9 @@ class ProcSampler:
             except (OSError, ValueError, IndexError):
                 pass
         if p is not None and status:
+            # the name at its latest sample: a forked child first seen before its exec has its
+            # parent's name then
+            p.comm = status.get("Name", p.comm)
             p.voluntary = int(status.get("voluntary_ctxt_switches", p.voluntary) or 0)
             p.involuntary = int(status.get("nonvoluntary_ctxt_switches", p.involuntary) or 0)
             hwm = status.get("VmHWM", "")

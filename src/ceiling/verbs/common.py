@@ -163,10 +163,12 @@ def check_outputs(args: argparse.Namespace, html: bool = True) -> None:
     prepare(outs)
 
 
-def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], None]) -> int:
+def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], None],
+            partial_exit: bool = True) -> int:
     """Analyse ``run`` once, hand it to every output (receipts through ``say``), and settle
     the exit code: ``code`` (a step's error, an interruption) stands; then invalid measurements
-    (9), a partial run (130), an output that could not be written (4)."""
+    (9), a partial run (130; not with ``partial_exit`` False: a verb whose exit status is its
+    program's, which ended as it chose), an output that could not be written (4)."""
     from ..analysis.analyse import ensure
     from ..report._format import printable
     # Once measured, a run is delivered: Ctrl-C or SIGTERM now waits until every output is
@@ -187,7 +189,7 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
               file=sys.stderr)
         if code == 0:
             code = ValidationError.exit_code
-    if run.partial and code == 0:
+    if run.partial and code == 0 and partial_exit:
         code = INTERRUPTED_EXIT
     if errors and code == 0:
         code = 1 if any(isinstance(e, InternalFailure) for e in errors) else PathError.exit_code

@@ -125,7 +125,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     run, code = _profile(args, argv, cmd, exe, interval, wrapped)
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
-    delivered = common.deliver(run, outputs, 0, common.say(args))
+    # the program's exit status is ceiling's: one that handled a SIGTERM and exited 0 gives 0, its
+    # report marked partial all the same
+    delivered = common.deliver(run, outputs, 0, common.say(args), partial_exit=False)
     return code if code else delivered
 
 
