@@ -202,6 +202,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # of a second of imports) waits until the program ended
     config = common.config(args) if _config_given(args) else None
     cpus = len(os.sched_getaffinity(0))
+    # a rank of an MPI job: the machine before the program, since a stopped job leaves rank 0 only
+    # the moments until the launcher kills it to report in (verbs/profile_launch.py)
+    m = _machine(config) if wrapped else None
 
     tmp = make_dir("ceiling-profile-")        # 0700, in a $TMPDIR no one else can swap it in
     env = dict(os.environ)
@@ -240,7 +243,6 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     wall = time.monotonic() - t0
     sampled = sampler.stop()
     busy = competing.stop(sampled, COMPETING_MIN_S)
-    from .. import machine as machine_mod
     from ..analysis import profile_counters, profile_files
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
     from ..analysis.profile_ceilings import compare
@@ -248,7 +250,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..probes import interpose_record
     from ..results.model import SKIPPED, Finding
     from .session import Session
-    m = machine_mod.detect("/", measure=False, config=config)
+    m = m or _machine(config)
     session = Session(argv)
     session.run.started = app.started
     session.set_machine(m, sorted(m.affinity) or None)
@@ -473,6 +475,11 @@ def _quick(breakdown: dict, m, wall: Optional[float] = None):
         row = rows.get(prefix)
         return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
     return measure
+
+
+def _machine(config):
+    from .. import machine as machine_mod
+    return machine_mod.detect("/", measure=False, config=config)
 
 
 def _config_given(args: argparse.Namespace) -> bool:
