@@ -29,9 +29,24 @@ cache must slow as much beside the pirates (cache). Where the bandits lack it (a
 node with bandwidth to spare for one more core: the 2-vCPU development VMs) no
 bandwidth verdict is drawn; where the pirates lack it (a cache smaller than the
 machine says, as in a VM shown its host's; a cache the pirate does not share) no
-cache verdict; and "compute" needs both. Else the verdict is "unknown", with the
-figures, and the "cpu" bound stays. How sure: high when the net effect is at
-least twice the spread of the program's own runs alone, else low.
+cache verdict; and "compute" needs both.
+
+What is not a slowdown decides too (issue 26: a register loop stayed undecided
+on a node where the pirates had no power). The program's working set, the pages
+it referenced in each window of a run alone: within one core's private caches
+in FITS of the windows, it cannot be bound by the last-level cache or memory,
+whatever the co-runners could show: compute (a slowdown beside them is then a
+contradiction, and no verdict). Beyond the last-level cache, and PAGES_SENSITIVE
+or more faster with huge pages than without (the page size checked to have
+changed, AnonHugePages), not slowed by the bandits: its loads wait on memory
+one after another, through TLB misses: memory latency. A node disturbed during
+the experiments (competing load around them; the computing control, the same
+work every round, alone at rates DISTURBED apart; the program's own runs alone
+as far apart) lets no slowdown decide, only the working set. Else the verdict is
+"unknown", with the figures and the reason, and the "cpu" bound stays. How
+sure: high when the net effect is at least twice the spread of the program's
+own runs alone (for latency, also bandwidth ruled out by bandits with power;
+for a working set, the slowdowns agreeing on an undisturbed node), else low.
 """
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ kernel, ``stop`` stops it and has it print its rate since the ``go`` (or
 ``invalid``), end of input ends it. One set of each kind serves every arm and
 round of an experiment (run_arms): making a bandit's arrays, four times the
 last-level cache, cost 1-5 s a time on a VM (the host backs fresh memory page
-by page), 12 starts a round. Nothing here decides anything
-(analysis/profile_experiments.py).
+by page), 12 starts a round. run_arms also runs the program with the other page size and once
+while its working set is read, each run through probes/rerun.py (a deadline, its own process
+group). Nothing here decides anything (analysis/profile_experiments.py).
 """
 from __future__ import annotations
 

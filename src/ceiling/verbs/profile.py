@@ -58,10 +58,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="do not put the LD_PRELOAD interposer into the program")
     g.add_argument("--experiments", action="store_true",
                    help="without hardware counters, tell compute from memory by experiment: run the program "
-                        "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
-                        "two intensities, or take the last-level cache; 2 rounds; then with OMP_NUM_THREADS at "
-                        "1, half and all the CPUs, 2 rounds), its output discarded, with reference threads that "
-                        "measure the co-runners' power; the report states what they cost")
+                        "again (13 times: alone, beside co-runners that compute, take memory bandwidth at two "
+                        "intensities, or take the last-level cache, and with the other page size, 2 rounds, and "
+                        "once to read its working set; then with OMP_NUM_THREADS at 1, half and all the CPUs, 2 "
+                        "rounds), its output discarded, each run killed past 10 times the profiled run (20 s at "
+                        "least), with reference threads that measure the co-runners' power; the report states "
+                        "what they cost")
     g.add_argument("--no-measure", action="store_true",
                    help="compare the program only with ceilings this node's history holds; without it, a "
                         "storage or memory ceiling the history lacks is measured quickly after the program ended "
