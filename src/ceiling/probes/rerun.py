@@ -161,8 +161,9 @@ def _rollup(path: str) -> Dict[str, int]:
 
 def rerun(cmd: Sequence[str], exe: str, env: Dict[str, str], deadline_s: Optional[float] = None,
           watch: Optional[Footprint] = None, no_thp: bool = False) -> Tuple[float, float, int]:
-    """The program once more, its output discarded, in a process group of its own: (wall s, user +
-    system CPU s of it and the children it waited for, exit status as subprocess gives it). Past
+    """The program once more, its output discarded: (wall s, user +
+    system CPU s of it and the children it waited for, exit status as subprocess gives it), in a
+    session and process group of its own (its input is /dev/null: no terminal needed). Past
     ``deadline_s`` its process group is killed and Overdue raised; on any exception meanwhile
     (Ctrl-C, a SIGTERM made KeyboardInterrupt) the group is killed before it goes on: a group of
     its own, because the program's children (a shell's, mpirun's) must go with it, and Ctrl-C at
@@ -173,7 +174,8 @@ def rerun(cmd: Sequence[str], exe: str, env: Dict[str, str], deadline_s: Optiona
         _prctl_thp_disable(True)        # inherited by the child, kept across its exec
     try:
         p = subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)     # Popen's process_group is Python 3.11's
     finally:
         if no_thp:
             _prctl_thp_disable(False)
