@@ -100,8 +100,8 @@ def working_set(footprint: Optional[Dict[str, Any]], private_bytes: Optional[int
     return {"windows": len(w), "window_s": footprint["window_s"], "median_bytes": statistics.median(w),
             "max_bytes": max(w), "private_bytes": private_bytes, "llc_bytes": llc_bytes,
             "share_fitting": fit, "share_beyond": beyond, "fits": fit >= FITS, "beyond": beyond >= FITS,
-            "words": (f"its working set, read in {len(w)} windows of {footprint['window_s']:.3g} s on a CPU (pages referenced, "
-                      f"smaps), was {_size(statistics.median(w))} (median; largest {_size(max(w))}): "
+            "words": (f"its working set, read in {len(w)} windows of {footprint['window_s']:.3g} s on a CPU (pages "
+                      f"referenced, smaps), was {_size(statistics.median(w))} (median; largest {_size(max(w))}): "
                       f"within one core's private caches ({_size(private_bytes)}) in {fit:.0%} of the windows, "
                       f"beyond the last-level cache ({_size(llc_bytes)}) in {beyond:.0%}")}
 

@@ -294,8 +294,8 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                 progress("experiments: its working set, alone")
             seen = Footprint(window_s)
             t, _, rc = timed("footprint", env, seen)
-            out["footprint"] = {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s, "wall_s": t,
-                                "anon_huge_bytes": seen.huge_bytes, "exit_status": rc}
+            out["footprint"] = {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s,
+                                "wall_s": t, "anon_huge_bytes": seen.huge_bytes, "exit_status": rc}
     except KeyboardInterrupt as e:
         out["interrupted"], out["stopped_by"] = True, interruption(e)[0]
     except Overdue:
