@@ -66,7 +66,8 @@ def _arms(alone=1.0, spin=1.0, half=1.0, full=1.0, pirate=1.0, pages=1.0, power=
              "bandit": [full] * 2, "pirate": [pirate] * 2, "pages": [pages] * 2}
     rates = {"reference_alone": [20.0, 20.0], "reference_beside_bandit": [20.0 * (1 - power)] * 2,
              "resident_alone": [60.0, 60.0], "resident_beside_pirate": [60.0 * (1 - cache_power)] * 2,
-             "bandit_alone": [10.0] * 2, "bandit": [10.0] * 2, "spin_alone": list(spin_alone), "spin": [5.0] * 2}
+             "bandit_alone": [10.0] * 2, "bandit": [10.0] * 2, "spin_alone": list(spin_alone),
+             "spin": [max(spin_alone)] * 2}
     return times, rates
 
 
@@ -106,8 +107,16 @@ def test_a_working_set_beyond_the_cache_and_sensitive_to_the_page_size_is_latenc
     assert "huge pages faster by 30%" in r["words"] and "beyond the last-level cache (36 MiB) in 100%" in r["words"]
     r = classify(*_arms(pages=0.7, power=0.4, cache_power=0.4), HUGE, MADVISE, CACHES)
     assert r["by"] == "latency" and r["confidence"] == "high"
-    # slowed by the bandits: bandwidth-like, not called latency without the power to say bandwidth
-    assert classify(*_arms(pages=0.7, full=1.3, half=1.15), HUGE, MADVISE, CACHES)["bound"] is None
+    # slowed by the bandits too (their traffic raises memory's latency): still latency, even where
+    # the bandits had the power to show bandwidth; taking bandwidth from them, it streams: no latency
+    assert classify(*_arms(pages=0.7, full=1.3, half=1.15), HUGE, MADVISE, CACHES)["by"] == "latency"
+    assert classify(*_arms(pages=0.7, full=1.3, half=1.15, power=0.4), HUGE, MADVISE, CACHES)["by"] == "latency"
+    takes = _arms(pages=0.7, power=0.4)
+    takes[1]["bandit"] = [6.0, 6.0]                               # the bandit lost 40 % beside it
+    assert classify(*takes, HUGE, MADVISE, CACHES)["by"] == "bandwidth"
+    takes = _arms(pages=0.7)
+    takes[1]["bandit"] = [6.0, 6.0]
+    assert classify(*takes, HUGE, MADVISE, CACHES)["bound"] is None
     # the page size not taken (the program maps its memory itself): no evidence
     r = classify(times, rates, HUGE, dict(MADVISE, anon_huge_bytes=[0, 0]), CACHES)
     assert r["bound"] is None and "its anonymous memory in huge pages was the same either way" in r["why"]
