@@ -36,7 +36,8 @@ on a node where the pirates had no power). The program's working set, the pages
 it referenced in each window of a run alone: within one core's private caches
 in FITS of the windows, it cannot be bound by the last-level cache or memory,
 whatever the co-runners could show: compute (a slowdown beside them is then a
-contradiction, and no verdict). Beyond the last-level cache, and PAGES_SENSITIVE
+contradiction, and no verdict); beyond the last-level cache, the absence of
+slowdowns does not make it compute. Beyond the last-level cache, and PAGES_SENSITIVE
 or more faster with huge pages than without (the page size checked to have
 changed, AnonHugePages), taking no bandwidth from the bandits (slowed beside
 them it may be: their traffic raises the latency of memory): its loads wait on
@@ -210,7 +211,9 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
             bound = "compute"
     elif by:
         bound = "memory"
-    elif not disturbed and sees_bw and sees_cache:
+    elif not disturbed and sees_bw and sees_cache and not ws.get("beyond"):
+        # not where its working set says its data comes from memory: STREAM Triad on the Cascade Lake
+        # guest slowed 3 % net beside bandits that slowed the streaming reference 30 %
         bound = "compute"
     base = {"net": net, "slowdown": slow, "median_s": med, "noise": noise, "power": power,
             "cache_power": cache_power, "pressure": pressure, "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu},
@@ -236,6 +239,11 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
                            "it (a cache smaller than the machine reports, or not shared with them)"
                            if cache_power is not None else
                            "the cache-taking co-runners' power could not be measured (no CPU for a reference)")
+        if ws.get("beyond") and not disturbed and sees_bw and sees_cache:
+            lacking.append(f"its data comes from memory (working set beyond the last-level cache in "
+                           f"{ws['share_beyond']:.0%} of the windows), yet it slowed {_pct(net.get('bandit'))} (net) "
+                           "beside the memory traffic that slowed the streaming reference "
+                           f"{power:.0%}: neither memory bandwidth nor computation is shown")
         if not ws.get("fits"):
             lacking.append(f"its working set does not fit one core's private caches in {FITS:.0%} of the windows"
                            if ws.get("windows") else f"its working set is unknown: {ws.get('why')}")

@@ -129,7 +129,7 @@ def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
 def _competing():
     """The competing-load findings (checks/load.py: other processes, or the hypervisor's steal)
     of the interval inside: filled on leaving, empty when nothing competed. The program's runs
-    are this process's waited-for children and the co-runners its threads: ours, not
+    and the co-runners are this process's children, reaped before the interval ends: ours, not
     competition."""
     from ..checks import load
     found: list = []
