@@ -560,8 +560,11 @@ def test_experiments_run_the_program_again_and_say_what_they_cost(tmp_path):
     r, doc = profile(tmp_path, SH, "-c", busy, opts=["--experiments"])
     assert r.returncode == 0, r.stderr
     ex = doc["environment"]["profile"]["experiments"]
-    assert all(len(ex["times_s"][a]) == 2 for a in ("alone", "spin", "bandit_half", "bandit", "pirate")), ex
-    assert ex["cost_s"] > 0 and "--experiments: the program ran 10 more times" in " ".join(r.stderr.split())
+    # the page-size arm where this node lets a user change it (ceiling.probes.rerun.page_setting)
+    arms = ("alone", "spin", "bandit_half", "bandit", "pirate") + (() if ex["page_setting"].get("why") else ("pages",))
+    assert sorted(ex["times_s"]) == sorted(arms) and all(len(ex["times_s"][a]) == 2 for a in arms), ex
+    runs = 2 * len(arms) + 1                      # and once alone, its working set read
+    assert ex["cost_s"] > 0 and f"--experiments: the program ran {runs} more times" in " ".join(r.stderr.split())
     # a loop in registers: compute where the node lets the experiment see memory, else undecided, said why
     assert ex["bound"] in ("compute", None) and (ex["bound"] or ex["why"].startswith("inconclusive"))
     assert "profile.experiments" in {f["id"] for f in doc["findings"]}
@@ -587,13 +590,18 @@ def test_experiments_beside_a_competing_process_decide_nothing_and_say_why(tmp_p
         hog.wait()
     assert r.returncode == 0, r.stderr
     ex = doc["environment"]["profile"]["experiments"]
-    assert ex["bound"] is None and ex["why"].startswith("inconclusive: Other processes used"), ex
+    # no slowdown decides; a working set inside the core's private caches (a time it is not) still may
+    if ex["bound"] is None:
+        assert ex["why"].startswith("inconclusive: the node was disturbed during the experiments (Other processes "
+                                    "used"), ex
+    else:
+        assert ex["bound"] == "compute" and ex["working_set"]["fits"] and "Other processes used" in ex["words"], ex
     assert f"pid {hog.pid}" in ex["competing_load"], ex["competing_load"]
     sc = ex.get("scaling") or {}
     if len(os.sched_getaffinity(0)) >= 2:
         assert sc["why"].startswith("not judged: Other processes used"), sc
     f = {x["id"]: x for x in doc["findings"]}["profile.experiments"]
-    assert f["status"] == "skipped" and "Other processes used" in f["evidence"]
+    assert f["status"] == ("skipped" if ex["bound"] is None else "ok") and "Other processes used" in f["evidence"]
 
 
 def test_experiments_are_refused_for_one_rank_of_an_mpi_job(tmp_path):

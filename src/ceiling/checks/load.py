@@ -16,6 +16,7 @@ fixture tree instead of the live /proc.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
@@ -404,3 +405,31 @@ def check_idle(ncpus: int, interval_s: float = 0.25, root: str = "/") -> Finding
         f.data = {**f.data, "cause": causes[0], "causes": causes}
         f.fix = fix_for(causes)
     return f
+
+
+class Competing:
+    """The competing load (``compare``'s findings at warn or fail: other processes named with
+    their share of a CPU, or the hypervisor's steal) of the interval from its making to
+    ``stop``; empty when nothing competed. A measurement's own processes are this process's
+    waited-for children (reaped before the interval ends) and ``own`` pids: not competition."""
+
+    def __init__(self):
+        self._before = sample()
+
+    def stop(self, own: Iterable[int] = (), min_interval_s: Optional[float] = None) -> List[Finding]:
+        after = sample()
+        shortest = MIN_INTERVAL_S if min_interval_s is None else min_interval_s
+        return [f for f in compare(self._before, after, len(os.sched_getaffinity(0)), own_pids=own,
+                                   check_loadavg=False, min_interval_s=shortest)
+                if f.status in ("warn", "fail")]
+
+
+@contextlib.contextmanager
+def competing():
+    """``Competing`` around the interval inside, as a list filled on leaving."""
+    found: List[Finding] = []
+    watch = Competing()
+    try:
+        yield found
+    finally:
+        found.extend(watch.stop())

@@ -27,8 +27,9 @@ kernel, ``stop`` stops it and has it print its rate since the ``go`` (or
 ``invalid``), end of input ends it. One set of each kind serves every arm and
 round of an experiment (run_arms): making a bandit's arrays, four times the
 last-level cache, cost 1-5 s a time on a VM (the host backs fresh memory page
-by page), 12 starts a round. Nothing here decides anything
-(analysis/profile_experiments.py).
+by page), 12 starts a round. run_arms also runs the program with the other page size and once
+while its working set is read, each run through probes/rerun.py (a deadline, its own process
+group). Nothing here decides anything (analysis/profile_experiments.py).
 """
 from __future__ import annotations
 
@@ -201,16 +202,24 @@ def reference_cpu(allowed: Sequence[int], cpus: Sequence[int], machine: Any = No
 def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[str], float]], rounds: int,
              cpus: Sequence[int], llc_bytes: Optional[int], env: Optional[Dict[str, str]] = None,
              progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None,
-             shares: Optional[Dict[int, int]] = None) -> Dict[str, Any]:
+             shares: Optional[Dict[int, int]] = None, deadline_s: Optional[float] = None,
+             window_s: Optional[float] = None) -> Dict[str, Any]:
     """Run the program (its output discarded) once per arm per round, the arms' order rotating
     from round to round, and after each round every co-runner kind alone for as long as the
     program ran alone, and, on CPU ``reference`` (reference_cpu), the experiment's power: a
     thread streaming memory (the bandit's own kernel) alone and beside the bandits, and one
-    working in half the last-level cache (resident) alone and beside the pirates: {"times":
-    {arm: [s, ...]}, "rates": {arm, KIND_alone, reference_alone, reference_beside_bandit,
-    resident_alone, resident_beside_pirate: [rate, ...]}, "failed": {arm: exit status},
-    "cost_s", "interrupted": bool}. An arm is (name, co-runner kind or None, duty). Ctrl-C
-    stops the experiments and keeps what was measured."""
+    working in half the last-level cache (resident) alone and beside the pirates. After the
+    rounds, once more alone while its working set is read every ``window_s`` (Footprint).
+    An arm is (name, co-runner kind, duty): kind None runs it alone, "pages" alone with the
+    other page size (page_setting). {"times": {arm: [s, ...]}, "rates": {arm, KIND_alone,
+    reference_alone, reference_beside_bandit, resident_alone, resident_beside_pirate: [rate,
+    ...]}, "failed": {arm: exit status}, "footprint", "pages", "cost_s", "interrupted": bool,
+    "stopped_by": what interrupted them ("" when nothing did), "overdue": the arm whose run
+    passed ``deadline_s`` and was killed}. Ctrl-C, or SIGTERM made a KeyboardInterrupt, stops
+    the experiments (the running re-run's process group killed) and keeps what was measured;
+    so does a re-run past its deadline: the next would most likely hang too."""
+    from ..errors import interruption
+    from .rerun import Footprint, Overdue, page_setting, rerun
     times: Dict[str, List[float]] = {a[0]: [] for a in arms}
     rates: Dict[str, List[Optional[float]]] = {}
     failed: Dict[str, int] = {}
@@ -219,6 +228,11 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
     if reference is None:
         reference = reference_cpu(os.sched_getaffinity(0), cpus)
     pool: Dict[Tuple[str, Tuple[int, ...]], CoRunners] = {}
+    pages = page_setting()
+    if pages.get("why"):
+        times.pop("pages", None)
+    out: Dict[str, Any] = {"times": times, "rates": rates, "failed": failed, "pages": pages, "footprint": None,
+                           "interrupted": False, "stopped_by": "", "overdue": None}
 
     def co(kind: str, on: Sequence[int], duty: float) -> Any:
         """The co-runners of ``kind`` on ``on`` (made at their first use), running at ``duty``."""
@@ -229,17 +243,30 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
             pool[key] = CoRunners(kind, on, llc_bytes, shares if list(on) == list(cpus) else None).open()
         return pool[key].running(duty)
 
+    def timed(name: str, run_env: Dict[str, str], watch: Optional[Footprint] = None, no_thp: bool = False):
+        try:
+            return rerun(cmd, exe, run_env, deadline_s, watch, no_thp)
+        except Overdue:
+            out["overdue"] = name
+            raise
+
     try:
         for rnd in range(rounds):
             order = list(arms[rnd % len(arms):]) + list(arms[:rnd % len(arms)])
             for name, kind, duty in order:
+                if name not in times:
+                    continue
                 if progress:
                     progress(f"experiments: round {rnd + 1}/{rounds}, {name}")
                 if kind is None:
-                    t, rc = _timed(cmd, exe, env)
+                    t, _, rc = timed(name, env)
+                elif kind == "pages":
+                    seen = Footprint(window_s or 0.1, clear=False)
+                    t, _, rc = timed(name, dict(env, **pages["env"]), seen, pages["no_thp"])
+                    pages.setdefault("anon_huge_bytes", []).append(seen.huge_bytes)
                 else:
                     with co(kind, cpus, duty) as c:
-                        t, rc = _timed(cmd, exe, env)
+                        t, _, rc = timed(name, env)
                     rates.setdefault(name, []).append(c.rate())
                 if rc != 0:
                     failed[name] = rc
@@ -247,7 +274,7 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                     times[name].append(t)
             # each co-runner kind alone, as long as the program runs alone: its rate with nothing beside it
             span = min(2.0, max(0.3, min(times["alone"]) if times.get("alone") else 1.0))
-            for kind in sorted({k for _, k, d in arms if k and d == 1.0}):
+            for kind in sorted({k for _, k, d in arms if k in KINDS and d == 1.0}):
                 with co(kind, cpus, 1.0) as c:
                     time.sleep(span)
                 rates.setdefault(f"{kind}_alone", []).append(c.rate())
@@ -262,21 +289,22 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                     with co(kind, [reference], 1.0) as ref:
                         time.sleep(span)
                     rates.setdefault(f"{name}_alone", []).append(ref.rate())
-    except KeyboardInterrupt:
-        return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
-                "interrupted": True}
+        if window_s:
+            if progress:
+                progress("experiments: its working set, alone")
+            seen = Footprint(window_s)
+            t, _, rc = timed("footprint", env, seen)
+            out["footprint"] = {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s,
+                                "wall_s": t, "anon_huge_bytes": seen.huge_bytes, "exit_status": rc}
+    except KeyboardInterrupt as e:
+        out["interrupted"], out["stopped_by"] = True, interruption(e)[0]
+    except Overdue:
+        out["interrupted"] = False
     finally:
         while pool:
             pool.popitem()[1].close()
-    return {"times": times, "rates": rates, "failed": failed, "cost_s": time.monotonic() - t_start,
-            "interrupted": False}
-
-
-def _timed(cmd: Sequence[str], exe: str, env: Dict[str, str]) -> Tuple[float, int]:
-    t0 = time.monotonic()
-    rc = subprocess.run(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL).returncode
-    return time.monotonic() - t0, rc
+    out["cost_s"] = time.monotonic() - t_start
+    return out
 
 
 SLICE = 1 << 18          # doubles per array a memory step works on: 6 MiB moved, about 0.4 ms

@@ -6,9 +6,8 @@ kept busy follow. analysis/profile_scaling.py says what the curve means."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 def thread_counts(cpus: int) -> List[int]:
@@ -19,14 +18,20 @@ def thread_counts(cpus: int) -> List[int]:
 
 
 def run_threads(cmd: Sequence[str], exe: str, counts: Sequence[int], rounds: int,
-                env: Optional[Dict[str, str]] = None, progress: Optional[Callable[[str], None]] = None
-                ) -> Dict[str, Any]:
+                env: Optional[Dict[str, str]] = None, progress: Optional[Callable[[str], None]] = None,
+                deadline_s: Optional[float] = None) -> Dict[str, Any]:
     """{"times": {n: [s, ...]}, "cpu_s": {n: [s, ...]}, "failed": {n: exit status}, "cost_s",
-    "interrupted"}; Ctrl-C stops the runs and keeps what was measured."""
+    "interrupted", "stopped_by", "overdue"}; Ctrl-C (or SIGTERM made a KeyboardInterrupt) stops
+    the runs and keeps what was measured, as does a run past ``deadline_s`` (corunner.rerun:
+    its process group killed; "overdue" then names its thread count)."""
+    from ..errors import interruption
+    from .rerun import Overdue, rerun
     base = {k: v for k, v in (env or os.environ).items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
     times: Dict[int, List[float]] = {n: [] for n in counts}
     cpu: Dict[int, List[float]] = {n: [] for n in counts}
     failed: Dict[int, int] = {}
+    out: Dict[str, Any] = {"times": times, "cpu_s": cpu, "failed": failed, "interrupted": False, "stopped_by": "",
+                           "overdue": None}
     t_start = time.monotonic()
     try:
         for rnd in range(rounds):
@@ -34,29 +39,17 @@ def run_threads(cmd: Sequence[str], exe: str, counts: Sequence[int], rounds: int
             for n in order:
                 if progress:
                     progress(f"experiments: round {rnd + 1}/{rounds}, {n} thread{'s' if n != 1 else ''}")
-                wall, used, rc = _timed(cmd, exe, dict(base, OMP_NUM_THREADS=str(n)))
+                out["overdue"] = n
+                wall, used, rc = rerun(cmd, exe, dict(base, OMP_NUM_THREADS=str(n)), deadline_s)
+                out["overdue"] = None
                 if rc != 0:
                     failed[n] = rc
                 else:
                     times[n].append(wall)
                     cpu[n].append(used)
-    except KeyboardInterrupt:
-        return {"times": times, "cpu_s": cpu, "failed": failed, "cost_s": time.monotonic() - t_start,
-                "interrupted": True}
-    return {"times": times, "cpu_s": cpu, "failed": failed, "cost_s": time.monotonic() - t_start,
-            "interrupted": False}
-
-
-def _timed(cmd: Sequence[str], exe: str, env: Dict[str, str]) -> Tuple[float, float, int]:
-    """(wall s, user + system CPU s of the program and the children it waited for, exit status)."""
-    t0 = time.monotonic()
-    p = subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    try:
-        _, status, ru = os.wait4(p.pid, 0)
-    except BaseException:
-        p.kill()
-        p.wait()
-        raise
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return time.monotonic() - t0, ru.ru_utime + ru.ru_stime, p.returncode
+    except KeyboardInterrupt as e:
+        out["interrupted"], out["stopped_by"], out["overdue"] = True, interruption(e)[0], None
+    except Overdue:
+        pass
+    out["cost_s"] = time.monotonic() - t_start
+    return out

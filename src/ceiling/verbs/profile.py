@@ -22,15 +22,13 @@ where the machine has them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import signal
-import sys
 import time
 from typing import List, Optional, Tuple
 
-from ..errors import BadValueError, CeilingError, UsageError
+from ..errors import INTERRUPTED_EXIT, TERMINATED, TERMINATED_EXIT, BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common, profile_overhead
 from .lossy import Lossy
@@ -68,10 +66,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="do not put the LD_PRELOAD interposer into the program")
     g.add_argument("--experiments", action="store_true",
                    help="without hardware counters, tell compute from memory by experiment: run the program "
-                        "again (10 times: alone, and beside co-runners that compute, take memory bandwidth at "
-                        "two intensities, or take the last-level cache; 2 rounds; then with OMP_NUM_THREADS at "
-                        "1, half and all the CPUs, 2 rounds), its output discarded, with reference threads that "
-                        "measure the co-runners' power; the report states what they cost")
+                        "again (13 times: alone, beside co-runners that compute, take memory bandwidth at two "
+                        "intensities, or take the last-level cache, and with the other page size, 2 rounds, and "
+                        "once to read its working set; then with OMP_NUM_THREADS at 1, half and all the CPUs, 2 "
+                        "rounds), its output discarded, each run killed past 10 times the profiled run (20 s at "
+                        "least), with reference threads that measure the co-runners' power; the report states "
+                        "what they cost")
     g.add_argument("--no-measure", action="store_true",
                    help="compare the program only with ceilings this node's history holds; without it, a "
                         "storage or memory ceiling the history lacks is measured quickly after the program ended "
@@ -222,7 +222,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
     app = Application(command=cmd, started=_utcnow())
-    competing = _Competing()
+    from ..checks.load import Competing
+    competing = Competing()
     startup = profile_overhead.since_start()   # ceiling's own start-up: from its start to the program's
     t0 = time.monotonic()
     # The program is forked from ceiling-launch with the counters opened on it before its exec
@@ -242,7 +243,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         ended = child.wait(watch)
     wall = time.monotonic() - t0
     sampled = sampler.stop()
-    busy = competing.stop(sampled, COMPETING_MIN_S)
+    busy = competing.stop(set(sampled.processes), COMPETING_MIN_S)
     from ..analysis import profile_counters, profile_files
     from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
     from ..analysis.profile_ceilings import compare
@@ -316,8 +317,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if args.overhead:
         app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
                                                                     None if refused else env, interval)
+    stopped = ""
     if args.experiments:
-        breakdown["experiments"], bounds, findings = _experiments(cmd, exe, m, code, bounds, findings)
+        from .profile_experiments import experiments
+        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall)
+        stopped = breakdown["experiments"].get("stopped_by", "")
     run = session.run
     run.application = app
     run.metrics.extend(metrics)
@@ -331,103 +335,15 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     if interrupted or (app.signal and app.signal in ("SIGINT", "SIGTERM")):
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
+    elif stopped:
+        # the profile of the run itself is whole; the experiments after it are not
+        run.partial, run.partial_reason = True, f"{stopped} during the experiments: the profile of the run is " \
+            "complete, the experiments stopped (their figures so far are kept, undecided)"
+        code = code or (TERMINATED_EXIT if stopped == TERMINATED else INTERRUPTED_EXIT)
     return session.finish(), code
 
 
-EXPERIMENT_ROUNDS = 2
-
-
-def _experiments(cmd: List[str], exe: str, m, code: int, bounds, findings):
-    """--experiments: the program again, alone and beside co-runners (probes/corunner.py), and
-    what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
-    program that fails says nothing about its bound."""
-    from ..analysis.profile_experiments import ARMS, apply, classify
-    from ..probes.corunner import corunner_cpus, corunner_shares, reference_cpu, run_arms
-    if code != 0:
-        return {"why": f"not run: the program exited {code}"}, bounds, findings
-    allowed = os.sched_getaffinity(0)
-    cpus = corunner_cpus(allowed, m)
-    ref = reference_cpu(allowed, cpus, m)
-    with _competing() as busy:
-        res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
-                       progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref,
-                       shares=corunner_shares(cpus, m))
-    out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "reference_cpu": ref, "cost_s": res["cost_s"],
-           "times_s": res["times"],
-           "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"]}
-    if res["failed"] or res["interrupted"] or any(len(v) < EXPERIMENT_ROUNDS for v in res["times"].values()):
-        out["why"] = ("interrupted" if res["interrupted"] else
-                      f"the program failed in {', '.join(f'{a} (exit {c})' for a, c in res['failed'].items())}"
-                      if res["failed"] else "not every arm finished")
-        return out, bounds, findings
-    verdict = classify(res["times"], res["rates"])
-    if busy:
-        # slowdowns and stolen bandwidth then say as much about the other processes as about the program
-        out["competing_load"] = busy[0].evidence
-        verdict = {k: v for k, v in verdict.items() if k not in ("bound", "by")}
-        verdict.update(bound=None, why=f"inconclusive: {busy[0].title.rstrip('.')} (during the experiments: "
-                                       f"{busy[0].evidence})")
-    out.update({k: v for k, v in verdict.items() if k != "words"}, words=verdict.get("words", ""))
-    bounds, findings = apply(verdict, bounds, findings)
-    out["scaling"], more = _scaling(cmd, exe)
-    return out, bounds, findings + more
-
-
-def _scaling(cmd: List[str], exe: str):
-    """--experiments, thread scaling: the program on 1, half and all the CPUs it may use
-    (OMP_NUM_THREADS; probes/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
-    from ..analysis.profile_scaling import classify, finding
-    from ..probes.scaling import run_threads, thread_counts
-    counts = thread_counts(len(os.sched_getaffinity(0)))
-    if not counts:
-        return {"why": "one CPU: no thread counts to compare"}, []
-    with _competing() as busy:
-        res = run_threads(cmd, exe, counts, EXPERIMENT_ROUNDS,
-                          progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True))
-    out = {"counts": counts, "times_s": res["times"], "cpu_s": res["cpu_s"], "cost_s": res["cost_s"]}
-    if res["failed"] or res["interrupted"] or busy:
-        out["why"] = ("interrupted" if res["interrupted"] else
-                      f"not judged: {busy[0].title.rstrip('.')} ({busy[0].evidence})" if busy else
-                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})" for n, c in res["failed"].items()))
-        return out, []
-    verdict = classify(res["times"], res["cpu_s"])
-    out.update(verdict)
-    return out, [finding(verdict)]
-
-
 COMPETING_MIN_S = 0.2      # a shorter run's tick counts (10 ms) say too little about other processes
-
-
-class _Competing:
-    """The competing-load findings (checks/load.py, as the bench verbs take them: other
-    processes named with their share of a CPU, or the hypervisor's steal) of the interval from
-    its making to ``stop``: empty when nothing competed. The program's processes are this
-    process's waited-for children, and those the sampler saw: ours, not competition."""
-
-    def __init__(self):
-        from ..checks import load
-        self._load = load
-        self._before = load.sample()
-
-    def stop(self, sampled=None, min_interval_s: Optional[float] = None) -> list:
-        load = self._load
-        after = load.sample()
-        own = set(sampled.processes) if sampled is not None else set()
-        shortest = load.MIN_INTERVAL_S if min_interval_s is None else min_interval_s
-        return [f for f in load.compare(self._before, after, len(os.sched_getaffinity(0)), own_pids=own,
-                                        check_loadavg=False, min_interval_s=shortest)
-                if f.status in ("warn", "fail")]
-
-
-@contextlib.contextmanager
-def _competing():
-    """_Competing around the interval inside, as a list filled on leaving."""
-    found: list = []
-    watch = _Competing()
-    try:
-        yield found
-    finally:
-        found.extend(watch.stop())
 
 
 def _history(args: argparse.Namespace, host: str):

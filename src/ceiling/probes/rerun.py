@@ -1,0 +1,247 @@
+"""One re-run of a profiled program, for `ceiling profile --experiments` (probes/corunner.py,
+probes/scaling.py): uninstrumented, its output discarded, in a process group of its own, with a
+deadline past which the group is killed; optionally with the other page size (page_setting) or
+watched for its working set (Footprint: the pages it referenced, window by window, read from
+/proc/PID/smaps after writing 1 to /proc/PID/clear_refs, code and libraries left out; no root
+needed, the process is ours). Nothing here decides anything (analysis/profile_experiments.py)."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+
+# A re-run's deadline: DEADLINE_FACTOR times the profiled run's wall time, DEADLINE_FLOOR_S at
+# least. A program beside a bandit slows by tens of percent, a few times on a node shared with
+# other jobs; ten times is a run that will not end (it waits for input it had the first time, a
+# lock file the first run left, a peer that is gone).
+DEADLINE_FACTOR = 10
+DEADLINE_FLOOR_S = 20.0
+
+
+def deadline_for(profiled_s: float) -> float:
+    """Seconds a re-run of a program whose profiled run took ``profiled_s`` may last."""
+    return max(DEADLINE_FLOOR_S, DEADLINE_FACTOR * profiled_s)
+
+
+class Overdue(Exception):
+    """A re-run passed its deadline; its process group was killed."""
+
+
+PR_SET_THP_DISABLE = 41         # linux/prctl.h; inherited by fork and kept across exec
+
+
+def page_setting(root: str = "/") -> Dict[str, Any]:
+    """How to run the program with the other page size, as a user (no root): where transparent
+    huge pages are on for every mapping ("always"), off for it (PR_SET_THP_DISABLE); where they
+    are on only where asked ("madvise"), on for what glibc's malloc maps (GLIBC_TUNABLES
+    glibc.malloc.hugetlb=1, glibc 2.35 and later); {"why"} where neither can be done (THP
+    "never", an older glibc). {"mode", "how", "env", "no_thp"}."""
+    try:
+        with open(os.path.join(root, "sys/kernel/mm/transparent_hugepage/enabled")) as f:
+            text = f.read()
+        mode = text[text.index("[") + 1:text.index("]")]
+    except (OSError, ValueError):
+        return {"why": "transparent huge pages are not offered (no /sys/kernel/mm/transparent_hugepage)"}
+    if mode == "always":
+        return {"mode": mode, "how": "huge pages off (PR_SET_THP_DISABLE)", "env": {}, "no_thp": True}
+    if mode != "madvise":
+        return {"mode": mode, "why": f"transparent huge pages are {mode!r} on this node: the page size cannot "
+                                     "be changed without root"}
+    try:
+        lib, ver = os.confstr("CS_GNU_LIBC_VERSION").split()
+        new_enough = tuple(int(x) for x in ver.split(".")[:2]) >= (2, 35)
+    except (ValueError, OSError, AttributeError):
+        new_enough = False
+    if not new_enough:
+        return {"mode": mode, "why": "transparent huge pages are 'madvise' and glibc is older than 2.35 (no "
+                                     "glibc.malloc.hugetlb): the page size cannot be changed from outside"}
+    tunables = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES", ""), "glibc.malloc.hugetlb=1"]))
+    return {"mode": mode, "how": "huge pages on for malloc (GLIBC_TUNABLES=glibc.malloc.hugetlb=1)",
+            "env": {"GLIBC_TUNABLES": tunables}, "no_thp": False}
+
+
+def _prctl_thp_disable(on: bool) -> None:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_THP_DISABLE, int(on), 0, 0, 0)
+
+
+class Footprint:
+    """A watch for rerun: every ``interval_s``, what the processes of the re-run's process group
+    referenced since the last look (smaps' Referenced, code and libraries left out: _data_pages;
+    then 1 written to clear_refs: the
+    pages' accessed bits cleared; no root needed, the processes are ours), summed over them, one
+    figure per window; and the most anonymous memory in huge pages seen (AnonHugePages). With
+    ``clear`` False it only reads (the huge pages), leaving the accessed bits alone. With each
+    window, the CPU time the group had in it."""
+
+    def __init__(self, interval_s: float, clear: bool = True, proc: str = "/proc"):
+        self.interval_s, self.clear, self.proc = interval_s, clear, proc
+        self.windows: List[int] = []        # bytes referenced in each window, the first from the exec
+        self.cpu_s: List[float] = []        # CPU time its processes had in each window (schedstat)
+        self.huge_bytes = 0
+        self._cpu_ns: Dict[int, int] = {}
+
+    def __call__(self, pgid: int) -> None:
+        total, huge, seen, ran = 0, 0, False, 0
+        for pid in _group(self.proc, pgid):
+            fields = _data_pages(os.path.join(self.proc, str(pid), "smaps"))
+            if not fields:
+                continue
+            seen = True
+            ns = _cpu_ns(os.path.join(self.proc, str(pid)))
+            ran += ns - self._cpu_ns.get(pid, 0)
+            self._cpu_ns[pid] = ns
+            total += fields.get("Referenced", 0)
+            huge += fields.get("AnonHugePages", 0)
+            if self.clear:
+                try:
+                    with open(os.path.join(self.proc, str(pid), "clear_refs"), "w") as f:
+                        f.write("1")
+                except OSError:
+                    pass
+        self.huge_bytes = max(self.huge_bytes, huge)
+        if seen and self.clear:
+            self.windows.append(total)
+            self.cpu_s.append(ran / 1e9)
+
+
+def _cpu_ns(path: str) -> int:
+    """The CPU time of every thread of a process so far, in ns (schedstat's first field): a window
+    in which the program hardly ran says nothing of what it touches when it runs."""
+    total = 0
+    try:
+        tids = os.listdir(os.path.join(path, "task"))
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(os.path.join(path, "task", tid, "schedstat")) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _group(proc: str, pgid: int) -> List[int]:
+    """The processes of process group ``pgid``."""
+    out = []
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return [pgid]
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, name, "stat"), "rb") as f:
+                text = f.read()
+            if int(text[text.rindex(b")") + 2:].split()[2]) == pgid:
+                out.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _data_pages(path: str) -> Dict[str, int]:
+    """Referenced and AnonHugePages of a process's smaps, in bytes, over its mappings but those of
+    code and shared objects (the executable's and the libraries' files, mapped without write):
+    their page-cache pages are shared with every process using the same library, whose accesses
+    set the pages' referenced flag too (a register loop showed 1.1 MiB "referenced" in one window
+    of four on a busy node, its own 8 KiB in the others). A file of data it maps stays counted.
+    {} when it cannot be read."""
+    out = {"Referenced": 0, "AnonHugePages": 0}
+    counted, exe = False, _exe(path)
+    try:
+        with open(path) as f:
+            for line in f:
+                words = line.split()
+                if not words:
+                    continue
+                if not words[0].endswith(":"):          # a mapping's header: range perms offset dev inode [path]
+                    name = words[5] if len(words) > 5 else ""
+                    code = "x" in words[1] or (name.startswith("/") and "w" not in words[1]
+                                               and (".so" in os.path.basename(name) or name == exe))
+                    counted = not code
+                elif counted and words[0] in ("Referenced:", "AnonHugePages:") and len(words) == 3:
+                    out[words[0].rstrip(":")] += int(words[1]) * 1024
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return out
+
+
+def _exe(smaps: str) -> str:
+    try:
+        return os.readlink(os.path.join(os.path.dirname(smaps), "exe"))
+    except OSError:
+        return ""
+
+
+def rerun(cmd: Sequence[str], exe: str, env: Dict[str, str], deadline_s: Optional[float] = None,
+          watch: Optional[Footprint] = None, no_thp: bool = False) -> Tuple[float, float, int]:
+    """The program once more, its output discarded: (wall s, user +
+    system CPU s of it and the children it waited for, exit status as subprocess gives it), in a
+    session and process group of its own (its input is /dev/null: no terminal needed). Past
+    ``deadline_s`` its process group is killed and Overdue raised; on any exception meanwhile
+    (Ctrl-C, a SIGTERM made KeyboardInterrupt) the group is killed before it goes on: a group of
+    its own, because the program's children (a shell's, mpirun's) must go with it, and Ctrl-C at
+    the terminal then reaches ceiling only, which ends the run itself. ``watch(pgid)`` is called
+    every ``watch.interval_s`` while it runs; ``no_thp`` runs it with PR_SET_THP_DISABLE."""
+    t0 = time.monotonic()
+    if no_thp:
+        _prctl_thp_disable(True)        # inherited by the child, kept across its exec
+    try:
+        p = subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)     # Popen's process_group is Python 3.11's
+    finally:
+        if no_thp:
+            _prctl_thp_disable(False)
+    try:
+        fd: Optional[int] = os.pidfd_open(p.pid)
+    except (OSError, AttributeError):
+        fd = None                       # before Linux 5.3: wait4 polled every 5 ms
+    try:
+        next_look = t0 + watch.interval_s if watch else None
+        while True:
+            now = time.monotonic()
+            ends = [x for x in (t0 + deadline_s if deadline_s else None, next_look) if x is not None]
+            wait = max(0.0, min(ends) - now) if ends else None
+            if fd is not None:
+                select.select([fd], [], [], wait)
+            else:
+                time.sleep(min(0.005, wait) if wait is not None else 0.005)
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                wall = time.monotonic() - t0
+                p.returncode = os.waitstatus_to_exitcode(status)
+                return wall, ru.ru_utime + ru.ru_stime, p.returncode
+            now = time.monotonic()
+            if deadline_s and now - t0 >= deadline_s:
+                raise Overdue(f"a re-run passed its deadline of {deadline_s:.0f} s")
+            if watch and next_look is not None and now >= next_look:
+                watch(p.pid)
+                next_look = now + watch.interval_s
+    except BaseException:
+        _kill_group(p)
+        raise
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGKILL to the re-run's process group, and the leader reaped."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if p.returncode is None:
+        try:
+            _, status = os.waitpid(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            pass
