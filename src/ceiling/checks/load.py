@@ -425,7 +425,7 @@ class Competing:
 
 
 @contextlib.contextmanager
-def competing():
+def competing_during():
     """``Competing`` around the interval inside, as a list filled on leaving."""
     found: List[Finding] = []
     watch = Competing()

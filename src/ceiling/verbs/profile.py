@@ -25,6 +25,7 @@ import argparse
 import os
 import shutil
 import signal
+import sys
 import time
 from typing import List, Optional, Tuple
 

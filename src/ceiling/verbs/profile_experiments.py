@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import List, Optional
 
-from ..checks.load import competing
+from ..checks.load import competing_during
 
 
 EXPERIMENT_ROUNDS = 2
@@ -37,7 +37,7 @@ def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: 
     # about 20 windows over a run, 10 ms to 0.1 s each: a working set is what a program touches in a
     # stretch of its run, and clearing the pages' accessed bits more often would slow it
     window = min(0.1, max(0.01, wall / 20))
-    with _stoppable(), competing() as busy:
+    with _stoppable(), competing_during() as busy:
         res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
                        progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref,
                        shares=corunner_shares(cpus, m), deadline_s=deadline, window_s=window)
@@ -108,7 +108,7 @@ def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
     counts = thread_counts(len(os.sched_getaffinity(0)))
     if not counts:
         return {"why": "one CPU: no thread counts to compare"}, []
-    with _stoppable(), competing() as busy:
+    with _stoppable(), competing_during() as busy:
         res = run_threads(cmd, exe, counts, EXPERIMENT_ROUNDS,
                           progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True),
                           deadline_s=deadline)
