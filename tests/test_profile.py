@@ -330,7 +330,8 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     s.processes[1] = ProcessSample(1, 0, "app")
     s.processes[1].io = {"rchar": 500_000, "wchar": 0}
     metrics, _, _, b = conclude(s, Rusage(0.5, 0.0, 1 << 20), 1.0, 2, others=[rec])
-    assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0}
+    assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0,
+                                                        "earlier_images": 0}
     m = {x.name: x.value for x in metrics}            # its CPU time, memory and I/O in the totals too
     assert m["app.cpu.user"] == pytest.approx(3.0) and m["app.rss.peak"] == pytest.approx(4.0)
     assert m["app.cpu.used"] == pytest.approx(0.5 / 1.0 + 2.5 / 2.0)   # each over its own life

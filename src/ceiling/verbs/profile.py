@@ -258,8 +258,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     finally:
         remove_tree(tmp)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
-    waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
-    own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
+    starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
+    waiters = set(launchers(sampled, wall)) | starters
+    own = [r for r in records if r.get("process", {}).get("pid") not in starters and
+           not _launcher_image(r, waiters, sampled)]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
@@ -313,6 +315,19 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
+
+
+def _launcher_image(rec: dict, waiters: set, sampled) -> bool:
+    """Whether ``rec`` is a launcher's own (its I/O the launcher's, not the program's): its pid
+    is one of ``waiters`` and, where the sampler saw which program that pid ran first, the record
+    is that program's image. A shell that execs the program (sh -c 'sleep 1; exec ./app') keeps
+    its pid, and the sampler judges the pid a launcher by the shell's waiting: the program's
+    image, with another exe, is the program's."""
+    p = rec.get("process", {})
+    if p.get("pid") not in waiters:
+        return False
+    seen = sampled.processes.get(p.get("pid"))
+    return not (seen and seen.exe and p.get("exe") and p.get("exe") != seen.exe)
 
 
 EXPERIMENT_ROUNDS = 2
