@@ -589,3 +589,22 @@ def test_experiments_after_a_failed_run_say_they_were_not_run(tmp_path):
     assert doc["environment"]["profile"]["experiments"] == {"why": "not run: the program exited 3"}
     text = " ".join(r.stderr.split())
     assert "--experiments: not run: the program exited 3" in text and "more times" not in text
+
+
+def test_a_process_that_wrote_no_record_is_named_and_others_are_not(tmp_path):
+    # the shell kills itself with SIGKILL after waiting for sleep: it writes no record, sleep does;
+    # a static program is one the interposer never entered, and is not named
+    static = static_program(tmp_path, "#include <unistd.h>\nint main(void) { usleep(300000); return 0; }\n")
+    r, doc = profile(tmp_path, "sh", "-c", f"sleep 0.5; {static}; kill -KILL $$")
+    assert r.returncode == 128 + 9
+    f = {x["id"]: x for x in doc["findings"]}["profile.interposer.no_record"]
+    assert len(f["data"]["processes"]) == 1 and f["data"]["processes"][0].endswith(" sh"), f
+    assert "SIGKILL" in f["why"]
+
+
+def test_no_record_finding_is_quiet_when_every_process_wrote_one_or_the_interposer_was_off(tmp_path):
+    r, doc = profile(tmp_path, "sh", "-c", "sleep 0.5; sleep 0.3; true")
+    assert r.returncode == 0, r.stderr
+    assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}
+    r, doc = profile(tmp_path, "sh", "-c", "sleep 0.5; kill -KILL $$", opts=("--no-interpose",))
+    assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}

@@ -34,7 +34,8 @@ from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common
 from .lossy import Lossy
-from .profile_launch import abort_job, end_job, launched_rank, unwatched
+from .profile_launch import (abort_job, end_job, launched_rank, launcher_image, left_tree, preloaded,
+                             unwatched)
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -261,7 +262,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
     own = [r for r in records if r.get("process", {}).get("pid") not in starters and
-           not _launcher_image(r, waiters, sampled)]
+           not launcher_image(r, waiters, sampled)]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
@@ -270,7 +271,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others)
     breakdown["launch"] = ended.describe()
-    left = _left_tree(sampled)
+    left = left_tree(sampled)
     if left:
         breakdown["launch"]["left_tree"] = left.data["processes"]
         findings.append(left)
@@ -279,6 +280,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                 "modules": sorted({n for r in records for n in r["modules"]}),
                                 "skipped": records.counts()})
     findings.extend(interpose_record.findings(records, removed))
+    if not refused and not removed and not (wrapped and wrapped[0] != 0):
+        gone = interpose_record.unrecorded(preloaded(sampled, preload_refused), records)
+        if gone:
+            findings.append(gone)
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
@@ -315,19 +320,6 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
             ": the profile covers the time until then"
     return session.finish(), code
-
-
-def _launcher_image(rec: dict, waiters: set, sampled) -> bool:
-    """Whether ``rec`` is a launcher's own (its I/O the launcher's, not the program's): its pid
-    is one of ``waiters`` and, where the sampler saw which program that pid ran first, the record
-    is that program's image. A shell that execs the program (sh -c 'sleep 1; exec ./app') keeps
-    its pid, and the sampler judges the pid a launcher by the shell's waiting: the program's
-    image, with another exe, is the program's."""
-    p = rec.get("process", {})
-    if p.get("pid") not in waiters:
-        return False
-    seen = sampled.processes.get(p.get("pid"))
-    return not (seen and seen.exe and p.get("exe") and p.get("exe") != seen.exe)
 
 
 EXPERIMENT_ROUNDS = 2
@@ -494,24 +486,3 @@ def _interruption(signals: List[dict]) -> str:
               "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
         return f"{TERMINATING[name]} ({name}, {to})"
     return ""
-
-
-def _left_tree(sampled):
-    """A finding when processes of the program left its tree alive (orphaned, reparented to
-    init or a subreaper): no one in the tree waited for them, so their CPU time, memory and
-    I/O are not in the exact totals taken at the program's exit."""
-    from ..results.model import WARN, Finding
-    gone = [p for p in sampled.processes.values() if p.left]
-    if not gone:
-        return None
-    names = [f"{p.pid} {p.comm}" for p in sorted(gone, key=lambda p: p.pid)]
-    return Finding(id="profile.left_tree", status=WARN,
-                   title=f"{len(gone)} process(es) left the program's tree while it ran (orphaned): their I/O, "
-                         "CPU time and memory are not in the totals",
-                   evidence="seen by the /proc sampler, then alive with a parent outside the tree: " +
-                            ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else ""),
-                   why="The totals are read when the program ends and hold every process it, or its children, "
-                       "waited for; a process started in the background and not waited for (a daemon, "
-                       "`cmd &` without `wait`) is counted by no one.",
-                   fix="Have the program wait for what it starts (a shell script: `wait` at its end).",
-                   data={"processes": names})
