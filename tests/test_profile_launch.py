@@ -179,6 +179,42 @@ def test_the_program_keeps_the_signals_its_parent_ignored(tmp_path):
     assert int(r.stdout.split()[1], 16) == 0         # nothing ceiling blocked is left blocked
 
 
+@needs_launcher
+def test_ceiling_survives_hangups_and_user_signals_from_start_to_end(tmp_path):
+    # SIGHUP and SIGUSR1 to ceiling alone, again and again from the moment it first catches SIGHUP
+    # until its report is written: before the program, while it runs (passed on: the program may
+    # die of them) and after, while ceiling analyses and delivers. Ceiling itself never dies of them (it would
+    # end with a negative status); those outside the program's run are noted in the run.
+    out = tmp_path / "p.json"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                          str(out), "--", "sleep", "0.3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env=dict(os.environ, NO_COLOR="1"))
+    sent = 0
+    try:
+        # until the report is written: ceiling then only exits (the handlers go back in its last
+        # milliseconds); the old ceiling caught them only while the program ran, and died after
+        while p.poll() is None and not out.exists():
+            try:
+                if not sent:
+                    with open(f"/proc/{p.pid}/status") as f:
+                        caught = int(next(ln for ln in f if ln.startswith("SigCgt:")).split()[1], 16)
+                if sent or caught >> (signal.SIGHUP - 1) & 1:
+                    os.kill(p.pid, signal.SIGHUP if sent % 2 == 0 else signal.SIGUSR1)
+                    sent += 1
+            except (OSError, StopIteration):
+                pass
+            time.sleep(0.01)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert sent >= 2 and p.returncode >= 0, (p.returncode, err)
+    doc = json.loads(out.read_text())
+    outside = doc["environment"]["profile"]["launch"]["signals_outside"]
+    assert "after the program ended" in {s["when"] for s in outside}, outside
+    assert {s["signal"] for s in outside} <= {"SIGHUP", "SIGUSR1"}
+
+
 # ---- a process that execs: two images of one pid -------------------------------------------------
 
 EXECS_ITSELF = r"""

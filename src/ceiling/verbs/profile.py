@@ -8,7 +8,8 @@ would without ceiling; ceiling waits for it to end and still reports, marked
 partial. Ceiling survives SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 and
 SIGALRM while the program runs, and passes on only those sent to ceiling alone:
 one sent to the process group has reached the program already (the rule:
-probes/launch.py).
+probes/launch.py); SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM before the program starts
+and after it ends are noted in the run (``signals_outside``), not fatal.
 
 While it runs, probes/proc_sampler.py reads its threads and processes from
 /proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
@@ -34,8 +35,8 @@ from ..errors import BadValueError, CeilingError, UsageError
 from ..files.private import make_dir, remove_tree
 from . import common
 from .lossy import Lossy
-from .profile_launch import (abort_job, end_job, launched_rank, launcher_image, left_tree, preloaded,
-                             unwatched)
+from .profile_launch import (abort_job, end_job, interruption, launched_rank, launcher_image, left_tree,
+                             preloaded, unwatched)
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -85,6 +86,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from ..probes.launch import Noted
+    # SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are noted, not fatal, from here to the end (probes/launch.py)
+    with Noted() as noted:
+        code = _main(args, argv, noted)
+        late = noted.take()
+        if late:
+            print(f"ceiling: {', '.join(late)} came while the report was delivered: noted, nothing stopped",
+                  file=sys.stderr, flush=True)
+        return code
+
+
+def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -108,7 +121,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                          "which one rank of an MPI job cannot do")
     if wrapped and wrapped[0] != 0:
         # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
-        run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+        run, code = _profile(args, argv, cmd, exe, interval, noted, wrapped)
         if run.application.signal:
             print(f"ceiling: rank {wrapped[0]}: its program was killed by {run.application.signal}; rank 0's report, "
                   "if it comes, lacks this rank (a launcher that ends the job for it, as MPICH's mpiexec does, "
@@ -122,7 +135,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             end_job(exe, cmd, e, preload_refused(exe))           # says the error itself, before the job ends
             raise SystemExit(e.exit_code) from None
         raise
-    run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+    run, code = _profile(args, argv, cmd, exe, interval, noted, wrapped)
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     delivered = common.deliver(run, outputs, 0, common.say(args))
@@ -187,7 +200,7 @@ def preload_refused(path: str) -> str:
 
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
-             interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
+             interval: float, noted, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
     from .. import core
     from .. import machine as machine_mod
     from ..analysis import profile_counters, profile_files
@@ -226,6 +239,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # The program is forked from ceiling-launch with the counters opened on it before its exec
     # (probes/perf_counters.py, probes/launch.py); ceiling survives the signals of launch.WATCHED
     # meanwhile and passes on only those sent to it alone.
+    before = noted.take()
     with Watch() as watch:
         try:
             child = spawn(cmd, exe, env)
@@ -242,7 +256,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     sampled = sampler.stop()
     counters = child.finish(wall, hypervisor=m.virtualized)
     status = ended.status
-    interrupted = _interruption(ended.signals)
+    interrupted = interruption(ended.signals)
     app.finished, app.wall_s = utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
@@ -306,6 +320,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         app.overhead["uninstrumented"] = _plain_run(cmd, exe, wall)
     if args.experiments:
         breakdown["experiments"], bounds, findings = _experiments(cmd, exe, m, code, bounds, findings)
+    outside = [{"signal": n, "when": "before the program started"} for n in before] + \
+        [{"signal": n, "when": "after the program ended"} for n in noted.take()]
+    if outside:
+        breakdown["launch"]["signals_outside"] = outside         # noted, nothing stopped
     run = session.run
     run.application = app
     run.metrics.extend(metrics)
@@ -468,21 +486,3 @@ def _plain_run(cmd: List[str], exe: str, profiled_s: float) -> dict:
     plain = time.monotonic() - t0
     return {"wall_s": plain, "profiled_wall_s": profiled_s, "exit_status": r.returncode,
             "slowdown": profiled_s / plain - 1 if plain > 0 else None}
-
-
-TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
-
-
-def _interruption(signals: List[dict]) -> str:
-    """The first signal ceiling got that asks a program to end, in words ("" for none: a
-    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
-    for s in signals:
-        name = s["signal"]
-        if name not in TERMINATING:
-            continue
-        if name == "SIGINT" and not s.get("passed_on"):
-            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
-        to = ("passed on to the program" if s.get("passed_on") else
-              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
-        return f"{TERMINATING[name]} ({name}, {to})"
-    return ""

@@ -55,6 +55,24 @@ def unwatched(records: list, root: int, sampled: Set[int] = frozenset(), everyon
     return out
 
 
+TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
+
+
+def interruption(signals: List[dict]) -> str:
+    """The first signal ceiling got that asks a program to end, in words ("" for none: a
+    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
+    for s in signals:
+        name = s["signal"]
+        if name not in TERMINATING:
+            continue
+        if name == "SIGINT" and not s.get("passed_on"):
+            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
+        to = ("passed on to the program" if s.get("passed_on") else
+              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
+        return f"{TERMINATING[name]} ({name}, {to})"
+    return ""
+
+
 def preloaded(sampled, preload_refused) -> List[Tuple[int, str]]:
     """(pid, comm) of the processes the sampler saw that should have written a record: not
     ceiling's launcher, not one that left the tree (it may still run), not a program the
