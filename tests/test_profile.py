@@ -608,3 +608,11 @@ def test_no_record_finding_is_quiet_when_every_process_wrote_one_or_the_interpos
     assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}
     r, doc = profile(tmp_path, "sh", "-c", "sleep 0.5; kill -KILL $$", opts=("--no-interpose",))
     assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}
+
+
+def test_the_help_says_json_is_refused_and_what_to_use():
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--help"], capture_output=True, text=True,
+                       env=dict(os.environ, COLUMNS="200"))
+    assert r.returncode == 0
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("--json"))
+    assert "refused" in line and "--save-json" in line and "print the run" not in line, line

@@ -82,7 +82,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--overhead", action="store_true",
                    help="run the program a second time, without ceiling (its output discarded), and report "
                         "how much slower the profiled run was")
-    common.output_options(p, store=True, html=True)
+    common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
+                          "(the run's JSON would be mixed into it); use --save-json FILE.json")
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
