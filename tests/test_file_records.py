@@ -629,3 +629,19 @@ def test_synchronous_writes_are_a_warning_when_they_took_a_tenth_of_the_run():
     assert f.status == "warn" and "30% of the run's 10 s" in f.title and "fsync" in f.fix
     (quiet,) = profile_files.uncounted(s, 100.0)
     assert quiet.status == "ok"                       # 3% of the run: named, not a warning
+
+
+def test_the_io_calls_of_every_class_are_on_both_pages():
+    # copy (copy_file_range, sendfile between files) and other (pipes, terminals, sockets,
+    # /dev/null) are classes of io_calls: neither page may leave them out
+    from ceiling.report import html_profile, terminal_profile
+    one = dict(calls=0, errors=0, bytes=0, ns=0, random=0, library_calls=0, estimated=0)
+    io = {"read": dict(one, calls=3, bytes=3 << 20, ns=10**6), "write": dict(one),
+          "copy": dict(one, calls=2, bytes=8 << 20, ns=2 * 10**6), "other": dict(one, calls=40, bytes=4000, ns=10**5)}
+    run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
+    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0)
+    run.environment["profile"] = {"io_calls": io}
+    html = html_profile.application_section(run)
+    assert "<td>copy</td>" in html and "<td>other (pipes" in html and "<td>write</td>" not in html
+    text = terminal_profile.render(run, width=200)
+    assert "copy 2, 8.389 MB" in text and "other (not storage) 40" in text and "read 3, 3.146 MB" in text

@@ -351,7 +351,8 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     s.processes[1] = ProcessSample(1, 0, "app")
     s.processes[1].io = {"rchar": 500_000, "wchar": 0}
     metrics, _, _, b = conclude(s, Rusage(0.5, 0.0, 1 << 20), 1.0, 2, others=[rec])
-    assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0}
+    assert b["threads"] == 2 and b["from_records"] == {"processes": 1, "threads": 1, "without_proc_lines": 0,
+                                                        "earlier_images": 0}
     m = {x.name: x.value for x in metrics}            # its CPU time, memory and I/O in the totals too
     assert m["app.cpu.user"] == pytest.approx(3.0) and m["app.rss.peak"] == pytest.approx(4.0)
     assert m["app.cpu.used"] == pytest.approx(0.5 / 1.0 + 2.5 / 2.0)   # each over its own life
@@ -617,3 +618,30 @@ def test_experiments_after_a_failed_run_say_they_were_not_run(tmp_path):
     assert doc["environment"]["profile"]["experiments"] == {"why": "not run: the program exited 3"}
     text = " ".join(r.stderr.split())
     assert "--experiments: not run: the program exited 3" in text and "more times" not in text
+
+
+def test_a_process_that_wrote_no_record_is_named_and_others_are_not(tmp_path):
+    # the shell kills itself with SIGKILL after waiting for sleep: it writes no record, sleep does;
+    # a static program is one the interposer never entered, and is not named
+    static = static_program(tmp_path, "#include <unistd.h>\nint main(void) { usleep(300000); return 0; }\n")
+    r, doc = profile(tmp_path, "sh", "-c", f"sleep 0.5; {static}; kill -KILL $$")
+    assert r.returncode == 128 + 9
+    f = {x["id"]: x for x in doc["findings"]}["profile.interposer.no_record"]
+    assert len(f["data"]["processes"]) == 1 and f["data"]["processes"][0].endswith(" sh"), f
+    assert "SIGKILL" in f["why"]
+
+
+def test_no_record_finding_is_quiet_when_every_process_wrote_one_or_the_interposer_was_off(tmp_path):
+    r, doc = profile(tmp_path, "sh", "-c", "sleep 0.5; sleep 0.3; true")
+    assert r.returncode == 0, r.stderr
+    assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}
+    r, doc = profile(tmp_path, "sh", "-c", "sleep 0.5; kill -KILL $$", opts=("--no-interpose",))
+    assert "profile.interposer.no_record" not in {x["id"] for x in doc["findings"]}
+
+
+def test_the_help_says_json_is_refused_and_what_to_use():
+    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--help"], capture_output=True, text=True,
+                       env=dict(os.environ, COLUMNS="200"))
+    assert r.returncode == 0
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("--json"))
+    assert "refused" in line and "--save-json" in line and "print the run" not in line, line

@@ -177,3 +177,126 @@ def test_the_program_keeps_the_signals_its_parent_ignored(tmp_path):
     assert ignored >> (signal.SIGHUP - 1) & 1 and not ignored >> (signal.SIGPIPE - 1) & 1
     r, doc = profile(tmp_path, "grep", "SigBlk", "/proc/self/status")
     assert int(r.stdout.split()[1], 16) == 0         # nothing ceiling blocked is left blocked
+
+
+@needs_launcher
+def test_ceiling_survives_hangups_and_user_signals_from_start_to_end(tmp_path):
+    # SIGHUP and SIGUSR1 to ceiling alone, again and again from the moment it first catches SIGHUP
+    # until its report is written: before the program, while it runs (passed on: the program may
+    # die of them) and after, while ceiling analyses and delivers. Ceiling itself never dies of them (it would
+    # end with a negative status); those outside the program's run are noted in the run.
+    out = tmp_path / "p.json"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
+                          str(out), "--", "sleep", "0.3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, env=dict(os.environ, NO_COLOR="1"))
+    sent = 0
+    try:
+        # until the report is written: ceiling then only exits (the handlers go back in its last
+        # milliseconds); the old ceiling caught them only while the program ran, and died after
+        while p.poll() is None and not out.exists():
+            try:
+                if not sent:
+                    with open(f"/proc/{p.pid}/status") as f:
+                        caught = int(next(ln for ln in f if ln.startswith("SigCgt:")).split()[1], 16)
+                if sent or caught >> (signal.SIGHUP - 1) & 1:
+                    os.kill(p.pid, signal.SIGHUP if sent % 2 == 0 else signal.SIGUSR1)
+                    sent += 1
+            except (OSError, StopIteration):
+                pass
+            time.sleep(0.01)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert sent >= 2 and p.returncode >= 0, (p.returncode, err)
+    doc = json.loads(out.read_text())
+    outside = doc["environment"]["profile"]["launch"]["signals_outside"]
+    assert "after the program ended" in {s["when"] for s in outside}, outside
+    assert {s["signal"] for s in outside} <= {"SIGHUP", "SIGUSR1"}
+
+
+# ---- a process that execs: two images of one pid -------------------------------------------------
+
+EXECS_ITSELF = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static void writes(const char *path, int n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int i = 0; i < n; i++)
+        write(fd, "0123456789abcdef", 16);
+    close(fd);
+}
+int main(int argc, char **argv)
+{
+    if (argc > 1) {                       /* the second image */
+        writes("second", 5);
+        return 0;
+    }
+    writes("first", 7);
+    struct timespec t0, t;                /* 0.3 s on a CPU, which the second image's rusage still holds */
+    if (!getenv("BURN"))
+        goto again;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    do
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1e9 + (t.tv_nsec - t0.tv_nsec) < 3e8);
+again:
+    execl("/proc/self/exe", argv[0], "again", (char *)0);
+    return 1;
+}
+"""
+
+
+def execs_itself(tmp_path: Path) -> Path:
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    src, app = tmp_path / "app.c", tmp_path / "app"
+    src.write_text(EXECS_ITSELF)
+    subprocess.run([cc, "-O1", "-o", str(app), str(src)], check=True)
+    return app
+
+
+@needs_launcher
+def test_a_shell_that_execs_the_program_keeps_both_its_images_calls(tmp_path):
+    # the shell waits for sleep (a launcher, by the sampler: a parent hardly ever on a CPU), then
+    # execs the program in its own pid, which execs itself once: the program's two images are not
+    # the shell's, and each write is counted once
+    app = execs_itself(tmp_path)
+    r, doc = profile(tmp_path, "sh", "-c", f"sleep 0.5; exec {app}")
+    assert r.returncode == 0, r.stderr
+    io = doc["environment"]["profile"]["io_calls"]
+    assert io["write"]["calls"] == 7 + 5 and io["write"]["bytes"] == 12 * 16, io
+
+
+def test_a_process_that_execed_counts_its_cpu_once_from_its_records(tmp_path):
+    # the program's two records, as a rank the sampler did not watch gives them: the second image's
+    # utime and main-thread run time already hold the first's
+    import resource
+    from ceiling.analysis.profile import Rusage, conclude
+    from ceiling.analysis.profile_io import io_calls
+    from ceiling.probes import interpose_record
+    from ceiling.probes.proc_sampler import Sampled
+    app = execs_itself(tmp_path)
+    out = tmp_path / "rec"
+    out.mkdir()
+    env = dict(os.environ, BURN="1", LD_PRELOAD=str(core.interpose_library_path()),
+               CEILING_INTERPOSE_OUT=str(out / "interpose.%p"))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([str(app)], cwd=tmp_path, env=env, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    exact = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    records = interpose_record.latest(interpose_record.read_dir(str(out)))
+    assert sorted(r["process"]["reason"] for r in records) == ["exec", "exit"]
+    assert io_calls(records)["write"]["calls"] == 12              # calls: every image's, summed
+    metrics, _, _, b = conclude(Sampled(samples=1, interval_s=0.1), Rusage(0.0, 0.0, 0), 1.0, 2, others=records)
+    m = {x.name: x.value for x in metrics}
+    assert b["from_records"]["processes"] == 1 and b["from_records"]["earlier_images"] == 1
+    assert m["app.cpu.user"] + m["app.cpu.system"] == pytest.approx(exact, abs=0.02)
+    assert b["shares"]["on_cpu"] * b["thread_seconds"] == pytest.approx(exact, abs=0.02)

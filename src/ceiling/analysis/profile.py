@@ -146,6 +146,31 @@ def record_threads(rec: Dict[str, Any]) -> Tuple[List[Tuple[str, Split]], List[s
     return out, idle, max(0.0, cpu - sum(ln.get("run_ns", 0) for ln in tasks) / 1e9)
 
 
+def last_images(records: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:
+    """One record per process (host, pid) of ``records``: its last image's (the latest start_ns;
+    one written before an exec is followed by the new image's), and how many earlier images were
+    folded into it. The figures a process carries across exec (utime_us and stime_us, its main
+    thread's run time, maxrss and rchar/wchar in its proc lines) are the last image's, which hold
+    the earlier ones': summed, they would count its CPU time twice. Its life starts with its first
+    image (start_ns is that image's). I/O and MPI calls are per image: they are summed from every
+    record elsewhere (io_calls, profile_mpi)."""
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    for rec in records:
+        p = rec.get("process", {})
+        groups.setdefault((p.get("host"), p.get("pid")), []).append(rec)
+    out, folded = [], 0
+    for recs in groups.values():
+        if len(recs) == 1:
+            out.append(recs[0])
+            continue
+        starts = [r.get("process", {}).get("start_ns", 0) for r in recs]
+        last = dict(recs[starts.index(max(starts))])
+        last["process"] = dict(last.get("process", {}), start_ns=min(starts))
+        out.append(last)
+        folded += len(recs) - 1
+    return out, folded
+
+
 def record_split(rec: Dict[str, Any]) -> Optional[Split]:
     """One process's split from its record (``record_threads`` summed, the ended threads' CPU
     on a CPU); None without proc lines."""
@@ -165,7 +190,8 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     interposer's records, when it counted; ``mpi``: analysis/profile_mpi.conclude of them;
     ``counters``: what probes/perf_counters.py counted; ``leave_out``: launchers known
     otherwise, as MPI ranks' ancestors; ``others``: records of the program's processes the
-    sampler did not watch, whose threads join the split from their proc lines; ``competing``:
+    sampler did not watch, whose threads join the split from their proc lines (a process's
+    images before an exec are folded into its last: ``last_images``); ``competing``:
     checks/load.compare's warnings over the program's run, other processes named with their
     share of a CPU)."""
     waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
@@ -174,7 +200,8 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     seen_on = sum(sp.on_s for _, sp in per)
     exact_cpu = ru.user_s + ru.system_s if ru else None
     unseen = max(0.0, exact_cpu - seen_on) if exact_cpu is not None else 0.0
-    from_records = {"processes": 0, "threads": 0, "without_proc_lines": 0}
+    others, folded = last_images(others)
+    from_records = {"processes": 0, "threads": 0, "without_proc_lines": 0, "earlier_images": folded}
     for rec in others:
         threads, rec_idle, rec_unseen = record_threads(rec)
         if not threads:

@@ -338,5 +338,32 @@ def finding(records: Records) -> Optional[Finding]:
         data=dict(n))
 
 
+def unrecorded(seen: List[Tuple[int, str]], records: List[Dict[str, Any]]) -> Optional[Finding]:
+    """The processes of ``seen`` ((pid, comm): those the /proc sampler saw that the interposer
+    was put into) with no record of this host, in one finding; None when every one wrote one.
+    Their I/O and MPI calls are in no figure."""
+    here = os.uname().nodename
+    have = {r.get("process", {}).get("pid") for r in records if r.get("process", {}).get("host") == here}
+    missing = [f"{pid} {comm}" for pid, comm in seen if pid not in have]
+    if not missing:
+        return None
+    n = len(missing)
+    return Finding(
+        id="profile.interposer.no_record", status=WARN,
+        title=f"{n} process{'es' if n != 1 else ''} of the program wrote no interposer record: "
+              f"{'their' if n != 1 else 'its'} I/O and MPI calls are not counted",
+        evidence="seen by the /proc sampler, no record: " + ", ".join(missing[:10]) +
+                 (f" and {n - 10} more" if n > 10 else ""),
+        why="The interposer writes a process's record when it exits, execs or dies of a catchable signal. "
+            "It writes none for a process killed by SIGKILL (the kernel's OOM killer, a batch system's "
+            "time limit, kill -9), one that ends by the raw exit_group system call without the C library "
+            "(a Go program), one whose file descriptors are all in use with the soft limit already at the "
+            "hard one (ulimit -Hn), or a statically linked or setuid program started by the program (the "
+            "loader does not preload the interposer there).",
+        fix="Check how the processes named ended (dmesg for the OOM killer, the job's log for a time limit); "
+            "a Go program's or a static program's I/O is in the /proc totals (app.io.*) only.",
+        data={"processes": missing})
+
+
 def _and(parts: List[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]

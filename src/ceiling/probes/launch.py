@@ -124,6 +124,47 @@ class Watch:
         return out
 
 
+OUTSIDE = ("SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM")   # noted, not fatal, from ceiling's start to its end
+
+
+class Noted:
+    """Ceiling's handlers for OUTSIDE around the whole of `ceiling profile` (main thread
+    only): a hangup, a batch system's warning signal (Slurm's --signal, SIGUSR1 by default)
+    or an alarm that comes while ceiling prepares, analyses or delivers is noted, not fatal.
+    ``Watch`` takes over while the program runs and gives them back after. A signal ceiling
+    ignored when it started (nohup) stays ignored, and so for the program; one caught here
+    is at its default in the program (exec resets a caught signal), as without ceiling."""
+
+    def __init__(self, names: Sequence[str] = OUTSIDE):
+        self.signals = [getattr(signal, n) for n in names if hasattr(signal, n)]
+        self.got: List[int] = []
+        self._old: Dict[int, object] = {}
+
+    def __enter__(self) -> "Noted":
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for s in self.signals:
+            old = signal.getsignal(s)
+            if old == signal.SIG_IGN or old is None:         # None: set outside Python, left alone
+                continue
+            self._old[s] = old
+            signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+    def _handler(self, signum, frame) -> None:
+        self.got.append(signum)
+
+    def take(self) -> List[str]:
+        """The names of the signals noted since the last take, in order."""
+        out, self.got = self.got, []
+        return [_name(s) for s in out]
+
+
 class _Lines:
     """Lines from the launcher's report pipe."""
 

@@ -56,8 +56,8 @@ class ThreadSample:
 class ProcessSample:
     pid: int
     ppid: int
-    comm: str
-    exe: str = ""
+    comm: str                            # as last seen (after an exec, the new image's)
+    exe: str = ""                        # as first seen
     voluntary: int = 0                   # context switches it asked for (blocking, sleeping)
     involuntary: int = 0                 # preemptions: another task took its CPU
     rss_peak_bytes: int = 0              # VmHWM
@@ -197,9 +197,7 @@ class ProcSampler:
             except (OSError, ValueError, IndexError):
                 pass
         if p is not None and status:
-            # the name at its latest sample: a forked child first seen before its exec has its
-            # parent's name then
-            p.comm = status.get("Name", p.comm)
+            p.comm = status.get("Name", p.comm)            # its latest image's: a forked shell execs the command
             p.voluntary = int(status.get("voluntary_ctxt_switches", p.voluntary) or 0)
             p.involuntary = int(status.get("nonvoluntary_ctxt_switches", p.involuntary) or 0)
             hwm = status.get("VmHWM", "")

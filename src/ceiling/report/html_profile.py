@@ -77,6 +77,12 @@ def _split(prof: Dict[str, Any]) -> str:
             f'<th class="n">mean</th><th class="n">max</th></tr></thead><tbody>{rows}</tbody></table>')
 
 
+# the classes of analysis/profile_io.io_calls, in order: storage (copy: copy_file_range and sendfile
+# between files), then the calls on pipes, terminals, sockets and /dev/null, which are not storage
+IO_ROWS = (("read", "read"), ("write", "write"), ("meta", "meta"), ("sync", "sync"), ("copy", "copy"),
+           ("other", "other (pipes, terminals, sockets, /dev/null: not storage)"))
+
+
 def _io_table(prof: Dict[str, Any]) -> str:
     io = prof.get("io_calls") or {}
     if not io:
@@ -84,12 +90,12 @@ def _io_table(prof: Dict[str, Any]) -> str:
         return (f"<p>I/O calls were not counted: {esc(str(ip.get('why')))}.</p>" if ip and not ip.get("used")
                 else "")
     rows = []
-    for cls in ("read", "write", "meta", "sync"):
+    for cls, label in IO_ROWS:
         x = io.get(cls)
         if not x or not x.get("calls"):
             continue
-        size = f"{x['bytes'] / x['calls'] / 1024:.3g} KiB" if cls in ("read", "write") and x["calls"] else "-"
-        rows.append(f'<tr><td>{esc(cls)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
+        size = f"{x['bytes'] / x['calls'] / 1024:.3g} KiB" if cls in ("read", "write", "copy") and x["calls"] else "-"
+        rows.append(f'<tr><td>{esc(label)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
                     f'<td class="n">{x["bytes"] / 1e6:.4g}</td><td class="n">{size}</td>'
                     f'<td class="n">{x["ns"] / 1e9:.3g}</td></tr>')
     if not rows:

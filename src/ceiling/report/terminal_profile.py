@@ -39,6 +39,9 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         fact("I/O", f"read {mb('app.io.read')} MB, wrote {mb('app.io.write')} MB through system calls"
              + (f" ({mb('app.io.read_device')} MB and {mb('app.io.write_device')} MB at the device)"
                 if "app.io.read_device" in m or "app.io.write_device" in m else ""))
+    calls = io_calls_text(prof.get("io_calls") or {})
+    if calls:
+        fact("I/O calls", calls)
     if run.partial:
         lines.append(st(f"  PARTIAL: {run.partial_reason}", "yellow"))
 
@@ -61,6 +64,20 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines += ["", T.findings(run, color=color, width=width)]
     lines += ["", *T._wrap(cost_text(run, prof), width, "    ", "  ")]
     return "\n".join(lines)
+
+
+def io_calls_text(io: Dict[str, Any]) -> str:
+    """The interposer's I/O calls by class (analysis/profile_io.io_calls), one clause each:
+    the storage classes, then ``other`` (pipes, terminals, sockets, /dev/null); "" for none."""
+    parts = []
+    for cls in ("read", "write", "meta", "sync", "copy", "other"):
+        x = io.get(cls) or {}
+        if not x.get("calls"):
+            continue
+        mb = f", {x['bytes'] / 1e6:.4g} MB" if cls in ("read", "write", "copy", "other") else ""
+        name = "other (not storage)" if cls == "other" else cls
+        parts.append(f"{name} {x['calls']}{mb}, {x['ns'] / 1e9:.3g} s")
+    return "; ".join(parts)
 
 
 def wrapped_text(prof: Dict[str, Any]) -> str:

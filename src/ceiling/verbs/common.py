@@ -40,9 +40,14 @@ def measure_options(p: argparse.ArgumentParser) -> None:
                         "are shown as disturbed, not as the node's)")
 
 
-def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = True) -> None:
+def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = True,
+                   json_refused: str = "") -> None:
+    """The output options; ``json_refused``: why a verb refuses --json (one that runs a program,
+    whose standard output it is), said in its help instead of what --json does elsewhere."""
     g = p.add_argument_group("output")
-    g.add_argument("--json", action="store_true", help="print the run as versioned JSON on stdout (terminal text goes to stderr)")
+    g.add_argument("--json", action="store_true",
+                   help=f"refused: {json_refused}" if json_refused else
+                   "print the run as versioned JSON on stdout (terminal text goes to stderr)")
     if html:
         g.add_argument("--out", metavar="FILE.html", help="write the single-file HTML report here")
     g.add_argument("--save-json", metavar="FILE.json", help="also write the run's JSON to this file")

@@ -8,7 +8,8 @@ would without ceiling; ceiling waits for it to end and still reports, marked
 partial. Ceiling survives SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2 and
 SIGALRM while the program runs, and passes on only those sent to ceiling alone:
 one sent to the process group has reached the program already (the rule:
-probes/launch.py).
+probes/launch.py); SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM before the program starts
+and after it ends are noted in the run (``signals_outside``), not fatal.
 
 While it runs, probes/proc_sampler.py reads its threads and processes from
 /proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
@@ -33,7 +34,8 @@ from ..errors import INTERRUPTED_EXIT, TERMINATED, TERMINATED_EXIT, BadValueErro
 from ..files.private import make_dir, remove_tree
 from . import common, profile_overhead
 from .lossy import Lossy
-from .profile_launch import abort_job, end_job, interruption, launched_rank, left_tree, unwatched
+from .profile_launch import (abort_job, end_job, interruption, launched_rank, launcher_image, left_tree,
+                             preloaded, unwatched)
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -82,10 +84,23 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run the program 3 more times alone and 3 times watched (sampler and interposer), "
                         "interleaved, their output discarded, and report the slowdown of the medians with its "
                         "spread; refused where the runs did not all end alike")
-    common.output_options(p, store=True, html=True)
+    common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
+                          "(the run's JSON would be mixed into it); use --save-json FILE.json")
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from ..probes.launch import Noted
+    # SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are noted, not fatal, from here to the end (probes/launch.py)
+    with Noted() as noted:
+        code = _main(args, argv, noted)
+        late = noted.take()
+        if late:
+            print(f"ceiling: {', '.join(late)} came while the report was delivered: noted, nothing stopped",
+                  file=sys.stderr, flush=True)
+        return code
+
+
+def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -109,7 +124,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                          "which one rank of an MPI job cannot do")
     if wrapped and wrapped[0] != 0:
         # rank 0's ceiling reports every rank: the others touch neither its outputs nor the history
-        run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+        run, code = _profile(args, argv, cmd, exe, interval, noted, wrapped)
         if run.application.signal:
             print(f"ceiling: rank {wrapped[0]}: its program was killed by {run.application.signal}; rank 0's report, "
                   "if it comes, lacks this rank (a launcher that ends the job for it, as MPICH's mpiexec does, "
@@ -123,7 +138,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             end_job(exe, cmd, e, preload_refused(exe))           # says the error itself, before the job ends
             raise SystemExit(e.exit_code) from None
         raise
-    run, code = _profile(args, argv, cmd, exe, interval, wrapped)
+    run, code = _profile(args, argv, cmd, exe, interval, noted, wrapped)
     args.text_to_stderr = True                 # standard output is the program's
     outputs = common.exporters(args, store, html=bool(args.out), render=_render(args))
     # the program's exit status is ceiling's: one that handled a SIGTERM and exited 0 gives 0, its
@@ -190,7 +205,7 @@ def preload_refused(path: str) -> str:
 
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
-             interval: float, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
+             interval: float, noted, wrapped: Optional[Tuple[int, int]] = None) -> Tuple[object, int]:
     # Only what starts the program is imported and done before it: the machine's detection
     # and the analysis wait until it has ended (_wrap_up).
     from .. import core
@@ -230,6 +245,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # The program is forked from ceiling-launch with the counters opened on it before its exec
     # (probes/perf_counters.py, probes/launch.py); ceiling survives the signals of launch.WATCHED
     # meanwhile and passes on only those sent to it alone.
+    before = noted.take()
     with Watch() as watch:
         try:
             child = spawn(cmd, exe, env)
@@ -275,8 +291,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     finally:
         remove_tree(tmp)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
-    waiters = set(launchers(sampled, wall)) | set(launcher_pids(records))
-    own = [r for r in records if r.get("process", {}).get("pid") not in waiters]
+    starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
+    waiters = set(launchers(sampled, wall)) | starters
+    own = [r for r in records if r.get("process", {}).get("pid") not in starters and
+           not launcher_image(r, waiters, sampled)]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
@@ -294,6 +312,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                 "modules": sorted({n for r in records for n in r["modules"]}),
                                 "skipped": records.counts()})
     findings.extend(interpose_record.findings(records, removed))
+    if not refused and not removed and not (wrapped and wrapped[0] != 0):
+        gone = interpose_record.unrecorded(preloaded(sampled, preload_refused), records)
+        if gone:
+            findings.append(gone)
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
@@ -323,6 +345,10 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         from .profile_experiments import experiments
         breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall)
         stopped = breakdown["experiments"].get("stopped_by", "")
+    outside = [{"signal": n, "when": "before the program started"} for n in before] + \
+        [{"signal": n, "when": "after the program ended"} for n in noted.take()]
+    if outside:
+        breakdown["launch"]["signals_outside"] = outside         # noted, nothing stopped
     run = session.run
     run.application = app
     run.metrics.extend(metrics)
