@@ -22,6 +22,9 @@
 #define CEIL_IP_FILES_H
 
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define CEIL_IP_FILES_MAX 512      /* distinct files with a record; more are counted as lost */
 #define CEIL_IP_FD_MAP 4096        /* descriptors below this are mapped to their file */
@@ -93,5 +96,19 @@ uint32_t ceil_ip_file_named(const char *path, unsigned api, uint64_t ticks) __at
 void ceil_ip_file_io_id(uint32_t fid, int write, uint64_t bytes, uint64_t ticks, unsigned api)
     __attribute__((visibility("hidden")));
 void ceil_ip_file_sync_id(uint32_t fid, uint64_t ticks) __attribute__((visibility("hidden")));
+
+/* What a descriptor is, for the thread caches of the POSIX and stdio
+ * modules (0 there: not asked yet): CEIL_IP_FD_FILE (a regular file or a
+ * block device: storage) or CEIL_IP_FD_OTHER (a pipe, socket, terminal,
+ * /dev/null). Asked with fstat through the raw system call (no wrapper
+ * counts it); a descriptor fstat refuses is taken for a file. */
+enum { CEIL_IP_FD_FILE = 1, CEIL_IP_FD_OTHER = 2 };
+
+static inline uint8_t ceil_ip_fd_kind(int fd)
+{
+    struct stat st;
+    return syscall(SYS_fstat, fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? CEIL_IP_FD_FILE
+                                                                                        : CEIL_IP_FD_OTHER;
+}
 
 #endif /* CEIL_IP_FILES_H */

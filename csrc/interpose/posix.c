@@ -149,7 +149,7 @@ typedef struct posix_counters {
 
 /* What a descriptor is: not known yet (asked with fstat at its first read
  * or write), a file (regular, or a block device), or anything else. */
-enum { FD_UNKNOWN = 0, FD_FILE, FD_OTHER };
+enum { FD_UNKNOWN = 0, FD_FILE = CEIL_IP_FD_FILE, FD_OTHER = CEIL_IP_FD_OTHER };
 
 #define POS_MOVED (UINT64_C(1) << 63)
 /* A pread or pwrite came last: the expectation is its end, for telling random
@@ -213,11 +213,8 @@ static inline int is_file(posix_counters *c, int fd)
 {
     if ((unsigned)fd >= POSIX_TRACKED_FDS)
         return 1;
-    if (c->kind[fd] == FD_UNKNOWN) {
-        struct stat st;
-        c->kind[fd] = syscall(SYS_fstat, fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? FD_FILE
-                                                                                                    : FD_OTHER;
-    }
+    if (c->kind[fd] == FD_UNKNOWN)
+        c->kind[fd] = ceil_ip_fd_kind(fd);
     return c->kind[fd] == FD_FILE;
 }
 

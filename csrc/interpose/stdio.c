@@ -185,7 +185,7 @@ typedef struct stdio_counters {
  * data call on this thread), a file (regular, or a block device), or
  * anything else (a pipe, a socket, a terminal, /dev/null, a stream without
  * a descriptor: fmemopen, open_memstream, fopencookie). */
-enum { FD_UNKNOWN = 0, FD_FILE, FD_OTHER };
+enum { FD_UNKNOWN = 0, FD_FILE = CEIL_IP_FD_FILE, FD_OTHER = CEIL_IP_FD_OTHER };
 
 _Static_assert(sizeof(stdio_counters) <= CEIL_IP_MAX_BLOCK, "stdio block too large");
 _Static_assert(sizeof(stdio_totals) % sizeof(uint64_t) == 0, "stdio_totals is not all uint64_t");
@@ -217,11 +217,8 @@ static inline int stream_is_file(stdio_counters *c, FILE *f)
         return 0;
     if (fd >= STDIO_TRACKED_FDS)
         return 1;
-    if (c->kind[fd] == FD_UNKNOWN) {
-        struct stat st;
-        c->kind[fd] = syscall(SYS_fstat, fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ? FD_FILE
-                                                                                                    : FD_OTHER;
-    }
+    if (c->kind[fd] == FD_UNKNOWN)
+        c->kind[fd] = ceil_ip_fd_kind(fd);
     return c->kind[fd] == FD_FILE;
 }
 
