@@ -433,8 +433,15 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
     if io.get("sync", {}).get("calls", 0) or st["sync_calls"]:
         t.exact(name, "sync calls", io.get("sync", {}).get("calls", 0), st["sync_calls"], "strace")
     if st["copy_bytes"]:
-        t.add(name, "bytes by copy_file_range/sendfile", "not counted", st["copy_bytes"], "strace", False,
-              f"{st['copy_calls']:,} calls in no class of the interposer")
+        # the interposer's copy class: copy_file_range, sendfile, splice between two files (where one
+        # side is not a file, the call is a read or a write of the other)
+        got = io.get("copy", {})
+        if got.get("calls"):
+            t.exact(name, "copy_file_range/sendfile calls", got["calls"], st["copy_calls"], "strace")
+            t.exact(name, "bytes by copy_file_range/sendfile", got.get("bytes", 0), st["copy_bytes"], "strace")
+        else:
+            t.add(name, "bytes by copy_file_range/sendfile", "not counted", st["copy_bytes"], "strace", False,
+                  f"{st['copy_calls']:,} calls in no class of the interposer")
     for cls, key in (("read", "rchar"), ("write", "wchar")):
         v = metric(doc, f"app.io.{cls}")
         if v is None:
