@@ -260,3 +260,26 @@ def test_a_two_process_program_beside_competing_load_is_not_called_oversubscribe
     said = " ".join([b["evidence"] for b in bounds] + [f["title"] + " " + f["evidence"] for f in doc["findings"]])
     assert "oversubscribed" not in [b["bound"] for b in bounds]
     assert "competing" in said.lower() or "other process" in said.lower()
+
+
+def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path, prog):
+    # a program that moves 100 B: the interposer's /proc/self reads and its record (KiB) were in
+    # its totals, two or three times what it moved; now they are taken off, with and without it alike
+    # but for the loader's read of one more library's ELF header (832 B on x86-64)
+    def totals(*opts):
+        out = tmp_path / "p.json"
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", *opts,
+                            "--save-json", str(out), "--", prog, "remake", str(tmp_path / "f"), "1"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NO_COLOR="1"))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        return doc, metric(doc, "app.io.read") * 1e6, metric(doc, "app.io.write") * 1e6
+    doc, read, wrote = totals()
+    if not doc["environment"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built")
+    _, plain_read, plain_wrote = totals("--no-interpose")
+    assert wrote == pytest.approx(plain_wrote, abs=8) and plain_wrote == pytest.approx(100, abs=8)
+    assert 0 <= read - plain_read <= 2048, (read, plain_read)
+    own = doc["environment"]["profile"]["launch"]["interposer_io"]
+    assert own["read_bytes"] > 0 and own["written_bytes"] > 0

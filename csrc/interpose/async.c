@@ -39,6 +39,7 @@ static uint32_t async_in_maps(void)
     size_t keep = 0;
     for (;;) {
         const long n = syscall(SYS_read, fd, maps_buf + keep, sizeof maps_buf - 1 - keep);
+        ceil_ip_self_read_(n);
         if (n <= 0)
             break;
         const size_t len = keep + (size_t)n;

@@ -64,6 +64,7 @@ static int lost;                        /* atomic: threads that found no slot (n
 static pthread_key_t slot_key;          /* its destructor frees an ending thread's slot */
 static int have_key;
 static int forked;                      /* 1 in a child of fork() */
+static uint64_t self_read;              /* atomic: ceil_ip_self_read_ */
 static pid_t own_pid;                   /* getpid() of this image: another one is a vfork child */
 static uint64_t start_ns, start_unix_ns;
 static char out_pattern[PATH_MAX];
@@ -86,6 +87,12 @@ static uint64_t unix_ns(void)
 }
 
 /* ---- slots ---------------------------------------------------------------- */
+
+void ceil_ip_self_read_(long n)
+{
+    if (n > 0)
+        __atomic_fetch_add(&self_read, (uint64_t)n, __ATOMIC_RELAXED);
+}
 
 int ceil_ip_active(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == ST_ACTIVE; }
 
@@ -240,6 +247,7 @@ static size_t render_record(const char *reason, int sig, const char *by)
     ceil_ip_out_begin_(&o, "end");
     ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
     ceil_ip_put_u64(&o, "truncated", (uint64_t)truncated);
+    ceil_ip_put_u64(&o, "self_read", __atomic_load_n(&self_read, __ATOMIC_RELAXED));
     ceil_ip_out_end_(&o);
     return o.len;
 }
@@ -383,6 +391,7 @@ static void at_fork_child(void)
     if (have_key)
         pthread_setspecific(slot_key, NULL);
     forked = 1;
+    __atomic_store_n(&self_read, 0, __ATOMIC_RELAXED);     /* its own rchar starts at 0 too */
     start_ns = ceil_ip_now_ns();
     start_unix_ns = unix_ns();
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);

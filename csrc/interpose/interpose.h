@@ -413,6 +413,11 @@ void ceil_ip_say(const char *a, const char *b) __attribute__((visibility("hidden
 /* The runtime's constructor chooses the wrappers' clock (clock.c) before any module's init. */
 void ceil_ip_clock_init_(void) __attribute__((visibility("hidden")));
 
+/* Bytes the runtime and its modules read themselves (/proc/self files at
+ * the record): the kernel counts them in the program's rchar, so the
+ * record's "end" line says them (self_read) for the reader to take off. */
+void ceil_ip_self_read_(long n) __attribute__((visibility("hidden")));
+
 /*
  * void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v)
  * void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v)

@@ -58,6 +58,7 @@ static long read_at(int dir, const char *name, char *buf, size_t cap)
     if (fd < 0)
         return -1;
     const long n = syscall(SYS_read, (int)fd, buf, cap - 1);
+    ceil_ip_self_read_(n);
     syscall(SYS_close, (int)fd);
     if (n < 0)
         return -1;

@@ -35,7 +35,7 @@ from ..files.private import make_dir, remove_tree
 from . import common, profile_overhead
 from .lossy import Lossy
 from .profile_launch import (abort_job, end_job, interruption, launched_rank, launcher_image, left_tree,
-                             preloaded, unwatched)
+                             preloaded, record_bytes, unwatched, without_own_io)
 
 NAME = "profile"
 HELP = "run a program and say what limits it: ceiling profile -- ./app args"
@@ -287,9 +287,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
     removed = "" if refused or os.path.isdir(tmp) else tmp
     try:
+        written = record_bytes(tmp)
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
         remove_tree(tmp)
+    io, own_io = without_own_io(ended.io, records, written, None if wrapped else os.uname().nodename)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
@@ -299,10 +301,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, child.pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ended.user_s, ended.system_s, ended.maxrss_bytes,
-                                                           ended.io or None),
+                                                           io or None),
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
                                                     sorted(waiters), others, busy)
     breakdown["launch"] = ended.describe()
+    if own_io:
+        breakdown["launch"]["interposer_io"] = own_io      # taken off the totals
     left = left_tree(sampled)
     if left:
         breakdown["launch"]["left_tree"] = left.data["processes"]

@@ -199,3 +199,41 @@ def abort_job(e: CeilingError, rank: int) -> None:
     elif why:
         print(f"ceiling: it could not ({why}); the other ranks may wait in MPI_Init: stop the job with Ctrl-C "
               "or scancel", file=sys.stderr, flush=True)
+
+
+def record_bytes(tmp: str) -> int:
+    """The bytes of the interposer's record files in ``tmp``: written by the program's processes
+    (by rank 0's for every rank, in a wrapped launch), so in its wchar, and not its own I/O."""
+    total = 0
+    try:
+        with os.scandir(tmp) as it:
+            for e in it:
+                if e.is_file(follow_symlinks=False):
+                    total += e.stat(follow_symlinks=False).st_size
+    except OSError:
+        pass
+    return total
+
+
+def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str]
+                   ) -> Tuple[Optional[dict], dict]:
+    """The program's exit totals (/proc/PID/io) less what the interposer did inside it: the
+    records it wrote (``written``) and what it read itself (/proc/self files at each record, the
+    "self_read" of each image's record on ``host``; None: not known which records are this
+    tree's, as in a wrapped launch, so none taken off). With the interposer, a program that reads
+    a few KiB read two or three times that; the kernel counts both alike. The second value says
+    what was taken off ({} for nothing)."""
+    if not io:
+        return io, {}
+    read = 0 if host is None else sum(
+        int(r.get("end", {}).get("self_read") or 0) for r in records if r.get("process", {}).get("host") == host)
+    if not (read or written):
+        return io, {}
+    out = dict(io)
+    if "rchar" in out:
+        out["rchar"] = max(0, out["rchar"] - read)
+    if "wchar" in out:
+        out["wchar"] = max(0, out["wchar"] - written)
+    return out, {"read_bytes": read, "written_bytes": written,
+                 "how": "the interposer's own reads of /proc/self (its records' self_read) and its record "
+                        "files' sizes, taken off rchar and wchar"}
