@@ -31,6 +31,7 @@ static int kernel_uses_tsc(void)
     if (fd < 0)
         return 0;
     const ssize_t n = CEIL_REAL(read)(fd, buf, sizeof buf - 1);
+    ceil_ip_self_read_((long)n);
     CEIL_REAL(close)(fd);
     return n == 4 && memcmp(buf, "tsc\n", 4) == 0;
 #else

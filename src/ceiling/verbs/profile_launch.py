@@ -235,5 +235,5 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
     if "wchar" in out:
         out["wchar"] = max(0, out["wchar"] - written)
     return out, {"read_bytes": read, "written_bytes": written,
-                 "how": "the interposer's own reads of /proc/self (its records' self_read) and its record "
+                 "how": "the interposer's own reads of /proc/self and sysfs (its records' self_read) and its record "
                         "files' sizes, taken off rchar and wchar"}
