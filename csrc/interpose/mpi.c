@@ -8,6 +8,11 @@
  * mpi_fortran.c the Fortran names, mpi.h what they share (and why one
  * build serves every MPI).
  *
+ * Longer than 500 lines: sixty are the record's format, below, and the
+ * rest is one piece (the module's start, MPI_Init and MPI_Finalize with the
+ * wrapped launch's gather around it, and the record), whose parts share
+ * the module's static state; the calls themselves are in the files above.
+ *
  * Its record lines (interpose.h has the format around them), in this order:
  *
  *     module name=mpi version=1 enabled=1

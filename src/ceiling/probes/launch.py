@@ -74,34 +74,55 @@ def _name(sig: int) -> str:
         return f"signal {sig}"
 
 
-class Watch:
-    """Ceiling's handlers for WATCHED while the program runs (main thread only): each
-    signal is noted with its time and wakes the waiting loop; ceiling survives it. A
-    signal ceiling ignored when it started (nohup) stays ignored. ``forward``, when set,
-    is called from the handler itself (the fallback without the launcher)."""
+class _Handlers:
+    """Ceiling's own handler for ``names`` from ``_install`` to ``_restore`` (main thread only:
+    Python runs handlers there). A signal ignored when ceiling started (nohup) stays ignored,
+    and one whose handler was set outside Python is left alone."""
+
+    def __init__(self, names: Sequence[str]):
+        self.signals = [getattr(signal, n) for n in names if hasattr(signal, n)]
+        self._old: Dict[int, object] = {}
+
+    def _install(self) -> None:
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for s in self.signals:
+            old = signal.getsignal(s)
+            if old == signal.SIG_IGN or old is None:
+                continue
+            self._old[s] = old
+            signal.signal(s, self._handler)
+
+    def _restore(self) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        self._old = {}
+
+    def _handler(self, signum, frame) -> None:
+        raise NotImplementedError
+
+
+class Watch(_Handlers):
+    """Ceiling's handlers for WATCHED while the program runs: each signal is noted with its
+    time and wakes the waiting loop; ceiling survives it. ``forward``, when set, is called
+    from the handler itself (the fallback without the launcher)."""
 
     def __init__(self, names: Sequence[str] = WATCHED):
-        self.signals = [getattr(signal, n) for n in names if hasattr(signal, n)]
+        super().__init__(names)
         self.got: List[Tuple[int, float]] = []
         self.forward: Optional[Callable[[int], None]] = None
-        self._old: Dict[int, object] = {}
         self.r = self.w = -1
 
     def __enter__(self) -> "Watch":
         self.r, self.w = os.pipe()
         os.set_blocking(self.r, False)
         os.set_blocking(self.w, False)
-        for s in self.signals:
-            old = signal.getsignal(s)
-            if old == signal.SIG_IGN:
-                continue
-            self._old[s] = old
-            signal.signal(s, self._handler)
+        self._install()
         return self
 
     def __exit__(self, *exc) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
+        self._restore()
         os.close(self.r)
         os.close(self.w)
 
@@ -127,34 +148,23 @@ class Watch:
 OUTSIDE = ("SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM")   # noted, not fatal, from ceiling's start to its end
 
 
-class Noted:
-    """Ceiling's handlers for OUTSIDE around the whole of `ceiling profile` (main thread
-    only): a hangup, a batch system's warning signal (Slurm's --signal, SIGUSR1 by default)
-    or an alarm that comes while ceiling prepares, analyses or delivers is noted, not fatal.
-    ``Watch`` takes over while the program runs and gives them back after. A signal ceiling
-    ignored when it started (nohup) stays ignored, and so for the program; one caught here
-    is at its default in the program (exec resets a caught signal), as without ceiling."""
+class Noted(_Handlers):
+    """Ceiling's handlers for OUTSIDE around the whole of `ceiling profile`: a hangup, a batch
+    system's warning signal (Slurm's --signal, SIGUSR1 by default) or an alarm that comes while
+    ceiling prepares, analyses or delivers is noted, not fatal. ``Watch`` takes over while the
+    program runs and gives them back after. One caught here is at its default in the program
+    (exec resets a caught signal), as without ceiling."""
 
     def __init__(self, names: Sequence[str] = OUTSIDE):
-        self.signals = [getattr(signal, n) for n in names if hasattr(signal, n)]
+        super().__init__(names)
         self.got: List[int] = []
-        self._old: Dict[int, object] = {}
 
     def __enter__(self) -> "Noted":
-        import threading
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        for s in self.signals:
-            old = signal.getsignal(s)
-            if old == signal.SIG_IGN or old is None:         # None: set outside Python, left alone
-                continue
-            self._old[s] = old
-            signal.signal(s, self._handler)
+        self._install()
         return self
 
     def __exit__(self, *exc) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
+        self._restore()
 
     def _handler(self, signum, frame) -> None:
         self.got.append(signum)
