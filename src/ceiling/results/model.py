@@ -26,6 +26,7 @@ Version history of the JSON document (``schema_version``):
 """
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -46,6 +47,11 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
+
+
+def utcnow() -> str:
+    """Now as the document's times are written: UTC, ISO 8601, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 OK, WARN, FAIL, SKIPPED = "ok", "warn", "fail", "skipped"
 STATUSES = (OK, WARN, FAIL, SKIPPED)

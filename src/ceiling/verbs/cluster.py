@@ -374,7 +374,7 @@ def _receive(comm, dog):
 def _failed_run(node: str, e: CeilingError) -> Run:
     import sys
     from .. import __version__
-    from .session import utcnow
+    from ..results.model import utcnow
     return Run(tool_version=__version__, host=node, started=utcnow(), command=["ceiling", *sys.argv[1:]],
                partial=True, partial_reason=f"not measured: {e}")
 
@@ -455,7 +455,7 @@ def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Ru
     from ..analysis.analyse import analyse
     from ..cluster import library
     from ..cluster.launch import launcher_in_use
-    from .session import utcnow
+    from ..results.model import utcnow
     uni = cl.uniformity()
     run = Run(tool_version=__version__, host=facts.node, started=own.started, command=list(own.command),
               machine=own.machine, environment=own.environment, metrics=cl.metrics(),

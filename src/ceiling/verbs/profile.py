@@ -212,7 +212,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..probes.launch import Watch
     from ..probes.perf_counters import spawn
     from ..probes.proc_sampler import ProcSampler
-    from ..results.model import Application
+    from ..results.model import Application, utcnow
 
     # a bad config is refused before the program runs; without one, the machine package (a tenth
     # of a second of imports) waits until the program ended
@@ -237,7 +237,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         if wrapped:
             env["CEILING_INTERPOSE_GATHER"] = "1"    # every rank's record to rank 0's at MPI_Finalize
 
-    app = Application(command=cmd, started=_utcnow())
+    app = Application(command=cmd, started=utcnow())
     from ..checks.load import Competing
     competing = Competing()
     startup = profile_overhead.since_start()   # ceiling's own start-up: from its start to the program's
@@ -275,7 +275,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     counters = child.finish(wall, hypervisor=m.virtualized)
     status = ended.status
     interrupted = interruption(ended.signals)
-    app.finished, app.wall_s = _utcnow(), wall
+    app.finished, app.wall_s = utcnow(), wall
     code = 0
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -435,10 +435,3 @@ def _config_given(args: argparse.Namespace) -> bool:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return bool(getattr(args, "config", None) or os.environ.get("CEILING_CONFIG")
                 or os.path.exists(os.path.join(base, "ceiling", "config.toml")))
-
-
-def _utcnow() -> str:
-    """As verbs/session.utcnow, without importing the session (and the machine's detection with it)
-    before the program starts."""
-    import datetime
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

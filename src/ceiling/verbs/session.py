@@ -7,7 +7,6 @@ still saved and reported by the caller (``finish``).
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import socket
 import sys
@@ -18,17 +17,13 @@ from .. import __version__
 from ..results.measure import Context, Options, Outcome
 from ..errors import CeilingError
 from ..machine.model import Machine
-from ..results.model import SKIPPED, WARN, Finding, Run
+from ..results.model import SKIPPED, WARN, Finding, Run, utcnow
 
 # Environment variables that change how kernels and libraries run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "GOTO_", "SLURM_CPUS", "SLURM_JOB_ID",
                  "SLURM_NTASKS", "SLURM_NODELIST", "PBS_JOBID", "LSB_JOBID", "OMPI_COMM_WORLD_", "PMI_RANK",
                  "PMI_SIZE", "I_MPI_", "MV2_", "UCX_", "FI_", "OMPI_MCA_", "MPIR_CVAR_", "PSM2_", "PSM3_",
                  "LD_PRELOAD", "CEILING_")
-
-
-def utcnow() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def environment(opts: Optional[Options], cpus: Optional[List[int]]) -> Dict[str, object]:
