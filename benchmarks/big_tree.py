@@ -12,7 +12,6 @@ the next run.
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess

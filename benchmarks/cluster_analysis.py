@@ -46,7 +46,8 @@ def digests(n: int, seed: int = 1):
         for name, (med, unit, better) in METRICS.items():
             v = med * rng.gauss(1.0, 0.01) * ((0.8 if better == "higher" else 1.25) if slow else 1.0)
             metrics[name] = {"value": v, "unit": unit, "better": better,
-                             "peak": [med * 1.1, unit, "2 sockets × 64 cores × 3.2 GHz × 16"] if "flops" in name else None}
+                             "peak": [med * 1.1, unit,
+                                      "2 sockets × 64 cores × 3.2 GHz × 16"] if "flops" in name else None}
         inv = {k: f"{k}-A" for k in KEYS}
         if rng.random() < 0.002:
             inv["kernel"] = "kernel-B"
@@ -96,7 +97,8 @@ def main() -> int:
     print(f"{'total':32s} {total:7.2f} s   ({a.nodes} nodes; target < 5 s)")
     outl = sum(len(u.outliers) for u in uni)
     print(f"{len(uni)} metrics, {outl} outlier entries, {len(findings)} findings; report {len(text) // 1024} KiB, "
-          f"JSON {len(doc) // (1 << 20)} MiB; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB "
+          f"JSON {len(doc) // (1 << 20)} MiB; peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} "
+          "MiB "
           "(the digests' text included)")
     return 0 if total < 5 else 1
 

@@ -31,7 +31,8 @@ printed beside it to show the spread:
   - collectives over the two ranks: IMB's t_avg (Allreduce with
     -red_data_type double, as ours sums doubles; Bcast; Alltoall; Barrier) and
     osu_allreduce's average latency (MPI_FLOAT) at 8 B ... 1 MiB.
-Targets: latency <= 1.10x, 4 MiB bandwidth >= 0.95x, collectives at most 10% slower (a faster best round is shown, not failed).
+Targets: latency <= 1.10x, 4 MiB bandwidth >= 0.95x, collectives at most 10% slower
+(a faster best round is shown, not failed).
 """
 from __future__ import annotations
 

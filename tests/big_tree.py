@@ -32,7 +32,6 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
     and SMT siblings n apart, as Linux numbers x86 nodes."""
     cores = ncpus // smt
     per_socket = cores // sockets
-    per_node = ncpus // nodes
     everyone = range(ncpus)
     every_list, every_mask = format_cpulist(everyone), _cpumask(everyone, ncpus)
     cpu = "sys/devices/system/cpu"
@@ -72,7 +71,8 @@ def make_tree(root: Path, ncpus: int, sockets: int = 2, smt: int = 2, nodes: int
     for k in range(nodes):
         ids = [c for c in everyone if (c % cores) // (cores // nodes) == k]
         _w(root, f"{node}/node{k}/cpulist", format_cpulist(ids) + "\n")
-        _w(root, f"{node}/node{k}/meminfo", f"Node {k} MemTotal:       {64 << 20} kB\nNode {k} MemFree: {60 << 20} kB\n")
+        _w(root, f"{node}/node{k}/meminfo",
+           f"Node {k} MemTotal:       {64 << 20} kB\nNode {k} MemFree: {60 << 20} kB\n")
         _w(root, f"{node}/node{k}/distance", " ".join("10" if j == k else "32" for j in range(nodes)) + "\n")
     _w(root, "proc/meminfo", f"MemTotal:       {nodes * (64 << 20)} kB\nMemFree: {nodes * (60 << 20)} kB\n"
                              f"MemAvailable: {nodes * (60 << 20)} kB\n")

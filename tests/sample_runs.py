@@ -215,13 +215,17 @@ def _epyc_machine(smt: bool) -> Machine:
         affinity=list(range(threads)),
         peaks={
             "flops.dp.core": Peak(single_ghz * 16, "Gflop/s",
-                                  "1 core × 3.49 GHz (measured, one core busy) × 16 DP flop/cycle (2 × 256-bit FMA pipes)"),
+                                  "1 core × 3.49 GHz (measured, one core busy) × 16 DP flop/cycle (2 × 256-bit FMA "
+                                  "pipes)"),
             "flops.sp.core": Peak(single_ghz * 32, "Gflop/s",
-                                  "1 core × 3.49 GHz (measured, one core busy) × 32 SP flop/cycle (2 × 256-bit FMA pipes)"),
+                                  "1 core × 3.49 GHz (measured, one core busy) × 32 SP flop/cycle (2 × 256-bit FMA "
+                                  "pipes)"),
             "flops.dp.node": Peak(cores * all_ghz * 16, "Gflop/s",
-                                  "128 cores × 2.80 GHz (measured, all cores busy) × 16 DP flop/cycle (2 × 256-bit FMA pipes)"),
+                                  "128 cores × 2.80 GHz (measured, all cores busy) × 16 DP flop/cycle (2 × 256-bit FMA "
+                                  "pipes)"),
             "flops.sp.node": Peak(cores * all_ghz * 32, "Gflop/s",
-                                  "128 cores × 2.80 GHz (measured, all cores busy) × 32 SP flop/cycle (2 × 256-bit FMA pipes)"),
+                                  "128 cores × 2.80 GHz (measured, all cores busy) × 32 SP flop/cycle (2 × 256-bit FMA "
+                                  "pipes)"),
             "flops.dp.domain": Peak(16 * all_ghz * 16, "Gflop/s",
                                     "16 cores × 2.80 GHz (measured, all cores busy) × 16 DP flop/cycle"),
             "membw.domain": Peak(51.2, "GB/s", "2 channels × 3200 MT/s × 8 B"),

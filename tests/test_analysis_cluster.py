@@ -84,7 +84,7 @@ def test_a_threshold_is_said_as_it_was_set(threshold, said):
     assert f"more than {said} below the median" in f.title and "12.6% worse" in f.title
     c = cluster_of(node("a", 100), node("b", 87.4), threshold=threshold)
     f = next(f for f in c.findings() if f.id == "cluster.outlier.dgemm.node")
-    assert f"b is 12.6% below a" in f.title and f"threshold {said})" in f.title
+    assert "b is 12.6% below a" in f.title and f"threshold {said})" in f.title
 
 
 def test_configuration_differences_name_the_odd_nodes_and_the_majority():
@@ -270,4 +270,5 @@ def test_a_figure_the_environment_lowered_on_a_node_is_no_cluster_verdict():
     assert v.kind == "no_verdict" and "OPENBLAS_CORETYPE=Haswell" in v.evidence
     # without the variable the same figures are the cluster's verdict
     plain = cluster_of(node("a", 26.8, peak=280.0), node("b", 26.8, peak=280.0)).metrics()
-    assert summary.verdict(Run(tool_version="0", host="a", started="", command=[], metrics=plain)).metric == "dgemm.node"
+    assert summary.verdict(Run(tool_version="0", host="a", started="", command=[],
+                               metrics=plain)).metric == "dgemm.node"

@@ -3,7 +3,6 @@ bench/storage_queue.py): operation counts, the data written and read through the
 queue against the Python oracle, a spoiled block found, the refusals (buffered, no
 AIO) as skips with their reason, and the bench's metrics. No timing is asserted."""
 import os
-from pathlib import Path
 
 import pytest
 

@@ -29,7 +29,8 @@ PROGRAM = r"""
 #include <unistd.h>
 
 static char buf[1 << 16];
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
 
 int main(int argc, char **argv)
 {
@@ -342,7 +343,8 @@ PATHS = r"""
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
 
 static char buf[4096];
 
@@ -497,7 +499,8 @@ OPENS = r"""
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
 
 static char buf[1 << 20] __attribute__((aligned(4096)));
 

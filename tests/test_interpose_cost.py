@@ -5,9 +5,7 @@ written, or a link, is measured again, never trusted. No timings are asserted.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -57,7 +57,8 @@ def test_family_from_cpuid_dump(dump, name, fma, channels, tmp_path_factory):
 
 
 def test_old_and_unlisted_cpus_are_unknown(tmp_path_factory):
-    for dump in ("Intel-SandyBridge-2xXeon-E5-2650", "AMD-15h-Bulldozer-4xOpteron-6272", "Intel-KnightsLanding-XeonPhi-7210"):
+    for dump in ("Intel-SandyBridge-2xXeon-E5-2650", "AMD-15h-Bulldozer-4xOpteron-6272",
+                 "Intel-KnightsLanding-XeonPhi-7210"):
         ident = isa.identify(isa.dump_query(cpuid_dump(dump, tmp_path_factory)))
         assert families.lookup_x86(ident["vendor"], ident["family"], ident["model"], ident["stepping"],
                                    ident["brand"]) is None

@@ -56,7 +56,8 @@ def test_clock_choice_and_provenance():
     assert one.value == pytest.approx(3.7 * 16) and "one core busy" in one.provenance
     node = flop_peak(m, "dp")
     assert node.value == pytest.approx(4 * 3.2 * 16)
-    assert node.provenance.startswith("4 cores × 3.20 GHz (measured, all cores busy) × 16 DP flop/cycle (2 × 256-bit FMA")
+    assert node.provenance.startswith("4 cores × 3.20 GHz (measured, all cores busy) × 16 DP flop/cycle (2 × 256-bit "
+                                      "FMA")
     assert "Test" in node.provenance and "avx2" in node.provenance
     two = flop_peak(m, "dp", 2)
     assert two.value == pytest.approx(2 * 3.2 * 16) and "fewer busy cores may clock higher" in two.provenance

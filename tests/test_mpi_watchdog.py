@@ -313,7 +313,8 @@ def test_garbage_never_stops_the_listener_and_is_counted():
     garbage = [b"", b"not json", b'{"t": "stall", "rank": 1, "what": "forged"}', b'{"t": "stall", "rank": "1"}',
                b"\xff" * 60000, channel.MAGIC, channel.MAGIC + b"\0" * 44, os.urandom(300),
                sealed(b"\xff\xfe"), sealed(b"[1, 2]"), sealed(b'{"t": 5}'), sealed(b"[" * 2000 + b"]" * 2000),
-               sealed(b'{"t": "stall"}', channel.HEADER.pack(7, 1)), sealed(b'{"t": "stall"}', channel.HEADER.pack(0, 1))]
+               sealed(b'{"t": "stall"}', channel.HEADER.pack(7, 1)), sealed(b'{"t": "stall"}',
+                                                                            channel.HEADER.pack(0, 1))]
     _to(d0, *garbage)
     d0._listen(1.0)
     assert d0._reports == {}

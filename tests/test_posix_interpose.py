@@ -30,7 +30,8 @@ WORKLOAD = r"""
 
 static char buf[1 << 20];
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
 
 static void *writer(void *arg)
 {

@@ -131,7 +131,8 @@ def test_a_working_set_beyond_the_cache_is_not_called_compute_for_want_of_a_slow
     args = _arms(spin=1.04, half=1.04, full=1.07, pirate=1.06, power=0.3, cache_power=0.42)
     assert classify(*args)["bound"] == "compute"
     r = classify(*args, dict(HUGE, anon_huge_bytes=1 << 30), MADVISE, CACHES)
-    assert r["bound"] is None and "its data comes from memory (working set beyond the last-level cache in 100%" in r["why"]
+    assert r["bound"] is None
+    assert "its data comes from memory (working set beyond the last-level cache in 100%" in r["why"]
 
 
 def test_a_disturbed_control_decides_nothing_from_times():

@@ -8,10 +8,8 @@ asserted: only which class dominates a program that can only be in one."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +17,7 @@ from ceiling.analysis.profile_mpi import conclude as mpi_conclude
 from ceiling.probes.interpose_record import latest, parse
 from ceiling.verbs.profile import launched_rank
 from mpiutil import needs_mpi, run_env
-from test_interpose import LIB, NEEDS_LIB
+from test_interpose import NEEDS_LIB
 
 APP = r"""
 #include <mpi.h>
@@ -837,7 +835,7 @@ def test_an_mpi4py_program_is_counted_whichever_calls_its_mpi4py_makes(mpi_setup
 # ---- the analysis, on records written by hand ------------------------------------
 
 def record(pid, rank, run_ns, classes, hist_ns=None, size=2, reason="exit", end=True, extra=()):
-    lines = [f"ceiling-interpose 1",
+    lines = ["ceiling-interpose 1",
              f"process pid={pid} ppid=1 forked=0 host=n1 exe=/a reason={reason} signal=0 threads=1 threads_lost=0 "
              f"start_ns=100 end_ns={run_ns + 2000} start_unix_ns=0",
              "module name=mpi version=1 enabled=1",

@@ -296,8 +296,8 @@ PROGRAM_PCOLLX = PROGRAM_PCOLL.replace("call MPI_Allreduce_init", "call MPIX_All
 # MPICH 4.0's mpi_f08 Neighbor_alltoallw fails on a cartesian communicator), three rounds: the
 # five blocking ones, the five non-blocking ones completed by one MPI_Waitall, and an MPI_Alltoallw
 # of one integer to rank 0 and three doubles to rank 1. The count arrays `one` of Neighbor_alltoallv
-# and _alltoallw are longer than the one neighbour: their second entry (1000) is never read. NEIGH_DECL, NEIGH_SETUP are shared with
-# the persistent program below.
+# and _alltoallw are longer than the one neighbour: their second entry (1000) is never read. NEIGH_DECL,
+# NEIGH_SETUP are shared with the persistent program below.
 NEIGH_DECL = """
   integer :: one(2), two(2), three(2), at(2), at3(2), d01(2), peer(1), wcounts(2), wdispls(2), rcounts(2), rdispls(2)
   integer :: ti(2), to(2), tv(2), tw(2)
@@ -622,7 +622,8 @@ def check_pneigh(mpi):
         assert (fns.get(name, {}).get("calls"), fns.get(name, {}).get("bytes")) == (6, 6 * b), (name, fns.get(name))
     assert "MPI_Startall" not in fns, fns["MPI_Startall"]     # of collectives alone: counted under theirs
     for rank in mpi["per_rank"]:
-        assert rank["classes"]["icoll"]["calls"] == 18 and rank["classes"]["icoll"]["bytes"] == 3 * (16 + 24 + 4 + 4 + 4 + 14)
+        icoll = rank["classes"]["icoll"]
+        assert icoll["calls"] == 18 and icoll["bytes"] == 3 * (16 + 24 + 4 + 4 + 4 + 14)
 
 
 # MPICH's own Fortran (its Fortran layer calls the C names; MPI_F_STATUS_IGNORE is set only when

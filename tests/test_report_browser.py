@@ -13,7 +13,6 @@ import subprocess
 
 import pytest
 
-from ceiling.report import html
 
 import sample_runs
 from reporting import render_html, write_html

@@ -3,7 +3,6 @@ terminal with their control characters written out, never obeyed (issue 11, item
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from ceiling import cli
 from ceiling.report import terminal

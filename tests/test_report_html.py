@@ -183,7 +183,8 @@ def test_svg_scales_and_ticks():
     dec = svg.Scale(1.15, 96.4, "log10", 0, 1)
     assert dec.lo == 1 and dec.hi == 100 and dec.ticks() == [1, 2, 5, 10, 20, 50, 100]
     assert svg.Scale(1.15, 108, "log10", 0, 1).ticks() == [1, 10, 100, 1000]
-    assert [svg.tick_label(v) for v in (0.0625, 0.5, 1, 2.5, 12000.0, 1e-6)] == ["1/16", "1/2", "1", "2.5", "12000", "1e-6"]
+    assert [svg.tick_label(v) for v in (0.0625, 0.5, 1, 2.5, 12000.0, 1e-6)] == ["1/16", "1/2", "1", "2.5", "12000",
+                                                                                 "1e-6"]
     assert svg.colormap(0) == "#440154" and svg.colormap(1) == "#fde725"
 
 
@@ -262,7 +263,8 @@ def test_placements_rank_counts_and_directions_share_one_plot():
     run = sample_runs.vm_run()
     sizes = [1, 64, 4096, 1 << 20]
     for label, base in (("same_l3", 0.3), ("cross_socket", 0.6), ("cross_node", 1.5)):
-        run.series.append(Series(f"net.pingpong.latency.{label}", "xy", x=sizes, y=[base * (1 + s / 4096) for s in sizes],
+        run.series.append(Series(f"net.pingpong.latency.{label}", "xy", x=sizes,
+                                 y=[base * (1 + s / 4096) for s in sizes],
                                  x_label="message size", x_unit="bytes", y_label="one-way time", y_unit="µs"))
     for k in (2, 4):
         run.series.append(Series(f"net.allreduce.k{k}", "xy", x=sizes, y=[k * 0.2 * (1 + s / 1024) for s in sizes],
@@ -300,4 +302,5 @@ def test_reports_render_the_stored_analysis_and_compute_nothing():
     assert "No verdict: CPUs were busy (a test&#x27;s own words)" in page
     assert "a reason only the stored analysis knows" in page
     assert 'data-series="roofline"' not in page and "no roofline was recorded for this run" in page
-    assert "No verdict: CPUs were busy" in terminal.render(run) and "No verdict: CPUs were busy" in terminal.summary(run)
+    assert "No verdict: CPUs were busy" in terminal.render(run)
+    assert "No verdict: CPUs were busy" in terminal.summary(run)

@@ -13,7 +13,8 @@ def _run(metrics, machine=None):
 
 def _known():
     return _run([
-        Metric.measured("flops.dp.node", [1000.0, 990.0], "Gflop/s", peak=Peak(1200.0, "Gflop/s", "cores × GHz × flop")),
+        Metric.measured("flops.dp.node", [1000.0, 990.0], "Gflop/s", peak=Peak(1200.0, "Gflop/s",
+                                                                               "cores × GHz × flop")),
         Metric.measured("bandwidth.l1", [4000.0], "GB/s"),
         Metric.measured("bandwidth.l2", [2000.0], "GB/s"),
         Metric.measured("bandwidth.l3", [800.0], "GB/s"),

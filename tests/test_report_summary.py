@@ -227,5 +227,6 @@ def test_an_unstable_figure_s_efficiency_is_its_median_s():
     assert fig.efficiency == pytest.approx(0.51) and dgemm.efficiency == pytest.approx(0.90)
     # the verdict quotes the median too, and says why
     text = _verdict_text(_run(dgemm))
-    assert text.startswith("Furthest below peak - Compute: DGEMM (all cores) 51.0 Gflop/s is 51% of the 100 Gflop/s peak (f)")
+    assert text.startswith("Furthest below peak - Compute: DGEMM (all cores) 51.0 Gflop/s is 51% of the 100 Gflop/s "
+                           "peak (f)")
     assert text.endswith("; unstable: the median of its repetitions; the best was 90 Gflop/s")

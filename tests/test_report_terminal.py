@@ -242,8 +242,10 @@ def test_machine_json_is_the_run_document(tmp_path):
 
 
 def test_topology_never_shows_a_product_that_does_not_hold():
-    assert F.topology({"sockets": 2, "cores": 128, "threads": 256, "smt": 2}) == "2 sockets × 64 cores × 2 threads = 256 CPUs"
+    assert F.topology({"sockets": 2, "cores": 128, "threads": 256,
+                       "smt": 2}) == "2 sockets × 64 cores × 2 threads = 256 CPUs"
     # every CPU listed as a sibling of every other (a garbled tree): 1 core over 2 sockets
-    assert F.topology({"sockets": 2, "cores": 1, "threads": 10000, "smt": 10000}) == "2 sockets, 1 core, 10000 CPUs (uneven)"
+    assert F.topology({"sockets": 2, "cores": 1, "threads": 10000,
+                       "smt": 10000}) == "2 sockets, 1 core, 10000 CPUs (uneven)"
     # offline CPUs: 2 × 4 × 2 would be 16
     assert F.topology({"sockets": 2, "cores": 8, "threads": 14, "smt": 2}) == "2 sockets, 8 cores, 14 CPUs (uneven)"

@@ -130,7 +130,8 @@ def test_retry_disturbed_measures_up_to_n_more_times_and_keeps_the_first_quiet_a
     assert len(calls) == 3 and not left
     m = run.metric("flops.dp.node")
     assert "disturbed" not in m.context
-    assert m.context["remeasured"] == "measured 3 times: the first attempt met competing load (other processes used 1.80 CPUs)"
+    assert m.context["remeasured"] == ("measured 3 times: the first attempt met competing load "
+                                       "(other processes used 1.80 CPUs)")
     s, left = _session(monkeypatch, [1.8, 1.7, 1.6], retries=2)
     s.bench("compute", fn)
     m = s.finish().metric("flops.dp.node")

@@ -48,7 +48,8 @@ def _cluster_run() -> Run:
                                  "latency.dram": {"value": 90.0, "unit": "ns", "better": LOWER, "peak": None}},
                           list(problems), {"kernel": "6.1.0-18", "governor": "performance"})
     cl = Cluster(None)
-    for d in (digest("cn01", 100.0), digest("cn02", 101.0), digest("cn03", 60.0, [("cpu.throttle", "warn", "the CPU was throttled")])):
+    for d in (digest("cn01", 100.0), digest("cn02", 101.0), digest("cn03", 60.0, [("cpu.throttle", "warn",
+                                                                                   "the CPU was throttled")])):
         cl.add(d)
     uni = cl.uniformity()
     run = Run(tool_version="0", host="cn01", started="2026-01-01T00:00:00Z", command=["ceiling", "run", "--cluster"],

@@ -32,7 +32,8 @@ WORKLOAD = r"""
 
 static char buf[8192], line[256];
 
-#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "line %d: %s (errno %d)\n", __LINE__, #cond, errno); exit(1); } } while (0)
 
 static void *writer(void *arg)
 {
@@ -262,7 +263,8 @@ int main(int argc, char **argv) {
     fclose(f);
     f = fopen(argv[1], "r");
     fread(big, 1, 10000, f);                                        /* part of a buffer and more: two requests */
-    while (fread(big, 1, sizeof big, f) == sizeof big) ;            /* as sort reads: whole buffers, the rest, the end */
+    /* as sort reads: whole buffers, the rest, the end */
+    while (fread(big, 1, sizeof big, f) == sizeof big) ;
     fclose(f);
     f = fopen(argv[2], "w");
     fprintf(f, "left open\n");                                      /* glibc's exit writes it */

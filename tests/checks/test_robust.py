@@ -36,9 +36,12 @@ EXTRA = {
     "proc/sys/kernel/perf_event_paranoid": "2\n",
     "proc/sys/kernel/numa_balancing": "1\n",
     "proc/cmdline": "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet\n",
-    "proc/buddyinfo": ("Node 0, zone      DMA      1      0      0      1      2      1      1      0      1      1      3\n"
-                       "Node 0, zone   Normal  21005  10320   4311   1203    512    233     97     41     20     12   3011\n"
-                       "Node 1, zone   Normal  15120   8120   3011    903    412    133     57     21     10      2   2811\n"),
+    "proc/buddyinfo": ("Node 0, zone      DMA      1      0      0      1      2      1      1      0      1      1    "
+                       "  3\n"
+                       "Node 0, zone   Normal  21005  10320   4311   1203    512    233     97     41     20     12   "
+                       "3011\n"
+                       "Node 1, zone   Normal  15120   8120   3011    903    412    133     57     21     10      2   "
+                       "2811\n"),
     "proc/interrupts": ("            CPU0       CPU1       CPU2       CPU3\n"
                         "   0:         37          0          0          0   IO-APIC    2-edge      timer\n"
                         "  24:    1523345          0          0          0   PCI-MSI 524288-edge      mlx5_comp0\n"

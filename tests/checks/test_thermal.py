@@ -287,7 +287,8 @@ def test_random_counter_contents_never_crash(tmp_path_factory, monkeypatch, name
     for cpu in (0, 4, 2):
         f = root / TT.format(cpu) / name
         f.write_bytes(content) if isinstance(content, bytes) else f.write_text(content)
-    (root / "proc/uptime").write_bytes(uptime) if isinstance(uptime, bytes) else (root / "proc/uptime").write_text(uptime)
+    up = root / "proc/uptime"
+    up.write_bytes(uptime) if isinstance(uptime, bytes) else up.write_text(uptime)
     write(root, "proc/pressure/cpu", psi)
     fake_clock(monkeypatch, 2.6, 3.6)
     for cid in ("thermal.throttle_events", "thermal.throttling_now"):

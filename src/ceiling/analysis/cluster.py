@@ -116,7 +116,8 @@ class Cluster:
         self.problems_of: Dict[str, List[str]] = {}                   # node -> "id (status)" of its problems
         self.partial: Dict[str, str] = {}
         self.disturbed: Dict[str, Dict[str, str]] = defaultdict(dict)   # metric -> node -> the load's evidence
-        self.env_caps: Dict[str, Dict[str, list]] = defaultdict(dict)   # metric -> node -> the variables that lowered it
+        # metric -> node -> the variables that lowered it
+        self.env_caps: Dict[str, Dict[str, list]] = defaultdict(dict)
 
     def add(self, d: NodeDigest) -> None:
         self.nodes.append(d.name)
@@ -279,7 +280,8 @@ class Cluster:
             title = (f"{words} differs on {len(odd)} of {n} nodes: {_names(odd)} "
                      f"({'; '.join(f'{v!s}' for v, _ in others[:3])}) where {len(majority[1])} have {majority[0]}")
             out.append(Finding(id=f"cluster.config.{key}", status=WARN, title=title,
-                               evidence="; ".join(f"{v}: {len(nodes)} node(s) ({_names(nodes)})" for v, nodes in ranked),
+                               evidence="; ".join(f"{v}: {len(nodes)} node(s) ({_names(nodes)})"
+                                                  for v, nodes in ranked),
                                why="Nodes configured differently perform differently, and a job spread over them "
                                    "runs at the pace of the slowest.",
                                fix="Make the odd nodes like the majority (or the majority like them), then measure "

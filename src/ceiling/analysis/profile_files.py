@@ -28,7 +28,8 @@ MIN_REQUESTS = 100           # a pattern needs this many requests to be one
 RANDOM_SHARE = 0.5           # random: at least half the requests did not follow the previous one
 UNALIGNED_SHARE = 0.5        # unaligned: at least half started off a block
 MAPPED_BYTES = 1 << 20       # a mapping finding names files with at least this much mapped
-SUMS = ("opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random", "unaligned",
+SUMS = ("opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random",
+        "unaligned",
         "syncs", "sync_ns", "flagged_writes", "flagged_write_ns", "maps", "map_bytes", "recreated")
 APIS = ((1, "POSIX"), (2, "stdio"), (4, "MPI-IO"))
 OFLAGS = ((2, "O_SYNC"), (1, "O_DSYNC"), (4, "O_DIRECT"))      # files.c's oflags bits

@@ -151,7 +151,6 @@ def conclude(records: Sequence[Dict[str, Any]], wrapped: Optional[Tuple[int, int
     rs = ranks(records)
     if not rs:
         return [], [], [], {}
-    runs = [r["run_s"] for r in rs]
     useful = [max(0.0, r["run_s"] - r["mpi_s"]) for r in rs]
     runtime = max(r["run_s"] + (r["finalize_s"] or 0.0) for r in rs)
     share = [min(1.0, r["mpi_s"] / r["run_s"]) if r["run_s"] else 0.0 for r in rs]

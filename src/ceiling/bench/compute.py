@@ -303,7 +303,8 @@ def bench_dgemm(ctx: Context) -> Outcome:
     vals, err, bound = dgemm_run(n, nt, reps, limits=limits)
     context = {"n": n, "threads": nt, "blas": blas_ctx, "residual": err, "residual_bound": bound,
                "placement": "BLAS threads, not pinned by ceiling", "cores": node_cores}
-    m = Metric.measured("dgemm.node", vals, GFLOPS, HIGHER, peak=flop_peak(ctx.machine, precision="dp", cores=node_cores, isa=None),
+    m = Metric.measured("dgemm.node", vals, GFLOPS, HIGHER, peak=flop_peak(ctx.machine, precision="dp",
+                                                                           cores=node_cores, isa=None),
                         context=context)
     caps = blas.env_caps(os.environ, lib, ctx.machine)
     isa_ctx, isa_note = isa_context(ctx.machine, lib, caps, m.value, node_cores, m.efficiency)

@@ -177,7 +177,8 @@ def bench_c2c(ctx: Context) -> Outcome:
     return out
 
 
-def two_modes(figures: Sequence[float], ratio: float = RATIO_WARN) -> Optional[Tuple[Tuple[float, int], Tuple[float, int]]]:
+def two_modes(figures: Sequence[float], ratio: float = RATIO_WARN) -> Optional[Tuple[Tuple[float, int],
+                                                                                     Tuple[float, int]]]:
     """((low median, rounds), (high median, rounds)) when the rounds fall into two groups more than
     ``ratio`` apart (split at the widest gap between sorted figures); None when they agree."""
     vals = sorted(v for v in figures if v and v > 0)

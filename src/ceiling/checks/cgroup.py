@@ -31,7 +31,8 @@ def cpu_quota(p: Probe):
     if quota + 1e-9 < n:
         return warn(f"CPU quota ({quota:g} CPUs) is below the CPUs this process sees ({n})",
                     evidence=f"cgroup quota {quota:g} CPUs ({src}); affinity {n} CPUs",
-                    why="threads beyond the quota are throttled every scheduling period: all-core results drop and jitter",
+                    why="threads beyond the quota are throttled every scheduling period: all-core results drop and "
+                        "jitter",
                     fix="run with as many threads as the quota, or ask for a larger allocation", cause="cpu_quota",
                     data={"quota_cpus": quota, "affinity_cpus": n})
     return ok(f"CPU quota ({quota:g} CPUs) covers the CPUs this process sees", evidence=f"{n} CPUs; {src}")
@@ -149,7 +150,8 @@ def container(p: Probe):
             if os.environ.get(var):
                 found.append((f"${var}", "Apptainer/Singularity"))
     if not found:
-        return ok("Not in a container", evidence="no container marker files, nothing in /proc/1/cgroup or the environment")
+        return ok("Not in a container",
+                  evidence="no container marker files, nothing in /proc/1/cgroup or the environment")
     runtime = found[0][1]
     return ok(f"Running in a container ({runtime})", evidence="; ".join(mark for mark, _ in found),
               why="limits are the container's; MPI and InfiniBand need the host's devices and libraries passed in")

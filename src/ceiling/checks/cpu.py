@@ -50,7 +50,8 @@ def clock(p: Probe):
     ratio = c.measured_all_ghz / nominal
     if ratio < ALL_BELOW_BASE:
         return warn(f"Cores run {1 - ratio:.0%} below the base clock under load", evidence=ev,
-                    why="thermal or power throttling, a power cap, or a powersave governor lowers every compute-bound result; "
+                    why="thermal or power throttling, a power cap, or a powersave governor lowers every compute-bound "
+                        "result; "
                         "so do other processes sharing the cores while the clock was measured (see load.competing)",
                     fix="check for competing load, then cooling and power capping (BMC), the governor (cpu.governor) "
                         "and the throttle counters (thermal.*)", cause="clock_below_base",
@@ -82,7 +83,8 @@ def governor(p: Probe):
     if not govs:
         return skipped("CPU frequency governor: no cpufreq on this node",
                        evidence="/sys/devices/system/cpu/cpu*/cpufreq is absent (a VM, or no cpufreq driver)",
-                       why="without cpufreq the clock is set by firmware or the hypervisor; ceiling measures it instead",
+                       why="without cpufreq the clock is set by firmware or the hypervisor; ceiling measures it "
+                           "instead",
                        cause="no_cpufreq")
     slow = {g: cs for g, cs in govs.items() if g != "performance"}
     evidence = "; ".join(f"{word(g)} on {cpus_text(cs)}" for g, cs in sorted(govs.items()))
@@ -110,7 +112,8 @@ def turbo(p: Probe):
     no_turbo = p.read("sys/devices/system/cpu/intel_pstate/no_turbo")
     boost = p.read("sys/devices/system/cpu/cpufreq/boost")
     if no_turbo is None and boost is None:
-        return skipped("Turbo/boost state: not exposed by this kernel", evidence="no intel_pstate/no_turbo and no cpufreq/boost")
+        return skipped("Turbo/boost state: not exposed by this kernel",
+                       evidence="no intel_pstate/no_turbo and no cpufreq/boost")
     off = (no_turbo == "1") or (boost == "0")
     ev = f"intel_pstate/no_turbo={no_turbo}" if no_turbo is not None else f"cpufreq/boost={boost}"
     if off:

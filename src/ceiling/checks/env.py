@@ -26,7 +26,8 @@ def virtualized(p: Probe):
     m = p.machine
     if m.virtualized:
         return warn(f"Running in a virtual machine ({m.virtualized})", evidence=f"hypervisor: {m.virtualized}",
-                    why="the hypervisor decides clocks, placement of virtual CPUs on physical cores, and memory layout: "
+                    why="the hypervisor decides clocks, placement of virtual CPUs on physical cores, and memory "
+                        "layout: "
                         "topology and peaks may differ from the host's, and other guests compete for the same hardware",
                     fix="for reference numbers run on bare metal, or with dedicated (pinned) vCPUs",
                     cause="virtual_machine", data={"hypervisor": m.virtualized})

@@ -150,7 +150,8 @@ def shm(p: Probe):
                          else "mount -o remount,rw /dev/shm"), needs_root=not box, cause="shm_not_writable", data=data)
     if total < SHM_WARN:
         return warn(f"/dev/shm is small ({_fmt(total)})", evidence=ev,
-                    why="MPI shared-memory segments for many ranks do not fit: intra-node messages fall back to slower paths",
+                    why="MPI shared-memory segments for many ranks do not fit: intra-node messages fall back to slower "
+                        "paths",
                     fix=("docker run --shm-size=8g (or the runtime's equivalent; Kubernetes: an emptyDir with medium "
                          "Memory)" if box else "mount -o remount,size=8G /dev/shm"),
                     needs_root=not box, cause="shm_small", data=data)

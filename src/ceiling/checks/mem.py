@@ -36,7 +36,8 @@ def transparent_hugepages(p: Probe):
     sel = v[v.find("[") + 1:v.find("]")] if "[" in v and "]" in v else v
     if sel == "never":
         return warn("Transparent huge pages are disabled", evidence=f"enabled: {v}",
-                    why="large arrays then use 4 KiB pages: more TLB misses, lower bandwidth and higher latency for big working sets",
+                    why="large arrays then use 4 KiB pages: more TLB misses, lower bandwidth and higher latency for "
+                        "big working sets",
                     fix="echo madvise > /sys/kernel/mm/transparent_hugepage/enabled (or always)", needs_root=True,
                     cause="thp_disabled")
     return ok(f"Transparent huge pages: {sel}", evidence=f"enabled: {v}")
@@ -129,8 +130,9 @@ def pressure(p: Probe):
     evidence = ", ".join(facts) + " (/proc/meminfo)"
     if problems:
         swapped = "swap_in_use" in causes
-        fix = ("find what holds memory" + (" and swap (grep VmSwap /proc/[0-9]*/status | sort -k2 -n | tail; " if swapped
-                                           else " (ps -eo pid,rss,comm --sort=-rss | head; ")
+        fix = ("find what holds memory"
+               + (" and swap (grep VmSwap /proc/[0-9]*/status | sort -k2 -n | tail; " if swapped
+                  else " (ps -eo pid,rss,comm --sort=-rss | head; ")
                + "the load.* findings name the top consumers), end stale processes"
                + (", then swapoff -a && swapon -a to bring swapped pages back" if swapped else ""))
         return warn("Memory pressure: " + "; ".join(problems), evidence=evidence,
@@ -248,7 +250,8 @@ def hugepages(p: Probe):
         notes.append("fragmentation: /proc/buddyinfo not readable")
     elif order is None:
         notes.append("fragmentation: huge page size unknown (no hpage_pmd_size, no Hugepagesize)" if not huge
-                     else f"fragmentation: a {_size(huge)} huge page is not a power-of-two number of {_size(page)} pages")
+                     else f"fragmentation: a {_size(huge)} huge page is not a power-of-two number of {_size(page)} "
+                          "pages")
     elif order >= max(len(c) for _, _, c in buddy):
         notes.append(f"fragmentation: a {_size(huge)} huge page is order {order} with {_size(page)} pages "
                      f"({page_src}), but /proc/buddyinfo lists orders 0-{max(len(c) for _, _, c in buddy) - 1}")
@@ -447,7 +450,8 @@ def population(p: Probe):
     if len(set(sizes)) > 1:
         problems.append(f"mixed DIMM sizes ({_counts(sizes, _size)})")
     rated = [r.get("speed_mts") for r in pop if isinstance(r.get("speed_mts"), int) and r["speed_mts"] > 0]
-    conf = [r.get("configured_mts") for r in pop if isinstance(r.get("configured_mts"), int) and r["configured_mts"] > 0]
+    conf = [r.get("configured_mts") for r in pop if isinstance(r.get("configured_mts"),
+                                                               int) and r["configured_mts"] > 0]
     if rated:
         facts.append(f"rated {_counts(rated, lambda v: f'{v} MT/s')}")
     if conf:

@@ -27,8 +27,10 @@ def balancing(p: Probe):
         return skipped("Automatic NUMA balancing: not exposed", evidence="no /proc/sys/kernel/numa_balancing")
     if v != "0":
         return warn("Automatic NUMA balancing is on", evidence=f"numa_balancing={v}",
-                    why="the kernel migrates pages and unmaps them to sample accesses: OS noise and jitter in pinned HPC codes",
-                    fix="echo 0 > /proc/sys/kernel/numa_balancing (pinned, first-touch codes do not need it)", needs_root=True,
+                    why="the kernel migrates pages and unmaps them to sample accesses: OS noise and jitter in pinned "
+                        "HPC codes",
+                    fix="echo 0 > /proc/sys/kernel/numa_balancing (pinned, first-touch codes do not need it)",
+                    needs_root=True,
                     cause="numa_balancing_on")
     return ok("Automatic NUMA balancing is off", evidence="numa_balancing=0")
 

@@ -192,7 +192,8 @@ def pmu_verdict(pmus: List[str], counts: Dict[str, Tuple[Optional[int], Optional
                                     f"security module refuses perf_event_open: docker --cap-add PERFMON (or a seccomp "
                                     f"profile that allows it)")
         elif err in (errno.EACCES, errno.EPERM):
-            cause, fix = "denied", ("sysctl kernel.perf_event_paranoid=2 or lower (root), CAP_PERFMON for the profiler, "
+            cause, fix = "denied", ("sysctl kernel.perf_event_paranoid=2 or lower (root), CAP_PERFMON for the "
+                                    "profiler, "
                                     "or in a container a seccomp profile that allows perf_event_open (docker --cap-add "
                                     "PERFMON)")
         elif err in (errno.ENOENT, errno.EOPNOTSUPP, errno.ENODEV):

@@ -83,7 +83,8 @@ def judge(pair: Tuple[int, int], medians_ns: Sequence[float], level: Optional[st
         ev.append(f"{virtualized} guest")
     if ratio > RATIO_WARN:
         cause, fix = advice(virtualized)
-        return warn(f"Placement is unstable: the same CPU pair measured between {lo:.0f} and {hi:.0f} ns ({ratio:.1f}x)",
+        return warn(f"Placement is unstable: the same CPU pair measured between {lo:.0f} and {hi:.0f} ns "
+                    f"({ratio:.1f}x)",
                     evidence="; ".join(ev), why=WHY if virtualized else BARE_METAL_WHY, fix=fix, cause=cause)
     return ok(f"Placement is stable: {lo:.0f}-{hi:.0f} ns between CPUs {a} and {b} over {len(vals)} probes",
               evidence="; ".join(ev))

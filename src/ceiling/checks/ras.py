@@ -235,7 +235,8 @@ def _rasdaemon_read(con: sqlite3.Connection) -> Tuple[Dict[str, Dict[str, List[i
         c = counts.setdefault("mc_event", {})
         has_n = "err_count" in cols
         for et, events, errors in con.execute(
-                f"SELECT err_type, COUNT(*), {'SUM(err_count)' if has_n else 'COUNT(*)'} FROM mc_event GROUP BY err_type"):
+                f"SELECT err_type, COUNT(*), {'SUM(err_count)' if has_n else 'COUNT(*)'} FROM mc_event GROUP BY "
+                "err_type"):
             k = _classify(et)
             slot = c.setdefault(k, [0, 0])
             slot[0] += int(events or 0)
@@ -266,7 +267,8 @@ def _rasdaemon_read(con: sqlite3.Connection) -> Tuple[Dict[str, Dict[str, List[i
             r, k = dict(zip(want, row)), row[-1]
             text = f"mce_record {k}"
             if r.get("bank") is not None:
-                text += f" bank {r.get('bank')}" + (f" ({_short(r.get('bank_name'), 30)})" if r.get("bank_name") else "")
+                text += f" bank {r.get('bank')}"
+                text += f" ({_short(r.get('bank_name'), 30)})" if r.get("bank_name") else ""
             if r.get("cpu") is not None:
                 text += f" CPU {r.get('cpu')}"
             if r.get("error_msg"):

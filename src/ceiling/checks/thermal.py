@@ -425,7 +425,8 @@ def throttling_now(p: Probe):
             judged += 1
             facts.append(f"one-core clock {single_ghz:.2f} GHz = {r1:.0%} of max {c.max_ghz:.2f} GHz ({c.max_source})")
             if r1 < SINGLE_BELOW_MAX:
-                warnings.append(f"one core reaches {single_ghz:.2f} GHz, {1 - r1:.0%} below the {c.max_ghz:.2f} GHz maximum")
+                warnings.append(f"one core reaches {single_ghz:.2f} GHz, {1 - r1:.0%} below the {c.max_ghz:.2f} GHz "
+                                "maximum")
                 causes.append(ONE_CORE_SLOW)
         else:
             facts.append(f"one-core clock {single_ghz:.2f} GHz")

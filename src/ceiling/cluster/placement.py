@@ -65,7 +65,8 @@ def _cores(topo: Dict[str, Any], allowed: Sequence[int]) -> List[Tuple[int, Tupl
     return sorted(best.values())
 
 
-def _pick(label: str, topo: Dict[str, Any], a_cpus: Sequence[int], b_cpus: Sequence[int]) -> Optional[Tuple[int, int, str]]:
+def _pick(label: str, topo: Dict[str, Any], a_cpus: Sequence[int],
+          b_cpus: Sequence[int]) -> Optional[Tuple[int, int, str]]:
     """CPUs (ca, cb, note) on one node that give ``label``, different cores, or None."""
     ca_list, cb_list = _cores(topo, a_cpus), _cores(topo, b_cpus)
     l3_known = topo.get("l3_known", False)
@@ -170,7 +171,8 @@ def coll_order(facts: List[Dict[str, Any]]) -> List[int]:
     return out
 
 
-def coll_pinning(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]) -> Tuple[Dict[int, Optional[int]], List[str]]:
+def coll_pinning(facts: List[Dict[str, Any]], topos: Dict[str, Dict[str, Any]]) -> Tuple[Dict[int, Optional[int]],
+                                                                                         List[str]]:
     """One CPU per rank, a core of its own where the node has enough; None = left unpinned."""
     out: Dict[int, Optional[int]] = {}
     notes: List[str] = []

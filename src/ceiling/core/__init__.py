@@ -262,4 +262,4 @@ def cpuid(leaf: int, subleaf: int = 0) -> tuple:
     return tuple(int(x) for x in out)
 
 
-from .noise import NoiseCPU, NoiseResult, noise_detour  # noqa: E402  (the noise probe's binding)
+from .noise import NoiseCPU, NoiseResult, noise_detour  # noqa: E402, F401  (the noise probe's binding)

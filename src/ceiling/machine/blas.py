@@ -272,7 +272,8 @@ def _threads(env: Mapping[str, str], blas: Blas, ncpus: int) -> List[Cap]:
         if library == "openmp":
             what = (f"{var}={v}: OpenMP programs and the BLAS default to {n} thread{'s' if n > 1 else ''} of "
                     f"{ncpus} CPUs; ceiling honours it too unless given --threads, and scales each peak to the "
-                    f"cores it ran on, so its efficiencies stay fair but its figures are those of {n} CPU{'s' if n > 1 else ''}, "
+                    f"cores it ran on, so its efficiencies stay fair but its figures are those of {n} "
+                    f"CPU{'s' if n > 1 else ''}, "
                     "not the node's")
             dgemm = RAN_WITH
         elif _loaded(blas, library):

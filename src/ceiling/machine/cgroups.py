@@ -100,7 +100,8 @@ def read(root: Root) -> Dict[str, Any]:
     if "cpuset" in v1_by_ctrl:
         m, noprefix = v1_by_ctrl["cpuset"]
         dirs = _dirs(root, m, v1_paths.get("cpuset", "/"))
-        names = ("cpuset.effective_cpus", "cpus", "cpuset.cpus") if noprefix else ("cpuset.effective_cpus", "cpuset.cpus")
+        names = ("cpuset.effective_cpus", "cpus", "cpuset.cpus") if noprefix else ("cpuset.effective_cpus",
+                                                                                   "cpuset.cpus")
         cpus_text, src = _first(root, dirs[:1], names)
         if cpus_text:
             versions.add("v1")

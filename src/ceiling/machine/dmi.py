@@ -268,7 +268,8 @@ def channel_of(row: Dict[str, Any]) -> Optional[Tuple[int, str]]:
 def summarize(rows: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Slots, populated DIMMs, their speed and type, and populated channels per socket when the locators say."""
     pop = [r for r in rows if r.get("populated")]
-    speeds = sorted({r["configured_mts"] or r["speed_mts"] for r in pop if r.get("configured_mts") or r.get("speed_mts")})
+    speeds = sorted({r["configured_mts"] or r["speed_mts"] for r in pop
+                     if r.get("configured_mts") or r.get("speed_mts")})
     out: Dict[str, Any] = {
         "slots": len(rows), "populated": len(pop),
         "total_bytes": sum(r["size_bytes"] or 0 for r in pop) if pop else 0,

@@ -85,13 +85,16 @@ class Machine:
     cpus: List[Cpu] = field(default_factory=list)
     nodes: List[NumaNode] = field(default_factory=list)
     caches: List[Cache] = field(default_factory=list)
-    isa: List[str] = field(default_factory=list)       # "sse4_2", "avx2", "fma", "avx512f", "amx_tile", "neon", "sve", ...
+    # "sse4_2", "avx2", "fma", "avx512f", "amx_tile", "neon", "sve", ...
+    isa: List[str] = field(default_factory=list)
     sve_vector_bits: Optional[int] = None
     vector_bits: Optional[int] = None   # widest usable SIMD register
     fma_units: Optional[int] = None     # FMA pipes per core at fma_width_bits (data file or config)
     fma_width_bits: Optional[int] = None  # data path width of each FMA pipe (widest)
-    fma_units_by_bits: Dict[int, int] = field(default_factory=dict)  # vector bits -> FMAs per cycle per core at that width
-    cpu_facts: Dict[str, Any] = field(default_factory=dict)  # the CPU families data file's entry (name, year, notes, source)
+    # vector bits -> FMAs per cycle per core at that width
+    fma_units_by_bits: Dict[int, int] = field(default_factory=dict)
+    # the CPU families data file's entry (name, year, notes, source)
+    cpu_facts: Dict[str, Any] = field(default_factory=dict)
     clocks: Clocks = field(default_factory=Clocks)
     mem_total_bytes: Optional[int] = None
     memory_channels: Optional[int] = None      # per socket

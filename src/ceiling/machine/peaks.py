@@ -171,11 +171,13 @@ def _channels(machine: Machine) -> Tuple[Optional[int], str]:
     sockets = max(1, machine.sockets)
     src = machine.sources.get("memory_channels", "")
     if machine.memory_channels_populated and not src.startswith("config"):
-        return machine.memory_channels_populated, f"{machine.memory_channels_populated} populated channels ({machine.sources.get('memory_channels_populated', 'DIMM records')})"
+        how = machine.sources.get("memory_channels_populated", "DIMM records")
+        return machine.memory_channels_populated, f"{machine.memory_channels_populated} populated channels ({how})"
     if machine.memory_channels:
         assumed = "" if src.startswith("config") else "; DIMM population unknown, every channel assumed populated"
         return machine.memory_channels * sockets, (f"{sockets} socket{'s' if sockets > 1 else ''} × "
-                                                   f"{machine.memory_channels} channels ({src or 'CPU families data file'}{assumed})")
+                                                   f"{machine.memory_channels} channels "
+                                                   f"({src or 'CPU families data file'}{assumed})")
     return None, "memory channels per socket unknown"
 
 
@@ -212,7 +214,8 @@ def memory_peaks(machine: Machine) -> Dict[str, Peak]:
             node = Peak(None, GBS, f"unknown: DIMM speed (MT/s) not known: {why} ({HINT_MEM})")
         else:
             v = ch * mts * 8 / 1000.0
-            node = Peak(round(v, 3), GBS, f"{ch_how} × {mts} MT/s ({machine.sources.get('memory_mts', 'DIMM records')}) "
+            node = Peak(round(v, 3), GBS,
+                        f"{ch_how} × {mts} MT/s ({machine.sources.get('memory_mts', 'DIMM records')}) "
                                           f"× 8 B = {_fmt(v)} GB/s")
     out["membw.node"] = node
     if "membw.domain" not in out:
@@ -227,7 +230,8 @@ def memory_peaks(machine: Machine) -> Dict[str, Peak]:
                 out["membw.domain"] = Peak(round(node.value / nd, 3), GBS,
                                            f"node peak / {nd} NUMA domains, channels split evenly ({node.provenance})")
             else:
-                out["membw.domain"] = Peak(None, GBS, f"unknown: {ch} channels do not split evenly over {nd} NUMA domains")
+                out["membw.domain"] = Peak(None, GBS, f"unknown: {ch} channels do not split evenly over {nd} NUMA "
+                                                      "domains")
     return out
 
 

@@ -207,19 +207,21 @@ def _metrics_section(run: Run) -> str:
         if m.peak is None:
             peak = F.DASH
         elif m.peak.known:
-            peak = sc(m.peak.value, 4) if (m.peak.unit or m.unit) == m.unit else F.with_unit(m.peak.value, m.peak.unit, 4)
+            peak = sc(m.peak.value, 4) if (m.peak.unit or m.unit) == m.unit else F.with_unit(m.peak.value, m.peak.unit,
+                                                                                             4)
         else:
             peak = "unknown"
         eff = (f"{_eff_html(m, 48)} {esc(F.pct(m.efficiency))}" if m.efficiency is not None
                else ("unknown" if m.peak is not None and not m.peak.known else F.DASH))
         threads = m.context.get("threads")
         cls = ' class="invalid"' if not m.valid else ""
+        spread = (F.pct(st.cv) + ("!" if F.high_spread(m) else "")) if st and st.n > 1 else F.DASH
         rows.append(
             f"<tr{cls}><td><code>{esc(m.name)}</code></td><td class='n'>{esc(sc(m.value))}</td><td>{esc(unit)}</td>"
             f"<td class='n'>{esc(peak)}</td><td class='eff'>{eff}</td>"
             f"<td class='n'>{esc(sc(st.median) if st else F.DASH)}</td>"
             f"<td class='n'>{esc(f'{sc(st.min)} – {sc(st.max)}' if st else F.DASH)}</td>"
-            f"<td class='n'>{esc((F.pct(st.cv) + ('!' if F.high_spread(m) else '')) if st and st.n > 1 else F.DASH)}</td>"
+            f"<td class='n'>{esc(spread)}</td>"
             f"<td class='n'>{esc(st.n if st else (len(m.values) or F.DASH))}</td>"
             f"<td class='n'>{esc(threads if threads is not None else F.DASH)}</td>"
             f"<td class='note'>{'<br>'.join(esc(n) for n in _metric_notes(m))}</td></tr>")

@@ -79,7 +79,8 @@ def _cache_rules(run: Run, name: str) -> Tuple[List[S.Rule], List[str]]:
 
 def _peak_rule(run: Run, metric: str, machine_key: str) -> Tuple[List[S.Rule], str]:
     m = run.metric(metric)
-    p = m.peak if m is not None and m.peak is not None and m.peak.known else F.MachineFacts(run.machine).peak(machine_key)
+    known = m is not None and m.peak is not None and m.peak.known
+    p = m.peak if known else F.MachineFacts(run.machine).peak(machine_key)
     if p is None or not p.known:
         why = p.provenance if p is not None else "not recorded"
         return [], f"Theoretical peak unknown: {why}."
@@ -121,12 +122,14 @@ def _xy_plot(run: Run, s: Series, heading: str, group: Sequence[Tuple[str, Serie
         y_scale = "log10"
     rules: List[S.Rule] = []
     notes: List[str] = []
-    if run.analysis.capacities_of(s.name):   # working-set axes only: cache capacities mean nothing on message or I/O sizes
+    # working-set axes only: cache capacities mean nothing on message or I/O sizes
+    if run.analysis.capacities_of(s.name):
         threads = F.count(s.context.get("threads")) or 1
         r, words = _cache_rules(run, s.name)
         rules += r
         if words:
-            scope = "per cache instance (one thread)" if threads <= 1 else f"usable by {threads} threads placed compactly"
+            scope = ("per cache instance (one thread)" if threads <= 1
+                     else f"usable by {threads} threads placed compactly")
             notes.append(f"Dashed vertical lines: cache capacity {scope}: {', '.join(words)}.")
     if s.name == "stream.triad.threads":
         r, text = _peak_rule(run, "stream.triad", "membw.node")

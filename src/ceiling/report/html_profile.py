@@ -112,7 +112,8 @@ def _files(files: Dict[str, Any]) -> str:
     rows = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' for c in file_cells(f))
                    + f'<td style="word-break:break-all">{esc(f["path"])}</td></tr>' for f in shown)
     notes = "".join(f'<p class="hint">{esc(n)}.</p>' for n in file_notes(files, len(shown)))
-    return ("<h3>Files</h3><p>By time inside their open, read, write, fsync and close calls, all processes of a node together. "
+    return ("<h3>Files</h3><p>By time inside their open, read, write, fsync and close calls, all processes of a node "
+            "together. "
             "Random: requests that did not start where the previous one ended; unaligned: requests that started "
             "off the file system's block (st_blksize).</p><table><thead><tr>"
             + "".join(f'<th class="n">{esc(h)}</th>' for h in FILE_HEADS)

@@ -46,7 +46,8 @@ td.note{color:var(--muted);font-size:12px;min-width:260px}
 tbody tr:nth-child(even){background:#fafbfc}
 tr.invalid td{color:var(--fail)}
 .plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:16px}
-figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:12px 12px 10px;break-inside:avoid;page-break-inside:avoid}
+figure{margin:0;border:1px solid var(--line);border-radius:6px;padding:12px 12px 10px;break-inside:avoid;
+page-break-inside:avoid}
 figure.wide{grid-column:1/-1}
 figure svg{display:block;max-width:100%;height:auto;margin:0 auto}
 figcaption{color:var(--muted);font-size:12px;margin-top:6px}
@@ -55,10 +56,13 @@ ul.missing{color:var(--muted);padding-left:20px;margin:12px 0 0}
 font-weight:700;letter-spacing:.05em;text-transform:uppercase;color:#fff;vertical-align:1px}
 .badge.fail{background:var(--fail)} .badge.warn{background:var(--warn);color:#1f1f1f}
 .badge.ok{background:var(--ok)} .badge.skipped{background:var(--skip)}
-.finding{border:1px solid var(--line);border-left:4px solid var(--skip);border-radius:4px;padding:8px 14px;margin:8px 0;break-inside:avoid}
-.finding.fail{border-left-color:var(--fail)} .finding.warn{border-left-color:var(--warn)} .finding.ok{border-left-color:var(--ok)}
+.finding{border:1px solid var(--line);border-left:4px solid var(--skip);border-radius:4px;padding:8px 14px;margin:8px 0;
+break-inside:avoid}
+.finding.fail{border-left-color:var(--fail)} .finding.warn{border-left-color:var(--warn)}
+.finding.ok{border-left-color:var(--ok)}
 .ftitle{font-weight:600} .fid{color:var(--muted);font-weight:400;margin-left:6px}
-.root{font-size:11px;font-weight:600;color:var(--fail);border:1px solid var(--fail);border-radius:3px;padding:0 4px;margin-left:6px}
+.root{font-size:11px;font-weight:600;color:var(--fail);border:1px solid var(--fail);border-radius:3px;padding:0 4px;
+margin-left:6px}
 .finding dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0 2px}
 .finding dt{color:var(--muted)} .finding dd{margin:0}
 footer{margin-top:36px;padding-top:10px;border-top:1px solid var(--line);color:var(--muted);font-size:12px}

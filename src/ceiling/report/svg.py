@@ -309,12 +309,14 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
     for t in sy.ticks():
         y = sy(t)
         out.append(f'<line x1="{_f(px0)}" y1="{_f(y)}" x2="{_f(px1)}" y2="{_f(y)}" stroke="{GRID}"/>')
-        out.append(f'<text x="{_f(px0 - 6)}" y="{_f(y + 4)}" text-anchor="end" fill="{MUTED}">{esc(y_format(t))}</text>')
+        out.append(f'<text x="{_f(px0 - 6)}" y="{_f(y + 4)}" text-anchor="end" '
+                   f'fill="{MUTED}">{esc(y_format(t))}</text>')
     xt = [t for t in x_ticks if sx.lo <= t <= sx.hi] if x_ticks else sx.ticks(max_ticks=max(3, int((px1 - px0) / 45)))
     for t in xt:
         x = sx(t)
         out.append(f'<line x1="{_f(x)}" y1="{_f(py0)}" x2="{_f(x)}" y2="{_f(py1)}" stroke="{GRID}"/>')
-        out.append(f'<text x="{_f(x)}" y="{_f(py0 + 15)}" text-anchor="middle" fill="{MUTED}">{esc(x_format(t))}</text>')
+        out.append(f'<text x="{_f(x)}" y="{_f(py0 + 15)}" text-anchor="middle" '
+                   f'fill="{MUTED}">{esc(x_format(t))}</text>')
     out.append(f'<rect x="{_f(px0)}" y="{_f(py1)}" width="{_f(px1 - px0)}" height="{_f(py0 - py1)}" '
                f'fill="none" stroke="#9e9e9e"/>')
     # Axis labels.
@@ -439,7 +441,8 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
                 if v is None:
                     continue
                 x, y = left + j * cell, top + i * cell
-                tip = f"{labels[i] if i < len(labels) else i} → {labels[j] if j < len(labels) else j}: {value_format(v)} {unit}"
+                a, b = (labels[i] if i < len(labels) else i), (labels[j] if j < len(labels) else j)
+                tip = f"{a} → {b}: {value_format(v)} {unit}"
                 out.append(f'<rect x="{_f(x)}" y="{_f(y)}" width="{cell}" height="{cell}" '
                            f'fill="{colormap(t_of(v))}"><title>{esc(tip)}</title></rect>')
                 if annotate:
@@ -460,7 +463,8 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
                 k = j + 1
                 while k < len(row) and row[k] is not None and min(levels - 1, int(t_of(row[k]) * levels)) == b:
                     k += 1
-                bins.setdefault(b, []).append(f"M{_f(left + j * cell)} {_f(top + i * cell)}h{(k - j) * cell}v{cell}h-{(k - j) * cell}z")
+                bins.setdefault(b, []).append(f"M{_f(left + j * cell)} "
+                                              f"{_f(top + i * cell)}h{(k - j) * cell}v{cell}h-{(k - j) * cell}z")
                 j = k
         for b in sorted(bins):
             out.append(f'<path fill="{colormap((b + 0.5) / levels)}" d="{"".join(bins[b])}"/>')
@@ -504,7 +508,8 @@ def heatmap(matrix: Sequence[Sequence[Optional[float]]], labels: Sequence[str], 
     holes = sum(1 for i, r in enumerate(matrix) for j, v in enumerate(r) if v is None and i != j)
     if holes:
         y = top + bar_h + 14
-        out.append(f'<rect x="{_f(bar_x)}" y="{_f(y)}" width="14" height="10" fill="url(#{uid}-hole)" stroke="#9e9e9e"/>')
+        out.append(f'<rect x="{_f(bar_x)}" y="{_f(y)}" width="14" height="10" fill="url(#{uid}-hole)" '
+                   'stroke="#9e9e9e"/>')
         out.append(f'<text x="{_f(bar_x + 19)}" y="{_f(y + 9)}" font-size="10" fill="{MUTED}">no value</text>')
     out.append("</svg>")
     return "\n".join(out)

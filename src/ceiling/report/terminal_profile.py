@@ -246,7 +246,8 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
     ov = run.application.overhead if run.application else {}
     if ip.get("used"):
         text = (f"the interposer wrote {ip.get('records', 0)} record(s) (modules: "
-                f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} POSIX and stdio calls")
+                f"{', '.join(ip.get('modules') or []) or 'none'}) and counted {ov.get('calls', 0)} POSIX and stdio "
+                "calls")
         if ov.get("per_call_ns") is not None:
             frac = ov.get("fraction")
             per = (f"{ov['per_call_ns']:.3g} ns per call" if ov["per_call_ns"] >= 1 else

@@ -98,7 +98,8 @@ def _list_kernels(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([k.__dict__ for k in ks], indent=1))
         return 0
-    print(f"{'kernel':<16} {'family':<10} {'isa':<7} {'runs here':<9} {'B/iter':>7} {'flop/iter':>9}  what one iteration is")
+    print(f"{'kernel':<16} {'family':<10} {'isa':<7} {'runs here':<9} {'B/iter':>7} {'flop/iter':>9}  what one "
+          "iteration is")
     for k in ks:
         print(f"{k.name:<16} {k.family:<10} {k.isa:<7} {'yes' if k.supported else 'no':<9} "
               f"{k.bytes_per_iter:>7g} {k.flops_per_iter:>9g}  {k.doc}")

@@ -18,7 +18,8 @@ EPILOG = ("Exit status: 0, unless --strict: 1 when a check warns, 2 when one fai
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--only", action="append", metavar="AREA", help="only these areas or check ids (repeat, or comma-separated); "
+    p.add_argument("--only", action="append", metavar="AREA",
+                   help="only these areas or check ids (repeat, or comma-separated); "
                    "see --list")
     p.add_argument("--list", action="store_true", help="list the checks and their areas, and exit")
     p.add_argument("--explain", metavar="ID", help="print the long explanation of one check, and exit")
@@ -26,8 +27,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nhc", action="store_true", help="print one health-check line (NHC style) instead of the table; "
                    "exit 2 when a check fails (a node to drain), 0 when checks only warn (with --strict: 1)")
     p.add_argument("--noise-seconds", type=str, metavar="S", help="length of the OS-noise window (default 2)")
-    p.add_argument("--root", metavar="DIR", help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
-    p.add_argument("-v", "--verbose", action="store_true", help="show evidence for every finding, not only for problems")
+    p.add_argument("--root", metavar="DIR",
+                   help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show evidence for every finding, not only for problems")
     common.output_options(p, store=True, html=False)
     from .cluster import configure
     configure(p)

@@ -464,7 +464,8 @@ def _cluster_run(args: argparse.Namespace, facts, cl, nodes: List[Node], own: Ru
     run.job = Job(launcher=launcher_in_use(), mpi_library=lib.description, ranks=size, nodes=size,
                   ranks_per_node=1, node_names=list(facts.nodes))
     from ..cluster.installations import mpi_facts
-    run.environment = dict(own.environment, mpi=mpi_facts(lib, look_for_others=bool(pairs.get("pairs"))), cluster={"nodes": size, "reported": len(nodes),
+    run.environment = dict(own.environment, mpi=mpi_facts(lib, look_for_others=bool(pairs.get("pairs"))),
+                           cluster={"nodes": size, "reported": len(nodes),
                                                      "host_of_rank_0": socket.gethostname(),
                                                      "threshold": cl.threshold,
                                                      "wave": int(args.wave) if getattr(args, "wave", None) else None})

@@ -26,7 +26,8 @@ BENCH_SUITES = ("all", *suites.ORDER, "network", *suites.EXTRA)
 def measure_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("measurement")
     g.add_argument("--threads", type=str, metavar="N",
-                   help="threads for multi-threaded kernels (default: OMP_NUM_THREADS, else every CPU this process may use)")
+                   help="threads for multi-threaded kernels (default: OMP_NUM_THREADS, else every CPU this process may "
+                        "use)")
     g.add_argument("--placement", default="compact", metavar="POLICY",
                    help="compact (one thread per core first), scatter (round-robin over NUMA domains), or node:N")
     g.add_argument("--reps", type=str, metavar="N", help="timed repetitions per measurement")

@@ -14,7 +14,8 @@ DESCRIPTION = "Sockets, NUMA domains, cores, caches, ISA, clocks (read and measu
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-measure", action="store_true", help="do not measure the clock (peaks then use the read clock)")
-    p.add_argument("--root", metavar="DIR", help="read /proc and /sys below DIR (a recorded machine) instead of this node")
+    p.add_argument("--root", metavar="DIR",
+                   help="read /proc and /sys below DIR (a recorded machine) instead of this node")
     common.output_options(p, store=False, html=False)
 
 

@@ -120,7 +120,8 @@ def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
                       f"a run on {res['overdue']} thread(s) passed its deadline of {deadline:.0f} s "
                       f"({DEADLINE_WORDS}) and was killed with its process group" if res["overdue"] else
                       f"not judged: {busy[0].title.rstrip('.')} ({busy[0].evidence})" if busy else
-                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})" for n, c in res["failed"].items()))
+                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})" for n,
+                                                           c in res["failed"].items()))
         return out, []
     verdict = classify(res["times"], res["cpu_s"])
     out.update(verdict)
