@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..machine import dmi
@@ -425,92 +426,15 @@ def population(p: Probe):
     if not pop:
         return skipped("DIMM population: no populated DIMM listed",
                        evidence=f"{len(rows)} memory device records, none populated")
-    facts: List[str] = []
-    problems: List[str] = []
-    notes: List[str] = []
+    j = _Judged()
     sizes = [r.get("size_bytes") for r in pop if isinstance(r.get("size_bytes"), int) and r["size_bytes"] > 0]
-    installed = sum(sizes)
     types = "/".join(sorted({str(r["type"]) for r in pop if r.get("type")})) or "DIMMs"
-    facts.append(f"{len(pop)} of {len(rows)} slots populated: "
-                 f"{_counts(sizes, _size) if sizes else 'sizes unknown'} {types}")
-
-    # installed vs visible
-    visible = m.mem_total_bytes
-    causes: List[str] = []
-    if installed and visible:
-        frac = visible / installed
-        facts.append(f"installed {_size(installed)}, visible {_size(visible)} (MemTotal, {frac:.0%})")
-        if frac < VISIBLE_BELOW:
-            problems.append(f"only {_size(visible)} of {_size(installed)} installed is visible ({frac:.0%})")
-            causes.append(HIDDEN)
-    else:
-        notes.append("installed vs visible: " + ("DIMM sizes unknown" if not installed else "MemTotal unknown"))
-
-    # sizes and speeds
-    if len(set(sizes)) > 1:
-        problems.append(f"mixed DIMM sizes ({_counts(sizes, _size)})")
-    rated = [r.get("speed_mts") for r in pop if isinstance(r.get("speed_mts"), int) and r["speed_mts"] > 0]
-    conf = [r.get("configured_mts") for r in pop if isinstance(r.get("configured_mts"),
-                                                               int) and r["configured_mts"] > 0]
-    if rated:
-        facts.append(f"rated {_counts(rated, lambda v: f'{v} MT/s')}")
-    if conf:
-        facts.append(f"configured {_counts(conf, lambda v: f'{v} MT/s')}")
-    if not rated and not conf:
-        notes.append("speeds: the DIMM records give none")
-    if len(set(rated)) > 1:
-        problems.append(f"mixed DIMM speeds ({_counts(rated, lambda v: f'{v} MT/s')})")
-    slow = [(r, r["configured_mts"], r["speed_mts"]) for r in pop
-            if isinstance(r.get("configured_mts"), int) and isinstance(r.get("speed_mts"), int)
-            and 0 < r["configured_mts"] < r["speed_mts"]]
-    if slow:
-        pairs = sorted({(c, sp) for _, c, sp in slow})
-        problems.append(f"{len(slow)} DIMM{'s' * (len(slow) != 1)} run below their rated speed ("
-                        + ", ".join(f"{c} of {sp} MT/s" for c, sp in pairs) + ")")
-        causes.append(SLOW)
-
-    # channels
-    where = [channel_of(r) for r in pop]
-    if any(w is None for w in where):
-        r = pop[where.index(None)]
-        notes.append(f"channels: DIMM locators do not name socket and channel "
-                     f"(e.g. {r.get('locator')!r} / {r.get('bank_locator')!r})")
-    else:
-        per_chan: Dict[Tuple[int, str], int] = {}
-        per_socket: Dict[int, int] = {}
-        for r, w in zip(pop, where):
-            per_chan[w] = per_chan.get(w, 0) + 1
-            per_socket[w[0]] = per_socket.get(w[0], 0) + (r.get("size_bytes") or 0)
-        chans_by_socket: Dict[int, int] = {}
-        for sock, _ch in per_chan:
-            chans_by_socket[sock] = chans_by_socket.get(sock, 0) + 1
-        populated = len(per_chan)
-        want_per_socket = m.memory_channels
-        sockets = max(m.sockets, len(chans_by_socket))
-        facts.append(f"{populated} channels populated (" + ", ".join(
-            f"socket {k}: {v}" for k, v in sorted(chans_by_socket.items())) + " as the locators number them)")
-        if want_per_socket:
-            want = want_per_socket * sockets
-            if populated < want:
-                short = [f"socket {k}: {v} of {want_per_socket}" for k, v in sorted(chans_by_socket.items())
-                         if v < want_per_socket]
-                if len(chans_by_socket) < sockets:
-                    short.append(f"{sockets - len(chans_by_socket)} socket(s) without any DIMM")
-                problems.append(f"{want - populated} of {want} memory channels empty ({'; '.join(short)})")
-            facts.append(f"{want_per_socket} channels per socket × {sockets} sockets "
-                         f"({m.sources.get('memory_channels', 'CPU families data file')})")
-        else:
-            notes.append("empty channels: channels per socket unknown for this CPU")
-        dpc = sorted(set(per_chan.values()))
-        if len(dpc) > 1:
-            problems.append("unbalanced: " + ", ".join(
-                f"{sum(1 for v in per_chan.values() if v == n)} channels with {n} DIMM{'s' * (n != 1)}" for n in dpc))
-        elif dpc:
-            facts.append(f"{dpc[0]} DIMM{'s' * (dpc[0] != 1)} per channel")
-        caps = {k: v for k, v in per_socket.items() if v}
-        if len(set(caps.values())) > 1:
-            problems.append("unequal memory per socket (" + ", ".join(
-                f"socket {k}: {_size(v)}" for k, v in sorted(caps.items())) + ")")
+    j.facts.append(f"{len(pop)} of {len(rows)} slots populated: "
+                   f"{_counts(sizes, _size) if sizes else 'sizes unknown'} {types}")
+    _judge_visible(j, sum(sizes), m.mem_total_bytes)
+    rated, conf = _judge_speeds(j, pop, sizes)
+    _judge_channels(j, pop, m)
+    facts, problems, notes, causes = j.facts, j.problems, j.notes, j.causes
 
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     evidence += f"; DIMM records from {m.sources.get('dimms', 'SMBIOS')}"
@@ -526,3 +450,99 @@ def population(p: Probe):
     speed = f" at {min(conf or rated)} MT/s" if (conf or rated) else ""
     judged = "" if notes else ", every channel populated alike"
     return ok(f"Memory population: {what} {types}{speed}{judged}", evidence=evidence)
+
+
+@dataclass
+class _Judged:
+    """What population's parts found: facts for the evidence, problems for the title,
+    notes on what could not be judged, and the causes that choose the fixes."""
+    facts: List[str] = field(default_factory=list)
+    problems: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    causes: List[str] = field(default_factory=list)
+
+
+def _judge_visible(j: _Judged, installed: int, visible: Optional[int]) -> None:
+    """Installed DIMM capacity against the memory the kernel sees (MemTotal)."""
+    if installed and visible:
+        frac = visible / installed
+        j.facts.append(f"installed {_size(installed)}, visible {_size(visible)} (MemTotal, {frac:.0%})")
+        if frac < VISIBLE_BELOW:
+            j.problems.append(f"only {_size(visible)} of {_size(installed)} installed is visible ({frac:.0%})")
+            j.causes.append(HIDDEN)
+    else:
+        j.notes.append("installed vs visible: " + ("DIMM sizes unknown" if not installed else "MemTotal unknown"))
+
+
+def _judge_speeds(j: _Judged, pop: List[dict], sizes: List[int]) -> Tuple[List[int], List[int]]:
+    """Mixed sizes, mixed rated speeds and DIMMs configured below their rated speed;
+    returns the rated and configured speeds (MT/s)."""
+    def positive(key: str) -> List[int]:
+        return [r[key] for r in pop if isinstance(r.get(key), int) and r[key] > 0]
+
+    if len(set(sizes)) > 1:
+        j.problems.append(f"mixed DIMM sizes ({_counts(sizes, _size)})")
+    rated, conf = positive("speed_mts"), positive("configured_mts")
+    if rated:
+        j.facts.append(f"rated {_counts(rated, lambda v: f'{v} MT/s')}")
+    if conf:
+        j.facts.append(f"configured {_counts(conf, lambda v: f'{v} MT/s')}")
+    if not rated and not conf:
+        j.notes.append("speeds: the DIMM records give none")
+    if len(set(rated)) > 1:
+        j.problems.append(f"mixed DIMM speeds ({_counts(rated, lambda v: f'{v} MT/s')})")
+    slow = [(r, r["configured_mts"], r["speed_mts"]) for r in pop
+            if isinstance(r.get("configured_mts"), int) and isinstance(r.get("speed_mts"), int)
+            and 0 < r["configured_mts"] < r["speed_mts"]]
+    if slow:
+        pairs = sorted({(c, sp) for _, c, sp in slow})
+        j.problems.append(f"{len(slow)} DIMM{'s' * (len(slow) != 1)} run below their rated speed ("
+                          + ", ".join(f"{c} of {sp} MT/s" for c, sp in pairs) + ")")
+        j.causes.append(SLOW)
+    return rated, conf
+
+
+def _judge_channels(j: _Judged, pop: List[dict], m) -> None:
+    """Empty channels, unbalanced DIMMs per channel and unequal memory per socket, where
+    the DIMM locators name socket and channel."""
+    where = [channel_of(r) for r in pop]
+    if any(w is None for w in where):
+        r = pop[where.index(None)]
+        j.notes.append(f"channels: DIMM locators do not name socket and channel "
+                       f"(e.g. {r.get('locator')!r} / {r.get('bank_locator')!r})")
+        return
+    per_chan: Dict[Tuple[int, str], int] = {}
+    per_socket: Dict[int, int] = {}
+    for r, w in zip(pop, where):
+        per_chan[w] = per_chan.get(w, 0) + 1
+        per_socket[w[0]] = per_socket.get(w[0], 0) + (r.get("size_bytes") or 0)
+    chans_by_socket: Dict[int, int] = {}
+    for sock, _ch in per_chan:
+        chans_by_socket[sock] = chans_by_socket.get(sock, 0) + 1
+    populated = len(per_chan)
+    want_per_socket = m.memory_channels
+    sockets = max(m.sockets, len(chans_by_socket))
+    j.facts.append(f"{populated} channels populated (" + ", ".join(
+        f"socket {k}: {v}" for k, v in sorted(chans_by_socket.items())) + " as the locators number them)")
+    if want_per_socket:
+        want = want_per_socket * sockets
+        if populated < want:
+            short = [f"socket {k}: {v} of {want_per_socket}" for k, v in sorted(chans_by_socket.items())
+                     if v < want_per_socket]
+            if len(chans_by_socket) < sockets:
+                short.append(f"{sockets - len(chans_by_socket)} socket(s) without any DIMM")
+            j.problems.append(f"{want - populated} of {want} memory channels empty ({'; '.join(short)})")
+        j.facts.append(f"{want_per_socket} channels per socket × {sockets} sockets "
+                       f"({m.sources.get('memory_channels', 'CPU families data file')})")
+    else:
+        j.notes.append("empty channels: channels per socket unknown for this CPU")
+    dpc = sorted(set(per_chan.values()))
+    if len(dpc) > 1:
+        j.problems.append("unbalanced: " + ", ".join(
+            f"{sum(1 for v in per_chan.values() if v == n)} channels with {n} DIMM{'s' * (n != 1)}" for n in dpc))
+    elif dpc:
+        j.facts.append(f"{dpc[0]} DIMM{'s' * (dpc[0] != 1)} per channel")
+    caps = {k: v for k, v in per_socket.items() if v}
+    if len(set(caps.values())) > 1:
+        j.problems.append("unequal memory per socket (" + ", ".join(
+            f"socket {k}: {_size(v)}" for k, v in sorted(caps.items())) + ")")

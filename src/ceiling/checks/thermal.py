@@ -340,106 +340,23 @@ def throttling_now(p: Probe):
     (cpu.governor, cpu.turbo); drain the node if it throttles under load.
     """
     cpus = p.cpus()
-    notes: List[str] = []       # parts that could not be judged, and why
-    facts: List[str] = []       # what was read and measured
-    failures: List[str] = []
-    warnings: List[str] = []
-    causes: List[str] = []      # what made each failure or warning (NOW_FIXES)
-    judged = 0                  # comparisons actually made
-
+    j = _Now()
     before = read_counters(p)
-    fresh: Optional[Dict[str, Any]] = None
-    stall0 = _cpu_stall_us(p)
-    t0 = time.perf_counter()
-    if cpus:
-        try:
-            fresh = measure_clock(cpus, single_cpus=[cpus[-1]], reps=WINDOW_REPS)
-        except Exception as e:  # no C core or kernel, pinning refused, validation
-            notes.append(f"no busy window ({type(e).__name__}: {e})")
-    else:
-        notes.append("no busy window (no allowed CPU known)")
-    window_s = time.perf_counter() - t0
-    stall1 = _cpu_stall_us(p)
-    fresh = fresh if isinstance(fresh, dict) else None
-    # Other tasks waiting for a CPU during the window: competing load, which
-    # lowers the measured clock as throttling would.
-    stall = (stall1 - stall0) / (window_s * 1e6) if (stall0 is not None and stall1 is not None and fresh
-                                                   and window_s > 0 and stall1 >= stall0) else None
-
-    # -- counters rising under load
-    if not before or not any(before.values()):
-        notes.append("counters: no readable thermal_throttle counters (a VM, AMD or Arm)")
-    elif fresh is None:
-        notes.append("counters: not compared, there was no busy window")
-    else:
-        rise = _deltas(before, read_counters(p))
-        judged += 1
-        if rise:
-            t = tally(p, rise)
-            thermal = t.total(("core_throttle_count", "package_throttle_count"))
-            power = t.total(("core_power_limit_count", "package_power_limit_count"))
-            kinds = " and ".join(x for x in (f"{thermal} thermal" if thermal else "",
-                                             f"{power} power-limit" if power else "") if x) or "throttle time"
-            where = "; ".join(_package_lines(t) + [f"worst: {w}" for w in _worst_cores(t, 2)])
-            failures.append(f"{kinds} events during a {window_s:.2f} s all-core load")
-            causes.append(ROSE)
-            facts.append(f"counters rose during the {window_s:.2f} s window: {where}")
-        else:
-            facts.append(f"no thermal_throttle counter rose during the {window_s:.2f} s all-core window "
-                         f"({len(before)} CPUs)")
-
-    # -- the clock reached
+    fresh, window_s, stall = _busy_window(p, cpus, j)
+    _judge_counters(p, j, before, fresh, window_s)
     c = p.machine.clocks
     all_ghz = _best(fresh.get("measured_all_ghz") if fresh else None, c.measured_all_ghz)
     single_ghz = _best(fresh.get("measured_single_ghz") if fresh else None, c.measured_single_ghz)
-    base, base_src = _base_for(p, cpus)
-    quota = p.machine.cgroup.get("cpu_quota_cpus") if isinstance(p.machine.cgroup, dict) else None
-    if all_ghz is None:
-        notes.append("all-core clock: not measured")
-    elif base is None:
-        facts.append(f"all-core clock {all_ghz:.2f} GHz")
-        notes.append("all-core clock vs base: no base clock known (no cpufreq base_frequency, none in the model name)")
-    elif isinstance(quota, (int, float)) and quota < len(cpus) - 0.5:
-        facts.append(f"all-core clock {all_ghz:.2f} GHz, base {base:.2f} GHz ({base_src})")
-        notes.append(f"all-core clock vs base: not judged under a cgroup CPU quota of {quota:g} CPUs "
-                     f"for {len(cpus)} allowed CPUs (the threads are descheduled, which looks like a low clock)")
-    else:
-        ratio = all_ghz / base
-        judged += 1
-        facts.append(f"all-core clock {all_ghz:.2f} GHz = {ratio:.0%} of base {base:.2f} GHz ({base_src})")
-        if ratio < ALL_BELOW_BASE:
-            msg = f"all cores run at {all_ghz:.2f} GHz under load, {1 - ratio:.0%} below the {base:.2f} GHz base clock"
-            if p.machine.virtualized:
-                warnings.append(msg + f" (in a {p.machine.virtualized} VM: the hypervisor's other work lowers it too)")
-                causes.append(HYPERVISOR)
-            elif stall is not None and stall > CONTENDED:
-                warnings.append(msg + f" (but tasks waited for a CPU {stall:.0%} of the window: competing load "
-                                      f"lowers it too, see load.*)")
-                causes.append(CONTENDED_LOAD)
-            else:
-                failures.append(msg)
-                causes.append(BELOW_BASE)
-    if single_ghz is not None:
-        if c.max_ghz:
-            r1 = single_ghz / c.max_ghz
-            judged += 1
-            facts.append(f"one-core clock {single_ghz:.2f} GHz = {r1:.0%} of max {c.max_ghz:.2f} GHz ({c.max_source})")
-            if r1 < SINGLE_BELOW_MAX:
-                warnings.append(f"one core reaches {single_ghz:.2f} GHz, {1 - r1:.0%} below the {c.max_ghz:.2f} GHz "
-                                "maximum")
-                causes.append(ONE_CORE_SLOW)
-        else:
-            facts.append(f"one-core clock {single_ghz:.2f} GHz")
-            notes.append("one-core clock vs max: no maximum clock known (no cpufreq cpuinfo_max_freq)")
-    elif all_ghz is not None:
-        notes.append("one-core clock: not measured")
+    _judge_all_core(p, j, cpus, all_ghz, stall)
+    _judge_one_core(j, c, single_ghz, all_ghz)
     if stall is not None:
-        facts.append(f"tasks waited for a CPU {stall:.0%} of the window (/proc/pressure/cpu)")
+        j.facts.append(f"tasks waited for a CPU {stall:.0%} of the window (/proc/pressure/cpu)")
     if fresh:
-        facts.append(f"busy window on CPUs {format_cpulist(cpus)}; clocks are the best of this window and of the "
-                     f"measurement made when the machine was described")
+        j.facts.append(f"busy window on CPUs {format_cpulist(cpus)}; clocks are the best of this window and of the "
+                       f"measurement made when the machine was described")
     elif all_ghz is not None or single_ghz is not None:
-        facts.append("clocks from the measurement made when the machine was described")
+        j.facts.append("clocks from the measurement made when the machine was described")
+    facts, notes, failures, warnings, causes, judged = j.facts, j.notes, j.failures, j.warnings, j.causes, j.judged
 
     evidence = "; ".join(facts + ([f"not judged: {'; '.join(notes)}"] if notes else []))
     why = ("a throttled or power-capped CPU runs every compute-bound phase slower now, and a node that throttles "
@@ -457,3 +374,115 @@ def throttling_now(p: Probe):
     if not judged:
         return skipped("Throttling now: nothing could be compared", evidence=evidence)
     return ok("No throttling under a short all-core load", evidence=evidence)
+
+
+@dataclass
+class _Now:
+    """What throttling_now's parts found."""
+    notes: List[str] = field(default_factory=list)      # parts that could not be judged, and why
+    facts: List[str] = field(default_factory=list)      # what was read and measured
+    failures: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    causes: List[str] = field(default_factory=list)     # what made each failure or warning (NOW_FIXES)
+    judged: int = 0                                     # comparisons actually made
+
+
+def _busy_window(p: Probe, cpus: List[int], j: _Now) -> Tuple[Optional[Dict[str, Any]], float, Optional[float]]:
+    """Keep the allowed CPUs busy for the window and measure the clocks; returns the
+    measurement (None without one), the window's length (s) and the share of it other
+    tasks waited for a CPU (/proc/pressure/cpu; None where the kernel has no PSI)."""
+    fresh: Optional[Dict[str, Any]] = None
+    stall0 = _cpu_stall_us(p)
+    t0 = time.perf_counter()
+    if cpus:
+        try:
+            fresh = measure_clock(cpus, single_cpus=[cpus[-1]], reps=WINDOW_REPS)
+        except Exception as e:  # no C core or kernel, pinning refused, validation
+            j.notes.append(f"no busy window ({type(e).__name__}: {e})")
+    else:
+        j.notes.append("no busy window (no allowed CPU known)")
+    window_s = time.perf_counter() - t0
+    stall1 = _cpu_stall_us(p)
+    fresh = fresh if isinstance(fresh, dict) else None
+    # Other tasks waiting for a CPU during the window: competing load, which
+    # lowers the measured clock as throttling would.
+    stall = (stall1 - stall0) / (window_s * 1e6) if (stall0 is not None and stall1 is not None and fresh
+                                                   and window_s > 0 and stall1 >= stall0) else None
+    return fresh, window_s, stall
+
+
+def _judge_counters(p: Probe, j: _Now, before, fresh, window_s: float) -> None:
+    """Thermal and power-limit counters that rose during the busy window."""
+    if not before or not any(before.values()):
+        j.notes.append("counters: no readable thermal_throttle counters (a VM, AMD or Arm)")
+        return
+    if fresh is None:
+        j.notes.append("counters: not compared, there was no busy window")
+        return
+    rise = _deltas(before, read_counters(p))
+    j.judged += 1
+    if not rise:
+        j.facts.append(f"no thermal_throttle counter rose during the {window_s:.2f} s all-core window "
+                       f"({len(before)} CPUs)")
+        return
+    t = tally(p, rise)
+    thermal = t.total(("core_throttle_count", "package_throttle_count"))
+    power = t.total(("core_power_limit_count", "package_power_limit_count"))
+    kinds = " and ".join(x for x in (f"{thermal} thermal" if thermal else "",
+                                     f"{power} power-limit" if power else "") if x) or "throttle time"
+    where = "; ".join(_package_lines(t) + [f"worst: {w}" for w in _worst_cores(t, 2)])
+    j.failures.append(f"{kinds} events during a {window_s:.2f} s all-core load")
+    j.causes.append(ROSE)
+    j.facts.append(f"counters rose during the {window_s:.2f} s window: {where}")
+
+
+def _judge_all_core(p: Probe, j: _Now, cpus: List[int], all_ghz: Optional[float], stall: Optional[float]) -> None:
+    """The all-core clock against the base clock."""
+    base, base_src = _base_for(p, cpus)
+    quota = p.machine.cgroup.get("cpu_quota_cpus") if isinstance(p.machine.cgroup, dict) else None
+    if all_ghz is None:
+        j.notes.append("all-core clock: not measured")
+    elif base is None:
+        j.facts.append(f"all-core clock {all_ghz:.2f} GHz")
+        j.notes.append("all-core clock vs base: no base clock known "
+                       "(no cpufreq base_frequency, none in the model name)")
+    elif isinstance(quota, (int, float)) and quota < len(cpus) - 0.5:
+        j.facts.append(f"all-core clock {all_ghz:.2f} GHz, base {base:.2f} GHz ({base_src})")
+        j.notes.append(f"all-core clock vs base: not judged under a cgroup CPU quota of {quota:g} CPUs "
+                       f"for {len(cpus)} allowed CPUs (the threads are descheduled, which looks like a low clock)")
+    else:
+        ratio = all_ghz / base
+        j.judged += 1
+        j.facts.append(f"all-core clock {all_ghz:.2f} GHz = {ratio:.0%} of base {base:.2f} GHz ({base_src})")
+        if ratio < ALL_BELOW_BASE:
+            msg = f"all cores run at {all_ghz:.2f} GHz under load, {1 - ratio:.0%} below the {base:.2f} GHz base clock"
+            if p.machine.virtualized:
+                j.warnings.append(msg + f" (in a {p.machine.virtualized} VM: the hypervisor's other work "
+                                        "lowers it too)")
+                j.causes.append(HYPERVISOR)
+            elif stall is not None and stall > CONTENDED:
+                j.warnings.append(msg + f" (but tasks waited for a CPU {stall:.0%} of the window: competing load "
+                                        f"lowers it too, see load.*)")
+                j.causes.append(CONTENDED_LOAD)
+            else:
+                j.failures.append(msg)
+                j.causes.append(BELOW_BASE)
+
+
+def _judge_one_core(j: _Now, c, single_ghz: Optional[float], all_ghz: Optional[float]) -> None:
+    """The one-core clock against the CPU's maximum."""
+    if single_ghz is None:
+        if all_ghz is not None:
+            j.notes.append("one-core clock: not measured")
+        return
+    if not c.max_ghz:
+        j.facts.append(f"one-core clock {single_ghz:.2f} GHz")
+        j.notes.append("one-core clock vs max: no maximum clock known (no cpufreq cpuinfo_max_freq)")
+        return
+    r1 = single_ghz / c.max_ghz
+    j.judged += 1
+    j.facts.append(f"one-core clock {single_ghz:.2f} GHz = {r1:.0%} of max {c.max_ghz:.2f} GHz ({c.max_source})")
+    if r1 < SINGLE_BELOW_MAX:
+        j.warnings.append(f"one core reaches {single_ghz:.2f} GHz, {1 - r1:.0%} below the {c.max_ghz:.2f} GHz "
+                          "maximum")
+        j.causes.append(ONE_CORE_SLOW)
