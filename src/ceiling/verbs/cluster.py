@@ -25,6 +25,9 @@ half of it: a usage error, before anything is measured. A node whose message
 rank 0 cannot read (not JSON, nested too deep, a newer schema) is "not
 measured", as one whose measurement failed; a node is recorded under the name
 its rank joined with, and names that do not add up are a finding (``_Names``).
+
+Longer than 500 lines: the gathering's states (waves, deadline, rescue, interruption,
+forged or extra messages) are one protocol with the nodes' side, kept in one place.
 """
 from __future__ import annotations
 
@@ -107,41 +110,85 @@ def run_cluster(args: argparse.Namespace, node: NodeFn, report_html: bool,
 
 
 def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, dog, render, settle) -> int:
-    from ..analysis.cluster import Cluster, NodeDigest, digest
     from ..cluster.gather import rank_facts
-    from ..cluster.stop import raise_agreed
-    from ..results import jsonio
-    from ..units import parse_seconds
 
     rank, size = comm.Get_rank(), comm.Get_size()
     leader = rank == 0
-    err: Optional[BaseException] = None
-    store = None
-    pair_plan: Optional[int] = None
-    wave = 0
-    try:                 # every rank parses the same options; rank 0 also checks its outputs
-        limit = threshold(args)
-        common.options(args)
-        common.config(args)
-        timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
-        rounds = _pair_rounds(args)                     # checked even where it is not used
-        wave = _count(args, "wave") or 0
-        pair_plan = rounds if getattr(args, "pairs", False) and size > 1 else None
-        if leader:
-            common.check_outputs(args, html=report_html)
-            store = common.open_store(args)
-    except CeilingError as e:
-        err = e
-    raise_agreed(comm, err)
+    opts = _Options.agreed(args, comm, leader, size, report_html)
     facts = rank_facts(comm)
     _one_rank_per_node(facts.nodes)
     dog.timeout = None       # --node-timeout is the gather's deadline only (below), not every wait's
-    say = common.say(args) if leader else (lambda text: None)
-
-    waves = [list(range(i, min(i + wave, size))) for i in range(0, size, wave)] if wave else [list(range(size))]
+    waves = ([list(range(i, min(i + opts.wave, size))) for i in range(0, size, opts.wave)] if opts.wave
+             else [list(range(size))])
     if rank not in waves[0]:
         _wait_turn(getattr(comm, "raw", comm))        # rank 0 says when this node's wave starts
     t0 = time.monotonic()
+    run, code = _measure_this_node(args, node, facts, leader)
+    mine = _digest(args, run, facts.node)
+    own_s = time.monotonic() - t0
+    deadline = opts.timeout if opts.timeout else max(watchdog_floor(), own_s)
+    _injected_stop()
+    if not leader:
+        return _send_results(comm, dog, run, mine, deadline + own_s, opts.pair_plan)
+    g = _Gathering(args, facts, comm, dog, opts, size, waves, report_html, render, deadline, run)
+    if opts.store is not None:
+        opts.store.save(run)
+    g.take(mine, run)
+    dog.rescue = g.rescue
+    stopped, interrupted = g.gather(own_s)
+    code = interrupted if interrupted is not None else code
+    pairs = run_pairs(comm, opts.pair_plan) if opts.pair_plan and not stopped else {}
+    partial = "; ".join(f"{k}: {v}" for k, v in g.cl.partial.items())
+    final = g.cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
+                                                  if partial else ""])), pairs)
+    final.findings += g.names.findings()
+    if g.cl.partial and code == 0:    # nodes left out of the analysis: the job's own code, not an interruption's
+        code = StalledError.exit_code
+    dropped = dog.finding()           # forged datagrams on the watchdog's channel: said, not acted on
+    if dropped is not None:
+        final.findings.append(dropped)
+    code = common.deliver(final, g.outputs(), code, g.say)
+    if stopped:        # the ranks that did not report wait in their send: the job ends here
+        getattr(comm, "raw", comm).Abort(code)
+    return settle(final, code) if settle is not None else code
+
+
+class _Options:
+    """The cluster options every rank parses alike; rank 0 also opens its outputs."""
+
+    def __init__(self):
+        self.store = None
+        self.pair_plan: Optional[int] = None
+        self.wave = 0
+        self.timeout: Optional[float] = None
+        self.limit: Optional[float] = None
+
+    @classmethod
+    def agreed(cls, args: argparse.Namespace, comm, leader: bool, size: int, report_html: bool) -> "_Options":
+        """Parse on every rank; a refusal on any rank stops all of them alike."""
+        from ..cluster.stop import raise_agreed
+        from ..units import parse_seconds
+
+        o, err = cls(), None
+        try:
+            o.limit = threshold(args)
+            common.options(args)
+            common.config(args)
+            o.timeout = parse_seconds(getattr(args, "node_timeout", None), what="--node-timeout")
+            rounds = _pair_rounds(args)                     # checked even where it is not used
+            o.wave = _count(args, "wave") or 0
+            o.pair_plan = rounds if getattr(args, "pairs", False) and size > 1 else None
+            if leader:
+                common.check_outputs(args, html=report_html)
+                o.store = common.open_store(args)
+        except CeilingError as e:
+            err = e
+        raise_agreed(comm, err)
+        return o
+
+
+def _measure_this_node(args: argparse.Namespace, node: NodeFn, facts, leader: bool) -> Tuple[Run, int]:
+    """This node's run and exit code; a node that fails is still a run, named with its error."""
     try:
         if os.environ.get(STOP_FOR_TESTS) == "raise":
             raise RuntimeError("injected by a test")
@@ -154,109 +201,122 @@ def _cluster(args: argparse.Namespace, node: NodeFn, report_html: bool, comm, do
         run, code = _failed_run(facts.node, CeilingError(f"ceiling failed on this node ({type(e).__name__}: {e}); "
                                                           "its traceback is in the job's error output")), 1
     run.host = facts.node
-    mine = digest(run, facts.node, _inventory(args))
-    own_s = time.monotonic() - t0
-    deadline = timeout if timeout else max(watchdog_floor(), own_s)
+    return run, code
+
+
+def _digest(args: argparse.Namespace, run: Run, name: str):
+    from ..analysis.cluster import digest
+    return digest(run, name, _inventory(args))
+
+
+def _injected_stop() -> None:
+    """Tests stop or kill a rank here, after it measured and before it reports."""
     injected = os.environ.get(STOP_FOR_TESTS, "")
     if injected == "1" or injected.startswith("kill"):
         time.sleep(float(injected.partition(":")[2] or 0))
         os.kill(os.getpid(), signal.SIGSTOP if injected == "1" else signal.SIGKILL)
-    if not leader:
-        sent = (mine.to_dict(), jsonio.dumps(run))
-        if os.environ.get(SEND_FOR_TESTS):
-            sent = _sent_for_tests(os.environ[SEND_FOR_TESTS], run, mine)
-        with _waiting(dog, "sending this node's results to rank 0", deadline + own_s):
-            getattr(comm, "raw", comm).send(sent, dest=0, tag=TAG)
-        if pair_plan:
-            run_pairs(comm, pair_plan)
-        # This node's outcome travels in its results and rank 0's exit code speaks for the job: a
-        # non-zero exit here would have the launcher (Hydra, Open MPI's mpirun) signal rank 0 while it
-        # still gathers or writes the report.
-        return 0
 
-    cl = Cluster(limit)
-    got: Dict[str, str] = {}                       # node -> its run's id in the history ("" unsaved)
-    nodes: List[Node] = []
-    names = _Names(facts)
 
-    def take(d: NodeDigest, r: Run) -> None:
-        cl.add(d)
-        rid = r.run_id if store is not None else ""       # a run not recorded cannot be shown later
-        nodes.append(Node(d.name, _compact(r.machine), {"inventory": d.inventory, "run_id": rid}))
-        got[d.name] = rid
+def _send_results(comm, dog, run: Run, mine, wait_s: float, pair_plan: Optional[int]) -> int:
+    """A node other than rank 0: send its digest and run, then take part in the pairs."""
+    from ..results import jsonio
 
-    if store is not None:
-        store.save(run)
-    take(mine, run)
+    sent = (mine.to_dict(), jsonio.dumps(run))
+    if os.environ.get(SEND_FOR_TESTS):
+        sent = _sent_for_tests(os.environ[SEND_FOR_TESTS], run, mine)
+    with _waiting(dog, "sending this node's results to rank 0", wait_s):
+        getattr(comm, "raw", comm).send(sent, dest=0, tag=TAG)
+    if pair_plan:
+        run_pairs(comm, pair_plan)
+    # This node's outcome travels in its results and rank 0's exit code speaks for the job: a
+    # non-zero exit here would have the launcher (Hydra, Open MPI's mpirun) signal rank 0 while it
+    # still gathers or writes the report.
+    return 0
 
-    def cluster_run(partial: str = "", pairs: Optional[Dict] = None) -> Run:
-        out = _cluster_run(args, facts, cl, nodes, run, size, pairs or {})
+
+class _Gathering:
+    """Rank 0 gathering the nodes' results, wave by wave, into the cluster's analysis; what
+    it holds is also what the watchdog's rescue reports when the deadline passes."""
+
+    def __init__(self, args, facts, comm, dog, opts: _Options, size: int, waves: List[List[int]],
+                 report_html: bool, render, deadline: float, own: Run):
+        from ..analysis.cluster import Cluster
+
+        self.args, self.facts, self.comm, self.dog, self.opts = args, facts, comm, dog, opts
+        self.size, self.waves, self.report_html, self.render, self.deadline = size, waves, report_html, render, deadline
+        self.cl = Cluster(opts.limit)
+        self.got: Dict[str, str] = {}              # node -> its run's id in the history ("" unsaved)
+        self.nodes: List[Node] = []
+        self.names = _Names(facts)
+        self.current = 0                           # the wave being gathered (read by rescue)
+        self.own = own                             # rank 0's own run
+        self.say = common.say(args)
+
+    def take(self, d, r: Run) -> None:
+        self.cl.add(d)
+        rid = r.run_id if self.opts.store is not None else ""       # a run not recorded cannot be shown later
+        self.nodes.append(Node(d.name, _compact(r.machine), {"inventory": d.inventory, "run_id": rid}))
+        self.got[d.name] = rid
+
+    def cluster_run(self, partial: str = "", pairs: Optional[Dict] = None) -> Run:
+        out = _cluster_run(self.args, self.facts, self.cl, self.nodes, self.own, self.size, pairs or {})
         if partial:
             out.partial, out.partial_reason = True, partial
         return out
 
-    def outputs():
-        return common.exporters(args, store, html=report_html, render=render,
-                                quiet_store=bool(getattr(args, "nhc", False)))
+    def outputs(self):
+        return common.exporters(self.args, self.opts.store, html=self.report_html, render=self.render,
+                                quiet_store=bool(getattr(self.args, "nhc", False)))
 
-    def rescue(line: str) -> str:
+    def rescue(self, line: str) -> str:
         """The deadline passed (the watchdog's thread): report the nodes gathered, name the rest."""
-        missing = [f["node"] for f in facts.facts if f["node"] not in got]
-        unstarted = {r for members in waves[current[0] + 1:] for r in members}    # their wave never came
+        missing = [f["node"] for f in self.facts.facts if f["node"] not in self.got]
+        unstarted = {r for members in self.waves[self.current + 1:] for r in members}    # their wave never came
 
         def state(n: str) -> str:
-            r = facts.nodes.index(n)
-            return "not started: an earlier wave did not finish" if r in unstarted else dog.where(r)
-        text = (f"{len(missing)} of {size} nodes did not report within {deadline:.0f} s after rank 0 finished: "
-                + ", ".join(f"{n} ({state(n)})" for n in missing[:8])
+            r = self.facts.nodes.index(n)
+            return "not started: an earlier wave did not finish" if r in unstarted else self.dog.where(r)
+        text = (f"{len(missing)} of {self.size} nodes did not report within {self.deadline:.0f} s after rank 0 "
+                "finished: " + ", ".join(f"{n} ({state(n)})" for n in missing[:8])
                 + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-                + f"; the {len(got)} nodes that did are analysed and reported") if missing else \
+                + f"; the {len(self.got)} nodes that did are analysed and reported") if missing else \
             f"{line}; every node had reported, and is analysed and reported without the pairwise network"
-        common.deliver(cluster_run(text), outputs(), StalledError.exit_code, say)
+        common.deliver(self.cluster_run(text), self.outputs(), StalledError.exit_code, self.say)
         return text
-    dog.rescue = rescue
-    current = [0]                                  # the wave being gathered (read by rescue)
-    stopped = ""
-    try:
-        raw = getattr(comm, "raw", comm)
-        for w, members in enumerate(waves):
-            current[0] = w
-            for r in members if w else ():
-                raw.send(None, dest=r, tag=GO_TAG)       # small: sent eagerly, rank 0 does not wait
-            # a later wave's nodes measure now: their own time again, as rank 0's was
-            with _waiting(dog, f"gathering the nodes' results (wave {w + 1} of {len(waves)})" if wave else
-                          "gathering the nodes' results", deadline + (own_s if w else 0.0)):
-                pending = {r for r in members if r != 0}
-                while pending:
-                    source, sent = _receive(raw, dog)
-                    if source not in pending:         # a second message from one rank: not its results
-                        names.extra.append(source)
-                        continue
-                    pending.discard(source)
-                    d, r = _read(sent, facts.nodes[source], names, source)
-                    if store is not None:
-                        store.save(r)
-                    take(d, r)
-                    del r, sent
-    except KeyboardInterrupt as e:      # Ctrl-C or SIGTERM while gathering: what was gathered is reported
-        why, code = interruption(e)
-        missing = [f["node"] for f in facts.facts if f["node"] not in got]
-        stopped = (f"{why} while gathering: {len(got)} of {size} nodes reported" +
-                   (f", not {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}" if missing else ""))
-    pairs = run_pairs(comm, pair_plan) if pair_plan and not stopped else {}
-    partial = "; ".join(f"{k}: {v}" for k, v in cl.partial.items())
-    final = cluster_run("; ".join(filter(None, [stopped, f"nodes stopped before the end ({partial})"
-                                                if partial else ""])), pairs)
-    final.findings += names.findings()
-    if cl.partial and code == 0:      # nodes left out of the analysis: the job's own code, not an interruption's
-        code = StalledError.exit_code
-    dropped = dog.finding()           # forged datagrams on the watchdog's channel: said, not acted on
-    if dropped is not None:
-        final.findings.append(dropped)
-    code = common.deliver(final, outputs(), code, say)
-    if stopped:        # the ranks that did not report wait in their send: the job ends here
-        getattr(comm, "raw", comm).Abort(code)
-    return settle(final, code) if settle is not None else code
+
+    def gather(self, own_s: float) -> Tuple[str, Optional[int]]:
+        """Receive every wave's results; returns why gathering stopped early ("" when it did
+        not) and the exit code of the interruption that stopped it (None when none did)."""
+        raw = getattr(self.comm, "raw", self.comm)
+        many = bool(self.opts.wave)
+        try:
+            for w, members in enumerate(self.waves):
+                self.current = w
+                for r in members if w else ():
+                    raw.send(None, dest=r, tag=GO_TAG)       # small: sent eagerly, rank 0 does not wait
+                # a later wave's nodes measure now: their own time again, as rank 0's was
+                with _waiting(self.dog, f"gathering the nodes' results (wave {w + 1} of {len(self.waves)})" if many
+                              else "gathering the nodes' results", self.deadline + (own_s if w else 0.0)):
+                    self._receive_wave({r for r in members if r != 0}, raw)
+        except KeyboardInterrupt as e:      # Ctrl-C or SIGTERM while gathering: what was gathered is reported
+            why, code = interruption(e)
+            missing = [f["node"] for f in self.facts.facts if f["node"] not in self.got]
+            return (f"{why} while gathering: {len(self.got)} of {self.size} nodes reported" +
+                    (f", not {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}" if missing else "")), code
+        return "", None
+
+    def _receive_wave(self, pending: set, raw) -> None:
+        while pending:
+            source, sent = _receive(raw, self.dog)
+            if source not in pending:         # a second message from one rank: not its results
+                self.names.extra.append(source)
+                continue
+            pending.discard(source)
+            d, r = _read(sent, self.facts.nodes[source], self.names, source)
+            if self.opts.store is not None:
+                self.opts.store.save(r)
+            self.take(d, r)
+            del r, sent
 
 
 def watchdog_floor() -> float:
