@@ -31,6 +31,149 @@ static int64_t seq_offset(int layout, int64_t i, int tid, int nthreads, int64_t 
     }
 }
 
+/* What the team shares: the call's arguments and sizes, and what thread 0 (or an
+ * atomic write) sets for all: the shared file, residency, the phase's start. */
+typedef struct {
+    io_run *x;
+    int64_t B, X, nx;
+    int N, G, shared, creator, direct, dflag;
+    char shared_path[PATH_MAX];
+    int shared_created, res_unknown;
+    double t0, resident;
+    int64_t res_pages, tot_pages;
+} seq_team;
+
+/* One thread's: its global thread number and its reader's (task reordering), the
+ * files it writes and reads, its buffers and descriptor. */
+typedef struct {
+    int tid, g, rg, fd, created;
+    char path[PATH_MAX], rpath[PATH_MAX];
+    char *wbuf, *rbuf;
+} seq_thread;
+
+/* Setup of repetition j, untimed: create every file (the shared one by global
+ * thread 0, before anyone opens it) and open it for the test. */
+static void seq_open(seq_team *t, seq_thread *me, int j)
+{
+    io_run *x = t->x;
+    const ceil_io_spec *s = x->s;
+    if (t->shared) {
+        if (me->tid == 0) {
+            snprintf(t->shared_path, sizeof t->shared_path, "%s/%s.r%d.shared", s->dir, s->tag, j);
+            t->res_pages = t->tot_pages = 0;
+            if (t->creator) {
+                int f = create_open(x, t->shared_path, O_WRONLY, &t->shared_created);
+                if (f >= 0)
+                    close(f);
+            }
+        }
+        CONSENSUS(x);
+        snprintf(me->path, sizeof me->path, "%s", t->shared_path);
+        snprintf(me->rpath, sizeof me->rpath, "%s", t->shared_path);
+        if (!x->stop && (me->fd = open(me->path, O_WRONLY | O_CLOEXEC | t->dflag)) < 0)
+            io_sysfail(x, "open", me->path, -1, errno, t->direct);
+    } else {
+        snprintf(me->path, sizeof me->path, "%s/%s.r%d.t%d", s->dir, s->tag, j, me->g);
+        snprintf(me->rpath, sizeof me->rpath, "%s/%s.r%d.t%d", s->dir, s->tag, j, me->rg);
+        if (me->tid == 0)
+            t->res_pages = t->tot_pages = 0;
+        if (!io_stopped(x))
+            me->fd = create_open(x, me->path, O_WRONLY | t->dflag, &me->created);
+    }
+    CONSENSUS(x);
+}
+
+/* Phase 0, timed: write, fsync, close; every process has written before any
+ * evicts or reads. */
+static void seq_write(seq_team *t, seq_thread *me, int rep, uint64_t fid)
+{
+    io_run *x = t->x;
+    const ceil_params *p = x->p;
+    PHASE_START(x, t->t0);
+    for (int64_t i = 0; i < t->nx && !io_stopped(x); i++) {
+        int64_t off = seq_offset(x->s->layout, i, me->g, t->G, t->B, t->X);
+        io_stamp(me->wbuf, (size_t)t->X, p->seed, fid, (uint64_t)off);
+        if (pwrite_full(me->fd, me->wbuf, (size_t)t->X, off) < 0)
+            io_sysfail(x, "write", me->path, off, errno, t->direct);
+    }
+    if (!io_stopped(x) && fsync(me->fd) != 0)
+        io_sysfail(x, "fsync", me->path, -1, errno, 0);
+    if (close(me->fd) != 0 && !io_stopped(x))
+        io_sysfail(x, "close", me->path, -1, errno, 0);
+    me->fd = -1;
+#pragma omp barrier
+    if (me->tid == 0 && rep >= 0) {
+        x->o->phase_s[2 * rep] = ceil_now() - t->t0;
+        x->o->amount[2 * rep] = (int64_t)t->N * t->B;
+    }
+    CONSENSUS(x);
+}
+
+/* Untimed: evict what this thread wrote and what it will read (another process's
+ * file, with task reordering), count what stayed resident, let a test tamper. */
+static void seq_evict(seq_team *t, seq_thread *me)
+{
+    io_run *x = t->x;
+    const ceil_io_spec *s = x->s;
+    if (!io_stopped(x) && (!t->shared || me->tid == 0)) {
+        int64_t ignore_res = 0, ignore_tot = 0;
+        if (strcmp(me->path, me->rpath) != 0)
+            evict_measure(me->path, (s->flags & CEIL_IO_EVICT) != 0, &ignore_res, &ignore_tot);
+        if (evict_measure(me->rpath, (s->flags & CEIL_IO_EVICT) != 0, &t->res_pages, &t->tot_pages) != 0) {
+#pragma omp atomic write
+            t->res_unknown = 1;
+        }
+    }
+#pragma omp barrier
+    if (me->tid == 0) {
+        if (t->tot_pages > 0 && (double)t->res_pages / (double)t->tot_pages > t->resident)
+            t->resident = (double)t->res_pages / (double)t->tot_pages;
+        if (s->between && !io_stopped(x))
+            s->between();
+    }
+    CONSENSUS(x);
+}
+
+/* Phase 1, timed: read back and check; every process has read before files go. */
+static void seq_read(seq_team *t, seq_thread *me, int rep, uint64_t rfid)
+{
+    io_run *x = t->x;
+    const ceil_params *p = x->p;
+    const ceil_io_spec *s = x->s;
+    if ((me->fd = open(me->rpath, O_RDONLY | O_CLOEXEC | t->dflag)) < 0)
+        io_sysfail(x, "open", me->rpath, -1, errno, t->direct);
+    PHASE_START(x, t->t0);
+    for (int64_t i = 0; me->fd >= 0 && i < t->nx && !io_stopped(x); i++) {
+        int64_t off = seq_offset(s->layout, i, me->rg, t->G, t->B, t->X);
+        ssize_t got = pread_full(me->fd, me->rbuf, (size_t)t->X, off);
+        judge_read(x, me->rpath, got, errno, (size_t)t->X, off, me->rbuf, me->wbuf, p->seed, rfid,
+                   (s->flags & CEIL_IO_VERIFY_ALL) != 0, t->direct);
+    }
+    if (me->fd >= 0)
+        close(me->fd);
+    me->fd = -1;
+#pragma omp barrier
+    if (me->tid == 0 && rep >= 0) {
+        x->o->phase_s[2 * rep + 1] = ceil_now() - t->t0;
+        x->o->amount[2 * rep + 1] = (int64_t)t->N * t->B;
+    }
+    CONSENSUS(x);
+}
+
+/* Untimed: remove this repetition's files (all of them, on the way out after an
+ * error or a cancel: closed first). */
+static void seq_remove(seq_team *t, seq_thread *me, int leaving)
+{
+    const int keep = (t->x->s->flags & CEIL_IO_KEEP) != 0;
+    if (leaving && me->fd >= 0)
+        close(me->fd);
+    if (!keep && me->created && unlink(me->path) == 0)
+        me->created = 0;
+#pragma omp barrier
+    if (me->tid == 0 && !keep && t->shared_created && unlink(t->shared_path) == 0)
+        t->shared_created = 0;
+}
+
 int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, ceil_result *r)
 {
     int rc = io_validate(p, s, o, r, 2, "storage seq");
@@ -44,154 +187,50 @@ int ceil_io_seq(const ceil_params *p, const ceil_io_spec *s, ceil_io_out *o, cei
                         "O_DIRECT), bytes per thread a multiple of it, and a known layout");
         return CEIL_EINVAL;
     }
-    const int N = p->nthreads, G = io_G(p, s), total = p->warmup + p->reps, shared = s->layout != CEIL_IO_FPP;
-    const int creator = io_g(s, 0) == 0;     /* the process whose thread 0 makes the shared file */
-    const int dflag = direct ? O_DIRECT : 0;
-    const int64_t nx = B / X;
+    const int N = p->nthreads, total = p->warmup + p->reps, shared = s->layout != CEIL_IO_FPP;
     io_run x = {.p = p, .s = s, .o = o, .bad_offset = -1};
-    int pin_err = 0, pin_cpu = -1, nt_run = 0, res_unknown = 0;
-    int shared_created = 0;
-    double t0 = 0.0, resident = 0.0;
-    int64_t res_pages = 0, tot_pages = 0;
-    char shared_path[PATH_MAX];
+    seq_team t = {.x = &x, .B = B, .X = X, .nx = B / X, .N = N, .G = io_G(p, s), .shared = shared,
+                  .creator = io_g(s, 0) == 0,      /* the process whose thread 0 makes the shared file */
+                  .direct = direct, .dflag = direct ? O_DIRECT : 0};
+    int pin_err = 0, pin_cpu = -1, nt_run = 0;
 
 #pragma omp parallel num_threads(N)
     {
-        const int tid = omp_get_thread_num(), g = io_g(s, tid), rg = io_rg(s, tid);
+        seq_thread me = {.tid = omp_get_thread_num(), .fd = -1};
+        me.g = io_g(s, me.tid);
+        me.rg = io_rg(s, me.tid);
         ceil_affinity old;
-        start_team(&x, tid, &old, &pin_err, &pin_cpu, &nt_run);
-        char path[PATH_MAX], rpath[PATH_MAX];
-        char *wbuf = io_buffer((size_t)X), *rbuf = io_buffer((size_t)X);
-        int fd = -1, created = 0;
-        if (!wbuf || !rbuf)
+        start_team(&x, me.tid, &old, &pin_err, &pin_cpu, &nt_run);
+        me.wbuf = io_buffer((size_t)X);
+        me.rbuf = io_buffer((size_t)X);
+        if (!me.wbuf || !me.rbuf)
             io_fail(&x, CEIL_ENOMEM, ENOMEM, "storage seq: cannot allocate two %lld-byte buffers", (long long)X);
         else {
-            ceil_io_fill_base(p->seed, wbuf, (size_t)X);   /* first touch by the thread that uses it */
-            memset(rbuf, 0, (size_t)X);
+            ceil_io_fill_base(p->seed, me.wbuf, (size_t)X);   /* first touch by the thread that uses it */
+            memset(me.rbuf, 0, (size_t)X);
         }
 #pragma omp barrier
         team_ok(&x, pin_err, nt_run);
         CONSENSUS(&x);
         for (int j = 0; j < total && !x.stop; j++) {
             const int rep = j - p->warmup;
-            const uint64_t fid = ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : g, 0);
-            const uint64_t rfid = ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : rg, 0);
-            /* setup, untimed: create every file (the shared one by global thread 0, before anyone
-             * opens it), open it for the test */
-            if (shared) {
-                if (tid == 0) {
-                    snprintf(shared_path, sizeof shared_path, "%s/%s.r%d.shared", s->dir, s->tag, j);
-                    res_pages = tot_pages = 0;
-                    if (creator) {
-                        int f = create_open(&x, shared_path, O_WRONLY, &shared_created);
-                        if (f >= 0)
-                            close(f);
-                    }
-                }
-                CONSENSUS(&x);
-                snprintf(path, sizeof path, "%s", shared_path);
-                snprintf(rpath, sizeof rpath, "%s", shared_path);
-                if (!x.stop && (fd = open(path, O_WRONLY | O_CLOEXEC | dflag)) < 0)
-                    io_sysfail(&x, "open", path, -1, errno, direct);
-            } else {
-                snprintf(path, sizeof path, "%s/%s.r%d.t%d", s->dir, s->tag, j, g);
-                snprintf(rpath, sizeof rpath, "%s/%s.r%d.t%d", s->dir, s->tag, j, rg);
-                if (tid == 0)
-                    res_pages = tot_pages = 0;
-                if (!io_stopped(&x))
-                    fd = create_open(&x, path, O_WRONLY | dflag, &created);
-            }
-            CONSENSUS(&x);
+            seq_open(&t, &me, j);
             if (x.stop)
                 break;
-
-            /* phase 0: write, fsync, close */
-            PHASE_START(&x, t0);
-            for (int64_t i = 0; i < nx && !io_stopped(&x); i++) {
-                int64_t off = seq_offset(s->layout, i, g, G, B, X);
-                io_stamp(wbuf, (size_t)X, p->seed, fid, (uint64_t)off);
-                if (pwrite_full(fd, wbuf, (size_t)X, off) < 0)
-                    io_sysfail(&x, "write", path, off, errno, direct);
-            }
-            if (!io_stopped(&x) && fsync(fd) != 0)
-                io_sysfail(&x, "fsync", path, -1, errno, 0);
-            if (close(fd) != 0 && !io_stopped(&x))
-                io_sysfail(&x, "close", path, -1, errno, 0);
-            fd = -1;
-#pragma omp barrier
-            if (tid == 0 && rep >= 0) {
-                o->phase_s[2 * rep] = ceil_now() - t0;
-                o->amount[2 * rep] = (int64_t)N * B;
-            }
-            /* every process has written before any evicts or reads */
-            CONSENSUS(&x);
-
-            /* untimed: evict what this thread wrote and what it will read (another process's
-             * file, with task reordering), count what stayed resident, let a test tamper */
-            if (!io_stopped(&x) && (!shared || tid == 0)) {
-                int64_t ignore_res = 0, ignore_tot = 0;
-                if (strcmp(path, rpath) != 0)
-                    evict_measure(path, (s->flags & CEIL_IO_EVICT) != 0, &ignore_res, &ignore_tot);
-                if (evict_measure(rpath, (s->flags & CEIL_IO_EVICT) != 0, &res_pages, &tot_pages) != 0) {
-#pragma omp atomic write
-                    res_unknown = 1;
-                }
-            }
-#pragma omp barrier
-            if (tid == 0) {
-                if (tot_pages > 0 && (double)res_pages / (double)tot_pages > resident)
-                    resident = (double)res_pages / (double)tot_pages;
-                if (s->between && !io_stopped(&x))
-                    s->between();
-            }
-            CONSENSUS(&x);
+            seq_write(&t, &me, rep, ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : me.g, 0));
+            seq_evict(&t, &me);
             if (x.stop)
                 break;
-
-            /* phase 1: read back and check */
-            if ((fd = open(rpath, O_RDONLY | O_CLOEXEC | dflag)) < 0)
-                io_sysfail(&x, "open", rpath, -1, errno, direct);
-            PHASE_START(&x, t0);
-            for (int64_t i = 0; fd >= 0 && i < nx && !io_stopped(&x); i++) {
-                int64_t off = seq_offset(s->layout, i, rg, G, B, X);
-                ssize_t got = pread_full(fd, rbuf, (size_t)X, off);
-                judge_read(&x, rpath, got, errno, (size_t)X, off, rbuf, wbuf, p->seed, rfid,
-                           (s->flags & CEIL_IO_VERIFY_ALL) != 0, direct);
-            }
-            if (fd >= 0)
-                close(fd);
-            fd = -1;
-#pragma omp barrier
-            if (tid == 0 && rep >= 0) {
-                o->phase_s[2 * rep + 1] = ceil_now() - t0;
-                o->amount[2 * rep + 1] = (int64_t)N * B;
-            }
-            /* every process has read before files go */
-            CONSENSUS(&x);
-
-            /* untimed: remove this repetition's files */
-            if (!(s->flags & CEIL_IO_KEEP)) {
-                if (created && unlink(path) == 0)
-                    created = 0;
-#pragma omp barrier
-                if (tid == 0 && shared_created && unlink(shared_path) == 0)
-                    shared_created = 0;
-            }
+            seq_read(&t, &me, rep, ceil_io_file_id(CEIL_IO_FILE_SEQ, j, shared ? CEIL_IO_SHARED_TID : me.rg, 0));
+            seq_remove(&t, &me, 0);
             CONSENSUS(&x);
         }
-        /* on error or cancel: close and remove whatever this call created */
-        if (fd >= 0)
-            close(fd);
-        if (created && !(s->flags & CEIL_IO_KEEP))
-            unlink(path);
-#pragma omp barrier
-        if (tid == 0 && shared_created && !(s->flags & CEIL_IO_KEEP))
-            unlink(shared_path);
-        free(wbuf);
-        free(rbuf);
+        seq_remove(&t, &me, 1);
+        free(me.wbuf);
+        free(me.rbuf);
         ceil_affinity_restore(&old);
     }
-    o->resident = res_unknown ? -1.0 : resident;
+    o->resident = t.res_unknown ? -1.0 : t.resident;
     r->iters = (int64_t)N * B;
     return io_finish(&x, r, pin_err, pin_cpu, nt_run, "storage seq");
 }
