@@ -57,7 +57,7 @@ from ..errors import PathError, StoreError, UsageError
 from ..files.private import data_dir
 from . import jsonio
 from .model import Run
-from .store_queries import Point, contexts_sql, latest_sql, series_sql
+from .store_queries import Point, contexts_sql, latest_old_sql, latest_sql, series_sql
 from .store_schema import SCHEMA, STORE_VERSION, read_old, statements, upgrade, write
 
 BUSY_TIMEOUT_MS = 30_000
@@ -221,6 +221,8 @@ class Store:
             try:
                 self._verify(version, tables)
                 self._old = version if version < STORE_VERSION else 0    # read through temp tables: _ready
+                if version == 1:           # list() and latest_metrics() read it as it is, with a node column
+                    db.execute("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics")
             except BaseException:
                 db.close()
                 raise
@@ -415,7 +417,6 @@ class Store:
     def list(self, host: Optional[str] = None, limit: int = 20) -> List[RunSummary]:
         """The newest ``limit`` runs (of ``host`` when given), newest first."""
         where, args = ("WHERE host = ?", [host]) if host is not None else ("", [])
-        self._ready()
         try:
             runs = self._db.execute(
                 f"SELECT run_id, host, started, finished, tool_version, partial, "
@@ -457,8 +458,10 @@ class Store:
             raise self._error(e) from None
         self._old = 0
 
-    def _query(self, sql: str, args: Sequence) -> List[tuple]:
-        self._ready()
+    def _query(self, sql: str, args: Sequence, current: bool = True) -> List[tuple]:
+        """Rows of ``sql``; ``current``: it reads the current tables (an older file's are built first)."""
+        if current:
+            self._ready()
         try:
             return [tuple(r) for r in self._db.execute(sql, list(args))]
         except sqlite3.Error as e:
@@ -497,6 +500,8 @@ class Store:
         on ``host``: (name, value, unit, started, run_id), by name. What a profile compares the
         program's rates with (this node's measured ceilings)."""
         out: Dict[str, Tuple[str, Optional[float], str, str, str]] = {}
-        for row in self._query(*latest_sql(prefix, host)):
+        # an older file read as it is (no host, no started in metrics): a join, still by the name index
+        old = bool(self._old)
+        for row in self._query(*(latest_old_sql if old else latest_sql)(prefix, host), current=not old):
             out.setdefault(row[0], row)
         return list(out.values())

@@ -80,3 +80,13 @@ def latest_sql(prefix: str, host: str) -> Tuple[str, list]:
     return ("SELECT name, value, unit, started, run_id FROM metrics WHERE name >= ? AND name < ? "
             "AND substr(name, 1, ?) = ? AND host = ? AND value IS NOT NULL "
             "ORDER BY name, started DESC, run_id DESC", [prefix, prefix + "\U0010ffff", len(prefix), prefix, host])
+
+
+def latest_old_sql(prefix: str, host: str) -> Tuple[str, list]:
+    """Store.latest_metrics on a file of store version 1 or 2 read as it is: without the work of
+    building the current tables (a profile asks this of a history it only reads)."""
+    where = "CASE WHEN m.node = '' THEN r.host ELSE m.node END"
+    return (f"SELECT m.name, m.value, m.unit, r.started, r.run_id FROM metrics m JOIN runs r "
+            f"ON r.run_id = m.run_id WHERE m.name >= ? AND m.name < ? AND substr(m.name, 1, ?) = ? AND {where} = ? "
+            f"AND m.value IS NOT NULL ORDER BY m.name, r.started DESC, r.run_id DESC",
+            [prefix, prefix + "\U0010ffff", len(prefix), prefix, host])

@@ -210,6 +210,7 @@ def read_old(db: sqlite3.Connection, version: int, where: str) -> None:
     nothing to the file: temporary metrics and inventories built from its documents, and a temporary
     view of its runs with their inventory hashes."""
     node = "node" if version >= 2 else "''"
+    db.execute("DROP VIEW IF EXISTS temp.metrics")           # a version 1 file's view, replaced by the table
     db.execute(_METRICS.format(schema="temp.", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3))
                .replace(" REFERENCES runs(run_id) ON DELETE CASCADE", ""))
     db.execute(_INVENTORIES.format(schema="temp."))
