@@ -27,8 +27,7 @@ Reading verbs (``history``, ``show``) open it with ``readonly=True``: SQLite's
 another user owns or on a read-only mount. WAL needs a ``-shm`` file beside
 the database; where none exists and none can be made (a read-only mount, a
 directory of another user), the file is opened ``immutable``: no writer of
-ours can be changing it there. An older store is read through a temporary
-view that adds the columns it lacks; a missing file reads as an empty history.
+ours can be changing it there. A missing file reads as an empty history.
 
 The tables, their versions and the rows a run becomes are in store_schema.py;
 what each figure is filed under (its context key, its node's inventory hash)
@@ -37,7 +36,8 @@ in history_keys.py. The queries of one metric over time (``series``,
 metrics_series, never a scan of the table (tests/test_store_v3.py reads
 their query plans). A reader of an older store builds the current tables in
 its own temporary schema the first time a query needs them
-(store_schema.read_old); ``get`` never needs them.
+(store_schema.read_old); ``get``, ``list`` and ``latest_metrics`` read such
+a file as it is (a version 1 file through a view that adds ``node``).
 """
 from __future__ import annotations
 
