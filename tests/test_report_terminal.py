@@ -197,9 +197,14 @@ def test_render_history_runs_and_one_metric():
     assert "22 partial" in lines[1] and "290 GB/s" in lines[1] and "108 ns" in lines[1]
     assert " bench memory " in lines[1] and " check " in lines[2]
     assert lines[2].split()[-2:] == ["-", "-"]
-    one = terminal.render_history([("2024-05-02T09:14:03Z", "ci", 2500.0, "ns", "3f2a9c1e")], metric="latency.x")
-    assert one.splitlines()[0] == "latency.x: 1 value, oldest first"
-    assert one.splitlines()[2].split() == ["2024-05-02", "09:14:03", "UTC", "ci", "2.50", "µs", "3f2a9c1e"]
+    from ceiling.results.store import Point
+    point = Point("2024-05-02T09:14:03Z", "ci", "3f2a9c1e", 2500.0, "ns", "lower", '{"threads":1}', "0123456789abcdef",
+                  True, 3, 2500.0, 2600.0, 2600.0, 2500.0, 2700.0, 100.0, 100 / 2600, (2500.0, 2600.0, 2700.0))
+    one = terminal.render_history([point], metric="latency.x")
+    assert one.splitlines()[0] == "latency.x: 1 value, oldest first; measured with threads=1"
+    assert one.splitlines()[1] == "configuration 01234567 throughout"
+    assert one.splitlines()[3].split() == ["2024-05-02", "09:14:03", "UTC", "ci", "2.50", "2.60", "µs", "3", "4%",
+                                           "3f2a9c1e"]
     assert terminal.render_history([]) == "No runs are recorded."
     assert terminal.render_history([], metric="m") == "No value of m is recorded."
 

@@ -156,9 +156,13 @@ def test_database_format(tmp_path):
     db = sqlite3.connect(p)
     assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    cols = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("runs", "metrics")}
-    assert cols == {"runs": ["run_id", "host", "started", "finished", "tool_version", "partial", "doc"],
-                    "metrics": ["run_id", "name", "value", "unit", "better", "efficiency", "node"]}
+    cols = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")] for t in ("runs", "metrics", "inventories")}
+    assert cols == {"runs": ["run_id", "host", "started", "finished", "tool_version", "partial", "doc",
+                             "inventory_hash"],
+                    "metrics": ["run_id", "name", "value", "unit", "better", "efficiency", "node", "host", "started",
+                                "context", "inventory_hash", "valid", "n", "best", "median", "mean", "min", "max",
+                                "stdev", "cv", "reps"],
+                    "inventories": ["hash", "inventory"]}
     db.close()
 
 
@@ -229,7 +233,11 @@ def test_a_version_1_store_is_upgraded_and_its_runs_read(tmp_path):
         assert len(s.metrics_history("stream.triad", host="cn102")) == 1
     db = sqlite3.connect(p)
     assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION
-    assert [r[1] for r in db.execute("PRAGMA table_info(metrics)")][-1] == "node"
+    Store(tmp_path / "new.db").close()
+    new = sqlite3.connect(tmp_path / "new.db")
+    for table in ("runs", "metrics", "inventories"):               # the same tables as a new store's
+        assert list(db.execute(f"PRAGMA table_info({table})")) == list(new.execute(f"PRAGMA table_info({table})"))
+    new.close()
     assert {r[0] for r in db.execute("SELECT DISTINCT node FROM metrics m JOIN runs r USING (run_id) "
                                      "WHERE r.tool_version = '0.1.0'")} == {""}
     db.close()

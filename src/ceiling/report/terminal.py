@@ -16,6 +16,7 @@ from ..analysis.summary import problems as _problems
 from ..results.model import FAIL, OK, SKIPPED, WARN, Finding, Metric, Run
 from . import _format as F
 from . import labels as L
+from .terminal_history import render_history  # noqa: F401 - `ceiling history` renders through here
 
 STATUS_ORDER = (FAIL, WARN, OK, SKIPPED)
 
@@ -424,54 +425,3 @@ def render_machine(run: Run, *, color: bool = False, width: int = 100) -> str:
             lines += _wrap(str(why), width, " " * (keyw + 4), f"  {key:<{keyw}}  ")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
-
-
-# Short column titles for the headline metrics a history line shows (results.store.HEADLINE).
-_HISTORY_COLUMNS = {"flops.dp.node": "DP flops", "dgemm.node": "DGEMM", "stream.triad": "triad",
-                    "bandwidth.dram": "DRAM bw", "latency.dram": "DRAM lat"}
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> List[str]:
-    w = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-
-    def line(cells: Sequence[str]) -> str:
-        return ("  " + "  ".join(c.rjust(w[i]) if right[i] else c.ljust(w[i]) for i, c in enumerate(cells))).rstrip()
-
-    return [line(head)] + [line(r) for r in rows]
-
-
-def render_history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) -> str:
-    """``ceiling history``: stored runs (results.store.RunSummary), newest first, or, with
-    ``metric``, that metric's values as (started, host, value, unit, run_id) tuples."""
-    return F.printable(_history(rows, metric=metric, width=width))
-
-
-def _history(rows: Sequence, *, metric: Optional[str] = None, width: int = 100) -> str:
-    if metric:
-        if not rows:
-            return f"No value of {metric} is recorded."
-        body = []
-        for started, host, value, unit, run_id in rows:
-            text, shown = F.quantity(value, unit)
-            body.append([F.when(started), host, text, shown, run_id])
-        return "\n".join([f"{metric}: {len(rows)} value" + ("" if len(rows) == 1 else "s") + ", oldest first"]
-                         + _table(["started", "host", "value", "unit", "run"], body,
-                                  [False, False, True, False, False]))
-    if not rows:
-        return "No runs are recorded."
-    keys = [k for k in _HISTORY_COLUMNS if any(k in (getattr(r, "headline", None) or {}) for r in rows)]
-    body = []
-    for r in rows:
-        head = getattr(r, "headline", None) or {}
-        verb = str(getattr(r, "verb", ""))
-        cells = [str(getattr(r, "run_id", "")), F.when(getattr(r, "started", "")), str(getattr(r, "host", "")),
-                 verb if len(verb) <= 24 else verb[:23] + "…",
-                 str(getattr(r, "tool_version", "")), str(getattr(r, "n_metrics", "")) +
-                 (" partial" if getattr(r, "partial", False) else "")]
-        for k in keys:
-            value, unit = head.get(k, (None, ""))
-            cells.append(F.with_unit(value, unit))
-        body.append(cells)
-    lines = _table(["run", "started", "host", "verb", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys],
-                   body, [False, False, False, False, False, True] + [True] * len(keys))
-    return "\n".join(lines)

@@ -27,12 +27,17 @@ Reading verbs (``history``, ``show``) open it with ``readonly=True``: SQLite's
 another user owns or on a read-only mount. WAL needs a ``-shm`` file beside
 the database; where none exists and none can be made (a read-only mount, a
 directory of another user), the file is opened ``immutable``: no writer of
-ours can be changing it there. An older store is read through a temporary
-view that adds the columns it lacks; a missing file reads as an empty history.
+ours can be changing it there. A missing file reads as an empty history.
 
-Store versions (``PRAGMA user_version``):
-  1 - runs and metrics tables.
-  2 - metrics.node: the node a metric was measured on ('' = the run's host).
+The tables, their versions and the rows a run becomes are in store_schema.py;
+what each figure is filed under (its context key, its node's inventory hash)
+in history_keys.py. The queries of one metric over time (``series``,
+``metrics_history``, ``latest_metrics``, ``contexts``) are ranges of the index
+metrics_series, never a scan of the table (tests/test_store_v3.py reads
+their query plans). A reader of an older store builds the current tables in
+its own temporary schema the first time a query needs them
+(store_schema.read_old); ``get``, ``list`` and ``latest_metrics`` read such
+a file as it is (a version 1 file through a view that adds ``node``).
 """
 from __future__ import annotations
 
@@ -46,14 +51,15 @@ import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import PathError, StoreError, UsageError
 from ..files.private import data_dir
 from . import jsonio
 from .model import Run
+from .store_queries import Point, contexts_sql, latest_old_sql, latest_sql, series_sql
+from .store_schema import SCHEMA, STORE_VERSION, read_old, statements, upgrade, write
 
-STORE_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 6
 
@@ -61,43 +67,6 @@ MIN_PREFIX = 6
 HEADLINE = ("flops.dp.node", "dgemm.node", "stream.triad", "bandwidth.dram", "latency.dram")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    run_id       TEXT PRIMARY KEY,
-    host         TEXT NOT NULL,
-    started      TEXT NOT NULL,   -- ISO 8601 UTC, sorts as text
-    finished     TEXT NOT NULL,
-    tool_version TEXT NOT NULL,
-    partial      INTEGER NOT NULL,
-    doc          TEXT NOT NULL    -- the whole Run as JSON (results/jsonio.py)
-);
-CREATE INDEX IF NOT EXISTS runs_host_started ON runs(host, started);
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    name       TEXT NOT NULL,
-    value      REAL,              -- NULL: not measured
-    unit       TEXT NOT NULL,
-    better     TEXT NOT NULL,
-    efficiency REAL,              -- NULL: peak unknown
-    node       TEXT NOT NULL DEFAULT ''   -- Metric.node: '' = the run's host
-);
-CREATE INDEX IF NOT EXISTS metrics_name ON metrics(name, run_id);
-CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id);
-"""
-
-# store version n -> the statements that turn an n database into an n + 1 one.
-# ALTER TABLE ... ADD COLUMN appends, so _SCHEMA lists new columns last to match.
-_UPGRADES: Dict[int, Tuple[str, ...]] = {
-    1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
-}
-
-# store version n -> how a reader sees an n database as the current one without
-# writing to it: temporary views (the temp schema is searched before the file's).
-_READ_OLD: Dict[int, Tuple[str, ...]] = {
-    1: ("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics",),
-}
-
 
 def default_db_path() -> Path:
     """``$XDG_DATA_HOME/ceiling/history.db``, else ``~/.local/share/ceiling/history.db``."""
@@ -159,6 +128,7 @@ class Store:
         ``readonly``: for reading only (module docstring); ``save`` then refuses."""
         self._check_intact = check
         self.readonly = readonly
+        self._old = 0            # a read-only file's older store version, until _ready has read it
         default = path is None
         self.path = Path(default_db_path() if default else path)
         if default:          # never a ceiling/ another user planted (files/private.py)
@@ -223,7 +193,7 @@ class Store:
             raise PathError(f"cannot read {p} as a results database: it is a directory")
         if not p.exists():
             db = sqlite3.connect(":memory:", isolation_level=None)    # no history yet: an empty one
-            db.executescript(_SCHEMA)
+            db.executescript(SCHEMA)
             return db
         self._check_path(create_parent=False)          # an SQLite file, readable
         base = "file:" + urllib.parse.quote(str(p.resolve())) + "?mode=ro"
@@ -250,9 +220,9 @@ class Store:
                 raise self._error(e) from None
             try:
                 self._verify(version, tables)
-                if version < STORE_VERSION:
-                    for stmt in _READ_OLD.get(version, ()):
-                        db.execute(stmt)
+                self._old = version if version < STORE_VERSION else 0    # read through temp tables: _ready
+                if version == 1:           # list() and latest_metrics() read it as it is, with a node column
+                    db.execute("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics")
             except BaseException:
                 db.close()
                 raise
@@ -309,9 +279,8 @@ class Store:
                 version, tables = self._read_header()
                 self._verify(version, tables)
                 if not tables:
-                    for stmt in _SCHEMA.split(";"):
-                        if stmt.strip():
-                            db.execute(stmt)
+                    for stmt in statements(SCHEMA):
+                        db.execute(stmt)
                     db.execute(f"PRAGMA user_version = {STORE_VERSION}")
                 elif version < STORE_VERSION:
                     self._upgrade(version)
@@ -333,10 +302,7 @@ class Store:
         """Bring a store of ``version`` up to STORE_VERSION (inside the caller's write transaction)."""
         # The first write to an old file: make sure it is whole before changing it.
         self._intact(f"not upgraded from store version {version}")
-        for v in range(version, STORE_VERSION):
-            for stmt in _UPGRADES[v]:
-                self._db.execute(stmt)
-        self._db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+        upgrade(self._db, version, str(self.path))
 
     def _intact(self, what: str) -> None:
         """Refuse a damaged file before writing to it. quick_check reads every page once,
@@ -397,8 +363,6 @@ class Store:
         if not run.run_id:
             run.run_id = uuid.uuid4().hex
         doc = jsonio.dumps(run)
-        rows = [(run.run_id, m.name, _finite(m.value), m.unit, m.better, _finite(m.efficiency), m.node)
-                for m in run.metrics]
         db = self._db
         try:
             db.execute("BEGIN IMMEDIATE")
@@ -408,8 +372,8 @@ class Store:
                            "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (run.run_id, run.host, run.started, run.finished, run.tool_version,
                             int(run.partial), doc))
-                db.executemany("INSERT INTO metrics (run_id, name, value, unit, better, efficiency, node) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?",
+                           (write(db, run).inventory_hash, run.run_id))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -473,6 +437,55 @@ class Store:
                            {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c), int(k or 0))
                 for rid, h, s, f, v, p, n, c, k in runs]
 
+
+    # -- one metric over time: ranges of the index metrics_series (name, host, context, started) --
+
+    def _ready(self) -> None:
+        """A read-only file of an older store version: build the current tables, once, in this
+        connection's temp schema (store_schema.read_old), in one read transaction."""
+        if not self._old:
+            return
+        db = self._db
+        try:
+            db.execute("BEGIN")
+            try:
+                read_old(db, self._old, str(self.path))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        self._old = 0
+
+    def _query(self, sql: str, args: Sequence, current: bool = True) -> List[tuple]:
+        """Rows of ``sql``; ``current``: it reads the current tables (an older file's are built first)."""
+        if current:
+            self._ready()
+        try:
+            return [tuple(r) for r in self._db.execute(sql, list(args))]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def series(self, name: str, host: Optional[str] = None, context: Optional[str] = None,
+               contexts: Optional[Sequence[str]] = None) -> List[Point]:
+        """Every stored value of metric ``name``, oldest first, with its repetitions and their summary:
+        on ``host`` (the node it was measured on) when given, with the context key ``context``
+        (history_keys.context_key) or any of ``contexts`` when given."""
+        return [Point.of(r) for r in self._query(*series_sql(name, host, context, contexts))]
+
+    def contexts(self, name: str, host: Optional[str] = None) -> List[Tuple[str, int]]:
+        """The context keys metric ``name`` was stored with (on ``host`` when given), each with its count."""
+        return self._query(*contexts_sql(name, host))
+
+    def inventory(self, inventory_hash: str) -> Optional[Dict[str, Any]]:
+        """The inventory stored under this hash (history_keys.inventory), None when there is none."""
+        rows = self._query("SELECT inventory FROM inventories WHERE hash = ?", [inventory_hash])
+        try:
+            return json.loads(rows[0][0]) if rows else None
+        except ValueError:
+            return None
+
     def metrics_history(self, name: str, host: Optional[str] = None
                         ) -> List[Tuple[str, str, Optional[float], str, str]]:
         """Every stored value of metric ``name``: (started, host, value, unit, run_id), oldest first.
@@ -480,35 +493,15 @@ class Store:
         ``host`` is the node the value was measured on: the run's host, or for a
         run of several nodes the metric's node (one row per node).
         """
-        where = "CASE WHEN m.node = '' THEN r.host ELSE m.node END"
-        sql = (f"SELECT r.started, {where}, m.value, m.unit, r.run_id FROM metrics m "
-               f"JOIN runs r ON r.run_id = m.run_id WHERE m.name = ?")
-        args: list = [name]
-        if host is not None:
-            sql += f" AND {where} = ?"
-            args.append(host)
-        try:
-            return [tuple(r) for r in self._db.execute(sql + f" ORDER BY r.started, r.run_id, {where}", args)]
-        except sqlite3.Error as e:
-            raise self._error(e) from None
-
+        return [(p.started, p.host, p.value, p.unit, p.run_id) for p in self.series(name, host)]
 
     def latest_metrics(self, prefix: str, host: str) -> List[Tuple[str, Optional[float], str, str, str]]:
         """The newest stored value of every metric whose name starts with ``prefix``, measured
         on ``host``: (name, value, unit, started, run_id), by name. What a profile compares the
         program's rates with (this node's measured ceilings)."""
-        where = "CASE WHEN m.node = '' THEN r.host ELSE m.node END"
-        sql = (f"SELECT m.name, m.value, m.unit, r.started, r.run_id FROM metrics m JOIN runs r "
-               f"ON r.run_id = m.run_id WHERE substr(m.name, 1, ?) = ? AND {where} = ? AND m.value IS NOT NULL "
-               f"ORDER BY m.name, r.started DESC, r.run_id DESC")
         out: Dict[str, Tuple[str, Optional[float], str, str, str]] = {}
-        try:
-            for row in self._db.execute(sql, (len(prefix), prefix, host)):
-                out.setdefault(row[0], tuple(row))
-        except sqlite3.Error as e:
-            raise self._error(e) from None
+        # an older file read as it is (no host, no started in metrics): a join, still by the name index
+        old = bool(self._old)
+        for row in self._query(*(latest_old_sql if old else latest_sql)(prefix, host), current=not old):
+            out.setdefault(row[0], row)
         return list(out.values())
-
-
-def _finite(x: Optional[float]) -> Optional[float]:
-    return jsonio.plain(x) if x is not None else None

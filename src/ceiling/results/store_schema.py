@@ -1,0 +1,230 @@
+"""The history's tables, their versions, and the rows a run becomes; results/store.py opens,
+upgrades and queries the file with them.
+
+Store versions (``PRAGMA user_version``):
+  1 - runs and metrics tables.
+  2 - metrics.node: the node a metric was measured on ('' = the run's host).
+  3 - what a comparison needs. Each metrics row also holds its repetitions (``reps``, a JSON array
+      in the metric's unit) and their summary (``n``, ``best``, ``median``, ``mean``, ``min``,
+      ``max``, ``stdev``, ``cv``: the Metric's Stats, NULL where it has none), whether the kernel's
+      output was valid, its context key (history_keys.py), the node it was measured on resolved
+      (``host``: the metric's node, else the run's host) and its run's start (``started``), so that
+      "this metric on this host over time, with this context" is one range of the index
+      ``metrics_series (name, host, context, started)``, which replaces ``metrics_name``. The
+      inventory hash of the node a row was measured on (``metrics.inventory_hash``) and of the
+      run's host (``runs.inventory_hash``); each inventory once, as canonical JSON
+      (``inventories``), so that two configurations can be told apart field by field.
+
+The upgrade from 2 to 3 reads every stored document (through jsonio: a document of any version)
+and writes its rows again as ``save`` writes a new run's. A run whose document cannot be read keeps
+its rows as they were, with ``host`` and ``started`` filled and context "" (not known). Upgrades
+run inside the caller's write transaction, after an integrity check (store.py): an error, a full
+disk or a Ctrl-C part way leaves the file at its old version, unchanged.
+
+A reader of an older file writes nothing: it sees the current tables through temporary ones built
+from the file (``read_old``), in the connection's own temp schema, searched before the file's.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple, Union
+
+from ..errors import StoreError
+from . import history_keys as keys
+from . import jsonio
+from .model import Run
+
+STORE_VERSION = 3
+
+_RUNS = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id       TEXT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    started      TEXT NOT NULL,   -- ISO 8601 UTC, sorts as text
+    finished     TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    partial      INTEGER NOT NULL,
+    doc          TEXT NOT NULL,   -- the whole Run as JSON (results/jsonio.py)
+    inventory_hash TEXT NOT NULL DEFAULT ''   -- the host's inventory (inventories.hash), '' = none recorded
+)"""
+
+_INVENTORIES = """
+CREATE TABLE IF NOT EXISTS {schema}inventories (
+    hash      TEXT PRIMARY KEY,   -- history_keys.inventory_hash
+    inventory TEXT NOT NULL       -- its canonical JSON
+)"""
+
+# The columns of metrics: ALTER TABLE ... ADD COLUMN appends, so new columns come last.
+_METRICS = """
+CREATE TABLE IF NOT EXISTS {schema}metrics (
+    run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    value      REAL,              -- NULL: not measured
+    unit       TEXT NOT NULL,
+    better     TEXT NOT NULL,
+    efficiency REAL,              -- NULL: peak unknown
+    node       TEXT NOT NULL DEFAULT ''   -- Metric.node: '' = the run's host
+    {v3}
+)"""
+_METRICS_V3 = (
+    ("host", "TEXT NOT NULL DEFAULT ''"),          # the node measured on: node, else the run's host
+    ("started", "TEXT NOT NULL DEFAULT ''"),       # the run's start, here so that one index covers time
+    ("context", "TEXT NOT NULL DEFAULT ''"),       # history_keys.context_key; '' = not known
+    ("inventory_hash", "TEXT NOT NULL DEFAULT ''"),  # of the node measured on; '' = not recorded
+    ("valid", "INTEGER"),                          # Metric.valid (1/0); NULL = not known
+    ("n", "INTEGER"),                              # Stats.n: repetitions; NULL = no stats
+    ("best", "REAL"), ("median", "REAL"), ("mean", "REAL"), ("min", "REAL"), ("max", "REAL"),
+    ("stdev", "REAL"), ("cv", "REAL"),             # Stats, in the metric's unit (cv a fraction)
+    ("reps", "TEXT NOT NULL DEFAULT '[]'"),        # Metric.values: every repetition, JSON, in unit
+)
+METRIC_COLUMNS: Tuple[str, ...] = ("run_id", "name", "value", "unit", "better", "efficiency", "node",
+                                   *(c for c, _ in _METRICS_V3))
+
+_INDICES = """
+CREATE INDEX IF NOT EXISTS {schema}metrics_series ON metrics(name, host, context, started);
+CREATE INDEX IF NOT EXISTS {schema}metrics_run ON metrics(run_id)"""
+
+SCHEMA = ";\n".join([
+    _RUNS, "CREATE INDEX IF NOT EXISTS runs_host_started ON runs(host, started)",
+    _INVENTORIES.format(schema=""),
+    _METRICS.format(schema="", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3)),
+    _INDICES.format(schema="")])
+
+
+def statements(script: str) -> List[str]:
+    return [s for s in script.split(";") if s.strip()]
+
+
+@dataclass
+class Rows:
+    """What a run becomes in the history besides its document."""
+
+    inventory_hash: str = ""                                  # the run's host's
+    inventories: Dict[str, str] = field(default_factory=dict)  # hash -> canonical JSON
+    metrics: List[Tuple] = field(default_factory=list)        # in METRIC_COLUMNS order
+
+
+def rows_of(run: Run) -> Rows:
+    """The rows of ``run``: one per metric, in the run's order, and the inventories of its nodes."""
+    out = Rows()
+    by_node: Dict[str, str] = {}
+
+    def node_hash(name: str) -> str:
+        if name not in by_node:
+            machine = run.machine if name == run.host else next(
+                (n.machine for n in run.nodes if n.name == name), None)
+            inv = keys.inventory(machine)
+            h = keys.inventory_hash(inv)
+            if h:
+                out.inventories[h] = keys.inventory_json(inv)
+            by_node[name] = h
+        return by_node[name]
+
+    out.inventory_hash = node_hash(run.host)
+    for m in run.metrics:
+        host = m.node or run.host
+        st = m.stats
+        summary = ((st.n, _finite(st.best), _finite(st.median), _finite(st.mean), _finite(st.min),
+                    _finite(st.max), _finite(st.stdev), _finite(st.cv)) if st is not None else (None,) * 8)
+        reps = json.dumps([_finite(v) for v in m.values], separators=(",", ":"), allow_nan=False)
+        out.metrics.append((run.run_id, m.name, _finite(m.value), m.unit, m.better, _finite(m.efficiency),
+                            m.node, host, run.started, keys.context_key(m.context), node_hash(host),
+                            int(bool(m.valid)), *summary, reps))
+    return out
+
+
+def _finite(x) -> Optional[float]:
+    return jsonio.plain(x) if x is not None else None
+
+
+def write(db: sqlite3.Connection, run: Run, schema: str = "") -> Rows:
+    """Insert the rows of ``run`` (its runs row already there) into ``schema``'s metrics and
+    inventories; what was written."""
+    r = rows_of(run)
+    db.executemany(f"INSERT OR IGNORE INTO {schema}inventories (hash, inventory) VALUES (?, ?)",
+                   sorted(r.inventories.items()))
+    db.executemany(f"INSERT INTO {schema}metrics ({', '.join(METRIC_COLUMNS)}) "
+                   f"VALUES ({', '.join('?' * len(METRIC_COLUMNS))})", r.metrics)
+    return r
+
+
+# -- upgrading a file, reading an older one --------------------------------------------------
+
+def _documents(db: sqlite3.Connection, where: str):
+    """(run_id, host, started, the Run or None when its document cannot be read), one run at a time."""
+    ids = [r[0] for r in db.execute("SELECT run_id FROM main.runs ORDER BY rowid")]
+    for rid in ids:
+        host, started, doc = db.execute("SELECT host, started, doc FROM main.runs WHERE run_id = ?",
+                                        (rid,)).fetchone()
+        try:
+            run: Optional[Run] = jsonio.loads(doc, source=f"run {rid} in {where}")
+        except StoreError:
+            run = None
+        if run is not None and run.run_id != rid:       # a document of another id: its rows are this id's
+            run.run_id = rid
+        yield rid, host, started, run
+
+
+def _to_3(db: sqlite3.Connection, where: str) -> None:
+    """Store version 2 -> 3, in place (module docstring)."""
+    db.execute("ALTER TABLE runs ADD COLUMN inventory_hash TEXT NOT NULL DEFAULT ''")
+    db.execute(_INVENTORIES.format(schema=""))
+    for col, decl in _METRICS_V3:
+        db.execute(f"ALTER TABLE metrics ADD COLUMN {col} {decl}")
+    db.execute("DROP INDEX IF EXISTS metrics_name")
+    for rid, host, started, run in _documents(db, where):
+        if run is None:
+            db.execute("UPDATE metrics SET host = CASE WHEN node = '' THEN ? ELSE node END, started = ? "
+                       "WHERE run_id = ?", (host, started, rid))
+            continue
+        db.execute("DELETE FROM metrics WHERE run_id = ?", (rid,))
+        db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?", (write(db, run).inventory_hash, rid))
+    for stmt in statements(_INDICES.format(schema="")):
+        db.execute(stmt)
+
+
+# store version n -> what turns an n database into an n + 1 one: SQL, or a function of the connection
+# and the file's name (for messages).
+Step = Union[str, Callable[[sqlite3.Connection, str], None]]
+UPGRADES: Dict[int, Tuple[Step, ...]] = {
+    1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
+    2: (_to_3,),
+}
+
+
+def upgrade(db: sqlite3.Connection, version: int, where: str) -> None:
+    """Bring a file of ``version`` up to STORE_VERSION (inside the caller's write transaction)."""
+    for v in range(version, STORE_VERSION):
+        for step in UPGRADES[v]:
+            if callable(step):
+                step(db, where)
+            else:
+                db.execute(step)
+    db.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+
+def read_old(db: sqlite3.Connection, version: int, where: str) -> None:
+    """Let a read-only connection to a file of an older ``version`` see the current tables, writing
+    nothing to the file: temporary metrics and inventories built from its documents, and a temporary
+    view of its runs with their inventory hashes."""
+    node = "node" if version >= 2 else "''"
+    db.execute("DROP VIEW IF EXISTS temp.metrics")           # a version 1 file's view, replaced by the table
+    db.execute(_METRICS.format(schema="temp.", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3))
+               .replace(" REFERENCES runs(run_id) ON DELETE CASCADE", ""))
+    db.execute(_INVENTORIES.format(schema="temp."))
+    db.execute("CREATE TEMP TABLE run_inventory (run_id TEXT PRIMARY KEY, inventory_hash TEXT NOT NULL)")
+    for rid, host, started, run in _documents(db, where):
+        if run is None:
+            db.execute(f"INSERT INTO temp.metrics (run_id, name, value, unit, better, efficiency, node, host, "
+                       f"started) SELECT run_id, name, value, unit, better, efficiency, {node}, "
+                       f"CASE WHEN {node} = '' THEN ? ELSE {node} END, ? FROM main.metrics WHERE run_id = ? "
+                       f"ORDER BY rowid", (host, started, rid))
+            continue
+        db.execute("INSERT INTO temp.run_inventory VALUES (?, ?)", (rid, write(db, run, "temp.").inventory_hash))
+    db.execute("CREATE TEMP VIEW runs AS SELECT r.run_id, r.host, r.started, r.finished, r.tool_version, "
+               "r.partial, r.doc, coalesce(i.inventory_hash, '') AS inventory_hash FROM main.runs r "
+               "LEFT JOIN temp.run_inventory i USING (run_id)")
+    for stmt in statements(_INDICES.format(schema="temp.")):
+        db.execute(stmt)
