@@ -452,10 +452,10 @@ def test_a_launcher_of_another_mpi_is_named_before_mpi_starts():
     from ceiling.cluster.library import launcher_mismatch
     mpich, ompi = _FakeMPI("MPICH", (5, 0, 2)), _FakeMPI("Open MPI", (4, 1, 4))
     line = launcher_mismatch(mpich, {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0"})
-    assert line.startswith("this process was started by Open MPI's mpirun, but mpi4py loaded MPICH 5.0.2")
+    assert line.startswith("this process was started by mpirun (Open MPI), but mpi4py loaded MPICH 5.0.2")
     assert "launch with " in line
-    assert launcher_mismatch(ompi, {"PMI_FD": "5", "PMI_RANK": "0"}).startswith(
-        "this process was started by Hydra's mpiexec")
+    assert launcher_mismatch(ompi, {"PMI_FD": "5", "PMI_RANK": "0", "MPI_LOCALNRANKS": "2"}).startswith(
+        "this process was started by mpiexec (Hydra, PMI)")
     assert launcher_mismatch(mpich, {"PMI_FD": "5"}) is None
     assert launcher_mismatch(ompi, {"OMPI_COMM_WORLD_SIZE": "2"}) is None
     assert launcher_mismatch(mpich, {"SLURM_PROCID": "0", "PMIX_RANK": "0"}) is None    # srun: cannot tell

@@ -1,7 +1,7 @@
 """cluster: everything ceiling does with MPI, across ranks and nodes.
 
-- launch.py: how this process was started (rank, size, node, launcher), from the
-  environment alone, without starting MPI;
+- launch.py: how this process was started (launcher, rank, size, node), from the
+  environment alone through one table of launchers, without starting MPI;
 - comm.py: the MPI world, initialised at the thread level ceiling measures with;
 - stop.py: the one stop agreement (errors and signals agreed by every rank);
 - library.py: the MPI library mpi4py loaded, its compiler wrapper and launcher;

@@ -126,8 +126,10 @@ _FACTS: Dict[str, Dict] = {}
 
 def mpi_facts(lib: Library, look_for_others: bool = True) -> Dict:
     """What a run records of the MPI it measured (``Run.environment["mpi"]``): the library, its
-    device and origin, what can be known of the transport, and the other installations found
-    with the command that measures each. Computed once per process (it runs their mpicc)."""
+    device and origin, what can be known of the transport, how this rank was launched (launch.py's
+    answer: the launcher, its variables and why), and the other installations found with the
+    command that measures each. Computed once per process (it runs their mpicc)."""
+    from .launch import launch
     from .library import transport
     key = f"{lib.version}\0{lib.path}\0{look_for_others}"
     if key not in _FACTS:
@@ -140,6 +142,7 @@ def mpi_facts(lib: Library, look_for_others: bool = True) -> Dict:
                      "transport_environment": tr["environment"], "transport_libraries": tr["libraries"]}
         if tr["components"]:
             out["components"] = tr["components"]
+        out["launch"] = launch().to_dict()       # which launcher started this rank, and why the table says so
         if look_for_others:
             out["others"] = [i.to_dict() for i in others(lib)]
         _FACTS[key] = out

@@ -366,26 +366,22 @@ def find_launcher(lib: Library, mpicc: Optional[Tool] = None) -> Launcher:
                               f"tried: {'; '.join(tried) or 'none found'}")
 
 
-# What each launcher family leaves in its ranks' environment (launch.py reads the same keys).
-_HYDRA_KEYS = ("PMI_FD", "PMI_PORT", "HYDI_CONTROL_FD")
-_OPEN_MPI_KEYS = ("OMPI_COMM_WORLD_SIZE",)
+# The families whose launcher is known to refuse the other's ranks (launcher_mismatch)
+_LAUNCHER_FAMILIES = ("Open MPI", "MPICH", "Intel MPI", "MVAPICH")
 
 
 def launcher_mismatch(mpi, env: Optional[Dict[str, str]] = None) -> Optional[str]:
     """One line when this rank was started by the launcher of another MPI family than the
     library mpi4py loaded (``mpi``: mpi4py.MPI, not yet initialised), naming the launcher to
-    use; None when they match or it cannot tell. Under Open MPI's mpirun, MPICH's MPI_Init
-    aborts ("unsupported PMI version PMIx"); under Hydra, Open MPI's ranks start as singletons."""
-    env = os.environ if env is None else env
+    use; None when they match or it cannot tell (a resource manager's launcher, as srun, serves
+    any MPI that speaks its PMI). Whose launcher it was is launch.py's table (Launch.mpi). Under
+    Open MPI's mpirun, MPICH's MPI_Init aborts ("unsupported PMI version PMIx"); under Hydra,
+    Open MPI's ranks start as singletons."""
+    from .launch import launch
+    started = launch(env)
     name, ver = mpi.get_vendor()
     fam = _family(name)
-    hydra = any(k in env for k in _HYDRA_KEYS)
-    ompi = any(k in env for k in _OPEN_MPI_KEYS)
-    if fam == "Open MPI" and hydra and not ompi:
-        started = "Hydra's mpiexec (MPICH, Intel MPI, MVAPICH)"
-    elif fam in ("MPICH", "Intel MPI", "MVAPICH") and ompi and not hydra:
-        started = "Open MPI's mpirun"
-    else:
+    if not started.mpi or (started.mpi == "Open MPI") == (fam == "Open MPI") or fam not in _LAUNCHER_FAMILIES:
         return None
     version = ".".join(str(v) for v in ver)
     lib = Library(version=mpi.Get_library_version().rstrip("\0"), family=fam, family_version=version,
@@ -394,5 +390,5 @@ def launcher_mismatch(mpi, env: Optional[Dict[str, str]] = None) -> Optional[str
         use = find_launcher(lib).path
     except MPIUnavailableError:
         use = f"the mpiexec or mpirun of {fam} {version}"
-    return (f"this process was started by {started}, but mpi4py loaded {fam} {version}"
+    return (f"this process was started by {started.launcher}, but mpi4py loaded {fam} {version}"
             f"{' (' + lib.path + ')' if lib.path else ''}: launch with {use}, e.g. {use} -n 2 ceiling bench network")

@@ -88,7 +88,8 @@ def wrapped_text(prof: Dict[str, Any]) -> str:
              if rec.get("processes") else "the split above is rank 0's process only")
     if rec.get("without_proc_lines"):
         split += f"; {rec['without_proc_lines']} process(es) sent no thread times"
-    return (f"(each of the {prof['wrapped']['size']} ranks ran under a ceiling of its own; this is rank 0's: the "
+    size = prof["wrapped"].get("size")            # None: the launcher did not say how many (PMIx)
+    return (f"(each {f'of the {size} ranks' if size else 'rank'} ran under a ceiling of its own; this is rank 0's: the "
             f"MPI and I/O figures are every rank's, gathered at MPI_Finalize; {split})")
 
 

@@ -1,33 +1,16 @@
 """The launch side of `ceiling profile` (verbs/profile.py): which rank of an MPI launch this
-ceiling is, which processes' records come from outside the program's tree (other ranks,
-ranks a launcher's daemon started) or are a launcher's own, which processes left the tree or
-wrote no record, the signals ceiling got, and how a rank that cannot report still ends its job."""
+ceiling is (``launched_rank``, from cluster/launch.py's launcher table), which processes'
+records come from outside the program's tree (other ranks, ranks a launcher's daemon
+started) or are a launcher's own, which processes left the tree or wrote no record, the
+signals ceiling got, and how a rank that cannot report still ends its job."""
 from __future__ import annotations
 
 import os
 import sys
 from typing import List, Optional, Set, Tuple
 
+from ..cluster.launch import wrapped_rank as launched_rank  # noqa: F401 - profile.py's name; the table is there
 from ..errors import CeilingError
-
-RANK_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                  ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS"))
-
-
-def launched_rank(environ=None) -> Optional[Tuple[int, int]]:
-    """(rank, size) when this ceiling is one rank of an MPI launch (mpirun -n N ceiling
-    profile -- ./app, srun ceiling profile -- ./app): the launcher's variables for its
-    ranks (MPICH's Hydra and Intel MPI: PMI_*; Open MPI: OMPI_COMM_WORLD_*; a Slurm job
-    step: SLURM_PROCID with the step's task count, not a batch script's), with more
-    than one rank. None otherwise."""
-    env = os.environ if environ is None else environ
-    if "SLURM_PROCID" in env and not str(env.get("SLURM_STEP_ID", "")).isdigit():
-        env = {k: v for k, v in env.items() if not k.startswith("SLURM_")}
-    for rank, size in RANK_VARIABLES:
-        r, n = str(env.get(rank, "")), str(env.get(size, ""))
-        if r.isdigit() and n.isdigit() and int(n) > 1 and int(r) < int(n):
-            return int(r), int(n)
-    return None
 
 
 def unwatched(records: list, root: int, sampled: Set[int] = frozenset(), everyone: Optional[list] = None) -> list:
@@ -147,53 +130,19 @@ def end_job(exe: str, cmd: List[str], e: CeilingError, refused: str) -> None:
         pass
 
 
-# Run by ceiling's own Python when a rank's program cannot start at all: mpi4py's MPI joins
-# the job and aborts it, where it is the launcher's family (argv[2]: ompi, mpich or "" for
-# either); else it exits 3 without touching MPI, and 4 where its MPI_Init found no job to
-# join (a world of one: the launcher speaks a PMI its MPI does not, as srun --mpi=pmix to
-# MPICH), since aborting that ends only itself.
-_ABORT_WITH_MPI4PY = """
-import sys
-import mpi4py
-mpi4py.rc.initialize = mpi4py.rc.finalize = False
-from mpi4py import MPI
-ompi = "Open MPI" in MPI.Get_library_version()
-if sys.argv[2] and (sys.argv[2] == "ompi") != ompi:
-    sys.exit(3)
-MPI.Init()
-if MPI.COMM_WORLD.Get_size() == 1:
-    sys.exit(4)
-MPI.COMM_WORLD.Abort(int(sys.argv[1]))
-"""
-
-
 def abort_job(e: CeilingError, rank: int) -> None:
     """A wrapped rank whose program cannot start (not found on this node, not executable):
     the other ranks' programs wait in MPI_Init for it, and neither MPICH's Hydra nor srun
     ends a job for one process's exit status. There is no program to call MPI_Abort, so
     ceiling's own mpi4py joins the job in its place and aborts it, where its MPI is the
-    launcher's (Open MPI's mpirun ends such a job itself). Else it can only say so."""
-    import subprocess
-    family = "ompi" if "OMPI_COMM_WORLD_RANK" in os.environ else "mpich" if "PMI_RANK" in os.environ else ""
+    launcher's (cluster/launch.py, end_the_job; Open MPI's mpirun ends such a job itself).
+    Else it can only say so."""
+    from ..cluster.launch import OPEN_MPI, end_the_job, launch
     print(f"ceiling: rank {rank}: {e}\nceiling: ending the MPI job: the other ranks' programs would wait in "
           "MPI_Init for this one's; ceiling's own MPI (mpi4py) calls MPI_Abort in its place",
           file=sys.stderr, flush=True)
-    try:
-        r = subprocess.run([sys.executable, "-c", _ABORT_WITH_MPI4PY, str(e.exit_code), family],
-                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           timeout=ABORT_WAIT_S, close_fds=False)
-        # MPI_Abort's code, or a signal (the launcher ending the job), is what a helper that ended
-        # the job returns, if this ceiling is not killed first; anything else ended nothing
-        why = ("" if r.returncode == e.exit_code or r.returncode < 0 else
-               "its MPI is not the launcher's" if r.returncode == 3 else
-               "its MPI_Init found no job to join" if r.returncode == 4 else
-               "mpi4py is not installed" if b"ModuleNotFoundError" in r.stderr else
-               f"it exited {r.returncode}: {r.stderr.decode(errors='replace').strip()[-200:]}")
-    except OSError as err:
-        why = err.strerror
-    except subprocess.TimeoutExpired:
-        why = f"its MPI_Init did not return in {ABORT_WAIT_S} s"
-    if why and family == "ompi":          # started by Open MPI's mpirun, which ends the job for a failed rank
+    why = end_the_job(e.exit_code, ABORT_WAIT_S)
+    if why and launch().launcher == OPEN_MPI.name:   # Open MPI's mpirun ends the job for a failed rank
         print(f"ceiling: it could not ({why}); Open MPI's mpirun ends the job for this rank's exit status",
               file=sys.stderr, flush=True)
     elif why:
