@@ -71,3 +71,17 @@ def measuring(pid: int) -> bool:
                    for line in Path(f"/proc/{pid}/maps").read_text().splitlines())
     except OSError:
         return False
+
+
+class FakeMPI:
+    """What ceiling asks of mpi4py's MPI module to name the library (vendor and version
+    string), for the tests that check a launcher against it without starting MPI."""
+
+    def __init__(self, name, ver):
+        self.name, self.ver = name, ver
+
+    def get_vendor(self):
+        return self.name, self.ver
+
+    def Get_library_version(self):
+        return f"{self.name} {'.'.join(map(str, self.ver))}\0"

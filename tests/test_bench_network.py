@@ -25,7 +25,7 @@ from ceiling.machine.network import link_peak
 from ceiling.results import curves
 
 REPO = Path(__file__).resolve().parents[1]
-from mpiutil import needs_mpi
+from mpiutil import FakeMPI, needs_mpi
 from mpiutil import measuring as _measuring, ranks_of as _ranks_of, run_env as _env
 
 
@@ -437,20 +437,9 @@ def test_sigterm_to_one_rank_stops_every_rank_together(mpi_setup, tmp_path):
     assert "PARTIAL RUN: terminated (SIGTERM)" in stdout
 
 
-class _FakeMPI:
-    def __init__(self, name, ver):
-        self.name, self.ver = name, ver
-
-    def get_vendor(self):
-        return self.name, self.ver
-
-    def Get_library_version(self):
-        return f"{self.name} {'.'.join(map(str, self.ver))}\0"
-
-
 def test_a_launcher_of_another_mpi_is_named_before_mpi_starts():
     from ceiling.cluster.library import launcher_mismatch
-    mpich, ompi = _FakeMPI("MPICH", (5, 0, 2)), _FakeMPI("Open MPI", (4, 1, 4))
+    mpich, ompi = FakeMPI("MPICH", (5, 0, 2)), FakeMPI("Open MPI", (4, 1, 4))
     line = launcher_mismatch(mpich, {"OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_RANK": "0"})
     assert line.startswith("this process was started by mpirun (Open MPI), but mpi4py loaded MPICH 5.0.2")
     assert "launch with " in line

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mpiutil import needs_mpi
+from mpiutil import FakeMPI, needs_mpi
 
 FIXTURES = Path(__file__).parent / "fixtures" / "launch"
 
@@ -137,23 +137,12 @@ def test_values_that_are_no_numbers_are_unknown_and_said_so():
     assert launch({"SLURM_PROCID": "0", "SLURM_STEP_ID": "٣"}).launcher == NONE        # digits, not ASCII ones
 
 
-class _MPI:
-    def __init__(self, name, ver):
-        self.name, self.ver = name, ver
-
-    def get_vendor(self):
-        return self.name, self.ver
-
-    def Get_library_version(self):
-        return f"{self.name} {'.'.join(map(str, self.ver))}\0"
-
-
 def test_whose_launcher_it_was_comes_from_the_table():
     """library.launcher_mismatch asks the table which MPI's launcher started the rank: srun's PMI-2
     descriptor is no Hydra (the old check named Hydra for PMI_FD), and a resource manager's
     launcher serves either MPI."""
     from ceiling.cluster.library import launcher_mismatch
-    ompi, mpich = _MPI("Open MPI", (4, 1, 4)), _MPI("MPICH", (5, 0, 2))
+    ompi, mpich = FakeMPI("Open MPI", (4, 1, 4)), FakeMPI("MPICH", (5, 0, 2))
     assert launcher_mismatch(ompi, recorded("srun-pmi2")) is None
     assert launcher_mismatch(mpich, recorded("srun-pmix")) is None
     assert launcher_mismatch(ompi, CASES["flux-pmi"][0]) is None

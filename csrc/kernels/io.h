@@ -119,6 +119,12 @@ CEIL_IO_INTERNAL int create_open(io_run *x, const char *path, int flags, int *cr
 /* Evict (when asked) a file's clean pages, then count how many are still
  * resident. Adds to *res and *tot; returns 0, or -errno when it cannot tell. */
 CEIL_IO_INTERNAL int evict_measure(const char *path, int evict, int64_t *res, int64_t *tot);
+/* The largest resident share seen after eviction, over the repetitions (res of tot pages). */
+static inline void io_keep_resident(double *resident, int64_t res, int64_t tot)
+{
+    if (tot > 0 && (double)res / (double)tot > *resident)
+        *resident = (double)res / (double)tot;
+}
 /* IO_ALIGN-aligned, a multiple of it long (O_DIRECT's rule); NULL when out of memory. */
 CEIL_IO_INTERNAL void *io_buffer(size_t bytes);
 

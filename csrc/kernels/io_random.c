@@ -78,8 +78,7 @@ static void rand_evict(rand_team *t, rand_thread *me)
     }
 #pragma omp barrier
     if (me->tid == 0) {
-        if (t->tot_pages > 0 && (double)t->res_pages / (double)t->tot_pages > t->resident)
-            t->resident = (double)t->res_pages / (double)t->tot_pages;
+        io_keep_resident(&t->resident, t->res_pages, t->tot_pages);
         t->nops[0] = t->nops[1] = 0;
     }
     CONSENSUS(x);

@@ -126,8 +126,7 @@ static void seq_evict(seq_team *t, seq_thread *me)
     }
 #pragma omp barrier
     if (me->tid == 0) {
-        if (t->tot_pages > 0 && (double)t->res_pages / (double)t->tot_pages > t->resident)
-            t->resident = (double)t->res_pages / (double)t->tot_pages;
+        io_keep_resident(&t->resident, t->res_pages, t->tot_pages);
         if (s->between && !io_stopped(x))
             s->between();
     }

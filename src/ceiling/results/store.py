@@ -363,24 +363,31 @@ class Store:
         if not run.run_id:
             run.run_id = uuid.uuid4().hex
         doc = jsonio.dumps(run)
+        def save(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM metrics WHERE run_id = ?", (run.run_id,))
+            db.execute("INSERT OR REPLACE INTO runs (run_id, host, started, finished, tool_version, "
+                       "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (run.run_id, run.host, run.started, run.finished, run.tool_version,
+                        int(run.partial), doc))
+            db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?",
+                       (write(db, run).inventory_hash, run.run_id))
+        self._in_transaction("BEGIN IMMEDIATE", save)
+        return run.run_id
+
+    def _in_transaction(self, begin: str, work) -> None:
+        """``work(db)`` inside one transaction: committed whole, or rolled back on any
+        exception (Ctrl-C included); SQLite's errors become the store's one-line errors."""
         db = self._db
         try:
-            db.execute("BEGIN IMMEDIATE")
+            db.execute(begin)
             try:
-                db.execute("DELETE FROM metrics WHERE run_id = ?", (run.run_id,))
-                db.execute("INSERT OR REPLACE INTO runs (run_id, host, started, finished, tool_version, "
-                           "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (run.run_id, run.host, run.started, run.finished, run.tool_version,
-                            int(run.partial), doc))
-                db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?",
-                           (write(db, run).inventory_hash, run.run_id))
+                work(db)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as e:
             raise self._error(e) from None
-        return run.run_id
 
     def resolve(self, run_id: str) -> str:
         """The full run_id for ``run_id`` or a unique prefix of at least 6 characters.
@@ -445,17 +452,7 @@ class Store:
         connection's temp schema (store_schema.read_old), in one read transaction."""
         if not self._old:
             return
-        db = self._db
-        try:
-            db.execute("BEGIN")
-            try:
-                read_old(db, self._old, str(self.path))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        except sqlite3.Error as e:
-            raise self._error(e) from None
+        self._in_transaction("BEGIN", lambda db: read_old(db, self._old, str(self.path)))
         self._old = 0
 
     def _query(self, sql: str, args: Sequence, current: bool = True) -> List[tuple]:
