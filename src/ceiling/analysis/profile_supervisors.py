@@ -76,4 +76,5 @@ def critical_path(s: Sampled, sup: Dict[int, Dict[str, float]], per: Sequence[Tu
     shares = ", ".join(f"{k} {v / total:.0%}" for k, v in top[:6]) + (
         f" and {len(top) - 6} more" if len(top) > 6 else "")
     return (f"; the split is the critical path: {'; '.join(waited[:4])}{' and more' if len(waited) > 4 else ''} "
-            f"(their waiting is left out); by process, of the thread-seconds kept: {shares}")
+            f"({'its' if len(waited) == 1 else 'their'} waiting is left out); by process, of the thread-seconds "
+            f"kept: {shares}")
