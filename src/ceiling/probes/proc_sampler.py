@@ -12,7 +12,7 @@ A process's threads also keep what they did over the intervals between two sampl
 began with a child of the process alive (``with_children_*``): how long, and how much of it on
 a CPU and waiting for one. A parent that waits for its children (wait4, or a polling loop of
 sleeps, as fio's main process, make, a shell, mpirun) hardly runs then; what it did before
-its first child and after its last is its own work (analysis/profile.py ``supervisors``).
+its first child and after its last is its own work (analysis/profile_supervisors.py).
 
 A process seen in the tree that later runs on outside it (orphaned: its parent
 ended without waiting for it, and it was reparented) is marked ``left``: the
