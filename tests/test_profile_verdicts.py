@@ -2,7 +2,9 @@
 own oversubscription only where its runnable threads outnumbered its CPUs at the same
 samples; other processes' load is named with its share of a CPU instead, and says the split
 is disturbed. Idle pool threads (OpenBLAS beside a single-threaded numpy loop) do not turn a
-busy program into a waiting one. Made-up samples for the rules, real programs for the
+busy program into a waiting one. A parent that waits while its children work (fio's main
+process, make, a shell) is their supervisor: its waiting leaves the split, its own start-up
+stays (the critical path), so fio's I/O is its bound. Made-up samples for the rules, real programs for the
 user's case; no timings asserted."""
 from __future__ import annotations
 
@@ -157,6 +159,113 @@ def test_a_numpy_loop_with_idle_openblas_threads_is_cpu(tmp_path):
     p = doc["environment"]["profile"]
     assert p["idle_threads"], p                              # the pool thread is there, and left out
     assert doc["analysis"]["bounds"][0]["bound"] == "cpu", (doc["analysis"]["bounds"], p["per_thread"])
+
+
+# ---- supervisors: a parent that waits while its children work (fio, make, a shell) --------------
+
+def fio_like(cpu_while_children=0.005):
+    """fio --ioengine=psync --fsync=256: the main process starts up on a CPU 0.3 s, forks the
+    job and polls for its end (wait4 WNOHANG, then a 10 ms sleep) for 0.7 s, its helper thread
+    asleep; the job writes and fsyncs for 0.7 s."""
+    s = Sampled(samples=10, interval_s=0.1, runnable=[1] * 10)
+    s.processes[10] = ProcessSample(10, 1, "fio", parent=True, cpus_allowed=[0, 1])
+    s.processes[11] = ProcessSample(11, 10, "fio", cpus_allowed=[0, 1])
+    s.threads[(10, 10)] = ThreadSample(10, 10, "fio", on_cpu_s=0.25 + cpu_while_children, runq_s=0.05, first_s=0.0,
+                                       last_s=1.0, with_children_s=0.7, with_children_on_s=cpu_while_children)
+    s.threads[(10, 12)] = ThreadSample(10, 12, "fio", on_cpu_s=0.0, runq_s=0.0, first_s=0.3, last_s=1.0,
+                                       with_children_s=0.7)
+    s.threads[(11, 11)] = ThreadSample(11, 11, "fio", on_cpu_s=0.15, runq_s=0.0, first_s=0.3, last_s=1.0)
+    return s
+
+
+FIO_IO = {"write": dict(calls=2048, errors=0, bytes=8 << 20, ns=50_000_000, random=2048, library_calls=0,
+                        estimated=0),
+          "sync": dict(calls=8, errors=0, bytes=0, ns=400_000_000, random=0, library_calls=0, estimated=0)}
+
+
+def test_a_parent_that_polls_while_its_child_writes_is_a_supervisor_and_the_bound_is_the_writers():
+    """fio's pattern (issue 26, Goals): counted whole, the main process's 0.7 s of polling made
+    the program "waiting" with I/O a quarter of the time. Left out, the split is the critical
+    path (the main process's start-up, then the job), and the job's I/O is its bound."""
+    _, bounds, _, b = conclude(fio_like(), None, 1.0, 2, io=FIO_IO)
+    assert bounds[0].bound == "io" and bounds[0].share == pytest.approx(0.45), bounds
+    assert "waiting" not in [x.bound for x in bounds]
+    assert b["supervisors"] == [{"process": "10 fio", "waited_s": 0.7, "cpu_s": 0.005, "own_s": pytest.approx(0.3)}]
+    assert b["launchers"] == [] and b["thread_seconds"] == pytest.approx(1.0)
+    assert "the split is the critical path: 10 fio waited 0.7 s while its children ran" in bounds[0].evidence
+    assert "by process, of the thread-seconds kept: 11 fio 70%, 10 fio 30%" in bounds[0].evidence
+
+
+def test_a_parent_that_works_beside_its_children_is_no_supervisor():
+    _, bounds, _, b = conclude(fio_like(cpu_while_children=0.2), None, 1.0, 2, io=FIO_IO)
+    assert b["supervisors"] == [] and b["thread_seconds"] == pytest.approx(1.7)
+    assert "critical path" not in bounds[0].evidence
+
+
+SUPERVISE = """import os, sys, time
+def spin(cpu_s):
+    t = time.process_time() + cpu_s
+    while time.process_time() < t:
+        pass
+spin(0.3)                                   # start-up, alone
+pid = os.fork()
+if pid == 0:
+    spin(1.0)                               # the work
+    os._exit(0)
+while os.waitpid(pid, os.WNOHANG) == (0, 0):
+    time.sleep(0.01)                        # polls, as fio's main process
+"""
+
+
+def test_a_polling_parent_is_timed_apart_from_its_own_start_up(tmp_path):
+    """The sampler times the parent over the intervals that began with its child alive: that
+    waiting leaves the split, its start-up stays. Both processes are on a CPU whenever they run,
+    so what is off any CPU is the parent's polling, if counted (about 40% of the split: the old
+    rule kept a parent on a CPU over a tenth of its life). CPU seconds, not wall seconds: the
+    same under load."""
+    (tmp_path / "sup.py").write_text(SUPERVISE)
+    r, doc = profile(tmp_path, sys.executable, "sup.py")
+    assert r.returncode == 0, r.stderr
+    p = doc["environment"]["profile"]
+    [sup] = p["supervisors"]
+    assert sup["waited_s"] >= 0.5 and sup["cpu_s"] < 0.1 * sup["waited_s"] and sup["own_s"] >= 0.2, p
+    assert p["shares"]["off_cpu"] < 0.2, p
+    assert doc["analysis"]["bounds"][0]["bound"] == "cpu"
+    assert "the split is the critical path" in doc["analysis"]["bounds"][0]["evidence"]
+
+
+def test_a_shell_that_execs_the_program_after_waiting_keeps_the_program_in_the_split(tmp_path):
+    """sh -c 'sleep 1.5; exec app': the shell's pid waits for sleep, then is the program. Judged
+    over its whole life it was a launcher (0.1 s on a CPU in 1.6 s, however loaded the node) and
+    the program's threads left the split (their CPU time came back as unsampled); its waiting is
+    left out, the program stays."""
+    (tmp_path / "spin.py").write_text("import time\nt = time.process_time() + 0.1\n"
+                                      "while time.process_time() < t:\n    pass\n")
+    r, doc = profile(tmp_path, "sh", "-c", f"sleep 1.5; exec {sys.executable} spin.py")
+    assert r.returncode == 0, r.stderr
+    p = doc["environment"]["profile"]
+    assert p["launchers"] == [], p
+    [sup] = p["supervisors"]
+    assert sup["waited_s"] >= 1.0 and sup["own_s"] >= 0.08, p
+    assert p["shares"]["on_cpu"] * p["thread_seconds"] >= 0.08 and p["unsampled_cpu_s"] < 0.05, p
+
+
+def test_the_pages_show_the_supervisors_and_the_signals_from_outside_the_run():
+    from ceiling.report import html_profile, terminal_profile
+    from ceiling.results.model import Application, Run
+    run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
+    run.application = Application(command=["fio"], exit_status=0, wall_s=1.0)
+    run.environment["profile"] = {
+        "shares": {"on_cpu": 0.5, "runq": 0.0, "off_cpu": 0.5}, "threads": 2, "thread_seconds": 1.0,
+        "supervisors": [{"process": "10 fio", "waited_s": 0.7, "cpu_s": 0.005, "own_s": 0.3}],
+        "launch": {"signals": [{"signal": "SIGUSR1", "sent_to": "ceiling alone", "passed_on": True}],
+                   "signals_outside": [{"signal": "SIGHUP", "when": "after the program ended"}]}}
+    text = terminal_profile.render(run, width=300)
+    assert "left out: 10 fio's 0.7 s waiting while its children ran" in text
+    assert ("Signals   while it ran: SIGUSR1 (passed on to the program); outside its run, noted only (nothing was "
+            "stopped): SIGHUP after the program ended") in text
+    html = html_profile.application_section(run)
+    assert "10 fio&#x27;s 0.7 s waiting" in html and "SIGHUP after the program ended" in html
 
 
 # ---- ceiling's own start-up ---------------------------------------------------------

@@ -6,9 +6,13 @@ user + system ticks), runnable but waiting for a CPU (schedstat's run-queue
 delay), and off any CPU (the rest: blocked in I/O, waiting on a lock, a message
 or a condition, sleeping). The program's shares are thread-seconds summed over
 its threads, so a program of eight threads that each wait half the time is
-"waiting" however busy its main thread is. A process that only started others
-and waited for them (a shell running a script, mpirun, srun) is left out: its
-waiting is their running. CPU time the sampler did not see
+"waiting" however busy its main thread is. A process that waits for its children
+while they run (blocked in wait4, or polling with sleeps: a shell, make, mpirun,
+fio's main process while its job writes) is their supervisor: that time is left
+out, since its waiting is their running, and what it did alone (its start-up
+before its first child, its work between and after them) stays, so the split is
+that of the critical path; the bound's evidence then names each process's share.
+CPU time the sampler did not see
 (threads that began and ended between two samples) comes from wait4's rusage,
 which is exact for the whole tree, and is counted on a CPU.
 
@@ -26,13 +30,13 @@ from . import profile_competing
 from ..results.analysis import Bound
 from ..results.model import LOWER, OK, SKIPPED, WARN, Finding, Metric
 from .profile_io import intercepted_calls, io_bound, io_calls  # noqa: F401 (the verb imports them from here)
+from .profile_supervisors import LAUNCHER_ON, critical_path, launchers, supervisors  # noqa: F401 (as above)
 
 OVERSUBSCRIBED = 0.20       # waiting for a CPU this share of the time: too many threads for the CPUs
 ON_CPU = 0.60               # on a CPU this share of the time: CPU-bound
 OFF_CPU = 0.50              # off any CPU this share: waiting (I/O, locks, messages, sleep)
 MIN_LIFE_S = 1e-3           # a thread seen this briefly says nothing about shares
 SURE_SAMPLES = 5            # fewer samples than this: the split is a rough one
-LAUNCHER_ON = 0.10          # a parent process on a CPU less than this share of its life only waits for its children
 
 
 @dataclass
@@ -64,22 +68,6 @@ class Split:
         return {"on_cpu": self.on_s / life, "runq": self.runq_s / life, "off_cpu": self.off_s / life}
 
 
-def launchers(s: Sampled, wall_s: float) -> List[int]:
-    """Processes that only started and waited for others (a shell running a script, mpirun,
-    srun): they had children and were on a CPU under LAUNCHER_ON of their time. Their waiting
-    is their children's running, not the program's: their threads are left out of the split."""
-    out = []
-    for pid, p in s.processes.items():
-        if not p.parent:
-            continue
-        ts = [t for (tp, _), t in s.threads.items() if tp == pid]
-        life = sum(max(t.last_s - t.first_s, 1e-9) for t in ts)
-        on = sum(t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s for t in ts)
-        if ts and on < LAUNCHER_ON * life:
-            out.append(pid)
-    return sorted(out)
-
-
 IDLE_HELPER = 0.01          # a thread other than its process's first, on a CPU under this share of its life
 MINOR_HELPER = 0.10         # ... or under this share of its life and of its process's busiest thread's CPU time
 
@@ -105,19 +93,24 @@ def idle_helpers(s: Sampled, leave_out: Sequence[int] = ()) -> List[str]:
     return out
 
 
-def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = (), idle: Sequence[str] = ()
-           ) -> List[Tuple[str, Split]]:
+def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = (), idle: Sequence[str] = (),
+           supervised: Sequence[int] = ()) -> List[Tuple[str, Split]]:
     """Per sampled thread: ("pid/tid comm", its split). A thread's lifetime runs from its
     start to the last sample that saw it, at most the program's wall time. Processes in
-    ``leave_out`` and threads named in ``idle`` are left out."""
+    ``leave_out`` and threads named in ``idle`` are left out; the threads of processes in
+    ``supervised`` keep only their time outside the intervals that began with a child alive."""
     out = []
     for (pid, tid), t in sorted(s.threads.items()):
         if pid in leave_out or f"{pid}/{tid} {t.comm}" in idle:
             continue
         life = min(max(t.last_s - t.first_s, 0.0), wall_s) if wall_s else t.last_s - t.first_s
         on = t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
-        life = max(life, on + (t.runq_s or 0.0))       # a last sample just before the end
-        out.append((f"{pid}/{tid} {t.comm}", Split(life, on, t.runq_s or 0.0)))
+        runq = t.runq_s or 0.0
+        if pid in supervised:
+            life, on = max(0.0, life - t.with_children_s), max(0.0, on - t.with_children_on_s)
+            runq = max(0.0, runq - t.with_children_runq_s)
+        life = max(life, on + runq)       # a last sample just before the end
+        out.append((f"{pid}/{tid} {t.comm}", Split(life, on, runq)))
     return out
 
 
@@ -195,9 +188,14 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     checks/load.compare's warnings over the program's run, other processes named with their
     share of a CPU)."""
     waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
+    sup = {p: x for p, x in supervisors(s).items() if p not in waiters}
     idle = idle_helpers(s, waiters)
-    per = [(name, sp) for name, sp in splits(s, wall_s, waiters, set(idle)) if sp.life_s >= MIN_LIFE_S]
-    seen_on = sum(sp.on_s for _, sp in per)
+    per = [(name, sp) for name, sp in splits(s, wall_s, waiters, set(idle), set(sup)) if sp.life_s >= MIN_LIFE_S]
+    # CPU time the sampler saw and left out on purpose (launchers, idle helpers, supervisors while
+    # they waited) is not CPU time it missed: only the rest of the exit rusage is added below
+    cpu = {k: t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s for k, t in s.threads.items()}
+    seen_on = sum(sp.on_s for _, sp in per) + sum(x["cpu_s"] for x in sup.values()) + sum(
+        on for (pid, tid), on in cpu.items() if pid in waiters or f"{pid}/{tid} {s.threads[(pid, tid)].comm}" in idle)
     exact_cpu = ru.user_s + ru.system_s if ru else None
     unseen = max(0.0, exact_cpu - seen_on) if exact_cpu is not None else 0.0
     others, folded = last_images(others)
@@ -221,6 +219,7 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     breakdown = {"thread_seconds": round(total.life_s, 6), "shares": shares, "per_thread": spread,
                  "threads": len(per), "unsampled_cpu_s": round(unseen, 6), "samples": s.samples,
                  "launchers": [f"{pid} {s.processes[pid].comm}" for pid in waiters], "idle_threads": idle,
+                 "supervisors": [dict(process=f"{pid} {s.processes[pid].comm}", **x) for pid, x in sorted(sup.items())],
                  "schedstat": s.schedstat, "cpus": cpus, "from_records": from_records,
                  "sampler": {"interval_s": s.interval_s, "cpu_s": round(s.cost_cpu_s, 6),
                              "share_of_one_cpu": s.cost_cpu_s / wall_s if wall_s else None}}
@@ -286,6 +285,10 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     if counters:
         breakdown["counters"] = counters
         metrics, findings = metrics + _counter_metrics(counters), findings + _counter_findings(counters)
+    if sup:
+        words = critical_path(s, sup, per)
+        for x in bounds:
+            x.evidence += words
     return metrics, bounds, findings, breakdown
 
 

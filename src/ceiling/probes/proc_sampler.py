@@ -8,6 +8,12 @@ resident set (status), and the bytes it read and wrote (io: ``rchar``/``wchar``
 at the system call, ``read_bytes``/``write_bytes`` at the block layer). Node-wide:
 /proc/stat's CPU times and the pressure (PSI) totals at start and end.
 
+A process's threads also keep what they did over the intervals between two samples that
+began with a child of the process alive (``with_children_*``): how long, and how much of it on
+a CPU and waiting for one. A parent that waits for its children (wait4, or a polling loop of
+sleeps, as fio's main process, make, a shell, mpirun) hardly runs then; what it did before
+its first child and after its last is its own work (analysis/profile_supervisors.py).
+
 A process seen in the tree that later runs on outside it (orphaned: its parent
 ended without waiting for it, and it was reparented) is marked ``left``: the
 exact totals taken at the program's exit (probes/launch.py) do not hold it.
@@ -50,6 +56,9 @@ class ThreadSample:
     runq_s: Optional[float] = None       # schedstat field 2: runnable, waiting for a CPU
     first_s: float = 0.0                 # monotonic seconds: first seen (its start, when read)
     last_s: float = 0.0                  # monotonic seconds: last seen alive
+    with_children_s: float = 0.0         # over intervals that began with a child of its process alive: seconds,
+    with_children_on_s: float = 0.0      # ... on a CPU then (the same clock as on_cpu_s, else user + system),
+    with_children_runq_s: float = 0.0    # ... and waiting for a CPU then
 
 
 @dataclass
@@ -93,6 +102,7 @@ class ProcSampler:
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
         self._ended: set = set()             # seen, then gone: not looked for again
+        self._had_children: Dict[int, bool] = {}   # pid -> it had a child at the last sample
         self._running = 0
 
     def start(self) -> "ProcSampler":
@@ -135,6 +145,7 @@ class ProcSampler:
             self._process(pid, now)
             if parent and pid in self.out.processes:
                 self.out.processes[pid].parent = True
+        self._had_children = dict(tree)
         self.out.runnable.append(self._running)
         inside = {pid for pid, _ in tree}
         for p in self.out.processes.values():
@@ -219,6 +230,7 @@ class ProcSampler:
             return
         key = (pid, tid)
         t = self.out.threads.get(key)
+        before = (t.last_s, _cpu(t), t.runq_s or 0.0) if t is not None else None
         if t is None:
             # stat fields after the comm, counted from state (field 3): utime 14, stime 15, starttime 22
             comm = _comm(f"{base}/comm")
@@ -235,6 +247,14 @@ class ProcSampler:
             t.on_cpu_s, t.runq_s = int(run_ns) / 1e9, int(wait_ns) / 1e9
         except (OSError, ValueError):
             self.out.schedstat = False
+        if before is not None and self._had_children.get(pid):
+            t.with_children_s += now - before[0]
+            t.with_children_on_s += max(0.0, _cpu(t) - before[1])
+            t.with_children_runq_s += max(0.0, (t.runq_s or 0.0) - before[2])
+
+
+def _cpu(t: ThreadSample) -> float:
+    return t.on_cpu_s if t.on_cpu_s is not None else t.user_s + t.system_s
 
 
 def _boot_monotonic() -> float:

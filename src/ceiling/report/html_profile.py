@@ -9,7 +9,8 @@ from typing import Any, Dict, List
 
 from ..results.model import Run
 from .terminal_profile import (FILE_HEADS, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
-                               mpi_rank_rows, rank_cpu, wrapped_text)
+                               mpi_rank_rows, rank_cpu, signals_text, supervisors_text,
+                               wrapped_text)
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
          ("off_cpu", "off any CPU", "#bdbdbd"))
@@ -34,8 +35,12 @@ def application_section(run: Run) -> str:
              f"exit {app.exit_status}" if app.exit_status is not None else "did not finish")
     wall = f" after {app.wall_s:.3g} s" if app.wall_s is not None else ""
     facts = [("Command", " ".join(app.command)), ("Ended", ended + wall)]
+    if signals_text(prof.get("launch") or {}):
+        facts.append(("Signals", signals_text(prof["launch"])))
     if prof.get("launchers"):
         facts.append(("Left out", ", ".join(prof["launchers"]) + " (only started and waited for the others)"))
+    if prof.get("supervisors"):
+        facts.append(("Left out", supervisors_text(prof["supervisors"])))
     parts: List[str] = ['<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
                         + "</dl>"]
     parts.append(_split(prof))

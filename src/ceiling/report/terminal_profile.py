@@ -25,6 +25,9 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     ended = (f"killed by {app.signal}" if app.signal else
              f"exit {app.exit_status}" if app.exit_status is not None else "did not finish")
     fact("Ended", f"{ended} after {app.wall_s:.3g} s" if app.wall_s is not None else ended)
+    said = signals_text(prof.get("launch") or {})
+    if said:
+        fact("Signals", said)
     m = {x.name: x for x in run.metrics}
     cpus = prof.get("cpus")
     if "app.cpu.user" in m:
@@ -80,6 +83,31 @@ def io_calls_text(io: Dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def supervisors_text(sup: List[Dict[str, Any]]) -> str:
+    """The processes whose waiting for their children was left out of the split
+    (analysis/profile.py supervisors), the first four named."""
+    named = ", ".join(f"{x['process']}'s {x['waited_s']:.3g} s" for x in sup[:4]) + (
+        f" and {len(sup) - 4} more" if len(sup) > 4 else "")
+    one = len(sup) == 1
+    return (f"left out: {named} waiting while {'its' if one else 'their'} children ran (on a CPU under 10% of it); "
+            f"what {'it' if one else 'they'} did alone, before, between and after, is counted")
+
+
+def signals_text(launch: Dict[str, Any]) -> str:
+    """The signals ceiling got, in words: while the program ran (passed on to it or not) and,
+    noted only, before it started or after it ended; "" for none."""
+    during = []
+    for x in launch.get("signals") or []:
+        how = ("passed on to the program" if x.get("passed_on") else
+               "sent to the process group: the program had it" if x.get("sent_to") == "the process group" else
+               f"not passed on: {x['why']}" if x.get("why") else "not passed on")
+        during.append(f"{x.get('signal')} ({how})")
+    outside = [f"{x.get('signal')} {x.get('when')}" for x in launch.get("signals_outside") or []]
+    parts = ([f"while it ran: {', '.join(during)}"] if during else []) + (
+        [f"outside its run, noted only (nothing was stopped): {', '.join(outside)}"] if outside else [])
+    return "; ".join(parts)
+
+
 def wrapped_text(prof: Dict[str, Any]) -> str:
     """What a report made by rank 0's ceiling covers, when every rank ran under one."""
     rec = prof.get("from_records") or {}
@@ -107,6 +135,8 @@ def _breakdown(run: Run, prof: Dict[str, Any], st) -> List[str]:
         out.append(f"  {words:<20} {shares.get(key, 0):>5.0%}   {spread}")
     if prof.get("launchers"):
         out.append(f"  (left out: {', '.join(prof['launchers'])}, which only started and waited for the others)")
+    if prof.get("supervisors"):
+        out.append(f"  ({supervisors_text(prof['supervisors'])})")
     if prof.get("idle_threads"):
         idle = prof["idle_threads"]
         out.append(f"  (left out: {len(idle)} idle helper thread{'s' if len(idle) != 1 else ''} (on a CPU under 1% "
