@@ -61,7 +61,8 @@ compressible); sqlite3 inserting 300 rows one transaction each and 20,000 rows i
 one transaction; tar cf of /usr/share/i18n and /usr/share/perl5; sort of 8 MiB of
 lines; cp -r of /usr/share/i18n; numpy matmul of 1500 x 1500 doubles; git gc and
 git log -p of a bare clone of this repository; fio psync random 4 KiB writes over
-32 MiB; make -j2 of 8 generated C files (gcc -O2 -save-temps); a 2-rank MPI
+64 MiB with an fsync every 256 writes (the issue's run: 16,384 writes, 64 fsyncs);
+make -j2 of 8 generated C files (gcc -O2 -save-temps); a 2-rank MPI
 ping-pong (2,000 round trips of 1 KiB); 2-second FMA and triad (3 x 256 MiB)
 loops; IMB-MPI1 PingPong when --imb is given (not installed here: skipped).
 
@@ -212,7 +213,7 @@ def programs(w: str, scale: float, tools: Dict[str, Optional[str]], imb: Optiona
         Program("git log -p > /dev/null", ["git", "-C", repo, "log", "-p"], stdout=os.devnull,
                 prepare=clone, needs=["git"], checks=no_storage_finding),
         Program("fio psync randwrite", ["fio", "--name=rw", f"--filename={w}/fio.dat", "--rw=randwrite",
-                                        "--bs=4k", f"--size={mib(32)}m", "--ioengine=psync", "--end_fsync=1",
+                                        "--bs=4k", f"--size={mib(64)}m", "--ioengine=psync", "--fsync=256",
                                         "--output-format=json", f"--output={w}/fio.json"],
                 reset=rm(f"{w}/fio.dat", f"{w}/fio.json"), files=True, checks=fio_checks(w)),
         Program("make -j2, 2 busy co-runners", ["make", "-s", "-j2", "-C", f"{w}/cproj"],
