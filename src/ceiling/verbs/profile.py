@@ -261,10 +261,6 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     wall = time.monotonic() - t0
     sampled = sampler.stop()
     busy = competing.stop(set(sampled.processes), COMPETING_MIN_S)
-    from ..analysis import profile_counters, profile_files
-    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
-    from ..analysis.profile_ceilings import compare
-    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
     from ..probes import interpose_record
     from ..results.model import SKIPPED, Finding
     from .session import Session
@@ -273,16 +269,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     session.run.started = app.started
     session.set_machine(m, sorted(m.affinity) or None)
     counters = child.finish(wall, hypervisor=m.virtualized)
-    status = ended.status
     interrupted = interruption(ended.signals)
-    app.finished, app.wall_s = utcnow(), wall
-    code = 0
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        app.signal = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else f"signal {sig}"
-        code = 128 + sig
-    else:
-        app.exit_status = code = os.WEXITSTATUS(status)
+    app.finished = utcnow()
 
     # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
     removed = "" if refused or os.path.isdir(tmp) else tmp
@@ -291,7 +279,74 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
         remove_tree(tmp)
-    io, own_io = without_own_io(ended.io, records, written, None if wrapped else os.uname().nodename)
+    if wrapped and wrapped[0] == 0 and not refused:
+        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning.
+        # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
+        # ranks' ceilings exit, and the report comes first
+        cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
+    quick = None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0) else _quick(m, wall)
+    done = conclude_run(child.pid, ended, wall, sampled, counters, busy, records, written, removed, refused, cost,
+                        wrapped, cpus, os.uname().nodename, preload_refused, _history(args, session.run.host), quick)
+    bounds, findings, breakdown, code = done["bounds"], done["findings"], done["profile"], done["code"]
+    app.wall_s, app.exit_status, app.signal, app.overhead = wall, done["exit_status"], done["signal"], done["overhead"]
+    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall,
+                                                        quick.seconds if quick else 0.0, cost)
+    if args.overhead:
+        app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
+                                                                    None if refused else env, interval)
+    stopped = ""
+    if args.experiments:
+        from .profile_experiments import experiments
+        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall)
+        stopped = breakdown["experiments"].get("stopped_by", "")
+    outside = [{"signal": n, "when": "before the program started"} for n in before] + \
+        [{"signal": n, "when": "after the program ended"} for n in noted.take()]
+    if outside:
+        breakdown["launch"]["signals_outside"] = outside         # noted, nothing stopped
+    run = session.run
+    run.application = app
+    run.metrics.extend(done["metrics"])
+    run.findings.extend(findings)
+    if refused and not args.no_interpose:
+        run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
+                                    title="I/O and MPI calls were not counted: " + refused,
+                                    evidence=f"{exe}: {refused}; the profile rests on /proc alone"))
+    run.environment["profile"] = breakdown
+    run.analysis.bounds = bounds
+    if done["partial_reason"]:
+        run.partial, run.partial_reason = True, done["partial_reason"]
+    elif stopped:
+        # the profile of the run itself is whole; the experiments after it are not
+        run.partial, run.partial_reason = True, f"{stopped} during the experiments: the profile of the run is " \
+            "complete, the experiments stopped (their figures so far are kept, undecided)"
+        code = code or (TERMINATED_EXIT if stopped == TERMINATED else INTERRUPTED_EXIT)
+    return session.finish(), code
+
+
+def conclude_run(pid: int, ended, wall: float, sampled, counters: dict, busy: list, records, written: int,
+                 removed: str, refused: str, cost: dict, wrapped: Optional[Tuple[int, int]], cpus: int, host: str,
+                 unreached, history, quick) -> dict:
+    """What the program's run says, from what was observed of it: how the program ``pid`` ended
+    (``ended``, the launch's Exit), the sampler's ``sampled``, the ``counters``, the competing load ``busy``, the
+    interposer's ``records`` (``written``: their files' bytes; ``removed``: the record directory the
+    program took; ``refused``: why there is no interposer; ``cost``: its cost per call), this node's
+    ``host``, ``unreached`` (why LD_PRELOAD cannot reach an exe), the ``history`` lookup and the
+    ``quick`` measure of analysis/profile_ceilings.compare. {"metrics", "bounds", "findings",
+    "profile" (the breakdown), "overhead", "exit_status", "signal", "code", "partial_reason"}."""
+    from ..analysis import profile_counters, profile_files
+    from ..analysis.profile import Rusage, conclude, intercepted_calls, io_calls, launchers
+    from ..analysis.profile_ceilings import compare
+    from ..analysis.profile_mpi import conclude as mpi_conclude, launcher_pids
+    from ..probes import interpose_record
+    status, exit_status, sig = ended.status, None, ""
+    interrupted = interruption(ended.signals)
+    if os.WIFSIGNALED(status):
+        n = os.WTERMSIG(status)
+        sig = signal.Signals(n).name if n in signal.Signals._value2member_map_ else f"signal {n}"
+        code = 128 + n
+    else:
+        exit_status = code = os.WEXITSTATUS(status)
+    io, own_io = without_own_io(ended.io, records, written, None if wrapped else host)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
@@ -299,7 +354,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
            not launcher_image(r, waiters, sampled)]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
-    others = unwatched(own, child.pid, set(sampled.processes), records)
+    others = unwatched(own, pid, set(sampled.processes), records)
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ended.user_s, ended.system_s, ended.maxrss_bytes,
                                                            io or None),
                                                     wall, cpus, io_calls(own), mpi_conclude(own, wrapped), counters,
@@ -317,61 +372,25 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
                                 "skipped": records.counts()})
     findings.extend(interpose_record.findings(records, removed))
     if not refused and not removed and not (wrapped and wrapped[0] != 0):
-        gone = interpose_record.unrecorded(preloaded(sampled, preload_refused), records)
+        gone = interpose_record.unrecorded(preloaded(sampled, unreached), records)
         if gone:
             findings.append(gone)
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     profile_files.apply(breakdown, findings, own)
-    t_quick = time.monotonic()
-    breakdown["ceilings"], more = compare(breakdown, _history(args, session.run.host),
-                                          None if args.no_measure or interrupted or (wrapped and wrapped[0] != 0)
-                                          else _quick(breakdown, m, wall))
-    t_quick = time.monotonic() - t_quick
+    breakdown["ceilings"], more = compare(breakdown, history, quick and quick.bind(breakdown))
     findings.extend(more)
     bounds, findings, decided = profile_counters.apply(counters, breakdown["ceilings"], bounds, findings)
     if decided and counters.get("available"):
         breakdown["counters_verdict"] = decided
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
-    if wrapped and wrapped[0] == 0 and not refused:
-        # after the program, not before: the other ranks would wait in MPI_Init meanwhile, spinning.
-        # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
-        # ranks' ceilings exit, and the report comes first
-        cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
-    app.overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
-                                         intercepted_calls(records, ("mpi",)), busiest)
-    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall, t_quick, cost)
-    if args.overhead:
-        app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
-                                                                    None if refused else env, interval)
-    stopped = ""
-    if args.experiments:
-        from .profile_experiments import experiments
-        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall)
-        stopped = breakdown["experiments"].get("stopped_by", "")
-    outside = [{"signal": n, "when": "before the program started"} for n in before] + \
-        [{"signal": n, "when": "after the program ended"} for n in noted.take()]
-    if outside:
-        breakdown["launch"]["signals_outside"] = outside         # noted, nothing stopped
-    run = session.run
-    run.application = app
-    run.metrics.extend(metrics)
-    run.findings.extend(findings)
-    if refused and not args.no_interpose:
-        run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
-                                    title="I/O and MPI calls were not counted: " + refused,
-                                    evidence=f"{exe}: {refused}; the profile rests on /proc alone"))
-    run.environment["profile"] = breakdown
-    run.analysis.bounds = bounds
-    if interrupted or (app.signal and app.signal in ("SIGINT", "SIGTERM")):
-        run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
-            ": the profile covers the time until then"
-    elif stopped:
-        # the profile of the run itself is whole; the experiments after it are not
-        run.partial, run.partial_reason = True, f"{stopped} during the experiments: the profile of the run is " \
-            "complete, the experiments stopped (their figures so far are kept, undecided)"
-        code = code or (TERMINATED_EXIT if stopped == TERMINATED else INTERRUPTED_EXIT)
-    return session.finish(), code
+    overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
+                                     intercepted_calls(records, ("mpi",)), busiest)
+    partial = ""
+    if interrupted or sig in ("SIGINT", "SIGTERM"):
+        partial = (interrupted or f"the program ended by {sig}") + ": the profile covers the time until then"
+    return {"metrics": metrics, "bounds": bounds, "findings": findings, "profile": breakdown, "overhead": overhead,
+            "exit_status": exit_status, "signal": sig, "code": code, "partial_reason": partial}
 
 
 COMPETING_MIN_S = 0.2      # a shorter run's tick counts (10 ms) say too little about other processes
@@ -399,29 +418,42 @@ QUICK_WORTH = 0.05        # the program's time inside I/O calls, as a share of i
                           # the seconds of a quick storage measurement after it
 
 
-def _quick(breakdown: dict, m, wall: Optional[float] = None):
+class _Quick:
     """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
     (bench/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
     time a comparison asks; what was done goes into the breakdown ("quick_ceilings"). Storage
     only where the program spent QUICK_WORTH of its ``wall`` time inside I/O calls: a python
-    reading its 4 MB of modules in 20 ms made ceiling measure the storage for 4 s."""
-    from ..bench import quick_ceiling
-    done: dict = {}
+    reading its 4 MB of modules in 20 ms made ceiling measure the storage for 4 s. ``seconds``:
+    the time its measurements took (ceiling's own, apart from the program's)."""
 
-    def measure(prefix: str):
-        kind = "memory" if prefix == "stream.triad" else "storage"
-        spent = sum(x.get("ns", 0) for x in (breakdown.get("io_calls") or {}).values()) / 1e9
-        if kind == "storage" and wall and spent < QUICK_WORTH * wall:
-            return None, (f"not measured after the program: its I/O calls took {spent:.3g} s, {spent / wall:.1%} "
-                          f"of its {wall:.3g} s, under the {QUICK_WORTH:.0%} worth a measurement of seconds")
-        if kind not in done:
-            done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
-                          quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
-            breakdown.setdefault("quick_ceilings", {})[kind] = done[kind][1]
-        rows, how = done[kind]
-        row = rows.get(prefix)
-        return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
-    return measure
+    def __init__(self, m, wall: Optional[float] = None):
+        self.m, self.wall, self.seconds = m, wall, 0.0
+
+    def bind(self, breakdown: dict):
+        from ..bench import quick_ceiling
+        done: dict = {}
+        m, wall = self.m, self.wall
+
+        def measure(prefix: str):
+            kind = "memory" if prefix == "stream.triad" else "storage"
+            spent = sum(x.get("ns", 0) for x in (breakdown.get("io_calls") or {}).values()) / 1e9
+            if kind == "storage" and wall and spent < QUICK_WORTH * wall:
+                return None, (f"not measured after the program: its I/O calls took {spent:.3g} s, "
+                              f"{spent / wall:.1%} of its {wall:.3g} s, under the {QUICK_WORTH:.0%} worth a "
+                              "measurement of seconds")
+            if kind not in done:
+                t = time.monotonic()
+                done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
+                              quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
+                self.seconds += time.monotonic() - t
+                breakdown.setdefault("quick_ceilings", {})[kind] = done[kind][1]
+            rows, how = done[kind]
+            row = rows.get(prefix)
+            return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
+        return measure
+
+
+_quick = _Quick
 
 
 def _machine(config):
