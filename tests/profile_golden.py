@@ -10,6 +10,8 @@ import dataclasses
 import json
 from typing import Any, Dict
 
+from ceiling.analysis.profile_run import Analysed
+from ceiling.observe.model import Interposer, Observation
 from ceiling.probes.interpose_record import Records
 from ceiling.probes.launch import Exit
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
@@ -44,27 +46,36 @@ def records_from(d: Dict[str, Any]) -> Records:
     return r
 
 
-def inputs_doc(pid, ended, wall, sampled, counters, busy, records, written, removed, refused, cost, wrapped, cpus,
-               host, refusals, history) -> Dict[str, Any]:
-    return {"pid": pid, "ended": dataclasses.asdict(ended), "wall_s": wall, "sampled": sampled_doc(sampled),
-            "counters": json.loads(json.dumps(counters)), "competing": [plain(f) for f in busy],
-            "records": records_doc(records), "written": written, "removed": removed, "refused": refused,
-            "cost": json.loads(json.dumps(cost)), "wrapped": list(wrapped) if wrapped else None, "cpus": cpus,
-            "host": host, "refusals": refusals, "history": history}
+def inputs_doc(obs: Observation, history: Dict[str, Any]) -> Dict[str, Any]:
+    """An observation as the golden inputs (``history``: the answers the history gave)."""
+    part = obs.interposer
+    return {"pid": obs.pid, "ended": dataclasses.asdict(obs.ended), "wall_s": obs.wall_s,
+            "sampled": sampled_doc(obs.sampled), "counters": json.loads(json.dumps(obs.counters)),
+            "competing": [plain(f) for f in obs.competing], "records": records_doc(part.records),
+            "written": part.written, "removed": part.removed, "refused": part.why,
+            "cost": json.loads(json.dumps(part.cost)), "wrapped": list(obs.wrapped) if obs.wrapped else None,
+            "cpus": obs.cpus, "host": obs.host, "refusals": obs.unreached, "history": history}
 
 
-def inputs_from(d: Dict[str, Any]) -> Dict[str, Any]:
-    """The analysis entry point's arguments, by name, from a golden document's "inputs"."""
-    refusals, history = d["refusals"], d["history"]
-    return {"pid": d["pid"], "ended": Exit(**d["ended"]), "wall": d["wall_s"], "sampled": sampled_from(d["sampled"]),
-            "counters": d["counters"], "busy": [Finding(**f) for f in d["competing"]],
-            "records": records_from(d["records"]), "written": d["written"], "removed": d["removed"],
-            "refused": d["refused"], "cost": d["cost"], "wrapped": tuple(d["wrapped"]) if d["wrapped"] else None,
-            "cpus": d["cpus"], "host": d["host"], "unreached": lambda exe: refusals.get(exe, ""),
-            "history": lambda prefix: [tuple(r) for r in history.get(prefix, [])], "quick": None}
+def observation_from(d: Dict[str, Any]) -> Observation:
+    """The observation a golden document's "inputs" hold (the command itself is not kept)."""
+    part = Interposer(used=not d["refused"], why=d["refused"], records=records_from(d["records"]),
+                      written=d["written"], removed=d["removed"], cost=d["cost"])
+    return Observation(command=[], exe="", pid=d["pid"], started="", finished="", wall_s=d["wall_s"],
+                       ended=Exit(**d["ended"]), sampled=sampled_from(d["sampled"]), counters=d["counters"],
+                       interposer=part, competing=[Finding(**f) for f in d["competing"]], host=d["host"],
+                       cpus=d["cpus"], wrapped=tuple(d["wrapped"]) if d["wrapped"] else None,
+                       unreached=d["refusals"])
 
 
-def outputs_doc(done: Dict[str, Any]) -> Dict[str, Any]:
+def history_from(d: Dict[str, Any]):
+    """The history lookup that gives the recorded answers."""
+    return lambda prefix: [tuple(r) for r in d["history"].get(prefix, [])]
+
+
+def outputs_doc(done: Analysed, obs: Observation) -> Dict[str, Any]:
     """What the analysis said, as JSON values (tuples as lists, dataclasses as dicts)."""
-    keys = ("profile", "bounds", "findings", "metrics", "overhead", "exit_status", "signal", "code", "partial_reason")
-    return json.loads(json.dumps({k: plain(done[k]) for k in keys}))
+    out = {"profile": done.profile, "bounds": done.bounds, "findings": done.findings, "metrics": done.metrics,
+           "overhead": done.overhead, "exit_status": obs.exit_status, "signal": obs.signal, "code": obs.code,
+           "partial_reason": done.partial_reason}
+    return json.loads(json.dumps(plain(out)))

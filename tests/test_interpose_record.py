@@ -27,7 +27,7 @@ from ceiling.probes import interpose_record as ir  # noqa: E402
 from ceiling.probes.proc_sampler import Sampled, ThreadSample  # noqa: E402
 from ceiling.report.terminal_profile import render  # noqa: E402
 from ceiling.results.model import Application, Run  # noqa: E402
-from ceiling.verbs.profile_launch import unwatched  # noqa: E402
+from ceiling.analysis.profile_run import unwatched  # noqa: E402
 
 HERE = os.uname().nodename
 CSRC = Path(__file__).resolve().parents[1] / "csrc" / "interpose"

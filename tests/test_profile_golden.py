@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import profile_golden as pg
-from ceiling.verbs import profile
+from ceiling.analysis.profile_run import analyse
 
 HERE = Path(__file__).resolve().parent / "fixtures" / "profile_golden"
 CASES = sorted(p.stem for p in HERE.glob("*.json"))
@@ -30,7 +30,8 @@ def test_same_profile_from_the_same_inputs(name, monkeypatch):
     # the records name their host; which are this node's, the analysis asks os.uname
     monkeypatch.setattr(os, "uname", lambda: os.uname_result((real.sysname, host, real.release, real.version,
                                                              real.machine)))
-    got = pg.outputs_doc(profile.conclude_run(**pg.inputs_from(doc["inputs"])))
+    obs = pg.observation_from(doc["inputs"])
+    got = pg.outputs_doc(analyse(obs, pg.history_from(doc["inputs"])), obs)
     want = doc["outputs"]
     for key in want:
         assert got[key] == want[key], f"{name}: {key} differs"
