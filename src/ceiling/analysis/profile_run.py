@@ -25,7 +25,7 @@ from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
 from . import profile_counters, profile_files
 from .profile import Rusage, conclude, intercepted_calls, io_calls, launchers
-from .profile_ceilings import compare
+from .profile_ceilings import compare, memory_traffic
 from .profile_mpi import conclude as mpi_conclude, launcher_pids
 
 
@@ -46,7 +46,8 @@ class Analysed:
 def analyse(obs: Observation, history, quick=None) -> Analysed:
     """``history``: prefix -> this node's stored metrics (analysis/profile_ceilings.Lookup);
     ``quick``: an object whose ``bind(profile)`` gives profile_ceilings' measure for the
-    ceilings the history lacks (None: not measured)."""
+    ceilings the history lacks, for a program with the profile's "io_calls" and "files", and
+    whose ``ceilings`` says afterwards what it measured (None: nothing measured)."""
     ended, sampled, wall, wrapped = obs.ended, obs.sampled, obs.wall_s, obs.wrapped
     part = obs.interposer
     records = part.records
@@ -59,10 +60,17 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, obs.pid, set(sampled.processes), records, obs.host)
+    calls, files = io_calls(own), profile_files.summarise(own)
+    # the counters' verdict on the time on a CPU rests on the memory traffic against STREAM alone:
+    # reached before the bounds, so that each bound is made once, with its words
+    measure = quick.bind({"io_calls": calls, "files": files}) if quick else None
+    memory = memory_traffic(obs.counters, history, measure)
+    verdict = profile_counters.classify(obs.counters, [memory] if memory else [])
     metrics, bounds, findings, breakdown = conclude(sampled, Rusage(ended.user_s, ended.system_s, ended.maxrss_bytes,
                                                            io or None),
-                                                    wall, obs.cpus, io_calls(own), mpi_conclude(own, wrapped),
-                                                    obs.counters, sorted(waiters), others, obs.competing)
+                                                    wall, obs.cpus, calls, mpi_conclude(own, wrapped),
+                                                    obs.counters, sorted(waiters), others, obs.competing, files,
+                                                    verdict)
     breakdown["launch"] = ended.describe()
     if own_io:
         breakdown["launch"]["interposer_io"] = own_io      # taken off the totals
@@ -81,12 +89,15 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
             findings.append(gone)
     if wrapped:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
-    profile_files.apply(breakdown, findings, own)
-    breakdown["ceilings"], more = compare(breakdown, history, quick and quick.bind(breakdown))
+    if files:
+        breakdown["files"] = files
+    findings.extend(profile_files.conclude(files, breakdown.get("io_calls") or {}, own))
+    breakdown["ceilings"], more = compare(breakdown, history, quick and quick.bind(breakdown), memory)
     findings.extend(more)
-    bounds, findings, decided = profile_counters.apply(obs.counters, breakdown["ceilings"], bounds, findings)
-    if decided and obs.counters.get("available"):
-        breakdown["counters_verdict"] = decided
+    if quick and quick.ceilings:
+        breakdown["quick_ceilings"] = dict(quick.ceilings)
+    if (breakdown.get("counters_verdict") or {}).get("bound"):
+        findings.append(profile_counters.finding(breakdown["counters_verdict"]))
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     overhead = watching_cost(part.cost, breakdown, wall, intercepted_calls(records),
                              intercepted_calls(records, ("mpi",)), busiest)

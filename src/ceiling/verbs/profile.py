@@ -267,24 +267,27 @@ QUICK_WORTH = 0.05        # the program's time inside I/O calls, as a share of i
 
 
 class _Quick:
-    """profile_ceilings' measure: a ceiling the history lacks measured once, quickly
-    (bench/quick_ceiling.py: the storage where the program wrote, STREAM Triad), the first
-    time a comparison asks; what was done goes into the breakdown ("quick_ceilings"). Storage
-    only where the program spent QUICK_WORTH of its ``wall`` time inside I/O calls: a python
-    reading its 4 MB of modules in 20 ms made ceiling measure the storage for 4 s. ``seconds``:
-    the time its measurements took (ceiling's own, apart from the program's)."""
+    """profile_ceilings' measure (analysis/profile_run.py's ``quick``): a ceiling the history
+    lacks measured once, quickly (bench/quick_ceiling.py: the storage where the program wrote,
+    STREAM Triad), the first time a comparison asks; what was done is kept in ``ceilings``
+    (the profile's "quick_ceilings"). Storage only where the program spent QUICK_WORTH of its
+    ``wall`` time inside I/O calls: a python reading its 4 MB of modules in 20 ms made ceiling
+    measure the storage for 4 s. ``seconds``: the time its measurements took (ceiling's own,
+    apart from the program's)."""
 
     def __init__(self, m, wall: Optional[float] = None):
         self.m, self.wall, self.seconds = m, wall, 0.0
+        self.done: dict = {}
+        self.ceilings: dict = {}
 
-    def bind(self, breakdown: dict):
+    def bind(self, profile: dict):
+        """The measure for a program whose I/O calls and files are ``profile``'s ("io_calls", "files")."""
         from ..bench import quick_ceiling
-        done: dict = {}
-        m, wall = self.m, self.wall
+        m, wall, done = self.m, self.wall, self.done
 
         def measure(prefix: str):
             kind = "memory" if prefix == "stream.triad" else "storage"
-            spent = sum(x.get("ns", 0) for x in (breakdown.get("io_calls") or {}).values()) / 1e9
+            spent = sum(x.get("ns", 0) for x in (profile.get("io_calls") or {}).values()) / 1e9
             if kind == "storage" and wall and spent < QUICK_WORTH * wall:
                 return None, (f"not measured after the program: its I/O calls took {spent:.3g} s, "
                               f"{spent / wall:.1%} of its {wall:.3g} s, under the {QUICK_WORTH:.0%} worth a "
@@ -292,9 +295,9 @@ class _Quick:
             if kind not in done:
                 t = time.monotonic()
                 done[kind] = (quick_ceiling.memory(m) if kind == "memory" else
-                              quick_ceiling.storage(quick_ceiling.where(breakdown.get("files") or {}, os.getcwd())))
+                              quick_ceiling.storage(quick_ceiling.where(profile.get("files") or {}, os.getcwd())))
                 self.seconds += time.monotonic() - t
-                breakdown.setdefault("quick_ceilings", {})[kind] = done[kind][1]
+                self.ceilings[kind] = done[kind][1]
             rows, how = done[kind]
             row = rows.get(prefix)
             return (row, quick_ceiling.words(how)) if row else (None, how.get("why", "no figure"))
