@@ -11,14 +11,12 @@ one sent to the process group has reached the program already (the rule:
 probes/launch.py); SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM before the program starts
 and after it ends are noted in the run (``signals_outside``), not fatal.
 
-While it runs, probes/proc_sampler.py reads its threads and processes from
-/proc; analysis/profile.py splits their time (on a CPU, waiting for a CPU, off
-any CPU) and names the bound. Where the program is dynamically linked and not
-setuid, the LD_PRELOAD interposer (csrc/interpose/) is put into it and its
-records are read back: POSIX and stdio I/O calls, per file
-(analysis/profile_files.py), and MPI calls per rank (analysis/profile_mpi.py).
-Hardware counters are opened on it before its exec (probes/perf_counters.py)
-where the machine has them.
+The program is run and watched by observe/ (the /proc sampler, the LD_PRELOAD
+interposer where the program is dynamically linked and not setuid, hardware counters
+where the machine has them, the competing load), which returns an Observation;
+analysis/profile_run.py says what it means (the split, the bound with evidence, I/O per
+class and per file, MPI per rank, the ceilings compared, the cost of watching). This
+verb parses, observes, analyses and delivers; DESIGN.md, "Observing an application".
 """
 from __future__ import annotations
 
