@@ -61,7 +61,7 @@ def observation_from(d: Dict[str, Any]) -> Observation:
     """The observation a golden document's "inputs" hold (the command itself is not kept)."""
     part = Interposer(used=not d["refused"], why=d["refused"], records=records_from(d["records"]),
                       written=d["written"], removed=d["removed"], cost=d["cost"])
-    return Observation(command=[], exe="", pid=d["pid"], started="", finished="", wall_s=d["wall_s"],
+    return Observation(command=[], exe="", pid=d["pid"], started="", finished="", wall_s=d["wall_s"], start_s=0.0,
                        ended=Exit(**d["ended"]), sampled=sampled_from(d["sampled"]), counters=d["counters"],
                        interposer=part, competing=[Finding(**f) for f in d["competing"]], host=d["host"],
                        cpus=d["cpus"], wrapped=tuple(d["wrapped"]) if d["wrapped"] else None,

@@ -61,6 +61,7 @@ class Observation:
     started: str                         # ISO 8601 UTC
     finished: str
     wall_s: float                        # from its start to its end (wait4), monotonic
+    start_s: float                       # time.monotonic() at its start
     ended: Exit                          # status, rusage, I/O at exit, signals ceiling got
     sampled: Sampled                     # its processes and threads, from /proc
     counters: Dict[str, Any]             # probes/perf_counters.summary; {"available": False, "why"} without

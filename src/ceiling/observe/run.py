@@ -79,6 +79,7 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
                      _measure(lib))
     unreached = {p.exe: preload_refused(p.exe) for p in sampled.processes.values() if p.exe}
     return Observation(command=list(cmd), exe=exe, pid=child.pid, started=started, finished=finished, wall_s=wall,
+                       start_s=t0,
                        ended=ended, sampled=sampled, counters=counters, interposer=part, competing=busy,
                        host=os.uname().nodename, cpus=len(os.sched_getaffinity(0)), wrapped=wrapped,
                        unreached=unreached, machine=m, overhead_s=time.monotonic() - t1)

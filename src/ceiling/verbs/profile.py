@@ -185,7 +185,6 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # other ranks would wait in MPI_Init meanwhile, spinning; the others do not report
     tools = Instruments(interval_s=interval, interpose=not args.no_interpose, gather=bool(wrapped),
                         cost="" if wrapped and wrapped[0] != 0 else "after" if wrapped else "before")
-    startup = profile_overhead.since_start()   # ceiling's own start-up: from its start to the program's
     before = noted.take()
     try:
         obs = observe(cmd, exe, tools, machine=lambda: m or _machine(config), wrapped=wrapped)
@@ -196,6 +195,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             raise SystemExit(err.exit_code) from None
         raise err from None
     t_end = time.monotonic() - obs.overhead_s             # the program's end
+    # ceiling's own start-up: from its start to the program's (the interposer's cost measured included)
+    since = profile_overhead.since_start()
+    startup = None if since is None else max(0.0, since - (time.monotonic() - obs.start_s))
     from ..analysis.profile_run import analyse
     from .session import Session
     m = obs.machine
