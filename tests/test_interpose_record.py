@@ -27,7 +27,7 @@ from ceiling.probes import interpose_record as ir  # noqa: E402
 from ceiling.probes.proc_sampler import Sampled, ThreadSample  # noqa: E402
 from ceiling.report.terminal_profile import render  # noqa: E402
 from ceiling.results.model import Application, Run  # noqa: E402
-from ceiling.verbs.profile_launch import unwatched  # noqa: E402
+from ceiling.analysis.profile_run import unwatched  # noqa: E402
 
 HERE = os.uname().nodename
 CSRC = Path(__file__).resolve().parents[1] / "csrc" / "interpose"
@@ -102,12 +102,15 @@ def analyse(records):
     s = Sampled(samples=10, interval_s=0.1)
     s.threads[(100, 100)] = ThreadSample(100, 100, "dd", on_cpu_s=1.0, runq_s=0.0, first_s=0.0, last_s=2.0)
     others = unwatched(own, 100, {100}, recs)
+    files = profile_files.summarise(own)
     metrics, bounds, findings, breakdown = conclude(s, Rusage(1.0, 0.1, 1 << 20), 2.0, 2, io_calls(own),
-                                                    mpi_conclude(own), None, sorted(waiters), others)
+                                                    mpi_conclude(own), None, sorted(waiters), others, (), files)
     breakdown["interposer"] = {"used": True, "records": len(recs), "modules": sorted({n for r in recs
                                                                                       for n in r["modules"]}),
                                "skipped": recs.counts()}
-    profile_files.apply(breakdown, findings, own)
+    if files:
+        breakdown["files"] = files
+    findings += profile_files.conclude(files, breakdown.get("io_calls") or {}, own)
     more = ir.finding(recs)
     if more:
         findings.append(more)

@@ -1,7 +1,8 @@
 """The package's layers, checked on its source: imports run one way only, from the
 top (cli, verbs) down to the bottom (errors, results, machine), never back up, and
-no module is part of an import circle; and no source file grows past about 500
-lines without saying why in its docstring.
+no module is part of an import circle; no module reads another package's private
+names (``from ceiling.x import _y``, ``from ceiling.x._y import z``, ``x._y``); and
+no source file grows past about 500 lines without saying why in its docstring.
 
 Function-level imports count (they are how a layer reaches up when it should
 not); imports under ``if TYPE_CHECKING:`` do not (they are annotations only).
@@ -21,14 +22,15 @@ CSRC = Path(__file__).resolve().parents[1] / "csrc"
 RANK = {
     "errors": 0, "units": 1, "sysfs": 1, "files": 1, "core": 2, "results": 2, "machine": 3,
     "probes": 4,
-    "checks": 5, "bench": 5, "cluster": 5, "profile": 5, "trace": 5,
+    "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "profile": 5, "trace": 5,
     "analysis": 6,
     "report": 7,
     "verbs": 8,
     "cli": 9, "__main__": 10, "__init__": 0,
 }
-# Among the measurements (rank 5), the one direction allowed: a bench uses MPI through cluster/.
-SIDEWAYS = {("bench", "cluster")}
+# Among the measurements (rank 5), the directions allowed: a bench uses MPI through cluster/;
+# observing a program reads the competing load as the load check does (checks/load.py).
+SIDEWAYS = {("bench", "cluster"), ("observe", "checks")}
 LONG_MARK = "Longer than 500 lines"
 
 
@@ -142,6 +144,77 @@ def test_no_import_circle():
         if m not in seen:
             visit(m)
     assert not cycles, "import circles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_reads(path: Path) -> List[str]:
+    """What the module at ``path`` reads of other packages' private names: a private module or
+    name imported (``from ..x._y import z``, ``from ..x import _y``) or an attribute read through
+    an imported module (``x._y``). A package's own modules share its private names."""
+    mod = _module_name(path)
+    tree = ast.parse(path.read_text(), str(path))
+    modules: Dict[str, str] = {}             # local name -> the ceiling module it stands for
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            if n.level == 0:
+                base = n.module or ""
+            else:
+                pkg = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+                base = ".".join(pkg[: len(pkg) - (n.level - 1)] + ([n.module] if n.module else []))
+            if not base.startswith("ceiling"):
+                continue
+            for a in n.names:
+                full = f"{base}.{a.name}"
+                if _part(full) == _part(mod):
+                    continue
+                if any(_private(x) for x in full.split(".")[1:]):
+                    out.append(f"{mod}: from {base} import {a.name}")
+                modules[a.asname or a.name] = full
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name.startswith("ceiling"):
+                    if _part(a.name) != _part(mod) and any(_private(x) for x in a.name.split(".")[1:]):
+                        out.append(f"{mod}: import {a.name}")
+                    if a.asname:
+                        modules[a.asname] = a.name
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and _private(n.attr) and isinstance(n.value, ast.Name):
+            full = modules.get(n.value.id)
+            if full and _part(full) != _part(mod):
+                out.append(f"{mod}: {n.value.id}.{n.attr} ({full}.{n.attr})")
+    return out
+
+
+def test_no_module_reads_another_packages_private_names():
+    bad = [x for path in sorted(SRC.rglob("*.py")) for x in _private_reads(path)]
+    assert not bad, "private names read across packages (make them public, or move the code):\n" + "\n".join(bad)
+
+
+def test_a_private_read_across_packages_is_found(tmp_path):
+    """The check itself: each form it rejects, in a module placed as verbs/ would be."""
+    pkg = tmp_path / "ceiling" / "verbs"
+    pkg.mkdir(parents=True)
+    cases = {"from ..report._format import printable": 1, "from ..analysis.profile import _with_mpi": 1,
+             "from ..analysis import profile\nprofile._bounds": 1, "import ceiling.report._format as f": 1,
+             "from . import common\ncommon._x": 0, "from ..units import printable": 0}
+    for i, (text, n) in enumerate(cases.items()):
+        path = pkg / f"m{i}.py"
+        path.write_text(text + "\n")
+        got = _private_reads_at(path, tmp_path)
+        assert len(got) == n, (text, got)
+
+
+def _private_reads_at(path: Path, root: Path) -> List[str]:
+    global SRC
+    saved, SRC = SRC, root / "ceiling"
+    try:
+        return _private_reads(path)
+    finally:
+        SRC = saved
 
 
 def _is_pkg(mod: str) -> bool:

@@ -365,7 +365,7 @@ def test_processes_outside_the_programs_tree_are_the_ones_taken_from_records():
     """ceiling profile -- mpiexec: a rank under Hydra's proxy is in the tree through the
     proxy's record, even though the proxy (a launcher) is left out of the program's records;
     a rank srun's slurmstepd started, or another node's, is not."""
-    from ceiling.verbs.profile import unwatched
+    from ceiling.analysis.profile_run import unwatched
     here = os.uname().nodename
 
     def rec(pid, ppid, host=here):

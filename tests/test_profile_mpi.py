@@ -898,7 +898,7 @@ def test_mpi_start_up_is_said_apart_and_is_not_the_programs_waiting():
         shares = {"on_cpu": 0.25, "runq": 0.0, "off_cpu": 0.75}
         b = [Bound("application", "waiting", 0.75, "off any CPU 75%", {})]
         f = [Finding(id="profile.waiting", status=WARN, title="Off any CPU", evidence="", why="", fix="")]
-        _, bounds, findings = _with_mpi(mpi, shares, [], b, f)
+        _, bounds, findings, _ = _with_mpi(mpi, shares, [], b, f)
         return "waiting" in [x.bound for x in bounds], "profile.waiting" in [x.id for x in findings]
 
     slow = mpi_conclude(job(10**9))

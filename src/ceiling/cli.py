@@ -61,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except CeilingError as e:
         # an error every MPI rank raised alike is printed once, by rank 0
         if not getattr(e, "all_ranks", False) or _launched_rank() == 0:
-            from .report._format import printable       # a path or name from outside is shown, never obeyed
+            from .units import printable       # a path or name from outside is shown, never obeyed
             print(f"ceiling: {printable(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:

@@ -22,13 +22,14 @@ of a later increment can).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..probes.proc_sampler import Sampled
-from . import profile_competing
+from . import profile_competing, profile_counters, profile_files
 from ..results.analysis import Bound
 from ..results.model import LOWER, OK, SKIPPED, WARN, Finding, Metric
+from .profile_counters import NO_COUNTERS, NO_COUNTERS_TITLE  # noqa: F401 (the "cpu" bound's words)
 from .profile_io import intercepted_calls, io_bound, io_calls  # noqa: F401 (the verb imports them from here)
 from .profile_supervisors import LAUNCHER_ON, critical_path, launchers, supervisors  # noqa: F401 (as above)
 
@@ -177,7 +178,8 @@ def record_split(rec: Dict[str, Any]) -> Optional[Split]:
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
              io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
              counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = (),
-             others: Sequence[Dict[str, Any]] = (), competing: Sequence[Finding] = ()
+             others: Sequence[Dict[str, Any]] = (), competing: Sequence[Finding] = (),
+             files: Optional[Dict[str, Any]] = None, verdict: Optional[Dict[str, Any]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
     interposer's records, when it counted; ``mpi``: analysis/profile_mpi.conclude of them;
@@ -186,7 +188,10 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     sampler did not watch, whose threads join the split from their proc lines (a process's
     images before an exec are folded into its last: ``last_images``); ``competing``:
     checks/load.compare's warnings over the program's run, other processes named with their
-    share of a CPU)."""
+    share of a CPU; ``files``: analysis/profile_files.summarise of the records, whose busiest
+    file the I/O finding names; ``verdict``: analysis/profile_counters.classify's on the time on
+    a CPU, given to the "cpu" bound once the bounds are final; without it, the bound says the
+    counters cannot tell compute from memory)."""
     waiters = sorted(set(launchers(s, wall_s)) | {p for p in leave_out if p in s.processes})
     sup = {p: x for p, x in supervisors(s).items() if p not in waiters}
     idle = idle_helpers(s, waiters)
@@ -257,14 +262,15 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     sure = "high" if s.samples >= SURE_SAMPLES and s.schedstat else "low"
     conc = profile_competing.concurrency(s, cpus)
     breakdown["runnable"] = conc
-    bounds, findings = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals, conc, competing)
+    bounds, findings, pending = _bounds(total, shares, per, s, ru, wall_s, cpus, sure, io_totals, conc, competing)
     if io_totals:
         breakdown["io_totals"] = io_totals          # device figures for analysis/profile_ceilings.py
     if competing:
         breakdown["competing_load"] = [{"title": f.title, "evidence": f.evidence, **f.data} for f in competing]
     if io:
         breakdown["io_calls"] = io
-        b, f, m = io_bound(io, total.life_s, wall_s)
+        io_s = sum(io.get(c, {}).get("ns", 0) for c in ("read", "write", "meta", "sync")) / 1e9
+        b, f, m = io_bound(io, total.life_s, wall_s, profile_files.busiest(files or {}, io_s))
         # Time inside I/O calls cuts across the split: a thread waits for the device off any CPU, and
         # copies and walks the file system on one, in system time. So at most the system time of the
         # I/O time was on a CPU: what is left on a CPU outside I/O is on - min(io, system); where that
@@ -279,9 +285,16 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
             findings = [x for x in findings if x.id not in ("profile.cpu", "profile.single_thread")]
         bounds, findings, metrics = b + bounds, f + findings, metrics + m
         bounds.sort(key=lambda x: -(x.share or 0.0))
+        pending = pending and any(x.bound == "cpu" for x in bounds)
+    outside_mpi = ""
     if mpi and mpi[3]:
-        metrics, bounds, findings = _with_mpi(mpi, shares, metrics, bounds, findings)
+        metrics, bounds, findings, outside_mpi = _with_mpi(mpi, shares, metrics, bounds, findings)
+        pending = pending and bool(outside_mpi)       # the split's "cpu" bound outlived MPI's share
         breakdown["mpi"] = mpi[3]
+    counted = verdict is not None and bool((counters or {}).get("available"))
+    bounds, findings, decided = profile_counters.settle(bounds, findings, verdict, counted, pending, outside_mpi)
+    if decided and counted:
+        breakdown["counters_verdict"] = decided
     if counters:
         breakdown["counters"] = counters
         metrics, findings = metrics + _counter_metrics(counters), findings + _counter_findings(counters)
@@ -298,7 +311,8 @@ def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
     their life, as the split's) is taken from their time on a CPU first (the rest from off
     any CPU); MPI_Init and MPI_Finalize, mostly waiting for the other ranks and the launcher,
     from off any CPU first. The CPU bound keeps only what is left, and goes when that is under
-    ON_CPU; the waiting bound likewise under OFF_CPU."""
+    ON_CPU; the waiting bound likewise under OFF_CPU. The fourth value: the share outside MPI
+    in words, for the "cpu" bound's evidence (analysis/profile_counters.settle)."""
     m, b, f, summary = mpi
     life = summary.get("life_share") or {}
     in_mpi = (life.get("mpi") or summary.get("share") or {}).get("mean", 0.0)
@@ -307,13 +321,12 @@ def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
     off_left = max(0.0, off - max(0.0, in_mpi - on))
     outside_off = max(0.0, off_left - startup)
     outside_on = max(0.0, on - in_mpi - max(0.0, startup - off_left))
-    kept = []
+    kept, clause = [], ""
     for x in bounds:
         if x.bound == "cpu":
             if outside_on < ON_CPU:
                 continue
-            x.share = outside_on
-            x.evidence += f"; outside MPI: {outside_on:.0%}"
+            x, clause = replace(x, share=outside_on), f"; outside MPI: {outside_on:.0%}"
         if x.bound == "waiting" and outside_off < OFF_CPU:
             continue
         kept.append(x)
@@ -327,13 +340,8 @@ def _with_mpi(mpi: tuple, shares: Dict[str, float], metrics, bounds, findings):
                         f"no class dominates: on a CPU outside MPI {outside_on:.0%}, off any CPU outside MPI "
                         f"{outside_off:.0%}, inside MPI {in_mpi:.0%} of the ranks' time",
                         {"on_cpu_outside_mpi": outside_on, "off_cpu_outside_mpi": outside_off, "mpi": in_mpi})]
-    return metrics + m, bounds, f + findings
+    return metrics + m, bounds, f + findings, clause
 
-
-# The undecided "cpu" bound's words; analysis/profile_counters.py replaces them when the
-# counters decide, or says why they do not.
-NO_COUNTERS = "; compute and memory cannot be told apart without hardware counters"
-NO_COUNTERS_TITLE = "(compute or memory: no hardware counters to tell)"
 
 COUNTER_METRICS = (("ipc", "app.counters.ipc", "instructions/cycle"),
                    ("llc_load_misses_per_kilo_instruction", "app.counters.llc_mpki", "misses/1000 instructions"),
@@ -369,14 +377,16 @@ def _counter_findings(counters: Dict[str, Any]) -> List[Finding]:
 
 def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optional[Rusage], wall_s: float,
             cpus: int, sure: str, io: Dict[str, int], conc: Optional[Dict[str, Any]] = None,
-            competing: Sequence[Finding] = ()) -> Tuple[List[Bound], List[Finding]]:
+            competing: Sequence[Finding] = ()) -> Tuple[List[Bound], List[Finding], bool]:
     """The bounds of the split. Waiting for a CPU is the program's own oversubscription only
     where its runnable threads outnumbered its CPUs at the same samples; otherwise other load
     held the CPUs (named from ``competing``), that time counts as wanting a CPU (the "cpu"
-    bound takes on + runq), and a finding says the split is disturbed."""
+    bound takes on + runq), and a finding says the split is disturbed. The third value: whether
+    there is a "cpu" bound whose words wait for the counters' (analysis/profile_counters.settle)."""
     if not shares:
         why = "the program ended before the first sample" if not s.threads else "no thread lived long enough"
-        return [Bound("application", "unknown", None, why)], profile_competing.findings(competing, None, {}, conc or {})
+        return ([Bound("application", "unknown", None, why)],
+                profile_competing.findings(competing, None, {}, conc or {}), False)
     conc = conc or {"cpus": cpus, "samples": 0}
     on, runq, off = shares["on_cpu"], shares["runq"], shares["off_cpu"]
     threads = len(per)
@@ -398,13 +408,12 @@ def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optiona
     demand = on + runq if others else on        # waiting for a CPU others held: time it wanted one
     if demand >= ON_CPU:
         bounds.append(Bound("application", "cpu", demand,
-                            words + (f"; waiting for a CPU {runq:.0%} that other load held" if others else "")
-                            + NO_COUNTERS, data))
+                            words + (f"; waiting for a CPU {runq:.0%} that other load held" if others else ""),
+                            data))
         findings.append(Finding(
             id="profile.cpu", status=OK,
             title=(f"Wanted a CPU {demand:.0%} of the time (on one {on:.0%}, waiting for one other load held "
-                   f"{runq:.0%}): CPU-bound {NO_COUNTERS_TITLE}" if others else
-                   f"On a CPU {on:.0%} of the time: CPU-bound {NO_COUNTERS_TITLE}"),
+                   f"{runq:.0%}): CPU-bound" if others else f"On a CPU {on:.0%} of the time: CPU-bound"),
             evidence=words, data=data))
         if threads == 1 and cpus > 1:
             findings.append(Finding(
@@ -429,7 +438,7 @@ def _bounds(total: Split, shares: Dict[str, float], per, s: Sampled, ru: Optiona
         kind, share = max(kinds, key=lambda x: x[1])
         bounds.append(Bound("application", kind, share, words + "; no class dominates", data))
     bounds.sort(key=lambda b: -(b.share or 0.0))
-    return bounds, findings
+    return bounds, findings, demand >= ON_CPU
 
 
 def _switches(s: Sampled) -> str:

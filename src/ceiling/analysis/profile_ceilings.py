@@ -66,11 +66,14 @@ def _source(row: Row) -> str:
     return f"{row[0]} = {row[1]:.4g} {row[2]}, measured {row[3][:10]} (run {row[4][:12]})"
 
 
-def compare(breakdown: Dict[str, Any], lookup: Lookup, measure: Optional[Measure] = None
-            ) -> Tuple[List[Dict[str, Any]], List[Finding]]:
+_ASK = object()
+
+
+def compare(breakdown: Dict[str, Any], lookup: Lookup, measure: Optional[Measure] = None,
+            memory: Any = _ASK) -> Tuple[List[Dict[str, Any]], List[Finding]]:
     """(comparisons, findings): one comparison per figure the program has, with the node's
     ceiling for it or why there is none; ``measure`` is asked for a storage or memory ceiling
-    the history lacks."""
+    the history lacks. ``memory``: ``memory_traffic``'s comparison, when it was made before."""
     out: List[Dict[str, Any]] = []
     findings: List[Finding] = []
     io = breakdown.get("io_calls") or {}
@@ -130,16 +133,29 @@ def compare(breakdown: Dict[str, Any], lookup: Lookup, measure: Optional[Measure
         if moved:
             c["program"] = moved / (sum(ns[SMALL_BUCKETS + 3:]) / 1e9) / 1e6
             out.append(_against(c, _best(lookup("net.pingpong.bandwidth.")), "mpirun -n 2 ceiling bench network"))
-    derived = (breakdown.get("counters") or {}).get("derived") or {}
-    mem = (derived.get("memory_bandwidth_min_bytes_per_s") or {}).get("value")
-    if mem:
-        c = {"what": "memory traffic (a lower bound)", "program": mem / 1e6, "unit": "MB/s",
-             "program_how": "last-level cache read misses x line size, over the run"}
-        row, quick = _best(lookup("stream.triad")), ""
-        if row is None and measure is not None:
-            row, quick = measure("stream.triad")
-        out.append(_against(c, row, "ceiling bench memory", quick=quick))
+    if memory is _ASK:
+        memory = memory_traffic(breakdown.get("counters") or {}, lookup, measure)
+    if memory:
+        out.append(memory)
     return out, findings
+
+
+def memory_traffic(counters: Dict[str, Any], lookup: Lookup, measure: Optional[Measure] = None
+                   ) -> Optional[Dict[str, Any]]:
+    """The program's memory traffic (the counters' lower bound) against this node's STREAM Triad,
+    or None without that figure. Needs nothing but the counters, so the counters' verdict on the
+    time on a CPU (analysis/profile_counters.classify) can rest on it before the bounds are made;
+    ``compare`` then lists it last."""
+    derived = counters.get("derived") or {}
+    mem = (derived.get("memory_bandwidth_min_bytes_per_s") or {}).get("value")
+    if not mem:
+        return None
+    c = {"what": "memory traffic (a lower bound)", "program": mem / 1e6, "unit": "MB/s",
+         "program_how": "last-level cache read misses x line size, over the run"}
+    row, quick = _best(lookup("stream.triad")), ""
+    if row is None and measure is not None:
+        row, quick = measure("stream.triad")
+    return _against(c, row, "ceiling bench memory", quick=quick)
 
 
 def _against(c: Dict[str, Any], row: Optional[Row], how: str, lower_is_better: bool = False,

@@ -20,7 +20,10 @@ write-backs are not in it). The rule, in order:
   (--experiments) can still decide.
 
 Every verdict says how sure it is: "medium" for a rule met by a margin, "low" within
-MARGIN of its threshold.
+MARGIN of its threshold. The verdict is reached before the bounds are (``classify``, on the
+memory traffic's comparison alone) and given to analysis/profile.py's ``conclude``, which
+builds the "cpu" bound with the counters' word once its bounds are final (``settle``); the
+verdict's finding comes last (``finding``).
 """
 from __future__ import annotations
 
@@ -28,7 +31,6 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..results.analysis import Bound
-from .profile import NO_COUNTERS, NO_COUNTERS_TITLE
 from ..results.model import OK, WARN, Finding
 
 BANDWIDTH_SHARE = 0.6
@@ -81,34 +83,44 @@ def classify(counters: Dict[str, Any], ceilings: List[Dict[str, Any]]) -> Dict[s
 
 
 WHAT = {"bandwidth": "memory bandwidth", "latency": "memory latency", None: "computation"}
+# The "cpu" bound's last words, by what the counters said: nothing to tell with, undecided, or a verdict.
+NO_COUNTERS = "; compute and memory cannot be told apart without hardware counters"
+NO_COUNTERS_TITLE = "(compute or memory: no hardware counters to tell)"
 UNDECIDED_TITLE = "(compute or memory: the hardware counters do not tell)"
 
 
-def apply(counters: Dict[str, Any], ceilings: List[Dict[str, Any]], bounds: List[Bound],
-          findings: List[Finding]) -> Tuple[List[Bound], List[Finding], Optional[Dict[str, Any]]]:
-    """The counters' verdict in place of the undecided "cpu" bound and its finding; nothing
-    changes when there is no such bound or the counters do not decide. Returns the verdict
-    too (None when there was nothing to decide)."""
+def settle(bounds: List[Bound], findings: List[Finding], verdict: Optional[Dict[str, Any]], counted: bool,
+           pending: bool = False, mpi: str = "") -> Tuple[List[Bound], List[Finding], Optional[Dict[str, Any]]]:
+    """The "cpu" bound and its finding with the counters' word, as new values: analysis/profile.py
+    builds them without it and calls this once its bounds are final. ``verdict``: ``classify``'s
+    (None: not asked); ``counted``: the counters counted; ``pending``: the bound is the split's
+    (its words end before "compute or memory ..."; a "no class dominates" one says none); ``mpi``:
+    the share outside MPI, in words, that comes after the counters' "cannot be told apart" and
+    before a verdict. Returns the verdict too (None when there is no "cpu" bound to decide)."""
     if not any(b.bound == "cpu" for b in bounds):
         return bounds, findings, None
-    v = classify(counters, ceilings)
+    v = verdict or {"bound": None, "why": "no hardware counters"}
+    if not v["bound"] and not counted:
+        return ([replace(b, evidence=b.evidence + (NO_COUNTERS if pending else "") + mpi) if b.bound == "cpu" else b
+                 for b in bounds],
+                [replace(f, title=f"{f.title} {NO_COUNTERS_TITLE}") if f.id == "profile.cpu" else f for f in findings],
+                verdict)
     if not v["bound"]:
-        if not counters.get("available"):
-            return bounds, findings, v
         # counted, but undecided: say so instead of "no counters"
-        out = [Bound(b.subject, b.bound, b.share, f"{b.evidence.split(NO_COUNTERS)[0]}; the hardware counters do "
-                                                  f"not decide: {v['why']}", b.data) if b.bound == "cpu" else b
-               for b in bounds]
-        findings = [replace(f, title=f.title.replace(NO_COUNTERS_TITLE, UNDECIDED_TITLE))
-                    if f.id == "profile.cpu" else f for f in findings]
-        return out, findings, v
+        return ([replace(b, evidence=f"{b.evidence}{mpi}; the hardware counters do not decide: {v['why']}")
+                 if b.bound == "cpu" else b for b in bounds],
+                [replace(f, title=f"{f.title} {UNDECIDED_TITLE}") if f.id == "profile.cpu" else f for f in findings],
+                v)
+    said = f"; hardware counters: {WHAT[v['by']]} ({v['words']}; confidence {v['confidence']})"
+    return ([Bound(b.subject, v["bound"], b.share, b.evidence + mpi + said, dict(b.data, counters=v))
+             if b.bound == "cpu" else b for b in bounds],
+            [f for f in findings if f.id != "profile.cpu"], v)
+
+
+def finding(v: Dict[str, Any]) -> Finding:
+    """The counters' verdict on the time on a CPU, as a finding (``v``: ``classify``'s, decided)."""
     by, what = v["by"], WHAT[v["by"]]
-    out = [Bound(b.subject, v["bound"], b.share,
-                 f"{b.evidence.split(NO_COUNTERS)[0]}; hardware counters: {what} "
-                 f"({v['words']}; confidence {v['confidence']})", dict(b.data, counters=v))
-           if b.bound == "cpu" else b for b in bounds]
-    findings = [f for f in findings if f.id != "profile.cpu"]
-    findings.append(Finding(
+    return Finding(
         id="profile.counters.bound", status=WARN if by else OK,
         title=f"Hardware counters: the time on a CPU is {what}" + ("" if by else " (not memory)"),
         evidence=f"{v['words']}; confidence {v['confidence']}",
@@ -124,5 +136,4 @@ def apply(counters: Dict[str, Any], ceilings: List[Dict[str, Any]], bounds: List
              "the working set in the cache." if by == "latency" else
              "Vectorise, use more cores, or reduce the work; compare with the node's peak ('ceiling bench "
              "compute')."),
-        data=v))
-    return out, findings, v
+        data=v)

@@ -283,18 +283,13 @@ def uncounted(summary: Dict[str, Any], run_s: float) -> List[Finding]:
     return out
 
 
-def apply(breakdown: Dict[str, Any], findings_: List[Finding], records: Sequence[Dict[str, Any]]) -> None:
-    """Add the per-file summary to a profile's breakdown ("files"), its findings to findings_,
-    and the busiest file to the evidence of the I/O finding (analysis/profile.py's)."""
-    summary = summarise(records)
+def conclude(summary: Dict[str, Any], io: Dict[str, Dict[str, int]], records: Sequence[Dict[str, Any]]
+             ) -> List[Finding]:
+    """What the per-file ``summary`` says: the patterns of the files that took a large share of the
+    time inside I/O calls (``io``: analysis/profile_io.io_calls), and what the calls' counts leave
+    out over the run the ``records`` span. The busiest file is named in the I/O finding itself
+    (analysis/profile.py gives ``busiest`` to it)."""
     if not summary:
-        return
-    breakdown["files"] = summary
-    io = breakdown.get("io_calls") or {}
+        return []
     io_s = sum(io.get(c, {}).get("ns", 0) for c in ("read", "write", "meta", "sync")) / 1e9
-    more = busiest(summary, io_s)
-    for f in findings_:
-        if f.id == "profile.io" and more:
-            f.evidence += more
-    findings_.extend(findings(summary, io_s))
-    findings_.extend(uncounted(summary, run_seconds(records)))
+    return findings(summary, io_s) + uncounted(summary, run_seconds(records))

@@ -93,10 +93,11 @@ def _io_part(c: str, x: Dict[str, int], secs: float) -> str:
     return words
 
 
-def io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float
-              ) -> Tuple[List[Bound], List[Finding], List[Metric]]:
+def io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float, busiest: str = ""
+             ) -> Tuple[List[Bound], List[Finding], List[Metric]]:
     """The time the program spent inside its I/O calls on files (the interposer's clock), by
-    class; request sizes are those that reached the kernel (io_calls)."""
+    class; request sizes are those that reached the kernel (io_calls). ``busiest``: the file
+    that took most of that time, in words for the finding's evidence (profile_files.busiest)."""
     secs = {c: io[c]["ns"] / 1e9 for c in IO_CLASSES if c in io}
     total = sum(secs.values())
     metrics = [_m(f"app.io.{c}.time", secs[c], "s",
@@ -117,7 +118,7 @@ def io_bound(io: Dict[str, Dict[str, int]], thread_s: float, wall_s: float
     bounds.append(Bound("application", "io", share, words, dict(data, by=worst)))
     findings.append(Finding(
         id="profile.io", status=WARN, title=f"Inside I/O calls {share:.0%} of the time, most in {worst}",
-        evidence=words,
+        evidence=words + busiest,
         why="Time in I/O calls is time the program does not compute; the storage, the request size or "
             "the pattern sets its pace.",
         fix={"meta": "Open, stat and close less often (keep files open, fewer and larger files).",

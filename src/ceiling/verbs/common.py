@@ -176,7 +176,7 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
     (9), a partial run (130; not with ``partial_exit`` False: a verb whose exit status is its
     program's, which ended as it chose), an output that could not be written (4)."""
     from ..analysis.analyse import ensure
-    from ..report._format import printable
+    from ..units import printable
     # Once measured, a run is delivered: Ctrl-C or SIGTERM now waits until every output is
     # written (a second one stops at once, and the exporters remove their temporary files).
     with held_signals() as held:

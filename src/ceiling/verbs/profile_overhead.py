@@ -1,86 +1,53 @@
-"""What watching a program cost, for ``ceiling profile`` (verbs/profile.py): the interposer's
-calls times its measured cost per call, the sampler's CPU, ceiling's own start-up and
-wrap-up apart from the program's time, and --overhead's reruns (the program alone and
-watched, interleaved, compared only where every run ended alike).
+"""What watching a program cost, for ``ceiling profile`` (verbs/profile.py): ceiling's own
+start-up and wrap-up apart from the program's time, and --overhead's reruns (the program
+alone and watched, interleaved, each observed by observe/ as the profile is, compared only
+where every run ended alike). The interposer's calls times its cost per call, and the
+sampler's CPU, are analysis/profile_run.py's ``watching_cost``.
 """
 from __future__ import annotations
 
 import os
 import time
-from typing import List, Optional
-
-from ..files.private import make_dir, remove_tree
-
-
-def cost(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:
-    """What watching cost: the interposer's measured ns per call times the calls it counted in
-    every process, launchers included; the slowdown the program saw is that of its busiest
-    process (the others ran beside it): its calls times the cost over the wall time. And the
-    sampler's CPU."""
-    per = cost.get("per_call_ns")
-    out = {"per_call_ns": per, "calls": calls, "mpi_calls": mpi_calls,
-           "sampler_cpu_s": breakdown["sampler"]["cpu_s"],
-           "sampler_share_of_one_cpu": breakdown["sampler"]["share_of_one_cpu"]}
-    if per is not None:
-        out["interposer_s"] = per * calls / 1e9
-        out["busiest_calls"] = busiest
-        out["fraction"] = per * busiest / 1e9 / wall if wall else None
-        out["how"] = cost.get("how", "")
-    elif cost:
-        out["why"] = cost.get("why", "")
-    return out
-
+from typing import Optional
 
 OVERHEAD_ROUNDS = 3          # --overhead: the program this many times alone and as many watched, interleaved
 
 
-def plain_run(cmd: List[str], exe: str, profiled_s: float, profiled_code: int = 0,
-               env: Optional[dict] = None, interval: float = 0.1, rounds: int = OVERHEAD_ROUNDS) -> dict:
-    """--overhead: the program ``rounds`` times alone and ``rounds`` times watched as the profile
-    watches it (the /proc sampler, and the interposer when ``env`` preloads it; not the
-    counters), interleaved, output discarded, each timed from start to wait4. The slowdown is
-    the watched runs' median over the plain runs' median, with each pair's as the spread; a
+def plain_run(profiled, rounds: int = OVERHEAD_ROUNDS) -> dict:
+    """--overhead: the program of the ``profiled`` observation ``rounds`` times alone and
+    ``rounds`` times watched as the profile watched it (the /proc sampler at its interval, and
+    the interposer where it was put in; not the counters), interleaved, output discarded, each
+    observed by observe/ as the profile is, timed from start to wait4. The slowdown is the
+    watched runs' median over the plain runs' median, with each pair's as the spread; a
     comparison whose runs did not all end as the profiled run did (exit status or signal: a
     second run that fails because the first left its output file) is refused, not computed.
     ``wall_s`` / ``profiled_wall_s`` are the medians; the first profiled run is not among them
     (the file cache was cold for it, and ceiling's own start-up is apart: "ceiling_s")."""
     import statistics
-    import subprocess
-    from ..probes.proc_sampler import ProcSampler
-
-    def once(watched: bool):
-        run_env, tmp = None, ""                  # alone: ceiling's own environment, without the interposer
-        if watched and env is not None:
-            run_env, tmp = dict(env), make_dir("ceiling-overhead-")
-            run_env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
-        try:
-            t0 = time.monotonic()
-            p = subprocess.Popen(cmd, executable=exe, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, env=run_env)
-            sampler = ProcSampler(p.pid, interval).start() if watched else None
-            rc = p.wait()
-            wall = time.monotonic() - t0
-            if sampler:
-                sampler.stop()
-        finally:
-            remove_tree(tmp)
-        return wall, 128 - rc if rc < 0 else rc           # as the shell says a signal: 128 + N
-
+    from ..observe import Instruments, observe
+    interposed = profiled.interposer.used
+    alone = Instruments(interval_s=0, interpose=False, counters=False, cost="", competing=False,
+                        discard_output=True)
+    watched_alike = Instruments(interval_s=profiled.sampled.interval_s, interpose=interposed, counters=False,
+                                cost="", competing=False, discard_output=True)
     plain, watched, codes = [], [], {"plain": [], "profiled": []}
     try:
         for _ in range(rounds):
             for way, into in (("plain", plain), ("profiled", watched)):
-                wall, code = once(way == "profiled")
-                into.append(wall)
-                codes[way].append(code)
+                o = observe(profiled.command, profiled.exe, alone if way == "plain" else watched_alike)
+                if o.interruption:
+                    return {"why": "interrupted"}
+                into.append(o.wall_s)
+                codes[way].append(o.code)           # as the shell says a signal: 128 + N
     except KeyboardInterrupt:
         return {"why": "interrupted"}
     except OSError as e:
         return {"why": f"the program could not be run again ({e.strerror})"}
+    profiled_code = profiled.code
     out = {"rounds": rounds, "plain_s": plain, "profiled_s": watched, "exit_statuses": codes,
-           "first_profiled_s": profiled_s, "profiled_exit_status": profiled_code,
+           "first_profiled_s": profiled.wall_s, "profiled_exit_status": profiled_code,
            "how": f"{rounds} runs alone and {rounds} watched by the sampler"
-                  + (" and the interposer" if env is not None else "") + " (no counters), interleaved"}
+                  + (" and the interposer" if interposed else "") + " (no counters), interleaved"}
     differ = sorted({c for v in codes.values() for c in v if c != profiled_code})
     if differ:
         out["why"] = (f"the runs did not end alike: the profiled run ended {profiled_code}, the reruns "

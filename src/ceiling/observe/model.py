@@ -1,0 +1,117 @@
+"""What observing a program gives: a typed observation, as a bench gives a result.
+
+``Instruments`` says what to watch the program with; ``Observation`` is what was seen: how
+it ended (the launch's ``Exit``: status, wait4's rusage, its /proc/PID/io at exit, the
+signals ceiling got), its processes and threads as the /proc sampler saw them (``Sampled``:
+their CPU time, run-queue delay and lifetime, the split's inputs), the hardware counters,
+the interposer's records (I/O calls by class, files, MPI calls per rank) with what reading
+them skipped and what the interposer cost, and the load that competed meanwhile. Nothing
+in it is analysed: analysis/profile_run.py says what it means.
+"""
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..probes.interpose_record import Records
+from ..probes.launch import Exit
+from ..probes.proc_sampler import Sampled
+from ..results.model import Finding
+
+
+@dataclass
+class Instruments:
+    """What a program is watched with, and how it is run."""
+
+    interval_s: float = 0.1              # between two readings of /proc; 0: no sampler
+    interpose: bool = True               # the LD_PRELOAD interposer, where the loader lets it in
+    counters: bool = True                # hardware counters opened on it before its exec
+    cost: str = "before"                 # the interposer's cost per call: "before" the program, "after", "" never
+    gather: bool = False                 # every MPI rank's record to rank 0's at MPI_Finalize (a wrapped launch)
+    competing: bool = True               # the load of other processes during the run (checks/load.py)
+    discard_output: bool = False         # standard input, output and error to /dev/null (a rerun)
+    env: Optional[Dict[str, str]] = None     # the program's environment; None: ceiling's own
+
+
+@dataclass
+class Interposer:
+    """The LD_PRELOAD interposer's part: whether it was put in (``why`` not), its records
+    (one per process image, probes/interpose_record.latest), the bytes of its record files
+    (``written``: the program's processes wrote them), the record directory the program
+    removed (``removed``), and its measured cost per call (probes/interpose_cost.py)."""
+
+    used: bool = False
+    why: str = ""
+    library: str = ""
+    records: Records = field(default_factory=Records)
+    written: int = 0
+    removed: str = ""
+    cost: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Observation:
+    """One run of a program, as its instruments saw it."""
+
+    command: List[str]
+    exe: str
+    pid: int                             # the program's first process
+    started: str                         # ISO 8601 UTC
+    finished: str
+    wall_s: float                        # from its start to its end (wait4), monotonic
+    start_s: float                       # time.monotonic() at its start
+    ended: Exit                          # status, rusage, I/O at exit, signals ceiling got
+    sampled: Sampled                     # its processes and threads, from /proc
+    counters: Dict[str, Any]             # probes/perf_counters.summary; {"available": False, "why"} without
+    interposer: Interposer
+    competing: List[Finding]             # other load meanwhile (checks/load.compare's warnings)
+    host: str                            # this node's name, as the records name their host
+    cpus: int                            # CPUs ceiling (and so the program) may use
+    wrapped: Optional[Tuple[int, int]] = None    # (rank, size) when ceiling is one rank of an MPI launch
+    unreached: Dict[str, str] = field(default_factory=dict)   # exe -> why LD_PRELOAD cannot reach it
+    machine: Any = None                  # the node's model (machine/), where the caller gave one
+    overhead_s: float = 0.0              # ceiling's own time inside ``observe`` after the program ended
+
+    @property
+    def signal(self) -> str:
+        """The signal that ended the program ("SIGKILL"), "" when it exited."""
+        st = self.ended.status
+        if not os.WIFSIGNALED(st):
+            return ""
+        n = os.WTERMSIG(st)
+        return signal.Signals(n).name if n in signal.Signals._value2member_map_ else f"signal {n}"
+
+    @property
+    def exit_status(self) -> Optional[int]:
+        return None if os.WIFSIGNALED(self.ended.status) else os.WEXITSTATUS(self.ended.status)
+
+    @property
+    def code(self) -> int:
+        """As the shell says it: the exit status, or 128 + N when signal N ended it."""
+        st = self.ended.status
+        return 128 + os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st)
+
+    @property
+    def interruption(self) -> str:
+        """The first signal ceiling got that asks a program to end, in words ("" for none)."""
+        return interruption(self.ended.signals)
+
+
+TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}
+
+
+def interruption(signals: List[dict]) -> str:
+    """The first signal ceiling got that asks a program to end, in words ("" for none: a
+    SIGUSR1 or SIGALRM alone leaves the profile whole)."""
+    for s in signals:
+        name = s["signal"]
+        if name not in TERMINATING:
+            continue
+        if name == "SIGINT" and not s.get("passed_on"):
+            return "interrupted (Ctrl-C)"          # the terminal's (or any sender's) to the whole group
+        to = ("passed on to the program" if s.get("passed_on") else
+              "sent to the process group" if s.get("sent_to") == "the process group" else "not passed on")
+        return f"{TERMINATING[name]} ({name}, {to})"
+    return ""

@@ -1,0 +1,149 @@
+"""Observing a program: start it with its instruments, wait, and say what was seen
+(observe/model.py's Observation).
+
+The order is the measurement's. Before the program: the interposer's cost per call (not
+beside it), the LD_PRELOAD environment and a private record directory, the competing load's
+first reading. The program is forked from ceiling-launch with the hardware counters opened
+on it before its exec (probes/perf_counters.py, probes/launch.py); the /proc sampler
+watches its tree (probes/proc_sampler.py); ceiling survives the signals of launch.WATCHED
+meanwhile and passes on only those sent to it alone. After it: the competing load's second
+reading, the machine (when the caller has not detected it before), the counters read and
+closed, the records read back and the directory removed, and, for rank 0 of a wrapped MPI
+launch, the interposer's cost (the other ranks would wait in MPI_Init while it is measured
+before). Nothing is analysed here.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from typing import Callable, List, Optional
+
+from ..files.private import make_dir, remove_tree
+from ..probes import interpose_record
+from ..probes.launch import Watch
+from ..probes.perf_counters import spawn
+from ..probes.proc_sampler import ProcSampler, Sampled
+from ..results.model import utcnow
+from .model import Instruments, Interposer, Observation, interruption
+from .preload import preload_refused
+
+COMPETING_MIN_S = 0.2      # a shorter run's tick counts (10 ms) say too little about other processes
+
+
+def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
+            machine: Optional[Callable[[], object]] = None, wrapped=None) -> Observation:
+    """Run ``cmd`` (``exe``: its resolved path) watched by ``tools`` until it ends.
+    ``machine``: the node's model, asked for after the program (its hypervisor names why
+    counters are missing); ``wrapped``: (rank, size) when this ceiling is one rank of an MPI
+    launch. Raises OSError when the program cannot be started (nothing is left behind)."""
+    tools = tools or Instruments()
+    env = dict(os.environ if tools.env is None else tools.env)
+    lib, part, tmp = _interposer(exe, tools, env)
+    competing = None
+    if tools.competing:
+        from ..checks.load import Competing
+        competing = Competing()
+    started = utcnow()
+    t0 = time.monotonic()
+    with Watch() as watch:
+        try:
+            with _discarded(tools.discard_output):
+                child = spawn(cmd, exe, env, counters=tools.counters)
+        except OSError:
+            remove_tree(tmp)
+            raise
+        sampler = ProcSampler(child.pid, tools.interval_s).start() if tools.interval_s > 0 else None
+        ended = child.wait(watch)
+    wall = time.monotonic() - t0
+    t1 = time.monotonic()
+    sampled = sampler.stop() if sampler else Sampled(interval_s=0.0)
+    busy = competing.stop(set(sampled.processes), COMPETING_MIN_S) if competing else []
+    m = machine() if machine else None
+    counters = child.finish(wall, hypervisor=getattr(m, "virtualized", None))
+    finished = utcnow()
+    if tmp:
+        # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
+        part.removed = "" if os.path.isdir(tmp) else tmp
+        try:
+            part.written = record_bytes(tmp)
+            part.records = interpose_record.latest(interpose_record.read_dir(tmp))
+        finally:
+            remove_tree(tmp)
+    if part.used and tools.cost == "after":
+        # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
+        # ranks' ceilings exit, and the report comes first
+        stopped = interruption(ended.signals)
+        part.cost = ({"why": f"not measured: the job was {stopped.split(' ')[0]}"} if stopped else
+                     _measure(lib))
+    unreached = {p.exe: preload_refused(p.exe) for p in sampled.processes.values() if p.exe}
+    return Observation(command=list(cmd), exe=exe, pid=child.pid, started=started, finished=finished, wall_s=wall,
+                       start_s=t0,
+                       ended=ended, sampled=sampled, counters=counters, interposer=part, competing=busy,
+                       host=os.uname().nodename, cpus=len(os.sched_getaffinity(0)), wrapped=wrapped,
+                       unreached=unreached, machine=m, overhead_s=time.monotonic() - t1)
+
+
+def _interposer(exe: str, tools: Instruments, env: dict):
+    """(library, Interposer, record directory or ""): the LD_PRELOAD environment put into
+    ``env`` where the interposer can reach the program, its cost measured before it."""
+    from .. import core
+    lib = core.interpose_library_path()
+    why = ("--no-interpose" if not tools.interpose else
+           f"the interposer is not built ({lib} is missing)" if not lib.exists() else preload_refused(exe))
+    if why:
+        return lib, Interposer(used=False, why=why, library=str(lib)), ""
+    part = Interposer(used=True, library=str(lib))
+    if tools.cost == "before":
+        part.cost = _measure(lib)                   # before the program, not beside it
+    tmp = make_dir("ceiling-profile-")              # 0700, in a $TMPDIR no one else can swap it in
+    env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
+    env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
+    if tools.gather:
+        env["CEILING_INTERPOSE_GATHER"] = "1"       # every rank's record to rank 0's at MPI_Finalize
+    return lib, part, tmp
+
+
+def _measure(lib) -> dict:
+    from ..probes.interpose_cost import measure
+    return measure(lib)
+
+
+@contextlib.contextmanager
+def _discarded(discard: bool):
+    """Standard input, output and error on /dev/null while the program is started (it
+    inherits them), ceiling's own put back after."""
+    if not discard:
+        yield
+        return
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        yield
+    finally:
+        for fd, old in zip((0, 1, 2), saved):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(null)
+
+
+def record_bytes(tmp: str) -> int:
+    """The bytes of the interposer's record files in ``tmp``: written by the program's processes
+    (by rank 0's for every rank, in a wrapped launch), so in its wchar, and not its own I/O."""
+    total = 0
+    try:
+        with os.scandir(tmp) as it:
+            for e in it:
+                if e.is_file(follow_symlinks=False):
+                    total += e.stat(follow_symlinks=False).st_size
+    except OSError:
+        pass
+    return total
