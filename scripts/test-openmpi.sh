@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI tests again under Open MPI and the distribution's mpi4py: ceiling's MPI
+# The tests that start MPI ranks again under Open MPI and the distribution's mpi4py: ceiling's MPI
 # code must work with any MPI and the mpi4py a cluster already has, and `make test`
 # runs them with the MPICH wheel and the newest mpi4py only. The srun tests run too
 # (srun --mpi=pmix) where a Slurm answers, as scripts/slurm-test-node.sh sets one up.
