@@ -1,7 +1,7 @@
 # make run   - build ceiling into .venv and run the main job (ceiling run)
 # make test  - build ceiling with its test needs into .venv and run the tests
 # make bench - side-by-side comparisons with peer tools (benchmarks/README.md)
-# make test-openmpi - the MPI tests again under Debian's Open MPI and mpi4py (scripts/test-openmpi.sh)
+# make test-openmpi - the tests that start MPI ranks again under Debian's Open MPI and mpi4py (scripts/test-openmpi.sh)
 # make site-mpi [MPICC=/usr/bin/mpicc.mpich] - the network measured with this node's own MPI
 #   (ceiling bench network --site-mpi: mpi4py built against it once, in a cached environment)
 VENV ?= .venv

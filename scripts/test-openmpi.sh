@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The MPI tests again under Open MPI and the distribution's mpi4py: ceiling's MPI
+# The tests that start MPI ranks again under Open MPI and the distribution's mpi4py: ceiling's MPI
 # code must work with any MPI and the mpi4py a cluster already has, and `make test`
 # runs them with the MPICH wheel and the newest mpi4py only. The srun tests run too
 # (srun --mpi=pmix) where a Slurm answers, as scripts/slurm-test-node.sh sets one up.
@@ -39,5 +39,7 @@ cp -r "$site/ceiling" "$lib/"
 # Open MPI refuses to start as root unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "test-openmpi: $("$py" -c "from mpi4py import MPI; import mpi4py; print('mpi4py', mpi4py.__version__, '-', MPI.Get_library_version().rstrip(chr(0)).splitlines()[0])")"
-PYTHONPATH="$lib" "$py" -m pytest -q -p no:cacheprovider tests/test_bench_network.py tests/test_bench_storage_mpi.py tests/test_mpi_watchdog.py tests/test_cluster_mpi.py tests/test_profile_mpi.py tests/test_profile_mpi_fortran.py \
+# Only the tests that start ranks (they use the mpi_setup fixture, tests/conftest.py): the
+# rest of these files never touches the MPI library and ran in `make test` already.
+PYTHONPATH="$lib" "$py" -m pytest -q -p no:cacheprovider --only-mpi-launched tests/test_bench_network.py tests/test_bench_storage_mpi.py tests/test_mpi_watchdog.py tests/test_cluster_mpi.py tests/test_profile_mpi.py tests/test_profile_mpi_fortran.py \
     tests/test_profile_srun.py

@@ -224,11 +224,9 @@ def test_a_tmpdir_of_another_user_is_stepped_around(open_dir, monkeypatch, capsy
 
 
 @needs_root
-def test_profile_keeps_its_records_out_of_a_tmpdir_of_another_user(open_dir, tmp_path):
+def test_profile_keeps_its_records_out_of_a_tmpdir_of_another_user(open_dir, tmp_path, interposer_library):
     """Before: the record directory was made in that $TMPDIR, and its owner could swap it
     for links the interposer (root) then appended through."""
-    if not core.interpose_library_path().is_file():
-        pytest.skip("the interposer is not built")
     evil = nobodys_dir(open_dir / "evil")
     r = ceiling("profile", "--no-store", "--no-measure", "--", "sh", "-c", "echo \"$CEILING_INTERPOSE_OUT\"",
                 env={"TMPDIR": str(evil), "XDG_DATA_HOME": str(tmp_path)})
@@ -292,11 +290,10 @@ def _record(tmp_path, out: Path):
 
 @needs_nobody
 @pytest.mark.parametrize("where", ["nobodys", "sticky"])
-def test_the_interposer_never_writes_through_a_planted_link(open_dir, secret, tmp_path, where):
+def test_the_interposer_never_writes_through_a_planted_link(open_dir, secret, tmp_path, where,
+                                                           interposer_library):
     """As root, into a directory nobody owns, or a sticky one everyone can write (as /tmp),
     where nobody planted the record's name as a link to a root-only file."""
-    if not core.interpose_library_path().is_file():
-        pytest.skip("the interposer is not built")
     d = nobodys_dir(open_dir / "d") if where == "nobodys" else open_dir / "d"
     if where == "sticky":
         d.mkdir()
@@ -309,9 +306,7 @@ def test_the_interposer_never_writes_through_a_planted_link(open_dir, secret, tm
 
 
 @needs_nobody
-def test_the_interposer_never_appends_to_a_file_of_another_user(open_dir, tmp_path):
-    if not core.interpose_library_path().is_file():
-        pytest.skip("the interposer is not built")
+def test_the_interposer_never_appends_to_a_file_of_another_user(open_dir, tmp_path, interposer_library):
     d = open_dir / "d"
     d.mkdir()
     d.chmod(0o1777)

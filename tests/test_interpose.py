@@ -2,10 +2,11 @@
 
 Nothing is built here: the library is the one ``core.interpose_library_path()`` names
 (CEILING_INTERPOSE_LIB, else ceiling/_core/libceiling_interpose.so beside the core), and
-every test skips when it is not there. Each test runs a child with LD_PRELOAD and
-CEILING_INTERPOSE_OUT and reads the record the child leaves (the format is documented in
-csrc/interpose/interpose.h). The null module's ceil_ip_null_touch is a function of the
-library's own, so a Python child can drive the per-thread counting through ctypes.
+every test fails when it is not there (conftest's interposer_library: a broken build).
+Each test runs a child with LD_PRELOAD and CEILING_INTERPOSE_OUT and reads the record the
+child leaves (the format is documented in csrc/interpose/interpose.h). The null module's
+ceil_ip_null_touch is a function of the library's own, so a Python child can drive the
+per-thread counting through ctypes.
 """
 import os
 import re
@@ -20,10 +21,8 @@ import pytest
 from ceiling import core
 
 LIB = core.interpose_library_path()
-NEEDS_LIB = pytest.mark.skipif(
-    not LIB.is_file(),
-    reason=f"the interposer is not built: {LIB} is missing (build csrc/ with CMake and set "
-           "CEILING_INTERPOSE_LIB, or install the package)")
+# fails each test, with the reason, where the library is missing (never a skip)
+NEEDS_LIB = pytest.mark.usefixtures("interposer_library")
 pytestmark = NEEDS_LIB
 
 TRUE = shutil.which("true")
@@ -256,8 +255,7 @@ def test_the_core_never_loads_the_interposer():
     """Two libraries: the kernel core does not link the interposer (it would then run
     inside every Python process that measures)."""
     core_lib = core.library_path()
-    if not core_lib.is_file():
-        pytest.skip(f"the core is not built: {core_lib}")
+    assert core_lib.is_file(), f"the core is not built: {core_lib}"
     assert core_lib.resolve() != LIB.resolve()
     ldd = shutil.which("ldd")
     if ldd is None:

@@ -35,6 +35,13 @@ def profile(tmp_path: Path, *cmd: str, opts=(), timeout=120, **kw):
     return r, doc
 
 
+def assert_interposed(doc):
+    """A dynamic program profiled with the library built is interposed: where it was not (a broken
+    build, a refused preload), the I/O checks after this would have nothing to check."""
+    ip = doc["environment"]["profile"]["interposer"]
+    assert ip["used"] is True, ip
+
+
 def bound_kinds(doc):
     return [b["bound"] for b in doc["analysis"]["bounds"]]
 
@@ -133,8 +140,7 @@ def test_a_program_in_small_io_calls_is_io_bound_with_small_requests(tmp_path):
     """dd spends its life in read and write: the interposer's clock says so whatever the disk."""
     r, doc = profile(tmp_path, "dd", "if=/dev/zero", f"of={tmp_path / 'f'}", "bs=512", "count=300000")
     assert r.returncode == 0, r.stderr
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
+    assert_interposed(doc)
     io = doc["environment"]["profile"]["io_calls"]
     assert io["write"]["calls"] >= 300000 and io["write"]["bytes"] >= 300000 * 512     # + its report, through stdio
     assert io["read"]["bytes"] == 0             # /dev/zero is a character device: not file I/O (other_read)
@@ -143,15 +149,26 @@ def test_a_program_in_small_io_calls_is_io_bound_with_small_requests(tmp_path):
     assert {"profile.io", "profile.io.small_writes"} <= ids and "profile.waiting" not in ids
 
 
-def test_the_cost_of_watching_is_in_every_report(tmp_path):
-    r, doc = profile(tmp_path, "dd", "if=/dev/zero", "of=/dev/null", "bs=4096", "count=1000")
+@pytest.mark.parametrize("interpose", [True, False])
+def test_the_cost_of_watching_is_in_every_report(tmp_path, interpose):
+    """With the interposer (dd is dynamic and the library is built: it must be used) its calls and
+    their cost; without it (--no-interpose) the sampler's cost alone, and why there is no more."""
+    r, doc = profile(tmp_path, "dd", "if=/dev/zero", "of=/dev/null", "bs=4096", "count=1000",
+                     opts=() if interpose else ("--no-interpose",))
+    assert r.returncode == 0, r.stderr
     ov = doc["application"]["overhead"]
-    assert ov["sampler_cpu_s"] >= 0 and "Cost of profiling" in r.stderr
-    if doc["environment"]["profile"]["interposer"]["used"]:
+    said = " ".join(r.stderr.split())
+    assert ov["sampler_cpu_s"] >= 0 and "Cost of profiling" in said
+    if interpose:
+        assert_interposed(doc)
         assert ov["calls"] >= 2000 and ov["per_call_ns"] is not None and ov["per_call_ns"] >= 0
         assert ov["fraction"] == pytest.approx(ov["per_call_ns"] * ov["calls"] / 1e9 / doc["application"]["wall_s"])
-        said = " ".join(r.stderr.split())      # "N ns per call", or "under 1 ns per call (...)" on a noisy node
+        # "N ns per call", or "under 1 ns per call (...)" on a noisy node
         assert "ns per call" in said and "(measured before the run:" in said
+    else:
+        assert doc["environment"]["profile"]["interposer"] == {"used": False, "why": "--no-interpose"}
+        assert ov["calls"] == 0 and ov["per_call_ns"] is None and "fraction" not in ov
+        assert "no interposer: --no-interpose" in said and "ns per call" not in said
 
 
 def test_overhead_runs_the_program_again_alone_and_watched_interleaved(tmp_path):
@@ -197,8 +214,7 @@ def test_stdio_calls_are_io_too(tmp_path):
     subprocess.run([cc, "-O1", "-o", str(exe), str(src)], check=True)
     r, doc = profile(tmp_path, str(exe), str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built")
+    assert_interposed(doc)
     w = doc["environment"]["profile"]["io_calls"]["write"]
     assert w["calls"] >= 100000 and w["bytes"] >= 100000 * 100
     assert "profile.io.small_writes" in {f["id"] for f in doc["findings"]}

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
-from test_profile import bound_kinds, profile
+from test_profile import assert_interposed, bound_kinds, profile
 
 META = ("import os, sys\nd = sys.argv[1]\n"
         "for i in range(5000):\n"
@@ -19,8 +17,7 @@ SYNC = ("import os, sys\nfd = os.open(os.path.join(sys.argv[1], 'log'), os.O_CRE
 
 
 def _io(doc):
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
+    assert_interposed(doc)
     (b,) = [b for b in doc["analysis"]["bounds"] if b["bound"] == "io"]
     return b, {f["id"]: f for f in doc["findings"]}
 

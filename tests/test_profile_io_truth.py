@@ -13,14 +13,13 @@ import pytest
 
 from ceiling.analysis.profile import io_calls
 from ceiling.analysis.profile_ceilings import compare
-from test_profile import SH, profile
+from test_profile import SH, assert_interposed, profile
 
 CC = shutil.which("cc") or shutil.which("gcc")
 
 
 def _io(doc):
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
+    assert_interposed(doc)
     return doc["environment"]["profile"]["io_calls"]
 
 
