@@ -227,11 +227,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     lib = core.interpose_library_path()
     refused = ("--no-interpose" if args.no_interpose else
                f"the interposer is not built ({lib} is missing)" if not lib.exists() else preload_refused(exe))
-    cost = {}
+    cost, loader = {}, {}
     if not refused:
-        from ..probes.interpose_cost import measure
+        from ..probes.interpose_cost import loader_reads, measure
         if not wrapped:
             cost = measure(lib)                  # before the program, not beside it
+            loader = loader_reads(lib)
         env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
         env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
         if wrapped:
@@ -291,7 +292,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         records = interpose_record.latest(interpose_record.read_dir(tmp))
     finally:
         remove_tree(tmp)
-    io, own_io = without_own_io(ended.io, records, written, None if wrapped else os.uname().nodename)
+    io, own_io = without_own_io(ended.io, records, written, None if wrapped else os.uname().nodename, loader)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters

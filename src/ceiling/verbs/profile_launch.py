@@ -215,25 +215,43 @@ def record_bytes(tmp: str) -> int:
     return total
 
 
-def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str]
-                   ) -> Tuple[Optional[dict], dict]:
+def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str],
+                   loader: Optional[dict] = None) -> Tuple[Optional[dict], dict]:
     """The program's exit totals (/proc/PID/io) less what the interposer did inside it: the
-    records it wrote (``written``) and what it read itself (/proc/self files at each record, the
-    "self_read" of each image's record on ``host``; None: not known which records are this
-    tree's, as in a wrapped launch, so none taken off). With the interposer, a program that reads
-    a few KiB read two or three times that; the kernel counts both alike. The second value says
-    what was taken off ({} for nothing)."""
+    records it wrote (``written``); what it read itself (/proc/self files at each record, the
+    "self_read" and "self_reads" of each image's record on ``host``; None: not known which
+    records are this tree's, as in a wrapped launch, so none taken off); and what the dynamic
+    loader read to load it into each of those images, before any of its code ran (``loader``:
+    interpose_cost.loader_reads, measured per build; without a figure, nothing, and the reason
+    is said). With the interposer, a program that reads a few KiB read two or three times that;
+    the kernel counts both alike. The second value says what was taken off ({} for nothing)."""
     if not io:
         return io, {}
-    read = 0 if host is None else sum(
-        int(r.get("end", {}).get("self_read") or 0) for r in records if r.get("process", {}).get("host") == host)
-    if not (read or written):
+    mine = [] if host is None else [r for r in records if r.get("process", {}).get("host") == host]
+    read = sum(int(r.get("end", {}).get("self_read") or 0) for r in mine)
+    calls = sum(int(r.get("end", {}).get("self_reads") or 0) for r in mine)
+    per = loader or {}
+    images = len(mine)
+    by_loader = int(per.get("rchar") or 0) * images
+    loader_calls = int(per.get("syscr") or 0) * images
+    if not (read or written or by_loader):
         return io, {}
     out = dict(io)
     if "rchar" in out:
-        out["rchar"] = max(0, out["rchar"] - read)
+        out["rchar"] = max(0, out["rchar"] - read - by_loader)
+    if "syscr" in out:
+        out["syscr"] = max(0, out["syscr"] - calls - loader_calls)
     if "wchar" in out:
         out["wchar"] = max(0, out["wchar"] - written)
-    return out, {"read_bytes": read, "written_bytes": written,
-                 "how": "the interposer's own reads of /proc/self and sysfs (its records' self_read) and its record "
-                        "files' sizes, taken off rchar and wchar"}
+    said = {"read_bytes": read, "read_calls": calls, "written_bytes": written,
+            "how": "the interposer's own reads of /proc/self and sysfs (its records' self_read) and its record "
+                   "files' sizes, taken off rchar and wchar"}
+    if images:
+        said["loader"] = {"images": images, "read_bytes": by_loader, "read_calls": loader_calls,
+                          "per_image_bytes": per.get("rchar"), "per_image_calls": per.get("syscr"),
+                          "how": ("the dynamic loader's reads of the interposer's ELF header, once per process "
+                                  "image that wrote a record, taken off rchar and syscr; per image: "
+                                  + str(per.get("how")) if per.get("rchar") is not None else
+                                  "not taken off: " + str(per.get("why") or "not measured") +
+                                  "; rchar keeps the loader's reads of the interposer's ELF header, once per image")}
+    return out, said
