@@ -298,6 +298,26 @@ def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path,
     assert round(read) == round(plain_read), (read, plain_read)
 
 
+def test_a_forked_childs_reads_are_the_programs_without_a_loader_to_take_off(tmp_path, prog):
+    # a child of fork (no exec) writes a record of its own, but the loader never ran in it: the
+    # loader's reads are taken off once per loaded image, so the totals still equal the plain run's
+    def read(*opts):
+        out = tmp_path / "p.json"
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", *opts,
+                            "--save-json", str(out), "--", prog, "forkexit", str(tmp_path / "f")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NO_COLOR="1"))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        return doc, metric(doc, "app.io.read") * 1e6
+    doc, profiled = read()
+    if not doc["environment"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built")
+    assert doc["environment"]["profile"]["launch"]["interposer_io"]["loader"]["images"] == 1
+    _, plain = read("--no-interpose")
+    assert round(profiled) == round(plain), (profiled, plain)
+
+
 def test_the_profiled_peak_rss_is_within_1_mib_of_the_plain_run(tmp_path, prog):
     # 600 files made: the interposer's table of file records is full (512) and its record at exit
     # is 250 KiB of text. Its report's scratch (MPI peers, per-file sums: 200 KiB, written even in a

@@ -223,15 +223,17 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
     records are this tree's, as in a wrapped launch, so none taken off); and what the dynamic
     loader read to load it into each of those images, before any of its code ran (``loader``:
     interpose_cost.loader_reads, measured per build; without a figure, nothing, and the reason
-    is said). With the interposer, a program that reads a few KiB read two or three times that;
-    the kernel counts both alike. The second value says what was taken off ({} for nothing)."""
+    is said; not for a child of fork, which runs its parent's image: the record's "forked"). With
+    the interposer, a program that reads a few KiB read two or three times that; the kernel counts
+    both alike. The second value says what was taken off ({} for nothing)."""
     if not io:
         return io, {}
     mine = [] if host is None else [r for r in records if r.get("process", {}).get("host") == host]
     read = sum(int(r.get("end", {}).get("self_read") or 0) for r in mine)
     calls = sum(int(r.get("end", {}).get("self_reads") or 0) for r in mine)
     per = loader or {}
-    images = len(mine)
+    # the loader ran once per image it loaded, not in a child of fork (the parent's image goes on)
+    images = sum(1 for r in mine if not r.get("process", {}).get("forked"))
     by_loader = int(per.get("rchar") or 0) * images
     loader_calls = int(per.get("syscr") or 0) * images
     if not (read or written or by_loader):
@@ -250,7 +252,8 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
         said["loader"] = {"images": images, "read_bytes": by_loader, "read_calls": loader_calls,
                           "per_image_bytes": per.get("rchar"), "per_image_calls": per.get("syscr"),
                           "how": ("the dynamic loader's reads of the interposer's ELF header, once per process "
-                                  "image that wrote a record, taken off rchar and syscr; per image: "
+                                  "image that wrote a record (not a child of fork without exec), taken off rchar and "
+                                  "syscr; per image: "
                                   + str(per.get("how")) if per.get("rchar") is not None else
                                   "not taken off: " + str(per.get("why") or "not measured") +
                                   "; rchar keeps the loader's reads of the interposer's ELF header, once per image")}
