@@ -124,7 +124,8 @@ def test_a_program_that_does_nothing_leaves_one_record_naming_the_null_module(tm
     assert proc["end_ns"] >= proc["start_ns"] > 0
     assert r["modules"]["null"] == {"name": "null", "version": 1, "enabled": 1}
     assert r["lines"]["null"] == [{"flushes": 1, "calls": 0, "threads": 0}]
-    assert r["end"] == {"pid": p.pid, "truncated": 0, "self_read": r["end"]["self_read"]}
+    assert r["end"] == {"pid": p.pid, "truncated": 0, "self_read": r["end"]["self_read"],
+                        "self_reads": r["end"]["self_reads"]}
 
 
 @pytest.mark.skipif(TRUE is None, reason="no `true` program on PATH")

@@ -81,3 +81,23 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch):
     out = interpose_cost.measure(LIB, count=2000, rounds=1)
     assert out["per_call_ns"] is not None and "not kept for the next profile" in out["how"]
     assert not (base / "ceiling").exists()
+
+
+def test_the_loaders_reads_are_measured_the_same_each_run_and_kept(cache, monkeypatch, tmp_path):
+    # what the dynamic loader reads to load the interposer (its ELF header) is measured, every run
+    # alike, and kept beside the per-call cost under another name; the second time from the cache
+    first = interpose_cost.loader_reads(LIB, rounds=2)
+    assert first["cached"] is False and first["rchar"] > 0 and first["syscr"] >= 1, first
+    assert len(list(cache.glob("interpose-loader-*.json"))) == 1
+    assert not list(cache.glob("interpose-cost-*.json"))
+    monkeypatch.setenv("CEILING_LAUNCHER", str(tmp_path / "missing"))     # no program to measure with
+    second = interpose_cost.loader_reads(LIB)
+    assert second["cached"] is True and (second["rchar"], second["syscr"]) == (first["rchar"], first["syscr"])
+
+
+def test_without_a_program_to_calibrate_with_the_loaders_reads_are_unknown_with_the_reason(
+        cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("CEILING_LAUNCHER", str(tmp_path / "missing"))
+    out = interpose_cost.loader_reads(LIB)
+    assert out["rchar"] is None and "not built" in out["why"]
+    assert not list(cache.glob("interpose-loader-*.json"))

@@ -300,3 +300,17 @@ def test_a_process_that_execed_counts_its_cpu_once_from_its_records(tmp_path):
     assert b["from_records"]["processes"] == 1 and b["from_records"]["earlier_images"] == 1
     assert m["app.cpu.user"] + m["app.cpu.system"] == pytest.approx(exact, abs=0.02)
     assert b["shares"]["on_cpu"] * b["thread_seconds"] == pytest.approx(exact, abs=0.02)
+
+
+def test_the_loaders_reads_are_taken_off_once_per_image_or_said_not_to_be():
+    from ceiling.analysis.profile_run import without_own_io
+    io = {"rchar": 10_000, "wchar": 500, "syscr": 40}
+    recs = [{"process": {"host": "n1", "pid": p}, "end": {"self_read": 100, "self_reads": 2}} for p in (1, 2)]
+    recs.append({"process": {"host": "n2", "pid": 3}, "end": {"self_read": 100, "self_reads": 2}})
+    # a child of fork runs its parent's image: its own reads are taken off, no loader's
+    recs.append({"process": {"host": "n1", "pid": 4, "forked": 1}, "end": {"self_read": 0, "self_reads": 0}})
+    out, said = without_own_io(io, recs, 300, "n1", {"rchar": 832, "syscr": 1, "how": "measured"})
+    assert out == {"rchar": 10_000 - 200 - 2 * 832, "wchar": 200, "syscr": 40 - 4 - 2}
+    assert said["loader"]["images"] == 2 and said["loader"]["read_bytes"] == 1664
+    out, said = without_own_io(io, recs, 300, "n1", {"rchar": None, "syscr": None, "why": "it differed"})
+    assert out["rchar"] == 10_000 - 200 and "not taken off: it differed" in said["loader"]["how"]

@@ -105,6 +105,15 @@ int main(int argc, char **argv)
             usleep(300000);
         return close(fd) != 0;
     }
+    if (!strcmp(mode, "opens")) {          /* N files made in DIR, 1 B each: a full table of file records */
+        char p[4096];                      /* (names of 128 characters: a long record) */
+        for (long i = 0; i < atol(argv[3]); i++) {
+            snprintf(p, sizeof p, "%s/%0128ld", argv[2], i);
+            int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || write(fd, buf, 1) != 1 || close(fd)) return 1;
+        }
+        return 0;
+    }
     if (!strcmp(mode, "spin")) {           /* on a CPU for SECONDS */
         struct timespec t0, t;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -264,8 +273,9 @@ def test_a_two_process_program_beside_competing_load_is_not_called_oversubscribe
 
 def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path, prog):
     # a program that moves 100 B: the interposer's /proc/self reads and its record (KiB) were in
-    # its totals, two or three times what it moved; now they are taken off, with and without it alike
-    # but for the loader's read of one more library's ELF header (832 B on x86-64)
+    # its totals, two or three times what it moved, and then the loader's read of the interposer's
+    # ELF header (832 B on x86-64, measured per build); now all are taken off: the same bytes with
+    # and without it, exactly
     def totals(*opts):
         out = tmp_path / "p.json"
         r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", *opts,
@@ -279,6 +289,55 @@ def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path,
     assert doc["environment"]["profile"]["interposer"]["used"], doc["environment"]["profile"]["interposer"]
     _, plain_read, plain_wrote = totals("--no-interpose")
     assert wrote == pytest.approx(plain_wrote, abs=8) and plain_wrote == pytest.approx(100, abs=8)
-    assert 0 <= read - plain_read <= 2048, (read, plain_read)
     own = doc["environment"]["profile"]["launch"]["interposer_io"]
     assert own["read_bytes"] > 0 and own["written_bytes"] > 0
+    loader = own["loader"]
+    assert loader["images"] == 1 and loader["per_image_bytes"] > 0, loader
+    assert loader["read_bytes"] == loader["per_image_bytes"] and "ceiling-launch" in loader["how"]
+    assert round(read) == round(plain_read), (read, plain_read)
+
+
+def test_a_forked_childs_reads_are_the_programs_without_a_loader_to_take_off(tmp_path, prog):
+    # a child of fork (no exec) writes a record of its own, but the loader never ran in it: the
+    # loader's reads are taken off once per loaded image, so the totals still equal the plain run's
+    def read(*opts):
+        out = tmp_path / "p.json"
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", *opts,
+                            "--save-json", str(out), "--", prog, "forkexit", str(tmp_path / "f")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NO_COLOR="1"))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        return doc, metric(doc, "app.io.read") * 1e6
+    doc, profiled = read()
+    if not doc["environment"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built")
+    assert doc["environment"]["profile"]["launch"]["interposer_io"]["loader"]["images"] == 1
+    _, plain = read("--no-interpose")
+    assert round(profiled) == round(plain), (profiled, plain)
+
+
+def test_the_profiled_peak_rss_is_within_1_mib_of_the_plain_run(tmp_path, prog):
+    # 600 files made: the interposer's table of file records is full (512) and its record at exit
+    # is 250 KiB of text. Its report's scratch (MPI peers, per-file sums: 200 KiB, written even in a
+    # program that never called MPI) and the whole record rendered at once put the program's peak
+    # 1.0-1.1 MiB above its own here; the goal (issue 26) is 10 % or 1 MiB of GNU time's figure, which is
+    # the --no-interpose run's (both are wait4's ru_maxrss of the program, forked from ceiling-launch)
+    def peak(*opts):
+        d = tmp_path / ("files" + "".join(opts))
+        d.mkdir()
+        out = tmp_path / "p.json"
+        r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", *opts,
+                            "--save-json", str(out), "--", prog, "opens", str(d), "600"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                           env=dict(os.environ, NO_COLOR="1"))
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(out.read_text())
+        return doc, metric(doc, "app.rss.peak")
+    doc, profiled = peak()
+    if not doc["environment"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built")
+    files = doc["environment"]["profile"].get("files", {})
+    assert files["lost"] > 0, files                # 600 files, 512 records: the table is full
+    _, plain = peak("--no-interpose")
+    assert 0 <= profiled - plain < 1.0, (profiled, plain)

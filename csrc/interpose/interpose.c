@@ -11,6 +11,10 @@
  * writes. The flush is written to be async-signal-safe (memcpy, open, write,
  * close, getpid), since a fatal signal runs it from a handler; a module's
  * report must keep to the same.
+ *
+ * Longer than 500 lines: the slots, the state that moves ACTIVE -> DONE
+ * once, the record and fork's reset are one set of statics that each part
+ * reads and writes; split, they would become globals every file could touch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +40,7 @@ enum { ST_LOADING = 0, ST_ACTIVE, ST_OFF, ST_DONE, ST_WRITING };
 #define SLOT_ALIGN 64   /* a cache line: threads' slots never share one */
 #define SLOT_HEAD SLOT_ALIGN   /* the runtime's part of a slot, before the modules' blocks */
 #define MAX_CHUNKS 32   /* chunk k holds capacity << k slots: room enough for any program */
+#define CHUNK_BYTES 16384   /* a streamed record's buffer (write_record) */
 
 /* The head of every slot: its index, and the next free slot (index + 1,
  * 0: none) while it is on the free list. */
@@ -64,7 +69,8 @@ static int lost;                        /* atomic: threads that found no slot (n
 static pthread_key_t slot_key;          /* its destructor frees an ending thread's slot */
 static int have_key;
 static int forked;                      /* 1 in a child of fork() */
-static uint64_t self_read;              /* atomic: ceil_ip_self_read_ */
+static uint64_t self_read, self_reads;  /* atomic: ceil_ip_self_read_, bytes and calls */
+static int own_file;                    /* the record's file is this process's alone (%p in its pattern) */
 static pid_t own_pid;                   /* getpid() of this image: another one is a vfork child */
 static uint64_t start_ns, start_unix_ns;
 static char out_pattern[PATH_MAX];
@@ -90,6 +96,7 @@ static uint64_t unix_ns(void)
 
 void ceil_ip_self_read_(long n)
 {
+    __atomic_fetch_add(&self_reads, 1, __ATOMIC_RELAXED);
     if (n > 0)
         __atomic_fetch_add(&self_read, (uint64_t)n, __ATOMIC_RELAXED);
 }
@@ -202,11 +209,12 @@ const void *ceil_ip_block_of(const ceil_ip_module *m, int thread)
     return s ? s + m->offset_ : NULL;     /* offsets count the head in */
 }
 
-/* The record, rendered into `record`; its length. */
-static size_t render_record(const char *reason, int sig, const char *by)
+/* The record, rendered into o (made to hold the whole record, or streamed);
+ * the length left in its buffer. */
+static size_t render(ceil_ip_out *op, const char *reason, int sig, const char *by)
 {
+    ceil_ip_out o = *op;
     const pid_t pid = getpid();
-    ceil_ip_out o = {record, 0, sizeof record - END_RESERVE, 0, 0, 0};
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         memset(&ru, 0, sizeof ru);
@@ -241,15 +249,27 @@ static size_t render_record(const char *reason, int sig, const char *by)
             m->report(m, &o);
     }
     ceil_ip_out_end_(&o);
-    o.cap = sizeof record;
+    if (o.sink)
+        o.limit += END_RESERVE;
+    else
+        o.cap += END_RESERVE;
     const int truncated = o.truncated;
     o.truncated = 0;
     ceil_ip_out_begin_(&o, "end");
     ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
     ceil_ip_put_u64(&o, "truncated", (uint64_t)truncated);
     ceil_ip_put_u64(&o, "self_read", __atomic_load_n(&self_read, __ATOMIC_RELAXED));
+    ceil_ip_put_u64(&o, "self_reads", __atomic_load_n(&self_reads, __ATOMIC_RELAXED));
     ceil_ip_out_end_(&o);
+    *op = o;
     return o.len;
+}
+
+/* The record whole in `record` (a checkpoint handed on: MPI's gather); its length. */
+static size_t render_record(const char *reason, int sig, const char *by)
+{
+    ceil_ip_out o = {.buf = record, .cap = sizeof record - END_RESERVE};
+    return render(&o, reason, sig, by);
 }
 
 const char *ceil_ip_out_pattern(void) { return out_pattern; }
@@ -264,9 +284,27 @@ int ceil_ip_append(const char *text, size_t len)
     return ceil_ip_append_file_(path, text, len);
 }
 
+/* The record into its file. Where the file is this process's alone (a
+ * pattern with %p) it is streamed through a chunk of CHUNK_BYTES: rendered
+ * whole, a record of 512 files (200 KiB) would sit in the program's
+ * resident memory, and its peak, at its exit. */
 static void write_record(const char *reason, int sig, const char *by)
 {
-    ceil_ip_append(record, render_record(reason, sig, by));
+    static char chunk[CHUNK_BYTES];
+    char path[PATH_MAX];
+    if (!own_file) {
+        ceil_ip_append(record, render_record(reason, sig, by));
+        return;
+    }
+    if (ceil_ip_expand_path_(path, sizeof path, out_pattern, getpid()) != 0) {
+        ceil_ip_say("record path too long: ", out_pattern);
+        return;
+    }
+    ceil_ip_out o;
+    if (ceil_ip_out_open_(&o, path, chunk, sizeof chunk, sizeof record - END_RESERVE) != 0)
+        return;
+    render(&o, reason, sig, by);
+    ceil_ip_out_close_(&o);
 }
 
 /* Write the record if nobody has: the state moves ACTIVE -> DONE once. */
@@ -291,10 +329,13 @@ static int write_and_go_on(const char *reason, const char *by, ceil_ip_hand_fn h
     if (!__atomic_compare_exchange_n(&state, &expect, ST_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     const int saved = errno;
-    const size_t len = render_record(reason, 0, by);
-    if (hand)
+    if (hand) {
+        const size_t len = render_record(reason, 0, by);
         hand(record, len, arg);
-    ceil_ip_append(record, len);
+        ceil_ip_append(record, len);
+    } else {
+        write_record(reason, 0, by);
+    }
     errno = saved;
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
     return 1;
@@ -392,6 +433,7 @@ static void at_fork_child(void)
         pthread_setspecific(slot_key, NULL);
     forked = 1;
     __atomic_store_n(&self_read, 0, __ATOMIC_RELAXED);     /* its own rchar starts at 0 too */
+    __atomic_store_n(&self_reads, 0, __ATOMIC_RELAXED);
     start_ns = ceil_ip_now_ns();
     start_unix_ns = unix_ns();
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
@@ -444,6 +486,12 @@ __attribute__((constructor)) static void ceil_ip_load(void)
         return;
     }
     strcpy(out_pattern, out);
+    for (const char *c = out_pattern; *c; c++) {
+        if (c[0] == '%' && c[1] == 'p')
+            own_file = 1;
+        if (c[0] == '%' && c[1])
+            c++;
+    }
     /* Resolved now, so that a flush in a signal handler calls no dlsym. */
     ceil_ip_record_resolve_();
     ceil_ip_exit_resolve_();

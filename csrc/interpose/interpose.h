@@ -69,7 +69,9 @@
  * to the file CEILING_INTERPOSE_OUT names ("%p" in it becomes the pid, "%%"
  * a "%"), so that every process of a job (forked, exec'ed, launched by
  * mpirun) can add its record to one file without tearing another's, or
- * write a file of its own. The caller gives a fresh path, in a directory of
+ * write a file of its own; to a file of its own (a pattern with %p) a record
+ * is written 16 KiB at a time as it is rendered, whole lines each, so that
+ * its text is not all resident in the program at its end. The caller gives a fresh path, in a directory of
  * its own that no one else can write (record.c refuses any other, and never
  * writes through a link or into another user's file). One record:
  *
@@ -78,7 +80,7 @@
  *             threads=1 slots=1 threads_lost=0 start_ns=... end_ns=... start_unix_ns=... utime_us=... stime_us=...
  *     module name=null version=1 enabled=1
  *     null flushes=1 calls=0 threads=0
- *     end pid=4242 truncated=0
+ *     end pid=4242 truncated=0 self_read=13 self_reads=2
  *
  * (the process line is one line.) Every line is a word, then space-separated
  * key=value fields. The first line opens a record and carries the format
@@ -100,7 +102,10 @@
  * its threads, not its children); threads are the threads
  * that were given a slot, slots the slots given out (fewer when ended
  * threads' slots were reused), threads_lost the threads that counted
- * nothing because no memory was left for more slots. One "module" line per registered module, in name
+ * nothing because no memory was left for more slots. "end": self_read and
+ * self_reads, the bytes and read calls the runtime made itself (/proc/self
+ * and sysfs files), which the kernel counts in the program's rchar and syscr.
+ * One "module" line per registered module, in name
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
  * (null.c, files.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
@@ -415,7 +420,8 @@ void ceil_ip_clock_init_(void) __attribute__((visibility("hidden")));
 
 /* Bytes the runtime and its modules read themselves (/proc/self files at
  * the record): the kernel counts them in the program's rchar, so the
- * record's "end" line says them (self_read) for the reader to take off. */
+ * record's "end" line says them (self_read, and the calls: self_reads) for
+ * the reader to take off. Called once per read call, whatever it returned. */
 void ceil_ip_self_read_(long n) __attribute__((visibility("hidden")));
 
 /*

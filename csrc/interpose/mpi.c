@@ -430,11 +430,29 @@ static void put_hist(ceil_ip_out *o, ceil_ip_module *m, const char *key, const c
         ceil_ip_put_u64(o, ceil_ip_bucket_names[b], ticks ? ceil_ip_ticks_ns(v[b], ns_per_tick) : v[b]);
 }
 
+/* Whether any thread made an MPI call, read from the blocks alone: a process
+ * that never did (most of those under the interposer) writes none of the
+ * report's scratch, 140 KiB it would otherwise keep resident to its end. */
+static int any_mpi_call(ceil_ip_module *self)
+{
+    for (int t = 0; t < ceil_ip_threads(); t++) {
+        const mpi_counters *c = ceil_ip_block_of(self, t);
+        for (int f = 0; c && f < MPI_FN_COUNT; f++)
+            if (ceil_ip_read(&c->fn[f].calls))
+                return 1;
+    }
+    return 0;
+}
+
 static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
 {
     const double npt = ceil_ip_ns_per_tick();
+    if (!init_ns && !any_mpi_call(self))
+        return;                      /* a process that never called MPI: no lines */
     memset(&sums, 0, sizeof sums);
-    memset(merged, 0, sizeof merged);
+    for (int p = 0; p < MERGED_PEERS; p++)       /* only the pages a report wrote before */
+        if (merged[p].key)
+            memset(&merged[p], 0, sizeof merged[p]);
     for (int t = 0; t < ceil_ip_threads(); t++) {
         const mpi_counters *c = ceil_ip_block_of(self, t);
         if (!c)

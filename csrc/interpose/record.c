@@ -27,10 +27,34 @@ CEIL_IP_REAL_DECL(ssize_t, write, (int, const void *, size_t));
 CEIL_IP_REAL_DECL(int, close, (int));
 
 
+static int write_all(int fd, const char *text, size_t len);
+
+/* A streamed record's finished lines to its file, the open line moved to
+ * the front of the chunk; 0, or -1 when the write failed (then nothing more
+ * is written, as when the record is full). */
+static int drain(ceil_ip_out *o)
+{
+    if (o->line_start == 0)
+        return 0;
+    if (write_all(o->sink - 1, o->buf, o->line_start) != 0)
+        return -1;
+    memmove(o->buf, o->buf + o->line_start, o->len - o->line_start);
+    o->flushed += o->line_start;
+    o->len -= o->line_start;
+    o->line_start = 0;
+    return 0;
+}
+
 static void put(ceil_ip_out *o, const char *s, size_t n)
 {
     if (o->truncated)
         return;
+    if (o->sink && (o->flushed + o->len + n > o->limit || (n > o->cap - o->len && drain(o) != 0))) {
+        o->len = o->line_start;
+        o->in_line = 0;
+        o->truncated = 1;
+        return;
+    }
     if (n > o->cap - o->len) {
         o->len = o->line_start;
         o->in_line = 0;
@@ -126,7 +150,7 @@ void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v)
 
 int ceil_ip_expand_path_(char *dst, size_t cap, const char *pattern, pid_t pid)
 {
-    ceil_ip_out o = {dst, 0, cap - 1, 0, 0, 0};
+    ceil_ip_out o = {.buf = dst, .cap = cap - 1};
     for (const char *s = pattern; *s; s++) {
         if (s[0] == '%' && s[1] == 'p') {
             ceil_ip_out_dec_(&o, (uint64_t)pid);
@@ -183,7 +207,8 @@ static int directory_unsafe(const char *path)
     return (st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX);
 }
 
-int ceil_ip_append_file_(const char *path, const char *text, size_t len)
+/* The record file at path, for appending (o's sink and raised set); 0 or -1. */
+static int open_record(const char *path, ceil_ip_out *o)
 {
     if (directory_unsafe(path)) {
         ceil_ip_say("not writing the record: others can replace files in the directory of ", path);
@@ -193,17 +218,16 @@ int ceil_ip_append_file_(const char *path, const char *text, size_t len)
     int fd = CEIL_REAL(open)(path, flags, 0600);
     /* Out of descriptors (a program that used them all, or leaks them): the
      * soft limit is raised to the hard one for this write, and put back. */
-    struct rlimit was;
-    int raised = 0;
-    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &was) == 0 && was.rlim_cur < was.rlim_max) {
-        struct rlimit more = {was.rlim_max, was.rlim_max};
+    o->raised = 0;
+    if (fd < 0 && errno == EMFILE && getrlimit(RLIMIT_NOFILE, &o->was) == 0 && o->was.rlim_cur < o->was.rlim_max) {
+        struct rlimit more = {o->was.rlim_max, o->was.rlim_max};
         if (setrlimit(RLIMIT_NOFILE, &more) == 0) {
-            raised = 1;
+            o->raised = 1;
             fd = CEIL_REAL(open)(path, flags, 0600);
             if (fd < 0) {
                 const int e = errno;
-                setrlimit(RLIMIT_NOFILE, &was);
-                raised = 0;
+                setrlimit(RLIMIT_NOFILE, &o->was);
+                o->raised = 0;
                 errno = e;
             }
         }
@@ -217,26 +241,65 @@ int ceil_ip_append_file_(const char *path, const char *text, size_t len)
     if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1) {
         ceil_ip_say("not writing the record: not a regular file of this user's with one name: ", path);
         CEIL_REAL(close)(fd);
-        if (raised)
-            setrlimit(RLIMIT_NOFILE, &was);
+        if (o->raised)
+            setrlimit(RLIMIT_NOFILE, &o->was);
         return -1;
     }
-    /* One write on O_APPEND: processes appending to one file do not tear
-     * each other's records (a short write, e.g. a full disk, may). */
-    int rc = 0;
+    o->sink = fd + 1;
+    return 0;
+}
+
+static void close_record(ceil_ip_out *o)
+{
+    CEIL_REAL(close)(o->sink - 1);
+    o->sink = 0;
+    if (o->raised)
+        setrlimit(RLIMIT_NOFILE, &o->was);
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
     for (size_t done = 0; done < len;) {
         ssize_t n = CEIL_REAL(write)(fd, text + done, len - done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            ceil_ip_say("cannot write the record to ", path);
-            rc = -1;
-            break;
+            ceil_ip_say("cannot write the record", NULL);
+            return -1;
         }
         done += (size_t)n;
     }
-    CEIL_REAL(close)(fd);
-    if (raised)
-        setrlimit(RLIMIT_NOFILE, &was);
+    return 0;
+}
+
+int ceil_ip_append_file_(const char *path, const char *text, size_t len)
+{
+    ceil_ip_out o;
+    memset(&o, 0, sizeof o);
+    if (open_record(path, &o) != 0)
+        return -1;
+    /* One write on O_APPEND: processes appending to one file do not tear
+     * each other's records (a short write, e.g. a full disk, may). */
+    const int rc = write_all(o.sink - 1, text, len);
+    close_record(&o);
+    return rc;
+}
+
+int ceil_ip_out_open_(ceil_ip_out *o, const char *path, char *buf, size_t cap, size_t limit)
+{
+    memset(o, 0, sizeof *o);
+    if (open_record(path, o) != 0)
+        return -1;
+    o->buf = buf;
+    o->cap = cap;
+    o->limit = limit;
+    return 0;
+}
+
+int ceil_ip_out_close_(ceil_ip_out *o)
+{
+    o->line_start = o->len;             /* the record ends with its end line */
+    const int rc = drain(o);
+    close_record(o);
     return rc;
 }

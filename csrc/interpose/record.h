@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include "interpose.h"
 
@@ -17,6 +18,13 @@ struct ceil_ip_out {
     size_t line_start;   /* where the open line began: a line that does not fit is dropped whole */
     int in_line;
     int truncated;
+    /* Streamed (ceil_ip_out_open_): the finished lines in buf go to the file
+     * whenever buf fills, so buf is a small chunk, not the whole record;
+     * `limit` bounds the whole record as cap does an unstreamed one. */
+    int sink;            /* 1 + the record file's descriptor; 0: not streamed */
+    int raised;          /* the soft descriptor limit was raised to open it (`was`) */
+    size_t flushed, limit;
+    struct rlimit was;
 };
 
 #define CEIL_IP_HIDDEN __attribute__((visibility("hidden")))
@@ -39,5 +47,15 @@ void ceil_ip_record_resolve_(void) CEIL_IP_HIDDEN;
  * through a link, into a FIFO, a file of another user's or one with a second
  * name, nor in a directory others can swap entries in (record.c). */
 int ceil_ip_append_file_(const char *path, const char *text, size_t len) CEIL_IP_HIDDEN;
+
+/* A streamed record: the file at path opened as ceil_ip_append_file_ opens
+ * it, o set to render into buf (cap bytes) and write each time it fills,
+ * the whole record kept under limit; 0, or -1 (said on stderr, o unusable).
+ * Then render, and ceil_ip_out_close_ writes what is left and closes (0 or
+ * -1). Several writes: only for a file no other process appends to (a
+ * pattern with %p), where the record's pages resident at exit are then
+ * one chunk's, not the whole record's. */
+int ceil_ip_out_open_(ceil_ip_out *o, const char *path, char *buf, size_t cap, size_t limit) CEIL_IP_HIDDEN;
+int ceil_ip_out_close_(ceil_ip_out *o) CEIL_IP_HIDDEN;
 
 #endif /* CEIL_RECORD_H */

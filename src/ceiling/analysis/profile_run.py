@@ -51,7 +51,7 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     ended, sampled, wall, wrapped = obs.ended, obs.sampled, obs.wall_s, obs.wrapped
     part = obs.interposer
     records = part.records
-    io, own_io = without_own_io(ended.io, records, part.written, None if wrapped else obs.host)
+    io, own_io = without_own_io(ended.io, records, part.written, None if wrapped else obs.host, part.loader)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
@@ -197,25 +197,46 @@ def left_tree(sampled):
 
 
 
-def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str]
-                   ) -> Tuple[Optional[dict], dict]:
+def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str],
+                   loader: Optional[dict] = None) -> Tuple[Optional[dict], dict]:
     """The program's exit totals (/proc/PID/io) less what the interposer did inside it: the
-    records it wrote (``written``) and what it read itself (/proc/self files at each record, the
-    "self_read" of each image's record on ``host``; None: not known which records are this
-    tree's, as in a wrapped launch, so none taken off). With the interposer, a program that reads
-    a few KiB read two or three times that; the kernel counts both alike. The second value says
-    what was taken off ({} for nothing)."""
+    records it wrote (``written``); what it read itself (/proc/self files at each record, the
+    "self_read" and "self_reads" of each image's record on ``host``; None: not known which
+    records are this tree's, as in a wrapped launch, so none taken off); and what the dynamic
+    loader read to load it into each of those images, before any of its code ran (``loader``:
+    interpose_cost.loader_reads, measured per build; without a figure, nothing, and the reason
+    is said; not for a child of fork, which runs its parent's image: the record's "forked"). With
+    the interposer, a program that reads a few KiB read two or three times that; the kernel counts
+    both alike. The second value says what was taken off ({} for nothing)."""
     if not io:
         return io, {}
-    read = 0 if host is None else sum(
-        int(r.get("end", {}).get("self_read") or 0) for r in records if r.get("process", {}).get("host") == host)
-    if not (read or written):
+    mine = [] if host is None else [r for r in records if r.get("process", {}).get("host") == host]
+    read = sum(int(r.get("end", {}).get("self_read") or 0) for r in mine)
+    calls = sum(int(r.get("end", {}).get("self_reads") or 0) for r in mine)
+    per = loader or {}
+    # the loader ran once per image it loaded, not in a child of fork (the parent's image goes on)
+    images = sum(1 for r in mine if not r.get("process", {}).get("forked"))
+    by_loader = int(per.get("rchar") or 0) * images
+    loader_calls = int(per.get("syscr") or 0) * images
+    if not (read or written or by_loader):
         return io, {}
     out = dict(io)
     if "rchar" in out:
-        out["rchar"] = max(0, out["rchar"] - read)
+        out["rchar"] = max(0, out["rchar"] - read - by_loader)
+    if "syscr" in out:
+        out["syscr"] = max(0, out["syscr"] - calls - loader_calls)
     if "wchar" in out:
         out["wchar"] = max(0, out["wchar"] - written)
-    return out, {"read_bytes": read, "written_bytes": written,
-                 "how": "the interposer's own reads of /proc/self and sysfs (its records' self_read) and its record "
-                        "files' sizes, taken off rchar and wchar"}
+    said = {"read_bytes": read, "read_calls": calls, "written_bytes": written,
+            "how": "the interposer's own reads of /proc/self and sysfs (its records' self_read) and its record "
+                   "files' sizes, taken off rchar and wchar"}
+    if images:
+        said["loader"] = {"images": images, "read_bytes": by_loader, "read_calls": loader_calls,
+                          "per_image_bytes": per.get("rchar"), "per_image_calls": per.get("syscr"),
+                          "how": ("the dynamic loader's reads of the interposer's ELF header, once per process "
+                                  "image that wrote a record (not a child of fork without exec), taken off rchar and "
+                                  "syscr; per image: "
+                                  + str(per.get("how")) if per.get("rchar") is not None else
+                                  "not taken off: " + str(per.get("why") or "not measured") +
+                                  "; rchar keeps the loader's reads of the interposer's ELF header, once per image")}
+    return out, said

@@ -40,7 +40,8 @@ class Interposer:
     """The LD_PRELOAD interposer's part: whether it was put in (``why`` not), its records
     (one per process image, probes/interpose_record.latest), the bytes of its record files
     (``written``: the program's processes wrote them), the record directory the program
-    removed (``removed``), and its measured cost per call (probes/interpose_cost.py)."""
+    removed (``removed``), its measured cost per call and the dynamic loader's reads of it per
+    process image (``loader``; both probes/interpose_cost.py, measured once per build)."""
 
     used: bool = False
     why: str = ""
@@ -49,6 +50,7 @@ class Interposer:
     written: int = 0
     removed: str = ""
     cost: Dict[str, Any] = field(default_factory=dict)
+    loader: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -97,6 +97,7 @@ def _interposer(exe: str, tools: Instruments, env: dict):
     part = Interposer(used=True, library=str(lib))
     if tools.cost == "before":
         part.cost = _measure(lib)                   # before the program, not beside it
+        part.loader = _loader_reads(lib)            # what taking it off the exit totals needs
     tmp = make_dir("ceiling-profile-")              # 0700, in a $TMPDIR no one else can swap it in
     env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
     env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
@@ -108,6 +109,11 @@ def _interposer(exe: str, tools: Instruments, env: dict):
 def _measure(lib) -> dict:
     from ..probes.interpose_cost import measure
     return measure(lib)
+
+
+def _loader_reads(lib) -> dict:
+    from ..probes.interpose_cost import loader_reads
+    return loader_reads(lib)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,17 @@ regular file of ours that no one else can write, opened without following a
 link, and written through a new temporary file renamed into place; one that does
 not parse is measured again. Where the cache cannot be used the figure is
 measured as before, and ``how`` says why it was not kept.
+
+The same cache keeps a second figure of the build (``loader_reads``): what the
+dynamic loader reads to load the interposer into each process image, before any
+of the interposer's code runs (glibc's open_verify reads the library's ELF
+header: 832 bytes, one read, here). The kernel counts it in the program's rchar
+and syscr, so ``ceiling profile`` takes it off the program's /proc totals once
+per image that wrote a record. It is measured, not assumed: ceiling-launch (a
+small program of ours, linked to libc alone, as the interposer is) run with and
+without the interposer preloaded, its /proc/PID/io read as a zombie, less what
+the interposer's record says it read itself (self_read, self_reads); the same
+in every one of ROUNDS runs, or no figure, with the reason.
 """
 from __future__ import annotations
 
@@ -70,7 +81,7 @@ def cache_base() -> str:
     return xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache")
 
 
-def _entry(lib: Path):
+def _entry(lib: Path, prefix: str = "interpose-cost"):
     """(the cache file for this build of ``lib`` on this host, its key, "") or (None, "", why not)."""
     try:
         with open(lib, "rb") as f:
@@ -83,12 +94,18 @@ def _entry(lib: Path):
     except PathError as e:
         return None, "", str(e)
     name = hashlib.sha256(key.encode()).hexdigest()[:24]
-    return Path(d) / f"interpose-cost-{name}.json", key, ""
+    return Path(d) / f"{prefix}-{name}.json", key, ""
 
 
-def _read(path: Path, key: str) -> Optional[dict]:
+def _figure(doc: dict) -> bool:
+    per = doc.get("per_call_ns")
+    return not isinstance(per, bool) and isinstance(per, (int, float)) and 0 <= per < 1e9
+
+
+def _read(path: Path, key: str, valid=_figure, version: int = CACHE_VERSION) -> Optional[dict]:
     """The entry at ``path`` for ``key``, if it is a regular file of ours no one else can write
-    (not followed if a link) holding a figure; None otherwise (then it is measured again)."""
+    (not followed if a link) holding a figure (``valid``); None otherwise (then it is measured
+    again)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError:
@@ -101,9 +118,7 @@ def _read(path: Path, key: str) -> Optional[dict]:
             doc = json.loads(f.read(65536).decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    per = doc.get("per_call_ns") if isinstance(doc, dict) else None
-    if (doc is None or doc.get("key") != key or doc.get("version") != CACHE_VERSION or isinstance(per, bool)
-            or not isinstance(per, (int, float)) or not 0 <= per < 1e9
+    if (not isinstance(doc, dict) or doc.get("key") != key or doc.get("version") != version or not valid(doc)
             or not isinstance(doc.get("how"), str) or not isinstance(doc.get("measured"), str)):
         return None
     return doc
@@ -158,3 +173,92 @@ def _time(dd: str, n: int, env: Dict[str, str]) -> Optional[float]:
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = status
     return ru.ru_utime + ru.ru_stime if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 else None
+
+
+# ------------------------------------------------------------------ the loader's reads
+
+LOADER_VERSION = 1     # the loader entry's layout and method
+
+
+def _counts(doc: dict) -> bool:
+    return all(not isinstance(doc.get(k), bool) and isinstance(doc.get(k), int) and 0 <= doc[k] < 1 << 30
+               for k in ("rchar", "syscr"))
+
+
+def loader_reads(lib: Path, rounds: int = ROUNDS, cache: bool = True) -> Dict[str, object]:
+    """{"rchar": bytes, "syscr": read calls, "how": words, "cached": bool}: what the dynamic
+    loader reads, per process image, to load the interposer ``lib`` (module docstring); with
+    None for both and "why" where it could not be measured or was not the same every time.
+    From the cache when this build was measured on this host."""
+    where, key, why_not = _entry(lib, "interpose-loader") if cache else (None, "", "")
+    if where is not None:
+        hit = _read(where, key, _counts, LOADER_VERSION)
+        if hit is not None:
+            return {"rchar": hit["rchar"], "syscr": hit["syscr"], "cached": True,
+                    "how": f"{hit['how']}; measured {hit['measured']} for this build of the interposer on this "
+                           f"host, kept in {where}"}
+    out = _loader(lib, rounds)
+    out["cached"] = False
+    if where is not None and out.get("rchar") is not None:
+        why_not = _write(where, dict(out, key=key, version=LOADER_VERSION,
+                                     measured=time.strftime("%Y-%m-%d %H:%M:%S %Z")))
+    if why_not and out.get("rchar") is not None:
+        out["how"] = f"{out['how']}; not kept for the next profile: {why_not}"
+    return out
+
+
+def _loader(lib: Path, rounds: int) -> Dict[str, object]:
+    from .. import core
+    prog = core.launcher_path()
+    if not os.access(prog, os.X_OK):
+        return {"rchar": None, "syscr": None, "why": f"{prog} is not built: nothing to calibrate with"}
+    base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
+    seen = set()
+    with temporary_dir("ceiling-iploader-") as tmp:
+        for i in range(rounds):
+            plain = _io_at_exit(str(prog), base)
+            out = Path(tmp) / f"r{i}"
+            out.mkdir(mode=0o700)
+            loaded = _io_at_exit(str(prog), dict(base, LD_PRELOAD=str(lib), CEILING_INTERPOSE_OUT=f"{out}/r.%p"))
+            own = _self_read(out)
+            if plain is None or loaded is None or own is None:
+                return {"rchar": None, "syscr": None,
+                        "why": "/proc/PID/io of the calibration run could not be read" if own is not None else
+                               "the calibration run under the interposer wrote no whole record"}
+            seen.add((loaded["rchar"] - plain["rchar"] - own[0], loaded["syscr"] - plain["syscr"] - own[1]))
+    if len(seen) != 1:
+        return {"rchar": None, "syscr": None,
+                "why": "the loader's reads differed between runs (bytes, calls: "
+                       + ", ".join(f"{b}, {c}" for b, c in sorted(seen)) + ")"}
+    rchar, syscr = seen.pop()
+    if rchar < 0 or syscr < 0:
+        return {"rchar": None, "syscr": None,
+                "why": f"a run under the interposer read less than one without it ({rchar} B, {syscr} calls)"}
+    return {"rchar": rchar, "syscr": syscr,
+            "how": f"ceiling-launch (linked to libc alone, as the interposer is) run {rounds} times with and without "
+                   "the interposer preloaded, its /proc/PID/io read as a zombie, less the interposer's own reads "
+                   f"(its record's self_read): {rchar} B in {syscr} read call(s) every time"}
+
+
+def _io_at_exit(prog: str, env: Dict[str, str]) -> Optional[Dict[str, int]]:
+    """The /proc/PID/io of ``prog`` run without arguments (it prints its usage and exits 2),
+    read while it is a zombie: its final counts."""
+    p = subprocess.Popen([prog], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{p.pid}/io") as f:
+            io = {k: int(v) for k, v in (line.split(":") for line in f if ":" in line)}
+    except (OSError, ValueError):
+        io = None
+    finally:
+        p.wait()
+    return io if io and "rchar" in io and "syscr" in io else None
+
+
+def _self_read(d: Path) -> Optional[tuple]:
+    """(self_read, self_reads) of the one whole record in the directory ``d``."""
+    from . import interpose_record
+    ends = [r["end"] for r in interpose_record.latest(interpose_record.read_dir(str(d))) if r.get("end")]
+    ends = [e for e in ends if isinstance(e.get("self_read"), int) and isinstance(e.get("self_reads"), int)]
+    return (ends[0]["self_read"], ends[0]["self_reads"]) if len(ends) == 1 else None
