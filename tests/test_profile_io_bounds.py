@@ -19,8 +19,8 @@ SYNC = ("import os, sys\nfd = os.open(os.path.join(sys.argv[1], 'log'), os.O_CRE
 
 
 def _io(doc):
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
+    if not doc["application"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built: " + doc["application"]["profile"]["interposer"]["why"])
     (b,) = [b for b in doc["analysis"]["bounds"] if b["bound"] == "io"]
     return b, {f["id"]: f for f in doc["findings"]}
 
@@ -31,7 +31,7 @@ def test_opening_and_stating_files_is_an_io_bound_in_metadata(tmp_path):
     b, found = _io(doc)
     assert b["data"]["by"] == "meta", b
     assert "Open, stat and close less often" in found["profile.io"]["fix"]
-    io = doc["environment"]["profile"]["io_calls"]
+    io = doc["application"]["profile"]["io_calls"]
     assert io["meta"]["calls"] >= 4 * 5000
 
 
@@ -42,6 +42,6 @@ def test_an_fsync_per_write_is_an_io_bound_in_sync_naming_the_file(tmp_path):
     assert b["data"]["by"] == "sync", b
     assert "fsync less often" in found["profile.io"]["fix"]
     assert f"busiest file" in found["profile.io"]["evidence"] and str(tmp_path / "log") in found["profile.io"]["evidence"]
-    (f,) = [f for f in doc["environment"]["profile"]["files"]["shown"] if f["path"] == str(tmp_path / "log")]
+    (f,) = [f for f in doc["application"]["profile"]["files"]["shown"] if f["path"] == str(tmp_path / "log")]
     assert (f["writes"], f["syncs"], f["write_bytes"]) == (300, 300, 300 * 512)
     assert bound_kinds(doc)[0] == "io"

@@ -19,9 +19,9 @@ CC = shutil.which("cc") or shutil.which("gcc")
 
 
 def _io(doc):
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built: " + doc["environment"]["profile"]["interposer"]["why"])
-    return doc["environment"]["profile"]["io_calls"]
+    if not doc["application"]["profile"]["interposer"]["used"]:
+        pytest.skip("the interposer is not built: " + doc["application"]["profile"]["interposer"]["why"])
+    return doc["application"]["profile"]["io_calls"]
 
 
 def test_fprintf_to_dev_null_is_no_storage_io(tmp_path):

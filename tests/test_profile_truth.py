@@ -141,7 +141,7 @@ def profile(tmp_path: Path, *cmd: str, stdout=subprocess.PIPE):
 def records(doc: dict, path: Path) -> list:
     """ceiling's per-file records of a path (more than one where it keys them by inode and the
     path named several files over the run)."""
-    return [f for f in doc["environment"]["profile"].get("files", {}).get("shown", []) if f["path"] == str(path)]
+    return [f for f in (doc["application"]["profile"]["files"] or {}).get("shown", []) if f["path"] == str(path)]
 
 
 def record(doc: dict, path: Path) -> dict:
@@ -161,7 +161,7 @@ def test_a_programs_calls_and_bytes_on_its_file_are_counted_exactly(tmp_path, pr
     got = {k: rec.get(k) for k in ("opens", "writes", "write_bytes", "reads", "read_bytes", "syncs")}
     assert got == {"opens": 1, "writes": 24, "write_bytes": 24 * 4096, "reads": 20,
                    "read_bytes": 16 * 4096 + 4 * 1000, "syncs": 1}
-    io = doc["environment"]["profile"]["io_calls"]
+    io = doc["application"]["profile"]["io_calls"]
     assert io["sync"]["calls"] == 1
     assert io["read"]["calls"] == 20 and io["read"]["bytes"] == 16 * 4096 + 4 * 1000
 
@@ -276,10 +276,10 @@ def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path,
         doc = json.loads(out.read_text())
         return doc, metric(doc, "app.io.read") * 1e6, metric(doc, "app.io.write") * 1e6
     doc, read, wrote = totals()
-    if not doc["environment"]["profile"]["interposer"]["used"]:
+    if not doc["application"]["profile"]["interposer"]["used"]:
         pytest.skip("the interposer is not built")
     _, plain_read, plain_wrote = totals("--no-interpose")
     assert wrote == pytest.approx(plain_wrote, abs=8) and plain_wrote == pytest.approx(100, abs=8)
     assert 0 <= read - plain_read <= 2048, (read, plain_read)
-    own = doc["environment"]["profile"]["launch"]["interposer_io"]
+    own = doc["application"]["profile"]["launch"]["interposer_io"]
     assert own["read_bytes"] > 0 and own["written_bytes"] > 0

@@ -140,7 +140,7 @@ def test_make_j2_beside_busy_processes_names_them_and_is_not_oversubscribed(tmp_
     assert r.returncode == 0, r.stderr
     kinds = [x["bound"] for x in doc["analysis"]["bounds"]]
     assert "oversubscribed" not in kinds, doc["analysis"]["bounds"]
-    assert doc["environment"]["profile"]["runnable"]["max"] <= 3
+    assert doc["application"]["profile"]["runnable"]["max"] <= 3
     f = {x["id"]: x for x in doc["findings"]}["profile.competing"]
     # named with their share of a CPU (the five busiest: on a node shared with other work, the
     # hogs need not be among them)
@@ -154,7 +154,7 @@ def test_a_numpy_loop_with_idle_openblas_threads_is_cpu(tmp_path):
                                       "while time.time() - t < 1.5:\n    a = np.sqrt(a * a + 1.0) - 0.5\n")
     r, doc = profile(tmp_path, sys.executable, "loop.py", env={"OPENBLAS_NUM_THREADS": "2"})
     assert r.returncode == 0, r.stderr
-    p = doc["environment"]["profile"]
+    p = doc["application"]["profile"]
     assert p["idle_threads"], p                              # the pool thread is there, and left out
     assert doc["analysis"]["bounds"][0]["bound"] == "cpu", (doc["analysis"]["bounds"], p["per_thread"])
 
@@ -199,7 +199,7 @@ def test_a_little_io_in_a_long_run_is_not_worth_a_storage_measurement_after_it(t
                         sys.executable, "-c", prog], capture_output=True, text=True, timeout=300, env=env,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    prof = json.loads(out.read_text())["environment"]["profile"]
+    prof = json.loads(out.read_text())["application"]["profile"]
     if not prof["interposer"]["used"]:
         pytest.skip("the interposer is not built")
     assert "storage" not in (prof.get("quick_ceilings") or {})

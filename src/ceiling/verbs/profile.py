@@ -338,12 +338,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
         # ranks' ceilings exit, and the report comes first
         cost = {"why": f"not measured: the job was {interrupted.split(' ')[0]}"} if interrupted else measure(lib)
-    app.overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
-                                         intercepted_calls(records, ("mpi",)), busiest)
-    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall, t_quick, cost)
+    overhead = profile_overhead.cost(cost, breakdown, wall, intercepted_calls(records),
+                                     intercepted_calls(records, ("mpi",)), busiest)
+    overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t0 - wall, t_quick, cost)
     if args.overhead:
-        app.overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
-                                                                    None if refused else env, interval)
+        overhead["uninstrumented"] = profile_overhead.plain_run(cmd, exe, wall, code,
+                                                                None if refused else env, interval)
     stopped = ""
     if args.experiments:
         from .profile_experiments import experiments
@@ -361,7 +361,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
                                     title="I/O and MPI calls were not counted: " + refused,
                                     evidence=f"{exe}: {refused}; the profile rests on /proc alone"))
-    run.environment["profile"] = breakdown
+    from ..results.profile import overhead_from, profile_from
+    app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
     if interrupted or (app.signal and app.signal in ("SIGINT", "SIGTERM")):
         run.partial, run.partial_reason = True, (interrupted or f"the program ended by {app.signal}") + \
