@@ -427,12 +427,13 @@ def test_a_time_against_its_ceiling_is_said_as_its_finding_says_it():
     MPI latency"; the comparison said "69% of it" (the latency's share of the time)."""
     from ceiling.analysis.profile_ceilings import compare
     from ceiling.report.terminal_profile import ceiling_text
+    from ceiling.results.profile_run import Comparison
     lat = {"net.pingpong.latency.": [("net.pingpong.latency.same_l3", 0.4, "µs", "2026-11-20", "r" * 16)]}
     calls = [1000] + [0] * 17
     bd = {"mpi": {"hist": {"p2p": {"hist": calls, "hist_ns": [580_000] + [0] * 17, "hist_bytes": [8000] + [0] * 17}}}}
     (c,), (f,) = compare(bd, lambda p: lat.get(p, []))
     assert "1.45x this node's MPI latency" in f.title
-    text = ceiling_text(c)
+    text = ceiling_text(Comparison.from_dict(c))
     assert "calls under 16 KiB), 1.45x this node's 0.4 µs (net.pingpong.latency.same_l3 = 0.4 µs" in text
     assert "%" not in text
 
