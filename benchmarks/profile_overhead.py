@@ -148,7 +148,7 @@ def profile_doc(what: str, path: Path) -> dict:
     except (OSError, ValueError) as e:
         raise Failed(f"{what}: no JSON from ceiling profile at {path}: {e}") from None
     app = doc.get("application") or {}
-    ip = ((doc.get("environment") or {}).get("profile") or {}).get("interposer") or {}
+    ip = ((doc.get("application") or {}).get("profile") or {}).get("interposer") or {}
     if app.get("exit_status") != 0:
         raise Failed(f"{what}: ceiling profile says the program ended with {app.get('exit_status')!r}"
                      f"{' (' + app['signal'] + ')' if app.get('signal') else ''}")
@@ -246,7 +246,7 @@ def rate_run(s: Setup, exe: Path, way: str, threads: int, iterations: int, spin:
         if counted < calls:
             raise Failed(f"{what}: ceiling profile counted {counted} calls, the program made {calls} writes")
         row["process"], row["verb"] = float(doc["application"]["wall_s"]), wall
-        s.modules["rate profile"] = doc["environment"]["profile"]["interposer"].get("modules", [])
+        s.modules["rate profile"] = doc["application"]["profile"]["interposer"].get("modules", [])
     elif way == "preload":
         recs = records(what, rundir, s.parse)
         if posix_writes(recs) < calls:
@@ -319,7 +319,7 @@ def barrier_run(s: Setup, exe: Path, way: str, mpiexec: str, iterations: int, wa
         raise Failed(f"{what}: the barrier loop did not complete {iterations} barriers on {RANKS} ranks: "
                      f"{out.strip().splitlines()[-1:]!r}")
     if way == "profile":
-        ip = profile_doc(what, rundir / "profile.json")["environment"]["profile"]["interposer"]
+        ip = profile_doc(what, rundir / "profile.json")["application"]["profile"]["interposer"]
         if ip.get("records", 0) < RANKS:
             raise Failed(f"{what}: ceiling profile read {ip.get('records', 0)} record(s), fewer than the ranks")
         s.modules["barrier profile"] = ip.get("modules", [])

@@ -8,7 +8,7 @@ Every program runs four times, one tool at a time, from the same starting state
 (its outputs removed, its inputs made once before):
 
   - `ceiling profile --no-store --no-measure --save-json F -- PROGRAM`: the figures
-    are read from F (the interposer's class totals `environment.profile.io_calls`,
+    are read from F (the interposer's class totals `application.profile.io_calls`,
     its per-file records `files`, the /proc totals `app.io.read`/`app.io.write`,
     `app.rss.peak`, the bounds, findings and, with --experiments, the verdict);
   - `strace -f -ff -qq -y -s 0 -e trace=<the data and sync calls> -o P`: every
@@ -429,7 +429,7 @@ def work_files(doc: dict, w: str, ref) -> tuple:
     """ceiling's per-file records of the files under the work directory, and whether they
     are all there (it shows the 20 files with the most time: whole when it has no more, or
     when every file the reference saw under the work directory is among them)."""
-    files = doc["environment"]["profile"].get("files") or {}
+    files = doc["application"]["profile"].get("files") or {}
     shown = files.get("shown", [])
     ours: Dict[str, dict] = {}
     for f in shown:
@@ -464,7 +464,7 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
         t.exact(name, f"{cls} calls on work-dir files", mine, theirs, "strace")
         t.exact(name, f"{cls} bytes on work-dir files", sum(f.get(cls + "_bytes", 0) for f in ours.values()),
                 sum(f[cls + "_bytes"] for f in ref.values()), "strace")
-    io = doc["environment"]["profile"].get("io_calls") or {}
+    io = doc["application"]["profile"].get("io_calls") or {}
     if io.get("sync", {}).get("calls", 0) or st["sync_calls"]:
         t.exact(name, "sync calls", io.get("sync", {}).get("calls", 0), st["sync_calls"], "strace")
     if st["copy_bytes"]:
@@ -518,7 +518,7 @@ def fio_checks(w: str) -> Callable:
     def check(t: Table, name: str, doc: dict, w_: str) -> None:
         with open(os.path.join(w, "fio.json")) as f:
             job = json.load(f)["jobs"][0]["write"]
-        rec = next((f for f in doc["environment"]["profile"].get("files", {}).get("shown", [])
+        rec = next((f for f in (doc["application"]["profile"]["files"] or {}).get("shown", [])
                     if f["path"] == os.path.join(w, "fio.dat")), {})
         t.exact(name, "fio.dat writes (per-file record)", rec.get("writes", 0), job["total_ios"], "fio JSON")
         t.exact(name, "fio.dat bytes written", rec.get("write_bytes", 0), job["io_bytes"], "fio JSON")
@@ -539,7 +539,7 @@ def no_oversubscribed(t: Table, name: str, doc: dict, w: str) -> None:
 
 def mpi_checks(iterations: Optional[int], nbytes: Optional[int]) -> Callable:
     def check(t: Table, name: str, doc: dict, w: str) -> None:
-        mpi = doc["environment"]["profile"].get("mpi") or {}
+        mpi = doc["application"]["profile"].get("mpi") or {}
         fns = {f["fn"]: f for f in mpi.get("functions", [])}
         if not fns:
             t.add(name, "MPI calls", "none counted", "MPI_Send, MPI_Recv", "the program", False)
@@ -557,7 +557,7 @@ def mpi_checks(iterations: Optional[int], nbytes: Optional[int]) -> Callable:
 
 def experiments_say(bound: str, by: Optional[str]) -> Callable:
     def check(t: Table, name: str, doc: dict, w: str) -> None:
-        e = doc["environment"]["profile"].get("experiments") or {}
+        e = doc["application"]["profile"].get("experiments") or {}
         said = e.get("bound") or "undecided"
         said += f" ({e['by']})" if e.get("by") else ""
         want = bound + (f" ({by})" if by else "")

@@ -14,6 +14,7 @@ import pytest
 
 from ceiling.analysis import profile_files
 from ceiling.results.model import Run, Application
+from ceiling.results.profile import profile_from
 from test_interpose import LIB, NEEDS_LIB, only_record, parse, run_child
 
 CC = shutil.which("cc")
@@ -255,8 +256,7 @@ def test_the_terminal_page_and_the_html_section_show_the_files():
     s = profile_files.summarise([_rec(1, **{f"f{i}": {"writes": 10, "write_bytes": 10 << 20,
                                                        "write_ns": (i + 1) * 10**6} for i in range(8)})])
     run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
-    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0)
-    run.environment["profile"] = {"files": s}
+    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0, profile=profile_from({"files": s}))
     text = terminal_profile.render(run)
     assert "Files (5 of 8" in text and "/scratch/f7" in text and "/scratch/f2" not in text
     assert "(3 more file(s) in the HTML report and the JSON)" in text
@@ -642,8 +642,7 @@ def test_the_io_calls_of_every_class_are_on_both_pages():
     io = {"read": dict(one, calls=3, bytes=3 << 20, ns=10**6), "write": dict(one),
           "copy": dict(one, calls=2, bytes=8 << 20, ns=2 * 10**6), "other": dict(one, calls=40, bytes=4000, ns=10**5)}
     run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
-    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0)
-    run.environment["profile"] = {"io_calls": io}
+    run.application = Application(command=["./app"], exit_status=0, wall_s=1.0, profile=profile_from({"io_calls": io}))
     html = html_profile.application_section(run)
     assert "<td>copy</td>" in html and "<td>other (pipes" in html and "<td>write</td>" not in html
     text = terminal_profile.render(run, width=200)

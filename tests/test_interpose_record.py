@@ -28,6 +28,7 @@ from ceiling.probes.proc_sampler import Sampled, ThreadSample  # noqa: E402
 from ceiling.report.terminal_profile import render  # noqa: E402
 from ceiling.results.model import Application, Run  # noqa: E402
 from ceiling.analysis.profile_run import unwatched  # noqa: E402
+from ceiling.results.profile import profile_from  # noqa: E402
 
 HERE = os.uname().nodename
 CSRC = Path(__file__).resolve().parents[1] / "csrc" / "interpose"
@@ -116,8 +117,8 @@ def analyse(records):
         findings.append(more)
     assert intercepted_calls(recs) >= 0 and intercepted_calls(recs, ("mpi",)) >= 0
     run = Run(tool_version="0", host=HERE, started="2026-01-01T00:00:00Z", command=["ceiling", "profile"],
-              environment={"profile": breakdown}, metrics=metrics, findings=findings,
-              application=Application(command=["app"], exit_status=0, wall_s=2.0))
+              metrics=metrics, findings=findings,
+              application=Application(command=["app"], exit_status=0, wall_s=2.0, profile=profile_from(breakdown)))
     run.analysis.bounds = bounds
     json.dumps(run.to_dict(), allow_nan=False)
     return recs, breakdown, render(run)
@@ -307,7 +308,7 @@ def test_a_program_that_damages_its_record_is_still_reported_with_its_exit_statu
     assert f and f[0]["data"] == {"records": 0, "lines": 2, "fields": 12}, f
     assert ("12 malformed fields and 2 malformed lines in the interposer's records were skipped"
             in " ".join(r.stderr.split()))
-    assert doc["environment"]["profile"]["interposer"]["skipped"] == f[0]["data"]
+    assert doc["application"]["profile"]["interposer"]["skipped"] == f[0]["data"]
     assert list(tmp.iterdir()) == []
 
 

@@ -229,7 +229,7 @@ def test_a_hanging_rerun_ends_the_experiments_at_its_deadline_and_says_so(tmp_pa
     r, doc = profile(tmp_path, shutil.which("sh"), "-c", script, timeout=150)
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - t0 < 120
-    ex = doc["environment"]["profile"]["experiments"]
+    ex = doc["application"]["profile"]["experiments"]
     assert ex["deadline_s"] == 20 and "passed its deadline of 20 s" in ex["why"] and "killed" in ex["why"], ex
     assert not _alive(int(pidfile.read_text()))
     assert "passed its deadline" in " ".join(r.stderr.split())
@@ -257,7 +257,7 @@ def test_a_signal_during_the_experiments_stops_them_keeps_the_profile_and_marks_
     assert rc == code, rest
     doc = json.loads(out.read_text())
     assert doc["partial"] is True and doc["partial_reason"].startswith(f"{word} during the experiments"), doc
-    ex = doc["environment"]["profile"]["experiments"]
+    ex = doc["application"]["profile"]["experiments"]
     assert ex["stopped_by"] == word and ex["why"].startswith(word) and ex["times_s"]["alone"]
     assert doc["application"]["exit_status"] == 0          # the profiled run itself ended well
 
@@ -268,9 +268,9 @@ def test_three_programs_end_to_end_get_an_allowed_verdict_with_its_evidence(tmp_
     for cmd in ((build(tmp_path, "fma"), "10"), (build(tmp_path, "chase"), "2", "256")):
         r, doc = profile(tmp_path, *cmd)
         assert r.returncode == 0, r.stderr
-        ex = doc["environment"]["profile"]["experiments"]
+        ex = doc["application"]["profile"]["experiments"]
         assert (ex.get("bound"), ex.get("by")) in VERDICTS, ex
-        assert ex["working_set"].get("windows", 0) >= 5 or ex["working_set"].get("why"), ex["working_set"]
+        assert (ex["working_set"]["windows"] or 0) >= 5 or ex["working_set"]["why"], ex["working_set"]
         if ex.get("bound"):
             assert ex["confidence"] in ("high", "low") and "alone" in ex["words"]
         else:

@@ -28,7 +28,7 @@ def test_opening_and_stating_files_is_an_io_bound_in_metadata(tmp_path):
     b, found = _io(doc)
     assert b["data"]["by"] == "meta", b
     assert "Open, stat and close less often" in found["profile.io"]["fix"]
-    io = doc["environment"]["profile"]["io_calls"]
+    io = doc["application"]["profile"]["io_calls"]
     assert io["meta"]["calls"] >= 4 * 5000
 
 
@@ -40,6 +40,6 @@ def test_an_fsync_per_write_is_an_io_bound_in_sync_naming_the_file(tmp_path):
     assert "fsync less often" in found["profile.io"]["fix"]
     assert "busiest file" in found["profile.io"]["evidence"]
     assert str(tmp_path / "log") in found["profile.io"]["evidence"]
-    (f,) = [f for f in doc["environment"]["profile"]["files"]["shown"] if f["path"] == str(tmp_path / "log")]
+    (f,) = [f for f in doc["application"]["profile"]["files"]["shown"] if f["path"] == str(tmp_path / "log")]
     assert (f["writes"], f["syncs"], f["write_bytes"]) == (300, 300, 300 * 512)
     assert bound_kinds(doc)[0] == "io"

@@ -20,7 +20,7 @@ CC = shutil.which("cc") or shutil.which("gcc")
 
 def _io(doc):
     assert_interposed(doc)
-    return doc["environment"]["profile"]["io_calls"]
+    return doc["application"]["profile"]["io_calls"]
 
 
 def test_fprintf_to_dev_null_is_no_storage_io(tmp_path):

@@ -48,7 +48,7 @@ def test_a_shell_running_dd_counts_the_bytes_once(tmp_path):
     wrote = metric(doc, "app.io.write")
     assert 30 * MIB <= wrote["value"] * 1e6 <= 30 * MIB * 1.01, wrote
     assert "read once at its exit" in wrote["context"]["source"]
-    assert doc["environment"]["profile"]["launch"]["io_read_at_exit"] is True
+    assert doc["application"]["profile"]["launch"]["io_read_at_exit"] is True
 
 
 def test_the_totals_at_the_exit_stand_for_the_sampled_processes():
@@ -73,7 +73,7 @@ def test_without_the_launcher_the_totals_are_still_read_once_at_the_exit(tmp_pat
                      env={"CEILING_LAUNCHER": str(tmp_path / "absent")})
     assert r.returncode == 0, r.stderr
     assert 30 * MIB <= metric(doc, "app.io.write")["value"] * 1e6 <= 30 * MIB * 1.01
-    assert doc["environment"]["profile"]["launch"]["how"].startswith("forked from ceiling's Python")
+    assert doc["application"]["profile"]["launch"]["how"].startswith("forked from ceiling's Python")
 
 
 def test_a_process_left_behind_is_named(tmp_path):
@@ -160,7 +160,7 @@ def test_a_signal_reaches_the_program_once_and_ceiling_reports(tmp_path, name, t
     # the program's, partial or not (the report says partial)
     assert p.returncode == 0, err
     doc = json.loads(out.read_text())
-    got = doc["environment"]["profile"]["launch"]["signals"]
+    got = doc["application"]["profile"]["launch"]["signals"]
     assert [(s["signal"], s["passed_on"]) for s in got] == [(name, to == "ceiling")], got
     if to == "terminal":
         assert got[0]["how"] == "from the kernel (a terminal)" and doc["partial_reason"].startswith(
@@ -210,7 +210,7 @@ def test_ceiling_survives_hangups_and_user_signals_from_start_to_end(tmp_path):
             p.kill()
     assert sent >= 2 and p.returncode >= 0, (p.returncode, err)
     doc = json.loads(out.read_text())
-    outside = doc["environment"]["profile"]["launch"]["signals_outside"]
+    outside = doc["application"]["profile"]["launch"]["signals_outside"]
     assert "after the program ended" in {s["when"] for s in outside}, outside
     assert {s["signal"] for s in outside} <= {"SIGHUP", "SIGUSR1"}
 
@@ -271,7 +271,7 @@ def test_a_shell_that_execs_the_program_keeps_both_its_images_calls(tmp_path):
     app = execs_itself(tmp_path)
     r, doc = profile(tmp_path, "sh", "-c", f"sleep 0.5; exec {app}")
     assert r.returncode == 0, r.stderr
-    io = doc["environment"]["profile"]["io_calls"]
+    io = doc["application"]["profile"]["io_calls"]
     assert io["write"]["calls"] == 7 + 5 and io["write"]["bytes"] == 12 * 16, io
 
 

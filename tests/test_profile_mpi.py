@@ -392,7 +392,7 @@ def bounds(doc):
 def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
     r, doc = profile(app, tmp_path, "mix", "0", "8192", str(tmp_path / "f"), status=3)
     assert r.returncode == 3, r.stderr                          # rank 0's exit status, through mpiexec
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     assert mpi["ranks"] == 2 and mpi["size"] == 2 and mpi["family"] in ("mpich", "openmpi")
     for rank in mpi["per_rank"]:
         c = rank["classes"]
@@ -416,10 +416,10 @@ def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
     assert {"MPI_Allreduce", "MPI_Irecv", "MPI_Isend", "MPI_Waitall", "MPI_Bcast", "MPI_Sendrecv",
             "MPI_File_open", "MPI_File_write_at_all", "MPI_File_read_at", "MPI_File_close"} <= names
     # ROMIO's own pwrite/pread are inside the MPI-IO calls: the posix module does not count them again
-    io = doc["environment"]["profile"].get("io_calls", {})
+    io = doc["application"]["profile"]["io_calls"]
     assert io.get("write", {}).get("bytes", 0) < 4096
     # the file's record, from MPI_File_open's name: both ranks, one open, one write and one read each
-    (f,) = [x for x in doc["environment"]["profile"]["files"]["shown"] if x["path"] == str(tmp_path / "f")]
+    (f,) = [x for x in doc["application"]["profile"]["files"]["shown"] if x["path"] == str(tmp_path / "f")]
     assert f["api"] == ["MPI-IO"] and f["processes"] == 2 and f["opens"] == 2
     assert (f["writes"], f["write_bytes"], f["reads"], f["read_bytes"]) == (2, 8192, 2, 8192)
 
@@ -429,7 +429,7 @@ def test_every_rank_is_counted_to_the_call_and_the_byte(app, tmp_path):
 def test_one_sided_persistent_and_neighbourhood_calls_are_counted(app, tmp_path):
     r, doc = profile(app, tmp_path, "onesided", "20", "0", "-")
     assert r.returncode == 0, r.stderr
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
     # both ranks: 20 puts of 1000 doubles, 20 gets of 100, 60 fences, one lock epoch
     assert fns["MPI_Put"]["calls"] == 40 and fns["MPI_Put"]["bytes"] == 40 * 8000
@@ -470,7 +470,7 @@ def test_persistent_collectives_count_their_bytes_at_each_start_under_the_inits_
     if "no MPI 4 persistent collectives" in r.stdout:
         pytest.skip("this MPI has no MPI 4 persistent collectives, nor Open MPI's MPIX_ forms")
     pre = "MPIX_" if "persistent collectives as MPIX_" in r.stdout else "MPI_"
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_start = {"Bcast_init": 1000, "Reduce_init": 24, "Allgather_init": 16, "Alltoall_init": 4,
                  "Gather_init": 20, "Scatter_init": 12, "Reduce_scatter_block_init": 4, "Barrier_init": 0}
@@ -505,7 +505,7 @@ def test_alltoallw_and_the_non_blocking_neighbourhood_collectives_are_counted(ap
     n = 4
     r, doc = profile(app, tmp_path, "neigh", str(n), "0")
     assert r.returncode == 0, r.stderr
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_call = {"MPI_Alltoallw": (4 + 3 * 8) // 2, "MPI_Neighbor_alltoallw": 4, "MPI_Neighbor_alltoallv": 12,
                 "MPI_Ineighbor_allgather": 8, "MPI_Ineighbor_allgatherv": 16, "MPI_Ineighbor_alltoall": 4,
@@ -532,7 +532,7 @@ def test_persistent_neighbourhood_collectives_and_partitioned_requests_are_count
     assert r.returncode == 0, r.stderr
     if "no MPI 4 persistent collectives" in r.stdout:
         pytest.skip("this MPI has no MPI 4 persistent collectives or partitioned calls (Open MPI 4.1)")
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     fns = {f["fn"]: f for f in mpi["functions"]}
     per_start = {"MPI_Neighbor_allgather_init": 16, "MPI_Neighbor_allgatherv_init": 24,
                  "MPI_Neighbor_alltoall_init": 4, "MPI_Neighbor_alltoallv_init": 4, "MPI_Neighbor_alltoallw_init": 4,
@@ -566,7 +566,7 @@ def test_a_ping_pong_is_bound_by_mpi_latency_or_bandwidth_by_its_message_size(ap
     n = 20000 if bytes_ == 8 else 150
     r, doc = profile(app, tmp_path, "pingpong", str(n), str(bytes_))
     assert r.returncode == 0, r.stderr
-    mpi = doc["environment"]["profile"]["mpi"]
+    mpi = doc["application"]["profile"]["mpi"]
     sends = {f["fn"]: f for f in mpi["functions"]}["MPI_Send"]
     assert sends["calls"] == 2 * n and sends["bytes"] == 2 * n * bytes_
     assert bounds(doc)[0] == bound, r.stderr
@@ -585,7 +585,7 @@ def test_one_rank_working_four_times_as_long_is_imbalance_naming_it(app, tmp_pat
     assert "imbalance" in bounds(doc) and "waiting" not in bounds(doc), r.stderr
     f = {x["id"]: x for x in doc["findings"]}["profile.mpi.imbalance"]
     assert "rank 0 works" in f["title"]
-    assert doc["environment"]["profile"]["mpi"]["load_balance"] < 0.85
+    assert doc["application"]["profile"]["mpi"]["load_balance"] < 0.85
 
 
 @needs_mpi
@@ -600,7 +600,7 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("Where the time went") == 1, r.stderr
     doc = json.loads(out.read_text())
-    prof = doc["environment"]["profile"]
+    prof = doc["application"]["profile"]
     assert prof["wrapped"] == {"rank": 0, "size": 2}
     per = {x["rank"]: x for x in prof["mpi"]["per_rank"]}
     assert sorted(per) == [0, 1] and prof["mpi"]["ranks"] == 2
@@ -702,7 +702,7 @@ def test_one_rank_writing_everything_while_the_other_waits_is_a_single_writer(ap
     assert f["data"]["rank"] == 0 and f["data"]["share"] > 0.99 and f["data"]["bytes"] >= 64 << 20
     assert "rank 0 writes 100%" in f["title"]
     # and the file itself, from rank 0's per-file record: one process, through stdio
-    (out,) = [x for x in doc["environment"]["profile"]["files"]["shown"] if x["path"].endswith("/out.dat")]
+    (out,) = [x for x in doc["application"]["profile"]["files"]["shown"] if x["path"].endswith("/out.dat")]
     assert (out["processes"], out["write_bytes"], out["api"], out["opens"]) == (1, 64 << 20, ["stdio"], 1)
 
 
@@ -804,7 +804,7 @@ def test_a_program_testing_for_mpi_4_calls_works_and_is_counted_on_any_mpi(mpi_s
     assert len(seen) == 6 and {w[4] for w in seen if w[3] == "MPI_Send_c"} == {"1"}, r.stdout
     mpi4 = {w[6] for w in seen if w[3] == "MPI_Send_c"} == {"1"}
     assert ("count past an int: 2" in r.stdout) != mpi4, r.stdout
-    fns = {f["fn"]: f for f in json.loads(out.read_text())["environment"]["profile"]["mpi"]["functions"]}
+    fns = {f["fn"]: f for f in json.loads(out.read_text())["application"]["profile"]["mpi"]["functions"]}
     for name in ("MPI_Send_c", "MPI_Recv_c"):
         assert (fns[name]["calls"], fns[name]["bytes"]) == (n, 32 * n), fns
     assert (fns["MPI_Allgatherv_c"]["calls"], fns["MPI_Allgatherv_c"]["bytes"]) == (2, 16 + 24), fns
@@ -825,7 +825,7 @@ def test_an_mpi4py_program_is_counted_whichever_calls_its_mpi4py_makes(mpi_setup
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
                      *found["argv2"], sys.executable, "-c", prog], env)
     assert r.returncode == 0, r.stdout + r.stderr
-    fns = {f["fn"]: f for f in json.loads(out.read_text())["environment"]["profile"]["mpi"]["functions"]}
+    fns = {f["fn"]: f for f in json.loads(out.read_text())["application"]["profile"]["mpi"]["functions"]}
     sends = [fns[k] for k in ("MPI_Send", "MPI_Send_c") if k in fns]
     recvs = [fns[k] for k in ("MPI_Mrecv", "MPI_Mrecv_c", "MPI_Recv", "MPI_Recv_c") if k in fns]
     assert sum(f["calls"] for f in sends) == 2 * n and sum(f["calls"] for f in recvs) == 2 * n, fns

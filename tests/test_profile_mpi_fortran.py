@@ -445,7 +445,7 @@ def test_a_fortran_programs_mpi_calls_are_counted_under_their_c_names(fortran_ap
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--save-json", str(out), "--",
                      *found["argv2"], str(exe)], env)
     assert r.returncode == 0, r.stderr
-    check_calls(json.loads(out.read_text())["environment"]["profile"]["mpi"])
+    check_calls(json.loads(out.read_text())["application"]["profile"]["mpi"])
 
 
 def check_calls(mpi):
@@ -488,7 +488,7 @@ def test_a_fortran_programs_mpi_io_is_counted_with_its_file(mpi_setup, tmp_path_
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json", str(out),
                      "--", *found["argv2"], str(exe), str(data)], env)
     assert r.returncode == 0, r.stderr
-    check_io(json.loads(out.read_text())["environment"]["profile"], data)
+    check_io(json.loads(out.read_text())["application"]["profile"], data)
 
 
 @pytest.fixture(scope="module", params=["app_p", "app_p_f08"])
@@ -504,7 +504,7 @@ def _profile(built, tmp_path):
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json", str(out),
                      "--", *found["argv2"], str(exe)], env)
     assert r.returncode == 0, r.stderr
-    return json.loads(out.read_text())["environment"]["profile"]["mpi"]
+    return json.loads(out.read_text())["application"]["profile"]["mpi"]
 
 
 @needs_mpi
@@ -650,7 +650,7 @@ def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
                      "--", MPICH_RUN, "-n", "2", str(tmp_path / name), *([str(data)] if name == "app_io" else [])],
                     dict(env, NO_COLOR="1"))
     assert r.returncode == 0, r.stderr
-    prof = json.loads(out.read_text())["environment"]["profile"]
+    prof = json.loads(out.read_text())["application"]["profile"]
     assert prof["mpi"]["family"] == "mpich"
     check = {"app_io": None, "app_p": check_p_rma, "app_p_f08": check_p_rma, "app_pcoll": check_pcoll,
              "app_nb": check_neigh, "app_nb_f08": check_neigh, "app_pnb": check_pneigh}.get(name, check_calls)

@@ -79,7 +79,7 @@ def test_srun_as_the_launcher_of_a_profiled_job(app, step, tmp_path):  # noqa: F
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
                      str(out), "--", SRUN, *step, str(exe), "pingpong", "500", "64", "0"], _env(tmp))
     assert r.returncode == 0, r.stderr
-    prof = json.loads(out.read_text())["environment"]["profile"]
+    prof = json.loads(out.read_text())["application"]["profile"]
     per = {x["rank"]: x for x in prof["mpi"]["per_rank"]}
     assert sorted(per) == [0, 1] and prof["mpi"]["size"] == 2
     for rank in (0, 1):
@@ -100,7 +100,7 @@ def test_srun_wraps_each_rank_and_rank_0_reports_them_all(app, step, tmp_path): 
                      "--save-json", str(out), "--", str(exe), "pingpong", "500", "64", "0"], _env(tmp))
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("Where the time went") == 1, r.stderr
-    prof = json.loads(out.read_text())["environment"]["profile"]
+    prof = json.loads(out.read_text())["application"]["profile"]
     assert prof["wrapped"] == {"rank": 0, "size": 2}
     assert sorted(x["rank"] for x in prof["mpi"]["per_rank"]) == [0, 1]
     assert prof["from_records"]["processes"] == 1, prof["from_records"]

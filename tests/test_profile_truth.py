@@ -150,7 +150,7 @@ def profile(tmp_path: Path, *cmd: str, stdout=subprocess.PIPE):
 def records(doc: dict, path: Path) -> list:
     """ceiling's per-file records of a path (more than one where it keys them by inode and the
     path named several files over the run)."""
-    return [f for f in doc["environment"]["profile"].get("files", {}).get("shown", []) if f["path"] == str(path)]
+    return [f for f in (doc["application"]["profile"]["files"] or {}).get("shown", []) if f["path"] == str(path)]
 
 
 def record(doc: dict, path: Path) -> dict:
@@ -170,7 +170,7 @@ def test_a_programs_calls_and_bytes_on_its_file_are_counted_exactly(tmp_path, pr
     got = {k: rec.get(k) for k in ("opens", "writes", "write_bytes", "reads", "read_bytes", "syncs")}
     assert got == {"opens": 1, "writes": 24, "write_bytes": 24 * 4096, "reads": 20,
                    "read_bytes": 16 * 4096 + 4 * 1000, "syncs": 1}
-    io = doc["environment"]["profile"]["io_calls"]
+    io = doc["application"]["profile"]["io_calls"]
     assert io["sync"]["calls"] == 1
     assert io["read"]["calls"] == 20 and io["read"]["bytes"] == 16 * 4096 + 4 * 1000
 
@@ -286,10 +286,10 @@ def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path,
         doc = json.loads(out.read_text())
         return doc, metric(doc, "app.io.read") * 1e6, metric(doc, "app.io.write") * 1e6
     doc, read, wrote = totals()
-    assert doc["environment"]["profile"]["interposer"]["used"], doc["environment"]["profile"]["interposer"]
+    assert doc["application"]["profile"]["interposer"]["used"], doc["application"]["profile"]["interposer"]
     _, plain_read, plain_wrote = totals("--no-interpose")
     assert wrote == pytest.approx(plain_wrote, abs=8) and plain_wrote == pytest.approx(100, abs=8)
-    own = doc["environment"]["profile"]["launch"]["interposer_io"]
+    own = doc["application"]["profile"]["launch"]["interposer_io"]
     assert own["read_bytes"] > 0 and own["written_bytes"] > 0
     loader = own["loader"]
     assert loader["images"] == 1 and loader["per_image_bytes"] > 0, loader
@@ -310,9 +310,8 @@ def test_a_forked_childs_reads_are_the_programs_without_a_loader_to_take_off(tmp
         doc = json.loads(out.read_text())
         return doc, metric(doc, "app.io.read") * 1e6
     doc, profiled = read()
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built")
-    assert doc["environment"]["profile"]["launch"]["interposer_io"]["loader"]["images"] == 1
+    assert doc["application"]["profile"]["interposer"]["used"], doc["application"]["profile"]["interposer"]
+    assert doc["application"]["profile"]["launch"]["interposer_io"]["loader"]["images"] == 1
     _, plain = read("--no-interpose")
     assert round(profiled) == round(plain), (profiled, plain)
 
@@ -335,9 +334,8 @@ def test_the_profiled_peak_rss_is_within_1_mib_of_the_plain_run(tmp_path, prog):
         doc = json.loads(out.read_text())
         return doc, metric(doc, "app.rss.peak")
     doc, profiled = peak()
-    if not doc["environment"]["profile"]["interposer"]["used"]:
-        pytest.skip("the interposer is not built")
-    files = doc["environment"]["profile"].get("files", {})
+    assert doc["application"]["profile"]["interposer"]["used"], doc["application"]["profile"]["interposer"]
+    files = doc["application"]["profile"].get("files", {})
     assert files["lost"] > 0, files                # 600 files, 512 records: the table is full
     _, plain = peak("--no-interpose")
     assert 0 <= profiled - plain < 1.0, (profiled, plain)

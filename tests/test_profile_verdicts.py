@@ -142,7 +142,7 @@ def test_make_j2_beside_busy_processes_names_them_and_is_not_oversubscribed(tmp_
     assert r.returncode == 0, r.stderr
     kinds = [x["bound"] for x in doc["analysis"]["bounds"]]
     assert "oversubscribed" not in kinds, doc["analysis"]["bounds"]
-    assert doc["environment"]["profile"]["runnable"]["max"] <= 3
+    assert doc["application"]["profile"]["runnable"]["max"] <= 3
     f = {x["id"]: x for x in doc["findings"]}["profile.competing"]
     # named with their share of a CPU (the five busiest: on a node shared with other work, the
     # hogs need not be among them)
@@ -156,7 +156,7 @@ def test_a_numpy_loop_with_idle_openblas_threads_is_cpu(tmp_path):
                                       "while time.time() - t < 1.5:\n    a = np.sqrt(a * a + 1.0) - 0.5\n")
     r, doc = profile(tmp_path, sys.executable, "loop.py", env={"OPENBLAS_NUM_THREADS": "2"})
     assert r.returncode == 0, r.stderr
-    p = doc["environment"]["profile"]
+    p = doc["application"]["profile"]
     assert p["idle_threads"], p                              # the pool thread is there, and left out
     assert doc["analysis"]["bounds"][0]["bound"] == "cpu", (doc["analysis"]["bounds"], p["per_thread"])
 
@@ -226,7 +226,7 @@ def test_a_polling_parent_is_timed_apart_from_its_own_start_up(tmp_path):
     (tmp_path / "sup.py").write_text(SUPERVISE)
     r, doc = profile(tmp_path, sys.executable, "sup.py")
     assert r.returncode == 0, r.stderr
-    p = doc["environment"]["profile"]
+    p = doc["application"]["profile"]
     [sup] = p["supervisors"]
     assert sup["waited_s"] >= 0.5 and sup["cpu_s"] < 0.1 * sup["waited_s"] and sup["own_s"] >= 0.2, p
     assert p["shares"]["off_cpu"] < 0.2, p
@@ -246,7 +246,7 @@ def test_a_shell_that_execs_the_program_after_waiting_keeps_the_program_in_the_s
                                       "while time.process_time() < t:\n    pass\n")
     r, doc = profile(tmp_path, "sh", "-c", f"sleep 4; exec {sys.executable} spin.py")
     assert r.returncode == 0, r.stderr
-    p = doc["environment"]["profile"]
+    p = doc["application"]["profile"]
     assert p["launchers"] == [], p
     [sup] = p["supervisors"]
     assert sup["waited_s"] >= 3.0 and sup["own_s"] >= 0.15, p
@@ -256,13 +256,14 @@ def test_a_shell_that_execs_the_program_after_waiting_keeps_the_program_in_the_s
 def test_the_pages_show_the_supervisors_and_the_signals_from_outside_the_run():
     from ceiling.report import html_profile, terminal_profile
     from ceiling.results.model import Application, Run
+    from ceiling.results.profile import profile_from
     run = Run(tool_version="t", host="n1", started="2026-11-25T00:00:00", command=["ceiling", "profile"])
     run.application = Application(command=["fio"], exit_status=0, wall_s=1.0)
-    run.environment["profile"] = {
+    run.application.profile = profile_from({
         "shares": {"on_cpu": 0.5, "runq": 0.0, "off_cpu": 0.5}, "threads": 2, "thread_seconds": 1.0,
         "supervisors": [{"process": "10 fio", "waited_s": 0.7, "cpu_s": 0.005, "own_s": 0.3}],
         "launch": {"signals": [{"signal": "SIGUSR1", "sent_to": "ceiling alone", "passed_on": True}],
-                   "signals_outside": [{"signal": "SIGHUP", "when": "after the program ended"}]}}
+                   "signals_outside": [{"signal": "SIGHUP", "when": "after the program ended"}]}})
     text = terminal_profile.render(run, width=300)
     assert "left out: 10 fio's 0.7 s waiting while its children ran" in text
     assert ("Signals   while it ran: SIGUSR1 (passed on to the program); outside its run, noted only (nothing was "
@@ -311,7 +312,7 @@ def test_a_little_io_in_a_long_run_is_not_worth_a_storage_measurement_after_it(t
                         sys.executable, "-c", prog], capture_output=True, text=True, timeout=300, env=env,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    prof = json.loads(out.read_text())["environment"]["profile"]
+    prof = json.loads(out.read_text())["application"]["profile"]
     assert prof["interposer"]["used"], prof["interposer"]       # a dynamic program, the library built
     assert "storage" not in (prof.get("quick_ceilings") or {})
     (c,) = [c for c in prof["ceilings"] if c["what"] == "I/O read"]

@@ -22,7 +22,7 @@ import pytest
 
 from ceiling.analysis.analyse import analyse, ensure
 from ceiling.errors import CeilingError
-from ceiling.report import html, terminal
+from ceiling.report import html, terminal, terminal_profile
 from ceiling.results import jsonio
 from reporting import analysed
 from sample_runs import vm_run
@@ -39,6 +39,8 @@ FOR_STRINGS = (0, 1e308, None, True, [], {})
 BASES: Dict[str, Any] = {
     "golden_v2": json.loads((GOLDEN / "run_v2.json").read_text()),     # two nodes, stored analysis
     "golden_v1": json.loads((GOLDEN / "run_v1.json").read_text()),     # analysed when read
+    "golden_v3": json.loads((GOLDEN / "run_v3.json").read_text()),     # two nodes, as this ceiling writes them
+    "profile_v3": json.loads((GOLDEN / "run_v3_profile.json").read_text()),   # a program's typed profile
     "vm": jsonio.to_doc(analysed(vm_run())),                           # every kind of plot
 }
 
@@ -101,6 +103,8 @@ def survives(text: str) -> str:
             ensure(run)                       # as `ceiling show` does
         terminal.render(run)
         terminal.summary(run)
+        if run.application is not None and run.application.profile is not None:
+            terminal_profile.render(run)          # what `ceiling show` prints for a profile
         page = html.render(run)
         assert not bad_coordinates(page), bad_coordinates(page)[:3]
         jsonio.loads(jsonio.dumps(run), source="written")   # what ceiling writes, it reads back

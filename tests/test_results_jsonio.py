@@ -10,6 +10,7 @@ import pytest
 from ceiling.errors import PathError, StoreError
 from ceiling.results import jsonio
 from ceiling.results import migrate
+from ceiling.results.profile_cost import Overhead
 from ceiling.results.model import (SCHEMA_VERSION, LOWER, Analysis, Bound, Finding, Job, Metric, Peak, Roof,
                                    RooflinePoint, Run, Series, Uniformity)
 
@@ -93,7 +94,7 @@ def test_v2_golden_content_is_what_the_model_reads():
                                                           "net.latency.inter_node"]
     assert run.findings[1].data == {"channels": 4, "populated": 3, "empty": ["C"]}
     app = run.application
-    assert app.exit_status == 0 and app.signal == "" and app.overhead == {"per_call_ns": 85.0, "fraction": 0.0125}
+    assert app.exit_status == 0 and app.signal == "" and app.overhead == Overhead(per_call_ns=85.0, fraction=0.0125)
     assert [(f.kind, f.bytes) for f in app.files] == [("trace-perfetto", 1834512), ("trace-otf2", None),
                                                        ("log", 2048)]
     a = run.analysis
@@ -115,9 +116,10 @@ def test_v2_golden_content_is_what_the_model_reads():
     assert part.analysis.verdict.kind == "nothing_measured" and not part.analysis.empty
 
 
-@pytest.mark.parametrize("old,new", [("run_v1_partial.json", "run_v2_from_v1_partial.json")])
-def test_an_upgraded_v1_file_equals_its_v2_form(old, new):
-    # run_v2_from_v1_partial.json is run_v1_partial.json as this ceiling writes it.
+@pytest.mark.parametrize("old,new", [("run_v1_partial.json", "run_v3_from_v1_partial.json"),
+                                     ("run_v2_profile_mpi.json", "run_v3_profile.json")])
+def test_an_upgraded_file_equals_its_current_form(old, new):
+    # run_v3_from_v1_partial.json is run_v1_partial.json as this ceiling writes it (and the profile likewise).
     assert jsonio.load(GOLDEN / old) == jsonio.load(GOLDEN / new)
     assert jsonio.dumps(jsonio.load(GOLDEN / old)) == (GOLDEN / new).read_text(encoding="utf-8")
 

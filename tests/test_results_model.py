@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 from ceiling.errors import StoreError
-from ceiling.results import jsonio
+from ceiling.results import jsonio, migrate
 from ceiling.results.model import (Analysis, Application, Bound, DocumentError, Finding, Job, Metric, Node,
                                    OutputFile, Peak, Roofline, Run, Series, Stats, Uniformity, Verdict)
+from ceiling.results.profile_cost import Overhead
 from ceiling.results.store import Store
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def golden_doc(name="run_v2.json"):
+def golden_doc(name="run_v3.json"):
     return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
 
 
@@ -37,9 +38,25 @@ def _objects(cls, value, path=""):
         (item,) = typing.get_args(cls)
         for i, v in enumerate(value):
             yield from _objects(item, v, f"{path}[{i}]")
+    elif origin is dict:
+        (_, item) = typing.get_args(cls)
+        for k, v in value.items():
+            yield from _objects(item, v, f"{path}.{k}")
 
 
-OBJECTS = list(_objects(Run, golden_doc()))
+PROFILE = "run_v3_profile.json"       # a program's profile: the application section's records
+
+
+def _in_profile(path):
+    return path.startswith(("application.profile", "application.overhead."))
+
+
+# a run of two nodes, and the records of a profile
+OBJECTS = list(_objects(Run, golden_doc())) + [o for o in _objects(Run, golden_doc(PROFILE)) if _in_profile(o[0])]
+
+
+def _doc_for(path):
+    return golden_doc(PROFILE if _in_profile(path) else "run_v3.json")
 
 
 def _classes(hint):
@@ -52,9 +69,15 @@ def _classes(hint):
     return set().union(*(_classes(a) for a in typing.get_args(hint)))
 
 
-def test_the_v2_golden_file_holds_every_kind_of_object():
-    assert {cls for _, cls, _ in OBJECTS} == _classes(Run)
-    assert len(_classes(Run)) == 21
+def test_the_golden_files_hold_every_kind_of_object():
+    # the application section's records: those a profile of an MPI program holds (the others,
+    # --experiments' and --overhead's, are read by tests/test_results_migrate.py's v2 profiles)
+    from ceiling.results import profile
+    section = _classes(profile.Profile) | _classes(Overhead)
+    assert {cls for _, cls, _ in OBJECTS} - section == _classes(Run) - section
+    assert len(_classes(Run) - section) == 21
+    assert {"Profile", "Mpi", "MpiRank", "Files", "FileRecord", "Counters", "Overhead", "OwnTime"} <= \
+        {cls.__name__ for _, cls, _ in OBJECTS}
 
 
 def _at(doc, path):
@@ -68,7 +91,7 @@ def _at(doc, path):
 
 @pytest.mark.parametrize("path", [p for p, _, _ in OBJECTS], ids=lambda p: p or "(top)")
 def test_an_unknown_key_is_refused_where_it_is(path):
-    d = golden_doc()
+    d = _doc_for(path)
     _at(d, path)["colour"] = "red"
     where = f"{path}.colour" if path else "colour"
     with pytest.raises(DocumentError) as e:
@@ -89,9 +112,9 @@ def _re(s):
                                              dataclasses.MISSING for f in dataclasses.fields(c))],
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_a_missing_required_key_is_named(path, cls):
-    d = golden_doc()
     first = next(f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING
                  and f.default_factory is dataclasses.MISSING)
+    d = _doc_for(path)
     del _at(d, path)[first]
     where = f"{path}.{first}" if path else first
     with pytest.raises(DocumentError, match=rf"^{_re(where)}: missing key$"):
@@ -103,7 +126,6 @@ def test_free_form_dicts_take_any_key():
     d["metrics"][0]["context"]["colour"] = "red"
     d["findings"][0]["data"]["colour"] = "red"
     d["analysis"]["bounds"][0]["data"]["colour"] = "red"
-    d["application"]["overhead"]["colour"] = "red"
     d["nodes"][0]["environment"]["colour"] = "red"
     d["nodes"][0]["machine"]["colour"] = "red"
     run = Run.from_dict(d)
@@ -196,7 +218,7 @@ def test_node_helpers_of_a_multi_node_run():
 
 def test_new_objects_round_trip_through_json():
     app = Application(["./a.out"], exit_status=None, signal="SIGKILL", wall_s=1.5,
-                      started="2025-01-01T00:00:00Z", overhead={"per_call_ns": 40.0},
+                      started="2025-01-01T00:00:00Z", overhead=Overhead(per_call_ns=40.0),
                       files=[OutputFile("t.json", "trace-perfetto")])
     run = Run("0.1.0", "h", "2025-01-01T00:00:00Z", ["ceiling"], application=app,
               analysis=Analysis(verdict=Verdict("unknown_peaks", peak=Peak(None, "GB/s", "no DIMM data"),
@@ -219,10 +241,14 @@ def test_the_v2_golden_file_sets_every_field_added_in_v2():
     v1 = json.loads(files("ceiling.results").joinpath("schema_v1.json").read_text(encoding="utf-8"))
     v1_fields = {"Run": set(v1["properties"])}
     v1_fields.update({name: set(d.get("properties", {})) for name, d in v1["$defs"].items()})
+    v2 = json.loads(files("ceiling.results").joinpath("schema_v2.json").read_text(encoding="utf-8"))
+    v2_fields = {"Run": set(v2["properties"])}
+    v2_fields.update({name: set(d.get("properties", {})) for name, d in v2["$defs"].items()})
     added = {(c.__name__, f.name) for c in _classes(Run) for f in dataclasses.fields(c)
-             if f.name not in v1_fields.get(c.__name__, set())}
+             if f.name not in v1_fields.get(c.__name__, set()) and f.name in v2_fields.get(c.__name__, set())}
     assert ("Metric", "node") in added and ("Analysis", "verdict") in added
-    every = [o for name in ("run_v2.json", "run_v2_partial.json") for o in _objects(Run, golden_doc(name))]
+    every = [o for name in ("run_v2.json", "run_v2_partial.json")
+             for o in _objects(Run, migrate.upgrade(golden_doc(name)))]
     set_somewhere = {(cls.__name__, k) for _, cls, value in every for f in dataclasses.fields(cls)
                      for k in [f.name] if value[k] not in (_default(f), None, "", [], {})}
     assert added - set_somewhere == set()

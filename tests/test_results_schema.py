@@ -50,12 +50,15 @@ def test_every_older_version_keeps_its_schema():
         jsonio.schema(SCHEMA_VERSION + 1)
 
 
-def test_schema_v1_is_frozen():
-    # Documents already written were checked against it: it describes them, not the model.
+@pytest.mark.parametrize("version,digest", [
+    (1, "dc3be1f08255e0d4bf0df25675130c5a74d178bd6a8320c49f940f4d734a90bd"),
+    (2, "2e94438e7c4d899832a080474e87b8444e2799870b4142a31ad27c150ce2f66a"),
+])
+def test_older_schemas_are_frozen(version, digest):
+    # Documents already written were checked against them: they describe them, not the model.
     from importlib.resources import files
-    data = files("ceiling.results").joinpath("schema_v1.json").read_bytes()
-    assert hashlib.sha256(data).hexdigest() == \
-        "dc3be1f08255e0d4bf0df25675130c5a74d178bd6a8320c49f940f4d734a90bd"
+    data = files("ceiling.results").joinpath(f"schema_v{version}.json").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == digest
 
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("run_v*.json")), ids=lambda p: p.name)
@@ -137,10 +140,55 @@ def _hint_types(hint):
              type(None): "null"}[hint]}
 
 
+# the application section (results/profile*.py, schema 3)
+APPLICATION = {
+    "Profile", "Spread", "Shares", "PerThread", "FromRecords", "Sampler", "Runnable", "IoTotals", "LoadProcess",
+    "CompetingLoad", "IoClass", "FileRecord", "FilesRest", "AsyncIo", "Files", "SignalNote", "SignalOutside",
+    "InterposerIo", "Launch", "Skipped", "Interposer", "Wrapped", "Comparison", "QuickCeiling",
+    "CallCount", "PeerCount", "MpiRank", "MpiFunction", "MessageSizes", "LifeShare", "FinalizeUnknown", "Mpi",
+    "CounterEvent", "Derived", "Counters", "CountersVerdict", "Footprint", "PageSetting", "WorkingSet",
+    "PagesResult", "ScalingPoint", "Scaling", "Experiments",
+    "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented",
+}
+
+
 def test_the_model_reaches_the_new_objects():
     assert {"Run", "Metric", "Stats", "Peak", "Finding", "Series", "Node", "Job", "Application",
             "OutputFile", "Analysis", "Verdict", "Roofline", "Roof", "Ridge", "RooflinePoint", "Bound",
-            "Uniformity", "Absent", "Capacity", "Figure"} == set(MODEL)
+            "Uniformity", "Absent", "Capacity", "Figure"} | APPLICATION == set(MODEL)
+
+
+def test_the_application_section_is_closed_everywhere():
+    # Strict: from Application down, every object the schema allows lists its properties and
+    # refuses others (additionalProperties false), or is a map by name whose values are typed
+    # (additionalProperties a schema, never true or absent), so that no figure a report shows
+    # can reach the document outside a typed field.
+    seen = set()
+
+    def walk(sub, where):
+        if isinstance(sub, list):
+            for i, x in enumerate(sub):
+                walk(x, f"{where}/{i}")
+            return
+        if not isinstance(sub, dict):
+            return
+        if "$ref" in sub:
+            name = sub["$ref"].split("/")[-1]
+            if name not in seen and name in DEFS:
+                seen.add(name)
+                walk(DEFS[name], f"$defs/{name}")
+        if sub.get("type") == "object" or (isinstance(sub.get("type"), list) and "object" in sub["type"]):
+            extra = sub.get("additionalProperties", True)
+            if "properties" in sub:
+                assert extra is False, f"{where}: open object"
+            else:
+                assert isinstance(extra, dict) and extra, f"{where}: a map without the type of its values"
+        for k, v in sub.items():
+            if k not in ("$ref", "description"):
+                walk(v, f"{where}/{k}")
+
+    walk(DEFS["Application"], "$defs/Application")
+    assert {"Profile", "Overhead", "Mpi", "Experiments", "Counters"} <= seen
 
 
 # Fields added to schema 2 after documents of it were written: always written, optional when read
@@ -198,9 +246,8 @@ def test_every_object_of_the_schema_is_closed():
     walk(SCHEMA, "")
 
 
-# Objects with documented keys that stay open: machine facts, and the measured overheads
-# (Application.overhead is Dict[str, Any]; per_call_ns and fraction are the keys written today).
-OPEN = {"/$defs/Machine", "/$defs/Application/properties/overhead"}
+# Objects with documented keys that stay open: machine facts.
+OPEN = {"/$defs/Machine"}
 
 
 def test_pinned_machine_fields_exist_in_the_model():
@@ -244,7 +291,7 @@ def test_a_run_built_from_the_model_validates():
     assert jsonio.validate(run) is True
 
 
-def _golden_doc(name="run_v2.json"):
+def _golden_doc(name="run_v3.json"):
     return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
 
 
@@ -311,6 +358,43 @@ def test_breaking_changes_are_caught(what, change):
     change(bad)
     with pytest.raises(StoreError, match="invalid run document at"):
         jsonio.validate(bad)
+
+
+PROFILE = "run_v3_profile.json"       # a real `ceiling profile` of an MPI program, upgraded from schema 2
+PROFILE_BREAKS = [
+    ("extra key in the profile", lambda p: p.update(score=1)),
+    ("extra key in a rank", lambda p: p["mpi"]["per_rank"][0].update(colour="red")),
+    ("extra key in an I/O class", lambda p: p["io_calls"]["read"].update(mb=1.0)),
+    ("extra key in a file", lambda p: p["files"]["shown"][0].update(inode=12)),
+    ("extra key in a counter event", lambda p: p["counters"]["events"]["cycles"].update(hint="x")),
+    ("extra key in a comparison", lambda p: p["ceilings"][0].update(verdict="slow")),
+    ("extra key in the launch", lambda p: p["launch"].update(pid=1)),
+    ("share as text", lambda p: p["shares"].update(on_cpu="43%")),
+    ("threads as text", lambda p: p.update(threads="2")),
+    ("missing split key", lambda p: p["shares"].pop("runq")),
+    ("an I/O class not a record", lambda p: p["io_calls"].update(read=138)),
+    ("a rank's groups as text", lambda p: p["mpi"]["per_rank"][0]["groups"].update(p2p="0.18")),
+    ("a message histogram of text", lambda p: p["mpi"]["hist"]["p2p"].update(hist=["8000"])),
+    ("the split untyped again", lambda p: p.update(per_thread=[0.4, 0.5])),
+]
+
+
+@pytest.mark.parametrize("what,change", PROFILE_BREAKS, ids=[b[0] for b in PROFILE_BREAKS])
+def test_breaking_changes_in_the_application_section_are_caught(what, change):
+    doc = _golden_doc(PROFILE)
+    jsonio.validate(doc)
+    change(doc["application"]["profile"])
+    with pytest.raises(StoreError, match="invalid run document at application/profile"):
+        jsonio.validate(doc)
+    with pytest.raises(StoreError, match=r"is not a valid ceiling run: application\.profile"):
+        jsonio.from_doc(doc, "x.json")          # and the reader, without jsonschema, refuses it too
+
+
+def test_overhead_is_closed_too():
+    doc = _golden_doc(PROFILE)
+    doc["application"]["overhead"]["ceiling"]["colour"] = "red"
+    with pytest.raises(StoreError, match="invalid run document at application/overhead/ceiling"):
+        jsonio.validate(doc)
 
 
 V1_BREAKS = [

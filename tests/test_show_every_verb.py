@@ -22,7 +22,7 @@ import pytest
 
 from ceiling.analysis.analyse import analyse
 from ceiling.analysis.cluster import Cluster, NodeDigest
-from ceiling.results import jsonio
+from ceiling.results import jsonio, migrate
 from ceiling.results.model import HIGHER, LOWER, Run
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -66,7 +66,8 @@ def _show_everywhere(tmp_path: Path, source: list, doc: dict) -> tuple:
     assert "Traceback" not in text.stderr + text.stdout
     js = ceiling("show", *source, "--json")
     assert js.returncode == 0, js.stderr
-    assert json.loads(js.stdout) == doc                  # the document as recorded, nothing lost
+    # the document as recorded, nothing lost; one of an older schema as this ceiling upgrades it
+    assert json.loads(js.stdout) == migrate.upgrade(doc)
     page = tmp_path / "shown.html"
     html = ceiling("show", *source, "--out", str(page))
     assert html.returncode == 0, html.stderr
@@ -123,8 +124,31 @@ def test_a_cluster_run_with_an_outlier_is_shown_again_in_every_format(tmp_path):
     _check_shown("cluster", doc, text, page)
 
 
-@pytest.mark.parametrize("name", ["run_v2.json", "run_v2_partial.json"])
+@pytest.mark.parametrize("name", ["run_v2.json", "run_v2_partial.json", "run_v3.json"])
 def test_the_golden_runs_are_shown_again_in_every_format(tmp_path, name):
     doc = json.loads((GOLDEN / name).read_text())
     text, page = _show_everywhere(tmp_path, [str(GOLDEN / name)], doc)
     _check_shown("run", doc, text, page)
+
+
+# `ceiling profile` documents of schema 2 (an MPI program; --experiments --overhead) and 3
+PROFILES = ["run_v2_profile_mpi.json", "run_v2_profile_experiments.json", "run_v3_profile.json"]
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_profiles_of_every_schema_are_shown_from_a_file_and_from_a_history(tmp_path, name):
+    doc = json.loads((GOLDEN / name).read_text())
+    # a history that an older ceiling wrote holds the document as it was: put it there as it is
+    db = tmp_path / "h.db"
+    from ceiling.results.store import Store
+    with Store(db) as store:
+        rid = store.save(jsonio.load(GOLDEN / name))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE runs SET doc = ? WHERE run_id = ?", (json.dumps(dict(doc, run_id=rid)), rid))
+    con.commit()
+    con.close()
+    for source, recorded in (([str(GOLDEN / name)], doc), (["--db", str(db), rid], dict(doc, run_id=rid))):
+        text, page = _show_everywhere(tmp_path, source, recorded)
+        _check_shown("profile", migrate.upgrade(recorded), text, page)
+        prof = migrate.upgrade(doc)["application"]["profile"]
+        assert f"over {prof['threads']} thread" in text and f"over {prof['threads']} thread" in page

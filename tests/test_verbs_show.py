@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ceiling import cli
+from ceiling.results.model import SCHEMA_VERSION
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -25,7 +26,7 @@ def test_show_renders_every_golden_document(name, tmp_path, capsys):
 def test_a_v1_document_is_analysed_when_shown(capsys):
     assert cli.main(["show", str(GOLDEN / "run_v1.json"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == SCHEMA_VERSION
     assert doc["analysis"]["verdict"]["kind"] in ("below_peak", "unknown_peaks", "no_peak", "nothing_measured")
     assert doc["analysis"]["roofline"] is not None
 

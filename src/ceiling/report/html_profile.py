@@ -5,9 +5,12 @@ and message sizes that took it, and what profiling cost."""
 from __future__ import annotations
 
 from html import escape as esc
-from typing import Any, Dict, List
+from typing import Dict, List
 
 from ..results.model import Run
+from ..results.profile import Profile
+from ..results.profile_mpi import Mpi
+from ..results.profile_run import Files, IoClass
 from .terminal_profile import (FILE_HEADS, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
                                mpi_rank_rows, rank_cpu, signals_text, supervisors_text,
                                wrapped_text)
@@ -30,28 +33,28 @@ def application_section(run: Run) -> str:
     app = run.application
     if app is None:
         return ""
-    prof: Dict[str, Any] = run.environment.get("profile", {})
+    prof = app.profile or Profile()
     ended = (f"killed by {app.signal}" if app.signal else
              f"exit {app.exit_status}" if app.exit_status is not None else "did not finish")
     wall = f" after {app.wall_s:.3g} s" if app.wall_s is not None else ""
     facts = [("Command", " ".join(app.command)), ("Ended", ended + wall)]
-    if signals_text(prof.get("launch") or {}):
-        facts.append(("Signals", signals_text(prof["launch"])))
-    if prof.get("launchers"):
-        facts.append(("Left out", ", ".join(prof["launchers"]) + " (only started and waited for the others)"))
-    if prof.get("supervisors"):
-        facts.append(("Left out", supervisors_text(prof["supervisors"])))
+    if signals_text(prof.launch):
+        facts.append(("Signals", signals_text(prof.launch)))
+    if prof.launchers:
+        facts.append(("Left out", ", ".join(prof.launchers) + " (only started and waited for the others)"))
+    if prof.supervisors:
+        facts.append(("Left out", supervisors_text(prof.supervisors)))
     parts: List[str] = ['<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
                         + "</dl>"]
     parts.append(_split(prof))
     parts.append(_io_table(prof))
-    parts.append(_files(prof.get("files") or {}))
-    parts.append(_mpi(prof.get("mpi") or {}))
-    if prof.get("wrapped"):
+    parts.append(_files(prof.files))
+    parts.append(_mpi(prof.mpi))
+    if prof.wrapped:
         parts.append(f'<p class="hint">{esc(wrapped_text(prof))}</p>')
-    if prof.get("ceilings"):
+    if prof.ceilings:
         parts.append("<h3>Against this node's ceilings</h3><ul>"
-                     + "".join(f"<li>{esc(ceiling_text(c))}</li>" for c in prof["ceilings"]) + "</ul>")
+                     + "".join(f"<li>{esc(ceiling_text(c))}</li>" for c in prof.ceilings) + "</ul>")
     if len(run.analysis.bounds) > 1:
         parts.append("<h3>Bounds</h3><ul>" + "".join(
             f"<li><strong>{esc(b.bound)}</strong>"
@@ -61,21 +64,26 @@ def application_section(run: Run) -> str:
     return f'<section id="application"><h2>Application</h2>{"".join(parts)}</section>'
 
 
-def _split(prof: Dict[str, Any]) -> str:
-    shares = prof.get("shares") or {}
+def _split(prof: Profile) -> str:
+    shares = prof.shares
     if not shares:
         return "<p>Where the time went: unknown (the program ended before the first sample of /proc).</p>"
-    bar = "".join(f'<span title="{esc(words)} {shares.get(k, 0):.1%}" style="display:inline-block;height:18px;'
-                  f'width:{max(0.0, shares.get(k, 0)) * 100:.2f}%;background:{color}"></span>'
+    bar = "".join(f'<span title="{esc(words)} {getattr(shares, k):.1%}" style="display:inline-block;height:18px;'
+                  f'width:{max(0.0, getattr(shares, k)) * 100:.2f}%;background:{color}"></span>'
                   for k, words, color in SPLIT)
-    per = prof.get("per_thread") or {}
+    per = prof.per_thread
+
+    def spread(k: str, s: str) -> float:
+        p = getattr(per, k) if per else None
+        return getattr(p, s) if p else 0
+
     rows = "".join(
         f'<tr><td><span style="display:inline-block;width:10px;height:10px;background:{color}"></span> '
-        f'{esc(words)}</td><td class="n">{shares.get(k, 0):.0%}</td>'
-        + "".join(f'<td class="n">{(per.get(k) or {}).get(s, 0):.0%}</td>' for s in ("min", "mean", "max"))
+        f'{esc(words)}</td><td class="n">{getattr(shares, k):.0%}</td>'
+        + "".join(f'<td class="n">{spread(k, s):.0%}</td>' for s in ("min", "mean", "max"))
         + "</tr>" for k, words, color in SPLIT)
-    n = prof.get("threads", 0)
-    return (f"<h3>Where the time went</h3><p>{prof.get('thread_seconds', 0):.3g} thread-seconds over {n} "
+    n = prof.threads or 0
+    return (f"<h3>Where the time went</h3><p>{prof.thread_seconds or 0:.3g} thread-seconds over {n} "
             f"thread{'s' if n != 1 else ''}.</p>"
             f'<div style="width:100%;max-width:720px;border:1px solid #9e9e9e;line-height:0">{bar}</div>'
             '<table><thead><tr><th></th><th class="n">share</th><th class="n">thread min</th>'
@@ -88,21 +96,21 @@ IO_ROWS = (("read", "read"), ("write", "write"), ("meta", "meta"), ("sync", "syn
            ("other", "other (pipes, terminals, sockets, /dev/null: not storage)"))
 
 
-def _io_table(prof: Dict[str, Any]) -> str:
-    io = prof.get("io_calls") or {}
+def _io_table(prof: Profile) -> str:
+    io: Dict[str, IoClass] = prof.io_calls
     if not io:
-        ip = prof.get("interposer") or {}
-        return (f"<p>I/O calls were not counted: {esc(str(ip.get('why')))}.</p>" if ip and not ip.get("used")
+        ip = prof.interposer
+        return (f"<p>I/O calls were not counted: {esc(str(ip.why))}.</p>" if ip and not ip.used
                 else "")
     rows = []
     for cls, label in IO_ROWS:
         x = io.get(cls)
-        if not x or not x.get("calls"):
+        if not x or not x.calls:
             continue
-        size = f"{x['bytes'] / x['calls'] / 1024:.3g} KiB" if cls in ("read", "write", "copy") and x["calls"] else "-"
-        rows.append(f'<tr><td>{esc(label)}</td><td class="n">{x["calls"]}</td><td class="n">{x["errors"]}</td>'
-                    f'<td class="n">{x["bytes"] / 1e6:.4g}</td><td class="n">{size}</td>'
-                    f'<td class="n">{x["ns"] / 1e9:.3g}</td></tr>')
+        size = f"{x.bytes / x.calls / 1024:.3g} KiB" if cls in ("read", "write", "copy") and x.calls else "-"
+        rows.append(f'<tr><td>{esc(label)}</td><td class="n">{x.calls}</td><td class="n">{x.errors}</td>'
+                    f'<td class="n">{x.bytes / 1e6:.4g}</td><td class="n">{size}</td>'
+                    f'<td class="n">{x.ns / 1e9:.3g}</td></tr>')
     if not rows:
         return "<h3>I/O calls (POSIX and stdio)</h3><p>No file I/O calls were made.</p>"
     return ('<h3>I/O calls (POSIX and stdio)</h3><table><thead><tr><th>class</th><th class="n">calls</th>'
@@ -110,12 +118,12 @@ def _io_table(prof: Dict[str, Any]) -> str:
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _files(files: Dict[str, Any]) -> str:
-    shown = files.get("shown") or []
+def _files(files: "Files | None") -> str:
+    shown = files.shown if files else []
     if not shown:
         return ""
     rows = "".join("<tr>" + "".join(f'<td class="n">{esc(c)}</td>' for c in file_cells(f))
-                   + f'<td style="word-break:break-all">{esc(f["path"])}</td></tr>' for f in shown)
+                   + f'<td style="word-break:break-all">{esc(f.path)}</td></tr>' for f in shown)
     notes = "".join(f'<p class="hint">{esc(n)}.</p>' for n in file_notes(files, len(shown)))
     return ("<h3>Files</h3><p>By time inside their open, read, write, fsync and close calls, all processes of a node "
             "together. "
@@ -125,20 +133,20 @@ def _files(files: Dict[str, Any]) -> str:
             + f"<th>path</th></tr></thead><tbody>{rows}</tbody></table>{notes}")
 
 
-def _mpi(mpi: Dict[str, Any]) -> str:
+def _mpi(mpi: "Mpi | None") -> str:
     if not mpi:
         return ""
     rows = []
     for r in mpi_rank_rows(mpi):
-        g = r.get("groups") or {}
-        share = r["mpi_s"] / r["run_s"] if r["run_s"] else 0.0
-        rows.append(f'<tr><td class="n">{r["rank"]}</td><td>{esc(str(r["host"]))}</td>'
-                    f'<td class="n">{r["run_s"]:.3g}</td><td class="n">{share:.0%}</td>'
+        g = r.groups
+        share = r.mpi_s / r.run_s if r.run_s else 0.0
+        rows.append(f'<tr><td class="n">{r.rank}</td><td>{esc(str(r.host))}</td>'
+                    f'<td class="n">{r.run_s:.3g}</td><td class="n">{share:.0%}</td>'
                     + "".join(f'<td class="n">{g.get(k, 0):.3g}</td>' for k in ("p2p", "wait", "coll", "io"))
                     + "".join(f'<td class="n">{v}</td>' for v in rank_cpu(r)) + "</tr>")
-    fns = "".join(f'<tr><td>{esc(f["fn"])}</td><td class="n">{f["calls"]}</td><td class="n">{f["ns"] / 1e9:.3g}</td>'
-                  f'<td class="n">{(f["bytes"] / f["calls"] / 1024 if f["calls"] else 0):.3g}</td></tr>'
-                  for f in (mpi.get("functions") or [])[:12])
+    fns = "".join(f'<tr><td>{esc(f.fn)}</td><td class="n">{f.calls}</td><td class="n">{f.ns / 1e9:.3g}</td>'
+                  f'<td class="n">{(f.bytes / f.calls / 1024 if f.calls else 0):.3g}</td></tr>'
+                  for f in mpi.functions[:12])
     return (f"<h3>MPI</h3><p>{esc(mpi_headline(mpi))}.</p>"
             '<table><thead><tr><th class="n">rank</th><th>host</th><th class="n">run s</th><th class="n">in MPI</th>'
             '<th class="n">point-to-point s</th><th class="n">waiting s</th><th class="n">collectives s</th>'
@@ -148,17 +156,17 @@ def _mpi(mpi: Dict[str, Any]) -> str:
             f'<th class="n">KiB per call</th></tr></thead><tbody>{fns}</tbody></table>' + _sizes(mpi))
 
 
-def _sizes(mpi: Dict[str, Any]) -> str:
+def _sizes(mpi: Mpi) -> str:
     """Calls and time by message size, for blocking point-to-point and collectives."""
     from ..analysis.profile_mpi import BUCKETS
-    hist = mpi.get("hist") or {}
+    hist = mpi.hist
     kinds = [k for k in ("p2p", "coll") if k in hist]
     if not kinds:
         return ""
     names = {"p2p": "point-to-point", "coll": "collectives"}
     rows = []
     for i, b in enumerate(BUCKETS):
-        cells = [(hist[k].get("hist", [0] * len(BUCKETS))[i], hist[k].get("hist_ns", [0] * len(BUCKETS))[i])
+        cells = [((hist[k].hist or [0] * len(BUCKETS))[i], (hist[k].hist_ns or [0] * len(BUCKETS))[i])
                  for k in kinds]
         if any(c for c, _ in cells):
             rows.append(f"<tr><td>{esc(b)}</td>" + "".join(f'<td class="n">{c}</td><td class="n">{ns / 1e9:.3g}</td>'

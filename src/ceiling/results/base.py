@@ -1,13 +1,14 @@
 """What model.py and analysis.py both build on: the value types Stats and Peak,
-and the strict reader that turns a JSON document's dicts back into dataclasses.
+the strict reader that turns a JSON document's dicts back into dataclasses, and
+``plain``, which makes any value JSON-ready.
 
 It is its own module so that analysis.py (whose Verdict carries a Peak) and
 model.py (whose Run carries an Analysis) need not import each other; model.py
 re-exports everything here, and callers keep importing from there.
 
 The reader (``Record.from_dict``) follows each field's type hint: a nested
-dataclass, an ``Optional`` one or a ``List`` of them is read recursively; any
-other value is taken as it is (the schema pins scalar types). A key the
+dataclass, an ``Optional`` one, a ``List`` of them or a ``Dict`` of them by name is read
+recursively; any other value is taken as it is (the schema pins scalar types). A key the
 dataclass does not have is refused, as is a missing field without a default;
 the error names the key path ("metrics[3].colour: unknown key") so that a
 hand-edited or foreign document says where it went wrong.
@@ -15,9 +16,12 @@ hand-edited or foreign document says where it went wrong.
 from __future__ import annotations
 
 import copy
+import json
 import math
+import numbers
+import os
 import typing
-from dataclasses import MISSING, dataclass, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from functools import lru_cache
 from typing import Any, Dict, Optional, Tuple
 
@@ -52,6 +56,44 @@ class Record:
     def from_dict(cls, d: Any, path: str = ""):
         """An instance from its document dict; DocumentError (a ValueError) naming the key path."""
         return read(cls, d, path)
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as JSON-ready values: non-finite floats -> None, NumPy -> Python (jsonio writes
+    these; profile.profile_from reads the analysis' dict through it)."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)            # IntEnum and friends: their number, not their name
+    if isinstance(obj, float):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {_key(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return plain(asdict(obj))
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        return plain(float(obj))
+    if hasattr(obj, "tolist"):     # NumPy arrays and scalars (np.bool_ is not Integral)
+        return plain(obj.tolist())
+    if isinstance(obj, (set, frozenset)):
+        return sorted(plain(v) for v in obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot store a {type(obj).__name__} in a run document: {obj!r}")
+
+
+def _key(k: Any) -> str:
+    # json.dumps would turn int keys into strings anyway; doing it here keeps
+    # the dict that validate() sees identical to what is written.
+    if isinstance(k, str):
+        return k
+    if isinstance(k, bool) or k is None:
+        return json.dumps(k)
+    return str(plain(k))
 
 
 _LEAVES = (str, int, float, bool, type(None))
@@ -114,6 +156,13 @@ def _value(hint: Any, v: Any, path: str) -> Any:
             if not isinstance(v, list):
                 raise DocumentError(path, f"expected a list, not {type(v).__name__}")
             return [read(item, x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return v
+    if origin is dict:
+        _, item = typing.get_args(hint) or (str, Any)
+        if is_dataclass(item):
+            if not isinstance(v, dict):
+                raise DocumentError(path, f"expected an object, not {type(v).__name__}")
+            return {k: read(item, x, f"{path}.{k}") for k, x in v.items()}
         return v
     if isinstance(hint, type) and is_dataclass(hint):
         return read(hint, v, path)

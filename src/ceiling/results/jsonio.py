@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 import sys
-from dataclasses import asdict, is_dataclass
 from json.encoder import encode_basestring as _encode_str   # what json.dumps(ensure_ascii=False) uses
 from functools import lru_cache
 from typing import Any, Dict, Optional, Union
@@ -35,48 +33,12 @@ from typing import Any, Dict, Optional, Union
 from ..errors import PathError, StoreError
 from ..files import output
 from . import doccheck, migrate
+from .base import plain
 from .model import SCHEMA_VERSION, Run
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 _INDENT = "  "
-
-
-def plain(obj: Any) -> Any:
-    """``obj`` as JSON-ready values: non-finite floats -> None, NumPy -> Python."""
-    if obj is None or isinstance(obj, (str, bool)):
-        return obj
-    if isinstance(obj, int):
-        return int(obj)            # IntEnum and friends: their number, not their name
-    if isinstance(obj, float):
-        return float(obj) if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {_key(k): plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [plain(v) for v in obj]
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return plain(asdict(obj))
-    if isinstance(obj, numbers.Integral):
-        return int(obj)
-    if isinstance(obj, numbers.Real):
-        return plain(float(obj))
-    if hasattr(obj, "tolist"):     # NumPy arrays and scalars (np.bool_ is not Integral)
-        return plain(obj.tolist())
-    if isinstance(obj, (set, frozenset)):
-        return sorted(plain(v) for v in obj)
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"cannot store a {type(obj).__name__} in a run document: {obj!r}")
-
-
-def _key(k: Any) -> str:
-    # json.dumps would turn int keys into strings anyway; doing it here keeps
-    # the dict that validate() sees identical to what is written.
-    if isinstance(k, str):
-        return k
-    if isinstance(k, bool) or k is None:
-        return json.dumps(k)
-    return str(plain(k))
 
 
 def to_doc(run: Run) -> Dict[str, Any]:

@@ -12,8 +12,9 @@ upgrade before Run.from_dict reads it.
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional, Tuple
 
+from . import profile, profile_cost
 from .model import SCHEMA_VERSION
 
 
@@ -56,9 +57,42 @@ def _v1_to_v2(doc: Dict[str, Any]) -> Dict[str, Any]:
     return doc
 
 
+def _typed(cls, d: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:
+    """(the typed record's document, what it has no field for); (None, {}) for {} or None."""
+    if not d:
+        return None, {}
+    if not isinstance(d, dict):
+        raise MigrationError(f"expected an object for {cls.__name__}, not {type(d).__name__}")
+    known, unread = profile.fit(cls, d, keep_unknown=False)
+    return cls.from_dict(known).to_dict(), unread
+
+
+def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
+    # The application section became typed: environment["profile"] moves to application.profile and
+    # application.overhead becomes a record ({} = not measured: null). What the types have no field
+    # for (a key an older ceiling wrote) is kept, untyped, in environment["v2_unread"].
+    env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    app = doc.get("application")
+    if not isinstance(app, dict):
+        return doc
+    unread = {}
+    app["overhead"], left = _typed(profile_cost.Overhead, app.get("overhead"))
+    if left:
+        unread["overhead"] = left
+    app.setdefault("profile", None)
+    if isinstance(env.get("profile"), dict):
+        app["profile"], left = _typed(profile.Profile, env.pop("profile"))
+        if left:
+            unread["profile"] = left
+    if unread:
+        env["v2_unread"] = unread
+    return doc
+
+
 # version n -> the step that turns an n document into an n + 1 one
 _STEPS: Dict[int, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
     1: _v1_to_v2,
+    2: _v2_to_v3,
 }
 
 

@@ -23,6 +23,10 @@ Version history of the JSON document (``schema_version``):
       Run.nodes, Run.job, Run.application; the stored analysis (Run.analysis:
       verdict, roofline, bounds, uniformity, notes). Unknown keys are refused
       everywhere. migrate.py turns a version 1 document into version 2.
+  3 - the application section typed (profile.py): Application.profile, what `ceiling
+      profile` found (until 2 an untyped dict in Run.environment["profile"]), and
+      Application.overhead a record (until 2 a free dict; {} is now null). migrate.py
+      moves a version 2 profile there, keeping any key the types lack where it was.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from .analysis import (BANDWIDTH, BELOW_PEAK, BOUND_KINDS, COMPUTE, NO_PEAK, NO_
                        Bound, Capacity, DISTURBED, FIGURE_STATES, Figure, Ridge, Roof, Roofline, RooflinePoint,
                        UNSTABLE, Uniformity, Verdict)
 from .base import CV_WARN, HIGHER, LOWER, DocumentError, Peak, Record, Stats
+from .profile import Profile
+from .profile_cost import Overhead
 
 __all__ = [
     "SCHEMA_VERSION", "HIGHER", "LOWER", "CV_WARN", "OK", "WARN", "FAIL", "SKIPPED", "STATUSES",
@@ -46,7 +52,7 @@ __all__ = [
     "ROOF_KINDS", "COMPUTE", "BANDWIDTH", "BOUND_KINDS",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def utcnow() -> str:
@@ -161,10 +167,9 @@ class Application(Record):
     wall_s: Optional[float] = None         # wall-clock time from start to end, seconds
     started: str = ""                      # ISO 8601 UTC; "" = not started
     finished: str = ""                     # ISO 8601 UTC; "" = did not finish
-    # Measured cost of watching it: {"per_call_ns": ns added per intercepted call (measured on the
-    # node), "fraction": that times the calls counted, over wall_s, ...}; {} = not measured.
-    overhead: Dict[str, Any] = field(default_factory=dict)
+    overhead: Optional[Overhead] = None    # measured cost of watching it; None = not measured
     files: List[OutputFile] = field(default_factory=list)   # traces and logs written
+    profile: Optional[Profile] = None      # what `ceiling profile` found in it; None = not profiled
 
 
 @dataclass

@@ -209,11 +209,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     done = analyse(obs, _history(args, session.run.host), quick)
     bounds, findings, breakdown, code = done.bounds, done.findings, done.profile, obs.code
     app = Application(command=obs.command, started=obs.started, finished=obs.finished, wall_s=obs.wall_s,
-                      exit_status=obs.exit_status, signal=obs.signal, overhead=done.overhead)
-    app.overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t_end,
-                                                        quick.seconds if quick else 0.0, obs.interposer.cost)
+                      exit_status=obs.exit_status, signal=obs.signal)
+    overhead = dict(done.overhead)
+    overhead["ceiling"] = profile_overhead.own_time(startup, time.monotonic() - t_end,
+                                                    quick.seconds if quick else 0.0, obs.interposer.cost)
     if args.overhead:
-        app.overhead["uninstrumented"] = profile_overhead.plain_run(obs)
+        overhead["uninstrumented"] = profile_overhead.plain_run(obs)
     stopped = ""
     if args.experiments:
         from .profile_experiments import experiments
@@ -232,7 +233,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
         run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
                                     title="I/O and MPI calls were not counted: " + refused,
                                     evidence=f"{exe}: {refused}; the profile rests on /proc alone"))
-    run.environment["profile"] = breakdown
+    from ..results.profile import overhead_from, profile_from
+    app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
     if done.partial_reason:
         run.partial, run.partial_reason = True, done.partial_reason

@@ -61,7 +61,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         sys.stdout.write(jsonio.dumps(run))
         return 0
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    if run.application is not None and isinstance(run.environment.get("profile"), dict):
+    if run.application is not None and run.application.profile is not None:
         # `ceiling profile`'s run: its bound is in the program's breakdown, not in a verdict on
         # the node's metrics (there is none), so it is shown as `ceiling profile` showed it
         from ..report.terminal_profile import render
