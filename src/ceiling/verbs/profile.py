@@ -347,7 +347,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     stopped = ""
     if args.experiments:
         from .profile_experiments import experiments
-        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall)
+        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, wall,
+                                                                 (ended.user_s or 0) + (ended.system_s or 0) or None)
         stopped = breakdown["experiments"].get("stopped_by", "")
     outside = [{"signal": n, "when": "before the program started"} for n in before] + \
         [{"signal": n, "when": "after the program ended"} for n in noted.take()]
