@@ -131,7 +131,7 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
     reference = rates.get("reference_alone_per_cpu_s") or []
     sr = stream_rate(footprint, reference)
     sr_other = stream_rate(footprint_pages, reference) if footprint_pages else {}
-    st = streams(ws, sr, pg, page_rate_ratio(sr, sr_other, footprint, footprint_pages, pages), disturbed)
+    st = streams(ws, sr, pg, page_rate_ratio(sr, sr_other, footprint, footprint_pages, pages))
     # Slowed by the bandits, or taking from them, where the reference says they could not show it:
     # no bandwidth verdict, and no cache verdict either (the pirates move memory too).
     bandwidth_hint = net.get("bandit", 0.0) >= SENSITIVE or (pressure is not None and pressure >= PRESSURE)

@@ -115,9 +115,10 @@ class Footprint:
         self._last: Optional[Tuple[float, float]] = None   # the last look: (CPU read, middle of its clear)
 
     def __call__(self, pgid: int) -> None:
+        group = _group(self.proc, pgid)     # before the clock: a scan of every process, slow on a busy node
         t0 = time.monotonic()
         total, huge, rss, seen, ran, pids = 0, 0, 0, False, 0, []
-        for pid in _group(self.proc, pgid):
+        for pid in group:
             fields = _data_pages(os.path.join(self.proc, str(pid), "smaps"))
             if not fields.get("Rss"):
                 continue                # unreadable, or exiting (its memory being freed: nothing mapped)
@@ -138,7 +139,7 @@ class Footprint:
                 except OSError:
                     pass
         t_clear = time.monotonic()
-        self.look_s += t_clear - t0
+        self.look_s += t_clear - t0         # the walks: the scan for the group is not counted
         self.huge_bytes = max(self.huge_bytes, huge)
         if seen and self.clear:
             self.windows.append(total)
