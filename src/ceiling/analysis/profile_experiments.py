@@ -245,7 +245,7 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
                 f"computing one {lost_cpu:.0%} of its rate)" if lost_bw is not None and lost_cpu is not None else "")
              + (f"; {known}" if known else "")
              + (f"; the node was disturbed ({'; '.join(disturbed)}): the slowdowns decide nothing, the working set "
-                "does" if disturbed else ""))
+                + ("and its rate do" if basis == "working-set rate" else "does") if disturbed else ""))
     return {"bound": bound, "by": by, "confidence": sure, "words": words, **base}
 
 

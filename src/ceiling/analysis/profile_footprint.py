@@ -168,7 +168,13 @@ def page_rate_ratio(default: Dict[str, Any], other: Dict[str, Any], footprint: O
     if not a or not b or not pages or pages.get("why") or not footprint or not footprint_pages or \
             footprint.get("anon_huge_bytes") == footprint_pages.get("anon_huge_bytes"):
         return None
-    return a / b if pages.get("no_thp") else b / a
+    ratio = a / b if pages.get("no_thp") else b / a
+    huge = default if pages.get("no_thp") else other
+    small = other if pages.get("no_thp") else default
+    # a lower bound for the huge pages' rate (or an upper one for the small pages') shows only a large ratio
+    if (not huge.get("median_bps") or not small.get("median_bps")) and ratio < PAGE_RATIO:
+        return None
+    return ratio
 
 
 def streams(ws: Dict[str, Any], sr: Dict[str, Any], pg: Dict[str, Any], ratio: Optional[float]) -> Dict[str, Any]:
@@ -177,15 +183,18 @@ def streams(ws: Dict[str, Any], sr: Dict[str, Any], pg: Dict[str, Any], ratio: O
     against: List[str] = []
     ref, share = sr.get("reference_bps"), sr.get("share")
     if share is not None:
-        words = (f"it went through its data at {_gbs(sr['median_bps'])} per second on a CPU (pages referenced, median "
+        words = (f"it went through its data at {_gbs(sr['median_bps'])} on a CPU (pages referenced, median "
                  f"of {sr['windows']} windows" + (f"; {sr['faulting_windows']} in which it faulted in new memory "
                                                    "left out" if sr.get("faulting_windows") else "")
-                 + f"), {share:.0%} of one core's streaming rate here ({_gbs(ref)} per second on a CPU, the reference "
+                 + f"), {share:.0%} of one core's streaming rate here ({_gbs(ref)} on a CPU, the reference "
                  "thread's STREAM Add)")
     elif sr.get("share_at_least") is not None:
         share = sr["share_at_least"]
         words = (f"it took in all its resident data in nearly every window, even the shortest: at least "
-                 f"{_gbs(sr['lower_bps'])} per second on a CPU, {share:.0%} of one core's streaming rate here or more")
+                 f"{_gbs(sr['lower_bps'])} on a CPU, {share:.0%} of one core's streaming rate here or more")
+        if share <= STREAMS_MAX:
+            against.append("only a lower bound on its rate was read: it went through all its data in nearly every "
+                           "window, even the shortest")
     else:
         return {"ok": False, "words": "", "against": [f"it is unknown: {sr.get('why')}"]}
     if sr.get("look_s") is not None:
@@ -217,8 +226,8 @@ def streams(ws: Dict[str, Any], sr: Dict[str, Any], pg: Dict[str, Any], ratio: O
         against.append("its pages' rate with huge pages was not read, so nothing shows that it touches every byte "
                        "of its pages (" + (pg.get("why") or "the page size did not change for it: its anonymous "
                                                              "memory in huge pages was the same either way"
-                                           if not pg.get("taken") else "its run with the other page size did not "
-                                                                       "give one") + ")")
+                                           if not pg.get("taken") else "its run with the other page size gave none: "
+                                                                       "too few windows, or a lower bound") + ")")
     return {"ok": not against, "words": words, "against": against}
 
 
@@ -232,4 +241,5 @@ def _size(n: Optional[float]) -> str:
 
 
 def _gbs(x: Optional[float]) -> str:
+    """Bytes per second of CPU time, as "N GB/s" (read with "on a CPU": per second the program ran)."""
     return "unknown" if x is None else f"{x / 1e9:.3g} GB/s"
