@@ -125,11 +125,10 @@ def stream_rate(footprint: Optional[Dict[str, Any]], reference: Sequence[Optiona
         return {"why": "the windows' spans were not recorded"}
     w, cpu, rss = footprint["referenced_bytes"], footprint["cpu_s"], footprint["rss_bytes"]
     asked = footprint.get("interval_s") or [footprint["window_s"]] * len(w)
-    rates, full, ran, faulting = [], [], 0, 0
+    rates, full, faulting = [], [], 0
     for i, (b, c, span, cspan, r, iv) in enumerate(zip(w, cpu, spans, cpu_spans, rss, asked)):
         if not i or not span or not cspan or span <= 0 or c < RAN * iv:
             continue
-        ran += 1
         if r - rss[i - 1] >= FULL * b:
             faulting += 1               # mostly new pages: the kernel's page faults, not its accesses, set the pace
             continue
@@ -138,15 +137,16 @@ def stream_rate(footprint: Optional[Dict[str, Any]], reference: Sequence[Optiona
     ref = [x for x in reference if x]
     out: Dict[str, Any] = {"windows": len(rates), "full_windows": len(full), "faulting_windows": faulting,
                            "look_s": footprint.get("look_s"), "reference_bps": statistics.median(ref) if ref else None}
-    if full and len(full) >= FITS * ran:
-        # a sweep or more in nearly every window, even the shortest: only a lower bound on its rate
-        out.update(lower_bps=statistics.median(full))
-    if len(rates) < MIN_WINDOWS:
-        out["why"] = (f"{len(rates)} window(s) in which it ran, went through less than {FULL:.0%} of its resident data "
-                      f"and did not mostly fault in new memory ({MIN_WINDOWS} needed; {len(full)} went through all "
-                      f"of it, {faulting} faulted in new memory)")
-    else:
+    if len(rates) >= MIN_WINDOWS and len(full) <= (1 - FITS) * (len(rates) + len(full)):
         out["median_bps"] = statistics.median(rates)
+    elif len(rates) + len(full) >= MIN_WINDOWS and full:
+        # more than a tenth of its windows went through all its data: each of those gives a lower bound
+        # on its rate, and the median of them all is a lower bound on the median rate (a chase with huge
+        # pages references all of them in every window: its rate lies far above what this reads)
+        out["lower_bps"] = statistics.median(rates + full)
+    else:
+        out["why"] = (f"{len(rates) + len(full)} window(s) in which it ran and did not mostly fault in new memory "
+                      f"({MIN_WINDOWS} needed; {faulting} faulted in new memory)")
     if ref and out.get("median_bps"):
         out["share"] = out["median_bps"] / out["reference_bps"]
     elif ref and out.get("lower_bps"):
