@@ -413,9 +413,9 @@ def _main(kind: str, elements: int, cpu: int) -> None:
         # its rate over the run (duty included): what it got of the machine beside the program
         # and per second of the CPU it had: what one core does when it runs, whoever else shares the node
         rate = work / (time.monotonic() - t_start)
-        cpu = time.process_time() - cpu_start
+        ran_s = time.process_time() - cpu_start
         readline()                      # the stop
-        print(f"rate {rate} {work / cpu if cpu > 0 else 0.0}" if check() else "invalid", flush=True)
+        print(f"rate {rate} {work / ran_s if ran_s > 0 else 0.0}" if check() else "invalid", flush=True)
 
 
 if __name__ == "__main__":

@@ -266,7 +266,9 @@ def cost_text(run: Run, prof: Dict[str, Any]) -> str:
     if ex and "times_s" not in ex:      # not run (the program failed)
         parts.append(f"--experiments: {ex.get('why') or 'not run'}")
     elif ex:
-        runs = sum(len(v) for v in (ex.get("times_s") or {}).values()) + (1 if ex.get("footprint") else 0)
+        # the working-set runs too: the default page size's, and the other's where its data lies beyond the cache
+        runs = sum(len(v) for v in (ex.get("times_s") or {}).values()) + (1 if ex.get("footprint") else 0) + \
+            (1 if ex.get("footprint_pages") else 0)
         parts.append(f"--experiments: the program ran {runs} more times beside co-runners on CPU(s) "
                      f"{','.join(str(c) for c in ex.get('corunner_cpus', []))}, {ex.get('cost_s', 0):.3g} s in all"
                      + (f" ({ex['why']})" if ex.get("why") else ""))
