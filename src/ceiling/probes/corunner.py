@@ -23,13 +23,15 @@ would leave the program's other half untouched.
 Each co-runner is ``python -m ceiling.probes.corunner KIND ELEMENTS CPU``: a
 process of its own (no GIL shared with ceiling), pinned to its CPU, that makes
 its arrays once and then runs on command: ``go DUTY`` on its stdin starts the
-kernel, ``stop`` stops it and has it print its rate since the ``go`` (or
-``invalid``), end of input ends it. One set of each kind serves every arm and
-round of an experiment (run_arms): making a bandit's arrays, four times the
-last-level cache, cost 1-5 s a time on a VM (the host backs fresh memory page
-by page), 12 starts a round. run_arms also runs the program with the other page size and once
-while its working set is read, each run through probes/rerun.py (a deadline, its own process
-group). Nothing here decides anything (analysis/profile_experiments.py).
+kernel, ``stop`` stops it and has it print its rate since the ``go``, per second
+and per second of the CPU it had (``rate R R_CPU``; or ``invalid``), end of
+input ends it. One set of each kind serves every arm and round of an experiment
+(run_arms): making a bandit's arrays, four times the last-level cache, cost 1-5 s
+a time on a VM (the host backs fresh memory page by page), 12 starts a round.
+run_arms also runs the program with the other page size, and once (twice where
+its data lies beyond the cache: footprint_run) while its working set is read,
+each run through probes/rerun.py (a deadline, its own process group). Nothing
+here decides anything (analysis/profile_experiments.py).
 """
 from __future__ import annotations
 
@@ -302,7 +304,7 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                         time.sleep(span)
                     rates.setdefault(f"{name}_alone", []).append(ref.rate())
                     # one core's streaming rate per second of CPU it had: what a program's working-set
-                    # rate is set beside (analysis/profile_experiments.stream_rate)
+                    # rate is set beside (analysis/profile_footprint.stream_rate)
                     rates.setdefault(f"{name}_alone_per_cpu_s", []).append(ref.cpu_rate())
         if window_s:
             if progress:
