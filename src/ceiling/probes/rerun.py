@@ -73,7 +73,7 @@ def _prctl_thp_disable(on: bool) -> None:
 # may have taken in all it touches (a loop sweeping its arrays more than once in it): its bytes say
 # how much data, not how fast it is gone through. The next window is then half as long, down to
 # MIN_WINDOW_S (a look at a small program's pages costs well under a millisecond; at a large one's
-# the look itself sets the window: 30-80 ms for 768 MiB of 4 KiB pages on the busy 2-vCPU Cascade
+# the look itself sets the window: 30-250 ms for 768 MiB of 4 KiB pages on the busy 2-vCPU Cascade
 # Lake guest). Pages new in the window (its resident data grown) are not a second touch.
 FULL = 0.5
 MIN_WINDOW_S = 0.005
@@ -157,7 +157,7 @@ class Footprint:
 
     def timing(self) -> Dict[str, Any]:
         """The windows' intervals, spans and resident data, for the record (Referenced per second of
-        CPU: analysis/profile_experiments.stream_rate)."""
+        CPU: analysis/profile_footprint.stream_rate)."""
         return {"interval_s": self.intervals_s, "span_s": self.spans_s, "cpu_span_s": self.cpu_spans_s,
                 "rss_bytes": self.rss_bytes}
 
