@@ -53,9 +53,10 @@ Figures, each with its reference and target:
     counted as fio reports them (its JSON's total_ios and io_bytes, and the
     file's record) and its bound io; no "oversubscribed" bound for `make -j2`
     while two busy processes load the node, the competing load named instead;
-    with --experiments, a pure FMA loop called compute and a STREAM triad loop
-    memory bandwidth; the MPI ping-pong's MPI_Send/MPI_Recv calls and bytes equal
-    to what the program makes by construction.
+    with --experiments, a pure FMA loop called compute, a STREAM triad loop
+    memory bandwidth and a 1 GiB pointer chase not memory bandwidth; the MPI
+    ping-pong's MPI_Send/MPI_Recv calls and bytes equal to what the program
+    makes by construction.
 
 Programs and their sizes here (the issue's sizes scaled so that the whole run takes
 a few minutes on 2 CPUs; --scale multiplies the data sizes): dd 64 x 1 MiB;
@@ -66,8 +67,8 @@ lines; cp -r of /usr/share/i18n; numpy matmul of 1500 x 1500 doubles; git gc and
 git log -p of a bare clone of this repository; fio psync random 4 KiB writes over
 64 MiB with an fsync every 256 writes (the issue's run: 16,384 writes, 64 fsyncs);
 make -j2 of 8 generated C files (gcc -O2 -save-temps); a 2-rank MPI
-ping-pong (2,000 round trips of 1 KiB); 2-second FMA and triad (3 x 256 MiB)
-loops; IMB-MPI1 PingPong when --imb is given (not installed here: skipped).
+ping-pong (2,000 round trips of 1 KiB); 2-second FMA, triad (3 x 256 MiB) and
+chase (1 GiB) loops; IMB-MPI1 PingPong when --imb is given (not installed here: skipped).
 
 A peer that is missing is named and its rows skipped; a program that is not
 installed (sqlite3, fio, git, make, numpy, an MPI) is skipped with the reason.
@@ -229,6 +230,8 @@ def programs(w: str, scale: float, tools: Dict[str, Optional[str]], imb: Optiona
                 needs=[loops], checks=experiments_say("compute", None), peers=False),
         Program("triad loop --experiments", [loops, "triad", "2", "256"], stdout=os.devnull,
                 opts=["--experiments"], needs=[loops], checks=experiments_say("memory", "bandwidth"), peers=False),
+        Program("1 GiB chase --experiments", [loops, "chase", "2", "1024"], stdout=os.devnull,
+                opts=["--experiments"], needs=[loops], checks=experiments_not("memory", "bandwidth"), peers=False),
     ]
     if imb:
         out.append(Program("IMB-MPI1 PingPong", [tools.get("mpiexec") or "mpiexec", "-n", "2", imb, "PingPong",
@@ -566,6 +569,16 @@ def experiments_say(bound: str, by: Optional[str]) -> Callable:
     return check
 
 
+def experiments_not(bound: str, by: str) -> Callable:
+    """The chase: latency, or undecided with its reason; never memory bandwidth."""
+    def check(t: Table, name: str, doc: dict, w: str) -> None:
+        e = doc["environment"]["profile"].get("experiments") or {}
+        said = (e.get("bound") or "undecided") + (f" ({e['by']})" if e.get("by") else "")
+        t.add(name, "experiments' verdict", said, f"not {bound} ({by})", "by construction",
+              (e.get("bound"), e.get("by")) != (bound, by), (e.get("why") or "")[:160])
+    return check
+
+
 # ---------------------------------------------------------------------------- main
 
 def build(w: str, tools: Dict[str, Optional[str]]) -> List[str]:
@@ -576,7 +589,7 @@ def build(w: str, tools: Dict[str, Optional[str]]) -> List[str]:
         subprocess.run([cc, "-O2", "-o", os.path.join(w, "loops"), str(HERE / "profile_vs_peers_loops.c")],
                        check=True)
     else:
-        notes.append("no C compiler: the FMA and triad loops are skipped")
+        notes.append("no C compiler: the FMA, triad and chase loops are skipped")
     if tools.get("mpicc"):
         r = subprocess.run([tools["mpicc"], "-O2", "-o", os.path.join(w, "pingpong"),
                             str(HERE / "profile_vs_peers_pingpong.c")], capture_output=True, text=True)

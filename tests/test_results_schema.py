@@ -147,7 +147,7 @@ APPLICATION = {
     "InterposerIo", "Launch", "Skipped", "Interposer", "Wrapped", "Comparison", "QuickCeiling",
     "CallCount", "PeerCount", "MpiRank", "MpiFunction", "MessageSizes", "LifeShare", "FinalizeUnknown", "Mpi",
     "CounterEvent", "Derived", "Counters", "CountersVerdict", "Footprint", "PageSetting", "WorkingSet",
-    "PagesResult", "ScalingPoint", "Scaling", "Experiments",
+    "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads",
     "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented",
 }
 

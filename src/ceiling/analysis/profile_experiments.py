@@ -41,14 +41,22 @@ slowdowns does not make it compute. Beyond the last-level cache, and PAGES_SENSI
 or more faster with huge pages than without (the page size checked to have
 changed, AnonHugePages), taking no bandwidth from the bandits (slowed beside
 them it may be: their traffic raises the latency of memory): its loads wait on
-memory one after another, through TLB misses: memory latency. A node disturbed during
+memory one after another, through TLB misses: memory latency. Where the co-runners
+cannot decide (bandits without power, or a disturbed node), its working-set rate may
+(analysis/profile_footprint.py): the bytes of the pages it referenced per second of its
+CPU, at its STREAMS_MIN to STREAMS_MAX of one core's streaming rate per second of CPU, with
+its pages touched whole and data MANY times the last-level cache, say it spends that
+share of its time moving data from memory at one core's rate: memory bandwidth (one
+core's streaming rate), medium confidence at most. A node disturbed during
 the experiments (competing load around them; the computing control, the same
 work every round, alone at rates DISTURBED apart; the program's own runs alone
 as far apart) lets no slowdown decide, only the working set. Else the verdict is
 "unknown", with the figures and the reason, and the "cpu" bound stays. How
 sure: high when the net effect is at least twice the spread of the program's
 own runs alone (for latency, also bandwidth ruled out by bandits with power;
-for a working set, the slowdowns agreeing on an undisturbed node), else low.
+for a working set, the slowdowns agreeing on an undisturbed node), else low; for the
+working-set rate medium (low on a disturbed node): a rate set beside a reference read at
+another moment, pages its unit.
 """
 from __future__ import annotations
 
@@ -57,17 +65,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..results.analysis import Bound
 from ..results.model import OK, SKIPPED, WARN, Finding
+from .profile_footprint import (FITS, PAGES_SENSITIVE, page_effect, page_rate_ratio, stream_rate, streams,
+                                working_set)
 
 SENSITIVE = 0.10      # a net slowdown of 10 % or more: sensitive to what the co-runner takes
 PRESSURE = 0.15       # the bandit losing 15 % of its bandwidth (net) beside the program: it streams memory
-# The other page size changing the run's time by 15 % or more: its time goes to address translation,
-# loads scattered over more memory than the TLB reaches. Above SENSITIVE because streaming code gains
-# a little from huge pages too (a hardware prefetcher stops at a 4 KiB page's end).
-PAGES_SENSITIVE = 0.15
 DISTURBED = 0.10      # the control's rate alone, or the program's time alone, 10 % apart between rounds
-FITS = 0.9            # the share of working-set windows a claim about the working set must hold in
-MIN_WINDOWS = 5       # fewer windows (a program shorter than 5 of them): no working set read
-RAN = 0.5             # a window counts where the program had half a CPU in it at least
 ARMS = (("alone", None, 0.0), ("spin", "spin", 1.0), ("bandit_half", "bandit", 0.5),
         ("bandit", "bandit", 1.0), ("pirate", "pirate", 1.0), ("pages", "pages", 0.0))
 
@@ -77,59 +80,6 @@ def _taken(rates: Dict[str, Sequence[Optional[float]]], arm: str, alone: str) ->
     a = [x for x in rates.get(arm, []) if x]
     b = [x for x in rates.get(alone, []) if x]
     return 1 - statistics.median(a) / statistics.median(b) if a and b else None
-
-
-def working_set(footprint: Optional[Dict[str, Any]], private_bytes: Optional[int], llc_bytes: Optional[int]
-                ) -> Dict[str, Any]:
-    """What the working-set run says: in FITS or more of its windows the program referenced no more
-    than one core's private caches hold ("fits": it cannot be bound by the last-level cache, nor by
-    memory, whatever the co-runners could show), or more than the last-level cache holds
-    ("beyond": its data comes from memory). Referenced is counted by page, so it overstates what
-    sparse accesses touch: "fits" errs towards never saying it, "beyond" towards saying it of a
-    program that touches one line a page (which then still moves a line a page from memory)."""
-    if not footprint or footprint.get("exit_status"):
-        return {"why": "not measured" if not footprint else f"its run exited {footprint['exit_status']}"}
-    w = list(footprint.get("referenced_bytes") or [])
-    cpu = footprint.get("cpu_s")
-    if cpu and len(cpu) == len(w):
-        # a window in which it hardly ran (the node busy with others) says nothing of what it touches
-        w = [x for x, c in zip(w, cpu) if c >= RAN * footprint["window_s"]]
-    if len(w) < MIN_WINDOWS:
-        return {"why": f"the program ran in {len(w)} window(s) of {footprint['window_s']:.3g} s "
-                       f"({MIN_WINDOWS} needed to read its working set, each with {RAN:.0%} of a CPU at least)"}
-    fit = sum(1 for x in w if private_bytes and x <= private_bytes) / len(w)
-    beyond = sum(1 for x in w if llc_bytes and x > llc_bytes) / len(w)
-    return {"windows": len(w), "window_s": footprint["window_s"], "median_bytes": statistics.median(w),
-            "max_bytes": max(w), "private_bytes": private_bytes, "llc_bytes": llc_bytes,
-            "share_fitting": fit, "share_beyond": beyond, "fits": fit >= FITS, "beyond": beyond >= FITS,
-            "words": (f"its working set, read in {len(w)} windows of {footprint['window_s']:.3g} s on a CPU (pages "
-                      f"referenced, smaps), was {_size(statistics.median(w))} (median; largest {_size(max(w))}): "
-                      f"within one core's private caches ({_size(private_bytes)}) in {fit:.0%} of the windows, "
-                      f"beyond the last-level cache ({_size(llc_bytes)}) in {beyond:.0%}")}
-
-
-def page_effect(times: Dict[str, Sequence[float]], pages: Optional[Dict[str, Any]],
-                footprint: Optional[Dict[str, Any]], noise: Optional[float]) -> Dict[str, Any]:
-    """What running it with the other page size did: "gain", how much faster it ran with huge pages
-    than without (positive: huge pages helped), "taken" whether the page size did change
-    (AnonHugePages of the program differing between the two settings), "sensitive" when both."""
-    if not pages or pages.get("why"):
-        return {"why": (pages or {}).get("why", "not measured")}
-    other, alone = times.get("pages") or [], times.get("alone") or []
-    if not other or not alone:
-        return {"why": "its runs with the other page size did not finish"}
-    t_other, t_alone = statistics.median(other), statistics.median(alone)
-    # with huge pages over without: PR_SET_THP_DISABLE takes them away, the tunable gives them
-    gain = 1 - t_alone / t_other if pages.get("no_thp") else 1 - t_other / t_alone
-    huge_other = max(pages.get("anon_huge_bytes") or [0])
-    huge_default = (footprint or {}).get("anon_huge_bytes")
-    taken = None if huge_default is None else (huge_other != huge_default)
-    sensitive = bool(taken) and abs(gain) >= PAGES_SENSITIVE and (noise is None or abs(gain) >= 2 * noise)
-    return {"gain": gain, "how": pages.get("how"), "taken": taken, "sensitive": sensitive,
-            "huge_bytes": {"default": huge_default, "other": huge_other},
-            "words": (f"with {pages.get('how')} it took {t_other:.3g} s against {t_alone:.3g} s ("
-                      f"huge pages {'faster' if gain >= 0 else 'slower'} by {abs(gain):.0%}; anonymous memory in huge "
-                      f"pages {_size(huge_default)} by default, {_size(huge_other)} so)")}
 
 
 def _disturbed(rates: Dict[str, Sequence[Optional[float]]], noise: Optional[float]) -> List[str]:
@@ -148,7 +98,8 @@ def _disturbed(rates: Dict[str, Sequence[Optional[float]]], noise: Optional[floa
 
 def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequence[Optional[float]]]] = None,
              footprint: Optional[Dict[str, Any]] = None, pages: Optional[Dict[str, Any]] = None,
-             caches: Optional[Dict[str, Optional[int]]] = None, competing: Sequence[str] = ()) -> Dict[str, Any]:
+             caches: Optional[Dict[str, Optional[int]]] = None, competing: Sequence[str] = (),
+             footprint_pages: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """{"bound": compute|memory|None, "by": bandwidth|cache|latency|None, "net": {arm: net slowdown},
     "slowdown": {arm: slowdown}, "median_s": {arm: s}, "confidence": high|low, "words": ...,
     "working_set", "pages", "disturbed"}; "why" when undecided. ``footprint`` and ``pages`` are
@@ -177,6 +128,10 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
     ws = working_set(footprint, (caches or {}).get("private_bytes"), (caches or {}).get("llc_bytes"))
     pg = page_effect(times, pages, footprint, noise)
     disturbed = list(competing) + _disturbed(rates, noise)
+    reference = rates.get("reference_alone_per_cpu_s") or []
+    sr = stream_rate(footprint, reference)
+    sr_other = stream_rate(footprint_pages, reference) if footprint_pages else {}
+    st = streams(ws, sr, pg, page_rate_ratio(sr, sr_other, footprint, footprint_pages, pages))
     # Slowed by the bandits, or taking from them, where the reference says they could not show it:
     # no bandwidth verdict, and no cache verdict either (the pirates move memory too).
     bandwidth_hint = net.get("bandit", 0.0) >= SENSITIVE or (pressure is not None and pressure >= PRESSURE)
@@ -215,11 +170,17 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
         # not where its working set says its data comes from memory: STREAM Triad on the Cascade Lake
         # guest slowed 3 % net beside bandits that slowed the streaming reference 30 %
         bound = "compute"
+    basis = "slowdowns"
+    if bound is None and not contradiction and (disturbed or not sees_bw) and ws.get("beyond") and st["ok"]:
+        # the co-runners cannot decide (a node with bandwidth to spare beside one core, or a disturbed
+        # one); what it touches per second of its CPU says it streams its data at one core's rate
+        bound, by, basis = "memory", "bandwidth", "working-set rate"
     base = {"net": net, "slowdown": slow, "median_s": med, "noise": noise, "power": power,
             "cache_power": cache_power, "pressure": pressure, "corunner_lost": {"bandit": lost_bw, "spin": lost_cpu},
             "working_set": {k: v for k, v in ws.items() if k != "words"},
-            "pages": {k: v for k, v in pg.items() if k != "words"}, "disturbed": disturbed}
-    known = "; ".join(x for x in (ws.get("words"), pg.get("words")) if x)
+            "pages": {k: v for k, v in pg.items() if k != "words"}, "disturbed": disturbed, "basis": basis,
+            "stream_rate": dict(sr, other_pages=sr_other or None, against=st["against"])}
+    known = "; ".join(x for x in (ws.get("words"), pg.get("words"), st["words"] if ws.get("beyond") else "") if x)
     if bound is None:
         lacking = []
         if disturbed:
@@ -247,6 +208,8 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
         if not ws.get("fits"):
             lacking.append(f"its working set does not fit one core's private caches in {FITS:.0%} of the windows"
                            if ws.get("windows") else f"its working set is unknown: {ws.get('why')}")
+        if ws.get("beyond") and (disturbed or not sees_bw):
+            lacking.append("its working-set rate does not say memory bandwidth: " + "; ".join(st["against"]))
         if ws.get("beyond") and not disturbed:
             lacking.append("the other page size changed its time by less than a dependent-load (latency) bound "
                            f"program's would ({PAGES_SENSITIVE:.0%}, and twice the spread of its runs)"
@@ -260,7 +223,10 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
         return {"bound": None, "by": None, "why": why + (f" ({known})" if known else ""), "confidence": "low",
                 "words": why, **base}
     effect = max([abs(net.get("bandit", 0.0)), abs(net.get("pirate", 0.0)), abs(pressure or 0.0) / 2])
-    if by == "latency":
+    if basis == "working-set rate":
+        # a rate set beside a reference read at another moment, pages as the unit: never more than medium
+        sure = "medium" if not disturbed else "low"
+    elif by == "latency":
         # bandwidth ruled out by bandits with the power to show it (nothing taken from them), and a page
         # effect well above the noise
         sure = "high" if sees_bw and pressure is not None and noise is not None and \
@@ -279,17 +245,8 @@ def classify(times: Dict[str, Sequence[float]], rates: Optional[Dict[str, Sequen
                 f"computing one {lost_cpu:.0%} of its rate)" if lost_bw is not None and lost_cpu is not None else "")
              + (f"; {known}" if known else "")
              + (f"; the node was disturbed ({'; '.join(disturbed)}): the slowdowns decide nothing, the working set "
-                "does" if disturbed else ""))
+                + ("and its rate do" if basis == "working-set rate" else "does") if disturbed else ""))
     return {"bound": bound, "by": by, "confidence": sure, "words": words, **base}
-
-
-def _size(n: Optional[float]) -> str:
-    if n is None:
-        return "unknown"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 def _pct(x: Optional[float]) -> str:
@@ -310,13 +267,16 @@ def apply(result: Dict[str, Any], bounds: List[Bound], findings: List[Finding]
                 fix="Run them on a node of your own (an exclusive allocation), where the program uses most cores "
                     "(co-runners then compete), or where hardware counters are available.",
                 data={k: result.get(k) for k in ("slowdown", "power", "cache_power", "pressure", "working_set",
-                                                 "pages", "disturbed")})]
+                                                 "pages", "stream_rate", "disturbed")})]
         return bounds, findings
     kind, by = result["bound"], result.get("by")
     what = {"bandwidth": "memory bandwidth", "cache": "the last-level cache (memory latency beyond it)",
             "latency": "memory latency (dependent loads over more memory than the caches and the TLB reach)",
             None: "computation"}[by]
-    keep = ("net", "slowdown", "confidence", "by", "working_set", "pages", "disturbed")
+    rate = result.get("basis") == "working-set rate"
+    if rate:
+        what = "memory bandwidth (one core's streaming rate)"
+    keep = ("net", "slowdown", "confidence", "by", "basis", "working_set", "pages", "stream_rate", "disturbed")
     out = []
     for b in bounds:
         if b.bound == "cpu":
@@ -329,14 +289,21 @@ def apply(result: Dict[str, Any], bounds: List[Bound], findings: List[Finding]
         id="profile.experiments", status=WARN if by else OK,
         title=f"Sensitivity experiments: the time on a CPU is {what}" + ("" if by else " (not memory)"),
         evidence=result["words"] + f"; confidence {result['confidence']}",
-        why=("It slows when another core takes memory bandwidth: more cores or faster code will not help "
+        why=("Its data lies far beyond the last-level cache and it goes through every byte of it at about the rate "
+             "one core streams memory: its time on a CPU goes to moving data. The co-runners could not show it "
+             "(one core's memory accesses are limited by the core itself here, not by the node's bandwidth); more "
+             "cores would each stream at this rate until the node's bandwidth is reached." if rate else
+             "It slows when another core takes memory bandwidth: more cores or faster code will not help "
              "until it moves less data." if by == "bandwidth" else
              "It slows when its data is pushed out of the last-level cache: it lives in that cache." if by == "cache"
              else "Its data lies beyond the last-level cache, and it runs at a speed set by the page size: each load "
                   "waits for the one before, through a TLB miss; bandwidth is not what it lacks." if by == "latency"
              else "Its working set stays in its core's private caches, or taking memory bandwidth and cache from it "
                   "hardly slows it: its speed is the cores'."),
-        fix=("Move less data: block for the caches, fuse loops, use smaller types; place threads over every "
+        fix=("Move less data: block for the caches, fuse loops, use smaller types; split the sweep over more "
+             "cores (threads or ranks) placed over every memory channel (NUMA). Huge pages will not help: it "
+             "touches its pages whole." if rate else
+             "Move less data: block for the caches, fuse loops, use smaller types; place threads over every "
              "memory channel (NUMA)." if by == "bandwidth" else
              "Keep the working set inside the cache (blocking), or give each process more of it (fewer per "
              "socket)." if by == "cache" else
@@ -345,5 +312,6 @@ def apply(result: Dict[str, Any], bounds: List[Bound], findings: List[Finding]
              "latency" else
              "Vectorise, use more cores, or reduce the work; compare with the node's peak ('ceiling bench "
              "compute')."),
-        data={k: result.get(k) for k in ("net", "slowdown", "median_s", "confidence", "by", "working_set", "pages")}))
+        data={k: result.get(k) for k in ("net", "slowdown", "median_s", "confidence", "by", "basis", "working_set",
+                                         "pages", "stream_rate")}))
     return out, findings

@@ -23,13 +23,15 @@ would leave the program's other half untouched.
 Each co-runner is ``python -m ceiling.probes.corunner KIND ELEMENTS CPU``: a
 process of its own (no GIL shared with ceiling), pinned to its CPU, that makes
 its arrays once and then runs on command: ``go DUTY`` on its stdin starts the
-kernel, ``stop`` stops it and has it print its rate since the ``go`` (or
-``invalid``), end of input ends it. One set of each kind serves every arm and
-round of an experiment (run_arms): making a bandit's arrays, four times the
-last-level cache, cost 1-5 s a time on a VM (the host backs fresh memory page
-by page), 12 starts a round. run_arms also runs the program with the other page size and once
-while its working set is read, each run through probes/rerun.py (a deadline, its own process
-group). Nothing here decides anything (analysis/profile_experiments.py).
+kernel, ``stop`` stops it and has it print its rate since the ``go``, per second
+and per second of the CPU it had (``rate R R_CPU``; or ``invalid``), end of
+input ends it. One set of each kind serves every arm and round of an experiment
+(run_arms): making a bandit's arrays, four times the last-level cache, cost 1-5 s
+a time on a VM (the host backs fresh memory page by page), 12 starts a round.
+run_arms also runs the program with the other page size, and once (twice where
+its data lies beyond the cache: footprint_run) while its working set is read,
+each run through probes/rerun.py (a deadline, its own process group). Nothing
+here decides anything (analysis/profile_experiments.py).
 """
 from __future__ import annotations
 
@@ -76,6 +78,7 @@ class CoRunners:
         self.elements = {cpu: elements_for(kind, llc_bytes, (shares or {}).get(cpu, 1)) for cpu in self.cpus}
         self.procs: List[subprocess.Popen] = []
         self.rates: List[float] = []      # each co-runner's rate over its last run (B/s, or flop/s for spin)
+        self.cpu_rates: List[float] = []  # the same work per second of CPU time it had (a shared node's share left out)
 
     def open(self) -> "CoRunners":
         env = dict(os.environ)
@@ -120,7 +123,7 @@ class CoRunners:
     @contextlib.contextmanager
     def running(self, duty: float) -> Iterator["CoRunners"]:
         """The kernel running at ``duty`` through the block; ``rates`` then holds this run's."""
-        self.rates = []
+        self.rates, self.cpu_rates = [], []
         self._say(f"go {duty}")
         try:
             yield self
@@ -128,8 +131,10 @@ class CoRunners:
             self._say("stop")
             for p in self.procs:
                 words = self._line(p).split()
-                if len(words) == 2 and words[0] == b"rate":
+                if len(words) == 3 and words[0] == b"rate":
                     self.rates.append(float(words[1]))
+                    if float(words[2]) > 0:
+                        self.cpu_rates.append(float(words[2]))
 
     def close(self) -> None:
         procs, self.procs = self.procs, []
@@ -152,6 +157,11 @@ class CoRunners:
     def rate(self) -> Optional[float]:
         """The co-runners' rate over their last run, summed; None when one did not say."""
         return sum(self.rates) if self.rates and len(self.rates) == len(self.cpus) else None
+
+    def cpu_rate(self) -> Optional[float]:
+        """The co-runners' rate per second of CPU time over their last run, summed; None when one
+        did not say."""
+        return sum(self.cpu_rates) if self.cpu_rates and len(self.cpu_rates) == len(self.cpus) else None
 
     def __enter__(self) -> "CoRunners":
         return self.open()
@@ -203,13 +213,16 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
              cpus: Sequence[int], llc_bytes: Optional[int], env: Optional[Dict[str, str]] = None,
              progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None,
              shares: Optional[Dict[int, int]] = None, deadline_s: Optional[float] = None,
-             window_s: Optional[float] = None) -> Dict[str, Any]:
+             window_s: Optional[float] = None,
+             other_pages: Optional[Callable[[Dict[str, Any]], bool]] = None) -> Dict[str, Any]:
     """Run the program (its output discarded) once per arm per round, the arms' order rotating
     from round to round, and after each round every co-runner kind alone for as long as the
     program ran alone, and, on CPU ``reference`` (reference_cpu), the experiment's power: a
     thread streaming memory (the bandit's own kernel) alone and beside the bandits, and one
     working in half the last-level cache (resident) alone and beside the pirates. After the
-    rounds, once more alone while its working set is read every ``window_s`` (Footprint).
+    rounds, once more alone while its working set is read every ``window_s`` (Footprint), and
+    where ``other_pages(that footprint)`` says so, once more with the other page size, read alike
+    ("footprint_pages": how fast it references pages of either size).
     An arm is (name, co-runner kind, duty): kind None runs it alone, "pages" alone with the
     other page size (page_setting). {"times": {arm: [s, ...]}, "rates": {arm, KIND_alone,
     reference_alone, reference_beside_bandit, resident_alone, resident_beside_pirate: [rate,
@@ -232,6 +245,7 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
     if pages.get("why"):
         times.pop("pages", None)
     out: Dict[str, Any] = {"times": times, "rates": rates, "failed": failed, "pages": pages, "footprint": None,
+                           "footprint_pages": None,
                            "interrupted": False, "stopped_by": "", "overdue": None}
 
     def co(kind: str, on: Sequence[int], duty: float) -> Any:
@@ -289,22 +303,42 @@ def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[st
                     with co(kind, [reference], 1.0) as ref:
                         time.sleep(span)
                     rates.setdefault(f"{name}_alone", []).append(ref.rate())
+                    # one core's streaming rate per second of CPU it had: what a program's working-set
+                    # rate is set beside (analysis/profile_footprint.stream_rate)
+                    rates.setdefault(f"{name}_alone_per_cpu_s", []).append(ref.cpu_rate())
         if window_s:
             if progress:
                 progress("experiments: its working set, alone")
-            seen = Footprint(window_s)
-            t, _, rc = timed("footprint", env, seen)
-            out["footprint"] = {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s,
-                                "wall_s": t, "anon_huge_bytes": seen.huge_bytes, "exit_status": rc}
+            out["footprint"] = footprint_run(cmd, exe, env, window_s, deadline_s)
+            if other_pages and not pages.get("why") and other_pages(out["footprint"]):
+                if progress:
+                    progress("experiments: its working set with the other page size")
+                out["footprint_pages"] = footprint_run(cmd, exe, env, window_s, deadline_s, pages)
     except KeyboardInterrupt as e:
         out["interrupted"], out["stopped_by"] = True, interruption(e)[0]
     except Overdue:
         out["interrupted"] = False
+        # a working-set run's, which is not timed()
+        out["overdue"] = out["overdue"] or ("footprint_pages" if out["footprint"] else "footprint")
     finally:
         while pool:
             pool.popitem()[1].close()
     out["cost_s"] = time.monotonic() - t_start
     return out
+
+
+def footprint_run(cmd: Sequence[str], exe: str, env: Dict[str, str], window_s: float,
+                  deadline_s: Optional[float] = None, pages: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The program once more, alone, its working set read every ``window_s`` (probes/rerun.Footprint;
+    shorter where a window took in all its data), with the other page size where ``pages``
+    (page_setting) is given. Its output discarded; past ``deadline_s`` Overdue is raised."""
+    from .rerun import Footprint, rerun
+    env = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
+    seen = Footprint(window_s)
+    t, _, rc = rerun(cmd, exe, dict(env, **(pages or {}).get("env", {})), deadline_s, seen,
+                     bool((pages or {}).get("no_thp")))
+    return {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s, **seen.timing(),
+            "wall_s": t, "anon_huge_bytes": seen.huge_bytes, "exit_status": rc, "look_s": seen.look_s}
 
 
 SLICE = 1 << 18          # doubles per array a memory step works on: 6 MiB moved, about 0.4 ms
@@ -368,7 +402,7 @@ def _main(kind: str, elements: int, cpu: int) -> None:
             return                      # end of input (or nonsense): leave
         duty = float(words[1])
         work = 0.0
-        t_start = time.monotonic()
+        t_start, cpu_start = time.monotonic(), time.process_time()
         while True:                     # a period at least: a rate even for a run cut at once
             t0 = time.monotonic()
             while time.monotonic() - t0 < duty * PERIOD_S:
@@ -379,9 +413,11 @@ def _main(kind: str, elements: int, cpu: int) -> None:
             if ended or told():
                 break
         # its rate over the run (duty included): what it got of the machine beside the program
+        # and per second of the CPU it had: what one core does when it runs, whoever else shares the node
         rate = work / (time.monotonic() - t_start)
+        ran_s = time.process_time() - cpu_start
         readline()                      # the stop
-        print(f"rate {rate}" if check() else "invalid", flush=True)
+        print(f"rate {rate} {work / ran_s if ran_s > 0 else 0.0}" if check() else "invalid", flush=True)
 
 
 if __name__ == "__main__":

@@ -305,7 +305,8 @@ def cost_text(run: Run, prof: Optional[Profile] = None) -> str:
     if ex and not ex.times_s:      # not run (the program failed)
         parts.append(f"--experiments: {ex.why or 'not run'}")
     elif ex:
-        runs = sum(len(v) for v in ex.times_s.values()) + (1 if ex.footprint else 0)
+        # the working-set runs too: the default page size's, and the other's where its data lies beyond the cache
+        runs = sum(len(v) for v in ex.times_s.values()) + (1 if ex.footprint else 0) + (1 if ex.footprint_pages else 0)
         parts.append(f"--experiments: the program ran {runs} more times beside co-runners on CPU(s) "
                      f"{','.join(str(c) for c in ex.corunner_cpus)}, {ex.cost_s or 0:.3g} s in all"
                      + (f" ({ex.why})" if ex.why else ""))

@@ -69,6 +69,11 @@ class Footprint(Record):
     wall_s: Optional[float] = None                             # the run's wall time, seconds
     anon_huge_bytes: Optional[int] = None                      # anonymous huge pages at the end, bytes
     exit_status: Optional[int] = None                          # the run's exit status
+    interval_s: List[float] = field(default_factory=list)      # CPU time asked of each window, seconds
+    span_s: List[Optional[float]] = field(default_factory=list)      # wall time between the window's page walks, s
+    cpu_span_s: List[Optional[float]] = field(default_factory=list)  # wall time its CPU time was read over, s
+    rss_bytes: List[int] = field(default_factory=list)         # resident memory at each window's end, bytes
+    look_s: Optional[float] = None                             # time the page walks took, seconds
 
 
 @dataclass
@@ -81,6 +86,41 @@ class PageSetting(Record):
     no_thp: Optional[bool] = None  # huge pages turned off (PR_SET_THP_DISABLE)
     anon_huge_bytes: List[int] = field(default_factory=list)     # huge pages per run, bytes
     why: str = ""                  # why it could not be done
+
+
+@dataclass
+class PagesRate(Record):
+    """How fast it went through its data with one page size: the bytes of the pages it referenced
+    per second of its CPU time (analysis/profile_footprint.stream_rate)."""
+
+    windows: Optional[int] = None          # windows that gave a rate
+    full_windows: Optional[int] = None     # windows that went through all its data (lower bounds)
+    faulting_windows: Optional[int] = None  # windows left out: mostly new pages faulted in
+    look_s: Optional[float] = None         # time the page walks took, seconds
+    reference_bps: Optional[float] = None  # one core's streaming rate per second of CPU, bytes per second
+    median_bps: Optional[float] = None     # its median rate, bytes per second of CPU
+    lower_bps: Optional[float] = None      # a lower bound on its median rate, bytes per second of CPU
+    share: Optional[float] = None          # its rate over one core's streaming rate, a fraction
+    share_at_least: Optional[float] = None  # the lower bound over one core's streaming rate, a fraction
+    why: str = ""                          # why it is not known
+
+
+@dataclass
+class StreamRate(Record):
+    """Its rate with the default page size and the other, and what speaks against a stream."""
+
+    windows: Optional[int] = None          # windows that gave a rate
+    full_windows: Optional[int] = None     # windows that went through all its data (lower bounds)
+    faulting_windows: Optional[int] = None  # windows left out: mostly new pages faulted in
+    look_s: Optional[float] = None         # time the page walks took, seconds
+    reference_bps: Optional[float] = None  # one core's streaming rate per second of CPU, bytes per second
+    median_bps: Optional[float] = None     # its median rate, bytes per second of CPU
+    lower_bps: Optional[float] = None      # a lower bound on its median rate, bytes per second of CPU
+    share: Optional[float] = None          # its rate over one core's streaming rate, a fraction
+    share_at_least: Optional[float] = None  # the lower bound over one core's streaming rate, a fraction
+    why: str = ""                          # why it is not known
+    other_pages: Optional[PagesRate] = None  # the same with the other page size
+    against: List[str] = field(default_factory=list)   # what speaks against a stream, each a phrase
 
 
 @dataclass
@@ -155,6 +195,7 @@ class Experiments(Record):
     failed: Dict[str, int] = field(default_factory=dict)             # exit status by arm that failed
     interrupted: Optional[bool] = None     # Ctrl-C or SIGTERM stopped them
     footprint: Optional[Footprint] = None  # the working set's run
+    footprint_pages: Optional[Footprint] = None   # the working set's run with the other page size
     page_setting: Optional[PageSetting] = None   # how the other page size was set
     stopped_by: str = ""                   # what stopped them ("" = nothing)
     competing_load: str = ""               # other load during them, as read
@@ -173,6 +214,8 @@ class Experiments(Record):
     working_set: Optional[WorkingSet] = None   # its working set against the caches
     pages: Optional[PagesResult] = None        # what the other page size changed
     disturbed: List[str] = field(default_factory=list)   # what disturbed the node meanwhile
+    basis: str = ""                        # what decided the verdict ("working-set rate", ...)
+    stream_rate: Optional[StreamRate] = None   # how fast it went through its data
     scaling: Optional[Scaling] = None          # thread scaling
     why: str = ""                              # why they were not run or not decided
 

@@ -218,7 +218,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     stopped = ""
     if args.experiments:
         from .profile_experiments import experiments
-        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, obs.wall_s)
+        cpu = (obs.ended.user_s or 0) + (obs.ended.system_s or 0)
+        breakdown["experiments"], bounds, findings = experiments(cmd, exe, m, code, bounds, findings, obs.wall_s,
+                                                                 cpu or None)
         stopped = breakdown["experiments"].get("stopped_by", "")
     outside = [{"signal": n, "when": "before the program started"} for n in before] + \
         [{"signal": n, "when": "after the program ended"} for n in noted.take()]

@@ -19,13 +19,16 @@ from ..checks.load import competing_during
 EXPERIMENT_ROUNDS = 2
 
 
-def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: float = 0.0):
+def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: float = 0.0,
+                cpu: Optional[float] = None):
     """--experiments: the program again, alone and beside co-runners (probes/corunner.py), and
     what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
     program that fails says nothing about its bound. Each re-run has a deadline
     (corunner.deadline_for the profiled ``wall``); Ctrl-C or SIGTERM stops them, and "stopped_by"
-    says which (the caller marks the run partial)."""
+    says which (the caller marks the run partial). ``cpu``: the profiled run's CPU time, which sets
+    the working-set windows."""
     from ..analysis.profile_experiments import ARMS, apply, classify
+    from ..analysis.profile_footprint import wants_other_pages
     from ..probes.corunner import corunner_cpus, corunner_shares, reference_cpu, run_arms
     from ..probes.rerun import deadline_for
     if code != 0:
@@ -34,17 +37,19 @@ def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: 
     cpus = corunner_cpus(allowed, m)
     ref = reference_cpu(allowed, cpus, m)
     deadline = deadline_for(wall)
-    # about 20 windows over a run, 10 ms to 0.1 s each: a working set is what a program touches in a
-    # stretch of its run, and clearing the pages' accessed bits more often would slow it
-    window = min(0.1, max(0.01, wall / 20))
+    # about 20 windows over a run, 10 ms to 0.1 s of its CPU time each (``cpu``, the profiled run's
+    # user + system time; else its wall time): a working set is what a program touches in a stretch of
+    # its run, and clearing the pages' accessed bits more often would slow it
+    window = min(0.1, max(0.01, (cpu or wall) / 20))
     with _stoppable(), competing_during() as busy:
         res = run_arms(cmd, exe, ARMS, EXPERIMENT_ROUNDS, cpus, m.last_level_cache_bytes(),
                        progress=lambda text: print(f"ceiling: {text}", file=sys.stderr, flush=True), reference=ref,
-                       shares=corunner_shares(cpus, m), deadline_s=deadline, window_s=window)
+                       shares=corunner_shares(cpus, m), deadline_s=deadline, window_s=window,
+                       other_pages=lambda fp: wants_other_pages(fp, _caches(m)))
     out = {"rounds": EXPERIMENT_ROUNDS, "corunner_cpus": cpus, "reference_cpu": ref, "cost_s": res["cost_s"],
            "times_s": res["times"], "deadline_s": deadline,
            "corunner_rates": res["rates"], "failed": res["failed"], "interrupted": res["interrupted"],
-           "footprint": res["footprint"], "page_setting": res["pages"]}
+           "footprint": res["footprint"], "footprint_pages": res["footprint_pages"], "page_setting": res["pages"]}
     if res["stopped_by"]:
         out["stopped_by"] = res["stopped_by"]
     if res["overdue"] or res["failed"] or res["interrupted"] or \
@@ -60,7 +65,7 @@ def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: 
     if busy:
         out["competing_load"] = busy[0].evidence
     verdict = classify(res["times"], res["rates"], res["footprint"], res["pages"], _caches(m),
-                       [f"{busy[0].title.rstrip('.')}: {busy[0].evidence}"] if busy else [])
+                       [f"{busy[0].title.rstrip('.')}: {busy[0].evidence}"] if busy else [], res["footprint_pages"])
     out.update({k: v for k, v in verdict.items() if k != "words"}, words=verdict.get("words", ""))
     bounds, findings = apply(verdict, bounds, findings)
     out["scaling"], more = _scaling(cmd, exe, deadline)
@@ -120,8 +125,8 @@ def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
                       f"a run on {res['overdue']} thread(s) passed its deadline of {deadline:.0f} s "
                       f"({DEADLINE_WORDS}) and was killed with its process group" if res["overdue"] else
                       f"not judged: {busy[0].title.rstrip('.')} ({busy[0].evidence})" if busy else
-                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})" for n,
-                                                           c in res["failed"].items()))
+                      "the program failed on " + ", ".join(f"{n} thread(s) (exit {c})"
+                                                           for n, c in res["failed"].items()))
         return out, []
     verdict = classify(res["times"], res["cpu_s"])
     out.update(verdict)
