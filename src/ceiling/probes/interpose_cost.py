@@ -58,19 +58,27 @@ def measure(lib: Path, count: int = COUNT, rounds: int = ROUNDS, cache: bool = T
     """{"per_call_ns": float or None, "how": words, "why": why it is None, "cached": bool}:
     from the cache when this build of ``lib`` was measured on this host, else measured
     (and kept, when ``cache`` and the measurement succeeded)."""
-    where, key, why_not = _entry(lib) if cache else (None, "", "")
+    return _cached(lib, cache, "interpose-cost", ("per_call_ns",), _figure, CACHE_VERSION,
+                   lambda: _measure(lib, count, rounds))
+
+
+def _cached(lib: Path, cache: bool, prefix: str, keys, valid, version: int, measure_now) -> Dict[str, object]:
+    """The figures ``keys`` for this build of ``lib`` on this host: from its cache entry
+    (``prefix``, checked by ``valid`` and ``version``) when there is one, else ``measure_now()``,
+    kept for the next profile when ``cache`` and the first key was measured."""
+    where, key, why_not = _entry(lib, prefix) if cache else (None, "", "")
     if where is not None:
-        hit = _read(where, key)
+        hit = _read(where, key, valid, version)
         if hit is not None:
-            return {"per_call_ns": hit["per_call_ns"], "cached": True,
-                    "how": f"{hit['how']}; measured {hit['measured']} for this build of the interposer on this "
-                           f"host, kept in {where}"}
-    out = _measure(lib, count, rounds)
+            return dict({k: hit[k] for k in keys}, cached=True,
+                        how=f"{hit['how']}; measured {hit['measured']} for this build of the interposer on this "
+                            f"host, kept in {where}")
+    out = measure_now()
     out["cached"] = False
-    if where is not None and out.get("per_call_ns") is not None:
-        why_not = _write(where, dict(out, key=key, version=CACHE_VERSION,
+    if where is not None and out.get(keys[0]) is not None:
+        why_not = _write(where, dict(out, key=key, version=version,
                                      measured=time.strftime("%Y-%m-%d %H:%M:%S %Z")))
-    if why_not and out.get("per_call_ns") is not None:
+    if why_not and out.get(keys[0]) is not None:
         out["how"] = f"{out['how']}; not kept for the next profile: {why_not}"
     return out
 
@@ -190,21 +198,8 @@ def loader_reads(lib: Path, rounds: int = ROUNDS, cache: bool = True) -> Dict[st
     loader reads, per process image, to load the interposer ``lib`` (module docstring); with
     None for both and "why" where it could not be measured or was not the same every time.
     From the cache when this build was measured on this host."""
-    where, key, why_not = _entry(lib, "interpose-loader") if cache else (None, "", "")
-    if where is not None:
-        hit = _read(where, key, _counts, LOADER_VERSION)
-        if hit is not None:
-            return {"rchar": hit["rchar"], "syscr": hit["syscr"], "cached": True,
-                    "how": f"{hit['how']}; measured {hit['measured']} for this build of the interposer on this "
-                           f"host, kept in {where}"}
-    out = _loader(lib, rounds)
-    out["cached"] = False
-    if where is not None and out.get("rchar") is not None:
-        why_not = _write(where, dict(out, key=key, version=LOADER_VERSION,
-                                     measured=time.strftime("%Y-%m-%d %H:%M:%S %Z")))
-    if why_not and out.get("rchar") is not None:
-        out["how"] = f"{out['how']}; not kept for the next profile: {why_not}"
-    return out
+    return _cached(lib, cache, "interpose-loader", ("rchar", "syscr"), _counts, LOADER_VERSION,
+                   lambda: _loader(lib, rounds))
 
 
 def _loader(lib: Path, rounds: int) -> Dict[str, object]:
