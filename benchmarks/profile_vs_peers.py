@@ -572,7 +572,7 @@ def experiments_say(bound: str, by: Optional[str]) -> Callable:
 def experiments_not(bound: str, by: str) -> Callable:
     """The chase: latency, or undecided with its reason; never memory bandwidth."""
     def check(t: Table, name: str, doc: dict, w: str) -> None:
-        e = doc["environment"]["profile"].get("experiments") or {}
+        e = doc["application"]["profile"].get("experiments") or {}
         said = (e.get("bound") or "undecided") + (f" ({e['by']})" if e.get("by") else "")
         t.add(name, "experiments' verdict", said, f"not {bound} ({by})", "by construction",
               (e.get("bound"), e.get("by")) != (bound, by), (e.get("why") or "")[:160])
