@@ -11,7 +11,7 @@ from ..results.model import Run
 from ..results.profile import Profile
 from ..results.profile_mpi import Mpi
 from ..results.profile_run import Files, IoClass
-from .terminal_profile import (FILE_HEADS, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
+from .terminal_profile import (FILE_HEADS, _n, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
                                mpi_rank_rows, rank_cpu, signals_text, supervisors_text,
                                wrapped_text)
 
@@ -68,8 +68,8 @@ def _split(prof: Profile) -> str:
     shares = prof.shares
     if not shares:
         return "<p>Where the time went: unknown (the program ended before the first sample of /proc).</p>"
-    bar = "".join(f'<span title="{esc(words)} {getattr(shares, k):.1%}" style="display:inline-block;height:18px;'
-                  f'width:{max(0.0, getattr(shares, k)) * 100:.2f}%;background:{color}"></span>'
+    bar = "".join(f'<span title="{esc(words)} {_n(getattr(shares, k), ".1%")}" style="display:inline-block;'
+                  f'height:18px;width:{max(0.0, getattr(shares, k) or 0.0) * 100:.2f}%;background:{color}"></span>'
                   for k, words, color in SPLIT)
     per = prof.per_thread
 
@@ -79,8 +79,8 @@ def _split(prof: Profile) -> str:
 
     rows = "".join(
         f'<tr><td><span style="display:inline-block;width:10px;height:10px;background:{color}"></span> '
-        f'{esc(words)}</td><td class="n">{getattr(shares, k):.0%}</td>'
-        + "".join(f'<td class="n">{spread(k, s):.0%}</td>' for s in ("min", "mean", "max"))
+        f'{esc(words)}</td><td class="n">{_n(getattr(shares, k), ".0%")}</td>'
+        + "".join(f'<td class="n">{_n(spread(k, s), ".0%")}</td>' for s in ("min", "mean", "max"))
         + "</tr>" for k, words, color in SPLIT)
     n = prof.threads or 0
     return (f"<h3>Where the time went</h3><p>{prof.thread_seconds or 0:.3g} thread-seconds over {n} "
@@ -139,10 +139,10 @@ def _mpi(mpi: "Mpi | None") -> str:
     rows = []
     for r in mpi_rank_rows(mpi):
         g = r.groups
-        share = r.mpi_s / r.run_s if r.run_s else 0.0
+        share = r.mpi_s / r.run_s if r.run_s and r.mpi_s is not None else None
         rows.append(f'<tr><td class="n">{r.rank}</td><td>{esc(str(r.host))}</td>'
-                    f'<td class="n">{r.run_s:.3g}</td><td class="n">{share:.0%}</td>'
-                    + "".join(f'<td class="n">{g.get(k, 0):.3g}</td>' for k in ("p2p", "wait", "coll", "io"))
+                    f'<td class="n">{_n(r.run_s, ".3g")}</td><td class="n">{_n(share, ".0%")}</td>'
+                    + "".join(f'<td class="n">{_n(g.get(k, 0), ".3g")}</td>' for k in ("p2p", "wait", "coll", "io"))
                     + "".join(f'<td class="n">{v}</td>' for v in rank_cpu(r)) + "</tr>")
     fns = "".join(f'<tr><td>{esc(f.fn)}</td><td class="n">{f.calls}</td><td class="n">{f.ns / 1e9:.3g}</td>'
                   f'<td class="n">{(f.bytes / f.calls / 1024 if f.calls else 0):.3g}</td></tr>'

@@ -13,6 +13,15 @@ from ..results.profile_run import Comparison, FileRecord, Files, IoClass, Launch
 from . import terminal as T
 
 
+def _n(v, spec: str) -> str:
+    """``v`` formatted by ``spec``, or "unknown" (right-aligned as asked) where a figure was not
+    recorded (a document may hold null where a number was not finite)."""
+    if v is None:
+        width = "".join(c for c in spec if c.isdigit() or c == ".").split(".")[0] if spec[:1] == ">" else ""
+        return format("?", f">{width}") if width else "unknown"
+    return format(v, spec)
+
+
 @T._printable_run
 def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     st = T._Style(color)
@@ -36,10 +45,10 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     cpus = prof.cpus
     if "app.cpu.user" in m:
         used = m.get("app.cpu.used")
-        fact("CPU time", f"user {m['app.cpu.user'].value:.3g} s, system {m['app.cpu.system'].value:.3g} s"
+        fact("CPU time", f"user {_n(m['app.cpu.user'].value, '.3g')} s, system {_n(m['app.cpu.system'].value, '.3g')} s"
              + (f": {used.value:.2f} of the {cpus} CPUs it may use, on average" if used and used.value is not None
                 else "")
-             + (f"; peak resident memory {m['app.rss.peak'].value:.4g} MiB" if "app.rss.peak" in m else ""))
+             + (f"; peak resident memory {_n(m['app.rss.peak'].value, '.4g')} MiB" if "app.rss.peak" in m else ""))
     def mb(name: str) -> str:
         return f"{m[name].value:.4g}" if name in m and m[name].value is not None else "-"
     if "app.io.read" in m or "app.io.write" in m:
@@ -137,8 +146,8 @@ def _breakdown(run: Run, prof: Profile, st) -> List[str]:
               f"thread{'s' if n != 1 else ''}; per thread min / mean / max)", "bold")]
     for key, words in (("on_cpu", "on a CPU"), ("runq", "waiting for a CPU"), ("off_cpu", "off any CPU")):
         p = getattr(per, key) if per else None
-        spread = f"{p.min:.0%} / {p.mean:.0%} / {p.max:.0%}" if p else "-"
-        out.append(f"  {words:<20} {getattr(shares, key):>5.0%}   {spread}")
+        spread = f"{_n(p.min, '.0%')} / {_n(p.mean, '.0%')} / {_n(p.max, '.0%')}" if p else "-"
+        out.append(f"  {words:<20} {_n(getattr(shares, key), '>5.0%')}   {spread}")
     if prof.launchers:
         out.append(f"  (left out: {', '.join(prof.launchers)}, which only started and waited for the others)")
     if prof.supervisors:
@@ -164,7 +173,7 @@ def file_cells(f: FileRecord) -> List[str]:
     requests, KiB per request, random share, unaligned share, processes."""
     n = f.reads + f.writes
     moved = f.read_bytes + f.write_bytes
-    return [f"{f.time_s:.3g}", f"{f.read_bytes / 1e6:.4g}", f"{f.write_bytes / 1e6:.4g}", str(n),
+    return [_n(f.time_s, ".3g"), f"{f.read_bytes / 1e6:.4g}", f"{f.write_bytes / 1e6:.4g}", str(n),
             f"{moved / n / 1024:.3g}" if n else "-", f"{f.random / n:.0%}" if n else "-",
             f"{f.unaligned / n:.0%}" if n and f.blksize else "-", str(f.processes)]
 
@@ -181,7 +190,7 @@ def file_notes(files: Files, rows: int) -> List[str]:
     rest = files.rest
     if rest and rest.files:
         out.append(f"{'and ' if listed > 0 else ''}{rest.files} more with less time, summed: "
-                   f"{rest.bytes / 1e6:.4g} MB in {rest.time_s:.3g} s")
+                   f"{rest.bytes / 1e6:.4g} MB in {_n(rest.time_s, '.3g')} s")
     if files.lost:
         cap = f"over the interposer's {files.capacity} per process" if files.capacity else "no room left"
         out.append(f"{files.lost} file(s) had no record ({cap}): their I/O is in the totals only")
@@ -246,8 +255,8 @@ def mpi_headline(mpi: Mpi) -> str:
         start += (f" (MPI_Finalize counted, its time unknown, for rank{'s' if len(unknown) != 1 else ''} "
                   f"{', '.join(map(str, unknown[:8]))}{', ...' if len(unknown) > 8 else ''}: gathered inside it)")
     return (f"{mpi.ranks} rank(s) of {mpi.size}, {library}: "
-            f"inside MPI {sh.mean if sh else 0:.0%} of their run (min {sh.min if sh else 0:.0%}, max "
-            f"{sh.max if sh else 0:.0%})" + (f"; {', '.join(eff)} (POP)" if eff else "") + start)
+            f"inside MPI {_n(sh.mean if sh else 0, '.0%')} of their run (min {_n(sh.min if sh else 0, '.0%')}, max "
+            f"{_n(sh.max if sh else 0, '.0%')})" + (f"; {', '.join(eff)} (POP)" if eff else "") + start)
 
 
 def _mpi(mpi: Mpi, st, width: int) -> List[str]:
@@ -258,10 +267,11 @@ def _mpi(mpi: Mpi, st, width: int) -> List[str]:
                f" {'on CPU':>7} {'CPU wait':>8}")
     for r in rows:
         g = r.groups
-        share = r.mpi_s / r.run_s if r.run_s else 0.0
+        share = r.mpi_s / r.run_s if r.run_s and r.mpi_s is not None else None
         on, runq = rank_cpu(r)
-        out.append(f"  {r.rank:>6} {r.run_s:>8.3g} {share:>7.0%} {g.get('p2p', 0):>8.3g} "
-                   f"{g.get('wait', 0):>8.3g} {g.get('coll', 0):>8.3g} {g.get('io', 0):>9.3g} {on:>7} {runq:>8}")
+        out.append(f"  {r.rank:>6} {_n(r.run_s, '>8.3g')} {_n(share, '>7.0%')} {_n(g.get('p2p', 0), '>8.3g')} "
+                   f"{_n(g.get('wait', 0), '>8.3g')} {_n(g.get('coll', 0), '>8.3g')} {_n(g.get('io', 0), '>9.3g')} "
+                   f"{on:>7} {runq:>8}")
     if len(rows) < len(mpi.per_rank):
         out.append(f"  (the 3 ranks with the most and the 3 with the least time outside MPI, of {mpi.ranks})")
     top = [f for f in mpi.functions if f.fn not in ("MPI_Init", "MPI_Init_thread")][:5]
