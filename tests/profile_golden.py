@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict
+import re
+from typing import Any, Dict, List, Tuple
 
 from ceiling.analysis.profile_run import Analysed
 from ceiling.observe.model import Interposer, Observation
@@ -17,6 +18,17 @@ from ceiling.probes.launch import Exit
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
 from ceiling.results.jsonio import plain
 from ceiling.results.model import Finding
+
+
+def scrub(text: str, roots: List[Tuple[str, str]]) -> str:
+    """``text`` with the recording machine's own paths (``roots``: real prefix -> neutral name,
+    e.g. the checkout, Python's prefix, the home directory, the run's temporary directory)
+    replaced, so that no fixture names a path of the machine it was recorded on. The analysis
+    reads no file the records name (tests/test_profile_golden.py runs where none exists)."""
+    for real, neutral in sorted(roots, key=lambda r: -len(r[0])):
+        if real and real != "/":
+            text = re.sub(re.escape(real.rstrip("/")) + r"(?=[/\"':\s]|$)", neutral, text)
+    return text
 
 
 def sampled_doc(s: Sampled) -> Dict[str, Any]:
