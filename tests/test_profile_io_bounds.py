@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from test_profile import assert_interposed, bound_kinds, profile
+from test_profile import assert_interposed, profile
 
 META = ("import os, sys\nd = sys.argv[1]\n"
         "for i in range(5000):\n"
@@ -42,4 +42,6 @@ def test_an_fsync_per_write_is_an_io_bound_in_sync_naming_the_file(tmp_path):
     assert str(tmp_path / "log") in found["profile.io"]["evidence"]
     (f,) = [f for f in doc["application"]["profile"]["files"]["shown"] if f["path"] == str(tmp_path / "log")]
     assert (f["writes"], f["syncs"], f["write_bytes"]) == (300, 300, 300 * 512)
-    assert bound_kinds(doc)[0] == "io"
+    # Not asserted: that io comes before cpu. 300 fsyncs take 0.1-1 s here depending on what the
+    # host's disk cache does at the moment, against Python's ~0.1 s start-up, so the order is a
+    # timing (a clean-clone CI run met cpu first); the io bound and its cause are what is checked.
