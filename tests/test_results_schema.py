@@ -16,7 +16,8 @@ from ceiling.machine.model import Machine
 from ceiling.results import jsonio
 from ceiling.results import migrate
 from ceiling.results.model import (BOUND_KINDS, HIGHER, LOWER, ROOF_KINDS, SCHEMA_VERSION, STATUSES,
-                                   VERDICT_KINDS, Finding, Metric, Peak, Run, Series)
+                                   STUDY_KINDS, STUDY_VERSION, VERDICT_KINDS, Finding, Metric, Peak, Run, Series,
+                                   Study)
 
 GOLDEN = Path(__file__).parent / "golden"
 SCHEMA = jsonio.schema()
@@ -77,8 +78,9 @@ def test_golden_files_validate(path):
 # -- the model and schema.json list the same objects, fields and types ------------
 
 def _model_classes():
-    """Every dataclass reachable from Run through its fields' type hints, by name."""
-    found, todo = {}, [Run]
+    """Every dataclass reachable from Run or Study (the two documents) through its fields' type hints,
+    by name; a study's member run is a Run, already reached."""
+    found, todo = {}, [Run, Study]
     while todo:
         cls = todo.pop()
         if cls.__name__ in found:
@@ -152,10 +154,14 @@ APPLICATION = {
 }
 
 
+# the study document (model.Study, its own study_version)
+STUDY = {"Study", "Member", "StudyAnalysis"}
+
+
 def test_the_model_reaches_the_new_objects():
     assert {"Run", "Metric", "Stats", "Peak", "Finding", "Series", "Node", "Job", "Application",
             "OutputFile", "Analysis", "Verdict", "Roofline", "Roof", "Ridge", "RooflinePoint", "Bound",
-            "Uniformity", "Absent", "Capacity", "Figure"} | APPLICATION == set(MODEL)
+            "Uniformity", "Absent", "Capacity", "Figure"} | APPLICATION | STUDY == set(MODEL)
 
 
 def test_the_application_section_is_closed_everywhere():
@@ -213,6 +219,11 @@ def test_schema_fields_match_the_model(name):
 
 def _same_types(hint, sub, where):
     allowed = _json_types(sub)
+    if "Run" in _hint_types(hint):
+        # a study's member run is a run document of its own schema_version (an older one is upgraded
+        # when read), checked as a run file is, not by the study's schema: an object there
+        assert "Run" not in allowed and "object" in allowed, where
+        allowed = allowed - {"object"} | {"Run"}
     # JSON has no int/float distinction the model relies on: a float field may hold an integer
     # (json.loads gives int for "1"), so "number" in the model admits "integer" in the schema.
     want = _hint_types(hint)
@@ -263,6 +274,8 @@ def test_enums_match_the_model():
     assert DEFS["Verdict"]["properties"]["kind"]["enum"] == list(VERDICT_KINDS)
     assert DEFS["Roof"]["properties"]["kind"]["enum"] == list(ROOF_KINDS)
     assert DEFS["Bound"]["properties"]["bound"]["enum"] == list(BOUND_KINDS)
+    assert DEFS["Study"]["properties"]["kind"]["enum"] == list(STUDY_KINDS)
+    assert DEFS["Study"]["properties"]["study_version"]["const"] == STUDY_VERSION
 
 
 def _properties(schema, where="$"):

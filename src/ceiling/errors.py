@@ -36,6 +36,13 @@ class StoreError(CeilingError):
     exit_code = 5
 
 
+class StudyError(StoreError):
+    """A study document (a file, a history row) that does not fit the model, or one of its member runs
+    that does not: a study's own code, so a script tells it from a damaged run or history."""
+
+    exit_code = 12
+
+
 class ConfigError(CeilingError):
     """A config file with unknown keys, wrong types, or bad TOML."""
 

@@ -19,6 +19,12 @@ damaged document (a string where a figure goes, nesting 100,000 levels deep) is
 refused in one line naming the place. A number beyond a float reads as unknown
 (1e999, as NaN and Infinity do) or, as an integer of hundreds of digits that no
 writer makes, refuses the document.
+
+A study (model.Study) is a document of its own, told from a run by its version key
+(``study_version`` instead of ``schema_version``): ``loads_study`` checks it against the Study
+definition of schema.json and reads each member run held whole as a run file is read (upgraded,
+checked), so a member keeps its own schema_version; ``loads_document`` reads either kind. A study
+that does not fit is refused in one line with StudyError (exit 12).
 """
 from __future__ import annotations
 
@@ -30,11 +36,11 @@ from json.encoder import encode_basestring as _encode_str   # what json.dumps(en
 from functools import lru_cache
 from typing import Any, Dict, Optional, Union
 
-from ..errors import PathError, StoreError
+from ..errors import PathError, StoreError, StudyError
 from ..files import output
 from . import doccheck, migrate
 from .base import plain
-from .model import SCHEMA_VERSION, Run
+from .model import SCHEMA_VERSION, STUDY_VERSION, Run, Study
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -119,6 +125,11 @@ def loads(text: Union[str, bytes], source: str = "run document") -> Run:
     Raises StoreError for text that is not JSON, not a run document (the schema's
     shape, doccheck), or written by a newer ceiling.
     """
+    return from_doc(_parse(text, source), source)
+
+
+def _parse(text: Union[str, bytes], source: str) -> Any:
+    """The JSON value of ``text``; StoreError (one line) where it is no JSON a ceiling could have written."""
     try:
         # NaN/Infinity are never written, but another tool may have: read them as unknown,
         # as a number too large for a float (1e999), which Python would read as infinity.
@@ -135,7 +146,7 @@ def loads(text: Union[str, bytes], source: str = "run document") -> Run:
                          f"{doccheck.MAX_DEPTH} levels (a ceiling run is under 10)") from None
     except ValueError as e:     # anything else the parser refuses, in one line
         raise StoreError(f"{source} is not valid JSON: {e}") from None
-    return from_doc(doc, source)
+    return doc
 
 
 def from_doc(doc: Any, source: str = "run document") -> Run:
@@ -144,6 +155,8 @@ def from_doc(doc: Any, source: str = "run document") -> Run:
     An older document is upgraded first (migrate.upgrade), so every reader of
     files and of the store gets a current Run.
     """
+    if isinstance(doc, dict) and "study_version" in doc and "schema_version" not in doc:
+        raise StoreError(f"{source} is a study of several runs, not one run: 'ceiling show' shows it")
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise StoreError(f"{source} is not a ceiling run (no schema_version)")
     too_deep = doccheck.depth_problem(doc)
@@ -192,6 +205,116 @@ def schema(version: int = SCHEMA_VERSION) -> Dict[str, Any]:
     if not (isinstance(version, int) and 1 <= version <= SCHEMA_VERSION) or not res.is_file():
         raise ValueError(f"no schema for schema_version {version!r}")
     return json.loads(res.read_text(encoding="utf-8"))
+
+
+# -- studies -----------------------------------------------------------------------------------
+
+def study_doc(study: Study) -> Dict[str, Any]:
+    """The plain JSON document of ``study`` (what ``dumps_study`` writes)."""
+    return plain(study.to_dict())
+
+
+def dumps_study(study: Study) -> str:
+    """The canonical JSON text of ``study``, written as a run's is (ends with a newline)."""
+    return _format(study_doc(study), 0) + "\n"
+
+
+def dump_study(study: Study, path: PathLike) -> None:
+    """Write ``study`` to ``path`` by the rules of ``dump``."""
+    output.write(path, dumps_study(study))
+
+
+def loads_study(text: Union[str, bytes], source: str = "study document") -> Study:
+    """Parse a Study from JSON text. StudyError (exit 12) for one that is not a valid study;
+    StoreError for text that is not JSON at all."""
+    return study_from_doc(_parse(text, source), source)
+
+
+def study_from_doc(doc: Any, source: str = "study document") -> Study:
+    """A Study from a parsed document: its own shape checked against schema.json's Study, each
+    member run held whole read as a run file is (upgraded to the current schema_version, checked)."""
+    if not isinstance(doc, dict) or "study_version" not in doc:
+        raise StudyError(f"{source} is not a ceiling study (no study_version)")
+    version = doc["study_version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StudyError(f"{source} has an invalid study_version {version!r}")
+    if version > STUDY_VERSION:
+        raise StudyError(f"{source} was written by a newer ceiling (study version {version}); "
+                         f"this one reads up to {STUDY_VERSION}: upgrade ceiling")
+    too_deep = doccheck.depth_problem(doc)
+    if too_deep:
+        raise StudyError(f"{source} is not a valid ceiling study: {too_deep}")
+    try:
+        _study_checker().check(doc)
+        members = doc["members"]
+        study = Study.from_dict(dict(doc, members=[dict(m, run=None) for m in members]))
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise StudyError(f"{source} is not a valid ceiling study: {e}") from None
+    for i, (m, d) in enumerate(zip(study.members, members)):
+        if d["run"] is None:
+            continue
+        try:
+            m.run = from_doc(d["run"], f"member {i} (run)")
+        except StoreError as e:
+            raise StudyError(f"{source} is not a valid ceiling study: {e}") from None
+        if m.run_id and m.run.run_id and m.run_id != m.run.run_id:
+            raise StudyError(f"{source} is not a valid ceiling study: member {i} names run {m.run_id} "
+                             f"but holds run {m.run.run_id}")
+    return study
+
+
+def loads_document(text: Union[str, bytes], source: str = "document") -> Union[Run, Study]:
+    """A Run or a Study, whichever the text holds (told by its version key)."""
+    doc = _parse(text, source)
+    if isinstance(doc, dict) and "study_version" in doc and "schema_version" not in doc:
+        return study_from_doc(doc, source)
+    return from_doc(doc, source)
+
+
+def load_document(path: PathLike) -> Union[Run, Study]:
+    """Read a Run or a Study from a JSON file. PathError when unreadable."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PathError(f"cannot read {path}: {e.strerror or e}") from None
+    return loads_document(data, source=path)
+
+
+@lru_cache(maxsize=None)
+def study_schema() -> Dict[str, Any]:
+    """The JSON Schema of a study document: schema.json's Study definition as the root."""
+    full = schema(SCHEMA_VERSION)
+    return {"$schema": full["$schema"], "$id": f"urn:ceiling:schema:study:{STUDY_VERSION}",
+            "$ref": "#/$defs/Study", "$defs": full["$defs"]}
+
+
+@lru_cache(maxsize=None)
+def _study_checker() -> doccheck.Checker:
+    return doccheck.Checker(study_schema())
+
+
+def validate_study(doc: Union[Study, Dict[str, Any]]) -> bool:
+    """``validate`` for a study: its own shape, then each member run held whole against its version's
+    schema. False when jsonschema is not installed; StudyError naming the first offending field."""
+    try:
+        import jsonschema
+    except ImportError:
+        return False
+    if isinstance(doc, Study):
+        doc = study_doc(doc)
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(study_schema()).iter_errors(doc))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "(top)"
+        raise StudyError(f"invalid study document at {where}: {err.message}")
+    for i, m in enumerate(doc["members"]):
+        if m["run"] is not None:
+            try:
+                validate(m["run"])
+            except StoreError as e:
+                raise StudyError(f"member {i}: {e}") from None
+    return True
 
 
 def validate(doc: Union[Run, Dict[str, Any]]) -> bool:

@@ -27,12 +27,23 @@ Version history of the JSON document (``schema_version``):
       profile` found (until 2 an untyped dict in Run.environment["profile"]), and
       Application.overhead a record (until 2 a free dict; {} is now null). migrate.py
       moves a version 2 profile there, keeping any key the types lack where it was.
+
+A Study groups several runs that vary one thing (threads, ranks, time, the node, nothing but
+the attempt) and is a document of its own, beside Run, with its own version (``study_version``,
+STUDY_VERSION): a run keeps its schema_version whether or not it is a member. Each member is a
+whole Run, or, where the runs are stored apart (the history keeps each member as a normal run),
+a reference by run_id. A document says which it is by its version key: ``schema_version`` (a
+Run) or ``study_version`` (a Study); jsonio reads either.
+
+Version history of the study document (``study_version``):
+  1 - first version: kind, the parameter that varies and each member's value of it, what is
+      held fixed, the members, an analysis slot (notes only, for now), provenance.
 """
 from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from .analysis import (BANDWIDTH, BELOW_PEAK, BOUND_KINDS, COMPUTE, NO_PEAK, NO_VERDICT,
                        NOTHING_MEASURED, ROOF_KINDS, UNKNOWN_PEAKS, VERDICT_KINDS, Absent, Analysis,
@@ -50,6 +61,8 @@ __all__ = [
     "Verdict", "Roof", "Ridge", "RooflinePoint", "Roofline", "Bound", "Uniformity",
     "VERDICT_KINDS", "BELOW_PEAK", "UNKNOWN_PEAKS", "NO_PEAK", "NOTHING_MEASURED", "NO_VERDICT",
     "ROOF_KINDS", "COMPUTE", "BANDWIDTH", "BOUND_KINDS",
+    "STUDY_VERSION", "STUDY_KINDS", "SCALING", "SERIES", "COMPARISON", "REPETITION",
+    "Member", "StudyAnalysis", "Study",
 ]
 
 SCHEMA_VERSION = 3
@@ -229,4 +242,65 @@ class Run(Record):
             raise DocumentError(f"{path}.schema_version" if path else "schema_version",
                                 f"{d['schema_version']!r} is not {SCHEMA_VERSION}: "
                                 f"upgrade the document first (results.migrate.upgrade)")
+        return super().from_dict(d, path)
+
+
+# -- studies: several runs shown and stored as one ---------------------------------------
+
+STUDY_VERSION = 1
+
+# What a study is, by what its members vary (the verb that will make each is in DESIGN.md).
+SCALING = "scaling"          # the same work over more resources: ranks, threads, nodes
+SERIES = "series"            # the same observation over time
+COMPARISON = "comparison"    # the same measurement of different things: nodes, builds, settings
+REPETITION = "repetition"    # the same measurement again, nothing varied on purpose
+STUDY_KINDS = (SCALING, SERIES, COMPARISON, REPETITION)
+
+
+@dataclass
+class Member(Record):
+    """One run of a study: its value of the varying parameter, and the run or its id."""
+
+    value: Union[float, str]          # the parameter's value for this run (a number or a name)
+    run_id: str = ""                  # the run's id; "" = a run not stored, held in ``run``
+    run: Optional[Run] = None         # the whole run; None = stored apart, found by run_id
+
+
+@dataclass
+class StudyAnalysis(Record):
+    """What analysis concluded across the members; empty until models and compare fill it."""
+
+    notes: List[str] = field(default_factory=list)   # one line each
+
+
+@dataclass
+class Study(Record):
+    """Several runs that vary one parameter, shown and stored as one; each member is still a Run."""
+
+    kind: str                              # one of STUDY_KINDS
+    parameter: str                         # what varies: "repetition", "threads", "ranks", "time", "node"
+    tool_version: str
+    host: str                              # the node the study was started on
+    started: str                           # ISO 8601 UTC
+    command: List[str]                     # argv of the ceiling invocation that made it
+    study_id: str = ""                     # unique id (uuid4 hex); "" before stored
+    finished: str = ""                     # ISO 8601 UTC; "" = did not finish
+    study_version: int = STUDY_VERSION
+    unit: str = ""                         # of the parameter's values ("s", "ranks"); "" = a count or a name
+    fixed: Dict[str, Any] = field(default_factory=dict)   # what every member shares: suites, threads, placement
+    hosts: List[str] = field(default_factory=list)        # the nodes the members ran on, first seen first
+    members: List[Member] = field(default_factory=list)   # in the order they were made
+    partial: bool = False                  # stopped before every member was made
+    partial_reason: str = ""
+    analysis: StudyAnalysis = field(default_factory=StudyAnalysis)
+
+    def runs(self) -> List[Run]:
+        """The members' runs that are held here (a member stored apart and not found has none)."""
+        return [m.run for m in self.members if m.run is not None]
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str = "") -> "Study":
+        if isinstance(d, dict) and d.get("study_version", STUDY_VERSION) != STUDY_VERSION:
+            raise DocumentError(f"{path}.study_version" if path else "study_version",
+                                f"{d['study_version']!r} is not {STUDY_VERSION}")
         return super().from_dict(d, path)

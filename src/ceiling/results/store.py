@@ -38,6 +38,18 @@ their query plans). A reader of an older store builds the current tables in
 its own temporary schema the first time a query needs them
 (store_schema.read_old); ``get``, ``list`` and ``latest_metrics`` read such
 a file as it is (a version 1 file through a view that adds ``node``).
+
+A study (model.Study, store version 4) is one ``studies`` row that groups its members, each
+stored as a normal run (so ``history --metric`` sees every member's figures): ``save_study``
+writes the members and the study in one transaction, ``get_study`` reads it back with every
+member run that is still in the history, ``list_studies`` lists them, and ``find`` tells
+whether an id names a run or a study (``ceiling show``). A reader of a file before version 4
+sees no study, through empty temporary tables.
+
+Longer than 500 lines: one connection's whole life (opened by the rules for writers and for
+readers, upgraded, one transaction per write) and every read on it belong to the class that owns
+the connection; the tables, the rows and the queries are already apart (store_schema.py,
+store_queries.py, store_studies.py).
 """
 from __future__ import annotations
 
@@ -49,16 +61,18 @@ import stat
 import time
 import urllib.parse
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import PathError, StoreError, UsageError
 from ..files.private import data_dir
 from . import jsonio
-from .model import Run
+from .model import Member, Run, Study
 from .store_queries import Point, contexts_sql, latest_old_sql, latest_sql, series_sql
-from .store_schema import SCHEMA, STORE_VERSION, read_old, statements, upgrade, write
+from . import store_studies as studies
+from .store_schema import SCHEMA, STORE_VERSION, read_old, save_run, statements, studies_for_reader, upgrade
+from .store_studies import StudySummary
 
 BUSY_TIMEOUT_MS = 30_000
 MIN_PREFIX = 6
@@ -90,6 +104,7 @@ class RunSummary:
     headline: Dict[str, Tuple[Optional[float], str]] = field(default_factory=dict)  # name -> (value, unit)
     command: List[str] = field(default_factory=list)      # the command line that made it
     nodes: int = 0                                        # nodes of a cluster run; 0 for one node's run
+    study: str = ""                                       # the study it is a member of; "" = none
 
     @property
     def verb(self) -> str:
@@ -107,6 +122,9 @@ class RunSummary:
 # without parsing the whole document in Python; a damaged one reads as none.
 _COMMAND = "CASE WHEN json_valid(doc) THEN json_extract(doc, '$.command') END"
 _NODES = "CASE WHEN json_valid(doc) THEN json_array_length(doc, '$.nodes') END"
+
+# The store version from which the metrics rows are current (a reader of an older file rebuilds them).
+_METRICS_CURRENT = 3
 
 
 def _command(text: Optional[str]) -> List[str]:
@@ -220,9 +238,12 @@ class Store:
                 raise self._error(e) from None
             try:
                 self._verify(version, tables)
-                self._old = version if version < STORE_VERSION else 0    # read through temp tables: _ready
+                # read through temp tables built when first needed: _ready
+                self._old = version if version < _METRICS_CURRENT else 0
                 if version == 1:           # list() and latest_metrics() read it as it is, with a node column
                     db.execute("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics")
+                if version < 4:            # no study was stored in it: empty tables, in temp
+                    studies_for_reader(db)
             except BaseException:
                 db.close()
                 raise
@@ -363,16 +384,33 @@ class Store:
         if not run.run_id:
             run.run_id = uuid.uuid4().hex
         doc = jsonio.dumps(run)
-        def save(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM metrics WHERE run_id = ?", (run.run_id,))
-            db.execute("INSERT OR REPLACE INTO runs (run_id, host, started, finished, tool_version, "
-                       "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (run.run_id, run.host, run.started, run.finished, run.tool_version,
-                        int(run.partial), doc))
-            db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?",
-                       (write(db, run).inventory_hash, run.run_id))
-        self._in_transaction("BEGIN IMMEDIATE", save)
+        self._in_transaction("BEGIN IMMEDIATE", lambda db: save_run(db, run, doc))
         return run.run_id
+
+    def save_study(self, study: Study) -> str:
+        """Store ``study`` (replacing an earlier save of the same study_id) and return its study_id:
+        each member held whole saved as a run (``save``), then the study with its members by run_id,
+        in one transaction. A member stored apart (no run, its run_id) is referenced as it is."""
+        if self.readonly:
+            raise PathError(f"{self.path} was opened for reading only: study not saved")
+        if not study.study_id:
+            study.study_id = uuid.uuid4().hex
+        runs = []
+        for i, m in enumerate(study.members):
+            if m.run is None and not m.run_id:
+                raise ValueError(f"member {i} of study {study.study_id} has neither a run nor a run id")
+            if m.run is not None:
+                m.run.run_id = m.run.run_id or m.run_id or uuid.uuid4().hex
+                m.run_id = m.run.run_id
+                runs.append((m.run, jsonio.dumps(m.run)))
+        doc = jsonio.dumps_study(replace(study, members=[Member(m.value, m.run_id, None) for m in study.members]))
+
+        def save(db: sqlite3.Connection) -> None:
+            for run, text in runs:
+                save_run(db, run, text)
+            studies.save(db, study, doc)
+        self._in_transaction("BEGIN IMMEDIATE", save)
+        return study.study_id
 
     def _in_transaction(self, begin: str, work) -> None:
         """``work(db)`` inside one transaction: committed whole, or rolled back on any
@@ -394,23 +432,41 @@ class Store:
 
         Raises UsageError when nothing or more than one run matches.
         """
-        try:
-            if self._db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
-                return run_id
-            if len(run_id) < MIN_PREFIX:
-                raise UsageError(f"no run {run_id!r} in {self.path} "
-                                 f"(a prefix needs at least {MIN_PREFIX} characters)")
-            # GLOB, not LIKE: '_' and '%' are common in ids a user might type; escape GLOB's own.
-            pattern = "".join(f"[{c}]" if c in "*?[]" else c for c in run_id) + "*"
-            ids = [r[0] for r in self._db.execute(
-                "SELECT run_id FROM runs WHERE run_id GLOB ? LIMIT 2", (pattern,))]
-        except sqlite3.Error as e:
-            raise self._error(e) from None
+        ids = self._matches("runs", "run_id", run_id)
         if not ids:
-            raise UsageError(f"no run {run_id!r} in {self.path}")
+            raise UsageError(f"no run {run_id!r} in {self.path}" + self._short(run_id))
         if len(ids) > 1:
             raise UsageError(f"run id prefix {run_id!r} is ambiguous in {self.path}; give more characters")
         return ids[0]
+
+    def find(self, some_id: str) -> Tuple[str, str]:
+        """("run" or "study", its full id) for a run id or a study id, or a unique prefix of either
+        (``ceiling show``). UsageError when nothing or more than one matches."""
+        found = [("run", i) for i in self._matches("runs", "run_id", some_id)]
+        found += [("study", i) for i in self._matches("studies", "study_id", some_id)]
+        if not found:
+            raise UsageError(f"no run or study {some_id!r} in {self.path}" + self._short(some_id))
+        if len(found) > 1:
+            raise UsageError(f"id prefix {some_id!r} is ambiguous in {self.path} (it begins "
+                             f"{' and '.join(sorted({w for w, _ in found}))} ids); give more characters")
+        return found[0]
+
+    def _short(self, some_id: str) -> str:
+        return f" (a prefix needs at least {MIN_PREFIX} characters)" if len(some_id) < MIN_PREFIX else ""
+
+    def _matches(self, table: str, column: str, some_id: str) -> List[str]:
+        """The ids of ``table`` equal to ``some_id``, else (for 6+ characters) beginning with it; two at most."""
+        try:
+            if self._db.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (some_id,)).fetchone():
+                return [some_id]
+            if len(some_id) < MIN_PREFIX:
+                return []
+            # GLOB, not LIKE: '_' and '%' are common in ids a user might type; escape GLOB's own.
+            pattern = "".join(f"[{c}]" if c in "*?[]" else c for c in some_id) + "*"
+            return [r[0] for r in self._db.execute(
+                f"SELECT {column} FROM {table} WHERE {column} GLOB ? LIMIT 2", (pattern,))]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
 
     def get(self, run_id: str) -> Run:
         """The stored run with this id (or unique prefix of at least 6 characters)."""
@@ -421,13 +477,37 @@ class Store:
             raise self._error(e) from None
         return jsonio.loads(doc, source=f"run {full} in {self.path}")
 
+    def get_study(self, study_id: str) -> Study:
+        """The stored study with this id (or unique prefix of 6+ characters), each member's run read
+        back from the history (a member no longer there keeps its run_id, without a run)."""
+        ids = self._matches("studies", "study_id", study_id)
+        if len(ids) != 1:
+            raise UsageError(f"no study {study_id!r} in {self.path}" + self._short(study_id) if not ids else
+                             f"study id prefix {study_id!r} is ambiguous in {self.path}; give more characters")
+        try:
+            doc = self._db.execute("SELECT doc FROM studies WHERE study_id = ?", (ids[0],)).fetchone()[0]
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+        study = jsonio.loads_study(doc, source=f"study {ids[0]} in {self.path}")
+        for m in study.members:
+            if m.run is None and m.run_id and self._matches("runs", "run_id", m.run_id) == [m.run_id]:
+                m.run = self.get(m.run_id)
+        return study
+
+    def list_studies(self, host: Optional[str] = None, limit: int = 20) -> List[StudySummary]:
+        """The newest ``limit`` studies (started on ``host`` when given), newest first."""
+        try:
+            return studies.summaries(self._db, host, limit)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
     def list(self, host: Optional[str] = None, limit: int = 20) -> List[RunSummary]:
         """The newest ``limit`` runs (of ``host`` when given), newest first."""
         where, args = ("WHERE host = ?", [host]) if host is not None else ("", [])
         try:
             runs = self._db.execute(
                 f"SELECT run_id, host, started, finished, tool_version, partial, "
-                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), {_COMMAND}, {_NODES} "
+                f"(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), {_COMMAND}, {_NODES}, {studies.OF_RUN} "
                 f"FROM runs r {where} ORDER BY started DESC, run_id LIMIT ?", args + [int(limit)]).fetchall()
             heads: Dict[str, Dict[str, Tuple[Optional[float], str]]] = {r[0]: {} for r in runs}
             if runs:
@@ -441,8 +521,9 @@ class Store:
         except sqlite3.Error as e:
             raise self._error(e) from None
         return [RunSummary(rid, h, s, f, v, bool(p), n,
-                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c), int(k or 0))
-                for rid, h, s, f, v, p, n, c, k in runs]
+                           {k: heads[rid][k] for k in HEADLINE if k in heads[rid]}, _command(c), int(k or 0),
+                           study or "")
+                for rid, h, s, f, v, p, n, c, k, study in runs]
 
 
     # -- one metric over time: ranges of the index metrics_series (name, host, context, started) --

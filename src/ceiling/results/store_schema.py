@@ -14,6 +14,10 @@ Store versions (``PRAGMA user_version``):
       inventory hash of the node a row was measured on (``metrics.inventory_hash``) and of the
       run's host (``runs.inventory_hash``); each inventory once, as canonical JSON
       (``inventories``), so that two configurations can be told apart field by field.
+  4 - studies (model.Study): one ``studies`` row per study, its document with each member by
+      run_id only, and one ``study_members`` row per member (its position, run_id and value of
+      the varying parameter); each member is stored as a normal run, in ``runs`` and ``metrics``.
+      The upgrade from 3 adds the two empty tables and touches nothing else.
 
 The upgrade from 2 to 3 reads every stored document (through jsonio: a document of any version)
 and writes its rows again as ``save`` writes a new run's. A run whose document cannot be read keeps
@@ -22,7 +26,8 @@ run inside the caller's write transaction, after an integrity check (store.py): 
 disk or a Ctrl-C part way leaves the file at its old version, unchanged.
 
 A reader of an older file writes nothing: it sees the current tables through temporary ones built
-from the file (``read_old``), in the connection's own temp schema, searched before the file's.
+from the file (``read_old``; the studies tables of a file before version 4 empty ones,
+``studies_for_reader``), in the connection's own temp schema, searched before the file's.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ from . import history_keys as keys
 from . import jsonio
 from .model import Run
 
-STORE_VERSION = 3
+STORE_VERSION = 4
 
 _RUNS = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -82,6 +87,28 @@ _METRICS_V3 = (
 METRIC_COLUMNS: Tuple[str, ...] = ("run_id", "name", "value", "unit", "better", "efficiency", "node",
                                    *(c for c, _ in _METRICS_V3))
 
+_STUDIES = """
+CREATE TABLE IF NOT EXISTS {schema}studies (
+    study_id     TEXT PRIMARY KEY,
+    kind         TEXT NOT NULL,   -- Study.kind: scaling, series, comparison, repetition
+    parameter    TEXT NOT NULL,   -- what varies
+    host         TEXT NOT NULL,
+    started      TEXT NOT NULL,   -- ISO 8601 UTC, sorts as text
+    finished     TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    partial      INTEGER NOT NULL,
+    doc          TEXT NOT NULL    -- the Study as JSON (jsonio.dumps_study), each member by run_id only
+);
+CREATE TABLE IF NOT EXISTS {schema}study_members (
+    study_id TEXT NOT NULL REFERENCES studies(study_id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,    -- 0, 1, ... in the order the members were made
+    run_id   TEXT NOT NULL,       -- runs.run_id (no foreign key: a study outlives a member removed)
+    value    TEXT NOT NULL,       -- Member.value as JSON
+    PRIMARY KEY (study_id, position)
+);
+CREATE INDEX IF NOT EXISTS {schema}studies_started ON studies(started);
+CREATE INDEX IF NOT EXISTS {schema}study_members_run ON study_members(run_id)"""
+
 _INDICES = """
 CREATE INDEX IF NOT EXISTS {schema}metrics_series ON metrics(name, host, context, started);
 CREATE INDEX IF NOT EXISTS {schema}metrics_run ON metrics(run_id)"""
@@ -90,7 +117,8 @@ SCHEMA = ";\n".join([
     _RUNS, "CREATE INDEX IF NOT EXISTS runs_host_started ON runs(host, started)",
     _INVENTORIES.format(schema=""),
     _METRICS.format(schema="", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3)),
-    _INDICES.format(schema="")])
+    _INDICES.format(schema=""),
+    _STUDIES.format(schema="")])
 
 
 def statements(script: str) -> List[str]:
@@ -150,6 +178,15 @@ def write(db: sqlite3.Connection, run: Run, schema: str = "") -> Rows:
     return r
 
 
+def save_run(db: sqlite3.Connection, run: Run, doc: str) -> None:
+    """Write ``run`` (its document ``doc``) and its rows, replacing an earlier save of its run_id."""
+    db.execute("DELETE FROM metrics WHERE run_id = ?", (run.run_id,))
+    db.execute("INSERT OR REPLACE INTO runs (run_id, host, started, finished, tool_version, "
+               "partial, doc) VALUES (?, ?, ?, ?, ?, ?, ?)",
+               (run.run_id, run.host, run.started, run.finished, run.tool_version, int(run.partial), doc))
+    db.execute("UPDATE runs SET inventory_hash = ? WHERE run_id = ?", (write(db, run).inventory_hash, run.run_id))
+
+
 # -- upgrading a file, reading an older one --------------------------------------------------
 
 def _documents(db: sqlite3.Connection, where: str):
@@ -191,6 +228,7 @@ Step = Union[str, Callable[[sqlite3.Connection, str], None]]
 UPGRADES: Dict[int, Tuple[Step, ...]] = {
     1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
     2: (_to_3,),
+    3: tuple(statements(_STUDIES.format(schema=""))),
 }
 
 
@@ -228,3 +266,10 @@ def read_old(db: sqlite3.Connection, version: int, where: str) -> None:
                "LEFT JOIN temp.run_inventory i USING (run_id)")
     for stmt in statements(_INDICES.format(schema="temp.")):
         db.execute(stmt)
+
+
+def studies_for_reader(db: sqlite3.Connection) -> None:
+    """Let a read-only connection to a file before store version 4 see empty studies tables (it has
+    none: no study was ever stored in it), writing nothing to the file."""
+    for stmt in statements(_STUDIES.format(schema="temp.")):
+        db.execute(stmt.replace(" REFERENCES studies(study_id) ON DELETE CASCADE", ""))
