@@ -3,6 +3,7 @@
 Table-driven like LIKWID's executable tests: args | exit code | text the
 one line must contain. Every case fails before anything is measured.
 """
+import json
 import os
 import sqlite3
 import subprocess
@@ -49,6 +50,10 @@ CASES = [
     (["show", "{tmp}/notes.txt"], 2, "is not a run's JSON file"),
     (["show", "{tmp}/h.sqlite"], 2, "is a SQLite database, not a run's JSON: 'ceiling history --db"),
     (["show", "{tmp}/cut.json"], 5, "is not valid JSON"),
+    (["show", "{tmp}/study.json"], 12, "is not a valid ceiling study: kind: 'sweep' is not one of"),
+    (["bench", "memory", "--repeat", "1", "--no-store"], 3, "must be at least 2"),
+    (["bench", "memory", "--repeat", "2", "--cluster", "--no-store"], 2, "--cluster measures every node once"),
+    (["history", "--studies", "--metric", "stream.triad", "--db", "{tmp}/h.db"], 2, "give one of them"),
     (["bench", "memory", "--node-timeout", "-3", "--no-store"], 2, "not a duration"),
     (["bench", "network", "memory", "--no-store"], 2, "runs on its own"),
     (["bench", "storage", "--dir", "{tmp}/nowhere", "--no-store"], 4, "does not exist"),
@@ -65,6 +70,8 @@ CASES = [
 def test_bad_input(tmp_path, args, code, text):
     (tmp_path / "notes.txt").write_text("not a run\n")
     (tmp_path / "cut.json").write_text('{"schema_version": 3, "metr')       # a run file cut short
+    study = json.loads((REPO / "tests" / "golden" / "study_v1.json").read_text())
+    (tmp_path / "study.json").write_text(json.dumps(dict(study, kind="sweep")))      # a study of no known kind
     import sqlite3
     sqlite3.connect(tmp_path / "h.sqlite").execute("CREATE TABLE t (x)").connection.commit()
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

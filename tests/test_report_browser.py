@@ -100,3 +100,41 @@ def test_screenshot_is_not_blank(tmp_path):
     _run_chromium(tmp_path, blank.as_uri(), "--window-size=1280,1800", f"--screenshot={empty}")
     # A page of text and plots compresses far worse than a white page of the same size.
     assert shot.stat().st_size > 8 * empty.stat().st_size
+
+
+# A probe for the study page: where each member's row and its cells are laid out.
+STUDY_PROBE = """<script>
+(function () {
+  var rows = [];
+  document.querySelectorAll('table.members tr[data-member]').forEach(function (tr) {
+    var r = tr.getBoundingClientRect(), cells = [];
+    tr.querySelectorAll('td').forEach(function (td) { cells.push(td.textContent.trim()); });
+    rows.push({member: tr.getAttribute('data-member'), w: r.width, h: r.height, top: r.top, cells: cells});
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'probe';
+  pre.textContent = JSON.stringify({rows: rows, width: document.documentElement.scrollWidth});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+@needs_chromium
+def test_a_study_page_lays_out_a_row_per_member(tmp_path):
+    from pathlib import Path
+    from ceiling.report import html_study
+    from ceiling.results import jsonio
+    study = jsonio.load_document(Path(__file__).parent / "golden" / "study_v1.json")
+    path = tmp_path / "study.html"
+    path.write_text(html_study.render(study).replace("</body>", STUDY_PROBE + "\n</body>"), encoding="utf-8")
+    dom = _run_chromium(tmp_path, path.as_uri(), "--window-size=1280,1200", "--dump-dom")
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
+    assert found, "the probe did not run: " + dom[-500:]
+    probe = json.loads(htmllib.unescape(found.group(1)))
+    assert [r["member"] for r in probe["rows"]] == [str(i) for i in range(len(study.members))]
+    tops = [r["top"] for r in probe["rows"]]
+    assert tops == sorted(tops) and len(set(tops)) == len(tops)          # one under the other, in order
+    for r, m in zip(probe["rows"], study.members):
+        assert r["w"] > 600 and 10 < r["h"] < 80, r                      # laid out across the page, one line
+        assert r["cells"][0] == str(m.value) and r["cells"][1] == m.run_id[:12]
+    assert probe["width"] <= 1280

@@ -42,6 +42,7 @@ def _history(rows: Sequence, *, width: int = 100) -> str:
     if not rows:
         return "No runs are recorded."
     keys = [k for k in _HISTORY_COLUMNS if any(k in (getattr(r, "headline", None) or {}) for r in rows)]
+    studied = any(getattr(r, "study", "") for r in rows)      # members of a study: its id, a column
     body = []
     for r in rows:
         head = getattr(r, "headline", None) or {}
@@ -53,10 +54,31 @@ def _history(rows: Sequence, *, width: int = 100) -> str:
         for k in keys:
             value, unit = head.get(k, (None, ""))
             cells.append(F.with_unit(value, unit))
+        if studied:
+            cells.append(str(getattr(r, "study", ""))[:12] or DASH)
         body.append(cells)
-    lines = _table(["run", "started", "host", "verb", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys],
-                   body, [False, False, False, False, False, True] + [True] * len(keys))
+    lines = _table(["run", "started", "host", "verb", "version", "metrics"] + [_HISTORY_COLUMNS[k] for k in keys]
+                   + (["study"] if studied else []),
+                   body, [False, False, False, False, False, True] + [True] * len(keys) + [False] * studied)
+    if studied:
+        lines.append("A run with a study is one of its members: ceiling show STUDY shows them together.")
     return "\n".join(lines)
+
+
+def render_studies(rows: Sequence) -> str:
+    """``ceiling history --studies``: stored studies (results.store.StudySummary), newest first."""
+    if not rows:
+        return "No studies are recorded."
+    body = []
+    for r in rows:
+        values = ", ".join(str(v) for v in r.values)
+        verb = " ".join(w for w in r.command[1:3] if not w.startswith("-"))
+        body.append([r.study_id, F.when(r.started), r.host, verb, r.kind, r.parameter,
+                     values if len(values) <= 30 else values[:29] + "…",
+                     str(r.members) + (" partial" if r.partial else "")])
+    lines = _table(["study", "started", "host", "verb", "kind", "varies", "values", "runs"], body,
+                   [False] * 7 + [True])
+    return F.printable("\n".join(lines + ["ceiling show STUDY shows one, its members by what varies."]))
 
 
 def _shared(points: Sequence[Any]) -> Dict[str, Any]:

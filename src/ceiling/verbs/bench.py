@@ -31,6 +31,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="network: measure with another MPI of this node (its mpicc; default: the only other "
                    "one found): builds mpi4py against it once in a cached environment, then runs its "
                    "launcher -n 2 ceiling bench network (not under mpirun)")
+    p.add_argument("--repeat", metavar="N", help="measure the same suites N times (N >= 2), one run each, kept "
+                   "together as one repetition study: each run in the history as usual, the study listed by "
+                   "'ceiling history --studies' and shown by 'ceiling show STUDY' (--json, --save-json and --out "
+                   "then write the study)")
     common.measure_options(p)
     common.output_options(p)
     from .cluster import configure
@@ -38,10 +42,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
-    from . import suites
+    from . import repeat, suites
     from .measure import measure, measure_mpi
     if args.list:
         return _list_kernels(args)
+    repeats = repeat.count(args)
     if args.cluster and ({"network", "storage"} & set(args.suites)):
         raise UsageError("--cluster measures each node on its own: the network between nodes is --pairs "
                          "(ceiling bench compute --cluster --pairs, or ceiling run --cluster); the network and "
@@ -65,6 +70,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                              "mpirun -n N ceiling bench storage --dir DIR")
         return measure_mpi(args, argv, "storage")
     steps = suites.steps(args.suites, args.quick)
+    if repeats:
+        return repeat.measure_repeated(args, argv, steps, repeats)
     return measure(args, argv, steps, with_checks=False, report_html=bool(args.out), steps_must_run=True)
 
 

@@ -12,7 +12,7 @@ from ..units import parse_count
 
 NAME = "history"
 HELP = "runs recorded in the SQLite history"
-DESCRIPTION = "List recorded runs, or one metric across runs."
+DESCRIPTION = "List recorded runs (a study's members marked with its id), the studies, or one metric across runs."
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -21,6 +21,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", metavar="NAME", help="one metric across runs, e.g. stream.triad")
     p.add_argument("--context", metavar="K=V,...",
                    help="with --metric: only values measured so, e.g. threads=1,placement=compact")
+    p.add_argument("--studies", action="store_true",
+                   help="list the studies (several runs shown as one: ceiling bench --repeat N) instead of the runs")
     p.add_argument("--limit", type=str, default="20", metavar="N", help="at most N rows (default 20)")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
 
@@ -44,16 +46,24 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         if not args.metric:
             raise UsageError("--context selects values of one metric: give --metric NAME too")
         wanted = parse_context(args.context)
+    if args.studies and args.metric:
+        raise UsageError("--studies lists studies; --metric one metric across runs (a study's members are runs "
+                         "too): give one of them")
     store = Store(args.db, readonly=True)     # never created, upgraded or written by reading
     if args.metric:
         keys = None
         if wanted is not None:      # the stored keys that have these fields: each one a range of the index
             keys = [k for k, _ in store.contexts(args.metric, host=args.host) if matches(k, wanted)]
         rows = store.series(args.metric, host=args.host, contexts=keys)[-limit:] if keys != [] else []
+    elif args.studies:
+        rows = store.list_studies(host=args.host, limit=limit)
     else:
         rows = store.list(host=args.host, limit=limit)
     if args.json:
         print(json.dumps(rows, indent=1, default=_as_json))
+    elif args.studies:
+        from ..report.terminal_history import render_studies
+        print(render_studies(rows))
     else:
         print(terminal.render_history(rows, metric=args.metric))
     return 0

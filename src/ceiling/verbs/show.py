@@ -8,15 +8,17 @@ from pathlib import Path
 from typing import List
 
 from ..errors import PathError, UsageError
+from ..results.model import Study
 from . import common
 
 NAME = "show"
-HELP = "render a recorded run (id from history, or a JSON file)"
-DESCRIPTION = "Print a stored run or a saved JSON file, or write its HTML report."
+HELP = "render a recorded run or study (id from history, or a JSON file)"
+DESCRIPTION = ("Print a stored run or study or a saved JSON file, or write its HTML report. A study (several runs "
+               "shown as one) is a table of its members by what varies.")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", metavar="RUN", help="run id (or a unique prefix of 6+ characters) or a .json file")
+    p.add_argument("run", metavar="RUN", help="run or study id (or a unique prefix of 6+ characters) or a .json file")
     p.add_argument("--db", metavar="PATH", help="SQLite history to read from")
     p.add_argument("--out", metavar="FILE.html", help="write the HTML report here")
     p.add_argument("--json", action="store_true", help="print the JSON document")
@@ -50,10 +52,14 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         if not Path(args.run).is_file():
             raise PathError(f"{args.run}: " + ("not a regular file" if Path(args.run).exists() else "no such file"))
         _is_run_file(args.run)
-        run = jsonio.load(args.run)
+        run = jsonio.load_document(args.run)
     else:
         from ..results.store import Store
-        run = Store(args.db, readonly=True).get(args.run)
+        store = Store(args.db, readonly=True)
+        kind, full = store.find(args.run)
+        run = store.get_study(full) if kind == "study" else store.get(full)
+    if isinstance(run, Study):
+        return _show_study(run, args)
     ensure(run)      # a run recorded before the analysis was stored (schema 1) is analysed once, here
     if args.out:
         html.write(run, args.out)
@@ -69,4 +75,20 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         return 0
     print(terminal.render(run, color=color, width=common.width()))
     print(terminal.summary(run))
+    return 0
+
+
+def _show_study(study: Study, args: argparse.Namespace) -> int:
+    """A study: its page (--out), its document with every member run whole (--json), else its table."""
+    from ..analysis.analyse import ensure
+    from ..report import html_study, terminal_study
+    from ..results import jsonio
+    for run in study.runs():
+        ensure(run)      # a member recorded before the analysis was stored, as a run shown alone
+    if args.out:
+        html_study.write(study, args.out)
+    if args.json:
+        sys.stdout.write(jsonio.dumps_study(study))
+        return 0
+    print(terminal_study.render(study, width=common.width()))
     return 0
