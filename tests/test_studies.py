@@ -152,22 +152,31 @@ def test_a_member_removed_from_the_history_is_said_not_lost(tmp_path):
     assert back.members[0].run is None and back.members[0].run_id == study.members[0].run_id
     assert "not in this history" in terminal_study.render(back)
 
+def _tables(p: Path):
+    raw = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    try:
+        return (raw.execute("PRAGMA user_version").fetchone()[0],
+                {t: sorted(raw.execute(f"SELECT * FROM {t}"), key=repr) for t in ("runs", "metrics", "inventories")})
+    finally:
+        raw.close()
+
+
 def test_a_version_3_history_is_upgraded_with_everything_it_held(tmp_path):
     p = _copy(tmp_path)
-    raw = sqlite3.connect(p)
-    before = {t: sorted(raw.execute(f"SELECT * FROM {t}")) for t in ("runs", "metrics", "inventories")}
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
-    raw.close()
+    version, before = _tables(p)
+    assert version == 3 and len(before["runs"]) == V3_RUNS
     with Store(p, check=True) as s:
         assert len(s.list(limit=100)) == V3_RUNS and s.list_studies() == []
+    version, after = _tables(p)
+    assert version == STORE_VERSION == 4
+    assert after == before                        # every run, metric row and inventory as it was
+    with Store(p) as s:
         sid = s.save_study(_study(2))
+        assert len(s.list(limit=100)) == V3_RUNS + 2
     raw = sqlite3.connect(p)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 4
-    for t, rows in before.items():
-        now = sorted(raw.execute(f"SELECT * FROM {t}"))
-        assert set(rows) <= set(now) and len(now) - len(rows) == (2 if t == "runs" else len(now) - len(rows)), t
     assert raw.execute("SELECT study_id FROM studies").fetchall() == [(sid,)]
     assert raw.execute("SELECT count(*) FROM study_members").fetchone()[0] == 2
+
 
 def test_a_version_3_history_is_read_without_being_upgraded(tmp_path, capsys):
     p = _copy(tmp_path)
