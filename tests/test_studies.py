@@ -275,3 +275,31 @@ def test_bench_repeat_records_a_study_of_real_runs(tmp_path):
         assert {r.run_id for r in s.list()} == {m.run_id for m in study.members}
     assert f"Recorded as study {study.study_id[:12]}" in r.stdout
     assert "repetition 2 of 2" in r.stdout and page.read_text().count("<tr data-member=") == 2
+
+
+def test_a_damaged_study_in_the_history_is_refused_with_its_exit_code(tmp_path):
+    db = tmp_path / "h.db"
+    with Store(db) as s:
+        sid = s.save_study(_study(2))
+    raw = sqlite3.connect(db)
+    raw.execute("UPDATE studies SET doc = json_set(doc, '$.kind', 'sweep')")
+    raw.commit()
+    raw.close()
+    r = ceiling("show", sid, "--db", str(db))
+    assert r.returncode == 12, r.stderr
+    assert r.stderr.startswith(f"ceiling: study {sid} in {db} is not a valid ceiling study: kind: 'sweep'")
+    assert r.stderr.count("\n") == 1
+
+
+def test_a_study_is_shown_from_a_history_on_a_read_only_mount(tmp_path):
+    from test_store_readonly import _cli, _readonly
+    d = tmp_path / "ro"
+    d.mkdir()
+    db = d / "history.db"
+    with Store(db) as s:
+        sid = s.save_study(_study(2))
+    digest = _digest(db)
+    r = _readonly(d, _cli("show", sid[:8], "--db", str(db), "--json"))
+    assert r.returncode == 0, r.stderr
+    assert jsonio.loads_study(r.stdout).study_id == sid
+    assert sorted(p.name for p in d.iterdir()) == ["history.db"] and _digest(db) == digest
