@@ -22,15 +22,16 @@ CSRC = Path(__file__).resolve().parents[1] / "csrc"
 RANK = {
     "errors": 0, "units": 1, "sysfs": 1, "files": 1, "core": 2, "results": 2, "machine": 3,
     "probes": 4,
-    "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "profile": 5, "trace": 5,
+    "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "experiments": 5, "profile": 5, "trace": 5,
     "analysis": 6,
     "report": 7,
     "verbs": 8,
     "cli": 9, "__main__": 10, "__init__": 0,
 }
 # Among the measurements (rank 5), the directions allowed: a bench uses MPI through cluster/;
-# observing a program reads the competing load as the load check does (checks/load.py).
-SIDEWAYS = {("bench", "cluster"), ("observe", "checks")}
+# observing a program reads the competing load as the load check does (checks/load.py); an
+# experiment is the program observed again and again (observe/).
+SIDEWAYS = {("bench", "cluster"), ("observe", "checks"), ("experiments", "observe")}
 LONG_MARK = "Longer than 500 lines"
 
 
