@@ -1,6 +1,6 @@
 """`ceiling profile --experiments`: the program run again, alone and beside co-runners, with
 the other page size and watched for its working set (experiments/sensitivity.py), then with
-OMP_NUM_THREADS at a few counts (probes/scaling.py); what that says
+OMP_NUM_THREADS at a few counts (experiments/scaling.py); what that says
 (analysis/profile_experiments.py, analysis/profile_scaling.py), and whether the node let it
 say anything (the competing load around each set of runs, checks/load.py). Each re-run has a
 deadline; Ctrl-C or SIGTERM stops them and the caller (verbs/profile.py) marks the run
@@ -108,9 +108,9 @@ def _stoppable():
 
 def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
     """--experiments, thread scaling: the program on 1, half and all the CPUs it may use
-    (OMP_NUM_THREADS; probes/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
+    (OMP_NUM_THREADS; experiments/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
     from ..analysis.profile_scaling import classify, finding
-    from ..probes.scaling import run_threads, thread_counts
+    from ..experiments.scaling import run_threads, thread_counts
     counts = thread_counts(len(os.sched_getaffinity(0)))
     if not counts:
         return {"why": "one CPU: no thread counts to compare"}, []
