@@ -83,7 +83,9 @@ def _records(module, comments, docs) -> dict:
         hints = typing.get_type_hints(cls)
         props = {}
         for f in dataclasses.fields(cls):
-            props[f.name] = dict(_type(hints[f.name]), description=comments[name][f.name])
+            # a field a record inherits (StreamRate's from PagesRate) is described where it is declared
+            said = next(comments[c.__name__] for c in cls.__mro__ if f.name in comments.get(c.__name__, {}))
+            props[f.name] = dict(_type(hints[f.name]), description=said[f.name])
         out[name] = {"description": docs[name], "type": "object", "additionalProperties": False,
                      "required": [f.name for f in dataclasses.fields(cls)], "properties": props}
     return out

@@ -22,15 +22,16 @@ CSRC = Path(__file__).resolve().parents[1] / "csrc"
 RANK = {
     "errors": 0, "units": 1, "sysfs": 1, "files": 1, "core": 2, "results": 2, "machine": 3,
     "probes": 4,
-    "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "profile": 5, "trace": 5,
+    "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "experiments": 5, "profile": 5, "trace": 5,
     "analysis": 6,
     "report": 7,
     "verbs": 8,
     "cli": 9, "__main__": 10, "__init__": 0,
 }
 # Among the measurements (rank 5), the directions allowed: a bench uses MPI through cluster/;
-# observing a program reads the competing load as the load check does (checks/load.py).
-SIDEWAYS = {("bench", "cluster"), ("observe", "checks")}
+# observing a program reads the competing load as the load check does (checks/load.py); an
+# experiment is the program observed again and again (observe/).
+SIDEWAYS = {("bench", "cluster"), ("observe", "checks"), ("experiments", "observe")}
 LONG_MARK = "Longer than 500 lines"
 
 
@@ -238,3 +239,124 @@ def test_every_check_area_has_a_title():
     from ceiling.checks.base import AREAS
     from ceiling.report.labels import AREA_TITLES
     assert tuple(AREA_TITLES) == AREAS
+
+
+# ---- where a process is started ------------------------------------------------------------------------------
+# observe/ starts every program of the application half: the profiled one, --overhead's and
+# --experiments' re-runs (experiments/), the co-runners beside them (observe/companions.py), so that
+# a new verb that runs a program (trace, scale) gets the deadline, the group kill, Ctrl-C and the
+# figures as profile has them. Outside it, a module may start a process only when it is listed here,
+# with the reason.
+STARTS_ALLOWED = {
+    # the application half's mechanism, reached only through observe/ (the next test checks it)
+    "ceiling.probes.launch": "the fork and exec, and ceiling-launch's posix_spawn, that observe/run.py drives "
+                             "through perf_counters.spawn",
+    "ceiling.probes.interpose_cost": "the interposer's calibration (dd and ceiling-launch run with and without it), "
+                                     "which observe/run.py asks for its cost per call",
+    "ceiling.verbs.profile_launch": "end_job: rank 0's program started only to call MPI_Abort for a rank that "
+                                    "cannot report; nothing is observed, and it needs close_fds=False (the "
+                                    "launcher's PMI descriptor) and its 60 s limit without a group of its own",
+    # the node half: tools and launchers of ceiling's own, no user program
+    "ceiling.machine.dmi": "dmidecode -t memory (the DIMMs)",
+    "ceiling.verbs.bench": "bench --site-mpi: ceiling itself again under another MPI's launcher",
+    "ceiling.cluster.site_mpi": "--site-mpi's build steps (pip, the MPI compiler wrapper, mpi4py's import)",
+    "ceiling.cluster.launch": "end_the_job: ceiling's own mpi4py joins a job to abort it",
+    "ceiling.cluster.library": "an MPI installation's own tools asked for their version (mpichversion, "
+                               "ompi_info, mpicc -show)",
+}
+# the starting functions of the mechanism above, which only observe/ calls
+MECHANISM = {"ceiling.probes.launch": {"start", "fork"}, "ceiling.probes.perf_counters": {"spawn"},
+             "ceiling.probes.interpose_cost": {"measure", "loader_reads"}}
+_STARTS = {"subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
+           "os": {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"},
+           "pty": {"fork", "spawn"}, "asyncio": {"create_subprocess_exec", "create_subprocess_shell"}}
+
+
+def _starter(module: str, name: str) -> bool:
+    """Whether ``module.name`` starts a process (subprocess.run, os.fork, os.execve, os.spawnv,
+    anything of multiprocessing)."""
+    return (module == "multiprocessing" or name in _STARTS.get(module, ())
+            or module == "os" and name.startswith(("exec", "spawn")))
+
+
+def _starts(path: Path) -> List[str]:
+    """Where the module at ``path`` starts a process: a call through an imported module
+    (``subprocess.Popen(...)``, ``os.fork()``, an alias of either) or a starting name imported
+    (``from subprocess import run``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    alias: Dict[str, str] = {}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                alias[a.asname or a.name] = a.name
+        elif isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            out += [f"line {n.lineno}: from {n.module} import {a.name}" for a in n.names if _starter(n.module, a.name)]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+            module = alias.get(n.func.value.id, "")
+            if _starter(module, n.func.attr):
+                out.append(f"line {n.lineno}: {module}.{n.func.attr}()")
+    return out
+
+
+def _outside_observe() -> List[Path]:
+    return [p for p in sorted(SRC.rglob("*.py")) if _part(_module_name(p)) != "observe"]
+
+
+def test_only_observe_starts_a_program():
+    bad = [f"{_module_name(p)}, {x}" for p in _outside_observe() if _module_name(p) not in STARTS_ALLOWED
+           for x in _starts(p)]
+    assert not bad, ("a process started outside observe/ (observe it: observe(cmd, exe, Instruments(...)); or, "
+                     "for a tool of the node half, list the module in STARTS_ALLOWED with the reason):\n"
+                     + "\n".join(bad))
+    unused = [m for m in STARTS_ALLOWED if not any(_starts(p) for p in SRC.rglob("*.py") if _module_name(p) == m)]
+    assert not unused, f"allowed to start a process but starts none (take it off STARTS_ALLOWED): {unused}"
+
+
+def _mechanism_uses(path: Path) -> List[str]:
+    """Where the module at ``path`` reaches a starting function of MECHANISM: imported by name
+    (``from ..probes.perf_counters import spawn``) or called through its module
+    (``from ..probes import launch`` and ``launch.start``)."""
+    mod = _module_name(path)
+    tree = ast.parse(path.read_text(), str(path))
+    alias: Dict[str, str] = {}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom):
+            for base in _resolve(mod, path.name == "__init__.py", n):
+                for a in n.names:
+                    if base in MECHANISM and a.name in MECHANISM[base]:
+                        out.append(f"from {base} import {a.name}")
+                    if f"{base}.{a.name}" in MECHANISM or base in MECHANISM and base.endswith("." + a.name):
+                        alias[a.asname or a.name] = base if base in MECHANISM else f"{base}.{a.name}"
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name in MECHANISM:
+                    alias[a.asname or a.name] = a.name
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in alias \
+                and n.attr in MECHANISM[alias[n.value.id]]:
+            out.append(f"{alias[n.value.id]}.{n.attr}")
+    return out
+
+
+def test_the_mechanism_of_observe_is_called_by_observe_alone():
+    bad = [f"{_module_name(p)}: {x}" for p in _outside_observe() if _module_name(p) not in MECHANISM
+           for x in _mechanism_uses(p)]
+    assert not bad, "the mechanism observe/ starts programs with, used outside it:\n" + "\n".join(bad)
+    assert _mechanism_uses(SRC / "observe" / "run.py"), "observe/run.py no longer found to use its mechanism"
+
+
+def test_a_process_started_is_found(tmp_path):
+    """The check itself: each form it rejects, and what it leaves alone."""
+    cases = {"import subprocess\nsubprocess.run(['x'])": 1, "import subprocess as sp\nsp.Popen(['x'])": 1,
+             "from subprocess import check_output": 1, "import os\nos.execvpe('x', [], {})": 1,
+             "import os\nos.fork()": 1, "import os\nos.posix_spawn('x', [], {})": 1, "import os\nos.system('x')": 1,
+             "import subprocess\nsubprocess.DEVNULL\ntry:\n    pass\nexcept subprocess.TimeoutExpired:\n    pass": 0,
+             "import os\nos.waitpid(1, 0)": 0, "from subprocess import DEVNULL": 0,
+             "from multiprocessing import Process": 1}
+    for i, (text, n) in enumerate(cases.items()):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(text + "\n")
+        assert len(_starts(path)) == n, (text, _starts(path))

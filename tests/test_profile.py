@@ -547,7 +547,7 @@ def test_the_pirates_of_one_cache_share_it_instead_of_overflowing_it():
 def test_a_corunner_makes_its_arrays_once_and_runs_on_command(kind):
     """One set of co-runners serves every arm: each run gives its own rate, a run cut at once
     still one (its stop may arrive with its go), and closing leaves no process behind."""
-    from ceiling.probes.corunner import CoRunners
+    from ceiling.observe.companions import CoRunners
     cpu = sorted(os.sched_getaffinity(0))[-1]
     with CoRunners(kind, [cpu], 4 << 20) as co:
         procs = list(co.procs)

@@ -18,7 +18,9 @@ import pytest
 
 from ceiling.results.analysis import Bound
 from ceiling.analysis.profile_experiments import apply, classify, page_effect, stream_rate, working_set
-from ceiling.probes.rerun import Footprint, Overdue, page_setting, rerun
+from ceiling.experiments.sensitivity import again
+from ceiling.observe import Overdue, observe
+from ceiling.probes.rerun import Footprint, page_setting
 
 HERE = Path(__file__).parent
 PROGRAMS = HERE / "programs"
@@ -366,8 +368,8 @@ def test_the_working_set_is_read_without_root_from_the_pages_a_program_reference
     loop almost nothing after its start."""
     chase, fma = build(tmp_path, "chase"), build(tmp_path, "fma")
     big, small = Footprint(0.2), Footprint(0.05)
-    rerun([chase, "2", "256"], chase, dict(os.environ), 300, big)
-    rerun([fma, "3"], fma, dict(os.environ), 300, small)
+    observe([chase, "2", "256"], chase, again(dict(os.environ), 300, big))
+    observe([fma, "3"], fma, again(dict(os.environ), 300, small))
     assert len(big.windows) >= 3 and len(small.windows) >= 3, (big.windows, small.windows)
     assert len(big.cpu_s) == len(big.windows) and 0 < sum(big.cpu_s) < 60
     assert max(big.windows) > 64 << 20, big.windows                      # far beyond any cache
@@ -379,7 +381,7 @@ def test_a_rerun_past_its_deadline_is_killed_with_its_process_group(tmp_path):
     script = f"sleep 300 & echo $! > {pidfile}; wait"
     t0 = time.monotonic()
     with pytest.raises(Overdue):
-        rerun(["sh", "-c", script], shutil.which("sh"), dict(os.environ), 1.0)
+        observe(["sh", "-c", script], shutil.which("sh"), again(dict(os.environ), 1.0))
     assert time.monotonic() - t0 < 30
     child = int(pidfile.read_text())
     for _ in range(100):                  # SIGKILL is delivered at once; reaping by init may lag

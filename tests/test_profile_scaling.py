@@ -1,11 +1,13 @@
 """Thread scaling's verdicts (analysis/profile_scaling.py) on made-up runs, and the thread
-counts tried (probes/scaling.py)."""
+counts tried and the runs themselves (experiments/scaling.py)."""
 from __future__ import annotations
+
+import os
 
 import pytest
 
 from ceiling.analysis.profile_scaling import classify, finding
-from ceiling.probes.scaling import thread_counts
+from ceiling.experiments.scaling import thread_counts
 
 
 def runs(t1, tn, busy1, busyn, n=4, half=None):
@@ -54,3 +56,30 @@ def test_spread_rounds_lower_the_confidence():
 @pytest.mark.parametrize("cpus, counts", [(1, []), (2, [1, 2]), (3, [1, 3]), (16, [1, 8, 16])])
 def test_thread_counts(cpus, counts):
     assert thread_counts(cpus) == counts
+
+
+# ---- the runs themselves: real processes, observed (observe/) ------------------------------------------------
+
+SH = "/bin/sh"
+
+
+def test_each_count_is_a_run_with_its_omp_num_threads_in_rotating_order(tmp_path):
+    """Round 2 starts where round 1 left off; a failed run's status is kept (not its time), and the
+    CPU time is wait4's for the program and what it waited for."""
+    from ceiling.experiments.scaling import run_threads
+    log = tmp_path / "log"
+    script = (f'echo "$OMP_NUM_THREADS ${{LD_PRELOAD:-none}}" >> {log}; '
+              'i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; [ "$OMP_NUM_THREADS" != 2 ] || exit 3')
+    res = run_threads([SH, "-c", script], SH, [1, 2], 2, env=dict(os.environ, LD_PRELOAD=""))
+    assert log.read_text().split("\n")[:-1] == ["1 none", "2 none", "2 none", "1 none"]
+    assert res["failed"] == {2: 3} and res["times"][2] == [] and len(res["times"][1]) == 2
+    assert all(t > 0 for t in res["times"][1]) and all(c > 0 for c in res["cpu_s"][1])
+    assert (res["interrupted"], res["stopped_by"], res["overdue"]) == (False, "", None) and res["cost_s"] > 0
+
+
+def test_a_run_past_its_deadline_ends_the_scaling_runs_and_names_its_count():
+    from ceiling.experiments.scaling import run_threads
+    res = run_threads([SH, "-c", 'if [ "$OMP_NUM_THREADS" = 4 ]; then sleep 300; fi'], SH, [1, 4], 2,
+                      deadline_s=0.5)
+    assert res["overdue"] == 4 and len(res["times"][1]) == 1 and res["times"][4] == [] and not res["interrupted"]
+    assert res["cost_s"] < 30

@@ -1,4 +1,4 @@
-"""What the thread-scaling runs of `ceiling profile --experiments` say (probes/scaling.py).
+"""What the thread-scaling runs of `ceiling profile --experiments` say (experiments/scaling.py).
 
 Per thread count n, from the medians over rounds: the speedup S(n) = T(1) / T(n), the
 parallel efficiency S(n) / n, the serial fraction by Karp and Flatt, e = (1/S - 1/n) /

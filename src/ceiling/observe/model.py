@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 from ..probes.interpose_record import Records
 from ..probes.launch import Exit
@@ -33,6 +33,17 @@ class Instruments:
     competing: bool = True               # the load of other processes during the run (checks/load.py)
     discard_output: bool = False         # standard input, output and error to /dev/null (a rerun)
     env: Optional[Dict[str, str]] = None     # the program's environment; None: ceiling's own
+    # A re-run (observe/detached.py): in a session and process group of its own, forked from Python
+    # without ceiling-launch or its signal rule (Ctrl-C reaches ceiling only, whose KeyboardInterrupt
+    # kills the group), its input /dev/null; no hardware counters (they are opened through the launch)
+    own_group: bool = False
+    deadline_s: Optional[float] = None   # own_group: past this its process group is killed and Overdue raised
+    look: Any = None                     # own_group: called with its process group every look.wait_s seconds
+                                         # while it runs (probes/rerun.Footprint: its working set)
+    no_thp: bool = False                 # transparent huge pages off for it (PR_SET_THP_DISABLE)
+    # companions: context managers entered, in order, before the program starts and left after it
+    # ended (observe/companions.CoRunners.running: co-runners working beside it)
+    beside: Sequence[ContextManager] = ()
 
 
 @dataclass
@@ -90,6 +101,11 @@ class Observation:
         return None if os.WIFSIGNALED(self.ended.status) else os.WEXITSTATUS(self.ended.status)
 
     @property
+    def returncode(self) -> int:
+        """As subprocess says it: the exit status, or -N when signal N ended it."""
+        return os.waitstatus_to_exitcode(self.ended.status)
+
+    @property
     def code(self) -> int:
         """As the shell says it: the exit status, or 128 + N when signal N ended it."""
         st = self.ended.status
@@ -99,6 +115,10 @@ class Observation:
     def interruption(self) -> str:
         """The first signal ceiling got that asks a program to end, in words ("" for none)."""
         return interruption(self.ended.signals)
+
+
+class Overdue(Exception):
+    """A program run with a deadline (Instruments.deadline_s) passed it; its process group was killed."""
 
 
 TERMINATING = {"SIGHUP": "hung up", "SIGINT": "interrupted", "SIGQUIT": "quit", "SIGTERM": "terminated"}

@@ -11,6 +11,13 @@ reading, the machine (when the caller has not detected it before), the counters 
 closed, the records read back and the directory removed, and, for rank 0 of a wrapped MPI
 launch, the interposer's cost (the other ranks would wait in MPI_Init while it is measured
 before). Nothing is analysed here.
+
+A re-run (Instruments.own_group: --experiments) is started instead in a process group of its
+own (observe/detached.py): no ceiling-launch and no signal rule, since Ctrl-C at the terminal
+reaches ceiling alone, whose KeyboardInterrupt kills the group; a deadline kills it too
+(Overdue), and a look (probes/rerun.Footprint) reads its pages while it runs. Companions
+(Instruments.beside: the co-runners of observe/companions.py) are entered before either kind
+of program starts and left after it ended, so its wall time lies inside their run.
 """
 from __future__ import annotations
 
@@ -22,10 +29,11 @@ from typing import Callable, List, Optional
 
 from ..files.private import make_dir, remove_tree
 from ..probes import interpose_record
-from ..probes.launch import Watch
-from ..probes.perf_counters import spawn
+from ..probes.launch import Exit, Watch
+from ..probes.perf_counters import spawn, summary
 from ..probes.proc_sampler import ProcSampler, Sampled
 from ..results.model import utcnow
+from . import detached
 from .model import Instruments, Interposer, Observation, interruption
 from .preload import preload_refused
 
@@ -37,31 +45,50 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
     """Run ``cmd`` (``exe``: its resolved path) watched by ``tools`` until it ends.
     ``machine``: the node's model, asked for after the program (its hypervisor names why
     counters are missing); ``wrapped``: (rank, size) when this ceiling is one rank of an MPI
-    launch. Raises OSError when the program cannot be started (nothing is left behind)."""
+    launch. Raises OSError when the program cannot be started (nothing is left behind), Overdue
+    when one with a deadline passed it (its process group killed), and whatever stopped it
+    meanwhile (KeyboardInterrupt) with its group killed, where it runs in a group of its own."""
     tools = tools or Instruments()
+    if tools.own_group and tools.counters:
+        raise ValueError("observe: hardware counters are opened through the launch, which a program in a process "
+                         "group of its own does not have (counters=False)")
+    if not tools.own_group and (tools.deadline_s or tools.look is not None):
+        raise ValueError("observe: a deadline or a look needs the program in a process group of its own "
+                         "(own_group=True)")
     env = dict(os.environ if tools.env is None else tools.env)
     lib, part, tmp = _interposer(exe, tools, env)
     competing = None
     if tools.competing:
         from ..checks.load import Competing
         competing = Competing()
-    started = utcnow()
-    t0 = time.monotonic()
-    with Watch() as watch:
-        try:
-            with _discarded(tools.discard_output):
-                child = spawn(cmd, exe, env, counters=tools.counters)
-        except OSError:
-            remove_tree(tmp)
-            raise
-        sampler = ProcSampler(child.pid, tools.interval_s).start() if tools.interval_s > 0 else None
-        ended = child.wait(watch)
-    wall = time.monotonic() - t0
+    try:
+        with contextlib.ExitStack() as beside:
+            for companion in tools.beside:          # started before it (a co-runner's "go"), left after its end
+                beside.enter_context(companion)
+            started = utcnow()
+            t0 = time.monotonic()
+            if tools.own_group:
+                child = None
+                pid, ended, sampler, wall = _in_group(cmd, exe, env, tools, t0)
+            else:
+                with Watch() as watch:
+                    with _discarded(tools.discard_output), detached.thp_disabled(tools.no_thp):
+                        child = spawn(cmd, exe, env, counters=tools.counters)
+                    pid = child.pid
+                    sampler = ProcSampler(pid, tools.interval_s).start() if tools.interval_s > 0 else None
+                    ended = child.wait(watch)
+                wall = time.monotonic() - t0
+    except BaseException:
+        remove_tree(tmp)
+        raise
     t1 = time.monotonic()
     sampled = sampler.stop() if sampler else Sampled(interval_s=0.0)
     busy = competing.stop(set(sampled.processes), COMPETING_MIN_S) if competing else []
     m = machine() if machine else None
-    counters = child.finish(wall, hypervisor=getattr(m, "virtualized", None))
+    hypervisor = getattr(m, "virtualized", None)
+    counters = (child.finish(wall, hypervisor=hypervisor) if child else
+                summary({}, None, None, wall, hypervisor, why="not opened: the program ran in a process group "
+                                                               "of its own (a re-run)"))
     finished = utcnow()
     if tmp:
         # a job script's rm -rf $TMPDIR/* may have taken the directory with the records: said, not raised
@@ -78,11 +105,31 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
         part.cost = ({"why": f"not measured: the job was {stopped.split(' ')[0]}"} if stopped else
                      _measure(lib))
     unreached = {p.exe: preload_refused(p.exe) for p in sampled.processes.values() if p.exe}
-    return Observation(command=list(cmd), exe=exe, pid=child.pid, started=started, finished=finished, wall_s=wall,
+    return Observation(command=list(cmd), exe=exe, pid=pid, started=started, finished=finished, wall_s=wall,
                        start_s=t0,
                        ended=ended, sampled=sampled, counters=counters, interposer=part, competing=busy,
                        host=os.uname().nodename, cpus=len(os.sched_getaffinity(0)), wrapped=wrapped,
                        unreached=unreached, machine=m, overhead_s=time.monotonic() - t1)
+
+
+IN_GROUP = ("forked from ceiling's Python in a session and process group of its own (a re-run); wait4 rusage; "
+            "/proc/PID/io not read")
+
+
+def _in_group(cmd: List[str], exe: str, env: dict, tools: Instruments, t0: float):
+    """(pid, Exit, sampler or None, wall s): the program run in a process group of its own
+    (observe/detached.py), its deadline and look kept; on any exception its group is killed and
+    the sampler stopped before it goes on."""
+    p = detached.start(cmd, exe, env, tools.discard_output, tools.no_thp)
+    sampler = ProcSampler(p.pid, tools.interval_s).start() if tools.interval_s > 0 else None
+    try:
+        status, ru, wall = detached.wait(p, t0, tools.deadline_s, tools.look)
+    except BaseException:
+        if sampler:
+            sampler.stop()
+        raise
+    return p.pid, Exit(status, ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024, {}, "not read (a re-run)",
+                       how=IN_GROUP), sampler, wall
 
 
 def _interposer(exe: str, tools: Instruments, env: dict):

@@ -20,33 +20,27 @@ CPUs the program may use: a pirate takes only the cache it shares, and a bandit
 presses only its own memory controllers, so co-runners on one socket of two
 would leave the program's other half untouched.
 
-Each co-runner is ``python -m ceiling.probes.corunner KIND ELEMENTS CPU``: a
-process of its own (no GIL shared with ceiling), pinned to its CPU, that makes
+Each co-runner is ``python -m ceiling.probes.corunner KIND ELEMENTS CPU`` (``_main``
+here): a process of its own (no GIL shared with ceiling), pinned to its CPU, that makes
 its arrays once and then runs on command: ``go DUTY`` on its stdin starts the
 kernel, ``stop`` stops it and has it print its rate since the ``go``, per second
 and per second of the CPU it had (``rate R R_CPU``; or ``invalid``), end of
-input ends it. One set of each kind serves every arm and round of an experiment
-(run_arms): making a bandit's arrays, four times the last-level cache, cost 1-5 s
-a time on a VM (the host backs fresh memory page by page), 12 starts a round.
-run_arms also runs the program with the other page size, and once (twice where
-its data lies beyond the cache: footprint_run) while its working set is read,
-each run through probes/rerun.py (a deadline, its own process group). Nothing
-here decides anything (analysis/profile_experiments.py).
+input ends it. observe/companions.py starts and commands them (CoRunners), and
+experiments/sensitivity.py runs the program beside them; this module says how large
+their arrays are and where they run. Nothing here decides anything
+(analysis/profile_experiments.py).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 KINDS = ("bandit", "pirate", "spin", "resident")
 PERIOD_S = 0.02
-LINE_TIMEOUT_S = 60.0      # a co-runner's answer: "ready" after making its arrays, a rate after a stop
 
 
 def elements_for(kind: str, llc_bytes: Optional[int], share: int = 1) -> int:
@@ -63,111 +57,6 @@ def elements_for(kind: str, llc_bytes: Optional[int], share: int = 1) -> int:
     if kind == "resident":
         return max(1 << 12, llc // 2 // 8 // 3)
     return 0
-
-
-class CoRunners:
-    """Co-runners of one kind on ``cpus``, their arrays made once (``open``, or a with block,
-    which ``close``s them), each ``running(duty)`` block one run of the kernel beside
-    whatever it wraps, its rates in ``rates`` after."""
-
-    def __init__(self, kind: str, cpus: Sequence[int], llc_bytes: Optional[int],
-                 shares: Optional[Dict[int, int]] = None):
-        if kind not in KINDS:
-            raise ValueError(f"no co-runner {kind!r}")
-        self.kind, self.cpus = kind, list(cpus)
-        self.elements = {cpu: elements_for(kind, llc_bytes, (shares or {}).get(cpu, 1)) for cpu in self.cpus}
-        self.procs: List[subprocess.Popen] = []
-        self.rates: List[float] = []      # each co-runner's rate over its last run (B/s, or flop/s for spin)
-        self.cpu_rates: List[float] = []  # the same work per second of CPU time it had (a shared node's share left out)
-
-    def open(self) -> "CoRunners":
-        env = dict(os.environ)
-        for k in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT"):
-            env.pop(k, None)
-        try:
-            for cpu in self.cpus:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "ceiling.probes.corunner", self.kind, str(self.elements[cpu]), str(cpu)],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env))
-            for p in self.procs:      # each says "ready" once its arrays are touched
-                if self._line(p) != b"ready":
-                    raise RuntimeError(f"the {self.kind} co-runner did not start")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    @staticmethod
-    def _line(p: subprocess.Popen, timeout: float = LINE_TIMEOUT_S) -> bytes:
-        """Its next line, or nothing (and it killed) when it says none in ``timeout`` seconds:
-        a stopped or hung co-runner must not hang the profile."""
-        if not p.stdout or not select.select([p.stdout], [], [], timeout)[0]:
-            p.kill()
-            return b""
-        return p.stdout.readline().strip()
-
-    def alive(self) -> bool:
-        """Every co-runner still there (one killed from outside, or by the kernel's OOM killer,
-        would leave the arms with less pressure than they say)."""
-        return bool(self.procs) and all(p.poll() is None for p in self.procs)
-
-    def _say(self, words: str) -> None:
-        for p in self.procs:
-            try:
-                if p.stdin:
-                    p.stdin.write(words.encode() + b"\n")
-                    p.stdin.flush()
-            except OSError:             # it died: no rate from it
-                pass
-
-    @contextlib.contextmanager
-    def running(self, duty: float) -> Iterator["CoRunners"]:
-        """The kernel running at ``duty`` through the block; ``rates`` then holds this run's."""
-        self.rates, self.cpu_rates = [], []
-        self._say(f"go {duty}")
-        try:
-            yield self
-        finally:
-            self._say("stop")
-            for p in self.procs:
-                words = self._line(p).split()
-                if len(words) == 3 and words[0] == b"rate":
-                    self.rates.append(float(words[1]))
-                    if float(words[2]) > 0:
-                        self.cpu_rates.append(float(words[2]))
-
-    def close(self) -> None:
-        procs, self.procs = self.procs, []
-        for p in procs:
-            try:
-                if p.stdin:
-                    p.stdin.close()     # end of input: it leaves
-            except OSError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            finally:
-                if p.stdout:
-                    p.stdout.close()
-
-    def rate(self) -> Optional[float]:
-        """The co-runners' rate over their last run, summed; None when one did not say."""
-        return sum(self.rates) if self.rates and len(self.rates) == len(self.cpus) else None
-
-    def cpu_rate(self) -> Optional[float]:
-        """The co-runners' rate per second of CPU time over their last run, summed; None when one
-        did not say."""
-        return sum(self.cpu_rates) if self.cpu_rates and len(self.cpu_rates) == len(self.cpus) else None
-
-    def __enter__(self) -> "CoRunners":
-        return self.open()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _domains(allowed: Sequence[int], machine: Any = None) -> List[List[int]]:
@@ -207,138 +96,6 @@ def reference_cpu(allowed: Sequence[int], cpus: Sequence[int], machine: Any = No
             if free:
                 return free[0]
     return None
-
-
-def run_arms(cmd: Sequence[str], exe: str, arms: Sequence[Tuple[str, Optional[str], float]], rounds: int,
-             cpus: Sequence[int], llc_bytes: Optional[int], env: Optional[Dict[str, str]] = None,
-             progress: Optional[Callable[[str], None]] = None, reference: Optional[int] = None,
-             shares: Optional[Dict[int, int]] = None, deadline_s: Optional[float] = None,
-             window_s: Optional[float] = None,
-             other_pages: Optional[Callable[[Dict[str, Any]], bool]] = None) -> Dict[str, Any]:
-    """Run the program (its output discarded) once per arm per round, the arms' order rotating
-    from round to round, and after each round every co-runner kind alone for as long as the
-    program ran alone, and, on CPU ``reference`` (reference_cpu), the experiment's power: a
-    thread streaming memory (the bandit's own kernel) alone and beside the bandits, and one
-    working in half the last-level cache (resident) alone and beside the pirates. After the
-    rounds, once more alone while its working set is read every ``window_s`` (Footprint), and
-    where ``other_pages(that footprint)`` says so, once more with the other page size, read alike
-    ("footprint_pages": how fast it references pages of either size).
-    An arm is (name, co-runner kind, duty): kind None runs it alone, "pages" alone with the
-    other page size (page_setting). {"times": {arm: [s, ...]}, "rates": {arm, KIND_alone,
-    reference_alone, reference_beside_bandit, resident_alone, resident_beside_pirate: [rate,
-    ...]}, "failed": {arm: exit status}, "footprint", "pages", "cost_s", "interrupted": bool,
-    "stopped_by": what interrupted them ("" when nothing did), "overdue": the arm whose run
-    passed ``deadline_s`` and was killed}. Ctrl-C, or SIGTERM made a KeyboardInterrupt, stops
-    the experiments (the running re-run's process group killed) and keeps what was measured;
-    so does a re-run past its deadline: the next would most likely hang too."""
-    from ..errors import interruption
-    from .rerun import Footprint, Overdue, page_setting, rerun
-    times: Dict[str, List[float]] = {a[0]: [] for a in arms}
-    rates: Dict[str, List[Optional[float]]] = {}
-    failed: Dict[str, int] = {}
-    t_start = time.monotonic()
-    env = {k: v for k, v in (env or os.environ).items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
-    if reference is None:
-        reference = reference_cpu(os.sched_getaffinity(0), cpus)
-    pool: Dict[Tuple[str, Tuple[int, ...]], CoRunners] = {}
-    pages = page_setting()
-    if pages.get("why"):
-        times.pop("pages", None)
-    out: Dict[str, Any] = {"times": times, "rates": rates, "failed": failed, "pages": pages, "footprint": None,
-                           "footprint_pages": None,
-                           "interrupted": False, "stopped_by": "", "overdue": None}
-
-    def co(kind: str, on: Sequence[int], duty: float) -> Any:
-        """The co-runners of ``kind`` on ``on`` (made at their first use), running at ``duty``."""
-        key = (kind, tuple(on))
-        if key in pool and not pool[key].alive():
-            pool.pop(key).close()       # one of them died: a new set
-        if key not in pool:
-            pool[key] = CoRunners(kind, on, llc_bytes, shares if list(on) == list(cpus) else None).open()
-        return pool[key].running(duty)
-
-    def timed(name: str, run_env: Dict[str, str], watch: Optional[Footprint] = None, no_thp: bool = False):
-        try:
-            return rerun(cmd, exe, run_env, deadline_s, watch, no_thp)
-        except Overdue:
-            out["overdue"] = name
-            raise
-
-    try:
-        for rnd in range(rounds):
-            order = list(arms[rnd % len(arms):]) + list(arms[:rnd % len(arms)])
-            for name, kind, duty in order:
-                if name not in times:
-                    continue
-                if progress:
-                    progress(f"experiments: round {rnd + 1}/{rounds}, {name}")
-                if kind is None:
-                    t, _, rc = timed(name, env)
-                elif kind == "pages":
-                    seen = Footprint(window_s or 0.1, clear=False)
-                    t, _, rc = timed(name, dict(env, **pages["env"]), seen, pages["no_thp"])
-                    pages.setdefault("anon_huge_bytes", []).append(seen.huge_bytes)
-                else:
-                    with co(kind, cpus, duty) as c:
-                        t, _, rc = timed(name, env)
-                    rates.setdefault(name, []).append(c.rate())
-                if rc != 0:
-                    failed[name] = rc
-                else:
-                    times[name].append(t)
-            # each co-runner kind alone, as long as the program runs alone: its rate with nothing beside it
-            span = min(2.0, max(0.3, min(times["alone"]) if times.get("alone") else 1.0))
-            for kind in sorted({k for _, k, d in arms if k in KINDS and d == 1.0}):
-                with co(kind, cpus, 1.0) as c:
-                    time.sleep(span)
-                rates.setdefault(f"{kind}_alone", []).append(c.rate())
-            # the experiment's power: what the bandits take from a thread that only streams memory,
-            # what the pirates take from one that works in the cache
-            if reference is not None:
-                for kind, other, name in (("bandit", "bandit", "reference"), ("resident", "pirate", "resident")):
-                    with co(other, cpus, 1.0):
-                        with co(kind, [reference], 1.0) as ref:
-                            time.sleep(span)
-                    rates.setdefault(f"{name}_beside_{other}", []).append(ref.rate())
-                    with co(kind, [reference], 1.0) as ref:
-                        time.sleep(span)
-                    rates.setdefault(f"{name}_alone", []).append(ref.rate())
-                    # one core's streaming rate per second of CPU it had: what a program's working-set
-                    # rate is set beside (analysis/profile_footprint.stream_rate)
-                    rates.setdefault(f"{name}_alone_per_cpu_s", []).append(ref.cpu_rate())
-        if window_s:
-            if progress:
-                progress("experiments: its working set, alone")
-            out["footprint"] = footprint_run(cmd, exe, env, window_s, deadline_s)
-            if other_pages and not pages.get("why") and other_pages(out["footprint"]):
-                if progress:
-                    progress("experiments: its working set with the other page size")
-                out["footprint_pages"] = footprint_run(cmd, exe, env, window_s, deadline_s, pages)
-    except KeyboardInterrupt as e:
-        out["interrupted"], out["stopped_by"] = True, interruption(e)[0]
-    except Overdue:
-        out["interrupted"] = False
-        # a working-set run's, which is not timed()
-        out["overdue"] = out["overdue"] or ("footprint_pages" if out["footprint"] else "footprint")
-    finally:
-        while pool:
-            pool.popitem()[1].close()
-    out["cost_s"] = time.monotonic() - t_start
-    return out
-
-
-def footprint_run(cmd: Sequence[str], exe: str, env: Dict[str, str], window_s: float,
-                  deadline_s: Optional[float] = None, pages: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The program once more, alone, its working set read every ``window_s`` (probes/rerun.Footprint;
-    shorter where a window took in all its data), with the other page size where ``pages``
-    (page_setting) is given. Its output discarded; past ``deadline_s`` Overdue is raised."""
-    from .rerun import Footprint, rerun
-    env = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
-    seen = Footprint(window_s)
-    t, _, rc = rerun(cmd, exe, dict(env, **(pages or {}).get("env", {})), deadline_s, seen,
-                     bool((pages or {}).get("no_thp")))
-    return {"window_s": window_s, "referenced_bytes": seen.windows, "cpu_s": seen.cpu_s, **seen.timing(),
-            "wall_s": t, "anon_huge_bytes": seen.huge_bytes, "exit_status": rc, "look_s": seen.look_s}
 
 
 SLICE = 1 << 18          # doubles per array a memory step works on: 6 MiB moved, about 0.4 ms

@@ -1,17 +1,15 @@
-"""One re-run of a profiled program, for `ceiling profile --experiments` (probes/corunner.py,
-probes/scaling.py): uninstrumented, its output discarded, in a process group of its own, with a
-deadline past which the group is killed; optionally with the other page size (page_setting) or
-watched for its working set (Footprint: the pages it referenced, window by window, read from
-/proc/PID/smaps after writing 1 to /proc/PID/clear_refs, code and libraries left out; no root
-needed, the process is ours). Nothing here decides anything (analysis/profile_experiments.py)."""
+"""What a re-run of a profiled program is given, for `ceiling profile --experiments`
+(experiments/, which observes it through observe/ in a process group of its own): its deadline
+(deadline_for), how to run it with the other page size as a user (page_setting), and the watch
+of its working set (Footprint, the observation's look: the pages it referenced, window by
+window, read from /proc/PID/smaps after writing 1 to /proc/PID/clear_refs, code and libraries
+left out; no root needed, the process is ours). Nothing here starts a program or decides
+anything (analysis/profile_experiments.py)."""
 from __future__ import annotations
 
 import os
-import select
-import signal
-import subprocess
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 # A re-run's deadline: DEADLINE_FACTOR times the profiled run's wall time, DEADLINE_FLOOR_S at
@@ -25,13 +23,6 @@ DEADLINE_FLOOR_S = 20.0
 def deadline_for(profiled_s: float) -> float:
     """Seconds a re-run of a program whose profiled run took ``profiled_s`` may last."""
     return max(DEADLINE_FLOOR_S, DEADLINE_FACTOR * profiled_s)
-
-
-class Overdue(Exception):
-    """A re-run passed its deadline; its process group was killed."""
-
-
-PR_SET_THP_DISABLE = 41         # linux/prctl.h; inherited by fork and kept across exec
 
 
 def page_setting(root: str = "/") -> Dict[str, Any]:
@@ -64,11 +55,6 @@ def page_setting(root: str = "/") -> Dict[str, Any]:
             "env": {"GLIBC_TUNABLES": tunables}, "no_thp": False}
 
 
-def _prctl_thp_disable(on: bool) -> None:
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_THP_DISABLE, int(on), 0, 0, 0)
-
-
 # A window that referenced again FULL or more of the data the program had resident at its start
 # may have taken in all it touches (a loop sweeping its arrays more than once in it): its bytes say
 # how much data, not how fast it is gone through. The next window is then half as long, down to
@@ -86,7 +72,7 @@ def full(referenced: float, rss: float, rss_before: float) -> bool:
 
 
 class Footprint:
-    """A watch for rerun: every ``interval_s``, what the processes of the re-run's process group
+    """A watch for a re-run (Instruments.look): every ``interval_s``, what the processes of the re-run's process group
     referenced since the last look (smaps' Referenced, code and libraries left out: _data_pages;
     then 1 written to clear_refs: the pages' accessed bits cleared; no root needed, the processes
     are ours), summed over them, one figure per window; and the most anonymous memory in huge
@@ -231,70 +217,3 @@ def _exe(smaps: str) -> str:
         return os.readlink(os.path.join(os.path.dirname(smaps), "exe"))
     except OSError:
         return ""
-
-
-def rerun(cmd: Sequence[str], exe: str, env: Dict[str, str], deadline_s: Optional[float] = None,
-          watch: Optional[Footprint] = None, no_thp: bool = False) -> Tuple[float, float, int]:
-    """The program once more, its output discarded: (wall s, user +
-    system CPU s of it and the children it waited for, exit status as subprocess gives it), in a
-    session and process group of its own (its input is /dev/null: no terminal needed). Past
-    ``deadline_s`` its process group is killed and Overdue raised; on any exception meanwhile
-    (Ctrl-C, a SIGTERM made KeyboardInterrupt) the group is killed before it goes on: a group of
-    its own, because the program's children (a shell's, mpirun's) must go with it, and Ctrl-C at
-    the terminal then reaches ceiling only, which ends the run itself. ``watch(pgid)`` is called
-    every ``watch.wait_s`` while it runs; ``no_thp`` runs it with PR_SET_THP_DISABLE."""
-    t0 = time.monotonic()
-    if no_thp:
-        _prctl_thp_disable(True)        # inherited by the child, kept across its exec
-    try:
-        p = subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)     # Popen's process_group is Python 3.11's
-    finally:
-        if no_thp:
-            _prctl_thp_disable(False)
-    try:
-        fd: Optional[int] = os.pidfd_open(p.pid)
-    except (OSError, AttributeError):
-        fd = None                       # before Linux 5.3: wait4 polled every 5 ms
-    try:
-        next_look = t0 + watch.wait_s if watch else None
-        while True:
-            now = time.monotonic()
-            ends = [x for x in (t0 + deadline_s if deadline_s else None, next_look) if x is not None]
-            wait = max(0.0, min(ends) - now) if ends else None
-            if fd is not None:
-                select.select([fd], [], [], wait)
-            else:
-                time.sleep(min(0.005, wait) if wait is not None else 0.005)
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                wall = time.monotonic() - t0
-                p.returncode = os.waitstatus_to_exitcode(status)
-                return wall, ru.ru_utime + ru.ru_stime, p.returncode
-            now = time.monotonic()
-            if deadline_s and now - t0 >= deadline_s:
-                raise Overdue(f"a re-run passed its deadline of {deadline_s:.0f} s")
-            if watch and next_look is not None and now >= next_look:
-                watch(p.pid)
-                next_look = now + watch.wait_s
-    except BaseException:
-        _kill_group(p)
-        raise
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _kill_group(p: subprocess.Popen) -> None:
-    """SIGKILL to the re-run's process group, and the leader reaped."""
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    if p.returncode is None:
-        try:
-            _, status = os.waitpid(p.pid, 0)
-            p.returncode = os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            pass

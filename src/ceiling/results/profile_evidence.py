@@ -93,6 +93,9 @@ class PagesRate(Record):
     """How fast it went through its data with one page size: the bytes of the pages it referenced
     per second of its CPU time (analysis/profile_footprint.stream_rate)."""
 
+    # StreamRate is this and two fields more: one record for both would write "other_pages": null and
+    # "against": [] inside other_pages (every field is written), a change of the documents and the schema
+
     windows: Optional[int] = None          # windows that gave a rate
     full_windows: Optional[int] = None     # windows that went through all its data (lower bounds)
     faulting_windows: Optional[int] = None  # windows left out: mostly new pages faulted in
@@ -106,19 +109,9 @@ class PagesRate(Record):
 
 
 @dataclass
-class StreamRate(Record):
+class StreamRate(PagesRate):
     """Its rate with the default page size and the other, and what speaks against a stream."""
 
-    windows: Optional[int] = None          # windows that gave a rate
-    full_windows: Optional[int] = None     # windows that went through all its data (lower bounds)
-    faulting_windows: Optional[int] = None  # windows left out: mostly new pages faulted in
-    look_s: Optional[float] = None         # time the page walks took, seconds
-    reference_bps: Optional[float] = None  # one core's streaming rate per second of CPU, bytes per second
-    median_bps: Optional[float] = None     # its median rate, bytes per second of CPU
-    lower_bps: Optional[float] = None      # a lower bound on its median rate, bytes per second of CPU
-    share: Optional[float] = None          # its rate over one core's streaming rate, a fraction
-    share_at_least: Optional[float] = None  # the lower bound over one core's streaming rate, a fraction
-    why: str = ""                          # why it is not known
     other_pages: Optional[PagesRate] = None  # the same with the other page size
     against: List[str] = field(default_factory=list)   # what speaks against a stream, each a phrase
 

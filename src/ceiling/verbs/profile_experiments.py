@@ -1,9 +1,9 @@
-"""`ceiling profile --experiments`: the program run again, alone and beside co-runners
-(probes/corunner.py), with the other page size and watched for its working set
-(probes/rerun.py), then with OMP_NUM_THREADS at a few counts (probes/scaling.py); what that
-says (analysis/profile_experiments.py, analysis/profile_scaling.py), and whether the node let
-it say anything (the competing load around each set of runs, checks/load.py). Each re-run has
-a deadline; Ctrl-C or SIGTERM stops them and the caller (verbs/profile.py) marks the run
+"""`ceiling profile --experiments`: the program run again, alone and beside co-runners, with
+the other page size and watched for its working set (experiments/sensitivity.py), then with
+OMP_NUM_THREADS at a few counts (experiments/scaling.py); what that says
+(analysis/profile_experiments.py, analysis/profile_scaling.py), and whether the node let it
+say anything (the competing load around each set of runs, checks/load.py). Each re-run has a
+deadline; Ctrl-C or SIGTERM stops them and the caller (verbs/profile.py) marks the run
 partial."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ EXPERIMENT_ROUNDS = 2
 
 def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: float = 0.0,
                 cpu: Optional[float] = None):
-    """--experiments: the program again, alone and beside co-runners (probes/corunner.py), and
+    """--experiments: the program again, alone and beside co-runners (experiments/sensitivity.py), and
     what that says (analysis/profile_experiments.py). Not when the profiled run failed: a
     program that fails says nothing about its bound. Each re-run has a deadline
     (corunner.deadline_for the profiled ``wall``); Ctrl-C or SIGTERM stops them, and "stopped_by"
@@ -29,7 +29,8 @@ def experiments(cmd: List[str], exe: str, m, code: int, bounds, findings, wall: 
     the working-set windows."""
     from ..analysis.profile_experiments import ARMS, apply, classify
     from ..analysis.profile_footprint import wants_other_pages
-    from ..probes.corunner import corunner_cpus, corunner_shares, reference_cpu, run_arms
+    from ..experiments.sensitivity import run_arms
+    from ..probes.corunner import corunner_cpus, corunner_shares, reference_cpu
     from ..probes.rerun import deadline_for
     if code != 0:
         return {"why": f"not run: the program exited {code}"}, bounds, findings
@@ -107,9 +108,9 @@ def _stoppable():
 
 def _scaling(cmd: List[str], exe: str, deadline: Optional[float] = None):
     """--experiments, thread scaling: the program on 1, half and all the CPUs it may use
-    (OMP_NUM_THREADS; probes/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
+    (OMP_NUM_THREADS; experiments/scaling.py), and what the curve says (analysis/profile_scaling.py)."""
     from ..analysis.profile_scaling import classify, finding
-    from ..probes.scaling import run_threads, thread_counts
+    from ..experiments.scaling import run_threads, thread_counts
     counts = thread_counts(len(os.sched_getaffinity(0)))
     if not counts:
         return {"why": "one CPU: no thread counts to compare"}, []

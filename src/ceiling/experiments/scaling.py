@@ -1,13 +1,18 @@
-"""Thread scaling inside the node, for `ceiling profile --experiments`: the program run
-again, uninstrumented and its output discarded, with OMP_NUM_THREADS set to each of a few
-thread counts, the counts' order rotating from round to round; each run's wall time and
-the CPU time of the program and its children (wait4's rusage), from which the CPUs it
-kept busy follow. analysis/profile_scaling.py says what the curve means."""
+"""Thread scaling inside the node, for `ceiling profile --experiments`: the program observed
+again (observe/, with nothing but its times and status asked of it), its output discarded, in a
+process group of its own with a deadline, with OMP_NUM_THREADS set to each of a few thread
+counts, the counts' order rotating from round to round; each run's wall time and the CPU time
+of the program and its children (wait4's rusage), from which the CPUs it kept busy follow.
+analysis/profile_scaling.py says what the curve means. It uses observe/ as any new verb that
+runs a program would (trace, scale): the instruments it wants, and the Observation back."""
 from __future__ import annotations
 
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ..errors import interruption
+from ..observe import Instruments, Overdue, observe
 
 
 def thread_counts(cpus: int) -> List[int]:
@@ -22,10 +27,9 @@ def run_threads(cmd: Sequence[str], exe: str, counts: Sequence[int], rounds: int
                 deadline_s: Optional[float] = None) -> Dict[str, Any]:
     """{"times": {n: [s, ...]}, "cpu_s": {n: [s, ...]}, "failed": {n: exit status}, "cost_s",
     "interrupted", "stopped_by", "overdue"}; Ctrl-C (or SIGTERM made a KeyboardInterrupt) stops
-    the runs and keeps what was measured, as does a run past ``deadline_s`` (corunner.rerun:
-    its process group killed; "overdue" then names its thread count)."""
-    from ..errors import interruption
-    from .rerun import Overdue, rerun
+    the runs and keeps what was measured, as does a run past ``deadline_s`` (its process group
+    killed; "overdue" then names its thread count). A failed run's status is subprocess's (-N:
+    killed by signal N)."""
     base = {k: v for k, v in (env or os.environ).items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
     times: Dict[int, List[float]] = {n: [] for n in counts}
     cpu: Dict[int, List[float]] = {n: [] for n in counts}
@@ -40,13 +44,15 @@ def run_threads(cmd: Sequence[str], exe: str, counts: Sequence[int], rounds: int
                 if progress:
                     progress(f"experiments: round {rnd + 1}/{rounds}, {n} thread{'s' if n != 1 else ''}")
                 out["overdue"] = n
-                wall, used, rc = rerun(cmd, exe, dict(base, OMP_NUM_THREADS=str(n)), deadline_s)
+                o = observe(list(cmd), exe, Instruments(
+                    interval_s=0, interpose=False, counters=False, cost="", competing=False, discard_output=True,
+                    env=dict(base, OMP_NUM_THREADS=str(n)), own_group=True, deadline_s=deadline_s))
                 out["overdue"] = None
-                if rc != 0:
-                    failed[n] = rc
+                if o.returncode != 0:
+                    failed[n] = o.returncode
                 else:
-                    times[n].append(wall)
-                    cpu[n].append(used)
+                    times[n].append(o.wall_s)
+                    cpu[n].append(o.ended.user_s + o.ended.system_s)
     except KeyboardInterrupt as e:
         out["interrupted"], out["stopped_by"], out["overdue"] = True, interruption(e)[0], None
     except Overdue:
