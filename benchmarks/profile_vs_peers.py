@@ -24,15 +24,21 @@ Every program runs four times, one tool at a time, from the same starting state
 
 Figures, each with its reference and target:
 
-  - read/write calls and bytes on the files under the work directory (the files
-    the program works on; ceiling's per-file records, summed per path) = strace's
-    read/pread64/readv/preadv(2) and write/pwrite64/writev/pwritev(2) calls on
-    descriptors whose path is there: exact. Not the program's every file: glibc's
-    own reads (/etc/locale.alias, nsswitch.conf) and the loader's of shared objects
-    are no call an interposer can see. sync calls (ceiling's io_calls) = fsync +
-    fdatasync: exact. Bytes moved by copy_file_range or sendfile are a row of their
-    own. Where a program uses stdio, ceiling counts the stdio calls and strace the
-    kernel's requests: the rows differ, and say so;
+  - read/write requests and bytes on the files under the work directory (the
+    files the program works on; ceiling's per-file records' kernel_reads,
+    kernel_writes and their bytes, summed per path: its POSIX calls, and for
+    stdio streams the requests their buffers sent, glibc's exit's flush of the
+    last buffer included) = strace's read/pread64/readv/preadv(2) and
+    write/pwrite64/writev/pwritev(2) calls on descriptors whose path is there:
+    exact. Where the record's calls (POSIX + stdio library calls, Darshan's
+    counts) differ from those requests, a row gives both and the stdio files that
+    made the difference. Where a file's written bytes differ only because the
+    program wrote other output under each tool (fio's JSON holds its latencies),
+    the row says so with that file's size after each run. Not the program's every
+    file: glibc's own reads (/etc/locale.alias, nsswitch.conf) and the loader's
+    of shared objects are no call an interposer can see. sync calls (ceiling's
+    io_calls) = fsync + fdatasync: exact. Bytes moved by copy_file_range or
+    sendfile are a row of their own;
   - /proc totals (app.io.read, app.io.write: rchar, wchar summed over the tree) =
     strace's bytes of every read-like or write-like call on any descriptor (with
     copy_file_range and sendfile on both sides, as the kernel counts them):
@@ -47,7 +53,8 @@ Figures, each with its reference and target:
     the number of files, one record per path (ceiling keys its records by inode:
     a path made again, as sqlite's journal, may have several, summed here), and
     per file opens, reads, writes and their bytes (Darshan POSIX + STDIO
-    counters, ceiling's `files`) equal;
+    counters, ceiling's `files`: library calls) equal, a file whose output
+    differs between the runs said as above;
   - verdicts: no storage finding (profile.io*, profile.ceiling.io_*, an io bound)
     for `git log -p` writing through stdio to /dev/null; fio's random writes
     counted as fio reports them (its JSON's total_ios and io_bytes, and the
@@ -275,7 +282,24 @@ def run_ceiling(prog: Program, w: str, ceiling: List[str]) -> dict:
     if r.returncode != 0 or not os.path.exists(out):
         raise RuntimeError(f"ceiling profile exited {r.returncode}: {r.stderr.strip()[-400:]}")
     with open(out) as f:
-        return json.load(f)
+        doc = json.load(f)
+    doc["_sizes"] = sizes(w)
+    return doc
+
+
+def sizes(w: str) -> Dict[str, int]:
+    """The size of every file under the work directory after a run (the tools' own left out): a
+    program whose output differs from run to run (fio's JSON holds its latencies) writes other
+    bytes under each tool, which its files' sizes show."""
+    out = {}
+    for top, dirs, names in os.walk(w):
+        dirs[:] = [d for d in dirs if not d.startswith(("strace-", "darshan-"))]
+        for n in names:
+            try:
+                out[os.path.join(top, n)] = os.lstat(os.path.join(top, n)).st_size
+            except OSError:
+                pass
+    return out
 
 
 def run_strace(prog: Program, w: str, strace: str) -> dict:
@@ -289,6 +313,7 @@ def run_strace(prog: Program, w: str, strace: str) -> dict:
     if r.returncode != 0:
         raise RuntimeError(f"strace run exited {r.returncode}: {r.stderr.strip()[-300:]}")
     tot = {k: 0 for k in ("sync_calls", "rchar", "wchar", "copy_calls", "copy_bytes")}
+    tot["sizes"] = sizes(w)
     files: Dict[str, Dict[str, int]] = {}
     for path in glob.glob(os.path.join(d, "t.*")):
         with open(path, errors="replace") as f:
@@ -381,6 +406,7 @@ def run_darshan(prog: Program, w: str, prefix: str) -> Dict[str, Dict[str, int]]
                 rec = files.setdefault(parts[5], {v: 0 for v in names.values()})
                 rec["opens"] -= max(int(parts[4]), 0)
     shutil.rmtree(logs)
+    files["_sizes"] = sizes(w)            # type: ignore[assignment]
     return files
 
 
@@ -440,8 +466,10 @@ def work_files(doc: dict, w: str, ref) -> tuple:
             mine = ours.setdefault(f["path"], {"records": 0})
             mine["records"] += 1
             for k, v in f.items():
-                if isinstance(v, int):
+                if isinstance(v, int) and mine.get(k, 0) is not None:
                     mine[k] = mine.get(k, 0) + v
+                elif v is None and k.startswith("kernel_"):
+                    mine[k] = None          # an older interposer's record: not known
     return ours, files.get("count", 0) <= len(shown) or set(ref) <= set(ours)
 
 
@@ -452,21 +480,48 @@ def plain_rows(t: Table, name: str, doc: dict, plain: Dict[str, int]) -> None:
             t.within(name, f"/proc {key} bytes", int(round(v * 1e6)), plain[key], "plain run's /proc", 0.02)
 
 
+def kernel_figure(f: dict, key: str) -> Optional[int]:
+    """A file's requests (key "reads"/"writes") or bytes that reached the kernel, as strace counts
+    them: ceiling's kernel_* (its POSIX calls, and its stdio streams' requests from their buffers);
+    None from an interposer that did not record them."""
+    return f.get("kernel_" + key)
+
+
 def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
     ref = st["files"]
     ours, whole = work_files(doc, w, ref)
     for cls in ("read", "write"):
-        mine = sum(f.get(cls + "s", 0) for f in ours.values())
         theirs = sum(f[cls + "s"] for f in ref.values())
-        if not (mine or theirs):
+        calls = sum(f.get(cls + "s", 0) for f in ours.values())
+        kernel = [kernel_figure(f, cls + "s") for f in ours.values()]
+        known = all(k is not None for k in kernel)
+        mine = sum(kernel) if known else calls
+        if not (mine or theirs or calls):
             continue
         if not whole:
-            t.add(name, f"{cls} calls on work-dir files", mine, theirs, "strace", None,
+            t.add(name, f"{cls} requests on work-dir files", mine, theirs, "strace", None,
                   "ceiling lists only its top 20 files")
             continue
-        t.exact(name, f"{cls} calls on work-dir files", mine, theirs, "strace")
-        t.exact(name, f"{cls} bytes on work-dir files", sum(f.get(cls + "_bytes", 0) for f in ours.values()),
-                sum(f[cls + "_bytes"] for f in ref.values()), "strace")
+        what = f"{cls} requests on work-dir files" if known else f"{cls} calls on work-dir files"
+        t.exact(name, what, mine, theirs, "strace")
+        if known and calls != mine:
+            # the library calls (the record's reads/writes, Darshan's POSIX + STDIO counts) made them
+            lib = {p: f for p, f in ours.items() if f.get(cls + "s", 0) != kernel_figure(f, cls + "s")}
+            t.add(name, f"{cls} calls on work-dir files (POSIX + stdio library calls)", calls, mine,
+                  "ceiling's requests", None,
+                  f"stdio: {sum(f[cls + 's'] for f in lib.values()):,} calls on {len(lib)} file"
+                  f"{'s' if len(lib) != 1 else ''} ({', '.join(sorted(os.path.basename(p) for p in lib))[:80]}) "
+                  f"made {sum(kernel_figure(f, cls + 's') for f in lib.values()):,} requests through "
+                  "their buffers")
+        mine_b = sum(kernel_figure(f, cls + "_bytes") or 0 for f in ours.values()) if known else \
+            sum(f.get(cls + "_bytes", 0) for f in ours.values())
+        theirs_b = sum(f[cls + "_bytes"] for f in ref.values())
+        why = other_output(ours, ref, doc.get("_sizes", {}), st.get("sizes", {}), cls) \
+            if mine_b != theirs_b and cls == "write" and known else ""
+        if why:
+            t.add(name, f"{cls} bytes on work-dir files", mine_b, theirs_b, "strace", True, why)
+        else:
+            t.exact(name, f"{cls} bytes on work-dir files", mine_b, theirs_b, "strace")
     io = doc["application"]["profile"].get("io_calls") or {}
     if io.get("sync", {}).get("calls", 0) or st["sync_calls"]:
         t.exact(name, "sync calls", io.get("sync", {}).get("calls", 0), st["sync_calls"], "strace")
@@ -488,8 +543,25 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
             t.within(name, f"/proc {key} bytes", int(round(v * 1e6)), st[key], "strace", 0.02)
 
 
+def other_output(ours: dict, ref: dict, mine: Dict[str, int], theirs: Dict[str, int], cls: str) -> str:
+    """Why the bytes written differ, when they do only because the program wrote other output under
+    each tool: every file whose bytes differ holds, after each run, what that run wrote to it (its
+    size), and those sizes differ. "" when that does not account for the whole difference."""
+    said = []
+    for p in sorted(set(ours) | set(ref)):
+        a = kernel_figure(ours.get(p, {}), cls + "_bytes") or 0
+        b = ref.get(p, {}).get(cls + "_bytes", 0)
+        if a == b:
+            continue
+        if mine.get(p) != a or theirs.get(p) != b:
+            return ""
+        said.append(f"{os.path.basename(p)} is {a:,} B after ceiling's run, {b:,} B after strace's")
+    return ("the program's output differs between runs: " + "; ".join(said))[:200] if said else ""
+
+
 def file_rows(t: Table, name: str, doc: dict, dar: Dict[str, Dict[str, int]], w: str) -> None:
     ref = {p: r for p, r in dar.items() if p.startswith(w + "/") and r["opens"]}
+    after = dar.get("_sizes", {})
     shown, whole = work_files(doc, w, ref)
     ours = {p: f for p, f in shown.items() if f.get("opens", 0)}
     t.exact(name, "files opened under the work dir" + ("" if whole else " (ceiling lists its top 20)"),
@@ -499,9 +571,18 @@ def file_rows(t: Table, name: str, doc: dict, dar: Dict[str, Dict[str, int]], w:
           ", ".join(f"{p} {shown[os.path.join(w, p)]['records']}" for p in split)[:200])
     keys = ("opens", "reads", "writes", "read_bytes", "write_bytes")
     both = sorted(set(ours) & set(ref))
-    same = [p for p in both if all(ours[p].get(k, 0) == ref[p][k] for k in keys)]
+    # a file the program wrote other output to under each tool (fio's JSON holds its latencies): its bytes
+    # differ, and each run's equal the file's size after that run
+    other = {p for p in both if ours[p].get("write_bytes", 0) != ref[p]["write_bytes"] and
+             doc.get("_sizes", {}).get(p) == ours[p].get("write_bytes") and after.get(p) == ref[p]["write_bytes"]}
+    same = [p for p in both if all(ours[p].get(k, 0) == ref[p][k] for k in keys if not (k == "write_bytes" and
+                                                                                      p in other))]
+    why = "; ".join(f"{os.path.basename(p)} is {ours[p]['write_bytes']:,} B after ceiling's run, "
+                    f"{ref[p]['write_bytes']:,} B after Darshan's: the program's output differs between runs"
+                    for p in sorted(other))
     t.add(name, "per-file opens, reads, writes, bytes equal", f"{len(same)} of {len(both)} files", len(both),
-          "Darshan", len(same) == len(both) == len(ref) and bool(ref), "match" if len(same) == len(both) else
+          "Darshan", len(same) == len(both) == len(ref) and bool(ref),
+          ("match" + (f" ({why})" if why else "")) if len(same) == len(both) else
           "; ".join(f"{os.path.basename(p)} {k} {ours[p].get(k, 0)} vs {ref[p][k]}" for p in both
                     for k in keys if ours[p].get(k, 0) != ref[p][k])[:200])
 

@@ -9,11 +9,14 @@
  *
  * Its record lines (interpose.h has the format around them):
  *
- *     module name=file version=2 enabled=1
+ *     module name=file version=3 enabled=1
  *     file files=2 lost=0 max=512 io_uring=0 aio=0
  *     file id=1 dev=2049 ino=393220 blksize=4096 api=1 opens=1 meta_ns=8120 reads=0 read_bytes=0 read_ns=0
  *          writes=256 write_bytes=268435456 write_ns=91234567 random=0 unaligned=0 syncs=1
  *          sync_ns=402311 extent=268435456 flagged_writes=0 flagged_write_ns=0 maps=0 map_bytes=0
+ *          stdio_reads=0 stdio_read_bytes=0 stdio_writes=0 stdio_write_bytes=0 stdio_kernel_reads=0
+ *          stdio_kernel_read_bytes=0 stdio_kernel_writes=0 stdio_kernel_write_bytes=0
+ *          stdio_pending_writes=0 stdio_pending_write_bytes=0
  *          recreated=0 oflags=0 map_prot=0 first_open_ns=5123000111 last_close_ns=5191000222
  *          path=/scratch/out.dat
  *     ...
@@ -49,7 +52,17 @@
  * descriptor opened with O_SYNC, O_DSYNC or O_DIRECT or given O_DIRECT by
  * fcntl(F_SETFL); maps, map_bytes: successful mmap calls of the file and
  * the bytes they mapped (what the program then reads or writes through the
- * mapping is page faults, not calls: not in reads or writes); recreated:
+ * mapping is page faults, not calls: not in reads or writes); stdio_reads,
+ * stdio_read_bytes, stdio_writes, stdio_write_bytes: the stdio library
+ * calls among reads and writes and their bytes; stdio_kernel_reads, ..._bytes,
+ * stdio_kernel_writes, ..._bytes: the requests the file's streams made of
+ * the kernel, estimated from their buffers (stdio.c), so that a file's
+ * requests as strace counts them are reads - stdio_reads +
+ * stdio_kernel_reads (and so for writes and bytes); stdio_pending_writes,
+ * stdio_pending_write_bytes: its streams with bytes in their buffers when
+ * the record was written, which glibc's exit writes out after it, one
+ * request each (lost at _exit, an exec or a fatal signal: the process
+ * line's reason tells; version 2 had none of the stdio_ fields); recreated:
  * opens that found another file under the path than the process's
  * previous open of it did (another inode, or the same inode number born
  * at another time: statx's btime, where the file system keeps it); oflags:
@@ -109,10 +122,16 @@
 enum { FC_OPENS, FC_META_TICKS, FC_READS, FC_READ_BYTES, FC_READ_TICKS, FC_WRITES, FC_WRITE_BYTES, FC_WRITE_TICKS,
        FC_RANDOM, FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_CACHED,
        /* the rare ones, added to the record itself (atomic adds) */
-       FC_FLAGGED_WRITES = FC_CACHED, FC_FLAGGED_WRITE_TICKS, FC_MAPS, FC_MAP_BYTES, FC_N };
+       FC_FLAGGED_WRITES = FC_CACHED, FC_FLAGGED_WRITE_TICKS, FC_MAPS, FC_MAP_BYTES,
+       /* stdio's part of reads, writes and their bytes (library calls), and what its buffers asked of the kernel */
+       FC_STDIO_READS, FC_STDIO_READ_BYTES, FC_STDIO_WRITES, FC_STDIO_WRITE_BYTES,
+       FC_STDIO_KREADS, FC_STDIO_KREAD_BYTES, FC_STDIO_KWRITES, FC_STDIO_KWRITE_BYTES, FC_N };
 static const char *const fc_names[FC_N] = {"opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes",
                                           "write_bytes", "write_ns", "random", "unaligned", "syncs", "sync_ns",
-                                          "extent", "flagged_writes", "flagged_write_ns", "maps", "map_bytes"};
+                                          "extent", "flagged_writes", "flagged_write_ns", "maps", "map_bytes",
+                                          "stdio_reads", "stdio_read_bytes", "stdio_writes", "stdio_write_bytes",
+                                          "stdio_kernel_reads", "stdio_kernel_read_bytes", "stdio_kernel_writes",
+                                          "stdio_kernel_write_bytes"};
 #define FC_IS_TICKS(k)                                                                                           \
     ((k) == FC_META_TICKS || (k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS ||            \
      (k) == FC_FLAGGED_WRITE_TICKS)
@@ -444,8 +463,23 @@ void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int rand
         if ((uint64_t)offset + bytes > e->n[FC_EXTENT])
             __atomic_store_n(&e->n[FC_EXTENT], (uint64_t)offset + bytes, __ATOMIC_RELAXED);
     }
+    if (api == CEIL_IP_API_STDIO) {
+        uint64_t *n = files[e->fid - 1].n;
+        __atomic_fetch_add(&n[write ? FC_STDIO_WRITES : FC_STDIO_READS], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[write ? FC_STDIO_WRITE_BYTES : FC_STDIO_READ_BYTES], bytes, __ATOMIC_RELAXED);
+    }
     if (!(e->api & api))
         e->api |= api;
+}
+
+void ceil_ip_file_stdio_kernel(int fd, int write, uint64_t requests, uint64_t bytes)
+{
+    const uint32_t fid = fid_of(fd);
+    if (!fid || !requests || !ceil_ip_block(&file_module))
+        return;
+    uint64_t *n = files[fid - 1].n;
+    __atomic_fetch_add(&n[write ? FC_STDIO_KWRITES : FC_STDIO_KREADS], requests, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&n[write ? FC_STDIO_KWRITE_BYTES : FC_STDIO_KREAD_BYTES], bytes, __ATOMIC_RELAXED);
 }
 
 void ceil_ip_file_sync(int fd, uint64_t ticks)
@@ -624,6 +658,20 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         if (fid && fid <= CEIL_IP_FILES_MAX)
             open_now[(fid - 1) / 8] |= (uint8_t)(1u << ((fid - 1) % 8));
     }
+    /* the streams' buffers glibc's exit writes out after this record, by file */
+    static uint64_t pend_n[CEIL_IP_FILES_MAX], pend_b[CEIL_IP_FILES_MAX];
+    static int pend_fd[CEIL_IP_FD_MAP];
+    static uint64_t pend_bytes[CEIL_IP_FD_MAP];
+    memset(pend_n, 0, sizeof pend_n);
+    memset(pend_b, 0, sizeof pend_b);
+    const int pending = ceil_ip_stdio_pending(pend_fd, pend_bytes, CEIL_IP_FD_MAP);
+    for (int i = 0; i < pending; i++) {
+        const uint32_t fid = fid_of(pend_fd[i]);
+        if (fid && fid <= CEIL_IP_FILES_MAX) {
+            pend_n[fid - 1] += 1;
+            pend_b[fid - 1] += pend_bytes[i];
+        }
+    }
     uint64_t s[FC_N];
     uint32_t api;
     uint64_t shown = 0;
@@ -651,6 +699,8 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         ceil_ip_put_u64(out, "api", api);
         for (int k = 0; k < FC_N; k++)
             ceil_ip_put_u64(out, fc_names[k], FC_IS_TICKS(k) ? ceil_ip_ticks_ns(s[k], tick_ns) : s[k]);
+        ceil_ip_put_u64(out, "stdio_pending_writes", pend_n[i]);
+        ceil_ip_put_u64(out, "stdio_pending_write_bytes", pend_b[i]);
         ceil_ip_put_u64(out, "recreated", __atomic_load_n(&r->recreated, __ATOMIC_RELAXED));
         ceil_ip_put_u64(out, "oflags", __atomic_load_n(&r->oflags, __ATOMIC_RELAXED));
         ceil_ip_put_u64(out, "map_prot", __atomic_load_n(&r->map_prot, __ATOMIC_RELAXED));
@@ -662,7 +712,7 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
 
 static ceil_ip_module file_module = {
     .name = "file",
-    .version = 2,
+    .version = 3,
     .block_bytes = sizeof(file_counters),
     .init = file_init,
     .report = file_report,

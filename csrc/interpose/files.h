@@ -83,6 +83,18 @@ void ceil_ip_file_closed(int fd, uint64_t ticks) __attribute__((visibility("hidd
 void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int random, int64_t offset,
                      unsigned api) __attribute__((visibility("hidden")));
 
+/* What a stdio stream on fd asked of the kernel, estimated from its buffer
+ * (stdio.c): `requests` reads (write = 0) or writes of `bytes` in all.
+ * Nothing when fd has no record. */
+void ceil_ip_file_stdio_kernel(int fd, int write, uint64_t requests, uint64_t bytes)
+    __attribute__((visibility("hidden")));
+
+/* (stdio.c) The streams with bytes waiting in their buffers now, which
+ * glibc's exit writes out after the record, one request each: up to max of
+ * them, their descriptors in fds and the bytes in bytes; how many. May run
+ * in a signal handler (reads pointers only). */
+int ceil_ip_stdio_pending(int *fds, uint64_t *bytes, int max) __attribute__((visibility("hidden")));
+
 /* An fsync or fdatasync of fd that took `ticks`. */
 void ceil_ip_file_sync(int fd, uint64_t ticks) __attribute__((visibility("hidden")));
 

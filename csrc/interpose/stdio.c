@@ -83,9 +83,20 @@
  * (the symbol the program called: fopen64, __fprintf_chk, ...); these sum
  * to the library calls' classes.
  *
+ * Refills: where glibc's headers inline getc_unlocked (when optimizing),
+ * the character reads are no call, but each refill of the empty buffer is
+ * (__uflow, __underflow): counted as a read call of the bytes it brought
+ * into the buffer and one kernel request (STDIO_REFILL, below).
+ *
+ * Per file: each kernel request estimated above (and each stream's pending
+ * buffer when the record is written, ceil_ip_stdio_pending) also goes to
+ * the record of the stream's file (files.c's stdio_kernel_* and
+ * stdio_pending_* fields), so that a reader has each file's requests as
+ * strace counts them beside its library calls.
+ *
  * Not seen: fscanf and the other scanf forms, fgetpos and fsetpos,
- * getchar and putchar, and getc_unlocked and putc_unlocked where glibc's
- * headers inline them (when optimizing), and stdio calls glibc makes from inside itself (fprintf
+ * getchar and putchar, and putc_unlocked where glibc's headers inline it
+ * (the __overflow it calls on a full buffer is not wrapped), and stdio calls glibc makes from inside itself (fprintf
  * calling vfprintf, fclose flushing, the flush of every stream at exit):
  * glibc calls its own internal aliases, not the exported symbols. A stream
  * call is counted once, under the symbol the program called.
@@ -139,7 +150,8 @@
     X(vfprintf) X(__vfprintf_chk) X(vprintf) X(__vprintf_chk)                                      \
     X(fflush)                                                                                      \
     X(fread_unlocked) X(fwrite_unlocked) X(fgets_unlocked) X(fputs_unlocked) X(fflush_unlocked)    \
-    X(fgetc_unlocked) X(getc_unlocked) X(fputc_unlocked) X(putc_unlocked)
+    X(fgetc_unlocked) X(getc_unlocked) X(fputc_unlocked) X(putc_unlocked)                          \
+    X(__uflow) X(__underflow)
 
 /* and the variadic printf forms, which call the real v-form. */
 #define STDIO_VARIADIC_FNS(X) X(fprintf) X(__fprintf_chk) X(printf) X(__printf_chk)
@@ -257,11 +269,23 @@ static inline stdio_before before(stdio_counters *c, FILE *f)
     return b;
 }
 
-static inline void count_kernel(stdio_counters *c, int k, uint64_t requests, uint64_t bytes)
+/* ... in the module's totals and in the record of the stream's file (fd). */
+static inline void count_kernel_fd(stdio_counters *c, int fd, int k, uint64_t requests, uint64_t bytes)
 {
     ceil_ip_add(&c->t.kernel[k][0], requests);
     ceil_ip_add(&c->t.kernel[k][1], bytes);
+    ceil_ip_file_stdio_kernel(fd, k == KR_WRITE, requests, bytes);
 }
+
+static inline int fd_of(FILE *f)
+{
+    const int saved = errno;              /* fileno sets EBADF on a stream without a descriptor */
+    const int fd = fileno_unlocked(f);
+    errno = saved;
+    return fd;
+}
+
+#define count_kernel(c, k, requests, bytes) count_kernel_fd((c), fd_of(f), (k), (requests), (bytes))
 
 /* After a call that handed `bytes` to the stream: what left its buffer
  * (pending before + bytes - pending after) went to the kernel as glibc's
@@ -446,7 +470,7 @@ CEIL_IP_EXPORT int fclose(FILE *f)
     const int saved = errno;
     count_call(c, FN_fclose, SC_META, ticks, rc == EOF, 0, NULL, 0);
     if (b.file && b.pending)
-        count_kernel(c, KR_WRITE, 1, b.pending);
+        count_kernel_fd(c, fd, KR_WRITE, 1, b.pending);
     ceil_ip_file_closed(fd, ticks);
     forget_kind(c, fd);
     errno = saved;
@@ -591,6 +615,41 @@ STDIO_CHAR(SC_READ, getc_unlocked, (FILE *f), (f), ferror_unlocked(f) != 0, kern
 STDIO_CHAR(SC_WRITE, fputc_unlocked, (int ch, FILE *f), (ch, f), 1, kernel_writes)
 STDIO_CHAR(SC_WRITE, putc_unlocked, (int ch, FILE *f), (ch, f), 1, kernel_writes)
 
+/* The refills of an empty buffer that glibc's inlined character reads make:
+ * getc_unlocked, and getc and fgetc in some builds, are macros of its
+ * headers that take the next byte from the buffer themselves and call
+ * __uflow (consume it) or __underflow (look at it) only when the buffer is
+ * empty (git's config reader, for one). The inlined reads are no call; each
+ * refill is one read request of the stream, counted as a read call whose
+ * bytes are what it brought into the buffer (which the inlined reads then
+ * take), and as one kernel request; a refill at the end of the file is a
+ * read of 0 bytes, as the kernel's. Timed: a refill is a system call. */
+int __uflow(FILE *);
+int __underflow(FILE *);
+#define STDIO_REFILL(fn, TAKEN)                                                                    \
+    CEIL_IP_REAL_DECL(int, fn, (FILE *));                                                          \
+    CEIL_IP_EXPORT int fn(FILE *f)                                                                 \
+    {                                                                                              \
+        stdio_counters *c = ceil_ip_block(&stdio_module);                                          \
+        if (!c)                                                                                    \
+            return CEIL_REAL(fn)(f);                                                               \
+        const stdio_before b = before(c, f);                                                       \
+        const size_t ahead = read_ahead(f);                                                        \
+        const uint64_t t0 = ceil_ip_ticks();                                                       \
+        const int rc = CEIL_REAL(fn)(f);                                                           \
+        const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        const int saved = errno;                                                                   \
+        const uint64_t taken = (TAKEN), now = read_ahead(f) + taken;                               \
+        count_call(c, FN_##fn, SC_READ, ticks, rc == EOF && ferror_unlocked(f) != 0,               \
+                   now > ahead ? now - ahead : 0, f, b.file);                                      \
+        if (b.file)                                                                                \
+            kernel_reads(c, &b, f, taken);                                                         \
+        errno = saved;                                                                             \
+        return rc;                                                                                 \
+    }
+STDIO_REFILL(__uflow, rc != EOF)
+STDIO_REFILL(__underflow, 0)
+
 /* ---- the module ------------------------------------------------------------- */
 
 /* Resolve now, so that no dlsym runs inside the program's first calls.
@@ -614,17 +673,30 @@ static int stdio_init(ceil_ip_module *self)
 #define STDIO_LIST_MAX 4096
 extern FILE *_IO_list_all;
 
-static void pending_at_exit(uint64_t *requests, uint64_t *bytes)
+int ceil_ip_stdio_pending(int *fds, uint64_t *bytes, int max)
 {
-    int n = 0;
-    for (FILE *f = __atomic_load_n(&_IO_list_all, __ATOMIC_ACQUIRE); f && n < STDIO_LIST_MAX; f = f->_chain, n++) {
+    int n = 0, k = 0;
+    for (FILE *f = __atomic_load_n(&_IO_list_all, __ATOMIC_ACQUIRE); f && n < STDIO_LIST_MAX && k < max;
+         f = f->_chain, n++) {
         if (f->_fileno < 0 || f->_IO_write_ptr <= f->_IO_write_base)
             continue;
+        fds[k] = f->_fileno;
+        bytes[k++] = (uint64_t)(f->_IO_write_ptr - f->_IO_write_base);
+    }
+    return k;
+}
+
+static void pending_at_exit(uint64_t *requests, uint64_t *bytes)
+{
+    static int fds[STDIO_LIST_MAX];         /* static: the report may run in a signal handler's stack */
+    static uint64_t b[STDIO_LIST_MAX];
+    const int n = ceil_ip_stdio_pending(fds, b, STDIO_LIST_MAX);
+    for (int i = 0; i < n; i++) {
         struct stat st;
-        if (syscall(SYS_fstat, f->_fileno, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+        if (syscall(SYS_fstat, fds[i], &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
             continue;
         *requests += 1;
-        *bytes += (uint64_t)(f->_IO_write_ptr - f->_IO_write_base);
+        *bytes += b[i];
     }
 }
 

@@ -31,6 +31,10 @@ MAPPED_BYTES = 1 << 20       # a mapping finding names files with at least this 
 SUMS = ("opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes", "write_bytes", "write_ns", "random",
         "unaligned",
         "syncs", "sync_ns", "flagged_writes", "flagged_write_ns", "maps", "map_bytes", "recreated")
+# files.c's stdio part of reads and writes (library calls) and what the streams' buffers asked of the kernel
+STDIO = ("stdio_reads", "stdio_read_bytes", "stdio_writes", "stdio_write_bytes", "stdio_kernel_reads",
+         "stdio_kernel_read_bytes", "stdio_kernel_writes", "stdio_kernel_write_bytes")
+PENDING = ("stdio_pending_writes", "stdio_pending_write_bytes")
 APIS = ((1, "POSIX"), (2, "stdio"), (4, "MPI-IO"))
 OFLAGS = ((2, "O_SYNC"), (1, "O_DSYNC"), (4, "O_DIRECT"))      # files.c's oflags bits
 MAP_PROT = ((1, "read"), (2, "write"), (4, "shared"))         # files.c's map_prot bits
@@ -53,6 +57,8 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         seen = True
         proc = rec.get("process", {})
         who = (proc.get("host", ""), proc.get("pid"))
+        # glibc's exit writes the buffers still pending after the record; _exit, a signal or an exec loses them
+        flushed = proc.get("reason") == "exit" and proc.get("by") not in ("_exit", "_Exit")
         for ln in lines:
             if "files" in ln:
                 lost += ln.get("lost", 0)
@@ -65,9 +71,16 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             key = (proc.get("host", ""), ln["path"])
             f = merged.setdefault(key, {"path": ln["path"], "host": proc.get("host", ""),
                                         "blksize": ln.get("blksize", 0), "api": 0, "extent": 0, "oflags": 0,
-                                        "map_prot": 0, "processes": {}, **{k: 0 for k in SUMS}})
+                                        "map_prot": 0, "processes": {}, "kernel": True,
+                                        **{k: 0 for k in SUMS + STDIO}})
             for k in SUMS:
                 f[k] += ln.get(k, 0)
+            f["kernel"] = f["kernel"] and all(k in ln for k in STDIO)     # an older interposer's: unknown
+            for k in STDIO:
+                f[k] += ln.get(k, 0)
+            if flushed:
+                f["stdio_kernel_writes"] += ln.get(PENDING[0], 0)
+                f["stdio_kernel_write_bytes"] += ln.get(PENDING[1], 0)
             for k in ("api", "oflags", "map_prot"):
                 f[k] |= ln.get(k, 0)
             f["extent"] = max(f["extent"], ln.get("extent", 0))
@@ -116,7 +129,12 @@ def at_once(processes: Dict[Tuple, List]) -> Tuple[int, int]:
 
 
 def _entry(f: Dict[str, Any]) -> Dict[str, Any]:
-    out = {k: v for k, v in f.items() if k not in ("processes", "api", "oflags", "map_prot") and not k.endswith("_ns")}
+    out = {k: v for k, v in f.items() if k not in ("processes", "api", "oflags", "map_prot", "kernel") + STDIO
+           and not k.endswith("_ns")}
+    # the requests that reached the kernel (what strace counts): the POSIX calls, and in place of the stdio
+    # calls what their buffers sent (estimated from the buffers, stdio.c; exact where fully buffered)
+    for k in ("reads", "read_bytes", "writes", "write_bytes"):
+        out["kernel_" + k] = (f[k] - f["stdio_" + k] + f["stdio_kernel_" + k]) if f["kernel"] else None
     for k in ("meta", "read", "write", "sync", "flagged_write"):
         out[f"{k}_s"] = f[f"{k}_ns"] / 1e9
     out["time_s"] = out["meta_s"] + out["read_s"] + out["write_s"] + out["sync_s"]

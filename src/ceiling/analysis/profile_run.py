@@ -55,8 +55,10 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
+    # ... but a process judged a launcher by its waiting alone that read or wrote files (git gc's git repack,
+    # between its short children, writes info/refs) did the program's work: its records stay
     own = [r for r in records if r.get("process", {}).get("pid") not in starters and
-           not launcher_image(r, waiters, sampled)]
+           (not launcher_image(r, waiters, sampled) or moved_file_data(r))]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
     others = unwatched(own, obs.pid, set(sampled.processes), records, obs.host)
@@ -160,6 +162,12 @@ def preloaded(sampled, preload_refused) -> List[Tuple[int, str]]:
     loader does not preload (static, setuid: preload_refused)."""
     return [(p.pid, p.comm) for p in sorted(sampled.processes.values(), key=lambda p: p.pid)
             if p.comm != "ceiling-launch" and not p.left and not (p.exe and preload_refused(p.exe))]
+
+
+def moved_file_data(rec: dict) -> bool:
+    """Whether the record's process read or wrote a file (its file lines): work of the program's,
+    which a launcher's own calls (PATH lookups, control messages on pipes and sockets) are not."""
+    return any(ln.get("reads") or ln.get("writes") for ln in rec.get("lines", {}).get("file", []) if "path" in ln)
 
 
 def launcher_image(rec: dict, waiters: set, sampled) -> bool:

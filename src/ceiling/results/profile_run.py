@@ -127,6 +127,10 @@ class FileRecord(Record):
     read_bytes: int = 0            # bytes read
     writes: int = 0                # write requests
     write_bytes: int = 0           # bytes written
+    kernel_reads: Optional[int] = None        # read requests that reached the kernel (stdio's estimated)
+    kernel_read_bytes: Optional[int] = None   # bytes they read
+    kernel_writes: Optional[int] = None       # write requests that reached the kernel (stdio's estimated)
+    kernel_write_bytes: Optional[int] = None  # bytes they wrote
     random: int = 0                # requests not where the previous one ended
     unaligned: int = 0             # requests that started off the file system's block
     syncs: int = 0                 # fsync and fdatasync calls
