@@ -99,12 +99,13 @@ def _side(text: str, store, run_arg: Optional[str]):
     from ..analysis.compare import side_of_run
     if run_arg is not None:
         return side_of_run(_load_run(run_arg, store), node=text, label=f"{text} ({run_arg})")
-    if _is_file(text) and not text.endswith(":") and Path(text).exists():
+    if Path(text).exists():
         return side_of_run(_load_run(text, store), label=text)
-    if ":" in text:
-        run, _, node = text.rpartition(":")
-        if run and node:
-            return side_of_run(_load_run(run, store), node=node, label=text)
+    run, colon, node = text.rpartition(":")
+    if colon and run and node:
+        return side_of_run(_load_run(run, store), node=node, label=text)
+    if _is_file(text):
+        _load_run(text, store)           # no such file: its one line
     return _stored_side(text, store)
 
 
