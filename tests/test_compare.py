@@ -248,3 +248,36 @@ def test_the_queries_are_ranges_of_indices(tmp_path):
                           q.competing_sql(["a" * 32, "b" * 32])):
             plan = _plan(s, sql, args)
             assert "SCAN metrics" not in plan and "SCAN runs" not in plan and "SCAN r " not in plan, plan
+
+
+def test_a_metric_measured_beside_competing_load_is_marked(tmp_path, capsys):
+    a, b = _run("a" * 32, "2026-01-01T00:00:00Z"), _run("b" * 32, "2026-01-02T00:00:00Z", {"stream.triad": 0.7})
+    b.metric("stream.triad").context["disturbed"] = "other processes used 1.2 CPUs"
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(jsonio.dumps(a))
+    fb.write_text(jsonio.dumps(b))
+    doc = _json(capsys, str(fa), str(fb), "--db", str(tmp_path / "none.db"))
+    assert _by_name(doc, "stream.triad")["disturbed"] == ["B"] and _by_name(doc, "stream.copy")["disturbed"] == []
+    assert doc["b"]["disturbed_metrics"] == {"stream.triad": "other processes used 1.2 CPUs"}
+    assert cli.main(["compare", str(fa), str(fb), "--db", str(tmp_path / "none.db")]) == 0
+    out = capsys.readouterr().out
+    assert "stream.triad !" in out and "B: 1 metric measured beside competing load (stream.triad)" in out
+
+
+def test_two_files_are_compared_when_the_default_history_cannot_be_read(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    (tmp_path / "data" / "ceiling").mkdir(parents=True)
+    con = sqlite3.connect(tmp_path / "data" / "ceiling" / "history.db")
+    con.executescript("CREATE TABLE runs (x); CREATE TABLE metrics (x); PRAGMA user_version = 99;")
+    con.close()
+    fa, fb = tmp_path / "a.json", tmp_path / "b.json"
+    fa.write_text(jsonio.dumps(_run("a" * 32, "2026-01-01T00:00:00Z")))
+    fb.write_text(jsonio.dumps(_run("b" * 32, "2026-01-02T00:00:00Z", {"stream.triad": 0.7})))
+    doc = _json(capsys, str(fa), str(fb))
+    assert _by_name(doc, "stream.triad")["verdict"] == "worse"
+    assert doc["notes"] and "newer ceiling" in doc["notes"][0]
+    # a history named with --db, or one a side is read from, must open: exit 5
+    db = str(tmp_path / "data" / "ceiling" / "history.db")
+    assert cli.main(["compare", str(fa), str(fb), "--db", db]) == 5
+    assert cli.main(["compare", "aaaaaa", str(fb)]) == 5
+    capsys.readouterr()

@@ -60,6 +60,7 @@ class Side:
     figures: Dict[Key, Figure] = field(default_factory=dict)
     config: Dict[str, str] = field(default_factory=dict)   # flat configuration fields
     disturbed: List[str] = field(default_factory=list)     # competing-load findings, in words
+    disturbed_metrics: Dict[str, str] = field(default_factory=dict)   # metric -> what disturbed its step
     skipped: int = 0                              # damaged rows left out
     unmeasured: int = 0                           # figures with no value and no repetitions
 
@@ -74,6 +75,8 @@ class Change:
     b: Figure
     judgement: sig.Judgement
     history_runs: int                             # earlier runs of this series on B's host that were read
+
+    disturbed: str = ""                           # "A", "B" or "A, B": whose step of this metric met competing load
 
     @property
     def significant(self) -> bool:
@@ -97,6 +100,7 @@ class Comparison:
     config: List[Tuple[str, str, str]]            # (field, A's value, B's value) that differ
     resamples: int = sig.RESAMPLES
     level: float = sig.LEVEL
+    notes: List[str] = field(default_factory=list)    # what the comparison could not use, in words
 
     def regressions(self, at_least: float) -> List[Change]:
         """Significant regressions of at least ``at_least`` (a fraction)."""
@@ -178,7 +182,7 @@ def side_of_run(run: Run, node: str = "", label: str = "") -> Side:
         add_figure(side, figure_of_row(m.name, m.unit, m.better, keys.context_key(m.context), m.value,
                                        list(m.values), host))
         if isinstance(m.context, dict) and m.context.get("disturbed"):
-            side.disturbed.append(f"{m.name}: {m.context['disturbed']}")
+            side.disturbed_metrics.setdefault(m.name, str(m.context["disturbed"]))
     try:
         machine = run.machine_of(node)
     except KeyError:
@@ -199,6 +203,9 @@ def merge_runs(label: str, sides: Sequence[Side]) -> Side:
     out.skipped = sum(s.skipped for s in sides)
     out.unmeasured = sum(s.unmeasured for s in sides)
     out.disturbed = [f"run {s.runs[0][:8] if s.runs else s.label}: {d}" for s in sides for d in s.disturbed]
+    for s in sides:
+        for k, v in s.disturbed_metrics.items():
+            out.disturbed_metrics.setdefault(k, v)
     if len(sides) == 1:
         out.figures, out.config = dict(sides[0].figures), dict(sides[0].config)
         return out
@@ -247,7 +254,8 @@ def compare(a: Side, b: Side, history: Optional[History] = None, resamples: int 
                 hist = [v for v, _ in earlier]
                 j = sig.judge([], [], fa.better, name, a_value=fa.value, b_value=fb.value, history=hist,
                               resamples=resamples)
-            changes.append(Change(name, ctx, fa.unit, fa.better, fa, fb, j, len(hist)))
+            hit = ", ".join(t for t, s in (("A", a), ("B", b)) if name in s.disturbed_metrics)
+            changes.append(Change(name, ctx, fa.unit, fa.better, fa, fb, j, len(earlier), hit))
             continue
         f = fa or fb
         assert f is not None

@@ -200,11 +200,11 @@ def judge(a: Sequence[Optional[float]], b: Sequence[Optional[float]], better: st
     z_dir = None if z is None else (z if better == HIGHER else -z)
     history_says = None if z_dir is None else abs(z_dir) >= HISTORY_Z and (z_dir < 0) == (change < 0)
     sign = WORSE if change < 0 else BETTER
-    limit = f"{th.fraction:.1%} (" + (f"from the run-to-run spread of {th.runs} earlier runs)"
+    limit = f"{th.fraction:.1%} (" + (f"{HISTORY_Z:g} x sqrt(2) x the run-to-run spread of {th.runs} earlier runs)"
                                       if th.source == "history" else f"the {family(metric)} family's threshold)")
     if iv is not None:
         excludes = not (iv.low <= 1.0 <= iv.high)
-        where = f"{iv.level:.0%} bootstrap interval of the ratio of medians, {iv.resamples} resamples"
+        where = f"the {iv.level:.0%} interval of the ratio of medians"
         if not excludes:
             return Judgement(SAME, change, low, high, th, f"{where} includes no change", beyond, iv.resamples, z)
         if not beyond:

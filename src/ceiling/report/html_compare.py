@@ -23,7 +23,7 @@ _EXTRA_CSS = """
 table.cmp{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 table.cmp th,table.cmp td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:middle}
 table.cmp td.n{text-align:right}
-table.cmp td:not(:nth-child(3)){white-space:nowrap}
+table.cmp td.n,table.cmp td:nth-child(2){white-space:nowrap}
 svg.cmpbar{display:block;width:360px;height:22px}
 .v-worse{color:var(--fail);font-weight:650}.v-better{color:var(--ok);font-weight:650}
 .v-unknown{color:var(--warn)}.v-same{color:var(--muted)}
@@ -109,6 +109,7 @@ def render(c: Comparison) -> str:
         body.append(_table(["metric", "why", "A", "B"], [[f"<td><code>{esc(n.name)}</code></td>",
                                                            f"<td>{esc(n.why)}</td>", f"<td>{esc(n.a)}</td>",
                                                            f"<td>{esc(n.b)}</td>"] for n in c.not_compared]))
+    body += [f'<p class="hint">Note: {esc(n)}</p>' for n in c.notes]
     skipped = [f"{tag}: {s.skipped} damaged rows skipped" for tag, s in (("A", c.a), ("B", c.b)) if s.skipped]
     if skipped:
         body.append(f'<p class="hint">{esc("; ".join(skipped))}</p>')

@@ -41,6 +41,9 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
     for tag, s in (("A", c.a), ("B", c.b)):
         for d in s.disturbed:
             out.append(f"  ! {tag} was disturbed: {d}")
+        if s.disturbed_metrics:
+            out.append(f"  ! {tag}: {len(s.disturbed_metrics)} metric{'s' if len(s.disturbed_metrics) != 1 else ''} "
+                       f"measured beside competing load ({', '.join(sorted(s.disturbed_metrics))}), marked ! below")
     if c.config:
         out.append("")
         out.append("Configuration that differs")
@@ -58,7 +61,8 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
         ctx = context_text(ch.context) or ("context unknown" if ch.context == "" else "")
         a_val = ch.a.median if ch.a.reps and ch.b.reps else ch.a.value
         b_val = ch.b.median if ch.a.reps and ch.b.reps else ch.b.value
-        rows.append([_MARK[j.verdict], ch.name, ctx, num(a_val), num(b_val), ch.unit, signed_pct(j.change),
+        name = ch.name + (" !" if ch.disturbed else "")
+        rows.append([_MARK[j.verdict], name, ctx, num(a_val), num(b_val), ch.unit, signed_pct(j.change),
                      interval_text(ch), f"{_n(ch.a)}/{_n(ch.b)}", pct_sig(j.threshold.fraction, 2)
                      + ("h" if j.threshold.source == "history" else "")])
     if rows:
@@ -77,8 +81,8 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
                    f"{len(unknown)} of unknown significance, {len(c.changes) - len(worse) - len(better) - len(unknown)}"
                    " with no significant change")
         for ch in worse + better:
-            out.append(f"  {ch.name}{' (' + context_text(ch.context) + ')' if context_text(ch.context) else ''}: "
-                       f"{ch.judgement.basis}")
+            out.append(f"  {ch.name}: {ch.judgement.verdict}: {ch.judgement.basis}"
+                       + (f"; measured beside competing load in {ch.disturbed}" if ch.disturbed else ""))
         out.append(f"  change: in % of A, positive = better in the metric's own direction; values are medians of "
                    f"the repetitions (* none kept: the headline figure); interval: {c.level:.0%} bootstrap of the "
                    f"ratio of medians, {c.resamples} resamples, seed {sig.SEED}; noise: the family's threshold, or "
@@ -94,6 +98,7 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
             out.append(f"  {tag}: {s.skipped} damaged row{'s' if s.skipped != 1 else ''} skipped")
         if s.unmeasured:
             out.append(f"  {tag}: {s.unmeasured} figure{'s' if s.unmeasured != 1 else ''} not measured (no value)")
+    out += [f"  Note: {n}" for n in c.notes]
     if fail_on is not None:
         hits = c.regressions(fail_on)
         out.append("")
@@ -115,7 +120,8 @@ def _figure(f) -> Dict[str, Any]:
 
 def _side(s: Side) -> Dict[str, Any]:
     return {"label": s.label, "host": s.host, "started": s.started, "runs": s.runs, "disturbed": s.disturbed,
-            "damaged_rows_skipped": s.skipped, "unmeasured": s.unmeasured, "configuration": s.config}
+            "disturbed_metrics": s.disturbed_metrics, "damaged_rows_skipped": s.skipped, "unmeasured": s.unmeasured,
+            "configuration": s.config}
 
 
 def as_dict(c: Comparison, fail_on: Optional[float] = None) -> Dict[str, Any]:
@@ -131,10 +137,12 @@ def as_dict(c: Comparison, fail_on: Optional[float] = None) -> Dict[str, Any]:
                                    "source": ch.judgement.threshold.source,
                                    "run_to_run_spread": ch.judgement.threshold.spread,
                                    "earlier_runs": ch.judgement.threshold.runs},
+                     "disturbed": ch.disturbed.split(", ") if ch.disturbed else [],
                      "history_runs_read": ch.history_runs, "history_z": figure(ch.judgement.history_z),
                      "a": _figure(ch.a), "b": _figure(ch.b)} for ch in c.changes],
         "not_compared": [{"metric": n.name, "why": n.why, "a": n.a, "b": n.b} for n in c.not_compared],
         "configuration_differs": [{"field": k, "a": a, "b": b} for k, a, b in c.config],
+        "notes": c.notes,
     }
     if fail_on is not None:
         out["fail_on"] = {"worse": fail_on, "regressions": [ch.name for ch in c.regressions(fail_on)]}

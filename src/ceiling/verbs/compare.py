@@ -137,21 +137,54 @@ def sides(args: argparse.Namespace, store) -> Tuple:
     return _side(args.sides[0], store, args.run), _side(args.sides[1], store, args.run)
 
 
+class _LazyStore:
+    """The history, opened when first needed: comparing two JSON files needs it only for the earlier runs, and
+    a default history this ceiling cannot read (damaged, or written by a newer ceiling) then costs the
+    run-to-run spread, said in a note, not the comparison. A store a side is read from, or one named with --db,
+    must open."""
+
+    def __init__(self, path: Optional[str]):
+        self.path_arg, self._store, self.error = path, None, None
+
+    def opened(self):
+        if self._store is None:
+            from ..results.store import Store
+            self._store = Store(self.path_arg, readonly=True)      # never created, upgraded or written
+        return self._store
+
+    def __getattr__(self, name: str):
+        return getattr(self.opened(), name)
+
+    def for_history(self):
+        """The store for the earlier runs, or None (with ``error`` set) when the default one cannot be read."""
+        from ..errors import StoreError
+        try:
+            return self.opened()
+        except (StoreError, PathError) as e:
+            if self.path_arg is not None:
+                raise
+            self.error = str(e)
+            return None
+
+
 def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.compare import HISTORY_RUNS, compare
     from ..report.terminal_compare import as_dict, render
-    from ..results.store import Store
     at_least = parse_fail_on(args.fail_on)
     if args.out:
         from ..report.exporters.paths import check_writable
         check_writable(args.out, "--out")
-    store = Store(args.db, readonly=True)       # never created, upgraded or written by comparing
+    store = _LazyStore(args.db)
     a, b = sides(args, store)
+    hist_store = store.for_history()
 
     def history(name: str, host: str, context: str, before: str):
-        return [(p.value, p.median) for p in store.earlier(name, host, context, before, HISTORY_RUNS)]
+        return [(p.value, p.median) for p in hist_store.earlier(name, host, context, before, HISTORY_RUNS)]
 
-    result = compare(a, b, history)
+    result = compare(a, b, history if hist_store is not None else None)
+    if store.error:
+        result.notes.append(f"no earlier runs read (the history could not be: {store.error}): the family thresholds "
+                            "judge every change")
     if args.out:
         from ..report.html_compare import write
         write(result, args.out)
