@@ -281,3 +281,12 @@ def test_two_files_are_compared_when_the_default_history_cannot_be_read(tmp_path
     assert cli.main(["compare", str(fa), str(fb), "--db", db]) == 5
     assert cli.main(["compare", "aaaaaa", str(fb)]) == 5
     capsys.readouterr()
+
+
+def test_earlier_runs_disturbed_by_competing_load_do_not_make_the_spread(tmp_path, capsys):
+    earlier = [_run(f"{i:02d}" + "e" * 30, f"2025-12-{i + 1:02d}T00:00:00Z", {"stream.copy": 1 + 0.003 * (i % 3 - 1)},
+                    findings=[COMPETING] if i % 2 else [])
+               for i in range(12)]
+    runs = [*earlier, _run("a" * 32, "2026-01-01T00:00:00Z"), _run("b" * 32, "2026-01-02T00:00:00Z")]
+    cp = _by_name(_json(capsys, "aaaaaa", "bbbbbb", "--db", _db(tmp_path, *runs)), "stream.copy")
+    assert cp["history_runs_read"] == 6 and cp["threshold"]["source"] == "family"

@@ -63,7 +63,7 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
         b_val = ch.b.median if ch.a.reps and ch.b.reps else ch.b.value
         name = ch.name + (" !" if ch.disturbed else "")
         rows.append([_MARK[j.verdict], name, ctx, num(a_val), num(b_val), ch.unit, signed_pct(j.change),
-                     interval_text(ch), f"{_n(ch.a)}/{_n(ch.b)}", pct_sig(j.threshold.fraction, 2)
+                     interval_text(ch), f"{_n(ch.a)}/{_n(ch.b)}", pct_sig(j.threshold.fraction, 3)
                      + ("h" if j.threshold.source == "history" else "")])
     if rows:
         head = ["", "metric", "context", "A", "B", "unit", "change", "interval", "reps", "noise"]

@@ -9,7 +9,7 @@ import re
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import REGRESSION_EXIT, PathError, UsageError
 
@@ -178,8 +178,17 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     a, b = sides(args, store)
     hist_store = store.for_history()
 
+    disturbed: Dict[str, bool] = {}
+
     def history(name: str, host: str, context: str, before: str):
-        return [(p.value, p.median) for p in hist_store.earlier(name, host, context, before, HISTORY_RUNS)]
+        """The earlier runs of one series, less those disturbed by competing load (their spread is not the
+        node's): each run's findings are read once, for all series."""
+        points = hist_store.earlier(name, host, context, before, HISTORY_RUNS)
+        new = [p.run_id for p in points if p.run_id not in disturbed]
+        if new:
+            hit = {rid for rid, _, _ in hist_store.competing(new)}
+            disturbed.update({rid: rid in hit for rid in new})
+        return [(p.value, p.median) for p in points if not disturbed[p.run_id]]
 
     result = compare(a, b, history if hist_store is not None else None)
     if store.error:
