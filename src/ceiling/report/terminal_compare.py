@@ -55,10 +55,17 @@ def render(c: Comparison, *, width: int = 100, color: bool = False, fail_on: Opt
         out += ["", "Configuration: not recorded on " + ("either side" if not (c.a.config or c.b.config)
                                                           else "side " + ("A" if not c.a.config else "B"))]
     out.append("")
+    # context fields every compared row shares are said once, above the table (as `ceiling history` does)
+    fields = [key_fields(ch.context) for ch in c.changes]
+    common = {k: v for k, v in fields[0].items() if all(f.get(k, object()) == v for f in fields[1:])} \
+        if len(fields) > 1 else {}
+    if common:
+        from ..results.history_keys import key_of
+        out += [f"  Every row measured with {context_text(key_of(common))}", ""]
     rows = []
     for ch in c.changes:
         j = ch.judgement
-        ctx = context_text(ch.context) or ("context unknown" if ch.context == "" else "")
+        ctx = context_text(ch.context, leave_out=common) or ("context unknown" if ch.context == "" else "")
         a_val = ch.a.median if ch.a.reps and ch.b.reps else ch.a.value
         b_val = ch.b.median if ch.a.reps and ch.b.reps else ch.b.value
         name = ch.name + (" !" if ch.disturbed else "")
