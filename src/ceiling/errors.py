@@ -78,6 +78,10 @@ class ValidationError(CeilingError):
     exit_code = 9
 
 
+# ceiling compare --fail-on worse:P%: a significant regression of at least P% was found (not an error:
+# the comparison is printed whole first).
+REGRESSION_EXIT = 13
+
 INTERRUPTED_EXIT = 130     # Ctrl-C: 128 + SIGINT
 TERMINATED_EXIT = 143      # SIGTERM (scancel, a job's time limit, mpirun aborting its job): 128 + SIGTERM
 TERMINATED = "terminated (SIGTERM)"     # the KeyboardInterrupt a SIGTERM becomes carries this

@@ -69,7 +69,8 @@ from ..errors import PathError, StoreError, UsageError
 from ..files.private import data_dir
 from . import jsonio
 from .model import Member, Run, Study
-from .store_queries import Point, contexts_sql, latest_old_sql, latest_sql, series_sql
+from .store_queries import (Point, competing_sql, contexts_sql, earlier_sql, latest_old_sql, latest_sql, run_sql,
+                            series_sql, window_sql)
 from . import store_studies as studies
 from .store_schema import SCHEMA, STORE_VERSION, read_old, save_run, statements, studies_for_reader, upgrade
 from .store_studies import StudySummary
@@ -525,9 +526,7 @@ class Store:
                            study or "")
                 for rid, h, s, f, v, p, n, c, k, study in runs]
 
-
     # -- one metric over time: ranges of the index metrics_series (name, host, context, started) --
-
     def _ready(self) -> None:
         """A read-only file of an older store version: build the current tables, once, in this
         connection's temp schema (store_schema.read_old), in one read transaction."""
@@ -551,6 +550,23 @@ class Store:
         on ``host`` (the node it was measured on) when given, with the context key ``context``
         (history_keys.context_key) or any of ``contexts`` when given."""
         return [Point.of(r) for r in self._query(*series_sql(name, host, context, contexts))]
+
+    def run_points(self, run_id: str) -> List[Tuple[str, Point]]:
+        """(metric name, its Point) of every figure of the run ``run_id`` (a full id: ``resolve``), in order."""
+        return [(r[0], Point.of(r[1:])) for r in self._query(*run_sql(run_id))]
+
+    def earlier(self, name: str, host: str, context: str, before: str, limit: int) -> List[Point]:
+        """The newest ``limit`` values of ``name`` on ``host`` with ``context`` started before ``before``."""
+        return [Point.of(r) for r in self._query(*earlier_sql(name, host, context, before, limit))]
+
+    def window(self, host: str, after: Optional[str] = None, before: Optional[str] = None,
+               run_id: Optional[str] = None) -> List[Tuple[str, str, str]]:
+        """(run_id, host, started) of the runs of ``host`` between ``after`` and ``before``, or of ``run_id``."""
+        return self._query(*window_sql(host, after, before, run_id), current=False)
+
+    def competing(self, run_ids: Sequence[str]) -> List[Tuple[str, str, str]]:
+        """(run_id, status, title) of each competing-load warning or failure of these runs (they were disturbed)."""
+        return self._query(*competing_sql(run_ids), current=False) if run_ids else []
 
     def contexts(self, name: str, host: Optional[str] = None) -> List[Tuple[str, int]]:
         """The context keys metric ``name`` was stored with (on ``host`` when given), each with its count."""

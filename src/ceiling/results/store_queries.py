@@ -90,3 +90,40 @@ def latest_old_sql(prefix: str, host: str) -> Tuple[str, list]:
             f"ON r.run_id = m.run_id WHERE m.name >= ? AND m.name < ? AND substr(m.name, 1, ?) = ? AND {where} = ? "
             f"AND m.value IS NOT NULL ORDER BY m.name, r.started DESC, r.run_id DESC",
             [prefix, prefix + "\U0010ffff", len(prefix), prefix, host])
+
+
+def run_sql(run_id: str) -> Tuple[str, list]:
+    """Every figure of one run with its name, in its order: a range of the index metrics_run."""
+    return f"SELECT name, {_POINT} FROM metrics WHERE run_id = ? ORDER BY rowid", [run_id]
+
+
+def earlier_sql(name: str, host: str, context: str, before: str, limit: int) -> Tuple[str, list]:
+    """The newest ``limit`` values of one series started before ``before``, newest first: a range of
+    metrics_series read backwards from ``before``."""
+    return (f"SELECT {_POINT} FROM metrics WHERE name = ? AND host = ? AND context = ? AND started < ? "
+            "ORDER BY started DESC LIMIT ?", [name, host, context, before, int(limit)])
+
+
+def window_sql(host: Optional[str], after: Optional[str], before: Optional[str],
+               run_id: Optional[str] = None) -> Tuple[str, list]:
+    """The runs of ``host`` started after ``after`` and before ``before`` (either may be None), oldest first:
+    a range of the index runs_host_started; with ``run_id``, that run (its primary key)."""
+    if run_id is not None:
+        return "SELECT run_id, host, started FROM runs WHERE run_id = ?", [run_id]
+    where, args = ["host = ?"], [host]
+    if after is not None:
+        where.append("started > ?")
+        args.append(after)
+    if before is not None:
+        where.append("started < ?")
+        args.append(before)
+    return f"SELECT run_id, host, started FROM runs WHERE {' AND '.join(where)} ORDER BY started, run_id", args
+
+
+def competing_sql(run_ids: Sequence[str]) -> Tuple[str, list]:
+    """Store.competing: the competing-load findings (checks/load.py: load.competing, load.competing.steps) that
+    warned or failed in these runs, read by SQLite's JSON1 from their documents (a damaged one reads as none)."""
+    return ("SELECT r.run_id, json_extract(f.value, '$.status'), json_extract(f.value, '$.title') FROM runs r, "
+            "json_each(CASE WHEN json_valid(r.doc) THEN r.doc ELSE '{}' END, '$.findings') f "
+            f"WHERE r.run_id IN ({', '.join('?' * len(run_ids))}) AND substr(json_extract(f.value, '$.id'), 1, 14) = ? "
+            "AND json_extract(f.value, '$.status') IN ('warn', 'fail')", [*run_ids, "load.competing"])

@@ -24,7 +24,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON document")
 
 
-def _is_run_file(path: str) -> None:
+def is_run_file(path: str) -> None:
     """UsageError for a file that is no run's JSON at all (a database, a text file): the
     argument is wrong, not a run damaged. A JSON object that is not a valid run stays
     jsonio's StoreError (exit 5), as a damaged run file."""
@@ -51,7 +51,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if args.run.endswith(".json") or "/" in args.run or Path(args.run).exists():   # a run id has no "/"
         if not Path(args.run).is_file():
             raise PathError(f"{args.run}: " + ("not a regular file" if Path(args.run).exists() else "no such file"))
-        _is_run_file(args.run)
+        is_run_file(args.run)
         run = jsonio.load_document(args.run)
     else:
         from ..results.store import Store
