@@ -221,6 +221,12 @@ def test_since_reports_what_is_new_and_examines_only_series_with_new_runs(hist, 
         assert len(s.rows("SELECT * FROM change_series")) == 6
 
 
+def test_a_first_since_look_examines_each_series_whole(hist, capsys, monkeypatch):
+    from ceiling.analysis import changes as ch
+    monkeypatch.setattr(ch, "WINDOW", 10)         # the steps (runs 15 and 20 of 30) lie before the last 10 runs
+    assert len(_json(capsys, hist, "--since")["changes"]) == 3
+
+
 def test_damaged_rows_are_skipped_and_counted(hist, capsys):
     db = sqlite3.connect(hist)
     db.execute("UPDATE metrics SET value = 'garbage', median = 'x' WHERE run_id = ? AND name = 'stream.triad'",

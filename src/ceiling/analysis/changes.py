@@ -24,7 +24,8 @@ that needs no three runs after it to be seen.
 ``--since``: the series' results are kept in the history (results/store_changes.py); a look
 examines only the series with runs added since the last look, and in them only the runs from
 their last step on, at most WINDOW of them; it reports the changes whose run is newer than the
-last look. A full look recomputes every series from its first run and writes nothing.
+last look (a series the history holds no result of is examined whole). A full look recomputes
+every series from its first run and writes nothing.
 """
 from __future__ import annotations
 
@@ -371,7 +372,9 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
             examined += 1
             open_from = entry[1] if entry is not None else None
             earlier = [c for c in (_from_doc(d) for d in entry[2].get("steps", ())) if c] if entry else []
-            rows = [r for r in sc.newest(store, key, WINDOW) if open_from is None or r[3] >= open_from]
+            # a series seen for the first time is examined whole, as a full look does
+            rows = (sc.points(store, key) if entry is None else
+                    [r for r in sc.newest(store, key, WINDOW) if r[3] >= open_from])
             data = clean(rows, skipped)
             if not data:
                 continue
