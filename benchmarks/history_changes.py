@@ -12,7 +12,7 @@ Then it times, as a user runs them (the ceiling command, a fresh process each):
   2. ``history --changes --since`` the first time (everything is new; the results are kept);
   3. one new run per host added, ``history --changes --since`` again (only those examined).
 
-    .venv/bin/python benchmarks/history_changes.py [--runs 100000] [--hosts 100] [--db PATH]
+    .venv/bin/python benchmarks/history_changes.py [--runs 100000] [--hosts 100] [--db PATH [--reuse]]
 """
 from __future__ import annotations
 
@@ -123,19 +123,31 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--db", help="where to build it (default: a temporary directory)")
+    ap.add_argument("--reuse", action="store_true", help="time an existing --db built by this script again")
     a = ap.parse_args()
     per = a.runs // a.hosts
     tmp = tempfile.mkdtemp(prefix="ceiling-changes-")
     db = a.db or os.path.join(tmp, "history.db")
-    t = time.perf_counter()
-    build(db, a.runs, a.hosts, 0, per - 1, a.seed)
-    print(f"built {a.hosts} hosts x {per - 1} runs x {len(METRICS)} metrics in {time.perf_counter() - t:.1f} s: "
-          f"{os.path.getsize(db) / 1e6:.0f} MB")
+    import sqlite3
+    if a.reuse and os.path.exists(db):            # a history built before: its kept looks forgotten
+        con = sqlite3.connect(db)
+        have = con.execute("SELECT count(*) FROM runs").fetchone()[0] // a.hosts
+        con.execute("DELETE FROM change_series")
+        con.execute("DELETE FROM change_looks")
+        con.commit()
+        con.close()
+        print(f"reusing {db}: {a.hosts} hosts x {have} runs, {os.path.getsize(db) / 1e6:.0f} MB")
+    else:
+        have = per - 1
+        t = time.perf_counter()
+        build(db, a.runs, a.hosts, 0, have, a.seed)
+        print(f"built {a.hosts} hosts x {have} runs x {len(METRICS)} metrics in {time.perf_counter() - t:.1f} s: "
+              f"{os.path.getsize(db) / 1e6:.0f} MB")
     dt, doc = timed(db)
     print(f"history --changes (full look): {dt:.2f} s, {doc['series']} series; found: {summary(doc)}")
     dt, doc = timed(db, "--since")
     print(f"history --changes --since (first look, results kept): {dt:.2f} s")
-    build(db, a.runs, a.hosts, per - 1, per, a.seed)
+    build(db, a.runs, a.hosts, have, have + 1, a.seed)
     dt, doc = timed(db, "--since")
     print(f"history --changes --since after one new run per host ({a.hosts} runs): {dt:.2f} s, "
           f"{doc['examined']} series examined; new: {summary(doc)}")

@@ -106,7 +106,7 @@ def best_split(y: np.ndarray, alpha: float, rng: np.random.Generator,
     limit = alpha * (total + 1) - 1          # more exceedances than this: p > alpha whatever follows
     exceed, done = 0, 0
     while done < total:
-        b = min(_BATCH, total - done)
+        b = min(_BATCH if done else _BATCH // 4, total - done)     # most splits of noise are told in 50
         perm = rng.permuted(np.broadcast_to(y, (b, y.size)), axis=1)
         exceed += int(np.count_nonzero(split_scores(perm, min_size).max(axis=1) >= observed * (1 - 1e-12)))
         done += b

@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from ..results import store_changes as sc
 from . import changepoints as cp
 
-WINDOW = 200            # --since: at most this many runs examined per series
+WINDOW = 100            # --since: at most this many runs examined per series
 BASELINE_RUNS = 10      # the rolling baseline: the newest run against the N before it
 BASELINE_Z = 4.0        # robust z beyond which the newest run is outside the baseline's noise
 OUTSIDE = "none recorded: likely outside the node"
@@ -229,7 +229,7 @@ def _config(rows: Sequence[Sequence], i: int, inv: Inventories) -> Tuple[Tuple[C
 
 
 def analyse_rows(key: sc.Key, data: List[Tuple[Sequence, float]], opts: Options, inv: Inventories,
-                 offset_bounds: int = 0) -> Tuple[List[Change], Optional[Baseline]]:
+                 baseline: bool = True) -> Tuple[List[Change], Optional[Baseline]]:
     """The changes of one series' values (``data``: clean rows, oldest first) and its baseline."""
     metric, host, context = key
     rows = [r for r, _ in data]
@@ -255,7 +255,7 @@ def analyse_rows(key: sc.Key, data: List[Tuple[Sequence, float]], opts: Options,
                           d.level * (1 + d.change), _finite(d.change), _direction(d.change, better), d.p_value,
                           opts.alpha, d.end - d.start + 1, fields,
                           "" if fields else (OUTSIDE if a[10] and b[10] else NOT_RECORDED)))
-    return out, _baseline(rows, values, opts)
+    return out, _baseline(rows, values, opts) if baseline else None
 
 
 def _baseline(rows: Sequence[Sequence], values: Sequence[float], opts: Options) -> Optional[Baseline]:
@@ -356,11 +356,20 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
     inv = Inventories(store)
     acked = sc.acks(store)
     last = sc.last_look(store)
-    listed = _keys(store, metric, family, host)
-    keys = [tuple(k[:3]) for k in listed]
-    spans = {tuple(k[:3]): (k[4], k[5]) for k in listed}
     cache = sc.cached(store)
-    touched = sc.touched_since(store, last) if last is not None else set(keys)
+    if last is None:           # the first look: every series, from the index
+        listed = _keys(store, metric, family, host)
+        keys = [tuple(k[:3]) for k in listed]
+        spans = {tuple(k[:3]): (k[4], k[5]) for k in listed}
+        touched = set(keys)
+    else:                      # the series kept and those with new runs: no walk over the whole index
+
+        def wanted(k) -> bool:
+            return ((metric is None or k[0] == metric) and (family is None or k[0].startswith(family + "."))
+                    and (host is None or k[1] == host))
+        touched = {k for k in sc.touched_since(store, last) if wanted(k)}
+        keys = sorted({k for k in cache if wanted(k)} | touched)
+        spans = {k: (str(cache[k][2].get("first", "")), cache[k][0]) for k in keys if k in cache}
     skipped: Dict[str, int] = {}
     out: List[Series] = []
     kept: Dict[sc.Key, Tuple[str, str, dict]] = {}
@@ -373,21 +382,21 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
             open_from = entry[1] if entry is not None else None
             earlier = [c for c in (_from_doc(d) for d in entry[2].get("steps", ())) if c] if entry else []
             # a series seen for the first time is examined whole, as a full look does
-            rows = (sc.points(store, key) if entry is None else
-                    [r for r in sc.newest(store, key, WINDOW) if r[3] >= open_from])
-            data = clean(rows, skipped)
+            window = sc.points(store, key) if entry is None else sc.newest(store, key, max(WINDOW, opts.baseline + 1))
+            data = clean(window if entry is None else [r for r in window[-WINDOW:] if r[3] >= open_from], skipped)
             if not data:
                 continue
-            base = clean(sc.newest(store, key, opts.baseline + 1), {})
+            base = clean(window[-(opts.baseline + 1):], {})
             s = _series(key, data, opts)
             s.n = len(data)
-            s.first, s.last = spans[key]
-            new, _ = analyse_rows(key, data, opts, inv)
+            first = spans[key][0] if key in spans and spans[key][0] else data[0][0][3]
+            s.first, s.last = first, window[-1][3]
+            new, _ = analyse_rows(key, data, opts, inv, baseline=False)
             s.baseline = _baseline([r for r, _ in base], [v for _, v in base], opts)
             steps = earlier + [c for c in new if c.kind == "step"]
             s.changes = steps + [c for c in new if c.kind == "drift"]
             last_step = max((c.started for c in steps), default=open_from or data[0][0][3])
-            kept[key] = (s.last, last_step, {"steps": [_to_doc(c) for c in steps],
+            kept[key] = (s.last, last_step, {"first": s.first, "steps": [_to_doc(c) for c in steps],
                                               "drift": [_to_doc(c) for c in new if c.kind == "drift"]})
         else:
             s = Series(*key, unit="", better="higher", n=0, first=spans[key][0], last=spans[key][1])
