@@ -415,7 +415,7 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
     if not store.readonly:
         sc.keep(store, kept, through, when)
         report.kept = True
-    elif store.readonly:
+    elif store.path.exists():            # a file this user may not write (a missing one has nothing to keep)
         report.notes.append(f"{store.path} is read-only here: this look was not recorded, the next --since "
                             f"starts from the same point")
     return report
