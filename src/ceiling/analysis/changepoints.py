@@ -150,11 +150,8 @@ def mann_kendall(x: Sequence[float]) -> Tuple[float, float]:
     s = 0
     for i in range(0, n, _MK_BLOCK):
         rows = x[i:i + _MK_BLOCK, None]
-        d = np.sign(x[None, :] - rows)
-        # only pairs j > i
-        j = np.arange(n)[None, :]
-        ii = np.arange(i, i + rows.shape[0])[:, None]
-        s += int(d[j > ii].sum())
+        # only pairs j > i: row r of the block is x[i + r], so the columns from i + r + 1 on
+        s += int(np.triu(np.sign(x[None, :] - rows), k=i + 1).sum())
     _, counts = np.unique(x, return_counts=True)
     ties = float(np.sum(counts * (counts - 1.0) * (2.0 * counts + 5.0)))
     var = (n * (n - 1.0) * (2.0 * n + 5.0) - ties) / 18.0
@@ -213,10 +210,11 @@ def _staircase(x: np.ndarray, bounds: Sequence[int], seed: int) -> bool:
     return bic(rss_line, 3) <= bic(rss_steps, 2 * k + 2)
 
 
-def _drift(x: np.ndarray, offset: int, alpha: float, min_step: float, seed: int) -> Optional[Drift]:
+def _drift(x: np.ndarray, offset: int, alpha: float, min_step: float, seed: int,
+           mk: Optional[Tuple[float, float]] = None) -> Optional[Drift]:
     if x.size < 2 * MIN_SIZE + 2:
         return None
-    z, p = mann_kendall(x)
+    z, p = mk or mann_kendall(x)
     if p > alpha:
         return None
     slope, b = theil_sen(x, seed)
@@ -242,8 +240,9 @@ def analyse(values: Sequence[float], alpha: float = ALPHA, min_step: float = MIN
     bounds = [0] + [i for i, _, _ in found] + [n]
     # A drift found by binary segmentation looks like a staircase: the values then still trend
     # on both sides of its first (strongest) step, where after a real step they are flat.
-    if mann_kendall(x)[1] <= alpha and (not found or _within(x, first)[1] <= alpha or _staircase(x, bounds, seed)):
-        d = _drift(x, 0, alpha, min_step, seed)
+    mk = mann_kendall(x)
+    if mk[1] <= alpha and (not found or _within(x, first)[1] <= alpha or _staircase(x, bounds, seed)):
+        d = _drift(x, 0, alpha, min_step, seed, mk)
         if d is not None or not found:
             return Changes((), d, n)
     steps = []
