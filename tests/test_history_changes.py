@@ -87,6 +87,20 @@ def test_the_same_series_gives_the_same_answer_and_a_baseline_says_the_newest_ru
     assert z > 0 and p < 1e-6 and cp.theil_sen(2.0 * np.arange(10) + 3) == (2.0, 3.0)
 
 
+def test_the_newest_run_of_pure_noise_is_seldom_outside_its_baseline():
+    # 500 series, 2 % noise, the newest of 11 runs against the 10 before: with the median absolute deviation
+    # of 10 runs as the scale, 2 % of them were flagged (one look at a cluster raised several alarms)
+    from ceiling.analysis.changes import BASELINE_Z
+    flagged = 0
+    for s in range(500):
+        x = 100 * (1 + 0.02 * np.random.default_rng(7000 + s).standard_normal(11))
+        _, change, z = cp.baseline(x, 10)
+        flagged += abs(z) > BASELINE_Z and abs(change) >= cp.MIN_STEP
+    assert flagged <= 1, flagged
+    _, change, z = cp.baseline([100, 101, 99, 100, 102, 98, 100, 101, 99, 100, 110], 10)
+    assert change == pytest.approx(0.10) and z > BASELINE_Z
+
+
 # -- a history -----------------------------------------------------------------------------------
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -17,9 +17,9 @@ network, a neighbour). Across the nodes of a cluster, steps of one metric and co
 intervals overlap are one event: on every node that had runs on both sides it is said as
 site-wide, on some of them as such, else as this node's only.
 
-The newest run is also set against a rolling baseline, the median of the N runs before it, with
-its distance in robust standard deviations (1.4826 x the median absolute deviation): a change
-that needs no three runs after it to be seen.
+The newest run is also set against a rolling baseline, the N runs before it: its change from their
+median, and its distance from their mean in prediction standard deviations (changepoints.baseline),
+outside beyond BASELINE_Z: a change that needs no three runs after it to be seen.
 
 ``--since``: the series' results are kept in the history (results/store_changes.py); a look
 examines only the series with runs added since the last look, and in them only the runs from
@@ -39,7 +39,7 @@ from . import changepoints as cp
 
 WINDOW = 100            # --since: at most this many runs examined per series
 BASELINE_RUNS = 10      # the rolling baseline: the newest run against the N before it
-BASELINE_Z = 4.0        # robust z beyond which the newest run is outside the baseline's noise
+BASELINE_Z = 5.0        # z (changepoints.baseline) beyond which the newest run is outside the baseline's noise
 OUTSIDE = "none recorded: likely outside the node"
 NOT_RECORDED = "not recorded (no inventory kept for one of the runs)"
 
@@ -91,7 +91,7 @@ class Baseline:
     run_id: str
     started: str
     change: float           # latest / median - 1
-    z: float                # robust standard deviations (inf: the baseline runs were all equal)
+    z: float                # prediction standard deviations (inf: the baseline runs were all equal)
     direction: str          # "better" | "worse" | "same"
     outside: bool           # |z| > BASELINE_Z and |change| >= the step threshold
 

@@ -31,6 +31,11 @@ def _config(c: Any) -> str:
     return "configuration: " + (c.config_note or "unchanged")
 
 
+def _drift_config(c: Any) -> str:
+    text = _config(c)
+    return text.replace("configuration: ", "configuration between its first and last run: ", 1)
+
+
 def _short(v: Any) -> str:
     text = "none" if v is None else str(v)
     return text if len(text) <= 40 else text[:39] + "…"
@@ -47,7 +52,7 @@ def change_line(c: Any) -> List[str]:
         head = (f"{c.direction:6s} drift  {where}: {_pct(c.change)} over {c.runs} runs ({_value(c.before, c.unit)} "
                 f"-> {_value(c.after, c.unit)}; {F.when(c.started)} to {F.when(c.before_started)}), "
                 f"Mann-Kendall {_p(c.p_value)}; a steady trend, no step")
-    lines = [head, "       " + _config(c)]
+    lines = [head, "       " + (_config(c) if c.kind == "step" else _drift_config(c))]
     if c.scope:
         lines.append("       " + c.scope + (f" ({', '.join(c.nodes)})" if 1 < len(c.nodes) <= 8 else ""))
     if c.acked:
@@ -100,7 +105,7 @@ def render_changes(report: Any, *, new_only: bool = False, show_acked: bool = Fa
     outside = [s for s in series if s.baseline is not None and s.baseline.outside]
     if outside:
         lines.append(f"Newest run outside its rolling baseline (median of the {outside[0].baseline.runs} runs before, "
-                     f"beyond 4 robust standard deviations):")
+                     f"beyond 5 of their standard deviations):")
         for s in outside:
             b = s.baseline
             z = "all earlier runs equal" if abs(b.z) > 1e300 else f"z = {b.z:+.1f}"
