@@ -257,9 +257,10 @@ def test_damaged_rows_are_skipped_and_counted(hist, capsys):
     assert "3 stored values skipped: 1 invalid kernel output, 1 not a finite number, 1 unit differs" in out
 
 
-def test_an_older_history_is_read_without_being_written(tmp_path, capsys):
-    p = tmp_path / "v2.db"
-    shutil.copyfile(FIXTURE, p)
+@pytest.mark.parametrize("fixture", ["store_v2.db", "store_v3.db"])
+def test_an_older_history_is_read_without_being_written(tmp_path, capsys, fixture):
+    p = tmp_path / fixture
+    shutil.copyfile(FIXTURE.parent / fixture, p)
     before = _digest(p)
     doc = _json(capsys, p)
     assert doc["series"] > 0 and _digest(p) == before
@@ -268,22 +269,23 @@ def test_an_older_history_is_read_without_being_written(tmp_path, capsys):
         assert s.rows("PRAGMA user_version") == [(STORE_VERSION,)] and len(s.rows("SELECT * FROM change_looks")) == 1
 
 
-def test_a_version_3_history_gains_only_the_new_tables(hist, tmp_path, capsys):
+def test_a_version_4_history_gains_only_the_new_tables(hist, tmp_path, capsys):
     db = sqlite3.connect(hist)
     for t in ("change_acks", "change_series", "change_looks"):
         db.execute(f"DROP TABLE {t}")
     db.execute("DROP INDEX runs_started")
-    db.execute("PRAGMA user_version = 3")
+    db.execute("PRAGMA user_version = 4")
     db.commit()
-    runs = db.execute("SELECT count(*) FROM metrics").fetchone()
+    before_rows = [db.execute(f"SELECT count(*) FROM {t}").fetchone() for t in ("runs", "metrics", "inventories")]
     db.close()
     before = _digest(hist)
     assert len(_json(capsys, hist)["changes"]) == 3 and _digest(hist) == before     # read as it is
     rc, _, _ = _cli(capsys, "history", "--db", str(hist), "--ack", "a-0015-00:stream.triad")
     assert rc == 0
     db = sqlite3.connect(hist)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 4
-    assert db.execute("SELECT count(*) FROM metrics").fetchone() == runs
+    assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_VERSION == 5
+    assert [db.execute(f"SELECT count(*) FROM {t}").fetchone() for t in ("runs", "metrics", "inventories")] \
+        == before_rows
     assert db.execute("SELECT count(*) FROM change_acks").fetchone() == (1,)
     db.close()
 
