@@ -104,7 +104,7 @@ def test_a_version_2_history_is_upgraded_with_everything_it_held(tmp_path):
     with Store(p, check=True) as s:
         assert {r.run_id for r in s.list(limit=100)} == set(RUNS)
     version3, runs3, metrics3, columns = _raw(p)
-    assert version3 == STORE_VERSION          # version 3, then 4 (the studies tables: tests/test_studies.py)
+    assert version3 == STORE_VERSION          # version 3, then 4 (the studies tables: tests/test_studies.py), 5
     assert runs3 == runs                                               # every document, byte for byte
     assert metrics3 == metrics                                         # every row it had, as it had it
     assert columns == list(store_schema.METRIC_COLUMNS)

@@ -72,7 +72,8 @@ from .model import Member, Run, Study
 from .store_queries import (Point, competing_sql, contexts_sql, earlier_sql, latest_old_sql, latest_sql, run_sql,
                             series_sql, window_sql)
 from . import store_studies as studies
-from .store_schema import SCHEMA, STORE_VERSION, read_old, save_run, statements, studies_for_reader, upgrade
+from .store_schema import (SCHEMA, STORE_VERSION, changes_for_reader, read_old, save_run, statements,
+                           studies_for_reader, upgrade)
 from .store_studies import StudySummary
 
 BUSY_TIMEOUT_MS = 30_000
@@ -245,6 +246,8 @@ class Store:
                     db.execute("CREATE TEMP VIEW metrics AS SELECT *, '' AS node FROM main.metrics")
                 if version < 4:            # no study was stored in it: empty tables, in temp
                     studies_for_reader(db)
+                if version < 5:            # no look at its changes was recorded in it: empty tables, in temp
+                    changes_for_reader(db)
             except BaseException:
                 db.close()
                 raise
@@ -543,6 +546,16 @@ class Store:
             return [tuple(r) for r in self._db.execute(sql, list(args))]
         except sqlite3.Error as e:
             raise self._error(e) from None
+
+    def rows(self, sql: str, args: Sequence = ()) -> List[tuple]:
+        """Rows of a query of the current tables (store_changes.py's), read-only files included."""
+        return self._query(sql, args)
+
+    def write(self, work) -> None:
+        """``work(connection)`` in one write transaction (store_changes.py); refused when read-only."""
+        if self.readonly:
+            raise PathError(f"{self.path} was opened for reading only: nothing written")
+        self._in_transaction("BEGIN IMMEDIATE", work)
 
     def series(self, name: str, host: Optional[str] = None, context: Optional[str] = None,
                contexts: Optional[Sequence[str]] = None) -> List[Point]:

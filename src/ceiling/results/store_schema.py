@@ -18,6 +18,11 @@ Store versions (``PRAGMA user_version``):
       run_id only, and one ``study_members`` row per member (its position, run_id and value of
       the varying parameter); each member is stored as a normal run, in ``runs`` and ``metrics``.
       The upgrade from 3 adds the two empty tables and touches nothing else.
+  5 - what ``history --changes`` keeps (store_changes.py): acknowledged changes (``change_acks``),
+      each series' change points as last computed (``change_series``) and each look at them
+      (``change_looks``), so that ``--since`` examines only the runs added since. New tables only:
+      the upgrade from 4 creates them and an index of the runs by start (``runs_started``: the runs
+      added since a look), nothing else is touched.
 
 The upgrade from 2 to 3 reads every stored document (through jsonio: a document of any version)
 and writes its rows again as ``save`` writes a new run's. A run whose document cannot be read keeps
@@ -41,7 +46,7 @@ from . import history_keys as keys
 from . import jsonio
 from .model import Run
 
-STORE_VERSION = 4
+STORE_VERSION = 5
 
 _RUNS = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -113,12 +118,34 @@ _INDICES = """
 CREATE INDEX IF NOT EXISTS {schema}metrics_series ON metrics(name, host, context, started);
 CREATE INDEX IF NOT EXISTS {schema}metrics_run ON metrics(run_id)"""
 
+# Store version 5 (store_changes.py says what each holds).
+_CHANGES = """
+CREATE TABLE IF NOT EXISTS {schema}change_acks (
+    run_id   TEXT NOT NULL,        -- the first run after the change (runs.run_id)
+    metric   TEXT NOT NULL,        -- the metric's name
+    acked    TEXT NOT NULL,        -- when, ISO 8601 UTC
+    PRIMARY KEY (run_id, metric));
+CREATE TABLE IF NOT EXISTS {schema}change_series (
+    name      TEXT NOT NULL,
+    host      TEXT NOT NULL,
+    context   TEXT NOT NULL,
+    through   TEXT NOT NULL,       -- the start of the newest run examined
+    open_from TEXT NOT NULL,       -- the start of the first run after its last step: new runs are examined with these
+    result    TEXT NOT NULL,       -- JSON: the series' changes (analysis/changes.py)
+    PRIMARY KEY (name, host, context));
+CREATE TABLE IF NOT EXISTS {schema}change_looks (
+    look     INTEGER PRIMARY KEY,
+    at       TEXT NOT NULL,        -- when, ISO 8601 UTC
+    through  TEXT NOT NULL);       -- the start of the newest run it examined
+CREATE INDEX IF NOT EXISTS {schema}runs_started ON runs(started)"""
+
 SCHEMA = ";\n".join([
     _RUNS, "CREATE INDEX IF NOT EXISTS runs_host_started ON runs(host, started)",
     _INVENTORIES.format(schema=""),
     _METRICS.format(schema="", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3)),
     _INDICES.format(schema=""),
-    _STUDIES.format(schema="")])
+    _STUDIES.format(schema=""),
+    _CHANGES.format(schema="")])
 
 
 def statements(script: str) -> List[str]:
@@ -229,6 +256,7 @@ UPGRADES: Dict[int, Tuple[Step, ...]] = {
     1: ("ALTER TABLE metrics ADD COLUMN node TEXT NOT NULL DEFAULT ''",),
     2: (_to_3,),
     3: tuple(statements(_STUDIES.format(schema=""))),
+    4: tuple(statements(_CHANGES.format(schema=""))),
 }
 
 
@@ -266,6 +294,14 @@ def read_old(db: sqlite3.Connection, version: int, where: str) -> None:
                "LEFT JOIN temp.run_inventory i USING (run_id)")
     for stmt in statements(_INDICES.format(schema="temp.")):
         db.execute(stmt)
+
+
+def changes_for_reader(db: sqlite3.Connection) -> None:
+    """Let a read-only connection to a file before store version 5 see empty tables of what
+    ``history --changes`` keeps (no look was recorded in it), writing nothing to the file."""
+    for stmt in statements(_CHANGES.format(schema="temp.")):
+        if "CREATE INDEX" not in stmt:          # an index of the file's runs cannot be made in temp
+            db.execute(stmt)
 
 
 def studies_for_reader(db: sqlite3.Connection) -> None:
