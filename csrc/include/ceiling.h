@@ -446,6 +446,19 @@ uint64_t ceil_io_stamp(uint64_t seed, uint64_t file_id, uint64_t offset);
 uint64_t ceil_io_file_id(int kind, int rep, int tid, int64_t index);
 void ceil_io_fill_base(uint64_t seed, void *buf, size_t bytes);
 
+/* `ceiling probe` (csrc/kernels/io_probe.c): one operation each, timed alone.
+ * ceil_probe_rw: one read (write = 0) or write of len bytes at off of the open
+ * file fd. direct: fd has O_DIRECT (off and len 4096-aligned); else a read's
+ * range is dropped from the page cache first (posix_fadvise DONTNEED) and a
+ * write is followed by fdatasync, inside the time, and its range dropped.
+ * 0 and *sec, or -errno (-EIO: the file ended before off + len).
+ * ceil_probe_md: one MD-Workbench iteration on path, a file of md_bytes:
+ * stat, read it whole, unlink, re-create it (O_EXCL, write, close); sec[4]
+ * those four times. 0, or the step that failed (1..4) with *err its errno;
+ * a negative errno for bad arguments. */
+int ceil_probe_rw(int fd, int write, int64_t off, int64_t len, int direct, double *sec);
+int ceil_probe_md(const char *path, int64_t md_bytes, double sec[4], int *err);
+
 /* ---- Registering a table ------------------------------------------------
  * Each family file defines a NULL-name-terminated ceil_kernel array and
  * registers it once, at file scope:

@@ -55,6 +55,18 @@ class CoreError(CeilingError):
     exit_code = 7
 
 
+class ProbeBusyError(CeilingError):
+    """Another ``ceiling probe`` holds the probe directory's lock: one probe per directory."""
+
+    exit_code = 14          # 13 is compare's REGRESSION_EXIT
+
+
+class PortInUseError(CeilingError):
+    """The address ``ceiling probe --listen`` should export its metrics on is taken or refused."""
+
+    exit_code = 15
+
+
 # 8 is the installer's: no C compiler (scripts/bootstrap.sh).
 NO_COMPILER_EXIT = 8
 

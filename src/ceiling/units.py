@@ -57,14 +57,14 @@ def parse_count(text: Optional[str], *, what: str, low: int = 1, high: Optional[
     return value
 
 
-_SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+_SECONDS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_seconds(text: Optional[str], *, what: str, low: float = 1.0, high: float = 7 * 86400) -> Optional[float]:
-    """'30', '30s', '5m', '1h' -> seconds in [low, high]; None passes through."""
+    """'30', '30s', '5m', '1h', '90d' -> seconds in [low, high]; None passes through."""
     if text is None:
         return None
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h)?\s*", str(text))
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(s|min|m|h|d)?\s*", str(text))
     if not m:
         raise UsageError(f"{what} {text!r}: not a duration (examples: 30, 90s, 5m, 1h)")
     value = float(m.group(1)) * _SECONDS[m.group(2) or ""]

@@ -1,0 +1,190 @@
+"""ceiling probe --dir DIR: the shared file system's slowdown factor, as users feel it.
+
+Every ``--interval`` one probe iteration (bench/fsprobe.py: a random 1 MiB read and
+write, one MD-Workbench iteration), each operation timed in C; every ``--window`` one
+line per operation: the window's median and p99, and its slowdown factor against the
+baseline (analysis/slowdown.py), a finding line when it is above ``--threshold``.
+Runs in the foreground until ``--duration`` ends, or SIGTERM / SIGINT, which stop it
+after the iteration in flight (the pool whole) with exit 0: its normal way to end
+under systemd or Slurm.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import sys
+import time
+from typing import Dict, List, Optional
+
+from ..errors import BadValueError
+from ..units import parse_count, parse_seconds, parse_size
+
+NAME = "probe"
+HELP = "the file system's slowdown factor, measured every second the way users feel it"
+DESCRIPTION = ("Time a random 1 MiB read and write and one MD-Workbench iteration in --dir every --interval; "
+               "print per window each operation's median, p99 and slowdown factor against its baseline.")
+EPILOG = ("The data file and pool are kept in DIR/ceiling-probe-HOST between runs (--clean removes them). "
+          "Stops on SIGTERM or Ctrl-C after the iteration in flight, exit 0.")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", required=True, metavar="DIR", help="a directory on the file system to probe")
+    p.add_argument("--data-size", default="4G", metavar="SIZE",
+                   help="the data file the 1 MiB reads and writes land in (default 4G; at least 1M)")
+    p.add_argument("--files", default="10000", metavar="N",
+                   help="small files in the pool, 3,901 bytes each (default 10000)")
+    p.add_argument("--interval", default="1", metavar="SECONDS", help="one iteration every SECONDS (default 1)")
+    p.add_argument("--window", default="10m", metavar="DURATION",
+                   help="the span each median, p99 and slowdown factor covers (default 10m; as short as 1s)")
+    p.add_argument("--duration", metavar="DURATION", help="stop after DURATION (default: until SIGTERM / Ctrl-C)")
+    p.add_argument("--threshold", default="3", metavar="X",
+                   help="a window whose slowdown factor is above X is a finding (default 3)")
+    p.add_argument("--clean", action="store_true", help="remove this host's probe directory in --dir, and stop")
+    p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
+
+
+def _threshold(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise BadValueError(f"--threshold {text!r}: not a number") from None
+    if not x > 1:
+        raise BadValueError(f"--threshold {text!r}: must be above 1 (a slowdown factor)")
+    return x
+
+
+def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from ..bench import fsprobe_dir
+    if args.clean:
+        kept = fsprobe_dir.clean(args.dir)
+        if kept:
+            print(f"ceiling probe: {kept}", file=sys.stderr)
+            return 1
+        print(f"ceiling probe: removed {os.path.join(args.dir, fsprobe_dir.dir_name())} (or there was none)")
+        return 0
+    data_size = parse_size(args.data_size, what="--data-size")
+    if data_size < fsprobe_dir.XFER or data_size % fsprobe_dir.ALIGN:
+        raise BadValueError(f"--data-size {args.data_size!r}: must be at least 1 MiB and a multiple of 4 KiB")
+    files = parse_count(args.files, what="--files", low=1, high=999_999) or 1
+    interval = parse_seconds(args.interval, what="--interval", low=0.01) or 1.0
+    window = parse_seconds(args.window, what="--window", low=1.0) or 600.0
+    duration = parse_seconds(args.duration, what="--duration", low=0.01, high=3650 * 86400)
+    threshold = _threshold(args.threshold)
+    with fsprobe_dir.ProbeDir(args.dir) as pd:
+        prep = pd.prepare(data_size, files)
+        _header(prep, interval)
+        return _loop(pd, prep, interval, window, duration, threshold, args.seed)
+
+
+def _header(prep, interval: float) -> None:
+    from ..bench.fsprobe import BYTES_PER_ITERATION
+    for what in prep.created:
+        print(f"ceiling probe: made {what} in {prep.path}")
+    if prep.repaired:
+        print(f"ceiling probe: re-created {prep.repaired} pool file(s) a killed probe left missing or short")
+    print(f"ceiling probe: {prep.path} on {prep.fstype}; reads and writes: {prep.cache_mode}")
+    if prep.memory_fs:
+        print(f"ceiling probe: {prep.fstype} is memory: this is a RAM probe, not a file-system probe")
+    print(f"ceiling probe: one iteration every {interval:g} s, {BYTES_PER_ITERATION / 2**20:.2f} MiB each "
+          f"({BYTES_PER_ITERATION / interval / 2**20:.2f} MiB/s, "
+          f"{BYTES_PER_ITERATION * 3600 / interval / 2**30:.1f} GiB/hour), one operation in flight", flush=True)
+
+
+class _Stop:
+    """SIGTERM and SIGINT asked for a stop: the loop ends after the iteration in flight."""
+
+    def __init__(self) -> None:
+        self.signum: Optional[int] = None
+        self.r, self.w = os.pipe()
+        os.set_blocking(self.w, False)
+        self.old = {s: signal.signal(s, self._on) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def _on(self, signum, frame) -> None:
+        self.signum = signum
+        try:
+            os.write(self.w, b"x")
+        except OSError:
+            pass
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0 and self.signum is None:
+            select.select([self.r], [], [], seconds)
+
+    def close(self) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)
+        os.close(self.r)
+        os.close(self.w)
+
+
+def _loop(pd, prep, interval: float, window: float, duration: Optional[float], threshold: float,
+          seed: Optional[int]) -> int:
+    from ..analysis import slowdown
+    from ..bench.fsprobe import OPS, Prober
+    prober = Prober(prep, seed)
+    base = slowdown.Baseline({})
+    stop = _Stop()
+    samples: Dict[str, List[float]] = {op: [] for op in OPS}
+    errors: Dict[str, int] = {op: 0 for op in OPS}
+    t0 = time.monotonic()
+    wall0 = time.time()
+    w_start = 0.0
+    iterations = 0
+    try:
+        while stop.signum is None:
+            now = time.monotonic() - t0
+            if duration is not None and now >= duration:
+                break
+            it = prober.iterate()
+            iterations += 1
+            t = time.monotonic() - t0
+            for op, s in it.seconds.items():
+                samples[op].append(s)
+                base.add(t, op, s)
+            for op, e in it.errors.items():
+                errors[op] += 1
+                print(f"ceiling probe: {op} failed: {e}", file=sys.stderr, flush=True)
+            if t - w_start >= window:
+                _window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold)
+                w_start = t
+            nxt = iterations * interval
+            if duration is not None:
+                nxt = min(nxt, duration)
+            stop.sleep(nxt - (time.monotonic() - t0))
+        t = time.monotonic() - t0
+        if any(samples.values()) or any(errors.values()):
+            _window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold)
+    finally:
+        prober.close()
+        stop.close()
+        if prober.missing is None:
+            pd.stopped(prep.data_size, prep.files)
+    why = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}.get(stop.signum, "")
+    print(f"ceiling probe: stopped{' on ' + why if why else ''} after {iterations} iterations; "
+          f"the pool is whole", flush=True)
+    return 0
+
+
+def _window(slowdown, base, samples, errors, start: float, end: float, threshold: float) -> None:
+    stamp = time.strftime("%H:%M:%S", time.gmtime(start)) + "-" + time.strftime("%H:%M:%SZ", time.gmtime(end))
+    for op in samples:
+        b, kind = base.of(op)
+        w = slowdown.window(op, start, end, samples[op], errors[op], b, kind)
+        print(_line(stamp, w, threshold), flush=True)
+        samples[op] = []
+        errors[op] = 0
+
+
+def _ms(s: Optional[float]) -> str:
+    return "-" if s is None else (f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} us")
+
+
+def _line(stamp: str, w, threshold: float) -> str:
+    factor = "unknown (no baseline yet)" if w.slowdown is None else f"{w.slowdown:.2f}x"
+    mark = " (baseline: this run's first hour)" if w.baseline_kind == "first hour" else ""
+    err = f", {w.errors} errors" if w.errors else ""
+    finding = f"  FINDING: above {threshold:g}x" if w.above(threshold) else ""
+    return (f"{stamp} {w.op:<9} n={w.n}{err} median {_ms(w.median_s)} p99 {_ms(w.p99_s)} "
+            f"slowdown {factor}{mark}{finding}")
