@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,20 +14,30 @@ import pytest
 from ceiling.analysis import slowdown
 from ceiling.bench import fsprobe_dir
 
+HOME = tempfile.mkdtemp(prefix="ceiling-probe-test-")      # the default history: never the user's
+ENV = {**os.environ, "XDG_DATA_HOME": HOME}
 SMALL = ["--data-size", "2M", "--files", "8", "--interval", "0.05", "--window", "1"]
 
 
 def ceiling(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "ceiling", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "ceiling", *args], capture_output=True, text=True, timeout=timeout,
+                          env=ENV)
 
 
 def start(*args):
     p = subprocess.Popen([sys.executable, "-m", "ceiling", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, env=ENV)
     for line in p.stdout:                    # running once the header says how much traffic it makes
         if "one operation in flight" in line:
             return p
     raise AssertionError(f"probe did not start: {p.stderr.read()}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _history_home():
+    yield
+    import shutil
+    shutil.rmtree(HOME, ignore_errors=True)
 
 
 @pytest.fixture
@@ -123,7 +134,6 @@ def test_clean_refused_while_a_probe_runs(parent):
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm") or not os.access("/dev/shm", os.W_OK), reason="no /dev/shm")
 def test_tmpfs_is_said_to_be_a_ram_probe(tmp_path):
-    import tempfile
     with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
         r = ceiling("probe", "--dir", d, *SMALL, "--duration", "0.1")
         assert r.returncode == 0, r.stderr
@@ -161,3 +171,80 @@ def test_baseline_prefers_history_else_first_hour_only():
     assert b.of("read") == (0.002, "history")
     assert b.of("write") == (pytest.approx(0.005), "first hour")
     assert b.of("md.stat") == (None, "none")
+
+
+# -- the history: probe_windows (store version 5) ----------------------------------------------------
+
+def _rows(db: Path, what: str = "count(*)"):
+    import sqlite3
+    raw = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return raw.execute(f"SELECT {what} FROM probe_windows").fetchall()
+    finally:
+        raw.close()
+
+
+def test_windows_recorded_and_the_next_run_takes_its_baseline_from_them(parent, tmp_path):
+    db = tmp_path / "h.db"
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.3", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    printed = sum(1 for line in r.stdout.splitlines() if " slowdown " in line)
+    assert printed >= 6 and _rows(db) == [(printed,)]
+    assert {k for (k,) in _rows(db, "DISTINCT baseline_kind")} == {"first hour"}
+    assert "no baseline in the history yet" in r.stdout
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.3", "--db", str(db))
+    assert "baseline from the history" in r.stdout and "(baseline: history)" in r.stdout
+    assert "this run's first hour" not in r.stdout
+    assert {k for (k,) in _rows(db, "DISTINCT baseline_kind")} == {"first hour", "history"}
+
+
+def test_no_store_records_nothing(parent, tmp_path):
+    db = tmp_path / "h.db"
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.1", "--db", str(db), "--no-store")
+    assert r.returncode == 0, r.stderr
+    assert not db.exists()
+
+
+def test_retain_drops_windows_older_than_it(parent, tmp_path):
+    from ceiling.results.store import Store
+    db = tmp_path / "h.db"
+    old = time.time() - 100 * 86400
+    with Store(db) as s:
+        s.save_probe([("elsewhere", "/x", "read", old - 1, old, 1, 0, 0.001, 0.001, None, "none", None),
+                      ("elsewhere", "/x", "read", old + 20 * 86400, old + 20 * 86400 + 1, 1, 0, 0.001, 0.001,
+                       None, "none", None)])
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.1", "--db", str(db), "--retain", "90d")
+    assert r.returncode == 0, r.stderr
+    ends = [e for (e,) in _rows(db, "end")]
+    assert min(ends) > old + 10 * 86400          # the 100-day-old window went, the 80-day-old one stayed
+    assert sum(1 for e in ends if e < time.time() - 86400) == 1
+
+
+def _v5_file(db: Path) -> None:
+    import sqlite3
+    from ceiling.results.store import Store
+    from sample_runs import vm_run                   # a stored run, kept through the upgrade
+    with Store(db) as s:
+        s.save(vm_run())
+    raw = sqlite3.connect(db)
+    raw.execute("DROP TABLE probe_windows")
+    raw.execute("PRAGMA user_version = 5")
+    raw.commit()
+    raw.close()
+
+
+def test_a_version_5_history_reads_without_writing_and_upgrades_additively(tmp_path):
+    import sqlite3
+    from ceiling.results.store import Store
+    db = tmp_path / "h.db"
+    _v5_file(db)
+    before = db.read_bytes()
+    with Store(db, readonly=True) as s:
+        assert s.probe_windows() == [] and len(s.list()) == 1
+    assert db.read_bytes() == before                 # a reader never writes
+    with Store(db) as s:
+        s.save_probe([("n1", "/d", "read", 1.0, 2.0, 3, 0, 0.001, 0.002, None, "none", None)])
+        assert len(s.list()) == 1 and len(s.probe_windows()) == 1
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 6
+    raw.close()

@@ -71,6 +71,7 @@ from . import jsonio
 from .model import Member, Run, Study
 from .store_queries import (Point, competing_sql, contexts_sql, earlier_sql, latest_old_sql, latest_sql, run_sql,
                             series_sql, window_sql)
+from . import store_probe
 from . import store_studies as studies
 from .store_schema import (SCHEMA, STORE_VERSION, changes_for_reader, read_old, save_run, statements,
                            studies_for_reader, upgrade)
@@ -248,6 +249,8 @@ class Store:
                     studies_for_reader(db)
                 if version < 5:            # no look at its changes was recorded in it: empty tables, in temp
                     changes_for_reader(db)
+                if version < 6:            # no probe window either
+                    store_probe.for_reader(db)
             except BaseException:
                 db.close()
                 raise
@@ -415,6 +418,33 @@ class Store:
             studies.save(db, study, doc)
         self._in_transaction("BEGIN IMMEDIATE", save)
         return study.study_id
+
+    def save_probe(self, rows: Sequence[Sequence], retain_before: Optional[float] = None) -> int:
+        """Store probe windows (store_probe.COLUMNS each) and drop those that ended before
+        ``retain_before``, in one transaction; how many were dropped."""
+        if self.readonly:
+            raise PathError(f"{self.path} was opened for reading only: probe windows not saved")
+        gone = [0]
+
+        def work(db: sqlite3.Connection) -> None:
+            store_probe.save(db, rows)
+            if retain_before is not None:
+                gone[0] = store_probe.prune(db, retain_before)
+        self._in_transaction("BEGIN IMMEDIATE", work)
+        return gone[0]
+
+    def probe_baseline(self, host: str, directory: str, since: float) -> Dict[str, Tuple[float, int]]:
+        """Per operation: (median of this probe's window medians since ``since``, windows)."""
+        try:
+            return store_probe.baseline(self._db, host, directory, since)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def probe_windows(self, host: Optional[str] = None) -> List[tuple]:
+        try:
+            return store_probe.windows(self._db, host)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
 
     def _in_transaction(self, begin: str, work) -> None:
         """``work(db)`` inside one transaction: committed whole, or rolled back on any

@@ -23,6 +23,8 @@ Store versions (``PRAGMA user_version``):
       (``change_looks``), so that ``--since`` examines only the runs added since. New tables only:
       the upgrade from 4 creates them and an index of the runs by start (``runs_started``: the runs
       added since a look), nothing else is touched.
+  6 - the probe's windows (``probe_windows``, store_probe.py: one row per operation and window of
+      ``ceiling probe``). The upgrade from 5 adds the empty table and its index, nothing else.
 
 The upgrade from 2 to 3 reads every stored document (through jsonio: a document of any version)
 and writes its rows again as ``save`` writes a new run's. A run whose document cannot be read keeps
@@ -44,9 +46,10 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 from ..errors import StoreError
 from . import history_keys as keys
 from . import jsonio
+from . import store_probe
 from .model import Run
 
-STORE_VERSION = 5
+STORE_VERSION = 6
 
 _RUNS = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -145,7 +148,8 @@ SCHEMA = ";\n".join([
     _METRICS.format(schema="", v3="".join(f",\n    {c} {t}" for c, t in _METRICS_V3)),
     _INDICES.format(schema=""),
     _STUDIES.format(schema=""),
-    _CHANGES.format(schema="")])
+    _CHANGES.format(schema=""),
+    store_probe.TABLE.format(schema="")])
 
 
 def statements(script: str) -> List[str]:
@@ -257,6 +261,7 @@ UPGRADES: Dict[int, Tuple[Step, ...]] = {
     2: (_to_3,),
     3: tuple(statements(_STUDIES.format(schema=""))),
     4: tuple(statements(_CHANGES.format(schema=""))),
+    5: tuple(store_probe.statements()),
 }
 
 

@@ -14,6 +14,7 @@ import argparse
 import os
 import select
 import signal
+import socket
 import sys
 import time
 from typing import Dict, List, Optional
@@ -41,6 +42,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", metavar="DURATION", help="stop after DURATION (default: until SIGTERM / Ctrl-C)")
     p.add_argument("--threshold", default="3", metavar="X",
                    help="a window whose slowdown factor is above X is a finding (default 3)")
+    p.add_argument("--db", metavar="PATH", help="SQLite history the windows go to and the baseline comes from "
+                   "(default: ~/.local/share/ceiling/history.db)")
+    p.add_argument("--no-store", action="store_true", help="record nothing in the history (its baseline is "
+                   "still read)")
+    p.add_argument("--baseline", default="30d", metavar="DURATION",
+                   help="the baseline: this probe's windows in the history over the last DURATION (default 30d); "
+                        "with none, this run's first hour, marked")
+    p.add_argument("--retain", default="90d", metavar="DURATION",
+                   help="keep this long of probe windows in the history (default 90d)")
     p.add_argument("--clean", action="store_true", help="remove this host's probe directory in --dir, and stop")
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -72,10 +82,25 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     window = parse_seconds(args.window, what="--window", low=1.0) or 600.0
     duration = parse_seconds(args.duration, what="--duration", low=0.01, high=3650 * 86400)
     threshold = _threshold(args.threshold)
+    baseline_s = parse_seconds(args.baseline, what="--baseline", low=60, high=3650 * 86400) or 0.0
+    retain_s = parse_seconds(args.retain, what="--retain", low=60, high=3650 * 86400) or 0.0
+    from ..results.store import Store
     with fsprobe_dir.ProbeDir(args.dir) as pd:
+        store = Store(args.db, readonly=args.no_store)
+        rec = _Recorder(store, socket.gethostname(), os.path.realpath(pd.path), args.no_store, retain_s)
+        history = rec.baseline(baseline_s)
         prep = pd.prepare(data_size, files)
         _header(prep, interval)
-        return _loop(pd, prep, interval, window, duration, threshold, args.seed)
+        if history:
+            print(f"ceiling probe: baseline from the history: {len(history)} operations, the last "
+                  f"{args.baseline} of this probe's windows", flush=True)
+        else:
+            print("ceiling probe: no baseline in the history yet: this run's first hour is the baseline "
+                  "(factors marked so)", flush=True)
+        try:
+            return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec)
+        finally:
+            store.close()
 
 
 def _header(prep, interval: float) -> None:
@@ -119,12 +144,37 @@ class _Stop:
         os.close(self.w)
 
 
+class _Recorder:
+    """The history's side of the probe: its baseline, and each window's rows (with retention)."""
+
+    def __init__(self, store, host: str, directory: str, off: bool, retain_s: float):
+        self.store, self.host, self.dir, self.off, self.retain_s = store, host, directory, off, retain_s
+        self.failed = False
+
+    def baseline(self, span_s: float) -> Dict[str, float]:
+        got = self.store.probe_baseline(self.host, self.dir, time.time() - span_s)
+        return {op: med for op, (med, _) in got.items()}
+
+    def save(self, windows: list) -> None:
+        if self.off:
+            return
+        from ..errors import CeilingError
+        rows = [(self.host, self.dir, w.op, w.start, w.end, w.n, w.errors, w.median_s, w.p99_s, w.baseline_s,
+                 w.baseline_kind, w.slowdown) for w in windows]        # store_probe.COLUMNS
+        try:
+            self.store.save_probe(rows, time.time() - self.retain_s)
+        except CeilingError as e:          # the probe goes on; said once
+            if not self.failed:
+                print(f"ceiling probe: windows not recorded in the history: {e}", file=sys.stderr, flush=True)
+            self.failed = True
+
+
 def _loop(pd, prep, interval: float, window: float, duration: Optional[float], threshold: float,
-          seed: Optional[int]) -> int:
+          seed: Optional[int], history: Dict[str, float], rec: "_Recorder") -> int:
     from ..analysis import slowdown
     from ..bench.fsprobe import OPS, Prober
     prober = Prober(prep, seed)
-    base = slowdown.Baseline({})
+    base = slowdown.Baseline(history)
     stop = _Stop()
     samples: Dict[str, List[float]] = {op: [] for op in OPS}
     errors: Dict[str, int] = {op: 0 for op in OPS}
@@ -147,7 +197,7 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
                 errors[op] += 1
                 print(f"ceiling probe: {op} failed: {e}", file=sys.stderr, flush=True)
             if t - w_start >= window:
-                _window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold)
+                rec.save(_window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold))
                 w_start = t
             nxt = iterations * interval
             if duration is not None:
@@ -155,7 +205,7 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
             stop.sleep(nxt - (time.monotonic() - t0))
         t = time.monotonic() - t0
         if any(samples.values()) or any(errors.values()):
-            _window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold)
+            rec.save(_window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold))
     finally:
         prober.close()
         stop.close()
@@ -167,14 +217,17 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
     return 0
 
 
-def _window(slowdown, base, samples, errors, start: float, end: float, threshold: float) -> None:
+def _window(slowdown, base, samples, errors, start: float, end: float, threshold: float) -> list:
+    out = []
     stamp = time.strftime("%H:%M:%S", time.gmtime(start)) + "-" + time.strftime("%H:%M:%SZ", time.gmtime(end))
     for op in samples:
         b, kind = base.of(op)
         w = slowdown.window(op, start, end, samples[op], errors[op], b, kind)
         print(_line(stamp, w, threshold), flush=True)
+        out.append(w)
         samples[op] = []
         errors[op] = 0
+    return out
 
 
 def _ms(s: Optional[float]) -> str:
@@ -183,7 +236,8 @@ def _ms(s: Optional[float]) -> str:
 
 def _line(stamp: str, w, threshold: float) -> str:
     factor = "unknown (no baseline yet)" if w.slowdown is None else f"{w.slowdown:.2f}x"
-    mark = " (baseline: this run's first hour)" if w.baseline_kind == "first hour" else ""
+    mark = {"first hour": " (baseline: this run's first hour)", "history": " (baseline: history)"}.get(
+        w.baseline_kind, "")
     err = f", {w.errors} errors" if w.errors else ""
     finding = f"  FINDING: above {threshold:g}x" if w.above(threshold) else ""
     return (f"{stamp} {w.op:<9} n={w.n}{err} median {_ms(w.median_s)} p99 {_ms(w.p99_s)} "
