@@ -16,7 +16,7 @@ from ceiling.bench import fsprobe_dir
 
 HOME = tempfile.mkdtemp(prefix="ceiling-probe-test-")      # the default history: never the user's
 ENV = {**os.environ, "XDG_DATA_HOME": HOME}
-SMALL = ["--data-size", "2M", "--files", "8", "--interval", "0.05", "--window", "1"]
+SMALL = ["--data-size", "2M", "--files", "8", "--interval", "0.05", "--window", "1", "--listen", "off"]
 
 
 def ceiling(*args, timeout=120):

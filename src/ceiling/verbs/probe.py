@@ -51,6 +51,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "with none, this run's first hour, marked")
     p.add_argument("--retain", default="90d", metavar="DURATION",
                    help="keep this long of probe windows in the history (default 90d)")
+    p.add_argument("--listen", default="127.0.0.1:9464", metavar="ADDR:PORT",
+                   help="serve Prometheus metrics here (default 127.0.0.1:9464; ':9464' for every address; off)")
+    p.add_argument("--textfile", metavar="DIR", help="also write DIR/ceiling_probe.prom for node_exporter's textfile "
+                   "collector, atomically, after each iteration")
     p.add_argument("--clean", action="store_true", help="remove this host's probe directory in --dir, and stop")
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
 
@@ -84,8 +88,12 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     threshold = _threshold(args.threshold)
     baseline_s = parse_seconds(args.baseline, what="--baseline", low=60, high=3650 * 86400) or 0.0
     retain_s = parse_seconds(args.retain, what="--retain", low=60, high=3650 * 86400) or 0.0
+    from ..report import prometheus
     from ..results.store import Store
+    listen = prometheus.parse_listen(args.listen)
     with fsprobe_dir.ProbeDir(args.dir) as pd:
+        from ..bench.fsprobe import OPS
+        exporter = prometheus.Exporter(listen, args.textfile, OPS)      # a port in use fails before any preparation
         store = Store(args.db, readonly=args.no_store)
         rec = _Recorder(store, socket.gethostname(), os.path.realpath(pd.path), args.no_store, retain_s)
         history = rec.baseline(baseline_s)
@@ -97,10 +105,13 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         else:
             print("ceiling probe: no baseline in the history yet: this run's first hour is the baseline "
                   "(factors marked so)", flush=True)
+        if listen:
+            print(f"ceiling probe: Prometheus metrics on http://{listen[0]}:{listen[1]}/metrics", flush=True)
         try:
-            return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec)
+            return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec, exporter)
         finally:
             store.close()
+            exporter.close()
 
 
 def _header(prep, interval: float) -> None:
@@ -170,7 +181,7 @@ class _Recorder:
 
 
 def _loop(pd, prep, interval: float, window: float, duration: Optional[float], threshold: float,
-          seed: Optional[int], history: Dict[str, float], rec: "_Recorder") -> int:
+          seed: Optional[int], history: Dict[str, float], rec: "_Recorder", exporter) -> int:
     from ..analysis import slowdown
     from ..bench.fsprobe import OPS, Prober
     prober = Prober(prep, seed)
@@ -193,12 +204,18 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
             for op, s in it.seconds.items():
                 samples[op].append(s)
                 base.add(t, op, s)
+                exporter.observe(op, s)
             for op, e in it.errors.items():
                 errors[op] += 1
+                exporter.failed(op)
                 print(f"ceiling probe: {op} failed: {e}", file=sys.stderr, flush=True)
             if t - w_start >= window:
-                rec.save(_window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold))
+                ws = _window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold)
+                rec.save(ws)
+                for w in ws:
+                    exporter.window(w.op, w.slowdown, w.p99_s)
                 w_start = t
+            _flush(exporter)
             nxt = iterations * interval
             if duration is not None:
                 nxt = min(nxt, duration)
@@ -215,6 +232,18 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
     print(f"ceiling probe: stopped{' on ' + why if why else ''} after {iterations} iterations; "
           f"the pool is whole", flush=True)
     return 0
+
+
+_said: Dict[str, bool] = {}
+
+
+def _flush(exporter) -> None:
+    try:
+        exporter.flush()
+    except OSError as e:
+        if not _said.get("textfile"):
+            print(f"ceiling probe: --textfile not written: {e.strerror or e}", file=sys.stderr, flush=True)
+        _said["textfile"] = True
 
 
 def _window(slowdown, base, samples, errors, start: float, end: float, threshold: float) -> list:

@@ -1,0 +1,96 @@
+"""The probe's metrics for Prometheus, with the official client (prometheus_client): its exposition
+format, its histogram semantics (cumulative ``_bucket{le=...}``, ``_sum``, ``_count``) and its
+atomic textfile writer, as Prometheus, node_exporter and Grafana expect them.
+
+Served over HTTP (``--listen``, 127.0.0.1:9464 by default: binding elsewhere must be asked for),
+written for node_exporter's textfile collector (``--textfile DIR``: ``DIR/ceiling_probe.prom``,
+written to a temporary file and renamed), or both. One label, ``op`` (six values): the cardinality
+is bounded; the node is Prometheus's ``instance``.
+
+- ``ceiling_probe_latency_seconds{op}``: histogram of every successful operation;
+- ``ceiling_probe_slowdown_ratio{op}``: the last window's median / baseline median (absent until
+  there is a baseline);
+- ``ceiling_probe_errors_total{op}``: operations that failed (the file system away, full, stale);
+- ``ceiling_probe_window_p99_seconds{op}``: the last window's p99.
+"""
+from __future__ import annotations
+
+import errno
+import os
+from typing import Optional, Sequence, Tuple
+
+from ..errors import PathError, PortInUseError, UsageError
+
+TEXTFILE = "ceiling_probe.prom"
+# 1 us (a cached stat) to 60 s (a file system that hangs), about three buckets a decade
+BUCKETS = (1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05,
+           0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def parse_listen(text: str) -> Optional[Tuple[str, int]]:
+    """'127.0.0.1:9464', '[::1]:9464', ':9464' (all addresses: asked for) -> (host, port); 'off' -> None."""
+    if text.strip().lower() in ("off", "none", "no"):
+        return None
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen {text!r}: not ADDRESS:PORT (examples: 127.0.0.1:9464, :9464, off)")
+    host = host.strip("[]") or "0.0.0.0"
+    return host, int(port)
+
+
+class Exporter:
+    def __init__(self, listen: Optional[Tuple[str, int]], textfile_dir: Optional[str], ops: Sequence[str] = ()):
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.latency = Histogram("ceiling_probe_latency_seconds", "One probe operation's latency",
+                                 ["op"], buckets=BUCKETS, registry=self.registry)
+        self.slowdown = Gauge("ceiling_probe_slowdown_ratio", "Last window's median latency / baseline median",
+                              ["op"], registry=self.registry)
+        self.p99 = Gauge("ceiling_probe_window_p99_seconds", "Last window's p99 latency", ["op"],
+                         registry=self.registry)
+        self.errors = Counter("ceiling_probe_errors", "Probe operations that failed", ["op"],
+                              registry=self.registry)
+        for op in ops:                       # every series there from the start: a panel of errors is 0, not empty
+            self.latency.labels(op=op)
+            self.errors.labels(op=op)
+        self.textfile = os.path.join(textfile_dir, TEXTFILE) if textfile_dir else None
+        if textfile_dir is not None:
+            if not os.path.isdir(textfile_dir):
+                raise PathError(f"--textfile {textfile_dir}: not a directory")
+            if not os.access(textfile_dir, os.W_OK | os.X_OK):
+                raise PathError(f"--textfile {textfile_dir}: not writable")
+        self.server = None
+        if listen is not None:
+            from prometheus_client import start_http_server
+            try:
+                self.server, _ = start_http_server(listen[1], addr=listen[0], registry=self.registry)
+            except OSError as e:
+                where = f"{listen[0]}:{listen[1]}"
+                if e.errno == errno.EADDRINUSE:
+                    raise PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
+                                         "another port, or --listen off)") from None
+                raise PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}") from None
+
+    def observe(self, op: str, seconds: float) -> None:
+        self.latency.labels(op=op).observe(seconds)
+
+    def failed(self, op: str) -> None:
+        self.errors.labels(op=op).inc()
+
+    def window(self, op: str, slowdown: Optional[float], p99: Optional[float]) -> None:
+        if slowdown is not None:
+            self.slowdown.labels(op=op).set(slowdown)
+        if p99 is not None:
+            self.p99.labels(op=op).set(p99)
+
+    def flush(self) -> None:
+        """The textfile, atomically (prometheus_client writes a temporary file and renames it)."""
+        if self.textfile:
+            from prometheus_client import write_to_textfile
+            write_to_textfile(self.textfile, self.registry)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
