@@ -147,6 +147,7 @@ def test_tmpfs_is_said_to_be_a_ram_probe(tmp_path):
     (["--dir", "{p}", "--window", "0.5"], 3, "must be from 1 s"),
     (["--dir", "{p}", "--threshold", "1"], 3, "must be above 1"),
     (["--dir", "{p}", "--files", "0"], 3, "at least 1"),
+    (["--dir", "{p}", "--data-size", "100P"], 3, "more than the free space"),
 ])
 def test_bad_input_one_line_and_its_code(parent, args, code, text):
     r = ceiling("probe", *[a.replace("{p}", str(parent)) for a in args], "--duration", "0.1")

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from ..core import probe as cprobe
-from ..errors import PathError, ProbeBusyError
+from ..errors import BadValueError, PathError, ProbeBusyError
 from ..machine.storage import MEMORY_FS, mount_of
 from .storage_dir import check_dir
 
@@ -124,7 +124,24 @@ class ProbeDir:
 
     # -- preparation ----------------------------------------------------------------------------------
     def prepare(self, data_size: int, files: int) -> Prepared:
-        """Make or fix the data file and the pool; mark the directory running."""
+        """Make or fix the data file and the pool; mark the directory running. A disk that is full
+        or fails is PathError (one line); a --data-size over the free space BadValueError, before writing."""
+        try:
+            have = os.stat(os.path.join(self.path, DATA)).st_size
+        except OSError:
+            have = 0
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize
+        need = max(0, data_size - have) + files * ALIGN
+        if need > free:
+            raise BadValueError(f"--data-size {data_size / (1 << 20):.0f} MiB and --files {files}: more than the "
+                                f"free space in {self.path} ({free / (1 << 20):.0f} MiB)")
+        try:
+            return self._prepare(data_size, files)
+        except OSError as e:
+            raise PathError(f"{self.path}: cannot prepare the probe's files: {e.strerror or e}") from None
+
+    def _prepare(self, data_size: int, files: int) -> Prepared:
         st = self.state()
         created: List[str] = []
         if _make_data(os.path.join(self.path, DATA), data_size):
