@@ -249,3 +249,25 @@ def test_a_version_5_history_reads_without_writing_and_upgrades_additively(tmp_p
     raw = sqlite3.connect(db)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 6
     raw.close()
+
+
+def test_file_system_gone_is_counted_not_a_crash_and_repaired_after(parent):
+    import shutil
+    p = start("probe", "--dir", str(parent), *SMALL, "--duration", "60")
+    d = probe_dir(parent)
+    try:
+        shutil.rmtree(d / "pool")            # what a file system that went away looks like to the pool
+        (d / "data").unlink()
+        os.unlink(d / ".state")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and " errors" not in p.stdout.readline():
+            pass
+    finally:
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert "md.stat failed: No such file or directory" in err
+    assert "checked and repaired at the next start" in out
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.1")
+    assert r.returncode == 0, r.stderr
+    assert all((d / "pool" / fsprobe_dir.pool_name(i)).stat().st_size == 3901 for i in range(8))

@@ -49,7 +49,7 @@ def md(path: str, md_bytes: int) -> Tuple[float, float, float, float]:
     if rc < 0:
         raise OSError(-rc, os.strerror(-rc))
     if rc > 0:
-        e = OSError(err.value, f"{MD_STEPS[rc - 1]}: {os.strerror(err.value)}", path)
+        e = OSError(err.value, os.strerror(err.value), path)
         e.step = MD_STEPS[rc - 1]           # type: ignore[attr-defined]
         raise e
     return (sec[0], sec[1], sec[2], sec[3])

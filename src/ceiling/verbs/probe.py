@@ -193,6 +193,7 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
     wall0 = time.time()
     w_start = 0.0
     iterations = 0
+    it = None
     try:
         while stop.signum is None:
             now = time.monotonic() - t0
@@ -226,12 +227,22 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
     finally:
         prober.close()
         stop.close()
-        if prober.missing is None:
-            pd.stopped(prep.data_size, prep.files)
+        whole = False
+        if prober.missing is None and not last_md_failed(it if iterations else None):
+            try:
+                pd.stopped(prep.data_size, prep.files)
+                whole = True
+            except OSError:                  # the file system went away: the next start checks the pool
+                pass
     why = {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"}.get(stop.signum, "")
-    print(f"ceiling probe: stopped{' on ' + why if why else ''} after {iterations} iterations; "
-          f"the pool is whole", flush=True)
+    pool = "the pool is whole" if whole else "the pool will be checked and repaired at the next start"
+    print(f"ceiling probe: stopped{' on ' + why if why else ''} after {iterations} iterations; {pool}", flush=True)
     return 0
+
+
+def last_md_failed(it) -> bool:
+    """Whether the last iteration's MD-Workbench step failed (the pool may be short of a file)."""
+    return it is not None and any(op.startswith("md.") for op in it.errors)
 
 
 _said: Dict[str, bool] = {}
