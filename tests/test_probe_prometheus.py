@@ -64,7 +64,7 @@ def wait_for(fn, timeout: float = 90, what: str = ""):
     raise AssertionError(f"timed out waiting for {what} ({last})")
 
 
-def test_port_in_use_is_one_line_and_exit_14(tmp_path):
+def test_port_in_use_is_one_line_and_exit_15(tmp_path):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(1)
@@ -73,7 +73,7 @@ def test_port_in_use_is_one_line_and_exit_14(tmp_path):
         r = ceiling("probe", "--dir", str(tmp_path), *SMALL, "--duration", "0.1", "--listen", f"127.0.0.1:{port}")
     finally:
         s.close()
-    assert r.returncode == 14 and r.stderr.count("\n") == 1 and "in use" in r.stderr, r.stderr
+    assert r.returncode == 15 and r.stderr.count("\n") == 1 and "in use" in r.stderr, r.stderr
     assert not (tmp_path / "ceiling-probe-" / "data").exists()
     assert not any((p / "data").exists() for p in tmp_path.iterdir())     # refused before any preparation
 
