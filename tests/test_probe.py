@@ -271,3 +271,22 @@ def test_file_system_gone_is_counted_not_a_crash_and_repaired_after(parent):
     r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.1")
     assert r.returncode == 0, r.stderr
     assert all((d / "pool" / fsprobe_dir.pool_name(i)).stat().st_size == 3901 for i in range(8))
+
+
+@pytest.mark.parametrize("baseline_s, finding", [(1e-9, True), (1e3, False)])
+def test_a_window_above_the_threshold_of_a_history_baseline_is_a_finding(parent, tmp_path, baseline_s, finding):
+    import socket
+    from ceiling.bench.fsprobe import OPS
+    from ceiling.results.store import Store
+    db = tmp_path / "h.db"
+    d = probe_dir(parent)
+    d.mkdir(mode=0o700)
+    now = time.time()
+    with Store(db) as s:                 # a baseline no real operation is near: 1 ns (every window far above)
+        s.save_probe([(socket.gethostname(), os.path.realpath(d), op, now - 3600, now - 3599, 1, 0, baseline_s,
+                       baseline_s, None, "first hour", None) for op in OPS])
+    r = ceiling("probe", "--dir", str(parent), *SMALL, "--duration", "0.3", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stdout.splitlines() if " slowdown " in x]
+    assert lines and all("(baseline: history)" in x for x in lines)
+    assert all(("FINDING: above 3x" in x) == finding for x in lines if " n=0" not in x)
