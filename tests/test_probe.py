@@ -290,3 +290,19 @@ def test_a_window_above_the_threshold_of_a_history_baseline_is_a_finding(parent,
     lines = [x for x in r.stdout.splitlines() if " slowdown " in x]
     assert lines and all("(baseline: history)" in x for x in lines)
     assert all(("FINDING: above 3x" in x) == finding for x in lines if " n=0" not in x)
+
+
+def test_default_data_size_is_said_and_kept(parent):
+    from ceiling.bench.fsprobe_dir import ProbeDir
+    with ProbeDir(str(parent)) as pd:
+        size, why = pd.default_size()
+    if "O_DIRECT" in why and "refused" not in why:
+        assert size == 4 << 30
+    else:
+        assert size % (1 << 20) == 0 and "10 % of the free space" in why
+    (probe_dir(parent) / "data").write_bytes(b"x" * (3 << 20))      # an earlier probe's file keeps its size
+    r = ceiling("probe", "--dir", str(parent), *[a for a in SMALL if a not in ("--data-size", "2M")],
+                "--duration", "0.1")
+    assert r.returncode == 0, r.stderr
+    assert "data file of 3 MiB: the data file made by an earlier probe" in r.stdout
+    assert not (probe_dir(parent) / ".direct-test").exists()

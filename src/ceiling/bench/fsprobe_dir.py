@@ -39,6 +39,7 @@ DATA, POOL, LOCK, STATE = "data", "pool", ".lock", ".state"
 MD_BYTES = 3901              # IO500's mdtest-hard file size, MD-Workbench's default too
 XFER = 1 << 20               # io-probing's random read and write: 1 MiB
 ALIGN = 4096
+DEFAULT_DIRECT = 4 << 30     # the data file where O_DIRECT is taken
 
 
 def dir_name() -> str:
@@ -123,6 +124,25 @@ class ProbeDir:
         os.replace(tmp, os.path.join(self.path, STATE))
 
     # -- preparation ----------------------------------------------------------------------------------
+    def default_size(self) -> "tuple[int, str]":
+        """The data file's size when --data-size is not given, and why: DEFAULT_DIRECT where the file
+        system takes O_DIRECT (no client cache can serve it); else min(2 x RAM, 10 % of the free
+        space), so that the page cache cannot hold it either. An existing data file keeps its size
+        (10 % of a free space that the file itself shrinks would move at every start)."""
+        try:
+            have = os.stat(os.path.join(self.path, DATA)).st_size
+        except OSError:
+            have = 0
+        if have >= XFER and have % ALIGN == 0:
+            return have, "the data file made by an earlier probe"
+        if _direct_ok_here(self.path):
+            return DEFAULT_DIRECT, "read with O_DIRECT"
+        st = os.statvfs(self.path)
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        size = max(XFER, min(2 * ram, st.f_bavail * st.f_frsize // 10) // XFER * XFER)
+        return size, (f"O_DIRECT refused here: min(2 x RAM = {2 * ram / (1 << 30):.1f} GiB, 10 % of the free "
+                      "space), so that the page cache cannot hold it")
+
     def prepare(self, data_size: int, files: int) -> Prepared:
         """Make or fix the data file and the pool; mark the directory running. A disk that is full
         or fails is PathError (one line); a --data-size over the free space BadValueError, before writing."""
@@ -238,6 +258,25 @@ def _fix_pool(pool: str, files: int) -> int:
     return made
 
 
+def _direct_ok_here(directory: str) -> bool:
+    """Whether the file system of ``directory`` takes O_DIRECT: one aligned read of a small file made there."""
+    path = os.path.join(directory, ".direct-test")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, b"\x5a" * ALIGN)
+        finally:
+            os.close(fd)
+        return _direct_ok(path)
+    except OSError:
+        return False
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _direct_ok(path: str) -> bool:
     """Whether this file system takes O_DIRECT for the data file (one aligned read tried)."""
     try:
@@ -269,7 +308,7 @@ def clean(parent: str) -> Optional[str]:
                 os.rmdir(pool)
             except OSError:
                 pass
-        for name in (DATA, STATE, STATE + ".tmp"):
+        for name in (DATA, STATE, STATE + ".tmp", ".direct-test"):
             try:
                 os.unlink(os.path.join(path, name))
             except FileNotFoundError:

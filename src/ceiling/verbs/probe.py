@@ -32,8 +32,9 @@ EPILOG = ("The data file and pool are kept in DIR/ceiling-probe-HOST between run
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", required=True, metavar="DIR", help="a directory on the file system to probe")
-    p.add_argument("--data-size", default="4G", metavar="SIZE",
-                   help="the data file the 1 MiB reads and writes land in (default 4G; at least 1M)")
+    p.add_argument("--data-size", metavar="SIZE",
+                   help="the data file the 1 MiB reads and writes land in (default 4G where the file system takes "
+                        "O_DIRECT, else min(2 x RAM, 10%% of the free space); at least 1M)")
     p.add_argument("--files", default="10000", metavar="N",
                    help="small files in the pool, 3,901 bytes each (default 10000)")
     p.add_argument("--interval", default="1", metavar="SECONDS", help="one iteration every SECONDS (default 1)")
@@ -78,8 +79,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             return 1
         print(f"ceiling probe: removed {os.path.join(args.dir, fsprobe_dir.dir_name())} (or there was none)")
         return 0
-    data_size = parse_size(args.data_size, what="--data-size")
-    if data_size < fsprobe_dir.XFER or data_size % fsprobe_dir.ALIGN:
+    data_size = parse_size(args.data_size, what="--data-size") if args.data_size is not None else 0
+    if args.data_size is not None and (data_size < fsprobe_dir.XFER or data_size % fsprobe_dir.ALIGN):
         raise BadValueError(f"--data-size {args.data_size!r}: must be at least 1 MiB and a multiple of 4 KiB")
     files = parse_count(args.files, what="--files", low=1, high=999_999) or 1
     interval = parse_seconds(args.interval, what="--interval", low=0.01) or 1.0
@@ -97,6 +98,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         store = Store(args.db, readonly=args.no_store)
         rec = _Recorder(store, socket.gethostname(), os.path.realpath(pd.path), args.no_store, retain_s)
         history = rec.baseline(baseline_s)
+        if not data_size:
+            data_size, why = pd.default_size()
+            print(f"ceiling probe: data file of {data_size / (1 << 20):.0f} MiB: {why} (--data-size to choose)")
         prep = pd.prepare(data_size, files)
         _header(prep, interval)
         if history:
