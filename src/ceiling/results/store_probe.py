@@ -1,4 +1,4 @@
-"""The probe's windows in the history (store version 5, store_schema.py): one row per operation and
+"""The probe's windows in the history (store version 6, store_schema.py): one row per operation and
 window of ``ceiling probe`` (analysis/slowdown.Window), the baseline a later probe reads back, and
 the retention that bounds the table (``--retain``). results/store.py runs these inside its
 transactions. Times are seconds since the epoch (UTC), latencies seconds.
@@ -37,7 +37,7 @@ def statements(schema: str = "") -> List[str]:
 
 
 def for_reader(db: sqlite3.Connection) -> None:
-    """An empty probe_windows in the temp schema of a read-only connection to a file before version 5."""
+    """An empty probe_windows in the temp schema of a read-only connection to a file before version 6."""
     for stmt in statements("temp."):
         db.execute(stmt)
 
