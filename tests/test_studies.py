@@ -168,7 +168,7 @@ def test_a_version_3_history_is_upgraded_with_everything_it_held(tmp_path):
     with Store(p, check=True) as s:
         assert len(s.list(limit=100)) == V3_RUNS and s.list_studies() == []
     version, after = _tables(p)
-    assert version == STORE_VERSION           # 4 (studies), then 5 (history --changes: test_history_changes.py), 6 (the probe's)
+    assert version == STORE_VERSION           # 4 studies, 5 history --changes, 6 the probe
     assert after == before                        # every run, metric row and inventory as it was
     with Store(p) as s:
         sid = s.save_study(_study(2))
