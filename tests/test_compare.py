@@ -323,3 +323,14 @@ def test_earlier_runs_disturbed_by_competing_load_do_not_make_the_spread(tmp_pat
     runs = [*earlier, _run("a" * 32, "2026-01-01T00:00:00Z"), _run("b" * 32, "2026-01-02T00:00:00Z")]
     cp = _by_name(_json(capsys, "aaaaaa", "bbbbbb", "--db", _db(tmp_path, *runs)), "stream.copy")
     assert cp["history_runs_read"] == 6 and cp["threshold"]["source"] == "family"
+
+
+def test_an_inventory_is_flattened_once_for_compare_and_changes():
+    """compare's flat_config and history --changes' configuration diff name a field the same way
+    (history_keys.flat): nested fields with dots, compare's values as text."""
+    from ceiling.analysis.compare import flat_config
+    from ceiling.results.history_keys import flat
+    inv = {"cpu_model": "X", "memory_gib": 64, "isa": ["avx2"], "system": {"bios_version": "1.2"}}
+    assert flat(inv) == {"cpu_model": "X", "memory_gib": 64, "isa": ["avx2"], "system.bios_version": "1.2"}
+    assert flat_config(inv) == {"cpu_model": "X", "memory_gib": "64", "isa": '["avx2"]', "system.bios_version": "1.2"}
+    assert flat([1]) == {"inventory": [1]} and flat_config(None) == {}
