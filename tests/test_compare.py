@@ -193,6 +193,38 @@ def test_sets_of_runs_by_date(tmp_path, capsys):
     assert tri["a"]["n"] == 3 and tri["verdict"] == "worse"          # the runs are the repetitions
 
 
+def test_a_set_is_read_in_chunks_of_runs_as_run_by_run(tmp_path, capsys, monkeypatch):
+    """Sets of runs are read a chunk of run ids a query (store.runs_points, inventories, competing): chunks of 2
+    over 3 runs a side give what each run read on its own gives, its competing load and configuration included."""
+    from ceiling.results import store as store_mod
+    before = [_run(f"{i:02d}" + "a" * 30, f"2026-01-0{i + 1}T00:00:00Z", findings=[COMPETING] if i == 1 else [])
+              for i in range(3)]
+    after = [_run(f"{i:02d}" + "b" * 30, f"2026-02-0{i + 1}T00:00:00Z", {"stream.triad": 0.8}, bios="2.0")
+             for i in range(3)]
+    db = _db(tmp_path, *before, *after)
+    argv = ("--host", before[0].host, "--before", "2026-01-15", "--after", "2026-01-20", "--db", db)
+    whole = _json(capsys, *argv)
+    monkeypatch.setattr(store_mod, "CHUNK", 2)
+    assert _json(capsys, *argv) == whole
+    assert len(whole["a"]["disturbed"]) == 1
+    assert {"field": "system.bios_version", "a": "-", "b": "2.0"} in whole["configuration_differs"]
+    with Store(db, readonly=True) as s:
+        ids = [r.run_id for r in before + after]
+        assert s.runs_points(ids) == {rid: s.run_points(rid) for rid in ids}
+
+
+def test_one_verb_imports_no_other_verb():
+    """`ceiling compare` builds its own options only: the other verbs' modules (and what they import) are not
+    loaded, so the command starts sooner; an unknown first word still lists every verb."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom ceiling import cli\ntry:\n    cli.main(['compare', '--help'])\n"
+            "except SystemExit:\n    pass\nprint(sorted(m for m in sys.modules if m.startswith('ceiling.verbs.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "ceiling.verbs.compare" in out and "ceiling.verbs.run'" not in out and "ceiling.verbs.bench" not in out
+    assert cli.main(["compre"]) == 2
+
+
 def test_damaged_rows_are_skipped_with_a_count(tmp_path, capsys):
     db = _db(tmp_path, _run("a" * 32, "2026-01-01T00:00:00Z"), _run("b" * 32, "2026-01-02T00:00:00Z"))
     con = sqlite3.connect(db)
@@ -245,7 +277,8 @@ def test_the_queries_are_ranges_of_indices(tmp_path):
     with Store(db, readonly=True) as s:
         for sql, args in (q.run_sql("a" * 32), q.earlier_sql("stream.triad", "vm", "{}", "2026", 50),
                           q.window_sql("vm", "2025", "2026"), q.window_sql(None, None, None, "a" * 32),
-                          q.competing_sql(["a" * 32, "b" * 32])):
+                          q.competing_sql(["a" * 32, "b" * 32]), q.runs_sql(["a" * 32, "b" * 32]),
+                          q.inventories_sql(["0" * 16, "1" * 16])):
             plan = _plan(s, sql, args)
             assert "SCAN metrics" not in plan and "SCAN runs" not in plan and "SCAN r " not in plan, plan
 
@@ -290,3 +323,14 @@ def test_earlier_runs_disturbed_by_competing_load_do_not_make_the_spread(tmp_pat
     runs = [*earlier, _run("a" * 32, "2026-01-01T00:00:00Z"), _run("b" * 32, "2026-01-02T00:00:00Z")]
     cp = _by_name(_json(capsys, "aaaaaa", "bbbbbb", "--db", _db(tmp_path, *runs)), "stream.copy")
     assert cp["history_runs_read"] == 6 and cp["threshold"]["source"] == "family"
+
+
+def test_an_inventory_is_flattened_once_for_compare_and_changes():
+    """compare's flat_config and history --changes' configuration diff name a field the same way
+    (history_keys.flat): nested fields with dots, compare's values as text."""
+    from ceiling.analysis.compare import flat_config
+    from ceiling.results.history_keys import flat
+    inv = {"cpu_model": "X", "memory_gib": 64, "isa": ["avx2"], "system": {"bios_version": "1.2"}}
+    assert flat(inv) == {"cpu_model": "X", "memory_gib": 64, "isa": ["avx2"], "system.bios_version": "1.2"}
+    assert flat_config(inv) == {"cpu_model": "X", "memory_gib": "64", "isa": '["avx2"]', "system.bios_version": "1.2"}
+    assert flat([1]) == {"inventory": [1]} and flat_config(None) == {}

@@ -37,6 +37,18 @@ def test_lower_is_better_direction():
     assert j.verdict == sig.BETTER and j.change > 0
 
 
+def test_one_reading_of_direction_and_family_serves_compare_and_changes():
+    """compare's directed() and history --changes' words come from one reading of ``better``; a family's metrics
+    are those named with its prefix (history --changes --family), the family family() gives."""
+    for better in (HIGHER, LOWER, ""):
+        for ratio in (0.9, 1.0, 1.1):
+            d = sig.directed(ratio, better)
+            assert sig.direction(ratio - 1.0, better) == ("same" if d == 0 else "better" if d > 0 else "worse")
+    assert sig.direction(-0.1, LOWER) == "better" and sig.direction(-0.1, "") == "worse"
+    assert sig.in_family("stream.triad", "stream") and sig.family("stream.triad") == "stream"
+    assert not sig.in_family("streamx.triad", "stream") and sig.family_prefix("dgemm") == "dgemm."
+
+
 def test_pure_noise_is_no_significant_change():
     hits = 0
     for seed in range(100):

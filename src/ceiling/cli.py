@@ -19,14 +19,15 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{verb}{message} (see '{self.prog} --help')")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The command line; with ``only`` (the verb the command line starts with), that verb's options alone."""
     p = _Parser(prog="ceiling", description="What limits performance on this node, and by how much.",
                 epilog="Run 'ceiling VERB --help' for a verb's options. Exit codes: see README.md.")
     p.add_argument("--version", action="version", version=f"ceiling {__version__}")
     config = dict(metavar="FILE.toml", help="figures that override what is detected (see README)")
     p.add_argument("--config", **config)
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
-    for name, mod in verbs.load().items():
+    for name, mod in verbs.load(only).items():
         vp = sub.add_parser(name, help=mod.HELP, description=mod.DESCRIPTION, epilog=getattr(mod, "EPILOG", None))
         mod.configure(vp)
         # also after the verb, where users put it (`ceiling run --config F`); absent there, the global one stands
@@ -52,12 +53,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _sigterm_as_interrupt()
     try:
-        parser = build_parser()
+        only = argv[0] if argv and argv[0] in verbs.VERBS else None
+        parser = build_parser(only)
         args = parser.parse_args(argv)
         if not args.verb:
             parser.print_help()
             return 0
-        return verbs.load()[args.verb].main(args, argv)
+        return verbs.load(only)[args.verb].main(args, argv)
     except CeilingError as e:
         # an error every MPI rank raised alike is printed once, by rank 0
         if not getattr(e, "all_ranks", False) or _launched_rank() == 0:

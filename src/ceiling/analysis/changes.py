@@ -34,8 +34,10 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..results.history_keys import flat
 from ..results import store_changes as sc
 from . import changepoints as cp
+from . import significance as sig
 
 WINDOW = 100            # --since: at most this many runs examined per series
 BASELINE_RUNS = 10      # the rolling baseline: the newest run against the N before it
@@ -177,24 +179,8 @@ def clean(rows: Sequence[Sequence], skipped: Dict[str, int]) -> List[Tuple[Seque
     return out
 
 
-def _direction(change: float, better: str) -> str:
-    if change == 0:
-        return "same"
-    return "better" if (change > 0) == (better != "lower") else "worse"
-
-
 def _finite(x: float) -> float:
     return x if math.isfinite(x) else (math.copysign(1e308, x) if x == x else 0.0)
-
-
-def _flat(d: Any, prefix: str = "") -> Dict[str, Any]:
-    if not isinstance(d, dict):
-        return {prefix or "inventory": d}
-    out: Dict[str, Any] = {}
-    for k, v in d.items():
-        name = f"{prefix}.{k}" if prefix else str(k)
-        out.update(_flat(v, name) if isinstance(v, dict) else {name: v})
-    return out
 
 
 class Inventories:
@@ -210,7 +196,7 @@ class Inventories:
         return self.seen[h]
 
     def diff(self, a: str, b: str) -> Tuple[ConfigField, ...]:
-        before, after = _flat(self.get(a) or {}), _flat(self.get(b) or {})
+        before, after = flat(self.get(a) or {}), flat(self.get(b) or {})
         return tuple(ConfigField(k, before.get(k), after.get(k)) for k in sorted(set(before) | set(after))
                      if before.get(k) != after.get(k))
 
@@ -245,14 +231,14 @@ def analyse_rows(key: sc.Key, data: List[Tuple[Sequence, float]], opts: Options,
         fields, note = _config(rows, s.index, inv)
         b, a = rows[s.index - 1], rows[s.index]
         out.append(Change("step", metric, host, context, unit, better, a[4], a[3], b[4], b[3], s.before, s.after,
-                          _finite(s.change), _direction(s.change, better), s.p_value, s.alpha, nxt - s.index,
+                          _finite(s.change), sig.direction(s.change, better), s.p_value, s.alpha, nxt - s.index,
                           fields, note))
     d = found.drift
     if d is not None:
         a, b = rows[d.start], rows[d.end]
         fields = inv.diff(a[10], b[10]) if a[10] and b[10] and a[10] != b[10] else ()
         out.append(Change("drift", metric, host, context, unit, better, a[4], a[3], b[4], b[3], d.level,
-                          d.level * (1 + d.change), _finite(d.change), _direction(d.change, better), d.p_value,
+                          d.level * (1 + d.change), _finite(d.change), sig.direction(d.change, better), d.p_value,
                           opts.alpha, d.end - d.start + 1, fields,
                           "" if fields else (OUTSIDE if a[10] and b[10] else NOT_RECORDED)))
     return out, _baseline(rows, values, opts) if baseline else None
@@ -265,7 +251,7 @@ def _baseline(rows: Sequence[Sequence], values: Sequence[float], opts: Options) 
     med, change, z = b
     last = rows[-1]
     return Baseline(opts.baseline, med, values[-1], last[4], last[3], _finite(change), _finite(z),
-                    _direction(change, rows[0][9]), abs(z) > BASELINE_Z and abs(change) >= opts.min_step)
+                    sig.direction(change, rows[0][9]), abs(z) > BASELINE_Z and abs(change) >= opts.min_step)
 
 
 # -- the cluster -------------------------------------------------------------------------------
@@ -301,7 +287,8 @@ def _replace(c: Change, **kw) -> Change:
 # -- the history -------------------------------------------------------------------------------
 
 def _keys(store, metric: Optional[str], family: Optional[str], host: Optional[str]):
-    return sc.series_keys(store, name=metric, prefix=(family + ".") if family and not metric else None, host=host)
+    prefix = sig.family_prefix(family) if family and not metric else None
+    return sc.series_keys(store, name=metric, prefix=prefix, host=host)
 
 
 def _series(key: sc.Key, data: List[Tuple[Sequence, float]], opts: Options) -> Series:
@@ -365,7 +352,7 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
     else:                      # the series kept and those with new runs: no walk over the whole index
 
         def wanted(k) -> bool:
-            return ((metric is None or k[0] == metric) and (family is None or k[0].startswith(family + "."))
+            return ((metric is None or k[0] == metric) and (family is None or sig.in_family(k[0], family))
                     and (host is None or k[1] == host))
         touched = {k for k in sc.touched_since(store, last) if wanted(k)}
         keys = sorted({k for k in cache if wanted(k)} | touched)

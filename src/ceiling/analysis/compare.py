@@ -154,16 +154,12 @@ def add_figure(side: Side, f: Optional[Figure]) -> None:
 
 
 def flat_config(inventory: Optional[Dict[str, Any]], cluster: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
-    """One string per configuration field: the stored inventory's (``system.bios_version``...), and cluster
-    mode's (``kernel``, ``microcode``, ``governor``...) where the run kept them."""
+    """One string per configuration field: the stored inventory's (``system.bios_version``...: history_keys.flat,
+    a value that is not a string as its JSON), and cluster mode's (``kernel``, ``microcode``, ``governor``...)
+    where the run kept them."""
     import json
-    out: Dict[str, str] = {}
-    for k, v in (inventory or {}).items():
-        if isinstance(v, dict):
-            for sk, sv in v.items():
-                out[f"{k}.{sk}"] = str(sv)
-        else:
-            out[k] = v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+    out: Dict[str, str] = {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+                           for k, v in keys.flat(inventory or {}).items()}
     for k, v in (cluster or {}).items():
         out[k] = str(v)
     return out

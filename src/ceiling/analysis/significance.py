@@ -13,10 +13,14 @@ API (every function deterministic: the bootstrap draws from a fixed seed):
 
 ``directed(ratio, better) -> float``
     The change as a fraction of A's value, signed so that positive is better: ratio - 1 for a metric
-    where higher is better, 1 - ratio where lower is (latency). -0.05: 5 % worse.
+    where higher is better, 1 - ratio where lower is (latency). -0.05: 5 % worse. ``direction(change,
+    better)`` says a change signed as the value moved in words ("better", "worse", "same"), and
+    ``higher_is_better(better)`` is the one reading of a metric's direction both use (anything but
+    "lower" is higher).
 
 ``family(metric) -> str`` and ``family_threshold(metric) -> float``
-    A metric's family is the first word of its name (``stream.triad`` -> ``stream``); its threshold
+    A metric's family is the first word of its name (``stream.triad`` -> ``stream``; ``family_prefix``
+    and ``in_family`` select a family's metrics by the prefix ``stream.``); its threshold
     the fraction below which a change is noise by default: the thresholds cluster mode accepts
     between nodes (analysis/cluster.py THRESHOLDS: DGEMM and flops 5 %, STREAM 10 %, storage 20 %;
     10 % for a family it does not list).
@@ -52,7 +56,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..results.model import HIGHER
+from ..results.model import LOWER
 from .cluster import DEFAULT_THRESHOLD, THRESHOLDS
 
 RESAMPLES = 2000          # bootstrap resamples per interval (said in every output)
@@ -131,13 +135,37 @@ def median_ratio_interval(a: Sequence[Optional[float]], b: Sequence[Optional[flo
     return Interval(mb / ma, float(low), float(high), resamples, level)
 
 
+def higher_is_better(better: str) -> bool:
+    """A metric's ``better`` read as a direction: anything but LOWER is higher (a direction not recorded reads
+    as most metrics': a rate)."""
+    return better != LOWER
+
+
 def directed(ratio: float, better: str) -> float:
     """The change as a fraction of A, positive = better (module docstring)."""
-    return ratio - 1.0 if better == HIGHER else 1.0 - ratio
+    return ratio - 1.0 if higher_is_better(better) else 1.0 - ratio
+
+
+def direction(change: float, better: str) -> str:
+    """``change`` (a fraction, signed as the value moved) in words: "better", "worse", or "same" when 0."""
+    if change == 0:
+        return "same"
+    return "better" if (change > 0) == higher_is_better(better) else "worse"
 
 
 def family(metric: str) -> str:
     return metric.split(".", 1)[0]
+
+
+def family_prefix(name: str) -> str:
+    """What the names of family ``name``'s metrics start with (``stream`` -> ``stream.``): the range of names
+    a query of one family reads."""
+    return name + "."
+
+
+def in_family(metric: str, name: str) -> bool:
+    """``metric`` belongs to family ``name`` (``family(metric) == name`` for a name with a dot)."""
+    return metric.startswith(family_prefix(name))
 
 
 def family_threshold(metric: str) -> float:
@@ -197,7 +225,7 @@ def judge(a: Sequence[Optional[float]], b: Sequence[Optional[float]], better: st
     beyond = abs(change) >= th.fraction
     z = _history_z(b_level, history, th.spread)
     # B's distance from the history, in the metric's own direction: negative = worse than usual
-    z_dir = None if z is None else (z if better == HIGHER else -z)
+    z_dir = None if z is None else (z if higher_is_better(better) else -z)
     history_says = None if z_dir is None else abs(z_dir) >= HISTORY_Z and (z_dir < 0) == (change < 0)
     sign = WORSE if change < 0 else BETTER
     limit = f"{th.fraction:.1%} (" + (f"{HISTORY_Z:g} x sqrt(2) x the run-to-run spread of {th.runs} earlier runs)"

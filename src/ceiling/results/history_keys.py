@@ -180,6 +180,19 @@ def _cache(c: Mapping) -> List[Any]:
             _canon(c.get("instances"))]
 
 
+def flat(inv: Any, prefix: str = "") -> Dict[str, Any]:
+    """An inventory as one value per field, nested objects' fields named with dots (``system.bios_version``),
+    the values as stored; something not an object is one field, ``inventory``. What ``compare`` and
+    ``history --changes`` tell two configurations apart by."""
+    if not isinstance(inv, Mapping):
+        return {prefix or "inventory": inv}
+    out: Dict[str, Any] = {}
+    for k, v in inv.items():
+        name = f"{prefix}.{k}" if prefix else str(k)
+        out.update(flat(v, name) if isinstance(v, Mapping) else {name: v})
+    return out
+
+
 def inventory_json(inv: Optional[Mapping]) -> str:
     """The canonical text of an inventory, as hashed and stored; "" for none."""
     return "" if inv is None else _dumps(inv)

@@ -69,8 +69,8 @@ from ..errors import PathError, StoreError, UsageError
 from ..files.private import data_dir
 from . import jsonio
 from .model import Member, Run, Study
-from .store_queries import (Point, competing_sql, contexts_sql, earlier_sql, latest_old_sql, latest_sql, run_sql,
-                            series_sql, window_sql)
+from .store_queries import (CHUNK, Point, competing_sql, contexts_sql, earlier_sql, inventories_sql, latest_old_sql,
+                            latest_sql, run_sql, runs_sql, series_sql, window_sql)
 from . import store_probe
 from . import store_studies as studies
 from .store_schema import (SCHEMA, STORE_VERSION, changes_for_reader, read_old, save_run, statements,
@@ -598,6 +598,25 @@ class Store:
         """(metric name, its Point) of every figure of the run ``run_id`` (a full id: ``resolve``), in order."""
         return [(r[0], Point.of(r[1:])) for r in self._query(*run_sql(run_id))]
 
+    def runs_points(self, run_ids: Sequence[str]) -> Dict[str, List[Tuple[str, Point]]]:
+        """``run_points`` of several runs (full ids) at once, CHUNK ids a query: run id -> its figures."""
+        out: Dict[str, List[Tuple[str, Point]]] = {rid: [] for rid in run_ids}
+        for i in range(0, len(run_ids), CHUNK):
+            for r in self._query(*runs_sql(run_ids[i:i + CHUNK])):
+                out[r[0]].append((r[1], Point.of(r[2:])))
+        return out
+
+    def inventories(self, hashes: Sequence[str]) -> Dict[str, Optional[Dict[str, Any]]]:
+        """``inventory`` of several hashes at once: hash -> the inventory, None where there is none."""
+        out: Dict[str, Optional[Dict[str, Any]]] = {h: None for h in hashes}
+        for i in range(0, len(hashes), CHUNK):
+            for h, text in self._query(*inventories_sql(hashes[i:i + CHUNK])):
+                try:
+                    out[h] = json.loads(text)
+                except ValueError:
+                    pass
+        return out
+
     def earlier(self, name: str, host: str, context: str, before: str, limit: int) -> List[Point]:
         """The newest ``limit`` values of ``name`` on ``host`` with ``context`` started before ``before``."""
         return [Point.of(r) for r in self._query(*earlier_sql(name, host, context, before, limit))]
@@ -609,7 +628,9 @@ class Store:
 
     def competing(self, run_ids: Sequence[str]) -> List[Tuple[str, str, str]]:
         """(run_id, status, title) of each competing-load warning or failure of these runs (they were disturbed)."""
-        return self._query(*competing_sql(run_ids), current=False) if run_ids else []
+        run_ids = list(run_ids)
+        return [r for i in range(0, len(run_ids), CHUNK)
+                for r in self._query(*competing_sql(run_ids[i:i + CHUNK]), current=False)]
 
     def contexts(self, name: str, host: Optional[str] = None) -> List[Tuple[str, int]]:
         """The context keys metric ``name`` was stored with (on ``host`` when given), each with its count."""

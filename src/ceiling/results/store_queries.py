@@ -97,6 +97,21 @@ def run_sql(run_id: str) -> Tuple[str, list]:
     return f"SELECT name, {_POINT} FROM metrics WHERE run_id = ? ORDER BY rowid", [run_id]
 
 
+CHUNK = 500                    # run ids per IN (...): under SQLite's oldest limit of 999 arguments
+
+
+def runs_sql(run_ids: Sequence[str]) -> Tuple[str, list]:
+    """Every figure of these runs (at most CHUNK ids), each with its run id and name, in each run's order: one
+    range of the index metrics_run per id, a set of runs read in one query instead of one query a run."""
+    return (f"SELECT run_id, name, {_POINT} FROM metrics WHERE run_id IN ({', '.join('?' * len(run_ids))}) "
+            "ORDER BY run_id, rowid", list(run_ids))
+
+
+def inventories_sql(hashes: Sequence[str]) -> Tuple[str, list]:
+    """The stored inventories of these hashes (at most CHUNK): their primary key."""
+    return f"SELECT hash, inventory FROM inventories WHERE hash IN ({', '.join('?' * len(hashes))})", list(hashes)
+
+
 def earlier_sql(name: str, host: str, context: str, before: str, limit: int) -> Tuple[str, list]:
     """The newest ``limit`` values of one series started before ``before``, newest first: a range of
     metrics_series read backwards from ``before``."""

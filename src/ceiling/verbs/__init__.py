@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Dict
+from typing import Dict, Optional
 
 # In the order `ceiling --help` lists them. A name without a dot is a module of this
 # package; a dotted name is imported as it is (a verb that lives elsewhere).
 VERBS = ("run", "machine", "check", "bench", "profile", "history", "compare", "show", "probe")
 
 
-def load() -> Dict[str, ModuleType]:
-    """{verb name: its module}, in VERBS order."""
+def load(only: Optional[str] = None) -> Dict[str, ModuleType]:
+    """{verb name: its module}, in VERBS order; with ``only``, a verb of this package named so, that verb
+    alone (the command line of one verb imports none of the others' modules: ``ceiling compare`` starts
+    sooner). A name that is no such verb loads them all (a dotted verb's NAME is known once imported)."""
+    names = [only] if only is not None and "." not in only and only in VERBS else VERBS
     out = {}
-    for name in VERBS:
+    for name in names:
         mod = importlib.import_module(name if "." in name else f"{__name__}.{name}")
         out[mod.NAME] = mod
     return out

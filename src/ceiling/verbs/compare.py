@@ -76,23 +76,38 @@ def _load_run(text: str, store):
     return store.get(text)
 
 
-def _stored_side(text: str, store):
-    """A stored run as a side, from its rows (no document parsed: figures, inventory and findings by index)."""
+def _stored_sides(rows, store) -> list:
+    """Stored runs as sides, from their rows (no document parsed: figures, inventory and findings by index), given
+    as (run_id, host, started): each table read in a few queries for the whole set, not a few queries a run."""
     from ..analysis.compare import Side, add_figure, figure_of_row, flat_config
-    rid = store.resolve(text)
-    (_, host, started), = store.window(None, run_id=rid)
-    side = Side(rid[:12], host, started, [rid])
-    hashes = set()
-    for name, p in store.run_points(rid):
-        if p.host != host:
-            continue                   # another node's figure of a cluster run: name it as RUN:NODE
-        add_figure(side, figure_of_row(name, p.unit, p.better, p.context, p.value, list(p.reps), host))
-        hashes.add(p.inventory_hash)
-    hashes.discard("")
-    if len(hashes) == 1:
-        side.config = flat_config(store.inventory(hashes.pop()))
-    side.disturbed = [f"{status}: {title}" for _, status, title in store.competing([rid])]
-    return side
+    ids = [rid for rid, _, _ in rows]
+    points = store.runs_points(ids)
+    disturbed: Dict[str, List[str]] = {}
+    for rid, status, title in store.competing(ids):
+        disturbed.setdefault(rid, []).append(f"{status}: {title}")
+    out, hashes_of = [], []
+    for rid, host, started in rows:
+        side = Side(rid[:12], host, started, [rid])
+        hashes = set()
+        for name, p in points[rid]:
+            if p.host != host:
+                continue               # another node's figure of a cluster run: name it as RUN:NODE
+            add_figure(side, figure_of_row(name, p.unit, p.better, p.context, p.value, list(p.reps), host))
+            hashes.add(p.inventory_hash)
+        hashes.discard("")
+        side.disturbed = disturbed.get(rid, [])
+        out.append(side)
+        hashes_of.append(hashes.pop() if len(hashes) == 1 else None)
+    inventories = store.inventories(sorted({h for h in hashes_of if h is not None}))
+    for side, h in zip(out, hashes_of):
+        if h is not None:
+            side.config = flat_config(inventories[h])
+    return out
+
+
+def _stored_side(text: str, store):
+    """A stored run as a side, by its id (or a unique prefix)."""
+    return _stored_sides(store.window(None, run_id=store.resolve(text)), store)[0]
 
 
 def _side(text: str, store, run_arg: Optional[str]):
@@ -120,7 +135,7 @@ def _host_sides(args, store):
         if not rows:
             raise UsageError(f"no run of host {args.host!r} {label.split(' ', 1)[1]} in {store.path}")
         out.append(merge_runs(label + f" ({len(rows)} run{'s' if len(rows) != 1 else ''})",
-                              [_stored_side(rid, store) for rid, _, _ in rows]))
+                              _stored_sides(rows, store)))
     return out[0], out[1]
 
 
