@@ -16,7 +16,7 @@ from typing import Dict
 
 # In the order `ceiling --help` lists them. A name without a dot is a module of this
 # package; a dotted name is imported as it is (a verb that lives elsewhere).
-VERBS = ("run", "machine", "check", "bench", "profile", "history", "compare", "show")
+VERBS = ("run", "machine", "check", "bench", "profile", "scale", "history", "compare", "show")
 
 
 def load() -> Dict[str, ModuleType]:
