@@ -39,7 +39,8 @@ from ..results.model import OK, WARN, Finding
 EXPONENTS_I = (-1.0, -0.5, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0, 4 / 3, 1.5, 2.0)
 EXPONENTS_J = (0, 1, 2)
 MAX_TERMS = 2
-GAIN = 0.5              # a model with more terms must halve the cross-validated error
+GAIN = (0.5, 0.25)      # a model with one term must halve the constant's cross-validated error, one with
+                        # two must quarter the best one-term model's (630 pairs to choose from: a stricter bar)
 SIGNIFICANT = 3.0       # ... with each coefficient this many standard errors from zero
 MIN_POINTS = 3          # below: no fit at all
 FEW_POINTS = 5          # below: the fit is said to rest on too few points
@@ -126,33 +127,44 @@ def _se(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, c: np.ndarray) -> n
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
-def _cv_error(terms: Sequence[Term], p: np.ndarray, y: np.ndarray) -> float:
-    """Leave one point (all its repetitions) out: the mean squared relative error predicting its median."""
+def _cv_error(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, X: Optional[np.ndarray] = None,
+              folds=None) -> float:
+    """Leave one point (all its repetitions) out: the mean squared relative error predicting its median.
+    ``X``: the design matrix of ``terms`` at ``p`` (built when not given); ``folds``: [(q, keep, median)]."""
+    X = _design(terms, p) if X is None else X
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)
+    Xw, yw = X * w[:, None], y * w
+    folds = folds or _folds(p, y)
+    if len(folds) - 1 < X.shape[1]:          # each fold fits on the other points: at least one per coefficient
+        return math.inf
     errs = []
-    for q in np.unique(p):
-        keep = p != q
-        if len(np.unique(p[keep])) < len(terms) + 1:
-            return math.inf
-        c = _lstsq(terms, p[keep], y[keep])
-        pred = float((_design(terms, np.array([q])) @ c)[0])
-        med = float(np.median(y[p == q]))
+    for q, keep, med in folds:
+        c, *_ = np.linalg.lstsq(Xw[keep], yw[keep], rcond=None)
+        pred = float(X[p == q][0] @ c)
         errs.append(((pred - med) / med) ** 2)
     return float(np.mean(errs))
+
+
+def _folds(p: np.ndarray, y: np.ndarray):
+    return [(q, p != q, float(np.median(y[p == q]))) for q in np.unique(p)]
 
 
 def select(p: Sequence[float], y: Sequence[float]) -> Dict[str, Any]:
     """The PMNF model for times ``y`` at counts ``p`` (every repetition): {"terms": [(i, j)],
     "coefficients": [c0, c1, ...], "cv_error", "text"}."""
     P, Y = np.asarray(p, float), np.asarray(y, float)
+    folds = _folds(P, Y)
+    cols = {t: _column(t, P) for t in _terms(P)}
+    ones = np.ones_like(P)
     best_terms: List[Term] = []
-    best_err = _cv_error([], P, Y)
+    best_err = _cv_error([], P, Y, ones[:, None], folds)
     for k in range(1, MAX_TERMS + 1):
         cand, cand_err = None, math.inf
-        for terms in itertools.combinations(_terms(P), k):
-            err = _cv_error(terms, P, Y)
+        for terms in itertools.combinations(cols, k):
+            err = _cv_error(terms, P, Y, np.column_stack([ones] + [cols[t] for t in terms]), folds)
             if err < cand_err:
                 cand, cand_err = list(terms), err
-        if cand is None or not cand_err < GAIN * best_err:
+        if cand is None or not cand_err < GAIN[k - 1] * best_err:
             break
         c = _lstsq(cand, P, Y)
         se = _se(cand, P, Y, c)
@@ -366,3 +378,32 @@ def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak:
         out["model"] = model
         out["predictions"] = predict(times, model, [2 * top, 4 * top], seed)
     return out
+
+
+def gathered(study) -> Tuple[Dict[float, List[float]], Dict[float, List[str]], Dict[float, List[Any]]]:
+    """From a scaling study's member runs (verbs/scale.py makes them): the figures per count, the
+    competing load's lines, the failed runs' exit statuses (or signals)."""
+    times: Dict[float, List[float]] = {}
+    competing: Dict[float, List[str]] = {}
+    failed: Dict[float, List[Any]] = {}
+    for m in study.members:
+        if m.run is None:
+            continue
+        n = float(m.value)
+        metric = m.run.metric("scale.metric") or m.run.metric("scale.time")
+        app = m.run.application
+        if metric is not None and metric.value is not None:
+            times.setdefault(n, []).append(metric.value)
+        elif app is not None and (app.exit_status not in (0, None) or app.signal):
+            failed.setdefault(n, []).append(app.exit_status if app.exit_status is not None else app.signal)
+        competing.setdefault(n, []).extend(f.title for f in m.run.findings if f.status != OK)
+    return times, competing, failed
+
+
+def of_study(study) -> Dict[str, Any]:
+    """``analyse`` over a scaling study's members, with what the study recorded (CPUs, weak, seed)."""
+    import os
+    times, competing, failed = gathered(study)
+    return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
+                   weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
+                   seed=int(study.fixed.get("seed") or 0))

@@ -27,7 +27,7 @@ import shutil
 import socket
 import sys
 import uuid
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple  # noqa: F401
 
 from .. import __version__
 from ..errors import BadValueError, CeilingError, MetricNotFoundError, UsageError, interruption
@@ -184,7 +184,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         code = code or c
         study.partial, study.partial_reason = True, f"{why}; {len(study.members)} of {len(runs)} runs made"
     study.finished = utcnow()
-    result = analyse_study(study)
+    from ..analysis.scaling_models import of_study
+    result = of_study(study)
     study.analysis.notes = notes(result)
     from .repeat import deliver_study
     code = deliver_study(study, args, store, say, code)
@@ -240,33 +241,6 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
         run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
     run.finished = utcnow()
     return run, value
-
-
-def gathered(study) -> Tuple[Dict[float, List[float]], Dict[float, List[str]], Dict[float, List[Any]]]:
-    """From a scaling study's member runs: the figures per count, the competing load's lines, the failures."""
-    times: Dict[float, List[float]] = {}
-    competing: Dict[float, List[str]] = {}
-    failed: Dict[float, List[Any]] = {}
-    for m in study.members:
-        if m.run is None:
-            continue
-        n = float(m.value)
-        metric = m.run.metric("scale.metric") or m.run.metric("scale.time")
-        app = m.run.application
-        if metric is not None and metric.value is not None:
-            times.setdefault(n, []).append(metric.value)
-        elif app is not None and (app.exit_status not in (0, None) or app.signal):
-            failed.setdefault(n, []).append(app.exit_status if app.exit_status is not None else app.signal)
-        competing.setdefault(n, []).extend(f.title for f in m.run.findings if f.status != "ok")
-    return times, competing, failed
-
-
-def analyse_study(study) -> Dict[str, Any]:
-    from ..analysis.scaling_models import analyse
-    times, competing, failed = gathered(study)
-    return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
-                   weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
-                   seed=int(study.fixed.get("seed") or 0))
 
 
 def notes(result: Dict[str, Any]) -> List[str]:
