@@ -171,3 +171,28 @@ def test_ranks_substituted_in_a_shell_command(tmp_path, capsys):
     assert code == 0, err
     doc = json.loads(out)
     assert sorted(m["run"]["application"]["command"][-1] for m in doc["members"]) == ["test 1 -ge 1", "test 2 -ge 1"]
+
+
+def test_sigterm_during_a_study_keeps_the_finished_runs(tmp_path):
+    """The program's second run sends ceiling SIGTERM (a job's time limit): the study is saved partial
+    with the first run and the second (which then ended as it chose), exit 143. No timing involved."""
+    import subprocess
+    marker = tmp_path / "runs"
+    app = _program(tmp_path, f"""
+        import os, signal
+        p = {str(marker)!r}
+        n = len(open(p).read()) if os.path.exists(p) else 0
+        open(p, "a").write("x")
+        if n == 1:
+            os.kill(os.getppid(), signal.SIGTERM)
+    """)
+    db = str(tmp_path / "h.db")
+    r = subprocess.run([sys.executable, "-m", "ceiling", "scale", "--threads", "1,2", "--repeat", "3", "--db", db,
+                        "--json", "--", app], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 143, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["partial"] and "of 6 runs made" in doc["partial_reason"]
+    assert 1 <= len(doc["members"]) < 6
+    listed = subprocess.run([sys.executable, "-m", "ceiling", "history", "--db", db], capture_output=True, text=True,
+                            timeout=120).stdout
+    assert doc["study_id"][:12] in listed
