@@ -90,6 +90,13 @@ class ValidationError(CeilingError):
     exit_code = 9
 
 
+class MetricNotFoundError(CeilingError):
+    """``ceiling scale --metric REGEX``: the program's output held no match of the regex, so the
+    figure the study was to read does not exist (the run's wall time is not put in its place)."""
+
+    exit_code = 16          # 14 and 15 are the probe's
+
+
 # ceiling compare --fail-on worse:P%: a significant regression of at least P% was found (not an error:
 # the comparison is printed whole first).
 REGRESSION_EXIT = 13

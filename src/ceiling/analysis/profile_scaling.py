@@ -23,6 +23,7 @@ import statistics
 from typing import Any, Dict, List, Sequence
 
 from ..results.model import OK, WARN, Finding
+from .scaling_models import karp_flatt
 
 SCALES = 0.80
 BUSY = 0.80
@@ -41,7 +42,7 @@ def classify(times: Dict[int, Sequence[float]], cpu_s: Dict[int, Sequence[float]
     points: List[Dict[str, Any]] = []
     for n in sorted(med):
         s = med[1] / med[n] if med[n] > 0 else None
-        e = (1 / s - 1 / n) / (1 - 1 / n) if s and n > 1 else None
+        e = karp_flatt(s, n)
         points.append({"threads": n, "median_s": med[n], "speedup": s,
                        "efficiency": s / n if s else None, "serial_fraction": e, "busy_cpus": busy.get(n)})
     top = points[-1]

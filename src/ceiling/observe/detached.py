@@ -23,10 +23,14 @@ PR_SET_THP_DISABLE = 41         # linux/prctl.h; inherited by fork and kept acro
 
 
 def start(cmd: Sequence[str], exe: str, env: Dict[str, str], discard_output: bool = True,
-          no_thp: bool = False) -> subprocess.Popen:
+          no_thp: bool = False, output: Optional[str] = None) -> subprocess.Popen:
     """``cmd`` started in a session of its own; ``no_thp``: with PR_SET_THP_DISABLE (set on
     ceiling around the fork, inherited by the child and kept across its exec). OSError when it
-    cannot be started."""
+    cannot be started; ``output``: its standard output and error written to this file."""
+    if output:
+        with open(output, "wb") as f, thp_disabled(no_thp):
+            return subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=f,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
     out = subprocess.DEVNULL if discard_output else None
     with thp_disabled(no_thp):
         return subprocess.Popen(list(cmd), executable=exe, env=env, stdin=subprocess.DEVNULL, stdout=out,

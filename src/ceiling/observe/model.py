@@ -40,6 +40,7 @@ class Instruments:
     deadline_s: Optional[float] = None   # own_group: past this its process group is killed and Overdue raised
     look: Any = None                     # own_group: called with its process group every look.wait_s seconds
                                          # while it runs (probes/rerun.Footprint: its working set)
+    output: Optional[str] = None         # own_group: its standard output and error to this file (scale --metric)
     no_thp: bool = False                 # transparent huge pages off for it (PR_SET_THP_DISABLE)
     # companions: context managers entered, in order, before the program starts and left after it
     # ended (observe/companions.CoRunners.running: co-runners working beside it)

@@ -120,7 +120,7 @@ def _in_group(cmd: List[str], exe: str, env: dict, tools: Instruments, t0: float
     """(pid, Exit, sampler or None, wall s): the program run in a process group of its own
     (observe/detached.py), its deadline and look kept; on any exception its group is killed and
     the sampler stopped before it goes on."""
-    p = detached.start(cmd, exe, env, tools.discard_output, tools.no_thp)
+    p = detached.start(cmd, exe, env, tools.discard_output, tools.no_thp, tools.output)
     sampler = ProcSampler(p.pid, tools.interval_s).start() if tools.interval_s > 0 else None
     try:
         status, ru, wall = detached.wait(p, t0, tools.deadline_s, tools.look)

@@ -88,7 +88,7 @@ def measure_repeated(args: argparse.Namespace, argv: List[str], steps, n: int) -
         code = code or c
         _stop(study, f"{why}; {len(study.members)} of {n} repetitions made")
     study.finished = utcnow()
-    return _deliver(study, args, store, say, code)
+    return deliver_study(study, args, store, say, code)
 
 
 def _stop(study: Study, reason: str) -> None:
@@ -96,7 +96,7 @@ def _stop(study: Study, reason: str) -> None:
     study.partial_reason = reason
 
 
-def _deliver(study: Study, args: argparse.Namespace, store, say, code: int) -> int:
+def deliver_study(study: Study, args: argparse.Namespace, store, say, code: int) -> int:
     """The study's outputs, as common.deliver hands out a run's: files and the history, the terminal,
     the receipts, then the document on stdout; one failing costs only itself (exit 4)."""
     from ..report import html_study, terminal_study

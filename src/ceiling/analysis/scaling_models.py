@@ -1,0 +1,409 @@
+"""What a scaling study's times say (`ceiling scale`): pure functions over {resources p: [times]}.
+
+Per point (strong scaling): the median over its repetitions, their spread ((max - min) / median),
+the speedup S(p) = T(p0) p0 / T(p) against the smallest point p0 (p0 = 1: against one resource),
+the parallel efficiency S / p and the Karp-Flatt serial fraction (1/S - 1/p) / (1 - 1/p) (the
+same formula profile --experiments' thread scaling uses: analysis/profile_scaling.karp_flatt).
+Weak scaling (the problem grows with p): the scaled efficiency T(p0) / T(p).
+
+Fits, each on every repetition (not only the medians):
+
+- Amdahl (strong): T(p) = a + b / p, so the serial fraction s = a / (a + b); Gustafson (weak):
+  scaled speedup p T(1) / T(p) = p - s (p - 1). Each with a 90 % interval from a bootstrap over
+  the repetitions within each point (seeded: the same data give the same interval).
+- A performance-model-normal-form model, as Extra-P selects one: c0 + sum of at most two terms
+  c_k p^i log2(p)^j, i in EXPONENTS_I, j in EXPONENTS_J, chosen by leave-one-point-out
+  cross-validation (the relative error predicting the left-out point's median). A model with
+  more terms is taken only when it lowers the cross-validated error by a factor GAIN and each
+  of its coefficients is at least SIGNIFICANT standard errors from zero: on noise the constant
+  stays. Its prediction at 2x and 4x the largest point comes with a 90 % interval (the
+  bootstrap's spread of the refitted model and the points' own repetition noise) and is
+  marked an extrapolation.
+
+Honesty checks (findings): too few points or repetitions; spread larger than the effect;
+superlinear speedup (then no model: a cache step is not a law of p); a baseline that is not
+one resource (or not the fastest run at the smallest count); oversubscription (more threads
+or ranks than CPUs); other load during a point. Nothing here runs or times anything.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..results.model import OK, WARN, Finding
+
+EXPONENTS_I = (-1.0, -0.5, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0, 4 / 3, 1.5, 2.0)
+EXPONENTS_J = (0, 1, 2)
+MAX_TERMS = 2
+GAIN = (0.5, 0.25)      # a model with one term must halve the constant's cross-validated error, one with
+                        # two must quarter the best one-term model's (630 pairs to choose from: a stricter bar)
+SIGNIFICANT = 3.0       # ... with each coefficient this many standard errors from zero
+MIN_POINTS = 3          # below: no fit at all
+FEW_POINTS = 5          # below: the fit is said to rest on too few points
+FEW_REPEATS = 3
+BOOTSTRAP = 200
+LEVEL = 0.90
+Z90 = 1.6448536269514722     # the normal quantile of 0.95: a two-sided 90 % interval
+SUPERLINEAR = 1.05      # efficiency above this, beyond the spread: superlinear
+
+
+def karp_flatt(speedup: Optional[float], p: float) -> Optional[float]:
+    """The Karp-Flatt experimentally determined serial fraction, None where undefined."""
+    if not speedup or p <= 1:
+        return None
+    return (1 / speedup - 1 / p) / (1 - 1 / p)
+
+
+def points(times: Dict[float, Sequence[float]], weak: bool = False) -> List[Dict[str, Any]]:
+    """One dict per count with times, ascending: p, median_s, spread, times, speedup, efficiency,
+    serial_fraction (strong) or scaled_efficiency (weak)."""
+    med = {p: statistics.median(v) for p, v in times.items() if v}
+    if not med:
+        return []
+    p0 = min(med)
+    out = []
+    for p in sorted(med):
+        m = med[p]
+        row: Dict[str, Any] = {"p": p, "median_s": m, "times": list(times[p]),
+                               "spread": (max(times[p]) - min(times[p])) / m if m > 0 else None}
+        if weak:
+            row["scaled_efficiency"] = med[p0] / m if m > 0 else None
+        else:
+            s = med[p0] * p0 / m if m > 0 else None
+            row.update(speedup=s, efficiency=s / p if s else None, serial_fraction=karp_flatt(s, p))
+        out.append(row)
+    return out
+
+
+# -- the fits ------------------------------------------------------------------------------
+
+Term = Tuple[float, int]            # (i, j): p^i log2(p)^j
+
+
+def term_text(t: Term) -> str:
+    i, j = t
+    frac = {1 / 3: "1/3", 2 / 3: "2/3", 4 / 3: "4/3", -0.5: "-1/2", 0.5: "1/2", 0.25: "1/4", 0.75: "3/4", 1.5: "3/2"}
+    pi = "" if i == 0 else "p" if i == 1 else f"p^{frac.get(i, f'{i:g}')}"
+    lj = "" if j == 0 else "log2(p)" if j == 1 else f"log2(p)^{j}"
+    return "·".join(x for x in (pi, lj) if x) or "1"
+
+
+def _column(t: Term, p: np.ndarray) -> np.ndarray:
+    i, j = t
+    return p ** i * np.log2(p) ** j
+
+
+def _terms(ps: Sequence[float]) -> List[Term]:
+    """The candidate terms; log terms only where every p > 1 would not zero them all (p = 1 gives
+    log2 = 0, which is fine: the constant carries it)."""
+    return [(i, j) for i in EXPONENTS_I for j in EXPONENTS_J if not (i == 0 and j == 0)]
+
+
+def _design(terms: Sequence[Term], p: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.ones_like(p)] + [_column(t, p) for t in terms])
+
+
+def _lstsq(terms: Sequence[Term], p: np.ndarray, y: np.ndarray):
+    X = _design(terms, p)
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)            # relative errors: times span orders of magnitude
+    c, *_ = np.linalg.lstsq(X * w[:, None], y * w, rcond=None)
+    return c
+
+
+def _se(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    X = _design(terms, p)
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)
+    Xw, r = X * w[:, None], (y - X @ c) * w
+    dof = max(len(y) - len(c), 1)
+    s2 = float(r @ r) / dof
+    try:
+        cov = s2 * np.linalg.inv(Xw.T @ Xw)
+    except np.linalg.LinAlgError:
+        return np.full(len(c), np.inf)
+    return np.sqrt(np.maximum(np.diag(cov), 0.0))
+
+
+def _cv_error(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, X: Optional[np.ndarray] = None,
+              folds=None) -> float:
+    """Leave one point (all its repetitions) out: the mean squared relative error predicting its median.
+    ``X``: the design matrix of ``terms`` at ``p`` (built when not given); ``folds``: [(q, keep, median)]."""
+    X = _design(terms, p) if X is None else X
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)
+    Xw, yw = X * w[:, None], y * w
+    folds = folds or _folds(p, y)
+    if len(folds) - 1 < X.shape[1]:          # each fold fits on the other points: at least one per coefficient
+        return math.inf
+    errs = []
+    for q, keep, med in folds:
+        c, *_ = np.linalg.lstsq(Xw[keep], yw[keep], rcond=None)
+        pred = float(X[p == q][0] @ c)
+        errs.append(((pred - med) / med) ** 2)
+    return float(np.mean(errs))
+
+
+def _folds(p: np.ndarray, y: np.ndarray):
+    return [(q, p != q, float(np.median(y[p == q]))) for q in np.unique(p)]
+
+
+def select(p: Sequence[float], y: Sequence[float]) -> Dict[str, Any]:
+    """The PMNF model for times ``y`` at counts ``p`` (every repetition): {"terms": [(i, j)],
+    "coefficients": [c0, c1, ...], "cv_error", "text"}."""
+    P, Y = np.asarray(p, float), np.asarray(y, float)
+    folds = _folds(P, Y)
+    cols = {t: _column(t, P) for t in _terms(P)}
+    ones = np.ones_like(P)
+    best_terms: List[Term] = []
+    best_err = _cv_error([], P, Y, ones[:, None], folds)
+    for k in range(1, MAX_TERMS + 1):
+        cand, cand_err = None, math.inf
+        for terms in itertools.combinations(cols, k):
+            err = _cv_error(terms, P, Y, np.column_stack([ones] + [cols[t] for t in terms]), folds)
+            if err < cand_err:
+                cand, cand_err = list(terms), err
+        if cand is None or not cand_err < GAIN[k - 1] * best_err:
+            break
+        c = _lstsq(cand, P, Y)
+        se = _se(cand, P, Y, c)
+        if not all(abs(c[m]) >= SIGNIFICANT * se[m] for m in range(1, len(c))):
+            break
+        best_terms, best_err = cand, cand_err
+    c = _lstsq(best_terms, P, Y)
+    return {"terms": best_terms, "coefficients": [float(x) for x in c], "cv_error": best_err,
+            "text": model_text(best_terms, c)}
+
+
+def model_text(terms: Sequence[Term], c: Sequence[float]) -> str:
+    parts = [f"{c[0]:.4g}"] + [f"{c[k + 1]:+.4g}·{term_text(t)}" for k, t in enumerate(terms)]
+    return " ".join(parts)
+
+
+def evaluate(model: Dict[str, Any], p: float) -> float:
+    return float((_design(model["terms"], np.array([float(p)])) @ np.asarray(model["coefficients"]))[0])
+
+
+def _resample(times: Dict[float, Sequence[float]], rng: np.random.Generator):
+    ps, ys = [], []
+    for p, v in times.items():
+        v = np.asarray(v, float)
+        ys.extend(rng.choice(v, size=len(v), replace=True))
+        ps.extend([p] * len(v))
+    return np.asarray(ps, float), np.asarray(ys, float)
+
+
+def _flat(times: Dict[float, Sequence[float]]):
+    ps = [p for p, v in times.items() for _ in v]
+    ys = [t for v in times.values() for t in v]
+    return np.asarray(ps, float), np.asarray(ys, float)
+
+
+def predict(times: Dict[float, Sequence[float]], model: Dict[str, Any], at: Sequence[float],
+            seed: int = 0) -> List[Dict[str, Any]]:
+    """The model's time at each count of ``at`` with a 90 % prediction interval: the chosen terms
+    refitted on bootstrap resamples of the repetitions, and the points' own noise (their pooled
+    relative standard deviation) added to that spread. Each is an extrapolation beyond the data."""
+    rng = np.random.default_rng(seed)
+    terms = model["terms"]
+    boot = []
+    for _ in range(BOOTSTRAP):
+        P, Y = _resample(times, rng)
+        c = _lstsq(terms, P, Y)
+        boot.append([float((_design(terms, np.array([float(q)])) @ c)[0]) for q in at])
+    B = np.asarray(boot)
+    rel = [statistics.stdev(v) / statistics.mean(v) for v in times.values() if len(v) > 1 and statistics.mean(v)]
+    noise = math.sqrt(statistics.mean([r * r for r in rel])) if rel else 0.0
+    out = []
+    for k, q in enumerate(at):
+        mid = evaluate(model, q)
+        sd = math.sqrt(float(np.var(B[:, k])) + (noise * mid) ** 2)
+        out.append({"p": float(q), "time_s": mid, "low": mid - Z90 * sd, "high": mid + Z90 * sd,
+                    "level": LEVEL, "extrapolation": True})
+    return out
+
+
+def amdahl(times: Dict[float, Sequence[float]], seed: int = 0) -> Optional[Dict[str, Any]]:
+    """Amdahl's serial fraction s from T(p) = a + b / p on every repetition, with its 90 % interval
+    (bootstrap over repetitions); None with fewer than two counts."""
+    if len([p for p, v in times.items() if v]) < 2:
+        return None
+
+    def fit(P, Y):
+        a, b = _lstsq([(-1.0, 0)], P, Y)
+        return a / (a + b) if a + b else math.nan
+    P, Y = _flat(times)
+    s = fit(P, Y)
+    rng = np.random.default_rng(seed)
+    boot = np.asarray([fit(*_resample(times, rng)) for _ in range(BOOTSTRAP)])
+    lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return {"serial_fraction": float(s), "low": float(lo), "high": float(hi), "level": LEVEL,
+            "max_speedup": 1 / s if s > 0 else None}
+
+
+def gustafson(times: Dict[float, Sequence[float]], seed: int = 0) -> Optional[Dict[str, Any]]:
+    """Gustafson's serial fraction s from the scaled speedup p T(p0) / T(p) = p - s (p - 1) (weak
+    scaling), least squares through the origin in (p - 1), with its 90 % bootstrap interval."""
+    if len([p for p, v in times.items() if v]) < 2:
+        return None
+    p0 = min(times)
+
+    def fit(P, Y):
+        t0 = float(np.median(Y[P == p0]))
+        S = P * t0 / Y
+        x = P - 1
+        return float(np.sum((P - S) * x) / np.sum(x * x)) if np.sum(x * x) else math.nan
+    P, Y = _flat(times)
+    s = fit(P, Y)
+    rng = np.random.default_rng(seed)
+    boot = np.asarray([fit(*_resample(times, rng)) for _ in range(BOOTSTRAP)])
+    lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return {"serial_fraction": s, "low": float(lo), "high": float(hi), "level": LEVEL}
+
+
+# -- the honesty checks --------------------------------------------------------------------
+
+def superlinear(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The points whose efficiency exceeds SUPERLINEAR beyond their spread (strong scaling)."""
+    return [r for r in rows if r.get("efficiency") and r["p"] > rows[0]["p"]
+            and r["efficiency"] > SUPERLINEAR * (1 + (r["spread"] or 0))]
+
+
+def checks(times: Dict[float, Sequence[float]], rows: Sequence[Dict[str, Any]], resource: str, cpus: int,
+           weak: bool = False, competing: Optional[Dict[float, List[str]]] = None,
+           failed: Optional[Dict[float, List[int]]] = None) -> List[Finding]:
+    """The honesty findings of a study (module docstring); ``competing``: per count, the competing
+    load's lines seen during its repetitions; ``failed``: per count, the exit statuses of runs
+    that failed."""
+    out: List[Finding] = []
+    n = len(rows)
+    reps = min((len(r["times"]) for r in rows), default=0)
+    if n < FEW_POINTS:
+        out.append(Finding(
+            id="scale.few_points", status=WARN, title=f"Only {n} point{'s' if n != 1 else ''}: too few for a model",
+            evidence=f"{resource} {', '.join(format(r['p'], 'g') for r in rows)}",
+            why="A model of p with a constant and one term has two coefficients; telling its terms apart and "
+                "checking it by leaving a point out needs at least five points.",
+            fix=f"Measure more {resource} counts (powers of two up to the node's CPUs and beyond, said so)."))
+    if rows and reps < FEW_REPEATS:
+        out.append(Finding(
+            id="scale.few_repeats", status=WARN, title=f"Only {reps} repetition{'s' if reps != 1 else ''} at a point",
+            evidence=", ".join(f"{r['p']:g}: {len(r['times'])}" for r in rows),
+            why="A median and a spread need at least three runs; one run cannot tell noise from effect.",
+            fix="--repeat 3 or more."))
+    for a, b in zip(rows, rows[1:]):
+        effect = abs(a["median_s"] - b["median_s"]) / max(a["median_s"], b["median_s"])
+        spread = max(a["spread"] or 0, b["spread"] or 0)
+        if spread > effect:
+            out.append(Finding(
+                id="scale.spread", status=WARN,
+                title=f"From {a['p']:g} to {b['p']:g} {resource} the spread ({spread:.0%}) exceeds the change "
+                      f"({effect:.0%})",
+                evidence=f"medians {a['median_s']:.4g} s and {b['median_s']:.4g} s",
+                why="The difference between the two points is inside the runs' own variation: it may be noise.",
+                fix="More repetitions, a quieter node (ceiling check), or a longer run."))
+    if not weak:
+        for r in superlinear(rows):
+            out.append(Finding(
+                id="scale.superlinear", status=WARN,
+                title=f"Superlinear speedup at {r['p']:g} {resource}: {r['speedup']:.2f}x "
+                      f"({r['efficiency']:.0%} efficiency)",
+                evidence=f"median {r['median_s']:.4g} s against {rows[0]['median_s']:.4g} s at {rows[0]['p']:g}",
+                why="More than p times faster on p resources is not parallelism: most often the data now fit in "
+                    "the caches the resources add up to (each core's L2, each socket's L3). No model of p is "
+                    "fitted through it.",
+                fix="Compare the working set with the caches (ceiling machine); scale from a size that does not "
+                    "fit the caches of one resource."))
+    if rows:
+        first = rows[0]
+        if first["p"] != 1:
+            out.append(Finding(
+                id="scale.baseline", status=WARN,
+                title=f"The baseline is {first['p']:g} {resource}, not one",
+                evidence=f"speedups are against {first['median_s']:.4g} s at {first['p']:g}",
+                why="Speedup against a parallel run hides how the program does on one resource.",
+                fix=f"Add 1 to the {resource} counts."))
+    over = [r["p"] for r in rows if r["p"] > cpus]
+    if over:
+        out.append(Finding(
+            id="scale.oversubscribed", status=WARN,
+            title=f"Oversubscribed: {', '.join(f'{p:g}' for p in over)} {resource} on {cpus} CPU"
+                  f"{'s' if cpus != 1 else ''}",
+            evidence=f"this node lets ceiling use {cpus} CPUs",
+            why="More threads or ranks than CPUs share the CPUs in turn: those points measure the scheduler, "
+                "not the program's scaling.",
+            fix=f"Keep {resource} at or below {cpus} here, or run the study on a larger node or under an allocation."))
+    for p, lines in sorted((competing or {}).items()):
+        if lines:
+            out.append(Finding(
+                id="scale.competing", status=WARN, title=f"Other load competed during the {p:g}-{resource} point",
+                evidence="; ".join(lines[:3]),
+                why="Another process used the CPUs while the point ran: its times are slower than the program's own.",
+                fix="Run the study on an idle node (an exclusive allocation)."))
+    for p, codes in sorted((failed or {}).items()):
+        if codes:
+            out.append(Finding(
+                id="scale.failed", status=WARN,
+                title=f"{len(codes)} run{'s' if len(codes) != 1 else ''} at {p:g} {resource} failed "
+                      f"(exit status {', '.join(str(c) for c in codes)})",
+                evidence="those runs' times are left out of the point", why="", fix="Run the command at that count "
+                "by hand and read its error."))
+    if not out:
+        out.append(Finding(id="scale.honest", status=OK, title="The study's data support its figures",
+                           evidence=f"{n} points, {reps}+ repetitions each"))
+    return out
+
+
+def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak: bool = False,
+            competing: Optional[Dict[float, List[str]]] = None, failed: Optional[Dict[float, List[int]]] = None,
+            seed: int = 0) -> Dict[str, Any]:
+    """Everything above over one study: {"points", "amdahl" | "gustafson", "model", "predictions",
+    "findings", "why_no_model"}."""
+    times = {float(p): [float(t) for t in v] for p, v in times.items() if v}
+    rows = points(times, weak)
+    out: Dict[str, Any] = {"points": rows, "weak": weak, "resource": resource}
+    out["findings"] = checks(times, rows, resource, cpus, weak, competing, failed)
+    out["amdahl" if not weak else "gustafson"] = (amdahl if not weak else gustafson)(times, seed) \
+        if len(rows) >= 2 else None
+    if len(rows) < MIN_POINTS:
+        out["why_no_model"] = f"{len(rows)} point{'s' if len(rows) != 1 else ''}: a model needs {MIN_POINTS} or more"
+    elif not weak and superlinear(rows):
+        out["why_no_model"] = "superlinear speedup: a cache step, not a law of p"
+        out["amdahl"] = None
+    else:
+        P, Y = _flat(times)
+        model = select(P, Y)
+        top = max(times)
+        out["model"] = model
+        out["predictions"] = predict(times, model, [2 * top, 4 * top], seed)
+    return out
+
+
+def gathered(study) -> Tuple[Dict[float, List[float]], Dict[float, List[str]], Dict[float, List[Any]]]:
+    """From a scaling study's member runs (verbs/scale.py makes them): the figures per count, the
+    competing load's lines, the failed runs' exit statuses (or signals)."""
+    times: Dict[float, List[float]] = {}
+    competing: Dict[float, List[str]] = {}
+    failed: Dict[float, List[Any]] = {}
+    for m in study.members:
+        if m.run is None:
+            continue
+        n = float(m.value)
+        metric = m.run.metric("scale.metric") or m.run.metric("scale.time")
+        app = m.run.application
+        if metric is not None and metric.value is not None:
+            times.setdefault(n, []).append(metric.value)
+        elif app is not None and (app.exit_status not in (0, None) or app.signal):
+            failed.setdefault(n, []).append(app.exit_status if app.exit_status is not None else app.signal)
+        competing.setdefault(n, []).extend(f.title for f in m.run.findings if f.status != OK)
+    return times, competing, failed
+
+
+def of_study(study) -> Dict[str, Any]:
+    """``analyse`` over a scaling study's members, with what the study recorded (CPUs, weak, seed)."""
+    import os
+    times, competing, failed = gathered(study)
+    return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
+                   weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
+                   seed=int(study.fixed.get("seed") or 0))

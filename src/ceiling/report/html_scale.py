@@ -1,0 +1,66 @@
+"""A scaling study's plots on its HTML page (report/html_study.py): speedup and parallel
+efficiency (scaled efficiency when weak) over the thread or rank count on a log2 axis, with the
+ideal line, the fitted model (analysis/scaling_models.py; dashed past the largest point, where it
+is an extrapolation) and the measured medians with their spread (the slowest and fastest run of
+each point, as two thin lines). Drawn with report/svg.py's line_plot, as the run report's plots."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from ..analysis.scaling_models import evaluate
+from . import svg as S
+from .html_plots import esc
+
+
+def _grid(lo: float, hi: float, n: int = 24) -> List[float]:
+    return [lo * (hi / lo) ** (k / n) for k in range(n + 1)]
+
+
+def section(result: Dict[str, Any]) -> str:
+    """The plots' <section>, or one that says why there are none."""
+    rows = result.get("points") or []
+    resource, weak = result.get("resource", "threads"), result.get("weak", False)
+    if len(rows) < 2:
+        return ('<section id="scaling"><h2>Scaling</h2><p class="hint">Fewer than two points finished: '
+                "nothing to plot.</p></section>")
+    p0, t0 = rows[0]["p"], rows[0]["median_s"]
+    xs = [r["p"] for r in rows]
+    model = result.get("model")
+    top = max(xs) * (4 if model else 1)
+    dense = _grid(p0, top)
+
+    def speed(t: float, p: float) -> float:       # speedup (strong) or scaled efficiency (weak) from a time
+        return t0 / t if weak else t0 * p0 / t
+
+    plots = []
+    for what in ("speedup", "efficiency"):
+        if weak and what == "speedup":
+            continue
+        per_p = (lambda v, p: v / p) if what == "efficiency" and not weak else (lambda v, p: v)
+        ideal = [1.0 if (weak or what == "efficiency") else p / p0 for p in dense]
+        lines = [S.Line("ideal", dense, ideal, color=S.MUTED, dash=True, markers=False, width=1.0)]
+        if model:
+            inside = [p for p in dense if p <= max(xs)]
+            beyond = [p for p in dense if p >= max(xs)]
+            f = [per_p(speed(evaluate(model, p), p), p) for p in inside]
+            g = [per_p(speed(evaluate(model, p), p), p) for p in beyond]
+            lines.append(S.Line(f"model: {model['text']}", inside, f, color=S.PALETTE[1], markers=False))
+            lines.append(S.Line("model, extrapolated", beyond, g, color=S.PALETTE[1], dash=True, markers=False))
+        lines.append(S.Line("measured (median)", xs, [per_p(speed(r["median_s"], r["p"]), r["p"]) for r in rows],
+                            color=S.PALETTE[0]))
+        lines.append(S.Line("slowest run", xs, [per_p(speed(max(r["times"]), r["p"]), r["p"]) for r in rows],
+                            color=S.PALETTE[5], markers=False, width=1.0))
+        lines.append(S.Line("fastest run", xs, [per_p(speed(min(r["times"]), r["p"]), r["p"]) for r in rows],
+                            color=S.PALETTE[5], markers=False, width=1.0))
+        name = "scaled efficiency" if weak else what
+        try:
+            plots.append(S.line_plot(lines, title=f"{name.capitalize()} over {resource}", x_label=resource,
+                                     y_label=name, x_scale="log2", x_ticks=sorted(set(xs)),
+                                     uid=f"scale-{what}", desc=f"{name} over {resource}, log2 x, ideal line dashed"))
+        except S.NothingToPlot as e:
+            plots.append(f'<p class="hint">{esc(e)}</p>')
+    note = ("Log2 scale on x. Dashed grey: ideal. Dashed model: beyond the largest point, an extrapolation."
+            if model else "Log2 scale on x. Dashed grey: ideal. No model: "
+            + esc(result.get("why_no_model", "none fitted")) + ".")
+    return ('<section id="scaling"><h2>Scaling</h2>' + "".join(f'<figure class="plot">{p}</figure>' for p in plots)
+            + f'<p class="hint">{esc(note)}</p></section>')

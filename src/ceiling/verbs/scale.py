@@ -1,0 +1,248 @@
+"""``ceiling scale``: a program run at several thread or rank counts, ``--repeat`` times each, in a
+seeded random interleaved order (recorded in the study), as one scaling study (results.model.Study,
+kind "scaling", parameter "threads" or "ranks").
+
+Each run is observed as ``profile --experiments`` re-runs a program (observe/, in a process group
+of its own, its output discarded or, with ``--metric``, kept in a private file and searched; the
+competing load read beside it), becomes a Run of its own (the application, its exit status, one
+metric: ``scale.time``, its wall time, or ``scale.metric``, the figure ``--metric`` read) and is
+recorded in the history as it finishes (Ctrl-C or SIGTERM keeps the finished runs and saves the
+study partial, as ``bench --repeat`` does, verbs/repeat.py). A run that fails is kept with its exit
+status and left out of its point. Then analysis/scaling_models.py says what the points mean
+(speedup, efficiency, Karp-Flatt; Amdahl or Gustafson; a chosen model with its extrapolation; the
+honesty findings); the study carries those as its analysis notes, and the terminal, ``--json``,
+``--out`` and the history get the study.
+
+The command takes ``{threads}``, ``{ranks}`` or ``{n}`` (the count of this point), substituted in
+every argument; ``--threads`` also sets OMP_NUM_THREADS; ``--ranks`` needs the count in the
+command (``mpirun -n {ranks} ./app``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import socket
+import sys
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple  # noqa: F401
+
+from .. import __version__
+from ..errors import BadValueError, CeilingError, MetricNotFoundError, UsageError, interruption
+from ..units import parse_count
+from . import common
+
+NAME = "scale"
+HELP = "strong or weak scaling of a program: ceiling scale --threads 1,2,4 -- ./app"
+DESCRIPTION = ("Run a program at several thread or rank counts, several times each in a random interleaved "
+               "order, and report speedup, efficiency, the Karp-Flatt serial fraction, Amdahl's (or Gustafson's) "
+               "serial fraction with its interval, a fitted model with its prediction beyond the data, and "
+               "what the data cannot support. The program's output is discarded (kept and searched with "
+               "--metric).")
+EPILOG = ("{threads}, {ranks} and {n} in the command are replaced by each point's count. Exit status: 0, or 16 "
+          "when --metric matched nothing, 130 interrupted (the finished runs are kept).")
+MAX_COUNT = 1 << 20
+PLACEHOLDERS = ("{threads}", "{ranks}", "{n}")
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS]",
+                   help="the program to run and its arguments, after --")
+    g = p.add_argument_group("scale")
+    g.add_argument("--threads", metavar="LIST", help="thread counts, e.g. 1,2,4,8 (sets OMP_NUM_THREADS)")
+    g.add_argument("--ranks", metavar="LIST", help="rank counts, e.g. 1,2,4 (the command holds {ranks})")
+    g.add_argument("--weak", action="store_true", help="weak scaling: the problem grows with the count "
+                   "({n} in the command); scaled efficiency and Gustafson instead of speedup and Amdahl")
+    g.add_argument("--repeat", default="3", metavar="N", help="runs per point (default 3)")
+    g.add_argument("--metric", metavar="REGEX", help="read the program's own time from its output: the last "
+                   "match's first group (or the match) is the figure, lower is better")
+    g.add_argument("--seed", default="0", metavar="N", help="seed of the run order (default 0)")
+    g.add_argument("--timeout", metavar="SECONDS", help="kill a run that takes longer (its point keeps the others)")
+    common.output_options(p)
+
+
+def counts(text: Optional[str], what: str) -> List[int]:
+    """'1,2,4' as [1, 2, 4]: positive whole numbers, each once, ascending; one line otherwise."""
+    out = set()
+    for part in (text or "").split(","):
+        try:
+            v = int(part.strip())
+        except ValueError:
+            raise BadValueError(f"scale: {what} {text!r}: give whole numbers separated by commas (1,2,4)") from None
+        if not 1 <= v <= MAX_COUNT:
+            raise BadValueError(f"scale: {what} {v}: must be between 1 and {MAX_COUNT}")
+        out.add(v)
+    return sorted(out)
+
+
+def substitute(cmd: Sequence[str], n: int) -> List[str]:
+    """``cmd`` with {threads}, {ranks} and {n} replaced by ``n`` in every argument."""
+    out = []
+    for a in cmd:
+        for ph in PLACEHOLDERS:
+            a = a.replace(ph, str(n))
+        out.append(a)
+    return out
+
+
+def order(points: Sequence[int], repeat: int, seed: int) -> List[int]:
+    """The run order: ``repeat`` rounds, each every point once, shuffled by a generator seeded with ``seed``
+    (interleaved: no point's runs all at one time of the node's day)."""
+    rng = random.Random(seed)
+    out: List[int] = []
+    for _ in range(repeat):
+        r = list(points)
+        rng.shuffle(r)
+        out += r
+    return out
+
+
+def read_metric(text: str, regex: "re.Pattern[str]") -> Optional[float]:
+    """The last match's first group (or the whole match) as a number; None when nothing matched or it is no number."""
+    last = None
+    for m in regex.finditer(text):
+        last = m
+    if last is None:
+        return None
+    try:
+        return float(last.group(1) if last.groups() else last.group(0))
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve(name: str) -> str:
+    path = name if "/" in name else shutil.which(name)
+    if path is None or not os.path.exists(path):
+        raise BadValueError(f"scale: {name}: command not found")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise BadValueError(f"scale: {name}: not an executable file")
+    return path
+
+
+def _parse(args: argparse.Namespace) -> Tuple[str, List[int], List[str], int, int, Optional["re.Pattern[str]"]]:
+    cmd = list(args.command)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise UsageError("scale: give the program after --: ceiling scale --threads 1,2 -- ./app")
+    if bool(args.threads) == bool(args.ranks):
+        raise UsageError("scale: give one of --threads LIST or --ranks LIST")
+    resource = "threads" if args.threads else "ranks"
+    pts = counts(args.threads or args.ranks, f"--{resource}")
+    joined = " ".join(cmd)
+    if resource == "ranks" and "{ranks}" not in joined and "{n}" not in joined:
+        raise UsageError("scale: --ranks needs the count in the command: ceiling scale --ranks 1,2,4 -- "
+                         "mpirun -n {ranks} ./app")
+    repeat = parse_count(args.repeat, what="--repeat", low=1, high=1000)
+    seed = parse_count(args.seed, what="--seed", low=0, high=2 ** 32)
+    regex = None
+    if args.metric:
+        try:
+            regex = re.compile(args.metric)
+        except re.error as e:
+            raise BadValueError(f"scale: --metric {args.metric!r}: not a regular expression ({e})") from None
+    if getattr(args, "timeout", None):
+        from ..units import parse_seconds
+        args.timeout_s = parse_seconds(args.timeout, what="--timeout")
+    return resource, pts, cmd, repeat, seed, regex
+
+
+def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from ..report.exporters.history import History
+    from ..results.model import SCALING, Study, utcnow
+    resource, pts, cmd, repeat, seed, regex = _parse(args)
+    _resolve(substitute(cmd, pts[0])[0])
+    common.check_outputs(args)
+    say = common.say(args)
+    store = common.open_store(args)
+    host = socket.gethostname()
+    runs = order(pts, repeat, seed)
+    study = Study(kind=SCALING, parameter=resource, unit=resource, tool_version=__version__, host=host,
+                  started=utcnow(), command=["ceiling", *argv], study_id=uuid.uuid4().hex, hosts=[host],
+                  fixed={"command": cmd, "weak": bool(args.weak), "repeat": repeat, "seed": seed, "order": runs,
+                         "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0))})
+    code = 0
+    unmatched = ""
+    try:
+        for k, n in enumerate(runs):
+            say(f"scale: run {k + 1} of {len(runs)}: {n} {resource}")
+            run, value = _one(cmd, n, resource, regex, argv, getattr(args, "timeout_s", None))
+            from ..results.model import Member
+            study.members.append(Member(n, run.run_id, run))
+            if store is not None:
+                common.deliver(run, [History(store, quiet=True)], 0, lambda line: None)
+            if regex is not None and value is None and run.application.exit_status == 0:
+                unmatched = (f"scale: --metric {args.metric!r} matched nothing in the output of "
+                             f"{' '.join(run.application.command)} (exit status 0)")
+                study.partial, study.partial_reason = True, f"{unmatched}; {k + 1} of {len(runs)} runs made"
+                code = MetricNotFoundError.exit_code
+                break
+    except KeyboardInterrupt as e:
+        why, c = interruption(e)
+        code = code or c
+        study.partial, study.partial_reason = True, f"{why}; {len(study.members)} of {len(runs)} runs made"
+    study.finished = utcnow()
+    from ..analysis.scaling_models import of_study
+    result = of_study(study)
+    study.analysis.notes = notes(result)
+    from .repeat import deliver_study
+    code = deliver_study(study, args, store, say, code)
+    if unmatched:
+        print(f"ceiling: {unmatched}", file=sys.stderr)
+    return code
+
+
+def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], timeout_s: Optional[float]):
+    """One run at count ``n``: (its Run, the figure read or None)."""
+    from ..files.private import make_dir, remove_tree
+    from ..observe import Instruments, Overdue, observe
+    from ..results.model import LOWER, Application, Metric, Run, utcnow
+    c = substitute(cmd, n)
+    exe = _resolve(c[0])
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
+    if resource == "threads":
+        env["OMP_NUM_THREADS"] = str(n)
+    tmp = make_dir("ceiling-scale-") if regex is not None else ""
+    out_path = os.path.join(tmp, "output") if tmp else None
+    run = Run(tool_version=__version__, host=socket.gethostname(), started=utcnow(), command=["ceiling", *argv],
+              run_id=uuid.uuid4().hex, environment={resource: n, "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS")})
+    value = None
+    try:
+        try:
+            o = observe(c, exe, Instruments(interval_s=0, interpose=False, counters=False, cost="", competing=True,
+                                            discard_output=out_path is None, env=env, own_group=True,
+                                            deadline_s=timeout_s, output=out_path))
+        except Overdue as e:
+            run.application = Application(command=c, exit_status=None, signal="SIGKILL", started=run.started)
+            run.partial, run.partial_reason = True, str(e)
+            run.finished = utcnow()
+            return run, None
+        except OSError as e:
+            raise CeilingError(f"scale: {c[0]}: could not be started ({e.strerror or e})") from None
+        if out_path:
+            with open(out_path, "r", errors="replace") as f:
+                value = read_metric(f.read(), regex)
+    finally:
+        if tmp:
+            remove_tree(tmp)
+    run.application = Application(command=c, exit_status=o.exit_status, signal=o.signal, wall_s=o.wall_s,
+                                  started=o.started, finished=o.finished)
+    run.findings = list(o.competing)
+    ok = o.returncode == 0
+    if ok and regex is None:
+        value = o.wall_s
+    if ok and value is not None:
+        name = "scale.metric" if regex is not None else "scale.time"
+        run.metrics.append(Metric.measured(name, [value], "" if regex is not None else "s", better=LOWER,
+                                           context={resource: n}))
+    if not ok:
+        run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
+    run.finished = utcnow()
+    return run, value
+
+
+def notes(result: Dict[str, Any]) -> List[str]:
+    from ..report.terminal_scale import summary_lines
+    return summary_lines(result)

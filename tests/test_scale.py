@@ -1,0 +1,198 @@
+"""`ceiling scale`: the fits and honesty checks on synthetic data with fixed seeds (no timing in
+them), the command's substitution and run order, and real tiny studies end to end."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from ceiling import cli
+from ceiling.analysis import scaling_models as S
+from ceiling.verbs import scale
+
+P = [1, 2, 4, 8, 16, 32]
+
+
+def data(law, seed, cv=0.02, ps=P, reps=3):
+    rng = np.random.default_rng(seed)
+    return {p: list(law(p) * (1 + cv * rng.standard_normal(reps))) for p in ps}
+
+
+def amdahl(p):
+    return 10.0 * (0.05 + 0.95 / p)
+
+
+def ids(findings):
+    return {f.id for f in findings}
+
+
+def test_amdahl_law_gives_its_term_and_4x_inside_the_interval():
+    inside, terms = 0, 0
+    for seed in range(10):
+        a = S.analyse(data(amdahl, seed), "threads", cpus=64, seed=seed)
+        terms += (-1.0, 0) in a["model"]["terms"]
+        top = a["predictions"][1]
+        assert top["p"] == 128 and top["extrapolation"] and top["level"] == 0.90
+        truth = amdahl(128) * (1 + 0.02 * np.random.default_rng(1000 + seed).standard_normal())
+        inside += top["low"] <= truth <= top["high"]
+        fit = a["amdahl"]
+        assert fit["low"] <= 0.05 <= fit["high"] or abs(fit["serial_fraction"] - 0.05) < 0.01
+    assert terms == 10
+    assert inside >= 8
+
+
+def test_noise_gives_a_constant():
+    constant = sum(S.analyse(data(lambda p: 5.0, seed), "threads", cpus=64, seed=seed)["model"]["terms"] == []
+                   for seed in range(20))
+    assert constant >= 19          # 95 % of the seeds
+
+
+def test_cache_superlinear_step_gives_the_finding_not_a_model():
+    law = lambda p: 8.0 / p if p < 4 else 8.0 / p / 3     # noqa: E731  a working set that fits the caches at 4
+    a = S.analyse(data(law, 1), "threads", cpus=64)
+    assert "scale.superlinear" in ids(a["findings"])
+    assert "model" not in a and "superlinear" in a["why_no_model"]
+
+
+def test_points_speedup_efficiency_karp_flatt():
+    rows = S.points({1: [4.0, 4.2, 3.9], 2: [2.5, 2.4, 2.6]})
+    assert rows[1]["speedup"] == pytest.approx(4.0 / 2.5)
+    assert rows[1]["efficiency"] == pytest.approx(0.8)
+    assert rows[1]["serial_fraction"] == pytest.approx((1 / 1.6 - 0.5) / 0.5)
+    assert rows[0]["spread"] == pytest.approx(0.3 / 4.0)
+    weak = S.points({1: [2.0], 4: [2.5]}, weak=True)
+    assert weak[1]["scaled_efficiency"] == pytest.approx(0.8)
+
+
+def test_honesty_findings():
+    times = {2: [4.0, 4.1], 4: [2.1, 2.0]}
+    a = S.analyse(times, "threads", cpus=2, competing={4: ["Other processes used 1.8 CPUs"]}, failed={4: [3]})
+    found = ids(a["findings"])
+    assert {"scale.few_points", "scale.few_repeats", "scale.baseline", "scale.oversubscribed", "scale.competing",
+            "scale.failed"} <= found
+    assert "no model" not in a and a["why_no_model"].startswith("2 points")
+    noisy = S.analyse({1: [1.0, 1.5, 0.8], 2: [1.0, 0.9, 1.3]}, "threads", cpus=2)
+    assert "scale.spread" in ids(noisy["findings"])
+
+
+def test_gustafson_for_weak_scaling():
+    s = 0.1
+    law = lambda p: 2.0 * p / (p - s * (p - 1))       # noqa: E731  scaled speedup p - s (p - 1)
+    fit = S.analyse(data(law, 3, cv=0.005), "ranks", cpus=64, weak=True)["gustafson"]
+    assert fit["low"] <= s <= fit["high"]
+
+
+def test_substitution_order_and_metric():
+    assert scale.substitute(["mpirun", "-n", "{ranks}", "./app", "--size={n}", "t{threads}"], 4) == \
+        ["mpirun", "-n", "4", "./app", "--size=4", "t4"]
+    o = scale.order([1, 2, 4], 3, seed=7)
+    assert sorted(o) == [1, 1, 1, 2, 2, 2, 4, 4, 4] and o == scale.order([1, 2, 4], 3, seed=7)
+    assert all(sorted(o[i:i + 3]) == [1, 2, 4] for i in (0, 3, 6))      # interleaved: each round every point
+    assert scale.counts("4,1,2,2", "--threads") == [1, 2, 4]
+    import re
+    assert scale.read_metric("step 1.5\nstep 1.25\n", re.compile(r"step ([\d.]+)")) == 1.25
+    assert scale.read_metric("nothing", re.compile(r"step ([\d.]+)")) is None
+
+
+def _program(tmp_path, body: str) -> str:
+    path = tmp_path / "app.py"
+    path.write_text("#!" + sys.executable + "\n" + textwrap.dedent(body))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def _run(argv, capsys):
+    code = cli.main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_real_study_end_to_end(tmp_path, capsys):
+    app = _program(tmp_path, """
+        import os, sys
+        n = int(os.environ["OMP_NUM_THREADS"])
+        assert sys.argv[1] == str(n)
+        print("step time", 0.5 / n)
+    """)
+    db = str(tmp_path / "h.db")
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "2", "--metric", r"step time ([\d.e-]+)",
+                           "--db", db, "--json", "--out", str(tmp_path / "s.html"), "--", app, "{threads}"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "scaling" and doc["parameter"] == "threads"
+    assert sorted(m["value"] for m in doc["members"]) == [1, 1, 2, 2]
+    assert doc["fixed"]["order"] == scale.order([1, 2], 2, 0)
+    notes = doc["analysis"]["notes"]
+    assert any(n.startswith("2 threads: median 0.25,") and "speedup 2.00x" in n for n in notes)
+    assert any("too few for a model" in n for n in notes)
+    html = (tmp_path / "s.html").read_text()
+    assert "<svg" in html and "ideal" in html
+    code, out, err = _run(["show", doc["study_id"], "--db", db], capsys)
+    assert code == 0 and "speedup 2.00x" in out
+
+
+def test_a_failing_point_is_kept_with_its_status(tmp_path, capsys):
+    app = _program(tmp_path, """
+        import os, sys
+        sys.exit(3 if os.environ["OMP_NUM_THREADS"] == "2" else 0)
+    """)
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "1", "--no-store", "--json", "--", app], capsys)
+    doc = json.loads(out)
+    statuses = {m["value"]: m["run"]["application"]["exit_status"] for m in doc["members"]}
+    assert statuses == {1: 0, 2: 3}
+    assert any("failed (exit status 3)" in n for n in doc["analysis"]["notes"])
+
+
+def test_metric_that_never_matches_is_one_line_and_exit_16(tmp_path, capsys):
+    app = _program(tmp_path, "print('hello')\n")
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "1", "--no-store", "--metric", "GFLOPS ([0-9.]+)",
+                           "--", app], capsys)
+    assert code == 16
+    lines = [ln for ln in err.splitlines() if ln.startswith("ceiling:")]
+    assert len(lines) == 1 and "matched nothing" in lines[0]
+
+
+def test_usage_errors(capsys):
+    assert cli.main(["scale", "--threads", "1,2", "--"]) == 2
+    assert cli.main(["scale", "--ranks", "1,2", "--", "true"]) == 2          # the count is not in the command
+    assert cli.main(["scale", "--threads", "1,x", "--", "true"]) == 3
+    capsys.readouterr()
+
+
+@pytest.mark.skipif(not os.path.exists("/bin/sh"), reason="no /bin/sh")
+def test_ranks_substituted_in_a_shell_command(tmp_path, capsys):
+    code, out, err = _run(["scale", "--ranks", "1,2", "--repeat", "1", "--no-store", "--json", "--",
+                           "/bin/sh", "-c", "test {ranks} -ge 1"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(m["run"]["application"]["command"][-1] for m in doc["members"]) == ["test 1 -ge 1", "test 2 -ge 1"]
+
+
+def test_sigterm_during_a_study_keeps_the_finished_runs(tmp_path):
+    """The program's second run sends ceiling SIGTERM (a job's time limit): the study is saved partial
+    with the first run and the second (which then ended as it chose), exit 143. No timing involved."""
+    import subprocess
+    marker = tmp_path / "runs"
+    app = _program(tmp_path, f"""
+        import os, signal
+        p = {str(marker)!r}
+        n = len(open(p).read()) if os.path.exists(p) else 0
+        open(p, "a").write("x")
+        if n == 1:
+            os.kill(os.getppid(), signal.SIGTERM)
+    """)
+    db = str(tmp_path / "h.db")
+    r = subprocess.run([sys.executable, "-m", "ceiling", "scale", "--threads", "1,2", "--repeat", "3", "--db", db,
+                        "--json", "--", app], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 143, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["partial"] and "of 6 runs made" in doc["partial_reason"]
+    assert 1 <= len(doc["members"]) < 6
+    listed = subprocess.run([sys.executable, "-m", "ceiling", "history", "--db", db], capture_output=True, text=True,
+                            timeout=120).stdout
+    assert doc["study_id"][:12] in listed
