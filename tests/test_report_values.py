@@ -167,12 +167,14 @@ def test_every_figure_and_text_set_to_every_bad_value(base):
                 if kind not in numbers for v in FOR_STRINGS]
     items = list(enumerate(changes))
     workers = max(1, min(4, len(os.sched_getaffinity(0))))
-    shares = [(base, items[k::workers]) for k in range(workers)]
+    # the changes of one kind of figure (all its values, which often read as the same run) go to one
+    # worker, the kinds handed out as workers come free
+    shares = [(base, items[k:k + len(BAD)]) for k in range(0, len(items), len(BAD))]
     if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
         failed = [f for share in shares for f in _survive_all(share)]
     else:       # forked: the workers have BASES and the imports already
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            failed = [f for part in pool.map(_survive_all, shares) for f in part]
+            failed = [f for part in pool.imap(_survive_all, shares) for f in part]
     assert not failed, f"{len(failed)} of {len(items)} changes failed; first: {failed[:3]}"
 
 
