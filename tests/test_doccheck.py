@@ -6,6 +6,8 @@ and ranges, and both checkers must agree on each."""
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 
 import pytest
 
@@ -60,23 +62,36 @@ def _one_of_each(v):
     return v
 
 
+def _agree_all(texts):
+    return [_agree(t) for t in texts]
+
+
 @pytest.mark.parametrize("base", ["golden_v3", "profile_v3"])
 def test_both_checkers_agree_on_every_kind_of_value(base):
     doc = BASES[base] if base != "profile_v3" else _one_of_each(BASES[base])
     # the profile's document: its application section (the rest is golden_v3's)
     part = (lambda kind: kind[0] == "application") if base == "profile_v3" else (lambda kind: True)
-    verdicts = set()
+    texts = []
     numbers = groups(doc)
     for kind, paths in numbers.items():
         for v in (-1, 0.5, 1e308, "abc", None, True, {}) if part(kind) else ():
-            verdicts.add(_agree(mutated(doc, [(p, v) for p in paths])))
+            texts.append(mutated(doc, [(p, v) for p in paths]))
     for kind, paths in groups(doc, numbers_only=False).items():
         if kind not in numbers and part(kind):
             for v in (0, "", None):
-                verdicts.add(_agree(mutated(doc, [(p, v) for p in paths])))
+                texts.append(mutated(doc, [(p, v) for p in paths]))
     for key in ("metrics", "findings", "series", "analysis", "machine", "job"):
         for v in (None, [], {}, "x"):
-            verdicts.add(_agree(json.dumps(dict(doc, **{key: v}))))
+            texts.append(json.dumps(dict(doc, **{key: v})))
+    # jsonschema takes 10-40 ms a document: the documents are shared among the CPUs there are,
+    # as test_report_values does (a disagreement fails the test with its document all the same)
+    workers = max(1, min(4, len(os.sched_getaffinity(0))))
+    shares = [texts[k::workers] for k in range(workers)]
+    if workers == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        verdicts = set(_agree_all(texts))
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            verdicts = {v for part in pool.map(_agree_all, shares) for v in part}
     assert verdicts == {True, False}
 
 
