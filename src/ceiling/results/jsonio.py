@@ -183,15 +183,19 @@ def _checker() -> doccheck.Checker:
     return doccheck.Checker(schema(SCHEMA_VERSION))
 
 
+def _read(path: str) -> bytes:
+    """The file's bytes; PathError when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise PathError(f"cannot read {path}: {e.strerror or e}") from None
+
+
 def load(path: PathLike) -> Run:
     """Read a Run from a JSON file. PathError when unreadable, StoreError when not a run."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise PathError(f"cannot read {path}: {e.strerror or e}") from None
-    return loads(data, source=path)
+    return loads(_read(path), source=path)
 
 
 @lru_cache(maxsize=None)
@@ -274,12 +278,7 @@ def loads_document(text: Union[str, bytes], source: str = "document") -> Union[R
 def load_document(path: PathLike) -> Union[Run, Study]:
     """Read a Run or a Study from a JSON file. PathError when unreadable."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise PathError(f"cannot read {path}: {e.strerror or e}") from None
-    return loads_document(data, source=path)
+    return loads_document(_read(path), source=path)
 
 
 @lru_cache(maxsize=None)
