@@ -188,15 +188,6 @@ def test_records_of_another_version_lines_outside_records_and_records_without_a_
                        "a process id in the interposer's records were skipped")
 
 
-def test_the_interposer_writes_no_string_key_the_reader_takes_for_a_number():
-    """STRINGS lists every key ceil_ip_put_str writes (and mpi.c's put_hist keys): a name
-    under a key missing there would be skipped as a malformed number."""
-    src = "".join(p.read_text() for p in CSRC.glob("*.c"))
-    keys = set(re.findall(r'ceil_ip_put_str\(\w+, "(\w+)"', src)) | set(re.findall(r'put_hist\(o, self, "(\w+)"', src))
-    assert keys and keys - {"peer"} <= ir.STRINGS
-    assert set(re.findall(r'ceil_ip_put_i64\(&?\w+, "(\w+)"', src)) == ir.SIGNED
-
-
 def test_a_rank_whose_timestamps_are_out_of_order_has_a_run_of_zero_not_a_division_by_it():
     text = VALID.replace("thread_level=-1 init_ns=1100000000", f"thread_level=-1 init_ns={(1 << 64) - 1}", 1)
     recs, breakdown, text = analyse(ir.parse(text))

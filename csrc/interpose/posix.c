@@ -85,42 +85,33 @@
 #include "files.h"
 #include "interpose.h"
 
-/* Every wrapped function, for the per-function counts: the ones every
- * glibc has, resolved at load; */
-#define POSIX_BASE_FNS(X)                                                                          \
-    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)                \
-    X(__openat64_2) X(creat) X(creat64) X(close)                                                   \
-    X(read) X(__read_chk) X(pread) X(pread64) X(__pread_chk) X(__pread64_chk) X(readv)             \
-    X(write) X(pwrite) X(pwrite64) X(writev)                                                       \
-    X(lseek) X(lseek64) X(fsync) X(fdatasync)                                                      \
-    X(unlink) X(unlinkat) X(mkdir) X(rmdir) X(rename) X(access)
-
-/* stat and its forms as functions of their own, exported since glibc 2.33
- * (before, the headers turned them into __xstat calls), resolved at load; */
+/* Every wrapped function, for the per-function counts (calls.def): the ones
+ * every glibc has, resolved at load; stat and its forms as functions of their
+ * own, exported since glibc 2.33 (before, the headers turned them into __xstat
+ * calls), resolved at load; and what binaries built against an older glibc
+ * call instead: resolved at their first call, so that a glibc that no longer
+ * exports them does not stop every program at load. */
+#define POSIX_BASE_FNS(X) CEIL_IP_POSIX_BASE_FNS(X)
 #if __GLIBC_PREREQ(2, 33)
-#define POSIX_STAT_FNS(X)                                                                          \
-    X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat) X(fstatat64)
+#define POSIX_STAT_FNS(X) CEIL_IP_POSIX_STAT_FNS(X)
 #else
 #define POSIX_STAT_FNS(X)
 #endif
-
-/* and what binaries built against an older glibc call instead: resolved at
- * their first call, so that a glibc that no longer exports them does not
- * stop every program at load. */
-#define POSIX_XSTAT_FNS(X)                                                                         \
-    X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstat) X(__fxstat64) X(__fxstatat)      \
-    X(__fxstatat64)
+#define POSIX_XSTAT_FNS(X) CEIL_IP_POSIX_XSTAT_FNS(X)
 
 #define POSIX_FNS(X) POSIX_BASE_FNS(X) POSIX_STAT_FNS(X) POSIX_XSTAT_FNS(X)
 
-#define POSIX_FN_ENUM(fn) FN_##fn,
-#define POSIX_FN_NAME(fn) #fn,
+#define POSIX_FN_ENUM(fn, cls) FN_##fn,
+#define POSIX_FN_NAME(fn, cls) #fn,
 enum posix_fn { POSIX_FNS(POSIX_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {POSIX_FNS(POSIX_FN_NAME)};
 
-/* read and write first: they index the histograms too. */
-enum posix_class { PC_READ, PC_WRITE, PC_META, PC_SYNC, PC_OTHER_READ, PC_OTHER_WRITE, PC_COUNT };
-static const char *const class_names[PC_COUNT] = {"read", "write", "meta", "sync", "other_read", "other_write"};
+/* calls.def's classes; read and write first: they index the histograms too. */
+#define POSIX_CLASS_ENUM(e, name) PC_##e,
+#define POSIX_CLASS_NAME(e, name) #name,
+enum posix_class { CEIL_IP_POSIX_CLASSES(POSIX_CLASS_ENUM) PC_COUNT };
+static const char *const class_names[PC_COUNT] = {CEIL_IP_POSIX_CLASSES(POSIX_CLASS_NAME)};
+_Static_assert(PC_READ == 0 && PC_WRITE == 1, "read and write index the histograms");
 
 /* 256 descriptors of 8 bytes keep the block inside CEIL_IP_MAX_BLOCK. */
 #define POSIX_TRACKED_FDS 256
@@ -657,7 +648,7 @@ static int posix_init(ceil_ip_module *self)
 {
     (void)self;
     const int saved = errno;
-#define POSIX_RESOLVE(fn) (void)CEIL_REAL(fn);
+#define POSIX_RESOLVE(fn, ...) (void)CEIL_REAL(fn);
     POSIX_BASE_FNS(POSIX_RESOLVE)
     POSIX_STAT_FNS(POSIX_RESOLVE)
     POSIX_DUP_FNS(POSIX_RESOLVE)
@@ -685,18 +676,18 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = 0; k < PC_COUNT; k++) {
         const posix_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", class_names[k]);
-        ceil_ip_put_u64(out, "calls", q->calls);
-        ceil_ip_put_u64(out, "errors", q->errors);
+        CEIL_IP_PUT_STR(out, class, class_names[k]);
+        CEIL_IP_PUT_U64(out, calls, q->calls);
+        CEIL_IP_PUT_U64(out, errors, q->errors);
         if (k != PC_META && k != PC_SYNC)
-            ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+            CEIL_IP_PUT_U64(out, bytes, q->bytes);
+        CEIL_IP_PUT_U64(out, ns, ceil_ip_ticks_ns(q->ticks, tick_ns));
         if (k == PC_READ || k == PC_WRITE)
-            ceil_ip_put_u64(out, "random", q->random);
+            CEIL_IP_PUT_U64(out, random, q->random);
     }
     for (int k = PC_READ; k <= PC_WRITE; k++) {
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "hist", class_names[k]);
+        CEIL_IP_PUT_STR(out, hist, class_names[k]);
         for (int b = 0; b < CEIL_IP_HIST_BUCKETS; b++)
             ceil_ip_put_u64(out, ceil_ip_bucket_names[b], sum.hist[k][b]);
     }

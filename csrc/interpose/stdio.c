@@ -129,37 +129,29 @@
 #undef fputc_unlocked
 #undef putc_unlocked
 
-/* Every wrapped function, for the per-function counts: those that call
- * their own real function, resolved at load, */
-#define STDIO_REAL_FNS(X)                                                                          \
-    X(fopen) X(fopen64) X(fdopen) X(freopen) X(freopen64) X(fclose)                                \
-    X(fseek) X(fseeko) X(fseeko64) X(ftell) X(ftello) X(ftello64) X(rewind)                        \
-    X(fread) X(__fread_chk) X(fgets) X(__fgets_chk) X(fgetc) X(getc)                               \
-    X(fwrite) X(fputs) X(puts) X(fputc) X(putc)                                                    \
-    X(vfprintf) X(__vfprintf_chk) X(vprintf) X(__vprintf_chk)                                      \
-    X(fflush)                                                                                      \
-    X(fread_unlocked) X(fwrite_unlocked) X(fgets_unlocked) X(fputs_unlocked) X(fflush_unlocked)    \
-    X(fgetc_unlocked) X(getc_unlocked) X(fputc_unlocked) X(putc_unlocked)
-
-/* and the variadic printf forms, which call the real v-form. */
-#define STDIO_VARIADIC_FNS(X) X(fprintf) X(__fprintf_chk) X(printf) X(__printf_chk)
+/* Every wrapped function, for the per-function counts (calls.def): those that
+ * call their own real function, resolved at load, and the variadic printf
+ * forms, which call the real v-form. */
+#define STDIO_REAL_FNS(X) CEIL_IP_STDIO_REAL_FNS(X)
+#define STDIO_VARIADIC_FNS(X) CEIL_IP_STDIO_VARIADIC_FNS(X)
 
 #define STDIO_FNS(X) STDIO_REAL_FNS(X) STDIO_VARIADIC_FNS(X)
 
-#define STDIO_FN_ENUM(fn) FN_##fn,
-#define STDIO_FN_NAME(fn) #fn,
+#define STDIO_FN_ENUM(fn, cls) FN_##fn,
+#define STDIO_FN_NAME(fn, cls) #fn,
 enum stdio_fn { STDIO_FNS(STDIO_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {STDIO_FNS(STDIO_FN_NAME)};
 
-enum stdio_class {
-    SC_READ, SC_WRITE, SC_META, SC_FLUSH, SC_OTHER_READ, SC_OTHER_WRITE, SC_OTHER_FLUSH, SC_COUNT
-};
-static const char *const class_names[SC_COUNT] = {"read", "write", "meta", "flush",
-                                                   "other_read", "other_write", "other_flush"};
+/* calls.def's classes */
+#define STDIO_CLASS_ENUM(e, name) SC_##e,
+#define STDIO_CLASS_NAME(e, name) #name,
+enum stdio_class { CEIL_IP_STDIO_CLASSES(STDIO_CLASS_ENUM) SC_COUNT };
+static const char *const class_names[SC_COUNT] = {CEIL_IP_STDIO_CLASSES(STDIO_CLASS_NAME)};
 
 /* What the streams on files asked of the kernel, estimated from the buffers (see the top). */
-enum { KR_READ, KR_WRITE, KR_PENDING, KR_COUNT };
-static const char *const kernel_names[KR_COUNT] = {"kernel_read", "kernel_write", "pending"};
+#define STDIO_KERNEL_ENUM(e, name) KR_##e,
+enum { CEIL_IP_STDIO_KERNEL(STDIO_KERNEL_ENUM) KR_COUNT };
+static const char *const kernel_names[KR_COUNT] = {CEIL_IP_STDIO_KERNEL(STDIO_CLASS_NAME)};
 
 typedef struct stdio_class_counters {
     uint64_t calls, errors, bytes, ticks;   /* ticks: of ceil_ip_ticks, ns at report */
@@ -599,7 +591,7 @@ static int stdio_init(ceil_ip_module *self)
 {
     (void)self;
     const int saved = errno;
-#define STDIO_RESOLVE(fn) (void)CEIL_REAL(fn);
+#define STDIO_RESOLVE(fn, ...) (void)CEIL_REAL(fn);
     STDIO_REAL_FNS(STDIO_RESOLVE)
 #undef STDIO_RESOLVE
     errno = saved;
@@ -646,18 +638,18 @@ static void stdio_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = 0; k < SC_COUNT; k++) {
         const stdio_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", class_names[k]);
-        ceil_ip_put_u64(out, "calls", q->calls);
-        ceil_ip_put_u64(out, "errors", q->errors);
+        CEIL_IP_PUT_STR(out, class, class_names[k]);
+        CEIL_IP_PUT_U64(out, calls, q->calls);
+        CEIL_IP_PUT_U64(out, errors, q->errors);
         if (k != SC_META && k != SC_FLUSH && k != SC_OTHER_FLUSH)
-            ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+            CEIL_IP_PUT_U64(out, bytes, q->bytes);
+        CEIL_IP_PUT_U64(out, ns, ceil_ip_ticks_ns(q->ticks, tick_ns));
     }
     for (int k = 0; k < KR_COUNT; k++) {
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", kernel_names[k]);
-        ceil_ip_put_u64(out, "requests", sum.kernel[k][0]);
-        ceil_ip_put_u64(out, "bytes", sum.kernel[k][1]);
+        CEIL_IP_PUT_STR(out, class, kernel_names[k]);
+        CEIL_IP_PUT_U64(out, requests, sum.kernel[k][0]);
+        CEIL_IP_PUT_U64(out, bytes, sum.kernel[k][1]);
     }
     ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }

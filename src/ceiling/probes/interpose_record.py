@@ -9,7 +9,8 @@ A process may write more than one record (a checkpoint at MPI_Finalize, then
 its record at exit): ``latest`` keeps the one that supersedes the others.
 
 This is the one place that checks a record: what it returns has an int for every
-number and a str for every name, so the analysis (analysis/profile*.py) trusts
+number and a str for every name (which keys are which: csrc/interpose/calls.def, through
+probes/interpose_names.py), so the analysis (analysis/profile*.py) trusts
 the types. A record file is the program's to write (and to damage: a program
 may append to it, a disk may fill), so nothing in it may raise. A value is an
 unsigned 64-bit decimal (at most 20 ASCII digits, checked before ``int()``, whose
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from functools import lru_cache
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from ..results.model import WARN, Finding
+from . import interpose_names
 
 FORMAT_VERSION = 1          # CEIL_IP_FORMAT_VERSION: the version this reader understands
 # A record file is read whole, a line at a time: in a wrapped MPI launch rank 0's file holds every
@@ -38,14 +41,26 @@ FORMAT_VERSION = 1          # CEIL_IP_FORMAT_VERSION: the version this reader un
 # in %XX (under 13 KiB); a longer one is no record's, skipped and counted without being held.
 LINE_BYTES = 1 << 20
 
-# Keys whose values are names (ceil_ip_put_str in csrc/interpose/; tests/test_interpose_record.py
-# checks the list against the sources): every other key is a number.
-STRINGS = frozenset({"host", "exe", "reason", "by", "name", "family", "library", "class", "fn", "path",
-                     "hist", "hist_ns", "hist_bytes"})
-# Keys written with ceil_ip_put_i64, from C ints: a signed 32-bit range.
-SIGNED = frozenset({"signal", "rank", "size", "thread_level"})
-# "peer" is a world rank (unsigned), or "other" for the peers past the table (mpi.c).
-WORDS = {"peer": frozenset({"other"})}
+# The keys' types are the interposer's own (csrc/interpose/calls.def, read through
+# probes/interpose_names.py): STRINGS, the keys whose values are names; SIGNED, those written
+# from C ints (a signed 32-bit range); WORDS, the words a number key may also be ("peer" is a
+# world rank, or "other" for the peers past the table, mpi.c); every other key is an unsigned
+# number. Read when first asked for (module __getattr__), so that importing this module needs
+# no build.
+_LAZY = {"STRINGS": lambda n: n.of_type("str"), "SIGNED": lambda n: n.of_type("i32"),
+         "WORDS": lambda n: {k: frozenset({"other"}) for k in n.of_type("peer")}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _LAZY[name](interpose_names.names())
+    raise AttributeError(name)
+
+
+@lru_cache(maxsize=None)
+def _types(where: str) -> Tuple[FrozenSet[str], FrozenSet[str], Dict[str, FrozenSet[str]]]:
+    n = interpose_names.names()
+    return _LAZY["STRINGS"](n), _LAZY["SIGNED"](n), _LAZY["WORDS"](n)
 
 U64_MAX = (1 << 64) - 1
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -82,12 +97,13 @@ _BAD = object()
 
 def value(key: str, text: str) -> Any:
     """``text`` as its key's type (int or str), or _BAD; never raises."""
-    if key in STRINGS:
+    strings, signed, words = _types(str(interpose_names.path()))
+    if key in strings:
         if not _NAME.fullmatch(text):
             return _BAD
         raw = _ESC.sub(lambda m: bytes([int(m.group(1), 16)]), text.encode("ascii"))
         return raw.decode("utf-8", errors="replace")
-    if key in SIGNED:
+    if key in signed:
         if not _I32.fullmatch(text):
             return _BAD
         v = int(text)
@@ -95,7 +111,7 @@ def value(key: str, text: str) -> Any:
     if _U64.fullmatch(text):
         v = int(text)
         return v if v <= U64_MAX else _BAD
-    return text if text in WORDS.get(key, ()) else _BAD
+    return text if text in words.get(key, ()) else _BAD
 
 
 def fields(words: List[str], out: Optional[Records] = None) -> Dict[str, Any]:
