@@ -139,13 +139,35 @@ def test_the_records_real_programs_write_have_only_the_tables_lines_keys_and_nam
                PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
     subprocess.run(["sh", "-c", SCRIPT, "sh", str(work)], env=env, check=True, timeout=120, capture_output=True)
     records = ir.read_dir(str(recs))
-    assert records.counts() == {"records": 0, "lines": 0, "fields": 0}
-    words = {w for r in records for w in r["lines"]}
-    assert {"posix", "file", "proc", "null"} <= words, words
-    assert [b for r in records for b in check_record(r)] == []
-    fns = {(w, f["fn"]) for r in records for w, lines in r["lines"].items() for f in lines if "fn" in f}
+    assert records.counts() == {"records": 0, "lines": 0, "fields": 0} and records.unknown == {}
+    docs = [r.as_dict() for r in records]
+    words = {w for r in docs for w in r["lines"]}
+    assert {"posix", "stdio", "copy", "file", "proc", "null"} <= words, words
+    assert [b for r in docs for b in check_record(r)] == []
+    fns = {(w, f["fn"]) for r in docs for w, lines in r["lines"].items() for f in lines if "fn" in f}
     for w, fn in fns:
         assert fn in N.sets[f"{w}_fns"], (w, fn)
+
+
+def test_the_typed_reader_has_a_field_for_every_key_and_no_other():
+    """Python's side of the contract: each line kind of the table has its dataclass
+    (interpose_lines.KINDS), whose fields are the kind's keys (class as class_; a histogram's
+    lead as ``of``, its buckets in ``buckets``). A key added to the table alone, or a field
+    added to a dataclass alone, fails here."""
+    from ceiling.probes import interpose_lines as il
+    assert set(il.KINDS) == {(ln.word, ln.kind) for ln in N.lines}
+    for ln in N.lines:
+        t = il.KINDS[(ln.word, ln.kind)]
+        if ln.buckets:
+            assert t is il.Hist and ln.keys == (), ln
+            continue
+        keys = {il.field_of(k) for k in ln.all_keys(N.buckets)}
+        fields = set(il.fields_of(t))
+        if t in (il.StreamClass, il.MpiCounts):
+            # one dataclass for two kinds: the union of their keys
+            keys = {il.field_of(k) for other in N.lines if il.KINDS[(other.word, other.kind)] is t
+                    for k in other.all_keys(N.buckets)}
+        assert fields == keys, (ln.word, ln.kind, sorted(fields ^ keys))
 
 
 GOLDEN = sorted((ROOT / "tests" / "fixtures" / "profile_golden").glob("*.json"))
