@@ -113,6 +113,14 @@ enum posix_class { CEIL_IP_POSIX_CLASSES(POSIX_CLASS_ENUM) PC_COUNT };
 static const char *const class_names[PC_COUNT] = {CEIL_IP_POSIX_CLASSES(POSIX_CLASS_NAME)};
 _Static_assert(PC_READ == 0 && PC_WRITE == 1, "read and write index the histograms");
 
+/* Each wrapper counts its call in the class calls.def gives it (a data call on a descriptor
+ * that is not a file in other_read or other_write instead): checked where it is defined. */
+#define POSIX_FN_CLASS(fn, cls) POSIX_CLASS_OF_##fn = PC_##cls,
+enum { CEIL_IP_POSIX_BASE_FNS(POSIX_FN_CLASS) CEIL_IP_POSIX_STAT_FNS(POSIX_FN_CLASS)
+       CEIL_IP_POSIX_XSTAT_FNS(POSIX_FN_CLASS) };
+#define POSIX_CLASS_IS(fn, klass)                                                                     \
+    _Static_assert((int)POSIX_CLASS_OF_##fn == (int)(klass), "calls.def gives " #fn " another class")
+
 /* 256 descriptors of 8 bytes keep the block inside CEIL_IP_MAX_BLOCK. */
 #define POSIX_TRACKED_FDS 256
 
@@ -289,6 +297,7 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
     } while (0)
 
 #define POSIX_OPEN(fn)                                                                             \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (const char *, int, ...));                                          \
     CEIL_IP_EXPORT int fn(const char *path, int flags, ...)                                        \
     {                                                                                              \
@@ -306,6 +315,7 @@ POSIX_OPEN(open)
 POSIX_OPEN(open64)
 
 #define POSIX_OPENAT(fn)                                                                           \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (int, const char *, int, ...));                                     \
     CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags, ...)                             \
     {                                                                                              \
@@ -326,6 +336,7 @@ POSIX_OPENAT(openat64)
  * the flags are not known at compile time; no mode: with O_CREAT the real
  * one stops the program. */
 #define POSIX_OPEN_2(fn)                                                                           \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     int fn(const char *, int);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, (const char *, int));                                               \
     CEIL_IP_EXPORT int fn(const char *path, int flags)                                             \
@@ -342,6 +353,7 @@ POSIX_OPEN_2(__open_2)
 POSIX_OPEN_2(__open64_2)
 
 #define POSIX_OPENAT_2(fn)                                                                         \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     int fn(int, const char *, int);                                                                \
     CEIL_IP_REAL_DECL(int, fn, (int, const char *, int));                                          \
     CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags)                                  \
@@ -358,6 +370,7 @@ POSIX_OPENAT_2(__openat_2)
 POSIX_OPENAT_2(__openat64_2)
 
 #define POSIX_CREAT(fn)                                                                            \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (const char *, mode_t));                                            \
     CEIL_IP_EXPORT int fn(const char *path, mode_t mode)                                           \
     {                                                                                              \
@@ -373,6 +386,7 @@ POSIX_CREAT(creat)
 POSIX_CREAT(creat64)
 
 CEIL_IP_REAL_DECL(int, close, (int));
+POSIX_CLASS_IS(close, PC_META);
 CEIL_IP_EXPORT int close(int fd)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
@@ -470,6 +484,7 @@ POSIX_MMAP(mmap64)
 
 /* read and write at the file position: (fd, buf, n). */
 #define POSIX_RW(klass, fn, buf_t)                                                                 \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t));                                          \
     CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n)                                         \
     {                                                                                              \
@@ -486,6 +501,7 @@ POSIX_RW(PC_WRITE, write, const void *)
 
 /* pread and pwrite at an offset: (fd, buf, n, off). */
 #define POSIX_PRW(klass, fn, buf_t, off_type)                                                      \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t, off_type));                                \
     CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n, off_type off)                           \
     {                                                                                              \
@@ -505,6 +521,7 @@ POSIX_PRW(PC_WRITE, pwrite64, const void *, off64_t)
 /* The fortified read and pread: the same, with the buffer's size last. */
 ssize_t __read_chk(int, void *, size_t, size_t);
 CEIL_IP_REAL_DECL(ssize_t, __read_chk, (int, void *, size_t, size_t));
+POSIX_CLASS_IS(__read_chk, PC_READ);
 CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
@@ -517,6 +534,7 @@ CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 }
 
 #define POSIX_PREAD_CHK(fn, off_type)                                                              \
+    POSIX_CLASS_IS(fn, PC_READ);                                                                   \
     ssize_t fn(int, void *, size_t, off_type, size_t);                                             \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, void *, size_t, off_type, size_t));                       \
     CEIL_IP_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_type off, size_t buflen)            \
@@ -533,6 +551,7 @@ POSIX_PREAD_CHK(__pread_chk, off_t)
 POSIX_PREAD_CHK(__pread64_chk, off64_t)
 
 #define POSIX_RWV(klass, fn)                                                                       \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, const struct iovec *, int));                              \
     CEIL_IP_EXPORT ssize_t fn(int fd, const struct iovec *iov, int iovcnt)                         \
     {                                                                                              \
@@ -548,6 +567,7 @@ POSIX_RWV(PC_READ, readv)
 POSIX_RWV(PC_WRITE, writev)
 
 #define POSIX_LSEEK(fn, off_type)                                                                  \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(off_type, fn, (int, off_type, int));                                         \
     CEIL_IP_EXPORT off_type fn(int fd, off_type off, int whence)                                   \
     {                                                                                              \
@@ -566,6 +586,7 @@ POSIX_LSEEK(lseek64, off64_t)
 /* A call that is counted in its class and nothing else; every one of them
  * returns -1 on failure. params name the arguments, args pass them on. */
 #define POSIX_PLAIN(klass, fn, params, args)                                                       \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, params);                                                            \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
@@ -581,6 +602,7 @@ POSIX_LSEEK(lseek64, off64_t)
     }
 
 #define POSIX_SYNC(fn)                                                                             \
+    POSIX_CLASS_IS(fn, PC_SYNC);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (int));                                                             \
     CEIL_IP_EXPORT int fn(int fd)                                                                  \
     {                                                                                              \

@@ -146,6 +146,13 @@ static const char *const fn_names[FN_COUNT] = {STDIO_FNS(STDIO_FN_NAME)};
 #define STDIO_CLASS_ENUM(e, name) SC_##e,
 #define STDIO_CLASS_NAME(e, name) #name,
 enum stdio_class { CEIL_IP_STDIO_CLASSES(STDIO_CLASS_ENUM) SC_COUNT };
+
+/* Each wrapper counts its call in the class calls.def gives it (one on a stream that is not a
+ * file in other_* instead): checked where it is defined. */
+#define STDIO_FN_CLASS(fn, cls) STDIO_CLASS_OF_##fn = SC_##cls,
+enum { CEIL_IP_STDIO_REAL_FNS(STDIO_FN_CLASS) CEIL_IP_STDIO_VARIADIC_FNS(STDIO_FN_CLASS) };
+#define STDIO_CLASS_IS(fn, klass)                                                                     \
+    _Static_assert((int)STDIO_CLASS_OF_##fn == (int)(klass), "calls.def gives " #fn " another class")
 static const char *const class_names[SC_COUNT] = {CEIL_IP_STDIO_CLASSES(STDIO_CLASS_NAME)};
 
 /* What the streams on files asked of the kernel, estimated from the buffers (see the top). */
@@ -354,6 +361,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
  * evaluated after errno is saved: what they call (ferror, strlen) cannot
  * change the errno the program sees. */
 #define STDIO_WRAP(klass, ret_t, fn, params, args, FAILED, BYTES, STREAM)                          \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
     CEIL_IP_EXPORT ret_t fn params                                                                 \
     {                                                                                              \
@@ -374,6 +382,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
  * after the call (KERNEL: kernel_reads, kernel_writes or kernel_flush, with
  * the call's bytes). */
 #define STDIO_DATA(klass, ret_t, fn, params, args, FAILED, BYTES, F, KERNEL)                       \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
     CEIL_IP_EXPORT ret_t fn params                                                                 \
     {                                                                                              \
@@ -420,6 +429,7 @@ STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
  * posix module, so it is unmapped here (asked before the stream is gone);
  * what was pending in its buffer goes to the kernel in one request. */
 CEIL_IP_REAL_DECL(int, fclose, (FILE *));
+STDIO_CLASS_IS(fclose, SC_META);
 CEIL_IP_EXPORT int fclose(FILE *f)
 {
     const int saved0 = errno;              /* fileno sets EBADF on a stream without a descriptor */
@@ -446,6 +456,7 @@ CEIL_IP_EXPORT int fclose(FILE *f)
 }
 
 CEIL_IP_REAL_DECL(void, rewind, (FILE *));
+STDIO_CLASS_IS(rewind, SC_META);
 CEIL_IP_EXPORT void rewind(FILE *f)
 {
     stdio_counters *c = ceil_ip_block(&stdio_module);
@@ -491,6 +502,7 @@ STDIO_DATA(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap)
 /* flush: fflush(NULL) flushes every stream and is counted as a call on no
  * stream, with no estimate of what it sent. */
 #define STDIO_FLUSH(fn)                                                                            \
+    STDIO_CLASS_IS(fn, SC_FLUSH);                                                                  \
     CEIL_IP_REAL_DECL(int, fn, (FILE *));                                                          \
     CEIL_IP_EXPORT int fn(FILE *f)                                                                 \
     {                                                                                              \
@@ -526,6 +538,7 @@ STDIO_FLUSH(fflush_unlocked)
 /* The variadic printf forms: the real v-form does the work, counted under
  * the name the program called. */
 #define STDIO_PRINTF(fn, vfn, params, vargs, last, stream)                                         \
+    STDIO_CLASS_IS(fn, SC_WRITE);                                                                  \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
         va_list ap;                                                                                \
@@ -558,6 +571,7 @@ STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (fla
 /* One character at a time: counted, not timed (see the top). EOF from a
  * read is an error only when the stream says so. */
 #define STDIO_CHAR(klass, fn, params, args, FAILED, KERNEL)                                        \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, params);                                                            \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
