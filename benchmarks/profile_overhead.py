@@ -436,7 +436,8 @@ def main() -> int:
     report = header(a, a.lib, ceiling)
     try:
         with tempfile.TemporaryDirectory(prefix="ceiling-profile-overhead-") as d:
-            s = Setup(a.lib.resolve(), ceiling, parse, Path(d), a.timeout)
+            # the records in the reader's dict form (interpose_lines.Record.as_dict), as this script reads them
+            s = Setup(a.lib.resolve(), ceiling, lambda text: [r.as_dict() for r in parse(text)], Path(d), a.timeout)
             if a.only in (None, "rate"):
                 report += ["", *rate(s, a)]
             if a.only in (None, "barrier"):

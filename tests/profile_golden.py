@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Tuple
 
 from ceiling.analysis.profile_run import Analysed
 from ceiling.observe.model import Interposer, Observation
-from ceiling.probes.interpose_record import Records
+from ceiling.probes.interpose_record import Records, from_dicts
 from ceiling.probes.launch import Exit
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
 from ceiling.results.jsonio import plain
@@ -48,11 +48,15 @@ def sampled_from(d: Dict[str, Any]) -> Sampled:
 
 
 def records_doc(r: Records) -> Dict[str, Any]:
-    return {"records": json.loads(json.dumps(list(r))), "counts": r.counts(), "unread": [list(u) for u in r.unread]}
+    return {"records": json.loads(json.dumps([rec.as_dict() for rec in r])), "counts": r.counts(),
+            "unread": [list(u) for u in r.unread]}
 
 
 def records_from(d: Dict[str, Any]) -> Records:
-    r = Records(d["records"])
+    """The typed records of a golden document, read from its dict form as a record file is
+    (interpose_record.from_dicts): none of it may be skipped."""
+    r = from_dicts(d["records"])
+    assert r.counts() == {"records": 0, "lines": 0, "fields": 0} and len(r) == len(d["records"]), r.counts()
     r.skipped_records, r.skipped_lines, r.skipped_fields = (d["counts"][k] for k in ("records", "lines", "fields"))
     r.unread = [tuple(u) for u in d["unread"]]
     return r

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from ceiling.analysis import profile_files
+from ceiling.probes.interpose_record import from_dicts, parse as read_records
 from ceiling.results.model import Run, Application
 from ceiling.results.profile import profile_from
 from test_interpose import LIB, NEEDS_LIB, only_record, parse, run_child
@@ -125,7 +126,7 @@ def program(tmp_path_factory):
 
 
 def files_of(rec):
-    lines = rec["lines"]["file"]
+    lines = (rec.as_dict() if hasattr(rec, "as_dict") else rec)["lines"]["file"]
     head = [ln for ln in lines if "files" in ln]
     assert len(head) == 1, lines
     files = {os.path.basename(ln["path"]): ln for ln in lines if "dev" in ln}
@@ -215,7 +216,7 @@ def _rec(pid, host="n1", **files):
                 "read_bytes": 0, "read_ns": 0, "writes": 0, "write_bytes": 0, "write_ns": 0, "random": 0,
                 "unaligned": 0, "syncs": 0, "sync_ns": 0, "extent": 0, "path": f"/scratch/{name}"}
         lines.append({**base, **f})
-    return {"process": {"host": host, "pid": pid}, "lines": {"file": lines}}
+    return from_dicts([{"process": {"host": host, "pid": pid}, "lines": {"file": lines}}])[0]
 
 
 def test_processes_of_a_node_sharing_a_file_add_up_and_the_busiest_comes_first():
@@ -248,7 +249,7 @@ def test_no_finding_names_a_file_that_took_little_of_the_io_time():
 
 
 def test_records_without_file_lines_give_no_summary():
-    assert profile_files.summarise([{"process": {}, "lines": {"posix": []}}]) == {}
+    assert profile_files.summarise(from_dicts([{"process": {"pid": 1}, "lines": {"posix": []}}])) == {}
 
 
 def test_the_terminal_page_and_the_html_section_show_the_files():
@@ -438,14 +439,14 @@ def test_a_file_deleted_and_created_again_is_one_record_and_two_names_of_one_ino
     for name in ("rel.dat", "at.dat", "unclean.dat", "link.dat"):
         assert files[name]["path"] == str(data / name)
     assert (files["link.dat"]["opens"], files["link.dat"]["write_bytes"], files["target.dat"]["opens"]) == (1, 10, 1)
-    s = profile_files.summarise([only_record(out)])
+    s = profile_files.summarise(read_records(out.read_text()))
     assert s["count"] == 8
     assert next(f for f in s["shown"] if f["path"].endswith("j.dat"))["recreated"] == 9
 
 
 def _shared(paths_program, tmp_path, mode):
     out, _ = run(paths_program, tmp_path, mode)
-    recs = parse(out.read_text())
+    recs = read_records(out.read_text())
     assert len(recs) == 2
     for r in recs:
         f = files_of(r)[1]["s.dat"]
@@ -588,7 +589,7 @@ def test_writes_through_synchronous_opens_are_counted_with_their_flags(opens_pro
     assert (pl["oflags"], pl["flagged_writes"], pl["flagged_write_ns"]) == (0, 0, 0)
     if b"direct" in p.stdout:
         assert (files["direct.dat"]["oflags"], files["direct.dat"]["flagged_writes"]) == (4, 1)
-    s = profile_files.summarise([only_record(out)])
+    s = profile_files.summarise(read_records(out.read_text()))
     assert [f["path"].rsplit("/", 1)[1] for f in s["flagged"]][:2] == ["dsync.dat", "sync.dat"]
     (f,) = [x for x in profile_files.uncounted(s, run_s=1.0) if x.id == "profile.file.sync_open"]
     assert "dsync.dat" in f.title and "O_DSYNC" in f.title and "6 synchronous writes of 4 KiB" in f.evidence
@@ -604,7 +605,7 @@ def test_mapped_files_are_counted_and_anonymous_mappings_are_not(opens_program, 
     assert (ro["maps"], ro["map_bytes"], ro["map_prot"]) == (1, 1 << 20, 1)
     assert (rw["maps"], rw["map_bytes"], rw["map_prot"]) == (1, 8192, 1 | 2 | 4)
     assert ro["reads"] == 0 and (head["io_uring"], head["aio"]) == (0, 0)
-    (f,) = profile_files.uncounted(profile_files.summarise([only_record(out)]), run_s=1.0)
+    (f,) = profile_files.uncounted(profile_files.summarise(read_records(out.read_text())), run_s=1.0)
     assert f.id == "profile.file.mapped" and "ro.dat" in f.title and "rw.dat" not in f.title   # 8 KiB: too little
     assert "page faults, not counted as reads" in f.why
 
@@ -618,14 +619,14 @@ def test_io_uring_and_linux_aio_are_said_to_be_there(opens_program, tmp_path, mo
     assert p.returncode == 0, p.stderr
     head, _ = files_of(only_record(out))
     assert head[mode] == 1 and head["aio" if mode == "io_uring" else "io_uring"] == 0
-    (f,) = profile_files.uncounted(profile_files.summarise([only_record(out)]), run_s=1.0)
+    (f,) = profile_files.uncounted(profile_files.summarise(read_records(out.read_text())), run_s=1.0)
     assert f.id == "profile.file.async" and "present, not counted" in f.title
 
 
 def test_synchronous_writes_are_a_warning_when_they_took_a_tenth_of_the_run():
     recs = [_rec(1, log={"writes": 1000, "write_bytes": 4096000, "write_ns": 3 * 10**9, "flagged_writes": 1000,
                          "flagged_write_ns": 3 * 10**9, "oflags": 1})]
-    recs[0]["process"].update(start_ns=10**9, end_ns=11 * 10**9)
+    recs[0].process.start_ns, recs[0].process.end_ns = 10**9, 11 * 10**9
     assert profile_files.run_seconds(recs) == pytest.approx(10.0)
     s = profile_files.summarise(recs)
     (f,) = profile_files.uncounted(s, profile_files.run_seconds(recs))

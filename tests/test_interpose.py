@@ -325,8 +325,7 @@ def test_an_exec_keeps_the_old_images_counts_and_a_failed_one_counts_nothing_twi
         [("exec", 2), ("exec", 5), ("exit", 4)]
     assert len({r["process"]["pid"] for r in recs}) == 1
     kept = interpose_record.latest(interpose_record.parse(out.read_text()))
-    assert sorted((r["process"]["reason"], r["lines"]["null"][0]["calls"]) for r in kept) == \
-        [("exec", 5), ("exit", 4)]
+    assert sorted((r.process.reason, r.lines["null"][0].calls) for r in kept) == [("exec", 5), ("exit", 4)]
 
 
 def test_a_vfork_child_that_execs_does_not_write_its_parents_record(tmp_path):

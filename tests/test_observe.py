@@ -24,7 +24,7 @@ def test_an_observation_says_how_the_program_ended_and_what_watched_it():
     assert (obs.exit_status, obs.signal, obs.code, obs.interruption) == (3, "", 3, "")
     assert obs.pid in obs.sampled.processes and obs.sampled.samples >= 1 and obs.wall_s > 0
     assert obs.interposer.used and obs.interposer.records, obs.interposer.why     # the library is built here
-    assert {r["process"]["pid"] for r in obs.interposer.records} >= {obs.pid}
+    assert {r.process.pid for r in obs.interposer.records} >= {obs.pid}
     assert obs.interposer.written > 0 and not obs.interposer.removed
     assert obs.host == os.uname().nodename and obs.cpus == len(os.sched_getaffinity(0))
     assert obs.unreached.get(obs.sampled.processes[obs.pid].exe) == ""              # sh takes LD_PRELOAD

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ceiling.analysis.profile import Rusage, conclude, splits
-from ceiling.probes.interpose_record import parse
+from ceiling.probes.interpose_record import from_dicts, parse
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
 from ceiling.results import jsonio
 from ceiling.verbs.profile import preload_refused
@@ -351,18 +351,19 @@ def test_a_rank_the_sampler_never_saw_is_split_from_its_records_proc_lines():
     record (proc.c): a busy main thread, an idle helper left out, and CPU time of threads that
     ended before the record counted on a CPU."""
     from ceiling.analysis.profile import record_split, record_threads
-    rec = {"process": {"pid": 50, "host": "n2", "utime_us": 2_500_000, "stime_us": 0, "start_ns": 10**9,
-                       "end_ns": 3 * 10**9},
-           "lines": {"proc": [{"task": 50, "life_ns": 2_000_000_000, "run_ns": 1_500_000_000, "runq_ns": 100_000_000},
-                              {"task": 51, "life_ns": 1_900_000_000, "run_ns": 1_000_000, "runq_ns": 0},
-                              {"tasks": 2, "shown": 2, "schedstat": 1, "clk_tck": 100, "maxrss_kb": 4096,
-                               "rchar": 3_000_000, "wchar": 1_000_000}]}}
+    [rec] = from_dicts([{
+        "process": {"pid": 50, "host": "n2", "utime_us": 2_500_000, "stime_us": 0, "start_ns": 10**9,
+                    "end_ns": 3 * 10**9},
+        "lines": {"proc": [{"task": 50, "life_ns": 2_000_000_000, "run_ns": 1_500_000_000, "runq_ns": 100_000_000},
+                           {"task": 51, "life_ns": 1_900_000_000, "run_ns": 1_000_000, "runq_ns": 0},
+                           {"tasks": 2, "shown": 2, "schedstat": 1, "clk_tck": 100, "maxrss_kb": 4096,
+                            "rchar": 3_000_000, "wchar": 1_000_000}]}}])
     threads, idle, unseen = record_threads(rec)
     assert [n for n, _ in threads] == ["50/50"] and idle == ["50/51"]
     assert unseen == pytest.approx(2.5 - 1.501)
     sp = record_split(rec)
     assert sp.on_s == pytest.approx(1.5 + 0.999) and sp.runq_s == pytest.approx(0.1)
-    assert record_split({"process": {"pid": 1}, "lines": {}}) is None
+    assert record_split(from_dicts([{"process": {"pid": 1}, "lines": {}}])[0]) is None
     # rank 0 sampled on one CPU half the time; rank 1 from its record: both in the split
     s = sampled((0.5, 0.0, 1.0))
     s.processes[1] = ProcessSample(1, 0, "app")
@@ -386,7 +387,7 @@ def test_processes_outside_the_programs_tree_are_the_ones_taken_from_records():
     here = os.uname().nodename
 
     def rec(pid, ppid, host=here):
-        return {"process": {"pid": pid, "ppid": ppid, "host": host}, "lines": {}}
+        return from_dicts([{"process": {"pid": pid, "ppid": ppid, "host": host}, "lines": {}}])[0]
     mpiexec, proxy, rank0, rank1 = rec(10, 1), rec(11, 10), rec(12, 11), rec(13, 11)
     stepd_rank, remote = rec(20, 19), rec(12, 5, host="elsewhere")
     own = [rank0, rank1, stepd_rank, remote]
@@ -400,8 +401,8 @@ def test_interposer_records_are_read_back_with_a_cut_record_kept():
     text = ("ceiling-interpose 1\nprocess pid=7 ppid=1 exe=/bin/x%20y reason=exit\nmodule name=null version=1\n"
             "null calls=3\nend pid=7 truncated=0\nceiling-interpose 1\nprocess pid=8\nnull calls=1\n")
     a, b = parse(text)
-    assert a["process"]["exe"] == "/bin/x y" and a["lines"]["null"] == [{"calls": 3}] and a["end"]["pid"] == 7
-    assert b["process"]["pid"] == 8 and b["end"] == {}
+    assert a.process.exe == "/bin/x y" and a.as_dict()["lines"]["null"] == [{"calls": 3}] and a.end.pid == 7
+    assert b.process.pid == 8 and b.end is None
 
 
 # ---- against this node's ceilings -------------------------------------------------

@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from ceiling.analysis.profile import io_calls
+from ceiling.probes.interpose_record import from_dicts
 from ceiling.analysis.profile_ceilings import compare
 from test_profile import SH, assert_interposed, profile
 
@@ -88,7 +89,8 @@ def test_cp_r_shows_the_bytes_it_copied(tmp_path):
 # ---- io_calls from records ----------------------------------------------------------
 
 def _rec(reason, stdio, posix=()):
-    return {"process": {"reason": reason}, "lines": {"stdio": list(stdio), "posix": list(posix)}}
+    lines = {"stdio": list(stdio), "posix": list(posix)}
+    return from_dicts([{"process": {"pid": 1, "reason": reason}, "lines": lines}])[0]
 
 
 def test_stdio_library_calls_and_kernel_requests_are_kept_apart():

@@ -293,7 +293,7 @@ def test_a_process_that_execed_counts_its_cpu_once_from_its_records(tmp_path):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     exact = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     records = interpose_record.latest(interpose_record.read_dir(str(out)))
-    assert sorted(r["process"]["reason"] for r in records) == ["exec", "exit"]
+    assert sorted(r.process.reason for r in records) == ["exec", "exit"]
     assert io_calls(records)["write"]["calls"] == 12              # calls: every image's, summed
     metrics, _, _, b = conclude(Sampled(samples=1, interval_s=0.1), Rusage(0.0, 0.0, 0), 1.0, 2, others=records)
     m = {x.name: x.value for x in metrics}
@@ -304,11 +304,13 @@ def test_a_process_that_execed_counts_its_cpu_once_from_its_records(tmp_path):
 
 def test_the_loaders_reads_are_taken_off_once_per_image_or_said_not_to_be():
     from ceiling.analysis.profile_run import without_own_io
+    from ceiling.probes.interpose_record import from_dicts
     io = {"rchar": 10_000, "wchar": 500, "syscr": 40}
     recs = [{"process": {"host": "n1", "pid": p}, "end": {"self_read": 100, "self_reads": 2}} for p in (1, 2)]
     recs.append({"process": {"host": "n2", "pid": 3}, "end": {"self_read": 100, "self_reads": 2}})
     # a child of fork runs its parent's image: its own reads are taken off, no loader's
     recs.append({"process": {"host": "n1", "pid": 4, "forked": 1}, "end": {"self_read": 0, "self_reads": 0}})
+    recs = from_dicts(recs)
     out, said = without_own_io(io, recs, 300, "n1", {"rchar": 832, "syscr": 1, "how": "measured"})
     assert out == {"rchar": 10_000 - 200 - 2 * 832, "wchar": 200, "syscr": 40 - 4 - 2}
     assert said["loader"]["images"] == 2 and said["loader"]["read_bytes"] == 1664

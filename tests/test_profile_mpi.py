@@ -920,4 +920,4 @@ def test_a_checkpoint_is_superseded_by_the_same_process_record_at_exit():
             record(2, 1, 10**9, {"coll": (3, 3, 0)}, reason="checkpoint") +
             record(2, 1, 10**9, {"coll": (4, 4, 0)}, end=False))   # cut short: the checkpoint stands
     kept = latest(parse(text))
-    assert [(r["process"]["pid"], r["lines"]["mpi"][1]["calls"]) for r in kept] == [(1, 2), (2, 3)]
+    assert [(r.process.pid, r.lines["mpi"][1].calls) for r in kept] == [(1, 2), (2, 3)]

@@ -20,7 +20,8 @@ import subprocess
 import pytest
 
 from ceiling.analysis import profile_files
-from test_interpose import NEEDS_LIB, parse, run_child
+from ceiling.probes.interpose_record import parse
+from test_interpose import NEEDS_LIB, run_child
 
 CC = shutil.which("cc")
 STRACE = shutil.which("strace")

@@ -45,15 +45,17 @@
 #include "files.h"
 #include "interpose.h"
 
-#define COPY_FNS(X) X(copy_file_range) X(sendfile) X(sendfile64) X(splice) X(tee)
+#define COPY_FNS(X) CEIL_IP_COPY_FNS(X)     /* calls.def */
 
-#define COPY_FN_ENUM(fn) FN_##fn,
-#define COPY_FN_NAME(fn) #fn,
+#define COPY_FN_ENUM(fn, cls) FN_##fn,
+#define COPY_FN_NAME(fn, cls) #fn,
 enum copy_fn { COPY_FNS(COPY_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {COPY_FNS(COPY_FN_NAME)};
 
-enum copy_class { CC_READ, CC_WRITE, CC_COPY, CC_OTHER, CC_COUNT };
-static const char *const class_names[CC_COUNT] = {"read", "write", "copy", "other"};
+#define COPY_CLASS_ENUM(e, name) CC_##e,
+#define COPY_CLASS_NAME(e, name) #name,
+enum copy_class { CEIL_IP_COPY_CLASSES(COPY_CLASS_ENUM) CC_COUNT };
+static const char *const class_names[CC_COUNT] = {CEIL_IP_COPY_CLASSES(COPY_CLASS_NAME)};
 
 typedef struct copy_class_counters {
     uint64_t calls, errors, bytes, ticks;   /* ticks: of ceil_ip_ticks, ns at report */
@@ -172,7 +174,7 @@ static int copy_init(ceil_ip_module *self)
 {
     (void)self;
     const int saved = errno;
-#define COPY_RESOLVE(fn) (void)CEIL_REAL(fn);
+#define COPY_RESOLVE(fn, ...) (void)CEIL_REAL(fn);
     COPY_FNS(COPY_RESOLVE)
 #undef COPY_RESOLVE
     errno = saved;
@@ -195,11 +197,11 @@ static void copy_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = 0; k < CC_COUNT; k++) {
         const copy_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", class_names[k]);
-        ceil_ip_put_u64(out, "calls", q->calls);
-        ceil_ip_put_u64(out, "errors", q->errors);
-        ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+        CEIL_IP_PUT_STR(out, class, class_names[k]);
+        CEIL_IP_PUT_U64(out, calls, q->calls);
+        CEIL_IP_PUT_U64(out, errors, q->errors);
+        CEIL_IP_PUT_U64(out, bytes, q->bytes);
+        CEIL_IP_PUT_U64(out, ns, ceil_ip_ticks_ns(q->ticks, tick_ns));
     }
     ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }

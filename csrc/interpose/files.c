@@ -118,23 +118,17 @@
 #define FILE_PROBES 64          /* slots tried before a file is lost */
 #define FID_NONE UINT32_MAX     /* descriptor seen: not a file, or no record */
 
-/* The counts of one file (FC_EXTENT is a maximum, the rest sums). */
-enum { FC_OPENS, FC_META_TICKS, FC_READS, FC_READ_BYTES, FC_READ_TICKS, FC_WRITES, FC_WRITE_BYTES, FC_WRITE_TICKS,
-       FC_RANDOM, FC_UNALIGNED, FC_SYNCS, FC_SYNC_TICKS, FC_EXTENT, FC_CACHED,
-       /* the rare ones, added to the record itself (atomic adds) */
-       FC_FLAGGED_WRITES = FC_CACHED, FC_FLAGGED_WRITE_TICKS, FC_MAPS, FC_MAP_BYTES,
-       /* stdio's part of reads, writes and their bytes (library calls), and what its buffers asked of the kernel */
-       FC_STDIO_READS, FC_STDIO_READ_BYTES, FC_STDIO_WRITES, FC_STDIO_WRITE_BYTES,
-       FC_STDIO_KREADS, FC_STDIO_KREAD_BYTES, FC_STDIO_KWRITES, FC_STDIO_KWRITE_BYTES, FC_N };
-static const char *const fc_names[FC_N] = {"opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes",
-                                          "write_bytes", "write_ns", "random", "unaligned", "syncs", "sync_ns",
-                                          "extent", "flagged_writes", "flagged_write_ns", "maps", "map_bytes",
-                                          "stdio_reads", "stdio_read_bytes", "stdio_writes", "stdio_write_bytes",
-                                          "stdio_kernel_reads", "stdio_kernel_read_bytes", "stdio_kernel_writes",
-                                          "stdio_kernel_write_bytes"};
-#define FC_IS_TICKS(k)                                                                                           \
-    ((k) == FC_META_TICKS || (k) == FC_READ_TICKS || (k) == FC_WRITE_TICKS || (k) == FC_SYNC_TICKS ||            \
-     (k) == FC_FLAGGED_WRITE_TICKS)
+/* The counts of one file (FC_extent is a maximum, the rest sums). */
+/* Their names, order and which are of ticks are calls.def's CEIL_IP_FILE_COUNTERS. */
+#define FC_NAME(key, ticks, _) #key,
+#define FC_TICKS(key, ticks, _) ticks,
+static const char *const fc_names[] = {CEIL_IP_FILE_COUNTERS(FC_NAME, _)};
+static const unsigned char fc_ticks[] = {CEIL_IP_FILE_COUNTERS(FC_TICKS, _)};
+#define FC_ENUM(key, ticks, _) FC_##key,
+/* FC_CACHED: those before it are counted in the thread's cache, the rare ones
+ * from it on are added to the record itself (atomic adds) */
+enum { CEIL_IP_FILE_COUNTERS(FC_ENUM, _) FC_N, FC_CACHED = FC_flagged_writes };
+#define FC_IS_TICKS(k) (fc_ticks[k] != 0)
 
 /* The open flags a record keeps (oflags), and a descriptor's (fdflags). */
 #define OF_DSYNC 1u
@@ -339,7 +333,7 @@ static file_entry *entry_in(file_counters *c, uint32_t fid)
             file_rec *r = &files[e->fid - 1];
             for (int k = 0; k < FC_CACHED; k++) {
                 const uint64_t v = ceil_ip_read(&e->n[k]);
-                if (k == FC_EXTENT) {
+                if (k == FC_extent) {
                     uint64_t cur = __atomic_load_n(&r->n[k], __ATOMIC_RELAXED);
                     while (v > cur && !__atomic_compare_exchange_n(&r->n[k], &cur, v, 1, __ATOMIC_RELAXED,
                                                                     __ATOMIC_RELAXED))
@@ -379,8 +373,8 @@ void ceil_ip_file_opened_at(int dirfd, int fd, const char *path, int flags, unsi
     __atomic_store_n(&fdflags[fd], (uint8_t)of, __ATOMIC_RELAXED);
     file_entry *e = entry_of(fd, dirfd, path, 1);
     if (e) {
-        ceil_ip_add(&e->n[FC_OPENS], 1);
-        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
+        ceil_ip_add(&e->n[FC_opens], 1);
+        ceil_ip_add(&e->n[FC_meta_ns], ticks);
         e->api |= api;
         if (of)
             __atomic_fetch_or(&files[e->fid - 1].oflags, of, __ATOMIC_RELAXED);
@@ -409,7 +403,7 @@ void ceil_ip_file_closed(int fd, uint64_t ticks)
     /* a descriptor never mapped is not looked up now: it is closed */
     file_entry *e = ticks && fid ? entry_of(fd, AT_FDCWD, NULL, 0) : NULL;
     if (e)
-        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
+        ceil_ip_add(&e->n[FC_meta_ns], ticks);
     __atomic_store_n(&fdmap[fd], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&fdflags[fd], 0, __ATOMIC_RELAXED);
 }
@@ -448,25 +442,25 @@ void ceil_ip_file_io(int fd, int write, uint64_t bytes, uint64_t ticks, int rand
     file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
     if (!e)
         return;
-    ceil_ip_add(&e->n[write ? FC_WRITES : FC_READS], 1);
-    ceil_ip_add(&e->n[write ? FC_WRITE_BYTES : FC_READ_BYTES], bytes);
-    ceil_ip_add(&e->n[write ? FC_WRITE_TICKS : FC_READ_TICKS], ticks);
-    ceil_ip_add(&e->n[FC_RANDOM], (uint64_t)random);
+    ceil_ip_add(&e->n[write ? FC_writes : FC_reads], 1);
+    ceil_ip_add(&e->n[write ? FC_write_bytes : FC_read_bytes], bytes);
+    ceil_ip_add(&e->n[write ? FC_write_ns : FC_read_ns], ticks);
+    ceil_ip_add(&e->n[FC_random], (uint64_t)random);
     if (write && __atomic_load_n(&fdflags[fd], __ATOMIC_RELAXED)) {
         uint64_t *n = files[e->fid - 1].n;
-        __atomic_fetch_add(&n[FC_FLAGGED_WRITES], 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&n[FC_FLAGGED_WRITE_TICKS], ticks, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_flagged_writes], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_flagged_write_ns], ticks, __ATOMIC_RELAXED);
     }
     if (offset >= 0 && bytes > 0) {
         const uint64_t bs = files[e->fid - 1].blksize;
-        ceil_ip_add(&e->n[FC_UNALIGNED], bs && (uint64_t)offset % bs != 0);
-        if ((uint64_t)offset + bytes > e->n[FC_EXTENT])
-            __atomic_store_n(&e->n[FC_EXTENT], (uint64_t)offset + bytes, __ATOMIC_RELAXED);
+        ceil_ip_add(&e->n[FC_unaligned], bs && (uint64_t)offset % bs != 0);
+        if ((uint64_t)offset + bytes > e->n[FC_extent])
+            __atomic_store_n(&e->n[FC_extent], (uint64_t)offset + bytes, __ATOMIC_RELAXED);
     }
     if (api == CEIL_IP_API_STDIO) {
         uint64_t *n = files[e->fid - 1].n;
-        __atomic_fetch_add(&n[write ? FC_STDIO_WRITES : FC_STDIO_READS], 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&n[write ? FC_STDIO_WRITE_BYTES : FC_STDIO_READ_BYTES], bytes, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[write ? FC_stdio_writes : FC_stdio_reads], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[write ? FC_stdio_write_bytes : FC_stdio_read_bytes], bytes, __ATOMIC_RELAXED);
     }
     if (!(e->api & api))
         e->api |= api;
@@ -478,16 +472,16 @@ void ceil_ip_file_stdio_kernel(int fd, int write, uint64_t requests, uint64_t by
     if (!fid || !requests || !ceil_ip_block(&file_module))
         return;
     uint64_t *n = files[fid - 1].n;
-    __atomic_fetch_add(&n[write ? FC_STDIO_KWRITES : FC_STDIO_KREADS], requests, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&n[write ? FC_STDIO_KWRITE_BYTES : FC_STDIO_KREAD_BYTES], bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&n[write ? FC_stdio_kernel_writes : FC_stdio_kernel_reads], requests, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&n[write ? FC_stdio_kernel_write_bytes : FC_stdio_kernel_read_bytes], bytes, __ATOMIC_RELAXED);
 }
 
 void ceil_ip_file_sync(int fd, uint64_t ticks)
 {
     file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
     if (e) {
-        ceil_ip_add(&e->n[FC_SYNCS], 1);
-        ceil_ip_add(&e->n[FC_SYNC_TICKS], ticks);
+        ceil_ip_add(&e->n[FC_syncs], 1);
+        ceil_ip_add(&e->n[FC_sync_ns], ticks);
     }
 }
 
@@ -497,8 +491,8 @@ void ceil_ip_file_mapped(int fd, uint64_t len, int prot, int flags)
     file_entry *e = entry_of(fd, AT_FDCWD, NULL, 0);
     if (e) {
         uint64_t *n = files[e->fid - 1].n;
-        __atomic_fetch_add(&n[FC_MAPS], 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&n[FC_MAP_BYTES], len, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_maps], 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&n[FC_map_bytes], len, __ATOMIC_RELAXED);
         const uint32_t bits = (prot & PROT_READ ? 1u : 0) | (prot & PROT_WRITE ? 2u : 0) |
                               ((flags & MAP_TYPE) == MAP_SHARED || (flags & MAP_TYPE) == MAP_SHARED_VALIDATE ? 4u : 0);
         __atomic_fetch_or(&files[e->fid - 1].map_prot, bits, __ATOMIC_RELAXED);
@@ -542,8 +536,8 @@ static uint32_t file_named(const char *path, unsigned api, uint64_t ticks)
     const uint32_t fid = record_of(abs, &id, 1);
     if (fid) {
         file_entry *e = entry_in(c, fid);
-        ceil_ip_add(&e->n[FC_OPENS], 1);
-        ceil_ip_add(&e->n[FC_META_TICKS], ticks);
+        ceil_ip_add(&e->n[FC_opens], 1);
+        ceil_ip_add(&e->n[FC_meta_ns], ticks);
         e->api |= api;
     }
     return fid;
@@ -555,9 +549,9 @@ void ceil_ip_file_io_id(uint32_t fid, int write, uint64_t bytes, uint64_t ticks,
     if (!c)
         return;
     file_entry *e = entry_in(c, fid);
-    ceil_ip_add(&e->n[write ? FC_WRITES : FC_READS], 1);
-    ceil_ip_add(&e->n[write ? FC_WRITE_BYTES : FC_READ_BYTES], bytes);
-    ceil_ip_add(&e->n[write ? FC_WRITE_TICKS : FC_READ_TICKS], ticks);
+    ceil_ip_add(&e->n[write ? FC_writes : FC_reads], 1);
+    ceil_ip_add(&e->n[write ? FC_write_bytes : FC_read_bytes], bytes);
+    ceil_ip_add(&e->n[write ? FC_write_ns : FC_read_ns], ticks);
     e->api |= api;
 }
 
@@ -567,8 +561,8 @@ void ceil_ip_file_sync_id(uint32_t fid, uint64_t ticks)
     if (!c)
         return;
     file_entry *e = entry_in(c, fid);
-    ceil_ip_add(&e->n[FC_SYNCS], 1);
-    ceil_ip_add(&e->n[FC_SYNC_TICKS], ticks);
+    ceil_ip_add(&e->n[FC_syncs], 1);
+    ceil_ip_add(&e->n[FC_sync_ns], ticks);
 }
 
 /* ---- the module ---------------------------------------------------------------- */
@@ -627,7 +621,7 @@ static void file_sums(ceil_ip_module *self, uint32_t fid, uint64_t s[FC_N], uint
             continue;
         for (int k = 0; k < FC_CACHED; k++) {
             const uint64_t v = ceil_ip_read(&e->n[k]);
-            s[k] = k == FC_EXTENT ? (v > s[k] ? v : s[k]) : s[k] + v;
+            s[k] = k == FC_extent ? (v > s[k] ? v : s[k]) : s[k] + v;
         }
         *api |= (uint32_t)ceil_ip_read(&e->api);
     }
@@ -680,11 +674,11 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
     const uint64_t now = ceil_ip_now_ns();
     const uint32_t async = ceil_ip_file_async_seen();
     ceil_ip_line(out, self);
-    ceil_ip_put_u64(out, "files", shown);
-    ceil_ip_put_u64(out, "lost", __atomic_load_n(&files_lost, __ATOMIC_RELAXED));
-    ceil_ip_put_u64(out, "max", CEIL_IP_FILES_MAX);
-    ceil_ip_put_u64(out, "io_uring", (async & CEIL_IP_ASYNC_IO_URING) != 0);
-    ceil_ip_put_u64(out, "aio", (async & CEIL_IP_ASYNC_AIO) != 0);
+    CEIL_IP_PUT_U64(out, files, shown);
+    CEIL_IP_PUT_U64(out, lost, __atomic_load_n(&files_lost, __ATOMIC_RELAXED));
+    CEIL_IP_PUT_U64(out, max, CEIL_IP_FILES_MAX);
+    CEIL_IP_PUT_U64(out, io_uring, (async & CEIL_IP_ASYNC_IO_URING) != 0);
+    CEIL_IP_PUT_U64(out, aio, (async & CEIL_IP_ASYNC_AIO) != 0);
     const double tick_ns = ceil_ip_ns_per_tick();
     for (int i = 0; i < CEIL_IP_FILES_MAX; i++) {
         if (!file_shown(self, i, s, &api))
@@ -692,21 +686,21 @@ static void file_report(ceil_ip_module *self, ceil_ip_out *out)
         const file_rec *r = &files[i];
         const int is_open = (open_now[i / 8] >> (i % 8)) & 1;
         ceil_ip_line(out, self);
-        ceil_ip_put_u64(out, "id", (uint64_t)i + 1);
-        ceil_ip_put_u64(out, "dev", __atomic_load_n(&r->dev, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "ino", __atomic_load_n(&r->ino, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "blksize", r->blksize);
-        ceil_ip_put_u64(out, "api", api);
+        CEIL_IP_PUT_U64(out, id, (uint64_t)i + 1);
+        CEIL_IP_PUT_U64(out, dev, __atomic_load_n(&r->dev, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, ino, __atomic_load_n(&r->ino, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, blksize, r->blksize);
+        CEIL_IP_PUT_U64(out, api, api);
         for (int k = 0; k < FC_N; k++)
             ceil_ip_put_u64(out, fc_names[k], FC_IS_TICKS(k) ? ceil_ip_ticks_ns(s[k], tick_ns) : s[k]);
-        ceil_ip_put_u64(out, "stdio_pending_writes", pend_n[i]);
-        ceil_ip_put_u64(out, "stdio_pending_write_bytes", pend_b[i]);
-        ceil_ip_put_u64(out, "recreated", __atomic_load_n(&r->recreated, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "oflags", __atomic_load_n(&r->oflags, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "map_prot", __atomic_load_n(&r->map_prot, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "first_open_ns", __atomic_load_n(&r->first_ns, __ATOMIC_RELAXED));
-        ceil_ip_put_u64(out, "last_close_ns", is_open ? now : __atomic_load_n(&r->last_ns, __ATOMIC_RELAXED));
-        ceil_ip_put_str(out, "path", r->path);
+        CEIL_IP_PUT_U64(out, stdio_pending_writes, pend_n[i]);
+        CEIL_IP_PUT_U64(out, stdio_pending_write_bytes, pend_b[i]);
+        CEIL_IP_PUT_U64(out, recreated, __atomic_load_n(&r->recreated, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, oflags, __atomic_load_n(&r->oflags, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, map_prot, __atomic_load_n(&r->map_prot, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, first_open_ns, __atomic_load_n(&r->first_ns, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_U64(out, last_close_ns, is_open ? now : __atomic_load_n(&r->last_ns, __ATOMIC_RELAXED));
+        CEIL_IP_PUT_STR(out, path, r->path);
     }
 }
 

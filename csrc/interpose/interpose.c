@@ -52,9 +52,10 @@ typedef struct slot_head {
 __thread char *ceil_ip_slot_ __attribute__((tls_model("initial-exec")));
 __thread int ceil_ip_depth_ __attribute__((tls_model("initial-exec")));
 
-const char *const ceil_ip_bucket_names[CEIL_IP_HIST_BUCKETS] = {
-    "lt1k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k",
-    "1m", "2m", "4m", "8m", "16m", "32m", "ge64m"};
+#define BUCKET_NAME(b) b,
+const char *const ceil_ip_bucket_names[] = {CEIL_IP_BUCKETS(BUCKET_NAME)};
+_Static_assert(sizeof ceil_ip_bucket_names / sizeof *ceil_ip_bucket_names == CEIL_IP_HIST_BUCKETS,
+               "calls.def's CEIL_IP_BUCKETS are the histogram's buckets");
 
 static int state = ST_LOADING;          /* ST_*, read and written atomically */
 static ceil_ip_module *mods[CEIL_IP_MAX_MODULES];
@@ -222,29 +223,29 @@ static size_t render(ceil_ip_out *op, const char *reason, int sig, const char *b
     ceil_ip_out_begin_(&o, "ceiling-interpose ");
     ceil_ip_out_dec_(&o, CEIL_IP_FORMAT_VERSION);
     ceil_ip_out_begin_(&o, "process");
-    ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
-    ceil_ip_put_u64(&o, "ppid", (uint64_t)getppid());
-    ceil_ip_put_u64(&o, "forked", (uint64_t)forked);
-    ceil_ip_put_str(&o, "host", host);
-    ceil_ip_put_str(&o, "exe", exe);
-    ceil_ip_put_str(&o, "reason", reason);
-    ceil_ip_put_i64(&o, "signal", sig);
+    CEIL_IP_PUT_U64(&o, pid, (uint64_t)pid);
+    CEIL_IP_PUT_U64(&o, ppid, (uint64_t)getppid());
+    CEIL_IP_PUT_U64(&o, forked, (uint64_t)forked);
+    CEIL_IP_PUT_STR(&o, host, host);
+    CEIL_IP_PUT_STR(&o, exe, exe);
+    CEIL_IP_PUT_STR(&o, reason, reason);
+    CEIL_IP_PUT_I64(&o, signal, sig);
     if (by)
-        ceil_ip_put_str(&o, "by", by);
-    ceil_ip_put_u64(&o, "threads", (uint64_t)__atomic_load_n(&claims, __ATOMIC_RELAXED));
-    ceil_ip_put_u64(&o, "slots", (uint64_t)ceil_ip_threads());
-    ceil_ip_put_u64(&o, "threads_lost", (uint64_t)__atomic_load_n(&lost, __ATOMIC_RELAXED));
-    ceil_ip_put_u64(&o, "start_ns", start_ns);
-    ceil_ip_put_u64(&o, "end_ns", ceil_ip_now_ns());
-    ceil_ip_put_u64(&o, "start_unix_ns", start_unix_ns);
-    ceil_ip_put_u64(&o, "utime_us", (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
-    ceil_ip_put_u64(&o, "stime_us", (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
+        CEIL_IP_PUT_STR(&o, by, by);
+    CEIL_IP_PUT_U64(&o, threads, (uint64_t)__atomic_load_n(&claims, __ATOMIC_RELAXED));
+    CEIL_IP_PUT_U64(&o, slots, (uint64_t)ceil_ip_threads());
+    CEIL_IP_PUT_U64(&o, threads_lost, (uint64_t)__atomic_load_n(&lost, __ATOMIC_RELAXED));
+    CEIL_IP_PUT_U64(&o, start_ns, start_ns);
+    CEIL_IP_PUT_U64(&o, end_ns, ceil_ip_now_ns());
+    CEIL_IP_PUT_U64(&o, start_unix_ns, start_unix_ns);
+    CEIL_IP_PUT_U64(&o, utime_us, (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec);
+    CEIL_IP_PUT_U64(&o, stime_us, (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec);
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];
         ceil_ip_out_begin_(&o, "module");
-        ceil_ip_put_str(&o, "name", m->name);
-        ceil_ip_put_u64(&o, "version", m->version);
-        ceil_ip_put_u64(&o, "enabled", (uint64_t)(m->enabled_ != 0));
+        CEIL_IP_PUT_STR(&o, name, m->name);
+        CEIL_IP_PUT_U64(&o, version, m->version);
+        CEIL_IP_PUT_U64(&o, enabled, (uint64_t)(m->enabled_ != 0));
         if (m->enabled_ && m->report)
             m->report(m, &o);
     }
@@ -256,10 +257,10 @@ static size_t render(ceil_ip_out *op, const char *reason, int sig, const char *b
     const int truncated = o.truncated;
     o.truncated = 0;
     ceil_ip_out_begin_(&o, "end");
-    ceil_ip_put_u64(&o, "pid", (uint64_t)pid);
-    ceil_ip_put_u64(&o, "truncated", (uint64_t)truncated);
-    ceil_ip_put_u64(&o, "self_read", __atomic_load_n(&self_read, __ATOMIC_RELAXED));
-    ceil_ip_put_u64(&o, "self_reads", __atomic_load_n(&self_reads, __ATOMIC_RELAXED));
+    CEIL_IP_PUT_U64(&o, pid, (uint64_t)pid);
+    CEIL_IP_PUT_U64(&o, truncated, (uint64_t)truncated);
+    CEIL_IP_PUT_U64(&o, self_read, __atomic_load_n(&self_read, __ATOMIC_RELAXED));
+    CEIL_IP_PUT_U64(&o, self_reads, __atomic_load_n(&self_reads, __ATOMIC_RELAXED));
     ceil_ip_out_end_(&o);
     *op = o;
     return o.len;

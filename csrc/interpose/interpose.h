@@ -109,7 +109,8 @@
  * order, each followed by that module's own lines, every one starting with
  * the module's name; each module documents its lines at the top of its file
  * (null.c, files.c, posix.c, stdio.c, mpi.c). Readers skip keys and lines they do not know: adding
- * fields does not change the version, changing a field's meaning does.
+ * fields does not change the version, changing a field's meaning does. Every line kind, key and
+ * name is in calls.def, from which the build writes interpose_names.json for the Python reader.
  */
 #ifndef CEIL_INTERPOSE_H
 #define CEIL_INTERPOSE_H
@@ -119,6 +120,18 @@
 #include <time.h>
 
 #define CEIL_IP_FORMAT_VERSION 1
+
+/* The names of the record: calls, classes, lines and keys (calls.def). */
+#include "calls.def"
+#define CEIL_IP_KT_U_(key) CEIL_IPK_##key = 'u',
+#define CEIL_IP_KT_I_(key) CEIL_IPK_##key = 'i',
+#define CEIL_IP_KT_S_(key) CEIL_IPK_##key = 's',
+#define CEIL_IP_KT_P_(key) CEIL_IPK_##key = 'p',
+
+/* Every wrapped call's number (calls.def, the per-event channel): CEIL_IP_CALL_open, CEIL_IP_CALL_MPI_Send_c. */
+#define CEIL_IP_CALL_ENUM_(fn, cls) CEIL_IP_CALL_##fn,
+#define CEIL_IP_CALL_ENUM_C_(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
+enum ceil_ip_call { CEIL_IP_CALLS(CEIL_IP_CALL_ENUM_, CEIL_IP_CALL_ENUM_C_) CEIL_IP_CALL_COUNT };
 
 #define CEIL_IP_ENV_OUT "CEILING_INTERPOSE_OUT"          /* the record's path; unset: runtime inactive */
 #define CEIL_IP_ENV_THREADS "CEILING_INTERPOSE_THREADS"  /* thread slots reserved at load (default 1024; more are mapped as needed) */
@@ -245,6 +258,28 @@ static inline unsigned ceil_ip_size_bucket(uint64_t n)
 static inline void ceil_ip_add(uint64_t *counter, uint64_t n)
 {
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/*
+ * void ceil_ip_event(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
+ *                    int64_t result, uint64_t bytes)
+ *
+ * The per-event channel's place (the trace, issue 28; reserved: it does
+ * nothing yet and compiles to nothing). A wrapper that counted a call (its
+ * ceil_ip_block was not NULL) calls it once, after its counts, with the
+ * call's number in calls.def (CEIL_IP_CALL_<fn>), its start and end in
+ * ceil_ip_ticks, what it returned and the bytes it moved; null.c shows where.
+ * The trace gives it its body: a fixed-size binary event appended to the
+ * calling thread's buffer, reserved at start (no lock, no allocation), written
+ * out by the thread when full and by the runtime wherever it writes the
+ * record (exit, _exit, exec, MPI_Finalize, fatal signals), under a path of
+ * its own beside the record's, with calls.def's table named in it. The record
+ * (the counts) stays as it is: a reader that ignores events loses nothing.
+ */
+static inline void ceil_ip_event(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
+                                 int64_t result, uint64_t bytes)
+{
+    (void)m, (void)call, (void)t0, (void)t1, (void)result, (void)bytes;
 }
 
 /*
@@ -435,6 +470,24 @@ void ceil_ip_self_read_(long n) __attribute__((visibility("hidden")));
 void ceil_ip_put_u64(ceil_ip_out *o, const char *key, uint64_t v) __attribute__((visibility("hidden")));
 void ceil_ip_put_i64(ceil_ip_out *o, const char *key, int64_t v) __attribute__((visibility("hidden")));
 void ceil_ip_put_str(ceil_ip_out *o, const char *key, const char *v) __attribute__((visibility("hidden")));
+
+/*
+ * CEIL_IP_PUT_U64(o, key, v)   CEIL_IP_PUT_I64(o, key, v)   CEIL_IP_PUT_STR(o, key, v)
+ *
+ * The same with the key named bare (CEIL_IP_PUT_U64(o, calls, n)): it must
+ * be in calls.def's CEIL_IP_KEYS with that type, or the file does not compile
+ * (a negative array size), so no module writes a key the Python reader does
+ * not know. The keys named at run time (the buckets, files.c's counters,
+ * proc.c's /proc/self/io fields) come from calls.def's lists themselves.
+ */
+enum ceil_ip_key_type_ { CEIL_IP_KEYS(CEIL_IP_KT_U_, CEIL_IP_KT_I_, CEIL_IP_KT_S_, CEIL_IP_KT_P_) CEIL_IP_KT_END_ };
+#define CEIL_IP_KEY_(key, type) ((void)sizeof(char[CEIL_IPK_##key == (type) ? 1 : -1]), #key)
+#define CEIL_IP_PUT_U64(o, key, v) ceil_ip_put_u64((o), CEIL_IP_KEY_(key, 'u'), (v))
+#define CEIL_IP_PUT_I64(o, key, v) ceil_ip_put_i64((o), CEIL_IP_KEY_(key, 'i'), (v))
+#define CEIL_IP_PUT_STR(o, key, v) ceil_ip_put_str((o), CEIL_IP_KEY_(key, 's'), (v))
+/* peer: a world rank, or the word "other" */
+#define CEIL_IP_PUT_PEER_U64(o, key, v) ceil_ip_put_u64((o), CEIL_IP_KEY_(key, 'p'), (v))
+#define CEIL_IP_PUT_PEER_STR(o, key, v) ceil_ip_put_str((o), CEIL_IP_KEY_(key, 'p'), (v))
 
 /*
  * void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *const *names,

@@ -95,10 +95,9 @@
 #define MPI_FN_CLASS_C(fn, cls) MC_##cls, MC_##cls,
 static const char *const fn_names[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_NAME, MPI_FN_NAME_C)};
 static const unsigned char fn_class[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CLASS, MPI_FN_CLASS_C)};
-static const char *const class_names[MC_COUNT] = {"init", "send", "recv", "sendrecv", "post", "wait", "coll",
-                                                  "icoll", "io_meta", "io_read", "io_write", "io_sync", "rma",
-                                                  "rma_sync"};
-static const char *const hist_names[MH_COUNT] = {"p2p", "post", "coll", "io"};
+#define MPI_CLASS_NAME(e, name) #name,
+static const char *const class_names[MC_COUNT] = {CEIL_IP_MPI_CLASSES(MPI_CLASS_NAME)};
+static const char *const hist_names[MH_COUNT] = {CEIL_IP_MPI_HISTS(MPI_CLASS_NAME)};
 
 /* Known after MPI_Init (written once there, read at report). */
 static int world_rank = -1, world_size = -1, world_known, thread_level = -1;
@@ -470,14 +469,14 @@ static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
     if (!calls && !init_ns)
         return;                      /* a process that never called MPI: no lines */
     ceil_ip_line(o, self);
-    ceil_ip_put_i64(o, "rank", world_rank);
-    ceil_ip_put_i64(o, "size", world_size);
-    ceil_ip_put_str(o, "family", family);
-    ceil_ip_put_u64(o, "world", (uint64_t)world_known);
-    ceil_ip_put_i64(o, "thread_level", thread_level);
-    ceil_ip_put_u64(o, "init_ns", init_ns);
-    ceil_ip_put_u64(o, "finalize_ns", finalize_ns);
-    ceil_ip_put_str(o, "library", library);
+    CEIL_IP_PUT_I64(o, rank, world_rank);
+    CEIL_IP_PUT_I64(o, size, world_size);
+    CEIL_IP_PUT_STR(o, family, family);
+    CEIL_IP_PUT_U64(o, world, (uint64_t)world_known);
+    CEIL_IP_PUT_I64(o, thread_level, thread_level);
+    CEIL_IP_PUT_U64(o, init_ns, init_ns);
+    CEIL_IP_PUT_U64(o, finalize_ns, finalize_ns);
+    CEIL_IP_PUT_STR(o, library, library);
 
     mpi_fn_counters cls[MC_COUNT] = {{0, 0, 0}};
     for (int f = 0; f < MPI_FN_COUNT; f++) {
@@ -489,10 +488,10 @@ static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
         if (!cls[k].calls)
             continue;
         ceil_ip_line(o, self);
-        ceil_ip_put_str(o, "class", class_names[k]);
-        ceil_ip_put_u64(o, "calls", cls[k].calls);
-        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(cls[k].ticks, npt));
-        ceil_ip_put_u64(o, "bytes", cls[k].bytes);
+        CEIL_IP_PUT_STR(o, class, class_names[k]);
+        CEIL_IP_PUT_U64(o, calls, cls[k].calls);
+        CEIL_IP_PUT_U64(o, ns, ceil_ip_ticks_ns(cls[k].ticks, npt));
+        CEIL_IP_PUT_U64(o, bytes, cls[k].bytes);
     }
     for (int h = 0; h < MH_COUNT; h++) {
         uint64_t any = 0;
@@ -500,32 +499,32 @@ static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
             any += sums.hist[h][b];
         if (!any)
             continue;
-        put_hist(o, self, "hist", hist_names[h], sums.hist[h], npt, 0);
-        put_hist(o, self, "hist_ns", hist_names[h], sums.hist_ticks[h], npt, 1);
-        put_hist(o, self, "hist_bytes", hist_names[h], sums.hist_bytes[h], npt, 0);
+        put_hist(o, self, CEIL_IP_KEY_(hist, 's'), hist_names[h], sums.hist[h], npt, 0);
+        put_hist(o, self, CEIL_IP_KEY_(hist_ns, 's'), hist_names[h], sums.hist_ticks[h], npt, 1);
+        put_hist(o, self, CEIL_IP_KEY_(hist_bytes, 's'), hist_names[h], sums.hist_bytes[h], npt, 0);
     }
     for (int f = 0; f < MPI_FN_COUNT; f++) {
         if (!sums.fn[f].calls)
             continue;
         ceil_ip_line(o, self);
-        ceil_ip_put_str(o, "fn", fn_names[f]);
-        ceil_ip_put_u64(o, "calls", sums.fn[f].calls);
-        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(sums.fn[f].ticks, npt));
-        ceil_ip_put_u64(o, "bytes", sums.fn[f].bytes);
+        CEIL_IP_PUT_STR(o, fn, fn_names[f]);
+        CEIL_IP_PUT_U64(o, calls, sums.fn[f].calls);
+        CEIL_IP_PUT_U64(o, ns, ceil_ip_ticks_ns(sums.fn[f].ticks, npt));
+        CEIL_IP_PUT_U64(o, bytes, sums.fn[f].bytes);
     }
     for (int p = 0; p < MERGED_PEERS; p++) {
         if (!merged[p].key)
             continue;
         ceil_ip_line(o, self);
-        ceil_ip_put_u64(o, "peer", merged[p].key - 1);
-        ceil_ip_put_u64(o, "calls", merged[p].calls);
-        ceil_ip_put_u64(o, "bytes", merged[p].bytes);
-        ceil_ip_put_u64(o, "ns", ceil_ip_ticks_ns(merged[p].ticks, npt));
+        CEIL_IP_PUT_PEER_U64(o, peer, merged[p].key - 1);
+        CEIL_IP_PUT_U64(o, calls, merged[p].calls);
+        CEIL_IP_PUT_U64(o, bytes, merged[p].bytes);
+        CEIL_IP_PUT_U64(o, ns, ceil_ip_ticks_ns(merged[p].ticks, npt));
     }
     ceil_ip_line(o, self);
-    ceil_ip_put_str(o, "peer", "other");
-    ceil_ip_put_u64(o, "calls", sums.other_calls);
-    ceil_ip_put_u64(o, "bytes", sums.other_bytes);
+    CEIL_IP_PUT_PEER_STR(o, peer, "other");
+    CEIL_IP_PUT_U64(o, calls, sums.other_calls);
+    CEIL_IP_PUT_U64(o, bytes, sums.other_bytes);
 }
 
 _Static_assert(offsetof(mpi_counters, other_bytes) == offsetof(mpi_sums, other_bytes),

@@ -29,72 +29,9 @@
 typedef uintptr_t mpi_h;             /* any MPI handle, passed through unread */
 typedef int64_t mpi_aint;            /* MPI_Aint, MPI_Offset: 64 bits in every ABI here */
 
-/* Every wrapped function, with its class (the record's class= word): X(fn,
- * cls) for a function alone, C(fn, cls) for one that also has an MPI 4
- * large-count form fn_c (MPI_Count counts, MPI_Aint displacements), which
- * mpi4py 4 and other MPI 4 codes call instead. The persistent collectives
- * (MPI_Bcast_init, MPI_Neighbor_alltoall_init ...) are counted at each
- * MPI_Start or MPI_Startall of their request, not at the init (mpi_p2p.c,
- * persistent requests); the partitioned inits (MPI_Psend_init,
- * MPI_Precv_init) are not listed either: their starts are MPI_Start's.
- * MPI_Pready and its forms are posts, MPI_Parrived a wait (mpi_p2p.c says
- * why). */
-#define MPI_FNS(X, C)                                                                              \
-    X(MPI_Init, INIT) X(MPI_Init_thread, INIT) X(MPI_Finalize, INIT)                               \
-    C(MPI_Send, SEND) C(MPI_Ssend, SEND) C(MPI_Bsend, SEND) C(MPI_Rsend, SEND)                     \
-    C(MPI_Recv, RECV) X(MPI_Probe, RECV) X(MPI_Mprobe, RECV) C(MPI_Mrecv, RECV)                    \
-    C(MPI_Sendrecv, SENDRECV) C(MPI_Sendrecv_replace, SENDRECV)                                    \
-    C(MPI_Isend, POST) C(MPI_Issend, POST) C(MPI_Ibsend, POST) C(MPI_Irsend, POST)                 \
-    C(MPI_Irecv, POST) C(MPI_Imrecv, POST)                                                         \
-    X(MPI_Wait, WAIT) X(MPI_Waitall, WAIT) X(MPI_Waitany, WAIT) X(MPI_Waitsome, WAIT)              \
-    X(MPI_Test, WAIT) X(MPI_Testall, WAIT) X(MPI_Testany, WAIT) X(MPI_Testsome, WAIT)              \
-    X(MPI_Iprobe, WAIT) X(MPI_Improbe, WAIT)                                                       \
-    X(MPI_Barrier, COLL) C(MPI_Bcast, COLL) C(MPI_Reduce, COLL) C(MPI_Allreduce, COLL)             \
-    C(MPI_Gather, COLL) C(MPI_Gatherv, COLL) C(MPI_Scatter, COLL) C(MPI_Scatterv, COLL)            \
-    C(MPI_Allgather, COLL) C(MPI_Allgatherv, COLL) C(MPI_Alltoall, COLL) C(MPI_Alltoallv, COLL)    \
-    C(MPI_Reduce_scatter, COLL) C(MPI_Reduce_scatter_block, COLL) C(MPI_Scan, COLL)                \
-    C(MPI_Exscan, COLL)                                                                            \
-    X(MPI_Ibarrier, ICOLL) C(MPI_Ibcast, ICOLL) C(MPI_Ireduce, ICOLL) C(MPI_Iallreduce, ICOLL)     \
-    C(MPI_Iallgather, ICOLL) C(MPI_Ialltoall, ICOLL)                                               \
-    X(MPI_File_open, IO_META) X(MPI_File_close, IO_META) X(MPI_File_set_view, IO_META)             \
-    X(MPI_File_set_size, IO_META) X(MPI_File_seek, IO_META)                                        \
-    C(MPI_File_read, IO_READ) C(MPI_File_read_all, IO_READ) C(MPI_File_read_at, IO_READ)           \
-    C(MPI_File_read_at_all, IO_READ) C(MPI_File_iread, IO_READ) C(MPI_File_iread_at, IO_READ)      \
-    C(MPI_File_write, IO_WRITE) C(MPI_File_write_all, IO_WRITE) C(MPI_File_write_at, IO_WRITE)     \
-    C(MPI_File_write_at_all, IO_WRITE) C(MPI_File_iwrite, IO_WRITE) C(MPI_File_iwrite_at, IO_WRITE) \
-    X(MPI_File_sync, IO_SYNC)                                                                      \
-    X(MPI_Start, POST) X(MPI_Startall, POST)                                                       \
-    C(MPI_Neighbor_allgather, COLL) C(MPI_Neighbor_alltoall, COLL) C(MPI_Neighbor_allgatherv, COLL) \
-    C(MPI_Neighbor_alltoallv, COLL)                                                                \
-    C(MPI_Put, RMA) C(MPI_Get, RMA) C(MPI_Accumulate, RMA) C(MPI_Get_accumulate, RMA)              \
-    C(MPI_Rput, RMA) C(MPI_Rget, RMA) X(MPI_Fetch_and_op, RMA) X(MPI_Compare_and_swap, RMA)        \
-    X(MPI_Win_fence, RMA_SYNC) X(MPI_Win_lock, RMA_SYNC) X(MPI_Win_unlock, RMA_SYNC)               \
-    X(MPI_Win_lock_all, RMA_SYNC) X(MPI_Win_unlock_all, RMA_SYNC) X(MPI_Win_flush, RMA_SYNC)       \
-    X(MPI_Win_flush_all, RMA_SYNC) X(MPI_Win_flush_local, RMA_SYNC)                                \
-    X(MPI_Win_flush_local_all, RMA_SYNC) X(MPI_Win_post, RMA_SYNC) X(MPI_Win_start, RMA_SYNC)      \
-    X(MPI_Win_complete, RMA_SYNC) X(MPI_Win_wait, RMA_SYNC) X(MPI_Win_sync, RMA_SYNC)              \
-    X(MPI_Barrier_init, ICOLL) C(MPI_Bcast_init, ICOLL) C(MPI_Reduce_init, ICOLL)                  \
-    C(MPI_Allreduce_init, ICOLL) C(MPI_Scan_init, ICOLL) C(MPI_Exscan_init, ICOLL)                 \
-    C(MPI_Reduce_scatter_block_init, ICOLL) C(MPI_Reduce_scatter_init, ICOLL)                      \
-    C(MPI_Gather_init, ICOLL) C(MPI_Gatherv_init, ICOLL) C(MPI_Scatter_init, ICOLL)                \
-    C(MPI_Scatterv_init, ICOLL) C(MPI_Allgather_init, ICOLL) C(MPI_Allgatherv_init, ICOLL)         \
-    C(MPI_Alltoall_init, ICOLL) C(MPI_Alltoallv_init, ICOLL)                                       \
-    C(MPI_Alltoallw, COLL) C(MPI_Alltoallw_init, ICOLL) C(MPI_Neighbor_alltoallw, COLL)             \
-    C(MPI_Ineighbor_allgather, ICOLL) C(MPI_Ineighbor_allgatherv, ICOLL)                           \
-    C(MPI_Ineighbor_alltoall, ICOLL) C(MPI_Ineighbor_alltoallv, ICOLL) C(MPI_Ineighbor_alltoallw, ICOLL) \
-    C(MPI_Neighbor_allgather_init, ICOLL) C(MPI_Neighbor_allgatherv_init, ICOLL)                   \
-    C(MPI_Neighbor_alltoall_init, ICOLL) C(MPI_Neighbor_alltoallv_init, ICOLL)                     \
-    C(MPI_Neighbor_alltoallw_init, ICOLL)                                                          \
-    X(MPI_Pready, POST) X(MPI_Pready_range, POST) X(MPI_Pready_list, POST) X(MPI_Parrived, WAIT)      \
-    X(MPIX_Barrier_init, ICOLL) X(MPIX_Bcast_init, ICOLL) X(MPIX_Reduce_init, ICOLL)                \
-    X(MPIX_Allreduce_init, ICOLL) X(MPIX_Scan_init, ICOLL) X(MPIX_Exscan_init, ICOLL)              \
-    X(MPIX_Reduce_scatter_block_init, ICOLL) X(MPIX_Reduce_scatter_init, ICOLL)                    \
-    X(MPIX_Gather_init, ICOLL) X(MPIX_Gatherv_init, ICOLL) X(MPIX_Scatter_init, ICOLL)             \
-    X(MPIX_Scatterv_init, ICOLL) X(MPIX_Allgather_init, ICOLL) X(MPIX_Allgatherv_init, ICOLL)      \
-    X(MPIX_Alltoall_init, ICOLL) X(MPIX_Alltoallv_init, ICOLL) X(MPIX_Alltoallw_init, ICOLL)       \
-    X(MPIX_Neighbor_allgather_init, ICOLL) X(MPIX_Neighbor_allgatherv_init, ICOLL)                 \
-    X(MPIX_Neighbor_alltoall_init, ICOLL) X(MPIX_Neighbor_alltoallv_init, ICOLL)                   \
-    X(MPIX_Neighbor_alltoallw_init, ICOLL)
+/* Every wrapped function, with its class (the record's class= word): calls.def's
+ * CEIL_IP_MPI_FNS, which says which have a large-count form fn_c. */
+#define MPI_FNS(X, C) CEIL_IP_MPI_FNS(X, C)
 
 #define MPI_FN_ENUM(fn, cls) FN_##fn,
 #define MPI_FN_ENUM_C(fn, cls) FN_##fn, FN_##fn##_c,
@@ -102,14 +39,15 @@ enum mpi_fn { MPI_FNS(MPI_FN_ENUM, MPI_FN_ENUM_C) MPI_FN_COUNT };
 
 typedef int64_t mpi_count;           /* MPI_Count */
 
-enum mpi_class { MC_INIT, MC_SEND, MC_RECV, MC_SENDRECV, MC_POST, MC_WAIT, MC_COLL, MC_ICOLL,
-                 MC_IO_META, MC_IO_READ, MC_IO_WRITE, MC_IO_SYNC, MC_RMA, MC_RMA_SYNC, MC_COUNT };
+#define MPI_CLASS_ENUM(e, name) MC_##e,
+enum mpi_class { CEIL_IP_MPI_CLASSES(MPI_CLASS_ENUM) MC_COUNT };
 
 /* The size histograms: blocking point-to-point (a send's bytes, a
  * receive's as received, a sendrecv's larger side), non-blocking posts (a
  * send's bytes, a receive's posted size), blocking collectives (the
  * call's bytes, mpi.c says which), and MPI-IO data calls. */
-enum mpi_hist { MH_P2P, MH_POST, MH_COLL, MH_IO, MH_COUNT };
+#define MPI_HIST_ENUM(e, name) MH_##e,
+enum mpi_hist { CEIL_IP_MPI_HISTS(MPI_HIST_ENUM) MH_COUNT };
 
 #define MPI_PEERS 24                 /* destinations tracked per thread; more go to peers_other */
 

@@ -46,7 +46,10 @@ static int null_init(ceil_ip_module *self)
 /* 3. report: at flush, possibly from a signal handler, so no allocation, no
  *    lock, no stdio. Sum every thread's block (ceil_ip_read pairs with the
  *    owners' ceil_ip_add) and write lines that each start with
- *    ceil_ip_line. */
+ *    ceil_ip_line. Name keys bare, with CEIL_IP_PUT_*: each must be in
+ *    calls.def's CEIL_IP_KEYS (with its type), and the line in its
+ *    CEIL_IP_LINES (null, counts, flushes: these keys), or the Python reader
+ *    will not know it (tests/test_interpose_names.py). */
 static void null_report(ceil_ip_module *self, ceil_ip_out *out)
 {
     uint64_t calls = 0, threads = 0;
@@ -58,9 +61,9 @@ static void null_report(ceil_ip_module *self, ceil_ip_out *out)
     }
     null_flushes++;
     ceil_ip_line(out, self);
-    ceil_ip_put_u64(out, "flushes", null_flushes);
-    ceil_ip_put_u64(out, "calls", calls);
-    ceil_ip_put_u64(out, "threads", threads);
+    CEIL_IP_PUT_U64(out, flushes, null_flushes);
+    CEIL_IP_PUT_U64(out, calls, calls);
+    CEIL_IP_PUT_U64(out, threads, threads);
 }
 
 /* 4. The descriptor, registered into the runtime's module section: no list
@@ -78,16 +81,22 @@ CEIL_IP_MODULE(null_module);
 /* 5. A wrapper. This one wraps nothing (the name is our own, so it shadows
  *    no library's function); tests call it to see per-thread counting work.
  *    A real wrapper has the wrapped function's exact name and prototype,
- *    CEIL_IP_EXPORT, a CEIL_IP_REAL_DECL at file scope, and calls the real
- *    function first:
+ *    CEIL_IP_EXPORT, a CEIL_IP_REAL_DECL at file scope, an entry in
+ *    calls.def's list of its module's calls (its name and class, and so its
+ *    number CEIL_IP_CALL_<fn>), and calls the real function first:
  *
  *        CEIL_IP_REAL_DECL(int, close, (int));
  *        CEIL_IP_EXPORT int close(int fd)
  *        {
+ *            const uint64_t t0 = ceil_ip_ticks();
  *            int rc = CEIL_REAL(close)(fd);
  *            posix_counters *c = ceil_ip_block(&posix_module);
- *            if (c)
+ *            if (c) {
+ *                const uint64_t t1 = ceil_ip_ticks();
  *                ceil_ip_add(&c->closes, 1);
+ *                ceil_ip_add(&c->ticks, t1 - t0);
+ *                ceil_ip_event(&posix_module, CEIL_IP_CALL_close, t0, t1, rc, 0);   // the trace's slot
+ *            }
  *            return rc;
  *        }
  *

@@ -85,42 +85,41 @@
 #include "files.h"
 #include "interpose.h"
 
-/* Every wrapped function, for the per-function counts: the ones every
- * glibc has, resolved at load; */
-#define POSIX_BASE_FNS(X)                                                                          \
-    X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)                \
-    X(__openat64_2) X(creat) X(creat64) X(close)                                                   \
-    X(read) X(__read_chk) X(pread) X(pread64) X(__pread_chk) X(__pread64_chk) X(readv)             \
-    X(write) X(pwrite) X(pwrite64) X(writev)                                                       \
-    X(lseek) X(lseek64) X(fsync) X(fdatasync)                                                      \
-    X(unlink) X(unlinkat) X(mkdir) X(rmdir) X(rename) X(access)
-
-/* stat and its forms as functions of their own, exported since glibc 2.33
- * (before, the headers turned them into __xstat calls), resolved at load; */
+/* Every wrapped function, for the per-function counts (calls.def): the ones
+ * every glibc has, resolved at load; stat and its forms as functions of their
+ * own, exported since glibc 2.33 (before, the headers turned them into __xstat
+ * calls), resolved at load; and what binaries built against an older glibc
+ * call instead: resolved at their first call, so that a glibc that no longer
+ * exports them does not stop every program at load. */
+#define POSIX_BASE_FNS(X) CEIL_IP_POSIX_BASE_FNS(X)
 #if __GLIBC_PREREQ(2, 33)
-#define POSIX_STAT_FNS(X)                                                                          \
-    X(stat) X(stat64) X(lstat) X(lstat64) X(fstat) X(fstat64) X(fstatat) X(fstatat64)
+#define POSIX_STAT_FNS(X) CEIL_IP_POSIX_STAT_FNS(X)
 #else
 #define POSIX_STAT_FNS(X)
 #endif
-
-/* and what binaries built against an older glibc call instead: resolved at
- * their first call, so that a glibc that no longer exports them does not
- * stop every program at load. */
-#define POSIX_XSTAT_FNS(X)                                                                         \
-    X(__xstat) X(__xstat64) X(__lxstat) X(__lxstat64) X(__fxstat) X(__fxstat64) X(__fxstatat)      \
-    X(__fxstatat64)
+#define POSIX_XSTAT_FNS(X) CEIL_IP_POSIX_XSTAT_FNS(X)
 
 #define POSIX_FNS(X) POSIX_BASE_FNS(X) POSIX_STAT_FNS(X) POSIX_XSTAT_FNS(X)
 
-#define POSIX_FN_ENUM(fn) FN_##fn,
-#define POSIX_FN_NAME(fn) #fn,
+#define POSIX_FN_ENUM(fn, cls) FN_##fn,
+#define POSIX_FN_NAME(fn, cls) #fn,
 enum posix_fn { POSIX_FNS(POSIX_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {POSIX_FNS(POSIX_FN_NAME)};
 
-/* read and write first: they index the histograms too. */
-enum posix_class { PC_READ, PC_WRITE, PC_META, PC_SYNC, PC_OTHER_READ, PC_OTHER_WRITE, PC_COUNT };
-static const char *const class_names[PC_COUNT] = {"read", "write", "meta", "sync", "other_read", "other_write"};
+/* calls.def's classes; read and write first: they index the histograms too. */
+#define POSIX_CLASS_ENUM(e, name) PC_##e,
+#define POSIX_CLASS_NAME(e, name) #name,
+enum posix_class { CEIL_IP_POSIX_CLASSES(POSIX_CLASS_ENUM) PC_COUNT };
+static const char *const class_names[PC_COUNT] = {CEIL_IP_POSIX_CLASSES(POSIX_CLASS_NAME)};
+_Static_assert(PC_READ == 0 && PC_WRITE == 1, "read and write index the histograms");
+
+/* Each wrapper counts its call in the class calls.def gives it (a data call on a descriptor
+ * that is not a file in other_read or other_write instead): checked where it is defined. */
+#define POSIX_FN_CLASS(fn, cls) POSIX_CLASS_OF_##fn = PC_##cls,
+enum { CEIL_IP_POSIX_BASE_FNS(POSIX_FN_CLASS) CEIL_IP_POSIX_STAT_FNS(POSIX_FN_CLASS)
+       CEIL_IP_POSIX_XSTAT_FNS(POSIX_FN_CLASS) };
+#define POSIX_CLASS_IS(fn, klass)                                                                     \
+    _Static_assert((int)POSIX_CLASS_OF_##fn == (int)(klass), "calls.def gives " #fn " another class")
 
 /* 256 descriptors of 8 bytes keep the block inside CEIL_IP_MAX_BLOCK. */
 #define POSIX_TRACKED_FDS 256
@@ -298,6 +297,7 @@ static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence
     } while (0)
 
 #define POSIX_OPEN(fn)                                                                             \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (const char *, int, ...));                                          \
     CEIL_IP_EXPORT int fn(const char *path, int flags, ...)                                        \
     {                                                                                              \
@@ -315,6 +315,7 @@ POSIX_OPEN(open)
 POSIX_OPEN(open64)
 
 #define POSIX_OPENAT(fn)                                                                           \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (int, const char *, int, ...));                                     \
     CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags, ...)                             \
     {                                                                                              \
@@ -335,6 +336,7 @@ POSIX_OPENAT(openat64)
  * the flags are not known at compile time; no mode: with O_CREAT the real
  * one stops the program. */
 #define POSIX_OPEN_2(fn)                                                                           \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     int fn(const char *, int);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, (const char *, int));                                               \
     CEIL_IP_EXPORT int fn(const char *path, int flags)                                             \
@@ -351,6 +353,7 @@ POSIX_OPEN_2(__open_2)
 POSIX_OPEN_2(__open64_2)
 
 #define POSIX_OPENAT_2(fn)                                                                         \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     int fn(int, const char *, int);                                                                \
     CEIL_IP_REAL_DECL(int, fn, (int, const char *, int));                                          \
     CEIL_IP_EXPORT int fn(int dirfd, const char *path, int flags)                                  \
@@ -367,6 +370,7 @@ POSIX_OPENAT_2(__openat_2)
 POSIX_OPENAT_2(__openat64_2)
 
 #define POSIX_CREAT(fn)                                                                            \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (const char *, mode_t));                                            \
     CEIL_IP_EXPORT int fn(const char *path, mode_t mode)                                           \
     {                                                                                              \
@@ -382,6 +386,7 @@ POSIX_CREAT(creat)
 POSIX_CREAT(creat64)
 
 CEIL_IP_REAL_DECL(int, close, (int));
+POSIX_CLASS_IS(close, PC_META);
 CEIL_IP_EXPORT int close(int fd)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
@@ -479,6 +484,7 @@ POSIX_MMAP(mmap64)
 
 /* read and write at the file position: (fd, buf, n). */
 #define POSIX_RW(klass, fn, buf_t)                                                                 \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t));                                          \
     CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n)                                         \
     {                                                                                              \
@@ -495,6 +501,7 @@ POSIX_RW(PC_WRITE, write, const void *)
 
 /* pread and pwrite at an offset: (fd, buf, n, off). */
 #define POSIX_PRW(klass, fn, buf_t, off_type)                                                      \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, buf_t, size_t, off_type));                                \
     CEIL_IP_EXPORT ssize_t fn(int fd, buf_t buf, size_t n, off_type off)                           \
     {                                                                                              \
@@ -514,6 +521,7 @@ POSIX_PRW(PC_WRITE, pwrite64, const void *, off64_t)
 /* The fortified read and pread: the same, with the buffer's size last. */
 ssize_t __read_chk(int, void *, size_t, size_t);
 CEIL_IP_REAL_DECL(ssize_t, __read_chk, (int, void *, size_t, size_t));
+POSIX_CLASS_IS(__read_chk, PC_READ);
 CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
     posix_counters *c = ceil_ip_block(&posix_module);
@@ -526,6 +534,7 @@ CEIL_IP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 }
 
 #define POSIX_PREAD_CHK(fn, off_type)                                                              \
+    POSIX_CLASS_IS(fn, PC_READ);                                                                   \
     ssize_t fn(int, void *, size_t, off_type, size_t);                                             \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, void *, size_t, off_type, size_t));                       \
     CEIL_IP_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_type off, size_t buflen)            \
@@ -542,6 +551,7 @@ POSIX_PREAD_CHK(__pread_chk, off_t)
 POSIX_PREAD_CHK(__pread64_chk, off64_t)
 
 #define POSIX_RWV(klass, fn)                                                                       \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ssize_t, fn, (int, const struct iovec *, int));                              \
     CEIL_IP_EXPORT ssize_t fn(int fd, const struct iovec *iov, int iovcnt)                         \
     {                                                                                              \
@@ -557,6 +567,7 @@ POSIX_RWV(PC_READ, readv)
 POSIX_RWV(PC_WRITE, writev)
 
 #define POSIX_LSEEK(fn, off_type)                                                                  \
+    POSIX_CLASS_IS(fn, PC_META);                                                                   \
     CEIL_IP_REAL_DECL(off_type, fn, (int, off_type, int));                                         \
     CEIL_IP_EXPORT off_type fn(int fd, off_type off, int whence)                                   \
     {                                                                                              \
@@ -575,6 +586,7 @@ POSIX_LSEEK(lseek64, off64_t)
 /* A call that is counted in its class and nothing else; every one of them
  * returns -1 on failure. params name the arguments, args pass them on. */
 #define POSIX_PLAIN(klass, fn, params, args)                                                       \
+    POSIX_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, params);                                                            \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
@@ -590,6 +602,7 @@ POSIX_LSEEK(lseek64, off64_t)
     }
 
 #define POSIX_SYNC(fn)                                                                             \
+    POSIX_CLASS_IS(fn, PC_SYNC);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (int));                                                             \
     CEIL_IP_EXPORT int fn(int fd)                                                                  \
     {                                                                                              \
@@ -657,7 +670,7 @@ static int posix_init(ceil_ip_module *self)
 {
     (void)self;
     const int saved = errno;
-#define POSIX_RESOLVE(fn) (void)CEIL_REAL(fn);
+#define POSIX_RESOLVE(fn, ...) (void)CEIL_REAL(fn);
     POSIX_BASE_FNS(POSIX_RESOLVE)
     POSIX_STAT_FNS(POSIX_RESOLVE)
     POSIX_DUP_FNS(POSIX_RESOLVE)
@@ -685,18 +698,18 @@ static void posix_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = 0; k < PC_COUNT; k++) {
         const posix_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", class_names[k]);
-        ceil_ip_put_u64(out, "calls", q->calls);
-        ceil_ip_put_u64(out, "errors", q->errors);
+        CEIL_IP_PUT_STR(out, class, class_names[k]);
+        CEIL_IP_PUT_U64(out, calls, q->calls);
+        CEIL_IP_PUT_U64(out, errors, q->errors);
         if (k != PC_META && k != PC_SYNC)
-            ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+            CEIL_IP_PUT_U64(out, bytes, q->bytes);
+        CEIL_IP_PUT_U64(out, ns, ceil_ip_ticks_ns(q->ticks, tick_ns));
         if (k == PC_READ || k == PC_WRITE)
-            ceil_ip_put_u64(out, "random", q->random);
+            CEIL_IP_PUT_U64(out, random, q->random);
     }
     for (int k = PC_READ; k <= PC_WRITE; k++) {
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "hist", class_names[k]);
+        CEIL_IP_PUT_STR(out, hist, class_names[k]);
         for (int b = 0; b < CEIL_IP_HIST_BUCKETS; b++)
             ceil_ip_put_u64(out, ceil_ip_bucket_names[b], sum.hist[k][b]);
     }

@@ -169,27 +169,28 @@ static void proc_report(ceil_ip_module *self, ceil_ip_out *out)
             const uint64_t start_ns = t.start_ticks * (1000000000u / clk_tck);
             const uint64_t cpu_ns = (t.utime + t.stime) * (1000000000u / clk_tck);
             ceil_ip_line(out, self);
-            ceil_ip_put_u64(out, "task", number(&p));
-            ceil_ip_put_u64(out, "life_ns", now_ns > start_ns ? now_ns - start_ns : 0);
-            ceil_ip_put_u64(out, "run_ns", t.schedstat ? t.run_ns : cpu_ns);
-            ceil_ip_put_u64(out, "runq_ns", t.schedstat ? t.runq_ns : 0);
-            ceil_ip_put_u64(out, "utime_ticks", t.utime);
-            ceil_ip_put_u64(out, "stime_ticks", t.stime);
+            CEIL_IP_PUT_U64(out, task, number(&p));
+            CEIL_IP_PUT_U64(out, life_ns, now_ns > start_ns ? now_ns - start_ns : 0);
+            CEIL_IP_PUT_U64(out, run_ns, t.schedstat ? t.run_ns : cpu_ns);
+            CEIL_IP_PUT_U64(out, runq_ns, t.schedstat ? t.runq_ns : 0);
+            CEIL_IP_PUT_U64(out, utime_ticks, t.utime);
+            CEIL_IP_PUT_U64(out, stime_ticks, t.stime);
         }
     }
     syscall(SYS_close, (int)dir);
     ceil_ip_line(out, self);
-    ceil_ip_put_u64(out, "tasks", tasks);
-    ceil_ip_put_u64(out, "shown", shown);
-    ceil_ip_put_u64(out, "schedstat", (uint64_t)(schedstat && tasks));
-    ceil_ip_put_u64(out, "clk_tck", clk_tck);
+    CEIL_IP_PUT_U64(out, tasks, tasks);
+    CEIL_IP_PUT_U64(out, shown, shown);
+    CEIL_IP_PUT_U64(out, schedstat, (uint64_t)(schedstat && tasks));
+    CEIL_IP_PUT_U64(out, clk_tck, clk_tck);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
-        ceil_ip_put_u64(out, "maxrss_kb", (uint64_t)ru.ru_maxrss);
+        CEIL_IP_PUT_U64(out, maxrss_kb, (uint64_t)ru.ru_maxrss);
     /* the process's I/O, its ended threads' included (absent where /proc/self/io is not readable) */
     char *const io = io_buf;
     if (read_at(AT_FDCWD, "/proc/self/io", io, sizeof io_buf) > 0) {
-        static const char *const keys[] = {"rchar", "wchar", "read_bytes", "write_bytes"};
+#define PROC_IO_NAME(key) #key,
+        static const char *const keys[] = {CEIL_IP_PROC_IO(PROC_IO_NAME)};   /* calls.def */
         for (unsigned k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             const size_t n = strlen(keys[k]);
             for (const char *line = io; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)

@@ -129,8 +129,8 @@ void ceil_ip_put_fn_calls(ceil_ip_out *o, const ceil_ip_module *m, const char *c
         if (calls[f] == 0)
             continue;
         ceil_ip_line(o, m);
-        ceil_ip_put_str(o, "fn", names[f]);
-        ceil_ip_put_u64(o, "calls", calls[f]);
+        CEIL_IP_PUT_STR(o, fn, names[f]);
+        CEIL_IP_PUT_U64(o, calls, calls[f]);
     }
 }
 

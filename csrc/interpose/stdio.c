@@ -140,38 +140,36 @@
 #undef fputc_unlocked
 #undef putc_unlocked
 
-/* Every wrapped function, for the per-function counts: those that call
- * their own real function, resolved at load, */
-#define STDIO_REAL_FNS(X)                                                                          \
-    X(fopen) X(fopen64) X(fdopen) X(freopen) X(freopen64) X(fclose)                                \
-    X(fseek) X(fseeko) X(fseeko64) X(ftell) X(ftello) X(ftello64) X(rewind)                        \
-    X(fread) X(__fread_chk) X(fgets) X(__fgets_chk) X(fgetc) X(getc)                               \
-    X(fwrite) X(fputs) X(puts) X(fputc) X(putc)                                                    \
-    X(vfprintf) X(__vfprintf_chk) X(vprintf) X(__vprintf_chk)                                      \
-    X(fflush)                                                                                      \
-    X(fread_unlocked) X(fwrite_unlocked) X(fgets_unlocked) X(fputs_unlocked) X(fflush_unlocked)    \
-    X(fgetc_unlocked) X(getc_unlocked) X(fputc_unlocked) X(putc_unlocked)                          \
-    X(__uflow) X(__underflow)
-
-/* and the variadic printf forms, which call the real v-form. */
-#define STDIO_VARIADIC_FNS(X) X(fprintf) X(__fprintf_chk) X(printf) X(__printf_chk)
+/* Every wrapped function, for the per-function counts (calls.def): those that
+ * call their own real function, resolved at load, and the variadic printf
+ * forms, which call the real v-form. */
+#define STDIO_REAL_FNS(X) CEIL_IP_STDIO_REAL_FNS(X)
+#define STDIO_VARIADIC_FNS(X) CEIL_IP_STDIO_VARIADIC_FNS(X)
 
 #define STDIO_FNS(X) STDIO_REAL_FNS(X) STDIO_VARIADIC_FNS(X)
 
-#define STDIO_FN_ENUM(fn) FN_##fn,
-#define STDIO_FN_NAME(fn) #fn,
+#define STDIO_FN_ENUM(fn, cls) FN_##fn,
+#define STDIO_FN_NAME(fn, cls) #fn,
 enum stdio_fn { STDIO_FNS(STDIO_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {STDIO_FNS(STDIO_FN_NAME)};
 
-enum stdio_class {
-    SC_READ, SC_WRITE, SC_META, SC_FLUSH, SC_OTHER_READ, SC_OTHER_WRITE, SC_OTHER_FLUSH, SC_COUNT
-};
-static const char *const class_names[SC_COUNT] = {"read", "write", "meta", "flush",
-                                                   "other_read", "other_write", "other_flush"};
+/* calls.def's classes */
+#define STDIO_CLASS_ENUM(e, name) SC_##e,
+#define STDIO_CLASS_NAME(e, name) #name,
+enum stdio_class { CEIL_IP_STDIO_CLASSES(STDIO_CLASS_ENUM) SC_COUNT };
+
+/* Each wrapper counts its call in the class calls.def gives it (one on a stream that is not a
+ * file in other_* instead): checked where it is defined. */
+#define STDIO_FN_CLASS(fn, cls) STDIO_CLASS_OF_##fn = SC_##cls,
+enum { CEIL_IP_STDIO_REAL_FNS(STDIO_FN_CLASS) CEIL_IP_STDIO_VARIADIC_FNS(STDIO_FN_CLASS) };
+#define STDIO_CLASS_IS(fn, klass)                                                                     \
+    _Static_assert((int)STDIO_CLASS_OF_##fn == (int)(klass), "calls.def gives " #fn " another class")
+static const char *const class_names[SC_COUNT] = {CEIL_IP_STDIO_CLASSES(STDIO_CLASS_NAME)};
 
 /* What the streams on files asked of the kernel, estimated from the buffers (see the top). */
-enum { KR_READ, KR_WRITE, KR_PENDING, KR_COUNT };
-static const char *const kernel_names[KR_COUNT] = {"kernel_read", "kernel_write", "pending"};
+#define STDIO_KERNEL_ENUM(e, name) KR_##e,
+enum { CEIL_IP_STDIO_KERNEL(STDIO_KERNEL_ENUM) KR_COUNT };
+static const char *const kernel_names[KR_COUNT] = {CEIL_IP_STDIO_KERNEL(STDIO_CLASS_NAME)};
 
 typedef struct stdio_class_counters {
     uint64_t calls, errors, bytes, ticks;   /* ticks: of ceil_ip_ticks, ns at report */
@@ -386,6 +384,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
  * evaluated after errno is saved: what they call (ferror, strlen) cannot
  * change the errno the program sees. */
 #define STDIO_WRAP(klass, ret_t, fn, params, args, FAILED, BYTES, STREAM)                          \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
     CEIL_IP_EXPORT ret_t fn params                                                                 \
     {                                                                                              \
@@ -406,6 +405,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
  * after the call (KERNEL: kernel_reads, kernel_writes or kernel_flush, with
  * the call's bytes). */
 #define STDIO_DATA(klass, ret_t, fn, params, args, FAILED, BYTES, F, KERNEL)                       \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(ret_t, fn, params);                                                          \
     CEIL_IP_EXPORT ret_t fn params                                                                 \
     {                                                                                              \
@@ -452,6 +452,7 @@ STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
  * posix module, so it is unmapped here (asked before the stream is gone);
  * what was pending in its buffer goes to the kernel in one request. */
 CEIL_IP_REAL_DECL(int, fclose, (FILE *));
+STDIO_CLASS_IS(fclose, SC_META);
 CEIL_IP_EXPORT int fclose(FILE *f)
 {
     const int saved0 = errno;              /* fileno sets EBADF on a stream without a descriptor */
@@ -478,6 +479,7 @@ CEIL_IP_EXPORT int fclose(FILE *f)
 }
 
 CEIL_IP_REAL_DECL(void, rewind, (FILE *));
+STDIO_CLASS_IS(rewind, SC_META);
 CEIL_IP_EXPORT void rewind(FILE *f)
 {
     stdio_counters *c = ceil_ip_block(&stdio_module);
@@ -523,6 +525,7 @@ STDIO_DATA(SC_WRITE, int, __vprintf_chk, (int flag, const char *fmt, va_list ap)
 /* flush: fflush(NULL) flushes every stream and is counted as a call on no
  * stream, with no estimate of what it sent. */
 #define STDIO_FLUSH(fn)                                                                            \
+    STDIO_CLASS_IS(fn, SC_FLUSH);                                                                  \
     CEIL_IP_REAL_DECL(int, fn, (FILE *));                                                          \
     CEIL_IP_EXPORT int fn(FILE *f)                                                                 \
     {                                                                                              \
@@ -558,6 +561,7 @@ STDIO_FLUSH(fflush_unlocked)
 /* The variadic printf forms: the real v-form does the work, counted under
  * the name the program called. */
 #define STDIO_PRINTF(fn, vfn, params, vargs, last, stream)                                         \
+    STDIO_CLASS_IS(fn, SC_WRITE);                                                                  \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
         va_list ap;                                                                                \
@@ -590,6 +594,7 @@ STDIO_PRINTF(__printf_chk, __vprintf_chk, (int flag, const char *fmt, ...), (fla
 /* One character at a time: counted, not timed (see the top). EOF from a
  * read is an error only when the stream says so. */
 #define STDIO_CHAR(klass, fn, params, args, FAILED, KERNEL)                                        \
+    STDIO_CLASS_IS(fn, klass);                                                                     \
     CEIL_IP_REAL_DECL(int, fn, params);                                                            \
     CEIL_IP_EXPORT int fn params                                                                   \
     {                                                                                              \
@@ -627,6 +632,7 @@ STDIO_CHAR(SC_WRITE, putc_unlocked, (int ch, FILE *f), (ch, f), 1, kernel_writes
 int __uflow(FILE *);
 int __underflow(FILE *);
 #define STDIO_REFILL(fn, TAKEN)                                                                    \
+    STDIO_CLASS_IS(fn, SC_READ);                                                                   \
     CEIL_IP_REAL_DECL(int, fn, (FILE *));                                                          \
     CEIL_IP_EXPORT int fn(FILE *f)                                                                 \
     {                                                                                              \
@@ -658,7 +664,7 @@ static int stdio_init(ceil_ip_module *self)
 {
     (void)self;
     const int saved = errno;
-#define STDIO_RESOLVE(fn) (void)CEIL_REAL(fn);
+#define STDIO_RESOLVE(fn, ...) (void)CEIL_REAL(fn);
     STDIO_REAL_FNS(STDIO_RESOLVE)
 #undef STDIO_RESOLVE
     errno = saved;
@@ -718,18 +724,18 @@ static void stdio_report(ceil_ip_module *self, ceil_ip_out *out)
     for (int k = 0; k < SC_COUNT; k++) {
         const stdio_class_counters *q = &sum.cls[k];
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", class_names[k]);
-        ceil_ip_put_u64(out, "calls", q->calls);
-        ceil_ip_put_u64(out, "errors", q->errors);
+        CEIL_IP_PUT_STR(out, class, class_names[k]);
+        CEIL_IP_PUT_U64(out, calls, q->calls);
+        CEIL_IP_PUT_U64(out, errors, q->errors);
         if (k != SC_META && k != SC_FLUSH && k != SC_OTHER_FLUSH)
-            ceil_ip_put_u64(out, "bytes", q->bytes);
-        ceil_ip_put_u64(out, "ns", ceil_ip_ticks_ns(q->ticks, tick_ns));
+            CEIL_IP_PUT_U64(out, bytes, q->bytes);
+        CEIL_IP_PUT_U64(out, ns, ceil_ip_ticks_ns(q->ticks, tick_ns));
     }
     for (int k = 0; k < KR_COUNT; k++) {
         ceil_ip_line(out, self);
-        ceil_ip_put_str(out, "class", kernel_names[k]);
-        ceil_ip_put_u64(out, "requests", sum.kernel[k][0]);
-        ceil_ip_put_u64(out, "bytes", sum.kernel[k][1]);
+        CEIL_IP_PUT_STR(out, class, kernel_names[k]);
+        CEIL_IP_PUT_U64(out, requests, sum.kernel[k][0]);
+        CEIL_IP_PUT_U64(out, bytes, sum.kernel[k][1]);
     }
     ceil_ip_put_fn_calls(out, self, fn_names, sum.fn_calls, FN_COUNT);
 }

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..probes.interpose_lines import ProcSummary, Record, Task
 from ..probes.proc_sampler import Sampled
 from . import profile_competing, profile_counters, profile_files
 from ..results.analysis import Bound
@@ -115,32 +116,31 @@ def splits(s: Sampled, wall_s: float, leave_out: Sequence[int] = (), idle: Seque
     return out
 
 
-def record_threads(rec: Dict[str, Any]) -> Tuple[List[Tuple[str, Split]], List[str], float]:
+def record_threads(rec: Record) -> Tuple[List[Tuple[str, Split]], List[str], float]:
     """A process's threads from its interposer record's proc lines (csrc/interpose/proc.c: the
     threads alive when the record was written, with the kernel's run and run-queue times), for a
     process the sampler did not watch (a rank wrapped by a ceiling of its own, on any node):
     ("pid/tid", its split) per thread, the idle helpers among them (left out, as
     ``idle_helpers``), and the CPU seconds of its threads that had ended by then (the process
     line's utime + stime less the live threads'), which count on a CPU. Empty without proc lines."""
-    lines = rec.get("lines", {}).get("proc", [])
-    tasks = [ln for ln in lines if isinstance(ln.get("task"), int)]
+    tasks = [ln for ln in rec.of("proc", Task) if isinstance(ln.task, int)]
     if not tasks:
         return [], [], 0.0
-    pid = rec.get("process", {}).get("pid")
+    pid = rec.process.pid
     out, idle = [], []
     for ln in tasks:
-        life, on, runq = (ln.get(k, 0) / 1e9 for k in ("life_ns", "run_ns", "runq_ns"))
-        name = f"{pid}/{ln['task']}"
-        if ln["task"] != pid and life > 0 and on < IDLE_HELPER * life:
+        life, on, runq = ((getattr(ln, k) or 0) / 1e9 for k in ("life_ns", "run_ns", "runq_ns"))
+        name = f"{pid}/{ln.task}"
+        if ln.task != pid and life > 0 and on < IDLE_HELPER * life:
             idle.append(name)
             continue
         out.append((name, Split(max(life, on + runq), on, runq)))
-    proc = rec.get("process", {})
-    cpu = (proc.get("utime_us", 0) + proc.get("stime_us", 0)) / 1e6
-    return out, idle, max(0.0, cpu - sum(ln.get("run_ns", 0) for ln in tasks) / 1e9)
+    proc = rec.process
+    cpu = ((proc.utime_us or 0) + (proc.stime_us or 0)) / 1e6
+    return out, idle, max(0.0, cpu - sum(ln.run_ns or 0 for ln in tasks) / 1e9)
 
 
-def last_images(records: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], int]:
+def last_images(records: Sequence[Record]) -> Tuple[List[Record], int]:
     """One record per process (host, pid) of ``records``: its last image's (the latest start_ns;
     one written before an exec is followed by the new image's), and how many earlier images were
     folded into it. The figures a process carries across exec (utime_us and stime_us, its main
@@ -148,24 +148,24 @@ def last_images(records: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]]
     the earlier ones': summed, they would count its CPU time twice. Its life starts with its first
     image (start_ns is that image's). I/O and MPI calls are per image: they are summed from every
     record elsewhere (io_calls, profile_mpi)."""
-    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    groups: Dict[tuple, List[Record]] = {}
     for rec in records:
-        p = rec.get("process", {})
-        groups.setdefault((p.get("host"), p.get("pid")), []).append(rec)
+        p = rec.process
+        groups.setdefault((p.host, p.pid), []).append(rec)
     out, folded = [], 0
     for recs in groups.values():
         if len(recs) == 1:
             out.append(recs[0])
             continue
-        starts = [r.get("process", {}).get("start_ns", 0) for r in recs]
-        last = dict(recs[starts.index(max(starts))])
-        last["process"] = dict(last.get("process", {}), start_ns=min(starts))
+        starts = [r.process.start_ns if r.process.start_ns is not None else 0 for r in recs]
+        last = recs[starts.index(max(starts))]
+        last = replace(last, process=replace(last.process, start_ns=min(starts)))
         out.append(last)
         folded += len(recs) - 1
     return out, folded
 
 
-def record_split(rec: Dict[str, Any]) -> Optional[Split]:
+def record_split(rec: Record) -> Optional[Split]:
     """One process's split from its record (``record_threads`` summed, the ended threads' CPU
     on a CPU); None without proc lines."""
     threads, _, unseen = record_threads(rec)
@@ -178,7 +178,7 @@ def record_split(rec: Dict[str, Any]) -> Optional[Split]:
 def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
              io: Optional[Dict[str, Dict[str, int]]] = None, mpi: Optional[tuple] = None,
              counters: Optional[Dict[str, Any]] = None, leave_out: Sequence[int] = (),
-             others: Sequence[Dict[str, Any]] = (), competing: Sequence[Finding] = (),
+             others: Sequence[Record] = (), competing: Sequence[Finding] = (),
              files: Optional[Dict[str, Any]] = None, verdict: Optional[Dict[str, Any]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, breakdown) of one profiled program (``io``: io_calls of the
@@ -210,7 +210,7 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
         if not threads:
             from_records["without_proc_lines"] += 1
             continue
-        host = rec.get("process", {}).get("host", "")
+        host = rec.process.host if rec.process.host is not None else ""
         threads = [(f"{n} {host}".rstrip(), sp) for n, sp in threads if sp.life_s >= MIN_LIFE_S]
         per += threads
         idle += [f"{n} {host}".rstrip() for n in rec_idle]
@@ -232,20 +232,20 @@ def conclude(s: Sampled, ru: Optional[Rusage], wall_s: float, cpus: int,
     metrics = [_m("app.wall", wall_s, "s")]
     if ru:
         # the CPU time, peak memory and I/O of the processes the sampler did not watch, from their records
-        procs = [rec.get("process", {}) for rec in others]
-        summaries = [ln for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]
-        user = ru.user_s + sum(p.get("utime_us", 0) for p in procs) / 1e6
-        system = ru.system_s + sum(p.get("stime_us", 0) for p in procs) / 1e6
-        rss = max([ru.maxrss_bytes] + [ln.get("maxrss_kb", 0) * 1024 for ln in summaries])
+        procs = [rec.process for rec in others]
+        summaries = [ln for rec in others for ln in rec.of("proc", ProcSummary)]
+        user = ru.user_s + sum(p.utime_us or 0 for p in procs) / 1e6
+        system = ru.system_s + sum(p.stime_us or 0 for p in procs) / 1e6
+        rss = max([ru.maxrss_bytes] + [(ln.maxrss_kb or 0) * 1024 for ln in summaries])
         ctx = {"cpus": cpus, "processes_from_records": len(others)} if others else {"cpus": cpus}
         # CPUs in use on average: the watched tree's CPU over the wall time, and each other process's
         # over its own life (their lives need not match the program's: a rank waits in MPI_Init for
         # the others to start)
         used = (ru.user_s + ru.system_s) / wall_s if wall_s else None
         for p in procs:
-            life = (p.get("end_ns", 0) - p.get("start_ns", 0)) / 1e9
+            life = ((p.end_ns or 0) - (p.start_ns or 0)) / 1e9
             if used is not None and life > 0:
-                used += (p.get("utime_us", 0) + p.get("stime_us", 0)) / 1e6 / life
+                used += ((p.utime_us or 0) + (p.stime_us or 0)) / 1e6 / life
         metrics += [_m("app.cpu.user", user, "s", context=ctx), _m("app.cpu.system", system, "s", context=ctx),
                     _m("app.cpu.used", used, "CPUs", context=ctx),
                     _m("app.rss.peak", rss / 2**20, "MiB", context=ctx)]
@@ -462,7 +462,7 @@ def _io_words(io: Dict[str, int], wall_s: float) -> str:
 IO_KEYS = ("rchar", "wchar", "read_bytes", "write_bytes")
 
 
-def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = (), ru: Optional[Rusage] = None) -> Dict[str, int]:
+def _io_totals(s: Sampled, others: Sequence[Record] = (), ru: Optional[Rusage] = None) -> Dict[str, int]:
     """The program's /proc/PID/io read at its exit (``ru.io``: every process of its tree that
     was waited for, each once), else the last sample of each sampled process summed (which
     misses what came after the last sample and counts a reaped child twice: the kernel adds
@@ -471,8 +471,8 @@ def _io_totals(s: Sampled, others: Sequence[Dict[str, Any]] = (), ru: Optional[R
     others to damage, and those totals are unknown (left out)."""
     out: Dict[str, int] = {}
     unknown = set()
-    records = [{k: ln[k] for k in IO_KEYS if k in ln}
-               for rec in others for ln in rec.get("lines", {}).get("proc", []) if "tasks" in ln]
+    records = [{k: getattr(ln, k) for k in IO_KEYS if getattr(ln, k) is not None}
+               for rec in others for ln in rec.of("proc", ProcSummary)]
     mine = [{k: v for k, v in ru.io.items() if k in IO_KEYS}] if ru is not None and ru.io else \
         [p.io for p in s.processes.values()]
     for io in mine + records:

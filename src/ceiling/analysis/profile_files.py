@@ -12,13 +12,14 @@ process's first open and last close), the O_SYNC, O_DSYNC and O_DIRECT opens and
 the writes through them, and what was mapped (mmap). The pattern findings name a file only
 where it matters: it took at least ``FILE_SHARE`` of the program's time in I/O calls and at
 least ``MIN_FILE_S``; the synchronous-open, mapping and io_uring/AIO findings say what the
-calls' counts leave out. The records' values have their types already
-(probes/interpose_record.py checks them when it reads).
+calls' counts leave out. The records are typed already (probes/interpose_record.py checks
+them when it reads; interpose_lines.File is a file line), and a path is keyed by its bytes.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..probes.interpose_lines import File, FilesSummary, Record
 from ..results.model import OK, WARN, Finding
 
 SHOWN = 20                   # files kept in the JSON (by time, then bytes); the rest are summed
@@ -34,13 +35,12 @@ SUMS = ("opens", "meta_ns", "reads", "read_bytes", "read_ns", "writes", "write_b
 # files.c's stdio part of reads and writes (library calls) and what the streams' buffers asked of the kernel
 STDIO = ("stdio_reads", "stdio_read_bytes", "stdio_writes", "stdio_write_bytes", "stdio_kernel_reads",
          "stdio_kernel_read_bytes", "stdio_kernel_writes", "stdio_kernel_write_bytes")
-PENDING = ("stdio_pending_writes", "stdio_pending_write_bytes")
 APIS = ((1, "POSIX"), (2, "stdio"), (4, "MPI-IO"))
 OFLAGS = ((2, "O_SYNC"), (1, "O_DSYNC"), (4, "O_DIRECT"))      # files.c's oflags bits
 MAP_PROT = ((1, "read"), (2, "write"), (4, "shared"))         # files.c's map_prot bits
 
 
-def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+def summarise(records: Sequence[Record]) -> Dict[str, Any]:
     """{"count": files, "lost": files without a record, "capacity": records a process can hold,
     "shown": [file, ...] (the SHOWN that took the most time), "rest": {"files", "bytes", "time_s"}
     of the others, "async": {"io_uring": processes, "aio": processes} that set up I/O no wrapper
@@ -51,39 +51,41 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     lost, seen, capacity = 0, False, 0
     async_ = {"io_uring": 0, "aio": 0}
     for rec in records:
-        lines = rec.get("lines", {}).get("file")
-        if lines is None:
+        if not rec.has("file"):
             continue
         seen = True
-        proc = rec.get("process", {})
-        who = (proc.get("host", ""), proc.get("pid"))
+        proc = rec.process
+        host = proc.host if proc.host is not None else ""
+        who = (host, proc.pid)
         # glibc's exit writes the buffers still pending after the record; _exit, a signal or an exec loses them
-        flushed = proc.get("reason") == "exit" and proc.get("by") not in ("_exit", "_Exit")
-        for ln in lines:
-            if "files" in ln:
-                lost += ln.get("lost", 0)
-                capacity = ln.get("max", 0) or capacity
+        flushed = proc.reason == "exit" and proc.by not in ("_exit", "_Exit")
+        for ln in rec.iter("file"):
+            if isinstance(ln, FilesSummary):
+                lost += ln.lost or 0
+                capacity = ln.max or capacity
                 for k in async_:
-                    async_[k] += 1 if ln.get(k) else 0
+                    async_[k] += 1 if getattr(ln, k) else 0
                 continue
-            if "path" not in ln:
+            if not isinstance(ln, File) or ln.path is None:
                 continue
-            key = (proc.get("host", ""), ln["path"])
-            f = merged.setdefault(key, {"path": ln["path"], "host": proc.get("host", ""),
-                                        "blksize": ln.get("blksize", 0), "api": 0, "extent": 0, "oflags": 0,
+            # the path's bytes, not its text: two names that differ in bytes that are not UTF-8 are two files
+            key = (host, getattr(ln.path, "raw", ln.path))
+            f = merged.setdefault(key, {"path": str(ln.path), "host": host,
+                                        "blksize": ln.blksize or 0, "api": 0, "extent": 0, "oflags": 0,
                                         "map_prot": 0, "processes": {}, "kernel": True,
                                         **{k: 0 for k in SUMS + STDIO}})
             for k in SUMS:
-                f[k] += ln.get(k, 0)
-            f["kernel"] = f["kernel"] and all(k in ln for k in STDIO)     # an older interposer's: unknown
+                f[k] += getattr(ln, k) or 0
+            # an older interposer's line (file module version 2) has no stdio_ keys: its requests are unknown
+            f["kernel"] = f["kernel"] and all(getattr(ln, k) is not None for k in STDIO)
             for k in STDIO:
-                f[k] += ln.get(k, 0)
+                f[k] += getattr(ln, k) or 0
             if flushed:
-                f["stdio_kernel_writes"] += ln.get(PENDING[0], 0)
-                f["stdio_kernel_write_bytes"] += ln.get(PENDING[1], 0)
+                f["stdio_kernel_writes"] += ln.stdio_pending_writes or 0
+                f["stdio_kernel_write_bytes"] += ln.stdio_pending_write_bytes or 0
             for k in ("api", "oflags", "map_prot"):
-                f[k] |= ln.get(k, 0)
-            f["extent"] = max(f["extent"], ln.get("extent", 0))
+                f[k] |= getattr(ln, k) or 0
+            f["extent"] = max(f["extent"], ln.extent or 0)
             _interval(f["processes"], who, ln)
     if not seen:
         return {}
@@ -99,20 +101,20 @@ def summarise(records: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
             "mapped": sorted((f for f in files if f["maps"]), key=lambda f: (-f["map_bytes"], f["path"]))[:SHOWN]}
 
 
-def _interval(processes: Dict[Tuple, List], who: Tuple, ln: Dict[str, Any]) -> None:
+def _interval(processes: Dict[Tuple, List], who: Tuple, ln: File) -> None:
     """Adds a record's open interval and writes to its process's (a process's two records of one
     path, made by two threads at once, are one): [first open, last close, writes], None for a time
     the record does not have (MPI_File_open's records, an older interposer's)."""
-    first, last = ln.get("first_open_ns") or None, ln.get("last_close_ns") or None
+    first, last = ln.first_open_ns or None, ln.last_close_ns or None
     if first is not None and last is None:
         last = first                       # opened and closed by calls no wrapper saw
     p = processes.get(who)
     if p is None:
-        processes[who] = [first, last, ln.get("writes", 0)]
+        processes[who] = [first, last, ln.writes or 0]
         return
     p[0] = None if p[0] is None or first is None else min(p[0], first)
     p[1] = None if p[1] is None or last is None else max(p[1], last)
-    p[2] += ln.get("writes", 0)
+    p[2] += ln.writes or 0
 
 
 def at_once(processes: Dict[Tuple, List]) -> Tuple[int, int]:
@@ -227,15 +229,15 @@ def _names(files: List[Dict[str, Any]]) -> str:
     return ", ".join(names) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
 
 
-def run_seconds(records: Sequence[Dict[str, Any]]) -> float:
+def run_seconds(records: Sequence[Record]) -> float:
     """The run's time as the records see it: on each node, from the first process's start to the
     last one's end (CLOCK_MONOTONIC, comparable on a node); the longest node's."""
     spans: Dict[str, List[int]] = {}
     for rec in records:
-        p = rec.get("process", {})
-        if p.get("start_ns") and p.get("end_ns", 0) >= p["start_ns"]:
-            sp = spans.setdefault(p.get("host", ""), [p["start_ns"], p["end_ns"]])
-            sp[0], sp[1] = min(sp[0], p["start_ns"]), max(sp[1], p["end_ns"])
+        p = rec.process
+        if p.start_ns and (p.end_ns or 0) >= p.start_ns:
+            sp = spans.setdefault(p.host if p.host is not None else "", [p.start_ns, p.end_ns])
+            sp[0], sp[1] = min(sp[0], p.start_ns), max(sp[1], p.end_ns)
     return max(((b - a) / 1e9 for a, b in spans.values()), default=0.0)
 
 
@@ -301,7 +303,7 @@ def uncounted(summary: Dict[str, Any], run_s: float) -> List[Finding]:
     return out
 
 
-def conclude(summary: Dict[str, Any], io: Dict[str, Dict[str, int]], records: Sequence[Dict[str, Any]]
+def conclude(summary: Dict[str, Any], io: Dict[str, Dict[str, int]], records: Sequence[Record]
              ) -> List[Finding]:
     """What the per-file ``summary`` says: the patterns of the files that took a large share of the
     time inside I/O calls (``io``: analysis/profile_io.io_calls), and what the calls' counts leave

@@ -1,5 +1,5 @@
 """What the interposer's I/O modules counted, as the profile's I/O classes, and the I/O bound:
-pure functions over the records (probes/interpose_record.py).
+pure functions over the typed records (probes/interpose_record.py, interpose_lines.py).
 
 Request sizes and counts are those that reached the kernel: the POSIX module's calls, and the
 stdio module's estimate of what the streams' buffers sent (csrc/interpose/stdio.c); the stdio
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..probes.interpose_lines import FnCalls, IOClass, KernelRequests, MpiCounts, Record, StreamClass
 from ..results.analysis import Bound
 from ..results.model import LOWER, WARN, Finding, Metric
 
@@ -21,7 +22,7 @@ IO_CLASSES = ("read", "write", "meta", "sync", "copy")    # storage; "other" is 
 IO_KEYS_PER_CLASS = ("calls", "errors", "bytes", "ns", "random", "library_calls", "estimated")
 
 
-def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
+def io_calls(records: Sequence[Record]) -> Dict[str, Dict[str, int]]:
     """The interposer's I/O counts summed over every process's record: class -> {calls, errors,
     bytes, ns, random, library_calls, estimated}; {} when no record has an I/O module's lines.
 
@@ -37,24 +38,25 @@ def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
     call: glibc's stdio reaches the kernel without the POSIX wrappers."""
     out: Dict[str, Dict[str, int]] = {}
 
-    def add(cls: str, line: Dict[str, Any], **keys: str) -> None:
+    def add(cls: str, line: Any, **keys: str) -> None:
         tot = out.setdefault(cls, dict.fromkeys(IO_KEYS_PER_CLASS, 0))
         for to, frm in keys.items():
-            v = line.get(frm, 0)
+            v = getattr(line, frm, None)
             tot[to] += v if isinstance(v, int) else 0
 
     plain = dict(calls="calls", errors="errors", bytes="bytes", ns="ns", random="random")
     for rec in records:
-        lines = rec.get("lines", {})
-        exited = rec.get("process", {}).get("reason") == "exit"
-        for line in lines.get("posix", []):
-            cls = str(line.get("class"))
+        exited = rec.process.reason == "exit"
+        for line in rec.of("posix", IOClass):
+            cls = str(line.class_)
             if cls in IO_CLASSES:
                 add(cls, line, **plain)
             elif cls in ("other_read", "other_write"):
                 add("other", line, **plain)
-        for line in lines.get("stdio", []):
-            cls = str(line.get("class"))
+        for line in rec.iter("stdio"):
+            if not isinstance(line, (StreamClass, KernelRequests)):
+                continue
+            cls = str(line.class_)
             if cls in ("read", "write"):
                 add(cls, line, library_calls="calls", errors="errors", ns="ns")
             elif cls == "flush":
@@ -66,18 +68,18 @@ def io_calls(records: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
                     bytes="bytes")
             elif cls in ("other_read", "other_write", "other_flush"):
                 add("other", line, library_calls="calls", errors="errors", bytes="bytes", ns="ns")
-        for line in lines.get("copy", []):
-            cls = str(line.get("class"))
+        for line in rec.of("copy", StreamClass):
+            cls = str(line.class_)
             if cls in ("read", "write", "copy", "other"):
                 add(cls, line, calls="calls", errors="errors", bytes="bytes", ns="ns")
     return out
 
 
-def intercepted_calls(records: Sequence[Dict[str, Any]], modules: Sequence[str] = ("posix", "stdio", "copy")) -> int:
+def intercepted_calls(records: Sequence[Record], modules: Sequence[str] = ("posix", "stdio", "copy")) -> int:
     """Every call the given modules' wrappers counted (their "fn" lines), whatever its class:
     what the interposer's cost per call multiplies."""
-    return sum(line.get("calls", 0) for rec in records for m in modules
-               for line in rec.get("lines", {}).get(m, []) if "fn" in line and isinstance(line.get("calls"), int))
+    return sum(line.calls for rec in records for m in modules for line in rec.iter(m)
+               if isinstance(line, (FnCalls, MpiCounts)) and line.fn is not None and isinstance(line.calls, int))
 
 
 def _io_part(c: str, x: Dict[str, int], secs: float) -> str:

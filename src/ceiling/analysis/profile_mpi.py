@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..probes.interpose_lines import Hist, IOClass, MpiCounts, MpiHead, Peer, Record, StreamClass, Task
 from ..results.analysis import Bound
 from ..results.model import HIGHER, LOWER, WARN, Finding, Metric
 from .profile import record_split
@@ -49,67 +50,68 @@ IMBALANCED = 0.85           # load balance below this: imbalance (POP flags unde
 STARTUP = 0.25              # MPI_Init + MPI_Finalize this share of the ranks' life: said
 
 
-def ranks(records: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def ranks(records: Sequence[Record]) -> List[Dict[str, Any]]:
     """Per process that initialised MPI (its record has an mpi line with init_ns), sorted by
     rank: the rank's run, its MPI time by group and function, bytes, histograms, peers."""
     out = []
     for rec in records:
-        lines = rec.get("lines", {}).get("mpi", [])
-        head = next((ln for ln in lines if "rank" in ln), None)
-        if not head or not head.get("init_ns"):
+        head = next(iter(rec.of("mpi", MpiHead)), None)
+        if head is None or not head.init_ns:
             continue
-        proc = rec.get("process", {})
-        end = head.get("finalize_ns") or proc.get("end_ns", 0)
-        classes = {str(ln["class"]): ln for ln in lines if "class" in ln}
+        proc = rec.process
+        end = head.finalize_ns or proc.end_ns or 0
+        counts = rec.of("mpi", MpiCounts)
+        classes = {str(ln.class_): ln for ln in counts if ln.class_ is not None}
         groups: Dict[str, float] = {}
         for cls, ln in classes.items():
             g = GROUPS.get(cls)
             if g:
-                groups[g] = groups.get(g, 0.0) + ln.get("ns", 0) / 1e9
-        fns = {str(ln["fn"]): ln for ln in lines if "fn" in ln}
-        writes = [ln for m in ("posix", "stdio") for ln in rec.get("lines", {}).get(m, [])
-                  if ln.get("class") == "write"]
-        run_s = max(0.0, (end - head["init_ns"]) / 1e9)
-        init_s = sum(fns.get(f, {}).get("ns", 0) for f in ("MPI_Init", "MPI_Init_thread")) / 1e9
+                groups[g] = groups.get(g, 0.0) + (ln.ns or 0) / 1e9
+        fns = {str(ln.fn): ln for ln in counts if ln.fn is not None}
+        writes = [ln for m in ("posix", "stdio") for ln in rec.iter(m)
+                  if isinstance(ln, (IOClass, StreamClass)) and ln.class_ == "write"]
+        run_s = max(0.0, (end - head.init_ns) / 1e9)
+        init_s = sum(fns[f].ns or 0 for f in ("MPI_Init", "MPI_Init_thread") if f in fns) / 1e9
         # a record taken inside MPI_Finalize (the checkpoint, all rank 0 receives of a gathered
         # rank) has the call but not its time: unknown (None), counted as 0 in the sums
-        inside = proc.get("reason") == "checkpoint" and bool(head.get("finalize_ns"))
-        finalize_s = None if inside else fns.get("MPI_Finalize", {}).get("ns", 0) / 1e9
-        main = next((ln for ln in rec.get("lines", {}).get("proc", []) if ln.get("task") == proc.get("pid")), {})
+        inside = proc.reason == "checkpoint" and bool(head.finalize_ns)
+        finalize_s = None if inside else ((fns["MPI_Finalize"].ns or 0) if "MPI_Finalize" in fns else 0) / 1e9
+        main = next((ln for ln in rec.of("proc", Task) if ln.task == proc.pid), None)
+        io_write = classes.get("io_write")
         out.append({
-            "rank": head.get("rank", -1), "size": head.get("size", -1), "host": proc.get("host", ""),
-            "pid": proc.get("pid"), "family": head.get("family", "unknown"), "library": head.get("library", ""),
+            "rank": head.rank if head.rank is not None else -1, "size": head.size if head.size is not None else -1,
+            "host": proc.host if proc.host is not None else "",
+            "pid": proc.pid, "family": head.family if head.family is not None else "unknown",
+            "library": head.library if head.library is not None else "",
             "run_s": run_s, "finalize_s": finalize_s, "init_s": init_s,
             # the main thread's life (proc.c), at least MPI's three parts when it is not known
-            "life_s": max(main.get("life_ns", 0) / 1e9, init_s + run_s + (finalize_s or 0.0)),
+            "life_s": max(((main.life_ns or 0) if main else 0) / 1e9, init_s + run_s + (finalize_s or 0.0)),
             "groups": groups, "mpi_s": sum(groups.values()),
-            "classes": {c: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for c, ln in classes.items()},
-            "functions": {f: {k: ln.get(k, 0) for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
-            "hist": {str(ln["hist"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist" in ln},
-            "hist_ns": {str(ln["hist_ns"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines if "hist_ns" in ln},
-            "hist_bytes": {str(ln["hist_bytes"]): [ln.get(b, 0) for b in BUCKETS] for ln in lines
-                           if "hist_bytes" in ln},
-            "peers": {ln["peer"]: {"calls": ln.get("calls", 0), "bytes": ln.get("bytes", 0)}
-                      for ln in lines if "peer" in ln and isinstance(ln["peer"], int)},
-            "threads": proc.get("threads", 1),
+            "classes": {c: {k: getattr(ln, k) or 0 for k in ("calls", "ns", "bytes")} for c, ln in classes.items()},
+            "functions": {f: {k: getattr(ln, k) or 0 for k in ("calls", "ns", "bytes")} for f, ln in fns.items()},
+            **{kind: {str(h.of): [h.buckets.get(b, 0) for b in BUCKETS] for h in rec.of("mpi", Hist)
+                      if h.kind == kind and h.of is not None} for kind in ("hist", "hist_ns", "hist_bytes")},
+            "peers": {ln.peer: {"calls": ln.calls or 0, "bytes": ln.bytes or 0}
+                      for ln in rec.of("mpi", Peer) if isinstance(ln.peer, int)},
+            "threads": proc.threads if proc.threads is not None else 1,
             "cpu": _cpu_shares(rec),
-            "write_bytes": sum(ln.get("bytes", 0) for ln in writes) + classes.get("io_write", {}).get("bytes", 0),
-            "write_s": (sum(ln.get("ns", 0) for ln in writes) + classes.get("io_write", {}).get("ns", 0)) / 1e9,
+            "write_bytes": sum(ln.bytes or 0 for ln in writes) + ((io_write.bytes or 0) if io_write else 0),
+            "write_s": (sum(ln.ns or 0 for ln in writes) + ((io_write.ns or 0) if io_write else 0)) / 1e9,
         })
     return sorted(out, key=lambda r: (r["rank"] if isinstance(r["rank"], int) else -1, r["pid"] or 0))
 
 
-def _cpu_shares(rec: Dict[str, Any]) -> Optional[Dict[str, float]]:
+def _cpu_shares(rec: Record) -> Optional[Dict[str, float]]:
     """Where a rank's threads' lives went, as its record's proc lines say; None without them."""
     sp = record_split(rec)
     return {k: round(v, 4) for k, v in sp.shares().items()} if sp else None
 
 
-def launcher_pids(records: Sequence[Dict[str, Any]]) -> List[int]:
+def launcher_pids(records: Sequence[Record]) -> List[int]:
     """Processes that started MPI ranks without being one (mpiexec, hydra_pmi_proxy, orted,
     srun, a wrapping shell): the ancestors of every rank, by the ppid in the records. Their
     I/O is the launcher's control traffic, not the program's."""
-    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in records if r.get("process")}
+    parent = {r.process.pid: r.process.ppid for r in records}
     rank_pids = {r["pid"] for r in ranks(records)}
     out = set()
     for pid in rank_pids:
@@ -142,7 +144,7 @@ def _small_share(rs: Sequence[Dict[str, Any]]) -> Optional[float]:
     return small / total if total > 0 else None
 
 
-def conclude(records: Sequence[Dict[str, Any]], wrapped: Optional[Tuple[int, int]] = None
+def conclude(records: Sequence[Record], wrapped: Optional[Tuple[int, int]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, the "mpi" part of the breakdown); all empty when no
     process of the program initialised MPI. ``wrapped``: (rank, size) when ceiling wraps

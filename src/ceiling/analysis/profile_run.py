@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..observe.model import Observation
 from ..probes import interpose_record
+from ..probes.interpose_lines import File, Record
 from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
 from . import profile_counters, profile_files
@@ -57,7 +58,7 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     waiters = set(launchers(sampled, wall)) | starters
     # ... but a process judged a launcher by its waiting alone that read or wrote files (git gc's git repack,
     # between its short children, writes info/refs) did the program's work: its records stay
-    own = [r for r in records if r.get("process", {}).get("pid") not in starters and
+    own = [r for r in records if r.process.pid not in starters and
            (not launcher_image(r, waiters, sampled) or moved_file_data(r))]
     # processes this ceiling's sampler and rusage never saw (the ranks other ceilings wrapped; ranks a
     # launcher's daemon started, as srun's slurmstepd): their threads from their records
@@ -82,7 +83,7 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
         findings.append(left)
     breakdown["interposer"] = ({"used": False, "why": part.why} if not part.used else
                                {"used": True, "records": len(records),
-                                "modules": sorted({n for r in records for n in r["modules"]}),
+                                "modules": sorted({n for r in records for n in r.modules}),
                                 "skipped": records.counts()})
     findings.extend(interpose_record.findings(records, part.removed))
     if part.used and not part.removed and not (wrapped and wrapped[0] != 0):
@@ -136,13 +137,12 @@ def unwatched(records: list, root: int, sampled: Set[int] = frozenset(), everyon
     its ppid chain, through the records of ``everyone`` (the launchers' own included: a rank
     under mpiexec's proxy), reaches ``root``, or when the sampler saw it. ``host``: this node's name (os.uname's)."""
     here = host or os.uname().nodename
-    parent = {r["process"].get("pid"): r["process"].get("ppid") for r in (everyone or records)
-              if r.get("process", {}).get("host") == here}
+    parent = {r.process.pid: r.process.ppid for r in (everyone or records) if r.process.host == here}
     out = []
     for r in records:
-        p = r.get("process", {})
-        pid, seen = p.get("pid"), set()
-        if p.get("host") == here:
+        p = r.process
+        pid, seen = p.pid, set()
+        if p.host == here:
             if pid in sampled:
                 continue
             while pid is not None and pid != root and pid not in seen:
@@ -164,23 +164,23 @@ def preloaded(sampled, preload_refused) -> List[Tuple[int, str]]:
             if p.comm != "ceiling-launch" and not p.left and not (p.exe and preload_refused(p.exe))]
 
 
-def moved_file_data(rec: dict) -> bool:
+def moved_file_data(rec: Record) -> bool:
     """Whether the record's process read or wrote a file (its file lines): work of the program's,
     which a launcher's own calls (PATH lookups, control messages on pipes and sockets) are not."""
-    return any(ln.get("reads") or ln.get("writes") for ln in rec.get("lines", {}).get("file", []) if "path" in ln)
+    return any(ln.reads or ln.writes for ln in rec.of("file", File) if ln.path is not None)
 
 
-def launcher_image(rec: dict, waiters: set, sampled) -> bool:
+def launcher_image(rec: Record, waiters: set, sampled) -> bool:
     """Whether ``rec`` is a launcher's own (its I/O the launcher's, not the program's): its pid
     is one of ``waiters`` and, where the sampler saw which program that pid ran first, the record
     is that program's image. A shell that execs the program (sh -c 'sleep 1; exec ./app') keeps
     its pid, and the sampler judges the pid a launcher by the shell's waiting: the program's
     image, with another exe, is the program's."""
-    p = rec.get("process", {})
-    if p.get("pid") not in waiters:
+    p = rec.process
+    if p.pid not in waiters:
         return False
-    seen = sampled.processes.get(p.get("pid"))
-    return not (seen and seen.exe and p.get("exe") and p.get("exe") != seen.exe)
+    seen = sampled.processes.get(p.pid)
+    return not (seen and seen.exe and p.exe and p.exe != seen.exe)
 
 
 def left_tree(sampled):
@@ -218,12 +218,12 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
     both alike. The second value says what was taken off ({} for nothing)."""
     if not io:
         return io, {}
-    mine = [] if host is None else [r for r in records if r.get("process", {}).get("host") == host]
-    read = sum(int(r.get("end", {}).get("self_read") or 0) for r in mine)
-    calls = sum(int(r.get("end", {}).get("self_reads") or 0) for r in mine)
+    mine = [] if host is None else [r for r in records if r.process.host == host]
+    read = sum(int(r.end.self_read or 0) for r in mine if r.end is not None)
+    calls = sum(int(r.end.self_reads or 0) for r in mine if r.end is not None)
     per = loader or {}
     # the loader ran once per image it loaded, not in a child of fork (the parent's image goes on)
-    images = sum(1 for r in mine if not r.get("process", {}).get("forked"))
+    images = sum(1 for r in mine if not r.process.forked)
     by_loader = int(per.get("rchar") or 0) * images
     loader_calls = int(per.get("syscr") or 0) * images
     if not (read or written or by_loader):

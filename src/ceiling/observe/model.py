@@ -50,7 +50,8 @@ class Instruments:
 @dataclass
 class Interposer:
     """The LD_PRELOAD interposer's part: whether it was put in (``why`` not), its records
-    (one per process image, probes/interpose_record.latest), the bytes of its record files
+    (typed, probes/interpose_lines.Record: one per process image, probes/interpose_record.latest),
+    the bytes of its record files
     (``written``: the program's processes wrote them), the record directory the program
     removed (``removed``), its measured cost per call and the dynamic loader's reads of it per
     process image (``loader``; both probes/interpose_cost.py, measured once per build)."""

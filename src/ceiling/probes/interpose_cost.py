@@ -254,6 +254,6 @@ def _io_at_exit(prog: str, env: Dict[str, str]) -> Optional[Dict[str, int]]:
 def _self_read(d: Path) -> Optional[tuple]:
     """(self_read, self_reads) of the one whole record in the directory ``d``."""
     from . import interpose_record
-    ends = [r["end"] for r in interpose_record.latest(interpose_record.read_dir(str(d))) if r.get("end")]
-    ends = [e for e in ends if isinstance(e.get("self_read"), int) and isinstance(e.get("self_reads"), int)]
-    return (ends[0]["self_read"], ends[0]["self_reads"]) if len(ends) == 1 else None
+    ends = [r.end for r in interpose_record.latest(interpose_record.read_dir(str(d))) if r.end is not None]
+    ends = [e for e in ends if isinstance(e.self_read, int) and isinstance(e.self_reads, int)]
+    return (ends[0].self_read, ends[0].self_reads) if len(ends) == 1 else None
