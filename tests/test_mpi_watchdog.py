@@ -45,8 +45,11 @@ def test_node_timeout_values():
         parse_seconds("0", what="--node-timeout")
     with pytest.raises(BadValueError):
         parse_seconds("200h", what="--node-timeout")    # over a week
+    assert parse_seconds("2d", what="--node-timeout") == 2 * 86400      # days (the probe's --retain 90d)
+    with pytest.raises(BadValueError):
+        parse_seconds("30d", what="--node-timeout")     # 30 days, over a week: an error, not a silent 30 s
     with pytest.raises(UsageError):
-        parse_seconds("30d", what="--node-timeout")     # no unit d: an error, not a silent 30 s
+        parse_seconds("30w", what="--node-timeout")     # no unit w: an error, not a silent 30 s
     assert StalledError.exit_code == 11
 
 
