@@ -196,3 +196,12 @@ def test_sigterm_during_a_study_keeps_the_finished_runs(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "ceiling", "history", "--db", db], capture_output=True, text=True,
                             timeout=120).stdout
     assert doc["study_id"][:12] in listed
+
+
+def test_a_program_not_found_or_not_executable_gets_the_shells_codes(tmp_path, capsys):
+    # as profile and the shell: 127 for a command not found, 126 for a file that cannot run
+    assert cli.main(["scale", "--threads", "1,2", "--no-store", "--", "no-such-program-ceiling"]) == 127
+    plain = tmp_path / "data.txt"
+    plain.write_text("x\n")
+    assert cli.main(["scale", "--threads", "1,2", "--no-store", "--", str(plain)]) == 126
+    capsys.readouterr()

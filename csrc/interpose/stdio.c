@@ -6,9 +6,9 @@
  * an fopen counts an open, an fclose unmaps the descriptor. The hot path is
  * a few adds into the thread's blocks and a look at the stream's buffer.
  *
- * Longer than 500 lines: one short wrapper for each of about 45 symbols
- * (the fortified and _unlocked forms included) beside the buffer arithmetic
- * they share.
+ * Longer than 500 lines: one short wrapper for each of about 47 symbols
+ * (the fortified and _unlocked forms and the refills __uflow/__underflow
+ * included) beside the buffer arithmetic they share.
  *
  * Its record lines (interpose.h has the format around them), in this order:
  *

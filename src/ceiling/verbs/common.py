@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from typing import Callable, List, Optional
 
 from .. import core
-from ..errors import INTERRUPTED_EXIT, BadValueError, PathError, UsageError, ValidationError, held_signals
+from ..errors import INTERRUPTED_EXIT, BadValueError, CeilingError, PathError, UsageError, ValidationError, held_signals
 from ..report.exporters.base import Exporter, InternalFailure, deliver as _deliver_all, prepare
 from ..results.measure import Options
 from ..results.model import Run
@@ -200,3 +201,22 @@ def deliver(run: Run, outputs: List[Exporter], code: int, say: Callable[[str], N
     if errors and code == 0:
         code = 1 if any(isinstance(e, InternalFailure) for e in errors) else PathError.exit_code
     return code
+
+
+class CommandNotFound(CeilingError):
+    exit_code = 127         # the shell's code, which users and scripts expect
+
+
+class CommandNotExecutable(CeilingError):
+    exit_code = 126         # the shell's code
+
+
+def resolve_program(name: str, verb: str) -> str:
+    """The path of the program a verb runs (profile, scale), as the shell would find it; one line and the
+    shell's 127 (not found) or 126 (not executable) otherwise."""
+    path = name if "/" in name else shutil.which(name)
+    if path is None or not os.path.exists(path):
+        raise CommandNotFound(f"{verb}: {name}: command not found")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise CommandNotExecutable(f"{verb}: {name}: not an executable file")
+    return path

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from typing import List, Optional, Tuple
@@ -39,19 +38,10 @@ DESCRIPTION = ("Run a program (its output untouched) and report where its time w
                "a CPU, off any CPU; the bound, with evidence; the profiler's own cost. The exit status is "
                "the program's.")
 EPILOG = "Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable."
-NOT_FOUND, NOT_EXECUTABLE = 127, 126        # the shell's codes, which users and scripts expect
 # A verb that runs a program leaves standard output to it: the run's JSON would be mixed into the
 # program's output, unparseable (the rule for every such verb: DESIGN.md, "Output streams").
 JSON_REFUSED = ("profile: --json would print the run's JSON into the program's own standard output; "
                 "write it to a file with --save-json FILE.json")
-
-
-class CommandNotFound(CeilingError):
-    exit_code = NOT_FOUND
-
-
-class CommandNotExecutable(CeilingError):
-    exit_code = NOT_EXECUTABLE
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -159,13 +149,7 @@ def _interval(text: str) -> float:
 
 
 def _resolve(name: str) -> str:
-    """The program's path, as the shell would find it; one line and 127/126 otherwise."""
-    path = name if "/" in name else shutil.which(name)
-    if path is None or not os.path.exists(path):
-        raise CommandNotFound(f"profile: {name}: command not found")
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise CommandNotExecutable(f"profile: {name}: not an executable file")
-    return path
+    return common.resolve_program(name, "profile")
 
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
@@ -189,7 +173,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     try:
         obs = observe(cmd, exe, tools, machine=lambda: m or _machine(config), wrapped=wrapped)
     except OSError as e:
-        err = CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
+        err = common.CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
         if wrapped:
             abort_job(err, wrapped[0])
             raise SystemExit(err.exit_code) from None

@@ -23,7 +23,6 @@ import argparse
 import os
 import random
 import re
-import shutil
 import socket
 import sys
 import uuid
@@ -113,12 +112,7 @@ def read_metric(text: str, regex: "re.Pattern[str]") -> Optional[float]:
 
 
 def _resolve(name: str) -> str:
-    path = name if "/" in name else shutil.which(name)
-    if path is None or not os.path.exists(path):
-        raise BadValueError(f"scale: {name}: command not found")
-    if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise BadValueError(f"scale: {name}: not an executable file")
-    return path
+    return common.resolve_program(name, "scale")
 
 
 def _parse(args: argparse.Namespace) -> Tuple[str, List[int], List[str], int, int, Optional["re.Pattern[str]"]]:
