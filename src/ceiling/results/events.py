@@ -9,7 +9,11 @@ analysis (analysis/trace_patterns.py) read only this; none of them reads the bin
 
 Times are nanoseconds of the node's CLOCK_MONOTONIC, relative to ``t0_ns`` (the trace's
 start, itself on CLOCK_MONOTONIC; ``t0_unix_ns`` is the same instant on the wall clock).
-Rows are sorted by ``ts`` (then ``pid``, ``tid``) once built (``sort``).
+Rows are sorted by ``ts`` (then ``pid``, ``tid``) once built (``sort``). A reader may give a
+long trace as several ``Events`` (chunks sharing the same tables: each holds whole threads, or a
+time-ordered part of one thread whose earlier part came in an earlier chunk), so that the
+consumers stream with bounded memory; each consumer takes an iterable of chunks (one ``Events``
+is the simplest such iterable: ``[ev]``).
 
 Each row is one call (``dur`` >= 0: a slice), a user region's span (``kind`` REGION: ``call``
 is the index of its name in ``regions``), or an instant (``dur`` == -1: a process or thread
