@@ -4,7 +4,8 @@
 
 One probe (1 s windows, an iteration every 0.1 s, --no-store so its baseline is this run's first hour),
 idle for --idle seconds, then a co-runner on the same file system for --load seconds (fio: 1 MiB
-sequential writes, direct, fsync after each, four jobs), then idle again for --after seconds. Printed:
+random reads and writes, direct, libaio with 32 requests in flight, two jobs: what a parallel job's
+checkpoint or restart does to a shared device), then idle again for --after seconds. Printed:
 each window's slowdown factor for read and write, with the phase it fell in. Timing-dependent, so not a
 test (issue 31's goal: seen within two windows, back after).
 """
@@ -41,8 +42,8 @@ def main() -> None:
         t_start = time.time()
         time.sleep(a.idle)
         t_load = time.time()
-        co = subprocess.Popen(["fio", "--name=co", f"--directory={d}", "--rw=write", "--bs=1M", "--direct=1",
-                               "--fsync=1", "--size=512M", "--numjobs=4", "--time_based",
+        co = subprocess.Popen(["fio", "--name=co", f"--directory={d}", "--rw=randrw", "--bs=1M", "--direct=1",
+                               "--ioengine=libaio", "--iodepth=32", "--size=512M", "--numjobs=2", "--time_based",
                                f"--runtime={a.load}", "--output=/dev/null"])
         co.wait()
         t_after = time.time()
