@@ -73,10 +73,10 @@ def _mixed_rows():
     w, r, send, recv = ID["write"], ID["read"], ID["MPI_Send"], ID["MPI_Recv"]
     return [
         dict(ts=0, dur=-1, pid=100, tid=100, rank=0, kind=E.INSTANT, call=E.INSTANT_PROCESS_START),
-        dict(ts=10, dur=1000, pid=100, tid=100, rank=0, kind=E.REGION, call=0),
-        # starts with its region: the region must still enclose it
+        # starts with its region, and comes first among the rows: the region must still enclose it
         dict(ts=10, dur=100, pid=100, tid=100, rank=0, kind=E.IO_WRITE, call=w, file=0, offset=0, nbytes=4096,
              result=4096),
+        dict(ts=10, dur=1000, pid=100, tid=100, rank=0, kind=E.REGION, call=0),
         dict(ts=200, dur=0, pid=100, tid=100, rank=0, kind=E.IO_WRITE, call=w, file=0, offset=4096, nbytes=0,
              result=-1),
         dict(ts=300, dur=50, pid=100, tid=100, rank=0, kind=E.MPI_P2P, call=send, peer=1, tag=7, comm=0, nbytes=8,
