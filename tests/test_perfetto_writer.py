@@ -283,6 +283,14 @@ def test_a_thread_going_back_in_time_is_refused(tmp_path):
     assert not (tmp_path / "t.pftrace").exists() and not (tmp_path / "t.pftrace.part").exists()
 
 
+def test_chunks_of_another_time_origin_are_refused(tmp_path):
+    a = _events([dict(ts=100, dur=1, pid=100, tid=100, kind=E.IO_SYNC, call=ID["fsync"], result=0)])
+    b = _events([dict(ts=200, dur=1, pid=100, tid=100, kind=E.IO_SYNC, call=ID["fsync"], result=0)])
+    b.t0_ns += 1
+    with pytest.raises(ValueError, match="t0_ns"):
+        write_perfetto(tmp_path / "t.pftrace", [a, b])
+
+
 def test_io_calls_on_a_few_files_cost_at_most_64_bytes_each(tmp_path):
     """Issue 28's size goal: a program repeating 4 KiB to 1 MiB writes and reads on 4 files."""
     rng = np.random.default_rng(1)

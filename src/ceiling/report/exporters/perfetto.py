@@ -265,6 +265,9 @@ class _Writer:
         self.enc.raw(_track(_UUID_PROCESS | (pid & 0xFFFFFFF), _str(2, f"{name} pid {pid}"), _msg(3, fields)))
 
     def chunk(self, ev: E.Events) -> None:
+        if ev.t0_ns != self.first.t0_ns:
+            raise ValueError(f"Perfetto writer: a chunk's t0_ns ({ev.t0_ns}) is not the first chunk's "
+                             f"({self.first.t0_ns}): chunks of one trace share their time origin")
         self.last = ev
         for pid in ev.processes:
             self.process(pid, ev)
@@ -345,7 +348,8 @@ def write_perfetto(path, chunks: Iterable[E.Events], counters: Optional[E.Counte
     None. ``meta``: facts stated on the trace's own track, name -> value (the command, ceiling's
     version, the recording's measured cost per event...). The file is written beside ``path`` and
     renamed into place once complete, so a reader never sees half a trace under its name.
-    Raises OSError when the file cannot be written, ValueError when a thread's rows go back in time.
+    Raises OSError when the file cannot be written, ValueError when a thread's rows go back in time
+    or a chunk has another ``t0_ns`` than the first.
     """
     if isinstance(chunks, E.Events):
         chunks = [chunks]
