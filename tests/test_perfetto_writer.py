@@ -101,7 +101,7 @@ def test_slices_args_and_timestamps_equal_the_input(tmp_path):
     assert (s.slices, s.instants, s.clipped, s.threads, s.processes) == (8, 2, 0, 3, 3)
     assert s.bytes == (tmp_path / "t.pftrace").stat().st_size
     names = {d.name for d in tr.tracks.values()}
-    assert {"rank 0 (node00) pid 100", "rank 1 (node01) pid 101", "writer"} <= names
+    assert {"rank 0 (node00) pid 100", "rank 1 (node01) pid 101", "writer", "app"} <= names
     assert tr.clocks and tr.clocks[0].primary_trace_clock == 3            # CLOCK_MONOTONIC
     assert {c.clock_id: c.timestamp for c in tr.clocks[0].clocks} == {3: T0, 1: T0_UNIX}
 

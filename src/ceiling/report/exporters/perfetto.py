@@ -283,7 +283,9 @@ class _Writer:
             self.table_key = key + (top_call, top_str)
         for pid, tid, _seq, uuid in self.enc.threads(cols["pid"], cols["tid"]):
             self.process(pid, ev)
-            tname = ev.threads.get(tid) or f"thread {tid}"
+            proc = ev.processes.get(pid)
+            main = tid == pid and proc is not None and proc.exe
+            tname = ev.threads.get(tid) or (os.path.basename(proc.exe) if main else f"thread {tid}")
             self.enc.raw(_track(uuid, _int(5, _UUID_PROCESS | (pid & 0xFFFFFFF)), _str(2, tname),
                                 _msg(4, _int(1, pid) + _int(2, tid) + _str(5, tname))))
             self.threads += 1
