@@ -1,7 +1,8 @@
 """The C core, seen from Python: its kernel table and one call to run a kernel.
 
 Every ctypes binding of the C core lives in this package: the kernel table
-here, the OS-noise probe in noise.py, the storage I/O loops in io.py.
+here, the OS-noise probe in noise.py, the storage I/O loops in io.py, the Perfetto
+trace's encoder in pftrace.py.
 Nothing else in ceiling declares a ctypes structure of the core.
 
 The library is csrc/ built by CMake into ``ceiling/_core/libceiling_core.so``
