@@ -116,7 +116,7 @@ class Exporter:
             self.p99.labels(op=op).set(p99)
 
     def flush(self) -> None:
-        """The textfile, atomically (prometheus_client writes a temporary file and renames it)."""
+        """The textfile, atomically (write_textfile)."""
         if self.textfile:
             write_textfile(self.textfile, self.registry)
 

@@ -119,7 +119,7 @@ def previous(path: str) -> Optional[Dict[str, List[Sample]]]:
                 if spec is None or set(s.labels) != set(spec[1]):
                     continue
                 out[s.name].append((tuple(s.labels[k] for k in spec[1]), float(s.value)))
-    except (ValueError, TypeError, IndexError):
+    except Exception:       # noqa: BLE001 - whatever the parser cannot take is not ours: replaced whole
         return None
     return out
 
