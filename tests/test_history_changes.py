@@ -373,3 +373,19 @@ def test_a_step_acknowledged_does_not_hide_a_drift_found_after_it(tmp_path, caps
     assert ch.mark_acked([step, drift], set(), known)[1].acked is False        # a step between: a new segment
     assert ch.mark_acked([drift], set(), known)[0].acked is True
     assert ch.mark_acked([drift], set(), ch._replace(known, direction="better"))[0].acked is False
+
+
+def test_the_acknowledged_drift_is_remembered_through_a_look_that_finds_none():
+    """A look where the drift fell below significance keeps it in ``acked_drift``; when it returns, with another
+    first run, it is still the acknowledged one."""
+    from ceiling.analysis import changes as ch
+    drift = ch.Change("drift", "m", "h", "", "ns", LOWER, "r2", "2026-01-03", "r9", "2026-01-10", 1.0, 1.1, 0.1,
+                      "worse", 0.001, 0.01)
+    entry = ("2026-01-12", "2026-01-01", {"first": "2026-01-01", "steps": [], "drift": [],
+                                          "acked_drift": ch._to_doc(ch._replace(drift, acked=True))})
+    known = ch.acked_drift(entry, set())
+    assert known is not None and known.run_id == "r2"
+    back = ch._replace(drift, run_id="r7", started="2026-01-08")
+    assert ch.mark_acked([back], set(), known)[0].acked is True
+    assert ch.acked_drift((entry[0], entry[1], {"drift": [ch._to_doc(drift)]}), {("r2", "m")}).run_id == "r2"
+    assert ch.acked_drift((entry[0], entry[1], {"drift": [ch._to_doc(drift)]}), set()) is None
