@@ -12,11 +12,17 @@ and numpy), the whole CLI (``python -m ceiling compare A B --db FILE``, a new pr
 runs, judge, render), and prints the figures.
 
     .venv/bin/python benchmarks/compare_history.py [--db /tmp/ceiling-compare-100k.db] [--runs 100000]
+        [--rounds 7] [--against OTHER/src]
+
+``--against`` times another ceiling's whole CLI beside this one, round by round alternating (the
+same history, the same commands; ``OTHER/src`` a source tree, e.g. ``git archive main src`` unpacked,
+with the installed ``ceiling/_core`` copied in): on a shared host only figures taken together compare.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sqlite3
 import statistics
@@ -86,6 +92,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--against", metavar="SRC", help="another ceiling's source tree, timed alternating")
     a = ap.parse_args()
     path = Path(a.db)
     if not path.exists():
@@ -113,8 +120,9 @@ def main() -> int:
         floor.append(time.perf_counter() - t)
     print(f"floor (python, ceiling's CLI and numpy imported, --version): median {statistics.median(floor) * 1000:.0f} "
           f"ms (min {min(floor) * 1000:.0f})")
+    other_env = dict(os.environ, PYTHONPATH=a.against) if a.against else None
     for what, args in (("two runs", argv), ("two sets of runs (--host --before --after)", sets)):
-        inproc, whole = [], []
+        inproc, whole, other = [], [], []
         for _ in range(a.rounds):
             t = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
@@ -124,9 +132,19 @@ def main() -> int:
             p = subprocess.run([sys.executable, "-m", "ceiling", *args], capture_output=True, text=True)
             whole.append(time.perf_counter() - t)
             assert p.returncode in (0, 12) and rc in (0, 12), p.stderr
+            if other_env is not None:
+                t = time.perf_counter()
+                q = subprocess.run([sys.executable, "-m", "ceiling", *args], capture_output=True, text=True,
+                                   env=other_env)
+                other.append(time.perf_counter() - t)
+                assert q.returncode in (0, 12), q.stderr
         print(f"compare, {what}: in-process median {statistics.median(inproc) * 1000:.0f} ms "
-              f"(min {min(inproc) * 1000:.0f}), whole CLI median {statistics.median(whole) * 1000:.0f} ms "
-              f"(min {min(whole) * 1000:.0f}), {a.rounds} rounds")
+              f"(min {min(inproc) * 1000:.0f}, max {max(inproc) * 1000:.0f}), whole CLI median "
+              f"{statistics.median(whole) * 1000:.0f} ms (min {min(whole) * 1000:.0f}, max {max(whole) * 1000:.0f}), "
+              f"{a.rounds} rounds")
+        if other:
+            print(f"  --against {a.against}: whole CLI median {statistics.median(other) * 1000:.0f} ms "
+                  f"(min {min(other) * 1000:.0f}, max {max(other) * 1000:.0f}), alternating with the above")
     return 0
 
 

@@ -311,6 +311,8 @@ BAD = [
     (["--changes", "--family", "nosuch"], 2, "--family 'nosuch': no metric nosuch.*"),
     (["--changes", "--metric", "stream.triad", "--family", "stream"], 2, "not both"),
     (["--since"], 2, "--since belongs to --changes"),
+    (["--changes", "--since", "--from", "2026-01-10"], 2, "--from/--to bound a full look"),
+    (["--changes", "--since", "--to", "2026-01-10"], 2, "--from/--to bound a full look"),
     (["--family", "stream"], 2, "--family belongs to --changes"),
     (["--ack", "nocolon"], 2, "give RUN:METRIC"),
     (["--ack", "zzzzzzzz:stream.triad"], 2, "no run 'zzzzzzzz'"),
@@ -324,3 +326,66 @@ def test_bad_options_are_one_line_and_an_exit_code(built, args, code, text):
     assert r.returncode == code and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and text in lines[0], r.stderr
+
+
+def _drifting(p: Path, runs: range, rng) -> None:
+    """Host d: latency.dram rising 0.4 % a run from 90 ns, 0.2 % noise; nothing else changes."""
+    with Store(p) as s:
+        for i in runs:
+            lat = 90.0 * (1 + 0.004 * i)
+            s.save(Run(tool_version="0.1.0", host="d", started=(T0 + timedelta(days=i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                       command=["ceiling", "bench", "latency"], run_id=f"d-{i:04d}-" + "0" * 16,
+                       machine=_machine("1.0"),
+                       metrics=[Metric.measured("latency.dram", [float(lat * (1 + 0.002 * g))
+                                                                 for g in rng.standard_normal(3)], "ns", LOWER)]))
+
+
+def test_an_acknowledged_drift_stays_acknowledged_when_its_first_run_moves(tmp_path, capsys, monkeypatch):
+    from ceiling.analysis import changes as ch
+    p = tmp_path / "drift.db"
+    rng = np.random.default_rng(5)
+    _drifting(p, range(0, 40), rng)
+    first = _json(capsys, p, "--since")
+    assert [(c["kind"], c["run_id"][:6]) for c in first["changes"]] == [("drift", "d-0000")]
+    assert _cli(capsys, "history", "--db", str(p), "--ack", "d-0000:latency.dram")[0] == 0
+    _drifting(p, range(40, 60), rng)
+    monkeypatch.setattr(ch, "WINDOW", 30)         # the next look examines the last 30 runs: the drift's start moves
+    with Store(p) as s:
+        report = ch.since(s, ch.Options(), when="2026-03-01T00:00:00Z")
+    drifts = [c for c in report.changes(acked=True) if c.kind == "drift"]
+    assert [(c.run_id[:6], c.acked) for c in drifts] == [("d-0030", True)]
+    # a full look from a later date: the same drift, another first run, still acknowledged
+    doc = _json(capsys, p, "--from", (T0 + timedelta(days=20)).strftime("%Y-%m-%d"))
+    assert doc["changes"] == [] and doc["acknowledged_hidden"] == 1
+    shown = _json(capsys, p, "--from", (T0 + timedelta(days=20)).strftime("%Y-%m-%d"), "--all")["changes"]
+    assert [(c["kind"], c["run_id"][:6], c["acked"]) for c in shown] == [("drift", "d-0020", True)]
+
+
+def test_a_step_acknowledged_does_not_hide_a_drift_found_after_it(tmp_path, capsys):
+    """The acknowledgement of a drift is remembered for that drift only: a series whose step was acknowledged
+    shows a drift that starts later, in a look that never saw a drift acknowledged."""
+    from ceiling.analysis import changes as ch
+    step = ch.Change("step", "m", "h", "", "ns", LOWER, "r10", "2026-01-11", "r9", "2026-01-10", 1.0, 1.1, 0.1,
+                     "worse", 0.001, 0.01)
+    drift = ch._replace(step, kind="drift", run_id="r12", started="2026-01-13")
+    known = ch._replace(drift, run_id="r2", started="2026-01-03", acked=True)
+    assert ch.mark_acked([step, drift], {("r10", "m")}, None)[1].acked is False
+    assert ch.mark_acked([step, drift], set(), known)[1].acked is False        # a step between: a new segment
+    assert ch.mark_acked([drift], set(), known)[0].acked is True
+    assert ch.mark_acked([drift], set(), ch._replace(known, direction="better"))[0].acked is False
+
+
+def test_the_acknowledged_drift_is_remembered_through_a_look_that_finds_none():
+    """A look where the drift fell below significance keeps it in ``acked_drift``; when it returns, with another
+    first run, it is still the acknowledged one."""
+    from ceiling.analysis import changes as ch
+    drift = ch.Change("drift", "m", "h", "", "ns", LOWER, "r2", "2026-01-03", "r9", "2026-01-10", 1.0, 1.1, 0.1,
+                      "worse", 0.001, 0.01)
+    entry = ("2026-01-12", "2026-01-01", {"first": "2026-01-01", "steps": [], "drift": [],
+                                          "acked_drift": ch._to_doc(ch._replace(drift, acked=True))})
+    known = ch.acked_drift(entry, set())
+    assert known is not None and known.run_id == "r2"
+    back = ch._replace(drift, run_id="r7", started="2026-01-08")
+    assert ch.mark_acked([back], set(), known)[0].acked is True
+    assert ch.acked_drift((entry[0], entry[1], {"drift": [ch._to_doc(drift)]}), {("r2", "m")}).run_id == "r2"
+    assert ch.acked_drift((entry[0], entry[1], {"drift": [ch._to_doc(drift)]}), set()) is None

@@ -110,3 +110,28 @@ def test_planted_steps_found():
         a, b = _reps(100, 0.02, 10, seed), _reps(85, 0.02, 10, 500 + seed)
         found += sig.judge(a, b, HIGHER, "stream.triad").verdict == sig.WORSE
     assert found >= 48
+
+
+def test_fast_resampled_medians_are_numpys_medians_of_the_same_draws():
+    """The order-statistic medians behind the interval are np.median of the same resamples, bit for bit
+    (odd and even counts, ties, more than 256 values), so the interval is the one the plain bootstrap gives."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    for n in (2, 3, 4, 5, 94, 120, 300):
+        v = rng.normal(300.0, 3.0, n).round(1)          # rounded: ties
+        idx = rng.integers(0, n, (500, n))
+        assert np.array_equal(sig._resampled_medians(v, idx), np.median(v[idx], axis=1)), n
+
+
+def test_interval_is_the_plain_percentile_bootstrap_with_the_fixed_seed():
+    import numpy as np
+    rr = random.Random(3)
+    a = [300 * rr.gauss(1, 0.01) for _ in range(120)]
+    b = [291 * rr.gauss(1, 0.01) for _ in range(94)]
+    rng = np.random.default_rng(sig.SEED)
+    va, vb = np.asarray(a), np.asarray(b)
+    ma = np.median(va[rng.integers(0, len(va), (sig.RESAMPLES, len(va)))], axis=1)
+    mb = np.median(vb[rng.integers(0, len(vb), (sig.RESAMPLES, len(vb)))], axis=1)
+    low, high = np.percentile(mb / ma, [2.5, 97.5])
+    iv = sig.median_ratio_interval(a, b)
+    assert iv is not None and (iv.low, iv.high, iv.resamples) == (float(low), float(high), sig.RESAMPLES)

@@ -25,14 +25,20 @@ outside beyond BASELINE_Z: a change that needs no three runs after it to be seen
 examines only the series with runs added since the last look, and in them only the runs from
 their last step on, at most WINDOW of them; it reports the changes whose run is newer than the
 last look (a series the history holds no result of is examined whole). A full look recomputes
-every series from its first run and writes nothing.
+every series from its first run and writes nothing. ``--since`` takes no ``--from/--to``: its
+window is the history's, and the look it records is where the next one starts.
+
+An acknowledgement (``--ack RUN:METRIC``) names a change by its first run. A step's stays where it
+is; a drift's first run is where the examined runs begin, which moves (``--since``'s window,
+``--from``): the kept result of a series remembers its acknowledged drift, and a drift the same
+way with no step between its start and the remembered one's is that drift (``mark_acked``).
 """
 from __future__ import annotations
 
 import math
 import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..results.history_keys import flat
 from ..results import store_changes as sc
@@ -305,6 +311,7 @@ def full(store, opts: Options, metric: Optional[str] = None, family: Optional[st
     """Every series from its first run (writes nothing)."""
     inv = Inventories(store)
     acked = sc.acks(store)
+    cache = sc.cached(store)             # read only for the drifts acknowledged (a full look writes nothing)
     skipped: Dict[str, int] = {}
     out: List[Series] = []
     through = ""
@@ -315,11 +322,43 @@ def full(store, opts: Options, metric: Optional[str] = None, family: Optional[st
             continue
         s = _series(key, data, opts)
         s.changes, s.baseline = analyse_rows(key, data, opts, inv)
-        s.changes = [_replace(c, acked=(c.run_id, c.metric) in acked) for c in s.changes]
+        s.changes = mark_acked(s.changes, acked, acked_drift(cache.get(key), acked))
         through = max(through, s.last)
         out.append(s)
     scopes(out)
     return Report(out, skipped, through=through, examined=len(out))
+
+
+# -- acknowledgements ----------------------------------------------------------------------------
+
+def acked_drift(entry: Optional[Tuple[str, str, dict]], acked: Set[Tuple[str, str]]) -> Optional[Change]:
+    """The acknowledged drift a series' kept result remembers (sc.cached's entry), if any: its drift as
+    the last look found it, acknowledged by its run, or one an earlier look carried as acknowledged."""
+    if entry is None:
+        return None
+    docs = list(entry[2].get("drift", ())) + [d for d in (entry[2].get("acked_drift"),) if isinstance(d, dict)]
+    for c in (_from_doc(d) for d in docs if isinstance(d, dict)):
+        if c is not None and c.kind == "drift" and (c.acked or (c.run_id, c.metric) in acked):
+            return c
+    return None
+
+
+def same_drift(c: Change, known: Change, steps: Sequence[Change]) -> bool:
+    """``c`` is the drift ``known`` was, its start moved (``--since`` examines a series from its last step,
+    at most WINDOW runs; ``--from`` cuts it): the same way, with no step of the series between their starts
+    (after a step it is a new segment, and a drift there a new change)."""
+    if c.kind != "drift" or known.kind != "drift" or c.direction != known.direction:
+        return False
+    lo, hi = sorted((c.started, known.started))
+    return not any(lo < st.started <= hi for st in steps if st.kind == "step")
+
+
+def mark_acked(changes: Sequence[Change], acked: Set[Tuple[str, str]], known: Optional[Change]) -> List[Change]:
+    """Each change with ``acked`` set: a step by its run (the first run after it, stable); a drift by its run
+    too, or as the acknowledged drift ``known`` (acked_drift) continued, whose first run was another."""
+    steps = [c for c in changes if c.kind == "step"]
+    return [_replace(c, acked=(c.run_id, c.metric) in acked or
+                     (c.kind == "drift" and known is not None and same_drift(c, known, steps))) for c in changes]
 
 
 def _to_doc(c: Change) -> dict:
@@ -381,17 +420,24 @@ def since(store, opts: Options, metric: Optional[str] = None, family: Optional[s
             new, _ = analyse_rows(key, data, opts, inv, baseline=False)
             s.baseline = _baseline([r for r, _ in base], [v for _, v in base], opts)
             steps = earlier + [c for c in new if c.kind == "step"]
-            s.changes = steps + [c for c in new if c.kind == "drift"]
+            known = acked_drift(entry, acked)
+            s.changes = mark_acked(steps + [c for c in new if c.kind == "drift"], acked, known)
             last_step = max((c.started for c in steps), default=open_from or data[0][0][3])
-            kept[key] = (s.last, last_step, {"first": s.first, "steps": [_to_doc(c) for c in steps],
-                                              "drift": [_to_doc(c) for c in new if c.kind == "drift"]})
+            drifts = [c for c in s.changes if c.kind == "drift"]
+            # the acknowledged drift is remembered while no step ends its segment, also through a look
+            # that finds it too weak: when it comes back, with another first run, it is still known
+            remember = next((c for c in drifts if c.acked), None) or (
+                known if known is not None and not any(st.started > known.started for st in steps) else None)
+            doc = {"first": s.first, "steps": [_to_doc(c) for c in steps], "drift": [_to_doc(c) for c in drifts]}
+            if remember is not None:
+                doc["acked_drift"] = _to_doc(_replace(remember, acked=True))
+            kept[key] = (s.last, last_step, doc)
         else:
             s = Series(*key, unit="", better="higher", n=0, first=spans[key][0], last=spans[key][1])
             docs = list(entry[2].get("steps", ())) + list(entry[2].get("drift", ()))
-            s.changes = [c for c in (_from_doc(d) for d in docs) if c]
+            s.changes = mark_acked([c for c in (_from_doc(d) for d in docs) if c], acked, acked_drift(entry, acked))
             if s.changes:
                 s.unit, s.better = s.changes[0].unit, s.changes[0].better
-        s.changes = [_replace(c, acked=(c.run_id, c.metric) in acked) for c in s.changes]
         through = max(through, s.last)
         out.append(s)
     scopes(out)

@@ -19,6 +19,7 @@ competing-load finding in either side (checks/load.py: that run was disturbed).
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -124,7 +125,7 @@ def figure_of_row(name: Any, unit: Any, better: Any, context: Any, value: Any, r
     that is neither higher nor lower, a context key that is not one)."""
     if not isinstance(name, str) or not name or not isinstance(unit, str) or better not in (HIGHER, LOWER):
         return None
-    if not isinstance(context, str) or (context and not isinstance(_json_obj(context), dict)):
+    if not isinstance(context, str) or (context and not _context_key_ok(context)):
         return None
     if value is not None and not _number(value):
         return None
@@ -132,6 +133,13 @@ def figure_of_row(name: Any, unit: Any, better: Any, context: Any, value: Any, r
         return None
     return Figure(name, unit, better, context, float(value) if value is not None else None,
                   [float(r) for r in reps if r is not None], host)
+
+
+@functools.lru_cache(maxsize=1024)
+def _context_key_ok(text: str) -> bool:
+    """A context key is a JSON object: parsed once per distinct key (a set of runs repeats a few keys over
+    thousands of rows, and parsing each row's was a tenth of compare's own time)."""
+    return isinstance(_json_obj(text), dict)
 
 
 def _json_obj(text: str) -> Any:

@@ -112,6 +112,22 @@ def _median(xs: Sequence[float]) -> float:
     return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
+def _resampled_medians(values, idx):
+    """``np.median(values[idx], axis=1)``, the same numbers, several times faster (5x for 120 values x 2000
+    resamples, where np.median's partition of floats dominated ``ceiling compare`` of two sets of runs). The
+    values are sorted once; each resample's median is an order statistic of its draws' ranks in that order
+    (the map from rank to value does not decrease, so order statistics carry over, ties included), and the
+    ranks, small integers, sort by numpy's radix sort."""
+    import numpy as np
+    n = len(values)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(n, dtype=np.uint8 if n <= 256 else np.uint16 if n <= 65536 else np.intp)
+    ranks[order] = np.arange(n)
+    ranked = np.sort(ranks[idx], axis=1, kind="stable")       # stable on 8 or 16 bits: radix sort
+    s = values[order]
+    return 0.5 * (s[ranked[:, (n - 1) // 2]] + s[ranked[:, n // 2]])     # odd n: 0.5 * 2x is x exactly
+
+
 def median_ratio_interval(a: Sequence[Optional[float]], b: Sequence[Optional[float]], resamples: int = RESAMPLES,
                           level: float = LEVEL, seed: int = SEED) -> Optional[Interval]:
     """Percentile bootstrap interval of median(b) / median(a) (module docstring)."""
@@ -124,8 +140,8 @@ def median_ratio_interval(a: Sequence[Optional[float]], b: Sequence[Optional[flo
         return None
     rng = np.random.default_rng(seed)
     va, vb = np.asarray(xa), np.asarray(xb)
-    med_a = np.median(va[rng.integers(0, len(va), (resamples, len(va)))], axis=1)
-    med_b = np.median(vb[rng.integers(0, len(vb), (resamples, len(vb)))], axis=1)
+    med_a = _resampled_medians(va, rng.integers(0, len(va), (resamples, len(va))))
+    med_b = _resampled_medians(vb, rng.integers(0, len(vb), (resamples, len(vb))))
     ok = med_a != 0
     ratios = med_b[ok] / med_a[ok]
     if not len(ratios):

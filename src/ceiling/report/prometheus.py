@@ -1,6 +1,12 @@
-"""The probe's metrics for Prometheus, with the official client (prometheus_client): its exposition
-format, its histogram semantics (cumulative ``_bucket{le=...}``, ``_sum``, ``_count``) and its
-atomic textfile writer, as Prometheus, node_exporter and Grafana expect them.
+"""ceiling's metrics for Prometheus, with the official client (prometheus_client): its exposition
+format and its histogram semantics (cumulative ``_bucket{le=...}``, ``_sum``, ``_count``), as
+Prometheus, node_exporter and Grafana expect them. Two users: the probe (``Exporter``, below) and the
+headline of a measured run (``write_run``: ``ceiling run/check/bench --textfile DIR``). Both write
+node_exporter's textfile through ``write_textfile``: a temporary file in the same directory (a name
+node_exporter skips: it reads ``*.prom`` only), flushed to disk, renamed over the old one, removed on
+any exception (a Ctrl-C included): the file is the old one or the new one, whole.
+
+The probe:
 
 Served over HTTP (``--listen``, 127.0.0.1:9464 by default: binding elsewhere must be asked for),
 written for node_exporter's textfile collector (``--textfile DIR``: ``DIR/ceiling_probe.prom``,
@@ -25,6 +31,35 @@ TEXTFILE = "ceiling_probe.prom"
 # 1 us (a cached stat) to 60 s (a file system that hangs), about three buckets a decade
 BUCKETS = (1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05,
            0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def check_textfile_dir(textfile_dir: str) -> None:
+    """A textfile directory that is not one, or that this user cannot write: one line (PathError, exit 4)."""
+    if not os.path.isdir(textfile_dir):
+        raise PathError(f"--textfile {textfile_dir}: not a directory")
+    if not os.access(textfile_dir, os.W_OK | os.X_OK):
+        raise PathError(f"--textfile {textfile_dir}: not writable")
+
+
+def write_textfile(path: str, registry) -> None:
+    """``registry`` in the exposition format at ``path``, atomically (module docstring)."""
+    import tempfile
+    from prometheus_client import generate_latest
+    d, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=d or ".", prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(generate_latest(registry))
+            f.flush()
+            os.fsync(f.fileno())         # the rename must not reach the disk before the text (a crash: an empty file)
+        os.chmod(tmp, 0o644)             # node_exporter runs as its own user; mkstemp makes 0600
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def parse_listen(text: str) -> Optional[Tuple[str, int]]:
@@ -55,10 +90,7 @@ class Exporter:
             self.errors.labels(op=op)
         self.textfile = os.path.join(textfile_dir, TEXTFILE) if textfile_dir else None
         if textfile_dir is not None:
-            if not os.path.isdir(textfile_dir):
-                raise PathError(f"--textfile {textfile_dir}: not a directory")
-            if not os.access(textfile_dir, os.W_OK | os.X_OK):
-                raise PathError(f"--textfile {textfile_dir}: not writable")
+            check_textfile_dir(textfile_dir)
         self.server = None
         if listen is not None:
             from prometheus_client import start_http_server
@@ -84,10 +116,9 @@ class Exporter:
             self.p99.labels(op=op).set(p99)
 
     def flush(self) -> None:
-        """The textfile, atomically (prometheus_client writes a temporary file and renames it)."""
+        """The textfile, atomically (write_textfile)."""
         if self.textfile:
-            from prometheus_client import write_to_textfile
-            write_to_textfile(self.textfile, self.registry)
+            write_textfile(self.textfile, self.registry)
 
     def close(self) -> None:
         if self.server is not None:

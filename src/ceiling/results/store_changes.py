@@ -5,8 +5,9 @@ ranges of the index ``metrics_series``; the runs added after a moment through ``
 Keeping (only where the file was opened for writing, Store.write): acknowledged changes
 (``change_acks``: a run and a metric; a change whose first run after it is that run is not
 reported again), each series' changes as last computed with the start of its newest run examined
-(``change_series``), and each look (``change_looks``: when, and the newest run it examined): what
-``--since`` starts from. A read-only open reads them and writes nothing.
+(``change_series``; its result also remembers the series' acknowledged drift, whose first run moves
+from look to look: analysis/changes.py acked_drift), and each look (``change_looks``: when, and
+the newest run it examined): what ``--since`` starts from. A read-only open reads them and writes nothing.
 """
 from __future__ import annotations
 

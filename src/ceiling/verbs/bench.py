@@ -36,7 +36,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    "'ceiling history --studies' and shown by 'ceiling show STUDY' (--json, --save-json and --out "
                    "then write the study)")
     common.measure_options(p)
-    common.output_options(p)
+    common.output_options(p, textfile=True)
     from .cluster import configure
     configure(p, node_timeout=False)
 

@@ -31,7 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="check a recorded /proc and /sys tree below DIR (checks of the live process are skipped)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="show evidence for every finding, not only for problems")
-    common.output_options(p, store=True, html=False)
+    common.output_options(p, store=True, html=False, textfile=True)
     from .cluster import configure
     configure(p)
 

@@ -43,9 +43,10 @@ def measure_options(p: argparse.ArgumentParser) -> None:
 
 
 def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = True,
-                   json_refused: str = "") -> None:
+                   json_refused: str = "", textfile: bool = False) -> None:
     """The output options; ``json_refused``: why a verb refuses --json (one that runs a program,
-    whose standard output it is), said in its help instead of what --json does elsewhere."""
+    whose standard output it is), said in its help instead of what --json does elsewhere; ``textfile``:
+    the verb offers --textfile (run, check, bench: a node's ceilings and checks for Prometheus)."""
     g = p.add_argument_group("output")
     g.add_argument("--json", action="store_true",
                    help=f"refused: {json_refused}" if json_refused else
@@ -56,6 +57,10 @@ def output_options(p: argparse.ArgumentParser, store: bool = True, html: bool = 
     if store:
         g.add_argument("--db", metavar="PATH", help="SQLite history (default: ~/.local/share/ceiling/history.db)")
         g.add_argument("--no-store", action="store_true", help="do not record this run in the history")
+    if textfile:
+        g.add_argument("--textfile", metavar="DIR", help="also write the figures, peaks, efficiencies, verdict and "
+                       "checks as Prometheus series to DIR/ceiling.prom (node_exporter's textfile collector "
+                       "directory), atomically, keeping what earlier runs wrote of the rest")
 
 
 # -- option values --------------------------------------------------------------------
@@ -150,6 +155,9 @@ def exporters(args: argparse.Namespace, store, *, html: bool, render: Optional[C
         out.append(HtmlFile(getattr(args, "out", None)))
     if store is not None:
         out.append(History(store, quiet=quiet_store))
+    if getattr(args, "textfile", None):
+        from ..report.exporters.textfile import Textfile
+        out.append(Textfile(args.textfile))
     out.append(Terminal(say(args), color=color(args), width=width(), render=render))
     if getattr(args, "json", False):
         out.append(JsonStdout())
@@ -167,6 +175,12 @@ def check_outputs(args: argparse.Namespace, html: bool = True) -> None:
     if getattr(args, "save_json", None):
         from ..report.exporters.json_doc import JsonFile
         outs.append(JsonFile(args.save_json))
+    if getattr(args, "textfile", None):
+        if getattr(args, "cluster", False):
+            raise UsageError("--textfile writes this node's series for its node_exporter; under --cluster rank 0 "
+                             "would write every node's into its own node's file: run it on each node instead")
+        from ..report.exporters.textfile import Textfile
+        outs.append(Textfile(args.textfile))
     prepare(outs)
 
 

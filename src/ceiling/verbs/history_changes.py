@@ -119,6 +119,12 @@ def changes(args: argparse.Namespace) -> int:
     from ..results.store import Store, default_db_path
     if args.since and not args.changes:
         raise UsageError("--since belongs to --changes: give --changes too")
+    if args.since and (args.start or args.end):
+        # --since's window is the history's own (the runs after the last look, each series from its last step),
+        # and the look it records is what the next --since starts from: a look bounded by dates would record
+        # runs it never examined as seen, or keep results computed on a cut series as the series'.
+        raise UsageError("--since looks at what is new since the last look and records it; --from/--to bound "
+                         "a full look, which records nothing: give one or the other")
     acks = _acks(args.ack)
     opts = _options(args) if args.changes else None
     path = Path(args.db) if args.db else default_db_path()

@@ -76,7 +76,11 @@ def measure_repeated(args: argparse.Namespace, argv: List[str], steps, n: int) -
             study.members.append(Member(i, run.run_id, run))
             if "threads" not in study.fixed and isinstance(run.environment.get("threads"), int):
                 study.fixed["threads"] = run.environment["threads"]      # what every member ran with
-            c = common.deliver(run, [History(store, quiet=True)] if store is not None else [], c, say)
+            outs = [History(store, quiet=True)] if store is not None else []
+            if getattr(args, "textfile", None):          # each repetition's figures, the newest last
+                from ..report.exporters.textfile import Textfile
+                outs.append(Textfile(args.textfile))
+            c = common.deliver(run, outs, c, say)
             code = code or c
             if run.partial or c not in (0, ValidationError.exit_code):
                 # Ctrl-C, or a step that could not run: the next repetition would stop the same way

@@ -17,7 +17,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a shorter run: fewer repetitions, sizes and thread "
                    "counts, smaller arrays")
     common.measure_options(p)
-    common.output_options(p)
+    common.output_options(p, textfile=True)
     from .cluster import configure
     configure(p, pairs=True)
 
