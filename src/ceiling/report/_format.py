@@ -7,6 +7,7 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Dict, List, Sequence
 
@@ -51,6 +52,23 @@ def when(iso: str) -> str:
 
 
 # -- text from outside --------------------------------------------------------------
+
+# What json.dumps (ASCII) writes for a character printable() replaces: \u0000-\u001f, \u007f and
+# \u0080-\u009f escaped, \b \f \r in short. An escaped backslash before "u00.." or "r" matches too:
+# a false alarm only sends that run the slow way.
+_ESCAPED_CONTROL = re.compile(r"\\u00(?:[01][0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])|\\[bfr]")
+
+
+def may_need_printable(v: Any) -> bool:
+    """Whether some string inside ``v`` (keys too) may hold a character printable() replaces: False
+    only when none does. One pass of the C JSON encoder instead of printable_value's walk, since
+    nearly every run holds none and is then shown as it is; anything the encoder refuses says True."""
+    try:
+        text = json.dumps(v, ensure_ascii=True, check_circular=False)
+    except (TypeError, ValueError):
+        return True
+    return _ESCAPED_CONTROL.search(text) is not None
+
 
 def printable_value(v: Any) -> Any:
     """Every string inside ``v`` (dicts, lists, keys too) made printable."""

@@ -97,13 +97,28 @@ def _key(k: Any) -> str:
 
 
 _LEAVES = (str, int, float, bool, type(None))
+_LEAF_TYPES = frozenset(_LEAVES)
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls) -> Optional[Tuple[str, ...]]:
+    """The field names of a dataclass type, None for any other type (asked once per type)."""
+    return tuple(f.name for f in fields(cls)) if is_dataclass(cls) else None
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, _LEAVES):
+    t = type(v)
+    if t in _LEAF_TYPES:
         return v
-    if is_dataclass(v) and not isinstance(v, type):
-        return {f.name: _plain(getattr(v, f.name)) for f in fields(v)}
+    if t is list:
+        return [_plain(x) for x in v]
+    if t is dict:
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    names = _field_names(t)
+    if names is not None:
+        return {n: _plain(getattr(v, n)) for n in names}
+    if isinstance(v, _LEAVES):                 # subclasses: IntEnum, a str subclass
+        return v
     if isinstance(v, list):
         return [_plain(x) for x in v]
     if isinstance(v, tuple):
@@ -125,48 +140,65 @@ def _hints(cls) -> Tuple[Tuple[str, Any, bool], ...]:
                  for f in fields(cls))
 
 
+@lru_cache(maxsize=None)
+def _plan(cls) -> Tuple[frozenset, Tuple[Tuple[str, Any, bool], ...]]:
+    """What reading ``cls`` takes, worked out once per class from its hints: the known keys, and
+    per field (name, reader or None, required); None takes the value as it is (most fields: a
+    scalar, or a list or dict of them), a reader is called as reader(value, path)."""
+    spec = tuple((name, _reader(hint), required) for name, hint, required in _hints(cls))
+    return frozenset(name for name, _, _ in spec), spec
+
+
+def _reader(hint: Any):
+    """The function that reads a value of this hint (value, path) -> value, or None for "as it is"."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union:
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        one = _reader(inner[0]) if len(inner) == 1 else None
+        if one is None:
+            return None
+        return lambda v, path: None if v is None else one(v, path)
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        if not is_dataclass(item):
+            return None
+
+        def read_list(v, path):
+            if not isinstance(v, list):
+                raise DocumentError(path, f"expected a list, not {type(v).__name__}")
+            return [read(item, x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return read_list
+    if origin is dict:
+        _, item = typing.get_args(hint) or (str, Any)
+        if not is_dataclass(item):
+            return None
+
+        def read_dict(v, path):
+            if not isinstance(v, dict):
+                raise DocumentError(path, f"expected an object, not {type(v).__name__}")
+            return {k: read(item, x, f"{path}.{k}") for k, x in v.items()}
+        return read_dict
+    if isinstance(hint, type) and is_dataclass(hint):
+        return lambda v, path: read(hint, v, path)
+    return None
+
+
 def read(cls, d: Any, path: str = ""):
     """``cls(**d)`` with every nested dataclass read too, unknown and missing keys refused."""
     if not isinstance(d, dict):
         raise DocumentError(path, f"expected an object, not {type(d).__name__}")
-    spec = _hints(cls)
-    known = {name for name, _, _ in spec}
+    known, spec = _plan(cls)
     for key in d:
         if key not in known:
             raise DocumentError(_join(path, str(key)), "unknown key")
     kw = {}
-    for name, hint, required in spec:
+    for name, reader, required in spec:
         if name in d:
-            kw[name] = _value(hint, d[name], _join(path, name))
+            v = d[name]
+            kw[name] = v if reader is None else reader(v, _join(path, name))
         elif required:
             raise DocumentError(_join(path, name), "missing key")
     return cls(**kw)
-
-
-def _value(hint: Any, v: Any, path: str) -> Any:
-    origin = typing.get_origin(hint)
-    if origin is typing.Union:
-        if v is None:
-            return None
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _value(inner[0], v, path) if len(inner) == 1 else v
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        if is_dataclass(item):
-            if not isinstance(v, list):
-                raise DocumentError(path, f"expected a list, not {type(v).__name__}")
-            return [read(item, x, f"{path}[{i}]") for i, x in enumerate(v)]
-        return v
-    if origin is dict:
-        _, item = typing.get_args(hint) or (str, Any)
-        if is_dataclass(item):
-            if not isinstance(v, dict):
-                raise DocumentError(path, f"expected an object, not {type(v).__name__}")
-            return {k: read(item, x, f"{path}.{k}") for k, x in v.items()}
-        return v
-    if isinstance(hint, type) and is_dataclass(hint):
-        return read(hint, v, path)
-    return v
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 # A document ceiling writes is nested 7 levels deep, a run of several nodes 9;
 # evidence dictionaries of findings add a few. 64 leaves room for any of them
@@ -103,6 +103,19 @@ def _is_type(v: Any, t: str) -> bool:
     raise ValueError(f"schema type {t!r} is not supported")
 
 
+_PY_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _type_test(allowed) -> "Callable[[Any], bool]":
+    """_is_type(v, t) for any t of ``allowed``, as one isinstance where the types allow."""
+    py = tuple(_PY_TYPES[t] for t in allowed if t in _PY_TYPES)
+    if "number" in allowed:
+        return lambda v: isinstance(v, py) or _is_number(v)
+    if "integer" in allowed:
+        return lambda v: isinstance(v, py) or _is_type(v, "integer")
+    return lambda v: isinstance(v, py)
+
+
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: 1 == 1.0, but true is not 1."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -125,10 +138,122 @@ class Checker:
     def __init__(self, schema: Dict[str, Any]):
         self.schema = schema
         self.defs: Dict[str, Any] = schema.get("$defs", {})
+        self._compiled: Dict[int, Callable[[Any], bool]] = {}
+        self._fits: Optional[Callable[[Any], bool]] = None
 
     def check(self, doc: Any) -> None:
-        """Raise Problem at the first place ``doc`` does not fit the schema."""
-        self._check(doc, self.schema, "")
+        """Raise Problem at the first place ``doc`` does not fit the schema.
+
+        Two passes over one schema: ``fits`` (the schema compiled once into closures that only
+        say yes or no, with no key path built: most documents fit) and, only where it says no,
+        the walk below that finds and names the first place. ``fits`` never says yes where the
+        walk would refuse (tests/test_doccheck.py compares them on every kind of value)."""
+        if self._fits is None:
+            self._fits = self._compile(self.schema)
+        if not self._fits(doc):
+            self._check(doc, self.schema, "")
+
+    def fits(self, doc: Any) -> bool:
+        """Whether ``doc`` fits the schema (check's first pass alone)."""
+        if self._fits is None:
+            self._fits = self._compile(self.schema)
+        return self._fits(doc)
+
+    def _compile(self, s: Dict[str, Any]) -> Callable[[Any], bool]:
+        """The yes-or-no test of one schema node, as closures; a node reached again through
+        $ref (a recursive schema) is looked up when called."""
+        key = id(s)
+        if key in self._compiled:
+            return self._compiled[key]
+        cell: List[Callable[[Any], bool]] = []
+        self._compiled[key] = lambda v: cell[0](v)          # a recursive $ref meets this while compiling
+        tests: List[Callable[[Any], bool]] = []
+        if "$ref" in s:
+            tests.append(self._compile(self._ref(s["$ref"])))
+        if "oneOf" in s:
+            alternatives = s["oneOf"]
+            nulls = [a for a in alternatives if a.get("type") == "null"]
+            others = [a for a in alternatives if a.get("type") != "null"]
+            if len(others) == 1 and len(nulls) == 1:
+                one = self._compile(others[0])
+                tests.append(lambda v: v is None or one(v))
+            else:
+                forms = [self._compile(a) for a in alternatives]
+                tests.append(lambda v: sum(1 for form in forms if form(v)) == 1)
+        if "type" in s:
+            allowed = tuple(s["type"] if isinstance(s["type"], list) else [s["type"]])
+            for t in allowed:
+                _is_type(None, t)                        # an unsupported type fails here, as in the walk
+            tests.append(_type_test(allowed))
+        if "const" in s:
+            const = s["const"]
+            tests.append(lambda v: _same(v, const))
+        if "enum" in s:
+            enum = tuple(s["enum"])
+            tests.append(lambda v: any(_same(v, e) for e in enum))
+        if "minimum" in s:
+            low = s["minimum"]
+            tests.append(lambda v: not _is_number(v) or v >= low)
+        if "maximum" in s:
+            high = s["maximum"]
+            tests.append(lambda v: not _is_number(v) or v <= high)
+        if "minLength" in s:
+            n = s["minLength"]
+            tests.append(lambda v: not isinstance(v, str) or len(v) >= n)
+        if "pattern" in s:
+            rx = _pattern(s["pattern"])
+            tests.append(lambda v: not isinstance(v, str) or rx.search(v) is not None)
+        props = {k: self._compile(x) for k, x in s.get("properties", {}).items()}
+        required = tuple(s.get("required", ()))
+        extra = s.get("additionalProperties", True)
+        extra_f = self._compile(extra) if isinstance(extra, dict) else None
+        closed = extra is False
+
+        def obj(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for k in required:
+                if k not in v:
+                    return False
+            for k, x in v.items():
+                f = props.get(k)
+                if f is not None:
+                    if not f(x):
+                        return False
+                elif closed:
+                    return False
+                elif extra_f is not None and not extra_f(x):
+                    return False
+            return True
+        if props or required or closed or extra_f is not None:
+            tests.append(obj)
+        if "items" in s:
+            item = self._compile(s["items"])
+            item_types = self._types_only(s["items"])
+            if item_types is not None:
+                plain = tuple(item_types)
+                tests.append(lambda v: not isinstance(v, list) or all(
+                    any(_is_type(x, t) for t in plain) for x in v))
+            else:
+                tests.append(lambda v: not isinstance(v, list) or all(item(x) for x in v))
+        if not tests:
+            f: Callable[[Any], bool] = lambda v: True          # noqa: E731
+        elif len(tests) == 1:
+            f = tests[0]
+        elif len(tests) == 2:
+            first, second = tests
+            f = lambda v: first(v) and second(v)                # noqa: E731
+        else:
+            every = tuple(tests)
+
+            def f(v: Any) -> bool:
+                for t in every:
+                    if not t(v):
+                        return False
+                return True
+        cell.append(f)
+        self._compiled[key] = f
+        return f
 
     def _ref(self, ref: str) -> Dict[str, Any]:
         prefix = "#/$defs/"
