@@ -175,6 +175,43 @@ def test_real_study_end_to_end(tmp_path, capsys):
     assert code == 0 and "speedup 2.00x" in out
 
 
+@pytest.mark.parametrize("regex, kind, unit", [
+    (r"step time ([\d.e-]+)", "time", ""), (r"took ([0-9.]+)\s*ms", "time", "ms"),
+    (r"([\d.]+) Mflups", "rate", "Mflups"),
+    (r"Performance: ([\d.]+) GFlop/s", "rate", "GFlop/s"), (r"bw=([\d.]+) GB/s, time=([\d.]+) s", "rate", "GB/s"),
+    (r"result ([0-9.]+)", None, "")])
+def test_metric_kind_from_the_regex(regex, kind, unit):
+    assert scale.metric_kind(regex) == (kind, unit)
+
+
+def test_a_rate_gives_the_speedup_of_its_inverse():
+    a = S.analyse({1: [100.0, 101.0, 99.0], 2: [200.0, 199.0, 201.0], 4: [300.0, 302.0, 298.0]}, "threads", cpus=64,
+                  rate=True, unit="Mflups")
+    rows = a["points"]
+    assert rows[1]["speedup"] == pytest.approx(2.0) and rows[2]["efficiency"] == pytest.approx(0.75)
+    assert rows[2]["median"] == 300.0
+    assert a["amdahl"]["serial_fraction"] > 0
+
+
+def test_a_rate_metric_end_to_end(tmp_path, capsys):
+    app = _program(tmp_path, """
+        import os
+        print("lattice", 100 * int(os.environ["OMP_NUM_THREADS"]), "Mflups")
+    """)
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "2", "--no-store", "--json", "--metric",
+                           r"([\d.]+) Mflups", "--", app], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["fixed"]["metric_kind"] == "rate" and doc["fixed"]["metric_unit"] == "Mflups"
+    assert all(m["run"]["metrics"][0]["better"] == "higher" for m in doc["members"])
+    notes = doc["analysis"]["notes"]
+    assert any(n.startswith("2 threads: median 200 Mflups,") and "speedup 2.00x" in n for n in notes), notes
+    # said otherwise, the same figures are times: twice as slow
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "1", "--no-store", "--json", "--metric",
+                           r"([\d.]+) Mflups", "--metric-kind", "time", "--", app], capsys)
+    assert any("speedup 0.50x" in n for n in json.loads(out)["analysis"]["notes"])
+
+
 def test_a_failing_point_is_kept_with_its_status(tmp_path, capsys):
     app = _program(tmp_path, """
         import os, sys
@@ -200,6 +237,7 @@ def test_usage_errors(capsys):
     assert cli.main(["scale", "--threads", "1,2", "--"]) == 2
     assert cli.main(["scale", "--ranks", "1,2", "--", "true"]) == 2          # the count is not in the command
     assert cli.main(["scale", "--threads", "1,x", "--", "true"]) == 3
+    assert cli.main(["scale", "--threads", "1", "--metric-kind", "rate", "--", "true"]) == 2   # without --metric
     capsys.readouterr()
 
 

@@ -4,7 +4,9 @@ Per point (strong scaling): the median over its repetitions, their spread ((max 
 the speedup S(p) = T(p0) p0 / T(p) against the smallest point p0 (p0 = 1: against one resource),
 the parallel efficiency S / p and the Karp-Flatt serial fraction (1/S - 1/p) / (1 - 1/p) (the
 same formula profile --experiments' thread scaling uses: analysis/profile_scaling.karp_flatt).
-Weak scaling (the problem grows with p): the scaled efficiency T(p0) / T(p).
+Weak scaling (the problem grows with p): the scaled efficiency T(p0) / T(p). A figure that is a
+rate (higher is better: Mflups, GB/s) is turned into its inverse, the time per unit of work,
+before any of this (``analyse(rate=True)``), so the same formulas hold for both.
 
 Fits, each on every repetition (not only the medians):
 
@@ -147,8 +149,8 @@ def _groups(p: np.ndarray) -> List[np.ndarray]:
 
 def _cv_errors(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.ndarray]):
     """Leave one point (all its repetitions) out, for C candidate models at once: ``X`` holds their
-    design matrices (C, rows, coefficients). Returns each one's mean squared relative error
-    predicting the left-out point's median, and that mean's standard error over the points.
+    design matrices (C, rows, coefficients). Returns each one's squared relative error predicting
+    each left-out point's median (C, points).
 
     Exact, without refitting per fold: for weighted least squares with hat matrix H = Q Q^T (Q from
     the QR of the weighted design), the residuals of the rows of point q fitted without them are
@@ -156,7 +158,7 @@ def _cv_errors(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.
     (too few other points, collinear columns, a point only it can see) gets an infinite error."""
     C, N, m = X.shape
     if len(groups) - 1 < m:                 # each fold fits on the other points: at least one per coefficient
-        return np.full(C, np.inf), np.full(C, np.inf)
+        return np.full((C, len(groups)), np.inf)
     w = 1.0 / np.maximum(np.abs(y), 1e-300)             # relative errors: times span orders of magnitude
     Xw = X * w[None, :, None]
     Xw = Xw / np.maximum(np.abs(Xw).max(axis=1, keepdims=True), 1e-300)   # column scaling: H is unchanged
@@ -429,12 +431,26 @@ def checks(times: Dict[float, Sequence[float]], rows: Sequence[Dict[str, Any]], 
 
 def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak: bool = False,
             competing: Optional[Dict[float, List[str]]] = None, failed: Optional[Dict[float, List[int]]] = None,
-            seed: int = 0) -> Dict[str, Any]:
+            seed: int = 0, rate: bool = False, unit: str = "") -> Dict[str, Any]:
     """Everything above over one study: {"points", "amdahl" | "gustafson", "model", "predictions",
-    "findings", "why_no_model"}."""
-    times = {float(p): [float(t) for t in v] for p, v in times.items() if v}
+    "findings", "why_no_model", "rate", "unit"}.
+
+    ``rate``: the figures are rates (higher is better: Mflups, GB/s), not times. Everything is
+    then computed on their inverse, the time per unit of work, so speedup and efficiency read the
+    same for both (a rate twice as high is a speedup of 2); each point also keeps the rates
+    ("values", "median") and each prediction its rate ("value", "value_low", "value_high")."""
+    given = {float(p): [float(t) for t in v] for p, v in times.items() if v}
+    if rate:
+        times = {p: [1 / t for t in v if t > 0] for p, v in given.items()}
+        times = {p: v for p, v in times.items() if v}
+    else:
+        times = given
     rows = points(times, weak)
-    out: Dict[str, Any] = {"points": rows, "weak": weak, "resource": resource}
+    if rate:
+        for r in rows:
+            r["values"] = [t for t in given[r["p"]] if t > 0]
+            r["median"] = statistics.median(r["values"])
+    out: Dict[str, Any] = {"points": rows, "weak": weak, "resource": resource, "rate": rate, "unit": unit}
     out["findings"] = checks(times, rows, resource, cpus, weak, competing, failed)
     out["amdahl" if not weak else "gustafson"] = (amdahl if not weak else gustafson)(times, seed) \
         if len(rows) >= 2 else None
@@ -449,6 +465,11 @@ def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak:
         top = max(times)
         out["model"] = model
         out["predictions"] = predict(times, model, [2 * top, 4 * top], seed)
+        if rate:
+            for pr in out["predictions"]:
+                pr.update(value=1 / pr["time_s"] if pr["time_s"] > 0 else None,
+                          value_low=1 / pr["high"] if pr["high"] > 0 else None,
+                          value_high=1 / pr["low"] if pr["low"] > 0 else None)
     return out
 
 
@@ -478,4 +499,5 @@ def of_study(study) -> Dict[str, Any]:
     times, competing, failed = gathered(study)
     return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
                    weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
-                   seed=int(study.fixed.get("seed") or 0))
+                   seed=int(study.fixed.get("seed") or 0), rate=study.fixed.get("metric_kind") == "rate",
+                   unit=str(study.fixed.get("metric_unit") or ""))
