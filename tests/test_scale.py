@@ -212,6 +212,38 @@ def test_a_rate_metric_end_to_end(tmp_path, capsys):
     assert any("speedup 0.50x" in n for n in json.loads(out)["analysis"]["notes"])
 
 
+def test_the_split_names_the_part_that_grows():
+    from ceiling.analysis import scaling_split
+    prof = {p: [{"on_cpu": 0.9 - m, "runq": 0.0, "off_cpu": 0.1, "mpi": m, "imbalance": 0.05}]
+            for p, m in ((2, 0.04), (4, 0.1), (8, 0.2), (16, 0.38))}
+    rows, found = scaling_split.split(prof, "ranks")
+    assert [r["p"] for r in rows] == [2, 4, 8, 16]
+    assert found[0].id == "scale.bends" and found[0].title == "Inside MPI calls grows from 4% at 2 ranks to 38% at 16"
+    steady = {p: [{"on_cpu": 0.9, "runq": 0.0, "off_cpu": 0.1}] for p in (1, 2)}
+    assert scaling_split.split(steady, "threads")[1][0].id == "scale.split_steady"
+
+
+def test_profile_gives_a_split_per_point(tmp_path, capsys):
+    app = _program(tmp_path, """
+        import os, time
+        n = int(os.environ["OMP_NUM_THREADS"])
+        t = time.time()
+        while time.time() - t < 0.1 / n:
+            pass
+        time.sleep(0.05 * n)
+    """)
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "1", "--no-store", "--json", "--profile",
+                           "--", app], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["fixed"]["profile"] is True
+    assert all("app.time.on_cpu" in {x["name"] for x in m["run"]["metrics"]} for m in doc["members"])
+    notes = doc["analysis"]["notes"]
+    assert any(n.startswith("1 threads split (1 run): on a CPU") for n in notes), notes
+    assert any(n.startswith("2 threads split (1 run): on a CPU") for n in notes), notes
+    assert any("grows from" in n or "stays the same" in n for n in notes), notes
+
+
 def test_a_failing_point_is_kept_with_its_status(tmp_path, capsys):
     app = _program(tmp_path, """
         import os, sys

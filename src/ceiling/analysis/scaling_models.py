@@ -42,6 +42,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..results.model import OK, WARN, Finding
+from . import scaling_split
 from .stats import f_survival
 
 EXPONENTS_I = (-1.0, -0.5, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0, 4 / 3, 1.5, 2.0)
@@ -497,7 +498,16 @@ def of_study(study) -> Dict[str, Any]:
     """``analyse`` over a scaling study's members, with what the study recorded (CPUs, weak, seed)."""
     import os
     times, competing, failed = gathered(study)
-    return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
+    out = analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
                    weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
                    seed=int(study.fixed.get("seed") or 0), rate=study.fixed.get("metric_kind") == "rate",
                    unit=str(study.fixed.get("metric_unit") or ""))
+    profiles: Dict[float, List[Dict[str, float]]] = {}
+    for m in study.members:
+        got = scaling_split.of_run(m.run) if m.run is not None else None
+        if got is not None:
+            profiles.setdefault(float(m.value), []).append(got)
+    if profiles:
+        out["split"], more = scaling_split.split(profiles, study.parameter)
+        out["findings"] = list(out["findings"]) + more
+    return out

@@ -62,6 +62,9 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
                          + figure)
     elif result.get("why_no_model"):
         lines.append(f"no model: {result['why_no_model']}")
+    if result.get("split"):
+        from ..analysis.scaling_split import lines as split_lines
+        lines += split_lines(result["split"], resource)
     for f in result.get("findings", []):
         lines.append(f"{f.status}: {f.title}" + (f" ({f.evidence})" if f.evidence else ""))
     return lines

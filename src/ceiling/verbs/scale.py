@@ -44,6 +44,7 @@ DESCRIPTION = ("Run a program at several thread or rank counts, several times ea
 EPILOG = ("{threads}, {ranks} and {n} in the command are replaced by each point's count. Exit status: 0, or 16 "
           "when --metric matched nothing, 130 interrupted (the finished runs are kept).")
 MAX_COUNT = 1 << 20
+PROFILE_INTERVAL_S = 0.1        # the /proc sampler's interval with --profile (ceiling profile's default)
 PLACEHOLDERS = ("{threads}", "{ranks}", "{n}")
 
 
@@ -61,6 +62,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--metric-kind", choices=("time", "rate"), help="the figure --metric reads is a time (lower is "
                    "better) or a rate (Mflups, GB/s: higher is better); default: from the unit the regex names "
                    "next to its group (s, ms: time; /s, flops, lups: rate), else time")
+    g.add_argument("--profile", action="store_true", help="profile each run as ceiling profile does (the /proc "
+                   "sampler and the interposer; no hardware counters): the time split per point (on a CPU, waiting "
+                   "for one, waiting off it, inside I/O and MPI calls) says why the curve bends")
     g.add_argument("--seed", default="0", metavar="N", help="seed of the run order (default 0)")
     g.add_argument("--timeout", metavar="SECONDS", help="kill a run that takes longer (its point keeps the others)")
     common.output_options(p)
@@ -209,7 +213,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     study = Study(kind=SCALING, parameter=resource, unit=resource, tool_version=__version__, host=host,
                   started=utcnow(), command=["ceiling", *argv], study_id=uuid.uuid4().hex, hosts=[host],
                   fixed={"command": cmd, "weak": bool(args.weak), "repeat": repeat, "seed": seed, "order": runs,
-                         "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0))})
+                         "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0)),
+                         "profile": bool(args.profile)})
     if regex is not None:
         kind, unit = metric_kind(args.metric)
         study.fixed.update(metric_kind=args.metric_kind or kind or "time", metric_unit=unit,
@@ -222,7 +227,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         for k, n in enumerate(runs):
             say(f"scale: run {k + 1} of {len(runs)}: {n} {resource}")
             run, value = _one(cmd, n, resource, regex, argv, getattr(args, "timeout_s", None),
-                              rate=study.fixed.get("metric_kind") == "rate", unit=study.fixed.get("metric_unit", ""))
+                              rate=study.fixed.get("metric_kind") == "rate", unit=study.fixed.get("metric_unit", ""),
+                              profile=bool(args.profile))
             from ..results.model import Member
             study.members.append(Member(n, run.run_id, run))
             if store is not None:
@@ -249,7 +255,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
 
 
 def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], timeout_s: Optional[float],
-         rate: bool = False, unit: str = ""):
+         rate: bool = False, unit: str = "", profile: bool = False):
     """One run at count ``n``: (its Run, the figure read or None)."""
     from ..files.private import make_dir, remove_tree
     from ..observe import Instruments, Overdue, observe
@@ -266,7 +272,8 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     value = None
     try:
         try:
-            o = observe(c, exe, Instruments(interval_s=0, interpose=False, counters=False, cost="", competing=True,
+            o = observe(c, exe, Instruments(interval_s=PROFILE_INTERVAL_S if profile else 0, interpose=profile,
+                                            counters=False, cost="", competing=True,
                                             discard_output=out_path is None, env=env, own_group=True,
                                             deadline_s=timeout_s, output=out_path))
         except Overdue as e:
@@ -285,6 +292,11 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     run.application = Application(command=c, exit_status=o.exit_status, signal=o.signal, wall_s=o.wall_s,
                                   started=o.started, finished=o.finished)
     run.findings = list(o.competing)
+    if profile:
+        # the profile's figures (app.time.*, app.mpi.*, app.io.*.time) join the run's metrics; its findings
+        # stay out: the study's findings are about the study (analysis/scaling_models.gathered)
+        from ..analysis.profile_run import analyse as profiled
+        run.metrics.extend(profiled(o, lambda prefix: [], None).metrics)
     ok = o.returncode == 0
     if ok and regex is None:
         value = o.wall_s
