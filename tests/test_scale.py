@@ -244,6 +244,21 @@ def test_profile_gives_a_split_per_point(tmp_path, capsys):
     assert any("grows from" in n or "stays the same" in n for n in notes), notes
 
 
+def test_extrap_export_in_its_text_format(tmp_path, capsys):
+    app = _program(tmp_path, """
+        import os
+        print("took", 0.00002 / int(os.environ["OMP_NUM_THREADS"]), "s")
+    """)
+    path = tmp_path / "study.txt"
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "2", "--no-store", "--metric", r"took ([\d.e-]+) s",
+                           "--extrap", str(path), "--", app], capsys)
+    assert code == 0, err
+    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    assert lines[:4] == ["PARAMETER threads", "POINTS 1 2", "REGION main", "METRIC time"]
+    assert lines[4] == "DATA 0.00002 0.00002" and lines[5] == "DATA 0.00001 0.00001"   # no exponent: its grammar
+    assert len(lines) == 6
+
+
 def test_a_failing_point_is_kept_with_its_status(tmp_path, capsys):
     app = _program(tmp_path, """
         import os, sys

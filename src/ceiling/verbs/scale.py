@@ -65,6 +65,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--profile", action="store_true", help="profile each run as ceiling profile does (the /proc "
                    "sampler and the interposer; no hardware counters): the time split per point (on a CPU, waiting "
                    "for one, waiting off it, inside I/O and MPI calls) says why the curve bends")
+    g.add_argument("--extrap", metavar="FILE", help="also write the points in Extra-P's text input format")
     g.add_argument("--seed", default="0", metavar="N", help="seed of the run order (default 0)")
     g.add_argument("--timeout", metavar="SECONDS", help="kill a run that takes longer (its point keeps the others)")
     common.output_options(p)
@@ -247,6 +248,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.scaling_models import of_study
     result = of_study(study)
     study.analysis.notes = notes(result)
+    if args.extrap:
+        _extrap(args.extrap, result, study)
     from .repeat import deliver_study
     code = deliver_study(study, args, store, say, code)
     if unmatched:
@@ -308,6 +311,21 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
         run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
     run.finished = utcnow()
     return run, value
+
+
+def _extrap(path: str, result: Dict[str, Any], study) -> None:
+    from ..analysis.scaling_split import of_run
+    from ..report.extrap import text
+    profiles: Dict[float, List[Dict[str, float]]] = {}
+    for m in study.members:
+        got = of_run(m.run) if m.run is not None else None
+        if got is not None:
+            profiles.setdefault(float(m.value), []).append(got)
+    try:
+        with open(path, "w") as f:
+            f.write(text(result, profiles))
+    except OSError as e:
+        raise CeilingError(f"scale: --extrap {path}: could not be written ({e.strerror or e})") from None
 
 
 def notes(result: Dict[str, Any]) -> List[str]:
