@@ -62,3 +62,15 @@ def test_bad_input_is_one_line_and_its_code(args, code, words, capsys):
     assert cli.main(["model", *args]) == code
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("ceiling:")]
     assert len(err) == 1 and words in err[0]
+
+
+def test_roofline_point_from_stated_work():
+    peaks = {"flops": (1e12, "1Tflop/s"), "memory": (100e9, "100GB/s")}        # ridge at 10 flop/B
+    r = E.efficiency({"flops": 2.4e12, "memory": 6e11}, 20.0, peaks, lambda prefix: [])
+    rp = r["roofline"]
+    assert rp["intensity"] == pytest.approx(4.0) and rp["ridge"] == pytest.approx(10.0)
+    assert rp["bound"] == "memory" and rp["roof"] == pytest.approx(400e9)
+    assert rp["of_roof"] == pytest.approx(2.4e12 / 20 / 400e9)                 # 30 %
+    assert any(ln.startswith("roofline: intensity 4") and "memory roof" in ln for ln in E.lines(r))
+    none = E.efficiency({"flops": 1e9, "memory": 1e9}, 1.0, {}, lambda prefix: [])["roofline"]
+    assert "roof" not in none and "ceiling bench" in none["why_no_roof"]

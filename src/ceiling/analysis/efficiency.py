@@ -82,7 +82,29 @@ def efficiency(work: Dict[str, float], time_s: float, peaks: Dict[str, Tuple[flo
     known = [r for r in rows if r["efficiency"] is not None]
     bound = max(known, key=lambda r: r["efficiency"])["subsystem"] if known else None
     return {"rows": rows, "bound": bound, "time_s": time_s, "ops": ops,
-            "per_op_s": time_s / ops if ops else None}
+            "per_op_s": time_s / ops if ops else None, "roofline": roofline_point(rows)}
+
+
+def roofline_point(rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The workload on this node's (DRAM) roofline, from the stated flops and memory bytes: its
+    operational intensity I (flop/B), its flop rate, the roof at I (min(peak flop/s, I x bandwidth)),
+    which roof that is, the point's share of it, and the ridge intensity; None without both
+    quantities, or with the reason when a peak is unknown."""
+    by = {r["subsystem"]: r for r in rows}
+    if "flops" not in by or "memory" not in by:
+        return None
+    f, m = by["flops"], by["memory"]
+    out: Dict[str, Any] = {"intensity": f["quantity"] / m["quantity"], "flop_rate": f["achieved"]}
+    if not f["peak"] or not m["peak"]:
+        out["why_no_roof"] = "a peak is unknown: " + "; ".join(r["peak_source"] for r in (f, m) if not r["peak"])
+        return out
+    memory_roof = out["intensity"] * m["peak"]
+    out.update(ridge=f["peak"] / m["peak"], roof=min(f["peak"], memory_roof),
+               bound="memory" if memory_roof < f["peak"] else "compute")
+    out["of_roof"] = out["flop_rate"] / out["roof"]
+    out["next_roof"] = ("the compute peak at intensities above the ridge" if out["bound"] == "memory" else
+                        "none: the compute peak is the highest roof")
+    return out
 
 
 def _rate(v: float, unit: str) -> str:
@@ -96,7 +118,7 @@ def lines(result: Dict[str, Any]) -> List[str]:
     out = []
     for r in result["rows"]:
         e = r["efficiency"]
-        qty = f"{num(r['quantity'])} flop" if r["unit"] == "flop/s" else size(r["quantity"])
+        qty = f"{r['quantity']:.4g} flop" if r["unit"] == "flop/s" else size(r["quantity"])
         out.append(f"{r['subsystem']}: W = {qty} / {num(result['time_s'])} s = {_rate(r['achieved'], r['unit'])}; P = "
                    + (f"{_rate(r['peak'], r['unit'])} ({r['peak_source']}); E = W/P = {e:.1%}" if e is not None else
                       r["peak_source"]))
@@ -105,6 +127,14 @@ def lines(result: Dict[str, Any]) -> List[str]:
         out.append(f"bound: {b['what']} ({b['subsystem']}), at {b['efficiency']:.1%} of its peak, the highest E")
     else:
         out.append("bound: unknown (no peak known for any subsystem)")
+    rp = result.get("roofline")
+    if rp:
+        head = f"roofline: intensity {num(rp['intensity'])} flop/B, {_rate(rp['flop_rate'], 'flop/s')}"
+        if "roof" in rp:
+            out.append(f"{head}; the {rp['bound']} roof bounds it here ({_rate(rp['roof'], 'flop/s')}; ridge at "
+                       f"{num(rp['ridge'])} flop/B), reached {rp['of_roof']:.1%}; next roof: {rp['next_roof']}")
+        else:
+            out.append(f"{head}; no roof: {rp['why_no_roof']}")
     if result["per_op_s"]:
         out.append(f"per unit of work: {num(result['per_op_s'] * 1e9)} ns ({num(result['ops'])} units)")
     return out
