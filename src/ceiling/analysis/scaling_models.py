@@ -4,7 +4,9 @@ Per point (strong scaling): the median over its repetitions, their spread ((max 
 the speedup S(p) = T(p0) p0 / T(p) against the smallest point p0 (p0 = 1: against one resource),
 the parallel efficiency S / p and the Karp-Flatt serial fraction (1/S - 1/p) / (1 - 1/p) (the
 same formula profile --experiments' thread scaling uses: analysis/profile_scaling.karp_flatt).
-Weak scaling (the problem grows with p): the scaled efficiency T(p0) / T(p).
+Weak scaling (the problem grows with p): the scaled efficiency T(p0) / T(p). A figure that is a
+rate (higher is better: Mflups, GB/s) is turned into its inverse, the time per unit of work,
+before any of this (``analyse(rate=True)``), so the same formulas hold for both.
 
 Fits, each on every repetition (not only the medians):
 
@@ -12,13 +14,17 @@ Fits, each on every repetition (not only the medians):
   scaled speedup p T(1) / T(p) = p - s (p - 1). Each with a 90 % interval from a bootstrap over
   the repetitions within each point (seeded: the same data give the same interval).
 - A performance-model-normal-form model, as Extra-P selects one: c0 + sum of at most two terms
-  c_k p^i log2(p)^j, i in EXPONENTS_I, j in EXPONENTS_J, chosen by leave-one-point-out
-  cross-validation (the relative error predicting the left-out point's median). A model with
-  more terms is taken only when it lowers the cross-validated error by a factor GAIN and each
-  of its coefficients is at least SIGNIFICANT standard errors from zero: on noise the constant
-  stays. Its prediction at 2x and 4x the largest point comes with a 90 % interval (the
-  bootstrap's spread of the refitted model and the points' own repetition noise) and is
-  marked an extrapolation.
+  c_k p^i log2(p)^j, i in EXPONENTS_I, j in EXPONENTS_J, scored by leave-one-point-out
+  cross-validation (the relative error predicting the left-out point's median; every candidate
+  of a size at once, exactly, from one QR each). Among the candidates of a size the model taken
+  is the least unusual (``complexity``) of those the lack-of-fit F test against the repetitions'
+  pure error does not reject (else the lowest error): six points with 2 % noise cannot tell
+  p·log2(p) from p^4/3, and the lowest error alone chose by chance. No term is added once the
+  model explains the data to their noise, and one is added only when it lowers the
+  cross-validated error by a factor GAIN with each coefficient at least SIGNIFICANT standard
+  errors from zero: on noise the constant stays. Its prediction at 2x and 4x the largest point
+  comes with a 90 % interval (the bootstrap's spread of the refitted model and the points' own
+  repetition noise) and is marked an extrapolation.
 
 Honesty checks (findings): too few points or repetitions; spread larger than the effect;
 superlinear speedup (then no model: a cache step is not a law of p); a baseline that is not
@@ -30,11 +36,14 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..results.model import OK, WARN, Finding
+from . import scaling_split
+from .stats import f_survival
 
 EXPONENTS_I = (-1.0, -0.5, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0, 4 / 3, 1.5, 2.0)
 EXPONENTS_J = (0, 1, 2)
@@ -42,6 +51,7 @@ MAX_TERMS = 2
 GAIN = (0.5, 0.25)      # a model with one term must halve the constant's cross-validated error, one with
                         # two must quarter the best one-term model's (630 pairs to choose from: a stricter bar)
 SIGNIFICANT = 3.0       # ... with each coefficient this many standard errors from zero
+CONSISTENT = 0.05      # a lack-of-fit p-value at least this: the model explains the data to their noise
 MIN_POINTS = 3          # below: no fit at all
 FEW_POINTS = 5          # below: the fit is said to rest on too few points
 FEW_REPEATS = 3
@@ -127,48 +137,108 @@ def _se(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, c: np.ndarray) -> n
     return np.sqrt(np.maximum(np.diag(cov), 0.0))
 
 
-def _cv_error(terms: Sequence[Term], p: np.ndarray, y: np.ndarray, X: Optional[np.ndarray] = None,
-              folds=None) -> float:
-    """Leave one point (all its repetitions) out: the mean squared relative error predicting its median.
-    ``X``: the design matrix of ``terms`` at ``p`` (built when not given); ``folds``: [(q, keep, median)]."""
-    X = _design(terms, p) if X is None else X
-    w = 1.0 / np.maximum(np.abs(y), 1e-300)
-    Xw, yw = X * w[:, None], y * w
-    folds = folds or _folds(p, y)
-    if len(folds) - 1 < X.shape[1]:          # each fold fits on the other points: at least one per coefficient
-        return math.inf
-    errs = []
-    for q, keep, med in folds:
-        c, *_ = np.linalg.lstsq(Xw[keep], yw[keep], rcond=None)
-        pred = float(X[p == q][0] @ c)
-        errs.append(((pred - med) / med) ** 2)
-    return float(np.mean(errs))
+def complexity(terms: Sequence[Term]) -> int:
+    """How unusual a model's terms are, for choosing among models the data cannot tell apart: each
+    log factor counts one, an exponent that is not a whole number counts its denominator less one
+    (p^-1, p, p^2: 0; p^1/2: 1; p^4/3: 2; p·log2(p): 1; p^3/4·log2(p)^2: 5)."""
+    return sum(j + Fraction(i).limit_denominator(12).denominator - 1 for i, j in terms)
 
 
-def _folds(p: np.ndarray, y: np.ndarray):
-    return [(q, p != q, float(np.median(y[p == q]))) for q in np.unique(p)]
+def _groups(p: np.ndarray) -> List[np.ndarray]:
+    return [np.flatnonzero(p == q) for q in np.unique(p)]
+
+
+def _cv_errors(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.ndarray]):
+    """Leave one point (all its repetitions) out, for C candidate models at once: ``X`` holds their
+    design matrices (C, rows, coefficients). Returns each one's squared relative error predicting
+    each left-out point's median (C, points).
+
+    Exact, without refitting per fold: for weighted least squares with hat matrix H = Q Q^T (Q from
+    the QR of the weighted design), the residuals of the rows of point q fitted without them are
+    (I - H_qq)^-1 r_q, r the full fit's residuals. A candidate whose left-out fit is not determined
+    (too few other points, collinear columns, a point only it can see) gets an infinite error."""
+    C, N, m = X.shape
+    if len(groups) - 1 < m:                 # each fold fits on the other points: at least one per coefficient
+        return np.full((C, len(groups)), np.inf)
+    w = 1.0 / np.maximum(np.abs(y), 1e-300)             # relative errors: times span orders of magnitude
+    Xw = X * w[None, :, None]
+    Xw = Xw / np.maximum(np.abs(Xw).max(axis=1, keepdims=True), 1e-300)   # column scaling: H is unchanged
+    yw = y * w
+    Q, R = np.linalg.qr(Xw)
+    d = np.abs(np.diagonal(R, axis1=1, axis2=2))
+    bad = d.min(axis=1) <= 1e-10 * d.max(axis=1)
+    r = yw[None, :] - np.einsum("cnm,cm->cn", Q, np.einsum("cnm,n->cm", Q, yw))
+    errs = np.empty((C, len(groups)))
+    for g, idx in enumerate(groups):
+        Qg = Q[:, idx, :]
+        M = np.eye(len(idx))[None] - Qg @ Qg.transpose(0, 2, 1)
+        sing = np.linalg.svd(M, compute_uv=False)[:, -1] <= 1e-9
+        M[sing] = np.eye(len(idx))
+        e = np.linalg.solve(M, r[:, idx, None])[..., 0]
+        pred = np.mean(y[idx][None, :] - e / w[idx][None, :], axis=1)
+        med = float(np.median(y[idx]))
+        errs[:, g] = np.where(sing, np.inf, ((pred - med) / med) ** 2)
+    errs[bad] = np.inf
+    return errs
+
+
+def lack_of_fit(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.ndarray]) -> np.ndarray:
+    """For C candidate models (design matrices ``X``, (C, rows, coefficients)): the p-value of the
+    lack-of-fit F test against the repetitions' pure error, in relative terms: small when the model
+    misses the medians by more than the runs' own noise. NaN where it cannot be told (no repetitions,
+    as many coefficients as points)."""
+    C, N, m = X.shape
+    w = np.empty(N)                     # each point's median as its scale (a run's own time would make y w = 1)
+    for idx in groups:
+        w[idx] = 1.0 / max(abs(float(np.median(y[idx]))), 1e-300)
+    yw = y * w
+    pure = sum(float(np.sum((yw[idx] - yw[idx].mean()) ** 2)) for idx in groups)
+    d_pe, d_lof = N - len(groups), len(groups) - m
+    out = np.full(C, np.nan)
+    if d_pe <= 0 or d_lof <= 0 or not pure > 0:
+        return out
+    Xw = X * w[None, :, None]
+    Xw = Xw / np.maximum(np.abs(Xw).max(axis=1, keepdims=True), 1e-300)
+    Q, _ = np.linalg.qr(Xw)
+    r = yw[None, :] - np.einsum("cnm,cm->cn", Q, np.einsum("cnm,n->cm", Q, yw))
+    lof = np.maximum(np.sum(r * r, axis=1) - pure, 0.0)
+    for c in range(C):
+        out[c] = f_survival((lof[c] / d_lof) / (pure / d_pe), d_lof, d_pe)
+    return out
 
 
 def select(p: Sequence[float], y: Sequence[float]) -> Dict[str, Any]:
     """The PMNF model for times ``y`` at counts ``p`` (every repetition): {"terms": [(i, j)],
-    "coefficients": [c0, c1, ...], "cv_error", "text"}."""
+    "coefficients": [c0, c1, ...], "cv_error", "text"}.
+
+    Each size (one term, two) scores all its candidates at once (``_cv_errors``) and takes the least
+    unusual (``complexity``) of those the lack-of-fit test does not reject (the lowest error when it
+    rejects them all or cannot be made): with six points and 2 % noise p·log2(p), p^4/3 and
+    p^3/4·log2(p)^2 differ by less than the noise, and the lowest error alone picked among them by
+    chance (the true p·log2(p) in 4 of 10 seeds; now 10 of 10, benchmarks/scale_fit.py)."""
     P, Y = np.asarray(p, float), np.asarray(y, float)
-    folds = _folds(P, Y)
+    groups = _groups(P)
     cols = {t: _column(t, P) for t in _terms(P)}
     ones = np.ones_like(P)
     best_terms: List[Term] = []
-    best_err = _cv_error([], P, Y, ones[:, None], folds)
+    best_err = float(_cv_errors(ones[None, :, None], P, Y, groups)[0].mean())
     for k in range(1, MAX_TERMS + 1):
-        cand, cand_err = None, math.inf
-        for terms in itertools.combinations(cols, k):
-            err = _cv_error(terms, P, Y, np.column_stack([ones] + [cols[t] for t in terms]), folds)
-            if err < cand_err:
-                cand, cand_err = list(terms), err
-        if cand is None or not cand_err < GAIN[k - 1] * best_err:
+        if lack_of_fit(_design(best_terms, P)[None], P, Y, groups)[0] >= CONSISTENT:
+            break                           # the repetitions' own noise explains what is left
+        combos = list(itertools.combinations(cols, k))
+        X = np.stack([np.column_stack([ones] + [cols[t] for t in terms]) for terms in combos])
+        errs = _cv_errors(X, P, Y, groups).mean(axis=1)
+        b = int(np.argmin(errs))
+        if not np.isfinite(errs[b]):
+            break
+        fits = np.flatnonzero(np.isfinite(errs) & (lack_of_fit(X, P, Y, groups) >= CONSISTENT))
+        pick = min(fits, key=lambda c: (complexity(combos[c]), errs[c])) if len(fits) else b
+        cand, cand_err = list(combos[pick]), float(errs[pick])
+        if not cand_err < GAIN[k - 1] * best_err:
             break
         c = _lstsq(cand, P, Y)
-        se = _se(cand, P, Y, c)
-        if not all(abs(c[m]) >= SIGNIFICANT * se[m] for m in range(1, len(c))):
+        s = _se(cand, P, Y, c)
+        if not all(abs(c[m]) >= SIGNIFICANT * s[m] for m in range(1, len(c))):
             break
         best_terms, best_err = cand, cand_err
     c = _lstsq(best_terms, P, Y)
@@ -185,13 +255,22 @@ def evaluate(model: Dict[str, Any], p: float) -> float:
     return float((_design(model["terms"], np.array([float(p)])) @ np.asarray(model["coefficients"]))[0])
 
 
-def _resample(times: Dict[float, Sequence[float]], rng: np.random.Generator):
-    ps, ys = [], []
-    for p, v in times.items():
-        v = np.asarray(v, float)
-        ys.extend(rng.choice(v, size=len(v), replace=True))
-        ps.extend([p] * len(v))
-    return np.asarray(ps, float), np.asarray(ys, float)
+def _resamples(times: Dict[float, Sequence[float]], rng: np.random.Generator, n: int = BOOTSTRAP):
+    """``n`` bootstrap resamples at once, each point's repetitions drawn with replacement within the
+    point: (P, Y) with Y of shape (n, rows), the rows in ``_flat``'s order."""
+    P, Y = _flat(times)
+    sizes = np.asarray([len(v) for v in times.values()])
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    idx = starts[None, :] + np.floor(rng.random((n, len(P))) * np.repeat(sizes, sizes)[None, :]).astype(int)
+    return P, Y[idx]
+
+
+def _boot_lstsq(terms: Sequence[Term], P: np.ndarray, Ys: np.ndarray) -> np.ndarray:
+    """``_lstsq`` for each row of ``Ys`` (resamples at the same counts ``P``) at once: (n, coefficients)."""
+    X = _design(terms, P)
+    w = 1.0 / np.maximum(np.abs(Ys), 1e-300)
+    Q, R = np.linalg.qr(X[None] * w[:, :, None])
+    return np.linalg.solve(R, np.einsum("bnm,bn->bm", Q, Ys * w)[..., None])[..., 0]
 
 
 def _flat(times: Dict[float, Sequence[float]]):
@@ -207,12 +286,8 @@ def predict(times: Dict[float, Sequence[float]], model: Dict[str, Any], at: Sequ
     relative standard deviation) added to that spread. Each is an extrapolation beyond the data."""
     rng = np.random.default_rng(seed)
     terms = model["terms"]
-    boot = []
-    for _ in range(BOOTSTRAP):
-        P, Y = _resample(times, rng)
-        c = _lstsq(terms, P, Y)
-        boot.append([float((_design(terms, np.array([float(q)])) @ c)[0]) for q in at])
-    B = np.asarray(boot)
+    P, Ys = _resamples(times, rng)
+    B = _boot_lstsq(terms, P, Ys) @ _design(terms, np.asarray(at, float)).T      # (resamples, len(at))
     rel = [statistics.stdev(v) / statistics.mean(v) for v in times.values() if len(v) > 1 and statistics.mean(v)]
     noise = math.sqrt(statistics.mean([r * r for r in rel])) if rel else 0.0
     out = []
@@ -230,13 +305,13 @@ def amdahl(times: Dict[float, Sequence[float]], seed: int = 0) -> Optional[Dict[
     if len([p for p, v in times.items() if v]) < 2:
         return None
 
-    def fit(P, Y):
-        a, b = _lstsq([(-1.0, 0)], P, Y)
-        return a / (a + b) if a + b else math.nan
     P, Y = _flat(times)
-    s = fit(P, Y)
-    rng = np.random.default_rng(seed)
-    boot = np.asarray([fit(*_resample(times, rng)) for _ in range(BOOTSTRAP)])
+    a, b = _lstsq([(-1.0, 0)], P, Y)
+    s = a / (a + b) if a + b else math.nan
+    P, Ys = _resamples(times, np.random.default_rng(seed))
+    c = _boot_lstsq([(-1.0, 0)], P, Ys)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boot = c[:, 0] / (c[:, 0] + c[:, 1])
     lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return {"serial_fraction": float(s), "low": float(lo), "high": float(hi), "level": LEVEL,
             "max_speedup": 1 / s if s > 0 else None}
@@ -256,8 +331,8 @@ def gustafson(times: Dict[float, Sequence[float]], seed: int = 0) -> Optional[Di
         return float(np.sum((P - S) * x) / np.sum(x * x)) if np.sum(x * x) else math.nan
     P, Y = _flat(times)
     s = fit(P, Y)
-    rng = np.random.default_rng(seed)
-    boot = np.asarray([fit(*_resample(times, rng)) for _ in range(BOOTSTRAP)])
+    P, Ys = _resamples(times, np.random.default_rng(seed))
+    boot = np.asarray([fit(P, y) for y in Ys])
     lo, hi = np.nanquantile(boot, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
     return {"serial_fraction": s, "low": float(lo), "high": float(hi), "level": LEVEL}
 
@@ -357,12 +432,26 @@ def checks(times: Dict[float, Sequence[float]], rows: Sequence[Dict[str, Any]], 
 
 def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak: bool = False,
             competing: Optional[Dict[float, List[str]]] = None, failed: Optional[Dict[float, List[int]]] = None,
-            seed: int = 0) -> Dict[str, Any]:
+            seed: int = 0, rate: bool = False, unit: str = "") -> Dict[str, Any]:
     """Everything above over one study: {"points", "amdahl" | "gustafson", "model", "predictions",
-    "findings", "why_no_model"}."""
-    times = {float(p): [float(t) for t in v] for p, v in times.items() if v}
+    "findings", "why_no_model", "rate", "unit"}.
+
+    ``rate``: the figures are rates (higher is better: Mflups, GB/s), not times. Everything is
+    then computed on their inverse, the time per unit of work, so speedup and efficiency read the
+    same for both (a rate twice as high is a speedup of 2); each point also keeps the rates
+    ("values", "median") and each prediction its rate ("value", "value_low", "value_high")."""
+    given = {float(p): [float(t) for t in v] for p, v in times.items() if v}
+    if rate:
+        times = {p: [1 / t for t in v if t > 0] for p, v in given.items()}
+        times = {p: v for p, v in times.items() if v}
+    else:
+        times = given
     rows = points(times, weak)
-    out: Dict[str, Any] = {"points": rows, "weak": weak, "resource": resource}
+    if rate:
+        for r in rows:
+            r["values"] = [t for t in given[r["p"]] if t > 0]
+            r["median"] = statistics.median(r["values"])
+    out: Dict[str, Any] = {"points": rows, "weak": weak, "resource": resource, "rate": rate, "unit": unit}
     out["findings"] = checks(times, rows, resource, cpus, weak, competing, failed)
     out["amdahl" if not weak else "gustafson"] = (amdahl if not weak else gustafson)(times, seed) \
         if len(rows) >= 2 else None
@@ -377,6 +466,11 @@ def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak:
         top = max(times)
         out["model"] = model
         out["predictions"] = predict(times, model, [2 * top, 4 * top], seed)
+        if rate:
+            for pr in out["predictions"]:
+                pr.update(value=1 / pr["time_s"] if pr["time_s"] > 0 else None,
+                          value_low=1 / pr["high"] if pr["high"] > 0 else None,
+                          value_high=1 / pr["low"] if pr["low"] > 0 else None)
     return out
 
 
@@ -404,6 +498,16 @@ def of_study(study) -> Dict[str, Any]:
     """``analyse`` over a scaling study's members, with what the study recorded (CPUs, weak, seed)."""
     import os
     times, competing, failed = gathered(study)
-    return analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
+    out = analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
                    weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
-                   seed=int(study.fixed.get("seed") or 0))
+                   seed=int(study.fixed.get("seed") or 0), rate=study.fixed.get("metric_kind") == "rate",
+                   unit=str(study.fixed.get("metric_unit") or ""))
+    profiles: Dict[float, List[Dict[str, float]]] = {}
+    for m in study.members:
+        got = scaling_split.of_run(m.run) if m.run is not None else None
+        if got is not None:
+            profiles.setdefault(float(m.value), []).append(got)
+    if profiles:
+        out["split"], more = scaling_split.split(profiles, study.parameter)
+        out["findings"] = list(out["findings"]) + more
+    return out

@@ -113,3 +113,36 @@ def noise_warnings(stats: Optional[Stats], cv_warn: float = CV_WARN, best_far: f
                    f"were interrupted (other processes, page faults, thread migration); add warm-up "
                    f"or run on an idle node")
     return out
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-14:
+            break
+    return h
+
+
+def f_survival(f: float, d1: float, d2: float) -> float:
+    """P(F > f) for Fisher's F with (d1, d2) degrees of freedom: the regularized incomplete beta
+    I_x(d2/2, d1/2) at x = d2 / (d2 + d1 f)."""
+    if not f > 0:
+        return 1.0
+    if not math.isfinite(f):
+        return 0.0
+    a, b, x = d2 / 2, d1 / 2, d2 / (d2 + d1 * f)
+    lead = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return min(1.0, max(0.0, lead * _betacf(a, b, x) / a))
+    return min(1.0, max(0.0, 1 - lead * _betacf(b, a, 1 - x) / b))

@@ -1,5 +1,7 @@
 """A scaling study's plots on its HTML page (report/html_study.py): speedup and parallel
-efficiency (scaled efficiency when weak) over the thread or rank count on a log2 axis, with the
+efficiency (scaled efficiency when weak) over the thread or rank count on a log2 axis (the
+speedup on log2 y too, the efficiency in percent; checked in headless Chromium,
+tests/test_scale_browser.py), with the
 ideal line, the fitted model (analysis/scaling_models.py; dashed past the largest point, where it
 is an extrapolation) and the measured medians with their spread (the slowest and fastest run of
 each point, as two thin lines). Drawn with report/svg.py's line_plot, as the run report's plots."""
@@ -41,7 +43,7 @@ def section(result: Dict[str, Any]) -> str:
         lines = [S.Line("ideal", dense, ideal, color=S.MUTED, dash=True, markers=False, width=1.0)]
         if model:
             inside = [p for p in dense if p <= max(xs)]
-            beyond = [p for p in dense if p >= max(xs)]
+            beyond = [max(xs)] + [p for p in dense if p > max(xs)]     # from the last point on, no gap
             f = [per_p(speed(evaluate(model, p), p), p) for p in inside]
             g = [per_p(speed(evaluate(model, p), p), p) for p in beyond]
             lines.append(S.Line(f"model: {model['text']}", inside, f, color=S.PALETTE[1], markers=False))
@@ -53,14 +55,23 @@ def section(result: Dict[str, Any]) -> str:
         lines.append(S.Line("fastest run", xs, [per_p(speed(min(r["times"]), r["p"]), r["p"]) for r in rows],
                             color=S.PALETTE[5], markers=False, width=1.0))
         name = "scaled efficiency" if weak else what
+        # speedup on log2 y: the ideal is a diagonal and the measured points are not squashed under an ideal
+        # line drawn out to the extrapolation's 4x; efficiency as a percentage; the extrapolated counts get
+        # ticks and a rule at the largest measured count, where the data end
+        log_y = what == "speedup"
+        ticks = sorted(set(xs) | ({2 * max(xs), 4 * max(xs)} if model else set()))
+        rules = [S.Rule(max(xs), "largest point measured")] if model else []
         try:
             plots.append(S.line_plot(lines, title=f"{name.capitalize()} over {resource}", x_label=resource,
-                                     y_label=name, x_scale="log2", x_ticks=sorted(set(xs)),
+                                     y_label=name + (" (log2)" if log_y else ""), x_scale="log2",
+                                     y_scale="log2" if log_y else "linear", x_ticks=ticks, rules=rules,
+                                     y_format=None if log_y else (lambda v: f"{v:.0%}"),
                                      uid=f"scale-{what}", desc=f"{name} over {resource}, log2 x, ideal line dashed"))
         except S.NothingToPlot as e:
             plots.append(f'<p class="hint">{esc(e)}</p>')
-    note = ("Log2 scale on x. Dashed grey: ideal. Dashed model: beyond the largest point, an extrapolation."
-            if model else "Log2 scale on x. Dashed grey: ideal. No model: "
+    note = ("Log2 scale on x (and on the speedup's y). Dashed grey: ideal. Dashed model: beyond the largest point "
+            "measured, an extrapolation (the model assumed to hold)."
+            if model else "Log2 scale on x (and on the speedup's y). Dashed grey: ideal. No model: "
             + esc(result.get("why_no_model", "none fitted")) + ".")
     return ('<section id="scaling"><h2>Scaling</h2>' + "".join(f'<figure class="plot">{p}</figure>' for p in plots)
             + f'<p class="hint">{esc(note)}</p></section>')

@@ -5,7 +5,8 @@ kind "scaling", parameter "threads" or "ranks").
 Each run is observed as ``profile --experiments`` re-runs a program (observe/, in a process group
 of its own, its output discarded or, with ``--metric``, kept in a private file and searched; the
 competing load read beside it), becomes a Run of its own (the application, its exit status, one
-metric: ``scale.time``, its wall time, or ``scale.metric``, the figure ``--metric`` read) and is
+metric: ``scale.time``, its wall time, or ``scale.metric``, the figure ``--metric`` read: a time or a
+rate by ``--metric-kind``, else by the unit the regex names, else a time, recorded in the study) and is
 recorded in the history as it finishes (Ctrl-C or SIGTERM keeps the finished runs and saves the
 study partial, as ``bench --repeat`` does, verbs/repeat.py). A run that fails is kept with its exit
 status and left out of its point. Then analysis/scaling_models.py says what the points mean
@@ -39,10 +40,11 @@ DESCRIPTION = ("Run a program at several thread or rank counts, several times ea
                "order, and report speedup, efficiency, the Karp-Flatt serial fraction, Amdahl's (or Gustafson's) "
                "serial fraction with its interval, a fitted model with its prediction beyond the data, and "
                "what the data cannot support. The program's output is discarded (kept and searched with "
-               "--metric).")
+               "--metric: a time, lower is better, or a rate, higher is better, --metric-kind).")
 EPILOG = ("{threads}, {ranks} and {n} in the command are replaced by each point's count. Exit status: 0, or 16 "
           "when --metric matched nothing, 130 interrupted (the finished runs are kept).")
 MAX_COUNT = 1 << 20
+PROFILE_INTERVAL_S = 0.1        # the /proc sampler's interval with --profile (ceiling profile's default)
 PLACEHOLDERS = ("{threads}", "{ranks}", "{n}")
 
 
@@ -55,8 +57,15 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--weak", action="store_true", help="weak scaling: the problem grows with the count "
                    "({n} in the command); scaled efficiency and Gustafson instead of speedup and Amdahl")
     g.add_argument("--repeat", default="3", metavar="N", help="runs per point (default 3)")
-    g.add_argument("--metric", metavar="REGEX", help="read the program's own time from its output: the last "
-                   "match's first group (or the match) is the figure, lower is better")
+    g.add_argument("--metric", metavar="REGEX", help="read the program's own figure from its output: the last "
+                   "match's first group (or the match) is the figure")
+    g.add_argument("--metric-kind", choices=("time", "rate"), help="the figure --metric reads is a time (lower is "
+                   "better) or a rate (Mflups, GB/s: higher is better); default: from the unit the regex names "
+                   "next to its group (s, ms: time; /s, flops, lups: rate), else time")
+    g.add_argument("--profile", action="store_true", help="profile each run as ceiling profile does (the /proc "
+                   "sampler and the interposer; no hardware counters): the time split per point (on a CPU, waiting "
+                   "for one, waiting off it, inside I/O and MPI calls) says why the curve bends")
+    g.add_argument("--extrap", metavar="FILE", help="also write the points in Extra-P's text input format")
     g.add_argument("--seed", default="0", metavar="N", help="seed of the run order (default 0)")
     g.add_argument("--timeout", metavar="SECONDS", help="kill a run that takes longer (its point keeps the others)")
     common.output_options(p)
@@ -111,6 +120,53 @@ def read_metric(text: str, regex: "re.Pattern[str]") -> Optional[float]:
         return None
 
 
+_RATE = re.compile(r"/\s*s\b|/\s*sec|per\s*s(ec(ond)?)?\b|flops?\b|flups|lups|ops\b|iops|it/s|hz\b|"
+                   r"rate|throughput|bandwidth|speed", re.IGNORECASE)
+_TIME = re.compile(r"\b(ns|us|µs|ms|s|sec|secs|seconds?|min|minutes?|h|hours?)\b|time|elapsed|duration|latency|"
+                   r"took", re.IGNORECASE)
+
+
+_WORDS = {"time", "elapsed", "duration", "latency", "took", "rate", "throughput", "bandwidth", "speed"}
+
+
+def metric_kind(pattern: str) -> Tuple[Optional[str], str]:
+    """From a --metric regex, whether its figure is a "time" or a "rate", and its unit ("" when the
+    regex says only "time" or "rate"): looked for right after the first group, then right before
+    it, then in the whole pattern (escapes such as \\s and \\d removed first); (None, "") when
+    it names none."""
+    start = pattern.find("(")
+    while start >= 0 and pattern[start + 1:start + 2] == "?" and pattern[start + 2:start + 3] != "P":
+        start = pattern.find("(", start + 1)
+    spans = [pattern]
+    if start >= 0:
+        depth, end = 0, len(pattern)
+        for k in range(start, len(pattern)):
+            if pattern[k] == "\\":
+                continue
+            if pattern[k] == "(" and (k == 0 or pattern[k - 1] != "\\"):
+                depth += 1
+            elif pattern[k] == ")" and pattern[k - 1] != "\\":
+                depth -= 1
+                if depth == 0:
+                    end = k + 1
+                    break
+        spans = [pattern[end:].split("(")[0], pattern[:start].split(")")[-1], pattern]
+    for text in spans:
+        text = re.sub(r"\\[A-Za-z]", " ", text)
+        text = re.sub(r"[\[\]{}()*+?.^$|\\0-9,:=_-]", " ", text)
+        for kind, rx in (("rate", _RATE), ("time", _TIME)):
+            m = rx.search(text)
+            if m:
+                a, b = m.start(), m.end()
+                while a > 0 and not text[a - 1].isspace():
+                    a -= 1
+                while b < len(text) and not text[b].isspace():
+                    b += 1
+                word = text[a:b]
+                return kind, "" if word.lower() in _WORDS else word
+    return None, ""
+
+
 def _resolve(name: str) -> str:
     return common.resolve_program(name, "scale")
 
@@ -137,6 +193,8 @@ def _parse(args: argparse.Namespace) -> Tuple[str, List[int], List[str], int, in
             regex = re.compile(args.metric)
         except re.error as e:
             raise BadValueError(f"scale: --metric {args.metric!r}: not a regular expression ({e})") from None
+    if getattr(args, "metric_kind", None) and regex is None:
+        raise UsageError("scale: --metric-kind says what --metric reads: give --metric REGEX too")
     if getattr(args, "timeout", None):
         from ..units import parse_seconds
         args.timeout_s = parse_seconds(args.timeout, what="--timeout")
@@ -156,13 +214,22 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     study = Study(kind=SCALING, parameter=resource, unit=resource, tool_version=__version__, host=host,
                   started=utcnow(), command=["ceiling", *argv], study_id=uuid.uuid4().hex, hosts=[host],
                   fixed={"command": cmd, "weak": bool(args.weak), "repeat": repeat, "seed": seed, "order": runs,
-                         "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0))})
+                         "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0)),
+                         "profile": bool(args.profile)})
+    if regex is not None:
+        kind, unit = metric_kind(args.metric)
+        study.fixed.update(metric_kind=args.metric_kind or kind or "time", metric_unit=unit,
+                           metric_kind_from="--metric-kind" if args.metric_kind else
+                           f"the regex's unit {unit!r}" if kind else "no unit in the regex: taken as a time")
+        say(f"scale: --metric read as a {study.fixed['metric_kind']} ({study.fixed['metric_kind_from']})")
     code = 0
     unmatched = ""
     try:
         for k, n in enumerate(runs):
             say(f"scale: run {k + 1} of {len(runs)}: {n} {resource}")
-            run, value = _one(cmd, n, resource, regex, argv, getattr(args, "timeout_s", None))
+            run, value = _one(cmd, n, resource, regex, argv, getattr(args, "timeout_s", None),
+                              rate=study.fixed.get("metric_kind") == "rate", unit=study.fixed.get("metric_unit", ""),
+                              profile=bool(args.profile))
             from ..results.model import Member
             study.members.append(Member(n, run.run_id, run))
             if store is not None:
@@ -181,6 +248,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.scaling_models import of_study
     result = of_study(study)
     study.analysis.notes = notes(result)
+    if args.extrap:
+        _extrap(args.extrap, result, study)
     from .repeat import deliver_study
     code = deliver_study(study, args, store, say, code)
     if unmatched:
@@ -188,11 +257,12 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     return code
 
 
-def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], timeout_s: Optional[float]):
+def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], timeout_s: Optional[float],
+         rate: bool = False, unit: str = "", profile: bool = False):
     """One run at count ``n``: (its Run, the figure read or None)."""
     from ..files.private import make_dir, remove_tree
     from ..observe import Instruments, Overdue, observe
-    from ..results.model import LOWER, Application, Metric, Run, utcnow
+    from ..results.model import HIGHER, LOWER, Application, Metric, Run, utcnow
     c = substitute(cmd, n)
     exe = _resolve(c[0])
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CEILING_INTERPOSE_OUT")}
@@ -205,7 +275,8 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     value = None
     try:
         try:
-            o = observe(c, exe, Instruments(interval_s=0, interpose=False, counters=False, cost="", competing=True,
+            o = observe(c, exe, Instruments(interval_s=PROFILE_INTERVAL_S if profile else 0, interpose=profile,
+                                            counters=False, cost="", competing=True,
                                             discard_output=out_path is None, env=env, own_group=True,
                                             deadline_s=timeout_s, output=out_path))
         except Overdue as e:
@@ -224,17 +295,37 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     run.application = Application(command=c, exit_status=o.exit_status, signal=o.signal, wall_s=o.wall_s,
                                   started=o.started, finished=o.finished)
     run.findings = list(o.competing)
+    if profile:
+        # the profile's figures (app.time.*, app.mpi.*, app.io.*.time) join the run's metrics; its findings
+        # stay out: the study's findings are about the study (analysis/scaling_models.gathered)
+        from ..analysis.profile_run import analyse as profiled
+        run.metrics.extend(profiled(o, lambda prefix: [], None).metrics)
     ok = o.returncode == 0
     if ok and regex is None:
         value = o.wall_s
     if ok and value is not None:
         name = "scale.metric" if regex is not None else "scale.time"
-        run.metrics.append(Metric.measured(name, [value], "" if regex is not None else "s", better=LOWER,
-                                           context={resource: n}))
+        run.metrics.append(Metric.measured(name, [value], unit if regex is not None else "s",
+                                           better=HIGHER if rate else LOWER, context={resource: n}))
     if not ok:
         run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
     run.finished = utcnow()
     return run, value
+
+
+def _extrap(path: str, result: Dict[str, Any], study) -> None:
+    from ..analysis.scaling_split import of_run
+    from ..report.extrap import text
+    profiles: Dict[float, List[Dict[str, float]]] = {}
+    for m in study.members:
+        got = of_run(m.run) if m.run is not None else None
+        if got is not None:
+            profiles.setdefault(float(m.value), []).append(got)
+    try:
+        with open(path, "w") as f:
+            f.write(text(result, profiles))
+    except OSError as e:
+        raise CeilingError(f"scale: --extrap {path}: could not be written ({e.strerror or e})") from None
 
 
 def notes(result: Dict[str, Any]) -> List[str]:

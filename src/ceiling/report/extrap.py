@@ -1,0 +1,38 @@
+"""A scaling study's points in Extra-P's text input format (`ceiling scale --extrap FILE`), so
+Extra-P's users can model the same data with their own tool and cross-check ours.
+
+The format (Extra-P's docs/file-formats.md, "Text file format"): PARAMETER names the parameter,
+POINTS lists its values, then METRIC and REGION lines each followed by one DATA line per point,
+in the order of POINTS, holding that point's repetitions. Its grammar's numbers have no exponent,
+so values are written positionally. The region is "main" (the whole program); the metric is
+"time" (seconds, or the figure --metric read, inverted for a rate: time per unit of work), and
+with --profile one metric per part of the time split (shares, 0 to 1) where every point has it.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from ..analysis.scaling_split import PARTS
+
+
+def _n(v: float) -> str:
+    return np.format_float_positional(float(v), trim="-", precision=12, unique=True)
+
+
+def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, float]]]] = None) -> str:
+    """The file's text for ``analysis.scaling_models.analyse``'s result (and the profiled runs' shares
+    per count, analysis/scaling_split.of_run, when there are some)."""
+    rows = result.get("points") or []
+    param = result.get("resource") or "p"
+    lines = [f"# ceiling scale: {'weak' if result.get('weak') else 'strong'} scaling over {result.get('resource')}",
+             f"PARAMETER {param}", "POINTS " + " ".join(_n(r["p"]) for r in rows),
+             "REGION main", "METRIC time" if not result.get("rate") else "METRIC time_per_unit_of_work"]
+    lines += ["DATA " + " ".join(_n(t) for t in r["times"]) for r in rows]
+    for key, _ in PARTS:
+        per = [[x[key] for x in (profiles or {}).get(r["p"], []) if key in x] for r in rows]
+        if rows and all(per):
+            lines.append(f"METRIC share_{key}")
+            lines += ["DATA " + " ".join(_n(v) for v in vals) for vals in per]
+    return "\n".join(lines) + "\n"
