@@ -329,3 +329,49 @@ def test_a_program_not_found_or_not_executable_gets_the_shells_codes(tmp_path, c
     plain.write_text("x\n")
     assert cli.main(["scale", "--threads", "1,2", "--no-store", "--", str(plain)]) == 126
     capsys.readouterr()
+
+
+# -- --nodes: under a batch allocation only, at most its size ------------------------------------
+
+@pytest.mark.parametrize("env, argv, code, text", [
+    ({}, ["--nodes", "1,2", "--", "srun", "-N", "{nodes}", "true"], 2, "there is none here"),
+    ({"SLURM_JOB_NUM_NODES": "1"}, ["--nodes", "1,2", "--", "srun", "-N", "{nodes}", "true"], 3,
+     "--nodes 2: the allocation has 1 node (SLURM_JOB_NUM_NODES)"),
+    ({"SLURM_JOB_NUM_NODES": "2"}, ["--nodes", "1,2", "--", "true"], 2, "needs the count in the command"),
+    ({"SLURM_JOB_NUM_NODES": "2"}, ["--nodes", "1", "--threads", "1", "--", "true", "{n}"], 2, "give one of"),
+])
+def test_nodes_need_an_allocation_as_large_and_the_count_in_the_command(env, argv, code, text, capsys,
+                                                                        monkeypatch):
+    for var in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES", "PBS_NODEFILE"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    got, out, err = _run(["scale", *argv], capsys)
+    assert got == code and text in err and err.count("\n") == 1, err
+
+
+def test_allocated_nodes_from_slurm_or_pbs(tmp_path):
+    assert scale.allocated_nodes({"SLURM_JOB_NUM_NODES": "16"}) == (16, "SLURM_JOB_NUM_NODES")
+    assert scale.allocated_nodes({"SLURM_NNODES": "3"}) == (3, "SLURM_NNODES")
+    nodefile = tmp_path / "nodes"
+    nodefile.write_text("cn01\ncn01\ncn02\ncn02\ncn03\n\n")        # one line per slot, as PBS writes it
+    assert scale.allocated_nodes({"PBS_NODEFILE": str(nodefile)}) == (3, "PBS_NODEFILE")
+    assert scale.allocated_nodes({"PBS_NODEFILE": str(tmp_path / "gone")}) == (None, "")
+    assert scale.allocated_nodes({"SLURM_JOB_NUM_NODES": "x"}) == (None, "")
+
+
+def test_a_node_study_keeps_its_allocation_and_is_not_called_oversubscribed(tmp_path, capsys, monkeypatch):
+    # four nodes of an allocation on this node of fewer CPUs: a node brings its own CPUs
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "4")
+    app = _program(tmp_path, """
+        import sys
+        print("step time", 0.4 / int(sys.argv[1]))
+    """)
+    code, out, err = _run(["scale", "--nodes", "1,2,4", "--repeat", "1", "--metric", r"step time ([\d.e-]+)",
+                           "--no-store", "--json", "--", app, "{nodes}"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["parameter"] == "nodes" and doc["fixed"]["allocation"] == {"nodes": 4, "from": "SLURM_JOB_NUM_NODES"}
+    assert sorted(m["value"] for m in doc["members"]) == [1, 2, 4]
+    assert not any(f["id"] == "scale.oversubscribed" for f in doc["analysis"].get("findings", [])), doc["analysis"]
+    assert any(n.startswith("4 nodes: median 0.1,") for n in doc["analysis"]["notes"]), doc["analysis"]["notes"]

@@ -399,7 +399,8 @@ def checks(times: Dict[float, Sequence[float]], rows: Sequence[Dict[str, Any]], 
                 evidence=f"speedups are against {first['median_s']:.4g} s at {first['p']:g}",
                 why="Speedup against a parallel run hides how the program does on one resource.",
                 fix=f"Add 1 to the {resource} counts."))
-    over = [r["p"] for r in rows if r["p"] > cpus]
+    # nodes bring their own CPUs: a node count is never more than this node's CPUs can run
+    over = [r["p"] for r in rows if r["p"] > cpus] if resource != "nodes" else []
     if over:
         out.append(Finding(
             id="scale.oversubscribed", status=WARN,

@@ -14,9 +14,10 @@ status and left out of its point. Then analysis/scaling_models.py says what the 
 honesty findings); the study carries those as its analysis notes, and the terminal, ``--json``,
 ``--out`` and the history get the study.
 
-The command takes ``{threads}``, ``{ranks}`` or ``{n}`` (the count of this point), substituted in
-every argument; ``--threads`` also sets OMP_NUM_THREADS; ``--ranks`` needs the count in the
-command (``mpirun -n {ranks} ./app``).
+The command takes ``{threads}``, ``{ranks}``, ``{nodes}`` or ``{n}`` (the count of this point),
+substituted in every argument; ``--threads`` also sets OMP_NUM_THREADS; ``--ranks`` needs the count
+in the command (``mpirun -n {ranks} ./app``), ``--nodes`` too (``srun -N {nodes} ./app``), and runs
+only inside a batch allocation at most that many nodes large (``allocated_nodes``).
 """
 from __future__ import annotations
 
@@ -41,11 +42,13 @@ DESCRIPTION = ("Run a program at several thread or rank counts, several times ea
                "serial fraction with its interval, a fitted model with its prediction beyond the data, and "
                "what the data cannot support. The program's output is discarded (kept and searched with "
                "--metric: a time, lower is better, or a rate, higher is better, --metric-kind).")
-EPILOG = ("{threads}, {ranks} and {n} in the command are replaced by each point's count. Exit status: 0, or 16 "
+EPILOG = ("{threads}, {ranks}, {nodes} and {n} in the command are replaced by each point's count. Exit status: 0, "
+          "or 16 "
           "when --metric matched nothing, 130 interrupted (the finished runs are kept).")
 MAX_COUNT = 1 << 20
 PROFILE_INTERVAL_S = 0.1        # the /proc sampler's interval with --profile (ceiling profile's default)
-PLACEHOLDERS = ("{threads}", "{ranks}", "{n}")
+PLACEHOLDERS = ("{threads}", "{ranks}", "{nodes}", "{n}")
+RESOURCES = ("threads", "ranks", "nodes")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -54,6 +57,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scale")
     g.add_argument("--threads", metavar="LIST", help="thread counts, e.g. 1,2,4,8 (sets OMP_NUM_THREADS)")
     g.add_argument("--ranks", metavar="LIST", help="rank counts, e.g. 1,2,4 (the command holds {ranks})")
+    g.add_argument("--nodes", metavar="LIST", help="node counts of this allocation, e.g. 1,2,4 (the command holds "
+                   "{nodes}: salloc -N 4 ceiling scale --nodes 1,2,4 -- srun -N {nodes} ./app); refused outside an "
+                   "allocation (SLURM_JOB_NUM_NODES, PBS_NODEFILE) and past its size")
     g.add_argument("--weak", action="store_true", help="weak scaling: the problem grows with the count "
                    "({n} in the command); scaled efficiency and Gustafson instead of speedup and Amdahl")
     g.add_argument("--repeat", default="3", metavar="N", help="runs per point (default 3)")
@@ -85,8 +91,31 @@ def counts(text: Optional[str], what: str) -> List[int]:
     return sorted(out)
 
 
+def allocated_nodes(env) -> Tuple[Optional[int], str]:
+    """The number of nodes of the batch allocation ceiling runs in, and where it was read: Slurm's
+    SLURM_JOB_NUM_NODES (SLURM_NNODES in old releases), else the distinct hosts of PBS/Torque's
+    PBS_NODEFILE; (None, "") outside an allocation or where those cannot be read."""
+    for var in ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"):
+        try:
+            n = int(env.get(var, ""))
+        except ValueError:
+            continue
+        if n >= 1:
+            return n, var
+    path = env.get("PBS_NODEFILE")
+    if path:
+        try:
+            with open(path) as f:
+                hosts = {line.strip() for line in f if line.strip()}
+        except OSError:
+            return None, ""
+        if hosts:
+            return len(hosts), "PBS_NODEFILE"
+    return None, ""
+
+
 def substitute(cmd: Sequence[str], n: int) -> List[str]:
-    """``cmd`` with {threads}, {ranks} and {n} replaced by ``n`` in every argument."""
+    """``cmd`` with {threads}, {ranks}, {nodes} and {n} replaced by ``n`` in every argument."""
     out = []
     for a in cmd:
         for ph in PLACEHOLDERS:
@@ -177,14 +206,28 @@ def _parse(args: argparse.Namespace) -> Tuple[str, List[int], List[str], int, in
         cmd = cmd[1:]
     if not cmd:
         raise UsageError("scale: give the program after --: ceiling scale --threads 1,2 -- ./app")
-    if bool(args.threads) == bool(args.ranks):
-        raise UsageError("scale: give one of --threads LIST or --ranks LIST")
-    resource = "threads" if args.threads else "ranks"
-    pts = counts(args.threads or args.ranks, f"--{resource}")
+    given = [r for r in RESOURCES if getattr(args, r, None)]
+    if len(given) != 1:
+        raise UsageError("scale: give one of --threads LIST, --ranks LIST or --nodes LIST")
+    resource = given[0]
+    pts = counts(getattr(args, resource), f"--{resource}")
     joined = " ".join(cmd)
     if resource == "ranks" and "{ranks}" not in joined and "{n}" not in joined:
         raise UsageError("scale: --ranks needs the count in the command: ceiling scale --ranks 1,2,4 -- "
                          "mpirun -n {ranks} ./app")
+    if resource == "nodes":
+        if "{nodes}" not in joined and "{n}" not in joined:
+            raise UsageError("scale: --nodes needs the count in the command: ceiling scale --nodes 1,2,4 -- "
+                             "srun -N {nodes} ./app")
+        nodes, source = allocated_nodes(os.environ)
+        if nodes is None:
+            raise UsageError("scale: --nodes runs its points on the nodes of an allocation, and there is none here "
+                             "(no SLURM_JOB_NUM_NODES, no PBS_NODEFILE): salloc -N 4 ceiling scale --nodes 1,2,4 -- "
+                             "srun -N {nodes} ./app")
+        if pts[-1] > nodes:
+            raise BadValueError(f"scale: --nodes {pts[-1]}: the allocation has {nodes} node{'s' if nodes != 1 else ''} "
+                                f"({source})")
+        args.allocation = {"nodes": nodes, "from": source}
     repeat = parse_count(args.repeat, what="--repeat", low=1, high=1000)
     seed = parse_count(args.seed, what="--seed", low=0, high=2 ** 32)
     regex = None
@@ -216,6 +259,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
                   fixed={"command": cmd, "weak": bool(args.weak), "repeat": repeat, "seed": seed, "order": runs,
                          "metric": args.metric or "", "cpus": len(os.sched_getaffinity(0)),
                          "profile": bool(args.profile)})
+    if resource == "nodes":
+        study.fixed["allocation"] = args.allocation
     if regex is not None:
         kind, unit = metric_kind(args.metric)
         study.fixed.update(metric_kind=args.metric_kind or kind or "time", metric_unit=unit,
