@@ -38,6 +38,39 @@ def parse_listen(text: str) -> Optional[Tuple[str, int]]:
     return host, int(port)
 
 
+def textfile_path(textfile_dir: Optional[str], name: str) -> Optional[str]:
+    """DIR/name for --textfile DIR, after checking DIR can take it; None without --textfile."""
+    if textfile_dir is None:
+        return None
+    if not os.path.isdir(textfile_dir):
+        raise PathError(f"--textfile {textfile_dir}: not a directory")
+    if not os.access(textfile_dir, os.W_OK | os.X_OK):
+        raise PathError(f"--textfile {textfile_dir}: not writable")
+    return os.path.join(textfile_dir, name)
+
+
+def serve(listen: Optional[Tuple[str, int]], registry):
+    """prometheus_client's HTTP server for ``registry`` on ``listen`` (a thread); None for --listen off."""
+    if listen is None:
+        return None
+    from prometheus_client import start_http_server
+    try:
+        server, _ = start_http_server(listen[1], addr=listen[0], registry=registry)
+        return server
+    except OSError as e:
+        where = f"{listen[0]}:{listen[1]}"
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
+                                 "another port, or --listen off)") from None
+        raise PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}") from None
+
+
+def stop(server) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
 class Exporter:
     def __init__(self, listen: Optional[Tuple[str, int]], textfile_dir: Optional[str], ops: Sequence[str] = ()):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -53,23 +86,8 @@ class Exporter:
         for op in ops:                       # every series there from the start: a panel of errors is 0, not empty
             self.latency.labels(op=op)
             self.errors.labels(op=op)
-        self.textfile = os.path.join(textfile_dir, TEXTFILE) if textfile_dir else None
-        if textfile_dir is not None:
-            if not os.path.isdir(textfile_dir):
-                raise PathError(f"--textfile {textfile_dir}: not a directory")
-            if not os.access(textfile_dir, os.W_OK | os.X_OK):
-                raise PathError(f"--textfile {textfile_dir}: not writable")
-        self.server = None
-        if listen is not None:
-            from prometheus_client import start_http_server
-            try:
-                self.server, _ = start_http_server(listen[1], addr=listen[0], registry=self.registry)
-            except OSError as e:
-                where = f"{listen[0]}:{listen[1]}"
-                if e.errno == errno.EADDRINUSE:
-                    raise PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
-                                         "another port, or --listen off)") from None
-                raise PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}") from None
+        self.textfile = textfile_path(textfile_dir, TEXTFILE)
+        self.server = serve(listen, self.registry)
 
     def observe(self, op: str, seconds: float) -> None:
         self.latency.labels(op=op).observe(seconds)
@@ -90,7 +108,5 @@ class Exporter:
             write_to_textfile(self.textfile, self.registry)
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        stop(self.server)
+        self.server = None
