@@ -141,6 +141,14 @@ class _Monitor:
     def run(self) -> int:
         from .probe import _Stop
         from ..probes import jobs as jobsmod
+        if self.cmd:
+            try:
+                self.child = subprocess.Popen(self.cmd)
+            except OSError as e:       # as a shell and ceiling profile answer: 127 not found, 126 not runnable
+                code = 127 if isinstance(e, FileNotFoundError) else 126
+                print(f"ceiling: monitor: {self.cmd[0]}: {'command not found' if code == 127 else e.strerror}",
+                      file=sys.stderr, flush=True)
+                return code
         self._header()
         stop = _Stop()
         cpu0 = _self_cpu()
@@ -148,8 +156,6 @@ class _Monitor:
         prev = self.node.read()
         prev_jobs = {j.key: j for j in self._jobs(jobsmod)}
         try:
-            if self.cmd:
-                self.child = self._start(self.cmd)
             n = 0
             while True:
                 n += 1
@@ -202,14 +208,6 @@ class _Monitor:
                     return
                 left = min(left, 0.2)
             stop.sleep(left)
-
-    def _start(self, cmd: List[str]) -> subprocess.Popen:
-        try:
-            return subprocess.Popen(cmd)
-        except FileNotFoundError:
-            raise UsageError(f"monitor: {cmd[0]}: command not found") from None
-        except PermissionError:
-            raise UsageError(f"monitor: {cmd[0]}: not executable") from None
 
     def _jobs(self, jobsmod) -> list:
         out = jobsmod.slurm_jobs(self.cgroup_root, self.proc_root)
