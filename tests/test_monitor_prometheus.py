@@ -96,3 +96,27 @@ def test_node_exporter_reads_the_textfile(running_monitor):
         ne.wait(timeout=30)
     assert "node_textfile_scrape_error 0" in text
     assert 'ceiling_monitor_job_cpus{job_id="4242"' in text and 'ceiling_monitor_cpu_ratio{mode="user"}' in text
+
+
+def test_page_is_valid_exposition_and_holds_only_the_last_samples_jobs():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ceiling.probes.jobs import JobRead
+    from ceiling.report.prometheus_monitor import MonitorCollector
+    c = MonitorCollector()
+    odd = JobRead("9", "9@1:1", "slurm-v2", 0.0, user='a"b\\c\nd', cpus=2, cpu_s=1.5, read_bytes=10, write_bytes=0)
+    c.update({"cpu.user": 0.25, "disk.dm-0.read_Bps": 5.0, "net.eth0.100.rx_Bps": 7.0, "psi.io.some": 0.5},
+             [(odd, {"cpu_busy": 1.0})], 0.5, 3)
+    fams = {f.name: f for f in text_string_to_metric_families(c.page().decode())}
+    assert fams["ceiling_monitor_cpu_ratio"].samples[0].labels == {"mode": "user"}
+    assert fams["ceiling_monitor_disk_bytes_per_second"].samples[0].labels == {"device": "dm-0",
+                                                                               "direction": "read"}
+    assert fams["ceiling_monitor_network_bytes_per_second"].samples[0].labels["interface"] == "eth0.100"
+    assert fams["ceiling_monitor_pressure_ratio"].samples[0].labels == {"resource": "io", "kind": "some"}
+    job = fams["ceiling_monitor_job_cpus"].samples[0]
+    assert job.labels == {"job_id": "9", "user": 'a"b\\c\nd'} and job.value == 2
+    assert fams["ceiling_monitor_job_cpu_seconds"].type == "counter"
+    assert {s.labels["direction"]: s.value for s in fams["ceiling_monitor_job_io_bytes"].samples} == {
+        "read": 10, "write": 0}
+    c.update({"cpu.user": 0.25}, [], 0.6, 4)
+    assert b"job_id" not in c.page()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from ..errors import PathError, PortInUseError, UsageError
 
@@ -58,11 +58,69 @@ def serve(listen: Optional[Tuple[str, int]], registry):
         server, _ = start_http_server(listen[1], addr=listen[0], registry=registry)
         return server
     except OSError as e:
-        where = f"{listen[0]}:{listen[1]}"
-        if e.errno == errno.EADDRINUSE:
-            raise PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
-                                 "another port, or --listen off)") from None
-        raise PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}") from None
+        raise _listen_error(listen, e) from None
+
+
+def serve_page(listen: Optional[Tuple[str, int]], page: Callable[[], bytes]):
+    """An HTTP server on ``listen`` (a thread) whose /metrics is ``page()``, a page already in the
+    exposition format (the monitor's: report/prometheus_monitor.py); None for --listen off."""
+    if listen is None:
+        return None
+    import http.server
+    import socket
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:              # noqa: N802 - http.server's name
+            if self.path.split("?")[0] not in ("/metrics", "/"):
+                self.send_error(404)
+                return
+            body = page()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in listen[0] else socket.AF_INET
+    try:
+        server = Server((listen[0], listen[1]), Handler)
+    except OSError as e:
+        raise _listen_error(listen, e) from None
+    threading.Thread(target=server.serve_forever, name="ceiling-metrics", daemon=True).start()
+    return server
+
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def write_textfile(path: str, body: bytes) -> None:
+    """``body`` to ``path`` whole or not at all: a temporary file beside it, renamed over it (a reader,
+    node_exporter, sees the old page or the new one; a SIGTERM mid-write leaves the old one)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(body)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _listen_error(listen: Tuple[str, int], e: OSError) -> PortInUseError:
+    where = f"{listen[0]}:{listen[1]}"
+    if e.errno == errno.EADDRINUSE:
+        return PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
+                              "another port, or --listen off)")
+    return PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}")
 
 
 def stop(server) -> None:

@@ -94,19 +94,15 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             raise PathError(f"--db {db}: on {on}, a network file system: SQLite writers there can corrupt it; "
                             "give each node its own history on a local disk (--db /var/tmp/ceiling-$(hostname).db)")
         store = Store(args.db, check=True)          # damaged: exit 5; read-only: exit 4, before any sample
-    from prometheus_client import CollectorRegistry
-    registry = CollectorRegistry(auto_describe=False)
     collector = MonitorCollector()
-    registry.register(collector)
     try:
-        server = prometheus.serve(listen, registry)       # a port in use: exit 15
+        server = prometheus.serve_page(listen, collector.page)       # a port in use: exit 15
     except BaseException:
         if store is not None:
             store.close()
         raise
     try:
-        return _Monitor(args, cmd, interval, duration, retain_s, full_s, store, collector, registry, textfile,
-                        listen).run()
+        return _Monitor(args, cmd, interval, duration, retain_s, full_s, store, collector, textfile, listen).run()
     finally:
         prometheus.stop(server)
         if store is not None:
@@ -114,12 +110,11 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
 
 
 class _Monitor:
-    def __init__(self, args, cmd, interval, duration, retain_s, full_s, store, collector, registry, textfile,
-                 listen):
+    def __init__(self, args, cmd, interval, duration, retain_s, full_s, store, collector, textfile, listen):
         from ..probes.node_sampler import NodeSampler
         self.args, self.cmd, self.interval, self.duration = args, cmd, interval, duration
         self.retain_s, self.full_s, self.store = retain_s, full_s, store
-        self.collector, self.registry, self.textfile, self.listen = collector, registry, textfile, listen
+        self.collector, self.textfile, self.listen = collector, textfile, listen
         self.host = socket.gethostname()
         self.node = NodeSampler("/")
         root = args.slurm_root
@@ -281,9 +276,9 @@ class _Monitor:
     def _textfile(self) -> None:
         if not self.textfile:
             return
-        from prometheus_client import write_to_textfile
+        from ..report.prometheus import write_textfile
         try:
-            write_to_textfile(self.textfile, self.registry)
+            write_textfile(self.textfile, self.collector.page())
         except OSError as e:
             if not self.said.get("textfile"):
                 print(f"ceiling monitor: --textfile not written: {e.strerror or e}", file=sys.stderr, flush=True)
