@@ -184,3 +184,39 @@ def test_a_version_6_history_reads_without_writing_and_upgrades_additively(tmp_p
                        [("n1", "7@1:2", "7", "slurm-v2", 1000, "u", "0-3", 1.0, 5.0, "", None)])
         assert len(s.monitor_samples()) == 1 and len(s.probe_windows()) == 1
     assert STORE_VERSION == 7 and rows(db, "PRAGMA user_version") == [(7,)]
+
+
+def test_sigterm_while_a_write_waits_for_the_history_loses_nothing(tmp_path):
+    db = tmp_path / "h.db"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "monitor", "--interval", "0.2", "--db", str(db),
+                          "--listen", "off"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    seen = 0
+    while seen < 2:
+        if "| cpu user" in p.stdout.readline():
+            seen += 1
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")              # another writer holds the history: the next write waits
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)                 # mid-write
+    time.sleep(0.5)
+    other.execute("ROLLBACK")
+    other.close()
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    printed = seen + sum(1 for x in out.splitlines() if "| cpu user" in x)
+    assert "stopped on SIGTERM" in out and "NOT recorded" not in out
+    assert rows(db, "SELECT count(DISTINCT t) FROM monitor_samples") == [(printed,)]
+
+
+def test_sigterm_goes_to_the_command_and_its_status_is_the_monitors(tmp_path):
+    db = tmp_path / "h.db"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "monitor", "--interval", "0.2", "--db", str(db),
+                          "--listen", "off", "--", "sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=ENV)
+    while "| cpu user" not in p.stderr.readline():
+        pass
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "exited with status 143" in err
+    assert rows(db, "SELECT status FROM monitor_jobs") == [(143,)]

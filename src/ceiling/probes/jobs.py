@@ -52,7 +52,7 @@ class JobRead:
 
 
 def _read(path: str) -> str:
-    with open(path) as f:
+    with open(path, errors="replace") as f:      # a garbled file is figures missing, never a traceback
         return f.read()
 
 

@@ -151,7 +151,7 @@ def rates(a: NodeRead, b: NodeRead) -> Dict[str, float]:
 
 
 def _read(path: str) -> str:
-    with open(path) as f:
+    with open(path, errors="replace") as f:      # a garbled file is figures missing, never a traceback
         return f.read()
 
 
