@@ -161,7 +161,7 @@ class _Monitor:
                 ended = self.child is not None and _exited(self.child.pid)
                 cur = self.node.read()
                 jobs_now = self._jobs(jobsmod)
-                self._sample(prev, cur, prev_jobs, jobs_now, cpu0, final=ended)
+                self._sample(prev, cur, prev_jobs, jobs_now, cpu0)
                 prev, prev_jobs = cur, {j.key: j for j in jobs_now}
                 if ended:
                     self.status = _status(self.child.wait())
@@ -214,7 +214,7 @@ class _Monitor:
 
     # -- one sample -------------------------------------------------------------------------------
 
-    def _sample(self, prev, cur, prev_jobs, jobs_now, cpu0: float, final: bool = False) -> None:
+    def _sample(self, prev, cur, prev_jobs, jobs_now, cpu0: float) -> None:
         from ..probes.node_sampler import rates
         from ..probes.jobs import job_rates
         node = rates(prev, cur)
@@ -230,6 +230,8 @@ class _Monitor:
             first = self.jobs_seen.setdefault(j.key, wall)
             jobs_rows.append((self.host, j.key, j.job_id, j.kind, j.uid, j.user, j.cpu_list, first, wall,
                               " ".join(self.cmd) if j.kind == "command" else "", None))
+        # the jobs of this sample only: a node that runs jobs for months keeps no list of the ended ones
+        self.jobs_seen = {j.key: self.jobs_seen[j.key] for j in jobs_now}
         self.samples += 1
         self.collector.update(node, job_list, _self_cpu() - cpu0, self.samples)
         self._textfile()
