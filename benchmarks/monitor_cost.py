@@ -46,9 +46,11 @@ def main() -> int:
     port = s.getsockname()[1]
     s.close()
     with tempfile.TemporaryDirectory() as t:
+        # its lines to a file: a pipe read only at the end fills (64 KiB, ~380 lines) and blocks the monitor
+        log = open(os.path.join(t, "out"), "w+")
         p = subprocess.Popen([sys.executable, "-m", "ceiling", "monitor", "--interval", f"{a.interval:g}",
                               "--db", os.path.join(t, "h.db"), "--listen", f"127.0.0.1:{port}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=log, stderr=subprocess.STDOUT, text=True)
         time.sleep(a.warmup)
         c0, w0 = cpu_s(p.pid), time.monotonic()
         rss = []
@@ -59,7 +61,10 @@ def main() -> int:
                   flush=True)
         c1, w1 = cpu_s(p.pid), time.monotonic()
         p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=60)
+        p.wait(timeout=60)
+        log.seek(0)
+        out = log.read()
+        log.close()
     used, wall = c1 - c0, w1 - w0
     print(f"monitor at {a.interval:g} s: {used:.2f} s of CPU over {wall:.0f} s = {used / wall * 100:.3f}% of one CPU "
           f"(/proc/PID/stat, {TICK} ticks/s: resolution {1 / TICK:.2f} s); RSS {min(rss) / 1024:.1f}-"
