@@ -32,7 +32,7 @@ HELP = "the node's CPU, memory, disks, network and pressure over time, per Slurm
 DESCRIPTION = ("Sample /proc and each Slurm job's cgroup every --interval; print one line per sample, keep the "
                "samples in the history and export them for Prometheus. With -- CMD, one command and its processes.")
 EPILOG = ("Stops on SIGTERM or Ctrl-C after the sample in flight, exit 0 (with -- CMD: the command's exit status). "
-          "Cost: 0.03%% of one CPU at 10 s on a 2-CPU VM (benchmarks/monitor_cost.py); each run states its own")
+          "Cost: 0.03% of one CPU at 10 s on a 2-CPU VM (benchmarks/monitor_cost.py); each run states its own")
 PENDING_MAX = 360           # samples kept in memory while the history cannot be written (an hour at 10 s)
 
 
