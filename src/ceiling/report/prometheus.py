@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from ..errors import PathError, PortInUseError, UsageError
 
@@ -41,15 +41,21 @@ def check_textfile_dir(textfile_dir: str) -> None:
         raise PathError(f"--textfile {textfile_dir}: not writable")
 
 
-def write_textfile(path: str, registry) -> None:
-    """``registry`` in the exposition format at ``path``, atomically (module docstring)."""
+def write_textfile(path: str, content) -> None:
+    """``content`` (a page's bytes, or a prometheus_client registry in the exposition format) at
+    ``path``, whole or not at all (module docstring): a reader, node_exporter, sees the old page or
+    the new one; a SIGTERM mid-write leaves the old one and no temporary file."""
     import tempfile
-    from prometheus_client import generate_latest
+    if isinstance(content, (bytes, bytearray)):
+        body = bytes(content)
+    else:
+        from prometheus_client import generate_latest
+        body = generate_latest(content)
     d, name = os.path.split(path)
     fd, tmp = tempfile.mkstemp(dir=d or ".", prefix=f".{name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(generate_latest(registry))
+            f.write(body)
             f.flush()
             os.fsync(f.fileno())         # the rename must not reach the disk before the text (a crash: an empty file)
         os.chmod(tmp, 0o644)             # node_exporter runs as its own user; mkstemp makes 0600
@@ -73,6 +79,78 @@ def parse_listen(text: str) -> Optional[Tuple[str, int]]:
     return host, int(port)
 
 
+def textfile_path(textfile_dir: Optional[str], name: str) -> Optional[str]:
+    """DIR/name for --textfile DIR, after checking DIR can take it; None without --textfile."""
+    if textfile_dir is None:
+        return None
+    check_textfile_dir(textfile_dir)
+    return os.path.join(textfile_dir, name)
+
+
+def serve(listen: Optional[Tuple[str, int]], registry):
+    """prometheus_client's HTTP server for ``registry`` on ``listen`` (a thread); None for --listen off."""
+    if listen is None:
+        return None
+    from prometheus_client import start_http_server
+    try:
+        server, _ = start_http_server(listen[1], addr=listen[0], registry=registry)
+        return server
+    except OSError as e:
+        raise _listen_error(listen, e) from None
+
+
+def serve_page(listen: Optional[Tuple[str, int]], page: Callable[[], bytes]):
+    """An HTTP server on ``listen`` (a thread) whose /metrics is ``page()``, a page already in the
+    exposition format (the monitor's: report/prometheus_monitor.py); None for --listen off."""
+    if listen is None:
+        return None
+    import http.server
+    import socket
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:              # noqa: N802 - http.server's name
+            if self.path.split("?")[0] not in ("/metrics", "/"):
+                self.send_error(404)
+                return
+            body = page()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        address_family = socket.AF_INET6 if ":" in listen[0] else socket.AF_INET
+    try:
+        server = Server((listen[0], listen[1]), Handler)
+    except OSError as e:
+        raise _listen_error(listen, e) from None
+    threading.Thread(target=server.serve_forever, name="ceiling-metrics", daemon=True).start()
+    return server
+
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _listen_error(listen: Tuple[str, int], e: OSError) -> PortInUseError:
+    where = f"{listen[0]}:{listen[1]}"
+    if e.errno == errno.EADDRINUSE:
+        return PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
+                              "another port, or --listen off)")
+    return PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}")
+
+
+def stop(server) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
 class Exporter:
     def __init__(self, listen: Optional[Tuple[str, int]], textfile_dir: Optional[str], ops: Sequence[str] = ()):
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -88,20 +166,8 @@ class Exporter:
         for op in ops:                       # every series there from the start: a panel of errors is 0, not empty
             self.latency.labels(op=op)
             self.errors.labels(op=op)
-        self.textfile = os.path.join(textfile_dir, TEXTFILE) if textfile_dir else None
-        if textfile_dir is not None:
-            check_textfile_dir(textfile_dir)
-        self.server = None
-        if listen is not None:
-            from prometheus_client import start_http_server
-            try:
-                self.server, _ = start_http_server(listen[1], addr=listen[0], registry=self.registry)
-            except OSError as e:
-                where = f"{listen[0]}:{listen[1]}"
-                if e.errno == errno.EADDRINUSE:
-                    raise PortInUseError(f"--listen {where}: the port is in use (another exporter? give "
-                                         "another port, or --listen off)") from None
-                raise PortInUseError(f"--listen {where}: cannot listen there: {e.strerror or e}") from None
+        self.textfile = textfile_path(textfile_dir, TEXTFILE)
+        self.server = serve(listen, self.registry)
 
     def observe(self, op: str, seconds: float) -> None:
         self.latency.labels(op=op).observe(seconds)
@@ -121,7 +187,5 @@ class Exporter:
             write_textfile(self.textfile, self.registry)
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
+        stop(self.server)
+        self.server = None

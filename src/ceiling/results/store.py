@@ -71,7 +71,7 @@ from . import jsonio
 from .model import Member, Run, Study
 from .store_queries import (CHUNK, Point, competing_sql, contexts_sql, earlier_sql, inventories_sql, latest_old_sql,
                             latest_sql, run_sql, runs_sql, series_sql, window_sql)
-from . import store_probe
+from . import store_monitor, store_probe
 from . import store_studies as studies
 from .store_schema import (SCHEMA, STORE_VERSION, changes_for_reader, read_old, save_run, statements,
                            studies_for_reader, upgrade)
@@ -251,6 +251,8 @@ class Store:
                     changes_for_reader(db)
                 if version < 6:            # no probe window either
                     store_probe.for_reader(db)
+                if version < 7:            # nor a monitor's sample
+                    store_monitor.for_reader(db)
             except BaseException:
                 db.close()
                 raise
@@ -443,6 +445,34 @@ class Store:
     def probe_windows(self, host: Optional[str] = None) -> List[tuple]:
         try:
             return store_probe.windows(self._db, host)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def save_monitor(self, host: str, samples: Sequence[Sequence], jobs: Sequence[Sequence],
+                     retain_before: Optional[float] = None, downsample_before: Optional[float] = None) -> None:
+        """Store the monitor's samples and jobs (store_monitor.SAMPLE_COLUMNS, JOB_COLUMNS), drop what is
+        older than ``retain_before`` and make this host's samples older than ``downsample_before`` one mean
+        per minute, in one transaction."""
+        if self.readonly:
+            raise PathError(f"{self.path} was opened for reading only: monitor samples not saved")
+
+        def work(db: sqlite3.Connection) -> None:
+            store_monitor.save(db, samples, jobs)
+            if retain_before is not None:
+                store_monitor.prune(db, retain_before)
+            if downsample_before is not None:
+                store_monitor.downsample(db, host, downsample_before)
+        self._in_transaction("BEGIN IMMEDIATE", work)
+
+    def monitor_samples(self, host: Optional[str] = None, job: Optional[str] = None) -> List[tuple]:
+        try:
+            return store_monitor.samples(self._db, host, job)
+        except sqlite3.Error as e:
+            raise self._error(e) from None
+
+    def monitor_jobs(self, host: Optional[str] = None) -> List[tuple]:
+        try:
+            return store_monitor.jobs(self._db, host)
         except sqlite3.Error as e:
             raise self._error(e) from None
 

@@ -25,6 +25,9 @@ Store versions (``PRAGMA user_version``):
       added since a look), nothing else is touched.
   6 - the probe's windows (``probe_windows``, store_probe.py: one row per operation and window of
       ``ceiling probe``). The upgrade from 5 adds the empty table and its index, nothing else.
+  7 - the monitor's time series (``monitor_samples``, ``monitor_jobs``, store_monitor.py: one row per
+      figure and sample of ``ceiling monitor``, one per job seen). The upgrade from 6 adds the empty
+      tables and their index, nothing else.
 
 The upgrade from 2 to 3 reads every stored document (through jsonio: a document of any version)
 and writes its rows again as ``save`` writes a new run's. A run whose document cannot be read keeps
@@ -46,10 +49,10 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 from ..errors import StoreError
 from . import history_keys as keys
 from . import jsonio
-from . import store_probe
+from . import store_monitor, store_probe
 from .model import Run
 
-STORE_VERSION = 6
+STORE_VERSION = 7
 
 _RUNS = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -149,7 +152,8 @@ SCHEMA = ";\n".join([
     _INDICES.format(schema=""),
     _STUDIES.format(schema=""),
     _CHANGES.format(schema=""),
-    store_probe.TABLE.format(schema="")])
+    store_probe.TABLE.format(schema=""),
+    store_monitor.TABLE.format(schema="")])
 
 
 def statements(script: str) -> List[str]:
@@ -262,6 +266,7 @@ UPGRADES: Dict[int, Tuple[Step, ...]] = {
     3: tuple(statements(_STUDIES.format(schema=""))),
     4: tuple(statements(_CHANGES.format(schema=""))),
     5: tuple(store_probe.statements()),
+    6: tuple(store_monitor.statements()),
 }
 
 
