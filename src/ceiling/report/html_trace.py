@@ -121,7 +121,7 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
     cols = _columns(bins)
     dx = w / cols.shape[2]
     parts: List[str] = []
-    y = 6.0
+    y = 18.0                        # room above the lanes for the findings' numbers
     many = len(bins.lanes) > MAX_LANES
     if many:
         parts.append(f'<text x="4" y="{y + 10}" font-size="11" font-weight="600" fill="#333">'
