@@ -1,0 +1,144 @@
+"""A trace's events pre-binned per lane: what the HTML timeline (report/html_trace.py), the
+terminal page and the anti-pattern analysis (trace_patterns.py) draw and read, so that none of
+them holds more than lanes x classes x bins numbers, whatever the number of events.
+
+A lane is an MPI rank (a process outside MPI). Each bin holds the share of the lane's thread
+time spent in each class (``CLASSES``); compute is the rest (1 - their sum, never below 0): a
+thread outside every intercepted call is taken to compute. The classes:
+
+- ``io``: reads, writes and syncs (IO_READ, IO_WRITE, IO_SYNC);
+- ``meta``: metadata calls (IO_META: open, close, stat, ...);
+- ``mpi``: point-to-point calls and the rest of MPI (MPI_P2P, MPI_OTHER);
+- ``wait``: completion calls and collectives (MPI_WAIT, MPI_COLL), where a rank waits for others.
+  Part 2 (wait states) will move the waiting part of a blocking receive here; until then a
+  blocking receive is ``mpi``.
+
+Method: the time a set of slices covers up to t is C(t) = sum over slices of clip(t - start, 0,
+dur) = sum_{start<t}(t - start) - sum_{end<t}(t - end), computed at every bin edge with two
+sorted arrays, searchsorted and cumulative sums: O(n log n) per chunk, additive over chunks, so
+chunks stream through one at a time. Nested intercepted calls (an MPI-IO call and the writes it
+makes) count twice; a share is clipped to 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from ..results.events import (IO_META, IO_READ, IO_SYNC, IO_WRITE, MPI_COLL, MPI_OTHER, MPI_P2P, MPI_WAIT,
+                              Events)
+
+CLASSES = ("io", "meta", "mpi", "wait")
+NBINS = 2000            # bins a lane: finer than a screen's pixels across the report's 1,180 px
+_CLASS_OF = np.full(256, -1, np.int8)
+for _k, _c in ((IO_READ, 0), (IO_WRITE, 0), (IO_SYNC, 0), (IO_META, 1), (MPI_P2P, 2), (MPI_OTHER, 2),
+               (MPI_WAIT, 3), (MPI_COLL, 3)):
+    _CLASS_OF[_k] = _c
+
+
+@dataclass
+class Bins:
+    """Shares of each lane's thread time per class and bin: ``share[lane, class, bin]`` in [0, 1]."""
+    edges_ns: np.ndarray                    # nbins + 1 edges, ns since Events.t0_ns
+    lanes: List[int]                        # the lane's rank, or -(pid + 1) outside MPI
+    threads: List[int]                      # threads seen in each lane
+    share: np.ndarray                       # float32 [lanes, len(CLASSES), nbins]
+    labels: List[str] = field(default_factory=list)   # "rank 3", "pid 1234"
+
+    @property
+    def nbins(self) -> int:
+        return len(self.edges_ns) - 1
+
+    @property
+    def width_ns(self) -> float:
+        return float(self.edges_ns[1] - self.edges_ns[0]) if self.nbins else 0.0
+
+    def of(self, cls: str) -> np.ndarray:
+        """[lanes, bins] share of one class."""
+        return self.share[:, CLASSES.index(cls), :]
+
+    @property
+    def compute(self) -> np.ndarray:
+        """[lanes, bins]: the rest, the time outside every intercepted call."""
+        return np.clip(1.0 - self.share.sum(axis=1), 0.0, 1.0)
+
+
+def lane_of(ev: Events) -> np.ndarray:
+    """Each event's lane key: its rank, or -(pid + 1) outside MPI."""
+    return np.where(ev.rank >= 0, ev.rank, -(ev.pid.astype(np.int64) + 1)).astype(np.int64)
+
+
+def _covered(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """C(edge) for each edge: the time the slices cover before it (float64 ns)."""
+    s = np.sort(starts).astype(np.float64)
+    e = np.sort(ends).astype(np.float64)
+    cs = np.concatenate(([0.0], np.cumsum(s)))
+    ce = np.concatenate(([0.0], np.cumsum(e)))
+    x = edges.astype(np.float64)
+    i = np.searchsorted(s, x, "left")
+    j = np.searchsorted(e, x, "left")
+    return (i * x - cs[i]) - (j * x - ce[j])
+
+
+def span_ns(chunks: Iterable[Events]) -> int:
+    """The end of the last event over every chunk (0 when none)."""
+    return max((c.end_ns for c in chunks), default=0)
+
+
+def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[Tuple[int, int]] = None) -> Bins:
+    """The chunks binned: ``nbins`` equal bins over ``span`` (start, end ns; by default 0 to the
+    last event's end, which needs the chunks twice: pass ``span`` to stream a generator once)."""
+    if span is None:
+        chunks = list(chunks)
+        span = (0, span_ns(chunks))
+    t0, t1 = int(span[0]), int(span[1])
+    if t1 <= t0:
+        t1 = t0 + 1
+    edges = np.linspace(t0, t1, nbins + 1).astype(np.int64)
+    cov: Dict[Tuple[int, int], np.ndarray] = {}
+    threads: Dict[int, Set[int]] = {}
+    labels: Dict[int, str] = {}
+    for ev in chunks:
+        if not len(ev):
+            continue
+        lane = lane_of(ev)
+        for key in np.unique(lane):
+            k = int(key)
+            threads.setdefault(k, set()).update(np.unique(ev.tid[lane == key]).tolist())
+            labels.setdefault(k, f"rank {k}" if k >= 0 else f"pid {-k - 1}")
+        cls = _CLASS_OF[ev.kind]
+        keep = (cls >= 0) & (ev.dur > 0)
+        if not keep.any():
+            continue
+        lane, cls = lane[keep], cls[keep].astype(np.int64)
+        ts, dur = ev.ts[keep], ev.dur[keep]
+        group = lane * len(CLASSES) + cls
+        order = np.argsort(group, kind="stable")
+        group, ts, dur = group[order], ts[order], dur[order]
+        cuts = np.flatnonzero(np.diff(group)) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(group)]))):
+            g = int(group[lo])
+            k, c = divmod(g, len(CLASSES))     # floor division: right for negative lane keys too
+            s = ts[lo:hi]
+            acc = _covered(s, s + dur[lo:hi], edges)
+            cov[(k, c)] = cov[(k, c)] + acc if (k, c) in cov else acc
+    keys = sorted(threads, key=lambda k: (k < 0, abs(k)))
+    share = np.zeros((len(keys), len(CLASSES), nbins), np.float32)
+    width = np.diff(edges).astype(np.float64)
+    for li, k in enumerate(keys):
+        nth = max(1, len(threads[k]))
+        for c in range(len(CLASSES)):
+            if (k, c) in cov:
+                share[li, c] = np.clip(np.diff(cov[(k, c)]) / (width * nth), 0.0, 1.0)
+    return Bins(edges, keys, [len(threads[k]) for k in keys], share, [labels[k] for k in keys])
+
+
+def histogram(chunks: Sequence[Events], edges: np.ndarray, mask_of) -> np.ndarray:
+    """Per bin over every lane: the number of events ``mask_of(ev)`` selects, by start time."""
+    out = np.zeros(len(edges) - 1, np.int64)
+    for ev in chunks:
+        m = mask_of(ev)
+        if m.any():
+            out += np.histogram(ev.ts[m], bins=edges)[0]
+    return out

@@ -1,0 +1,84 @@
+"""The trace's anti-pattern findings on synthetic traces with one planted pattern each: each found
+with the right window, nothing else flagged, and nothing on a clean program."""
+import numpy as np
+import pytest
+
+import trace_synth as T
+from ceiling.analysis.trace_bins import CLASSES, timeline_bins
+from ceiling.analysis.trace_patterns import StorageCeilings, trace_findings
+
+
+def _ids(fs):
+    return sorted(f.id for f in fs)
+
+
+def _window_near(f, start, end, tol):
+    assert abs(f.data["start_s"] - start) <= tol, f.data
+    assert abs(f.data["end_s"] - end) <= tol, f.data
+
+
+def test_clean_program_has_no_finding():
+    assert trace_findings([T.clean()]) == []
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_single_writer_with_its_window(nranks):
+    fs = trace_findings([T.single_writer(nranks)])
+    assert _ids(fs) == ["trace.io.single_writer"]
+    f = fs[0]
+    _window_near(f, 4.0, 6.0, 0.02)
+    assert f.data["rank"] == 0 and f.data["refines"] == "profile.io.single_writer"
+    # the others wait the whole window: (nranks - 1) x 2 s
+    assert f.data["time_lost_s"] == pytest.approx(2.0 * (nranks - 1), rel=0.02)
+
+
+def test_fluctuating_writes_told_from_another_job_by_the_device():
+    own = trace_findings([T.fluctuating()], T.disk_track(40e6), StorageCeilings(write_mbs=2000.0, source="test"))
+    assert _ids(own) == ["trace.io.fluctuating_writes"]
+    f = own[0]
+    _window_near(f, 2.0, 2.46, 0.012)
+    assert f.data["slow_calls"] == 20 and f.data["calls"] == 200
+    assert f.data["p99_ns"] / f.data["p50_ns"] == pytest.approx(10)
+    assert f.data["time_lost_s"] == pytest.approx(20 * 9e-3)
+    assert f.data["cause"] == "the page cache's write-back"
+    assert "2000 MB/s" in f.fix
+    other = trace_findings([T.fluctuating()], T.disk_track(40e6, 500e6))
+    assert [g.data["cause"] for g in other] == ["another job"]
+    unknown = trace_findings([T.fluctuating()])
+    assert unknown[0].data["cause"].startswith("unknown")
+
+
+def test_uniform_writes_are_not_fluctuating():
+    ev = T.fluctuating()
+    ev.columns["dur"][:] = 1_000_000
+    assert trace_findings([ev]) == []
+
+
+def test_serialized_io_phase_with_its_share():
+    fs = trace_findings([T.serialized()])
+    assert _ids(fs) == ["trace.io.serialized"]
+    _window_near(fs[0], 3.0, 5.0, 0.02)
+    assert fs[0].data["share"] == pytest.approx(2.0 / 9.001, abs=0.01)
+
+
+def test_open_close_storm_against_the_metadata_rate():
+    fs = trace_findings([T.open_close_storm()], ceilings=StorageCeilings(meta_ops=40_000.0))
+    assert _ids(fs) == ["trace.io.metadata_storm"]
+    _window_near(fs[0], 7.0, 8.0, 0.02)
+    assert fs[0].data["calls"] == 80_000
+    assert "200% of it" in fs[0].evidence
+
+
+def test_bins_are_the_same_whole_or_in_chunks():
+    ev = T.big(nranks=40, steps=10)
+    half = len(ev) // 2
+    whole = timeline_bins([ev], 500)
+    split = timeline_bins([ev.select(np.arange(len(ev)) < half), ev.select(np.arange(len(ev)) >= half)], 500,
+                          span=(0, ev.end_ns))
+    assert whole.lanes == split.lanes == list(range(40))
+    np.testing.assert_allclose(whole.share, split.share, atol=1e-5)
+    # rank 0's checkpoint writes: 0.5 s of I/O from 5 s
+    io = whole.of("io")[0]
+    mid = (whole.edges_ns[:-1] >= 5.05e9) & (whole.edges_ns[1:] <= 5.45e9)
+    assert io[mid].min() > 0.99
+    assert len(CLASSES) == whole.share.shape[1]
