@@ -490,6 +490,11 @@ def kernel_figure(f: dict, key: str) -> Optional[int]:
 def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
     ref = st["files"]
     ours, whole = work_files(doc, w, ref)
+    # where ceiling lists only its top 20 files, each listed record is still whole (one per path):
+    # compare those paths with strace's figures on the same paths
+    where = "work-dir files" if whole else f"the {len(ours)} work-dir files ceiling lists"
+    if not whole:
+        ref = {p: ref.get(p, {"reads": 0, "writes": 0, "read_bytes": 0, "write_bytes": 0}) for p in ours}
     for cls in ("read", "write"):
         theirs = sum(f[cls + "s"] for f in ref.values())
         calls = sum(f.get(cls + "s", 0) for f in ours.values())
@@ -498,16 +503,15 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
         mine = sum(kernel) if known else calls
         if not (mine or theirs or calls):
             continue
-        if not whole:
-            t.add(name, f"{cls} requests on work-dir files", mine, theirs, "strace", None,
-                  "ceiling lists only its top 20 files")
-            continue
-        what = f"{cls} requests on work-dir files" if known else f"{cls} calls on work-dir files"
+        what = f"{cls} requests on {where}" if known else f"{cls} calls on {where}"
         t.exact(name, what, mine, theirs, "strace")
+        if known and mine != theirs:
+            t.add(name, f"{cls} requests, files that differ", "", "", "strace", None,
+                  per_file_differences(ours, ref, cls))
         if known and calls != mine:
             # the library calls (the record's reads/writes, Darshan's POSIX + STDIO counts) made them
             lib = {p: f for p, f in ours.items() if f.get(cls + "s", 0) != kernel_figure(f, cls + "s")}
-            t.add(name, f"{cls} calls on work-dir files (POSIX + stdio library calls)", calls, mine,
+            t.add(name, f"{cls} calls on {where} (POSIX + stdio library calls)", calls, mine,
                   "ceiling's requests", None,
                   f"stdio: {sum(f[cls + 's'] for f in lib.values()):,} calls on {len(lib)} file"
                   f"{'s' if len(lib) != 1 else ''} ({', '.join(sorted(os.path.basename(p) for p in lib))[:80]}) "
@@ -519,9 +523,9 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
         why = other_output(ours, ref, doc.get("_sizes", {}), st.get("sizes", {}), cls) \
             if mine_b != theirs_b and cls == "write" and known else ""
         if why:
-            t.add(name, f"{cls} bytes on work-dir files", mine_b, theirs_b, "strace", True, why)
+            t.add(name, f"{cls} bytes on {where}", mine_b, theirs_b, "strace", True, why)
         else:
-            t.exact(name, f"{cls} bytes on work-dir files", mine_b, theirs_b, "strace")
+            t.exact(name, f"{cls} bytes on {where}", mine_b, theirs_b, "strace")
     io = doc["application"]["profile"].get("io_calls") or {}
     if io.get("sync", {}).get("calls", 0) or st["sync_calls"]:
         t.exact(name, "sync calls", io.get("sync", {}).get("calls", 0), st["sync_calls"], "strace")
@@ -541,6 +545,18 @@ def io_rows(t: Table, name: str, doc: dict, st: dict, w: str) -> None:
             t.skip(name, f"/proc {key}", "no app.io." + cls + " metric")
         elif v or st[key]:
             t.within(name, f"/proc {key} bytes", int(round(v * 1e6)), st[key], "strace", 0.02)
+
+
+def per_file_differences(ours: dict, ref: dict, cls: str) -> str:
+    """The files whose requests or bytes of class cls differ from strace's: name, ceiling's
+    requests/bytes, strace's (the first few; a cell of the table)."""
+    out = []
+    for p in sorted(set(ours) | set(ref)):
+        a = (kernel_figure(ours.get(p, {}), cls + "s") or 0, kernel_figure(ours.get(p, {}), cls + "_bytes") or 0)
+        b = (ref.get(p, {}).get(cls + "s", 0), ref.get(p, {}).get(cls + "_bytes", 0))
+        if a != b:
+            out.append(f"{os.path.basename(p)} {a[0]:,}/{a[1]:,} B vs {b[0]:,}/{b[1]:,} B")
+    return (f"{len(out)} files: " + "; ".join(out))[:300] if out else "none"
 
 
 def other_output(ours: dict, ref: dict, mine: Dict[str, int], theirs: Dict[str, int], cls: str) -> str:
@@ -564,8 +580,13 @@ def file_rows(t: Table, name: str, doc: dict, dar: Dict[str, Dict[str, int]], w:
     after = dar.get("_sizes", {})
     shown, whole = work_files(doc, w, ref)
     ours = {p: f for p, f in shown.items() if f.get("opens", 0)}
-    t.exact(name, "files opened under the work dir" + ("" if whole else " (ceiling lists its top 20)"),
-            len(ours), len(ref), "Darshan")
+    if whole:
+        t.exact(name, "files opened under the work dir", len(ours), len(ref), "Darshan")
+    else:
+        t.add(name, "files opened under the work dir", f"{len(ours)} listed", len(ref), "Darshan", None,
+              f"ceiling lists its top 20 of {(doc['application']['profile'].get('files') or {}).get('count')} "
+              "records (every path, the work dir's and others'); the listed ones are compared below")
+        ref = {p: r for p, r in ref.items() if p in ours}     # the paths ceiling lists, each record whole
     split = [os.path.basename(p) for p, f in shown.items() if f["records"] > 1]
     t.add(name, "paths with more than one record", len(split), 0, "Darshan: one per path", not split,
           ", ".join(f"{p} {shown[os.path.join(w, p)]['records']}" for p in split)[:200])
@@ -580,7 +601,8 @@ def file_rows(t: Table, name: str, doc: dict, dar: Dict[str, Dict[str, int]], w:
     why = "; ".join(f"{os.path.basename(p)} is {ours[p]['write_bytes']:,} B after ceiling's run, "
                     f"{ref[p]['write_bytes']:,} B after Darshan's: the program's output differs between runs"
                     for p in sorted(other))
-    t.add(name, "per-file opens, reads, writes, bytes equal", f"{len(same)} of {len(both)} files", len(both),
+    t.add(name, "per-file opens, reads, writes, bytes equal" + ("" if whole else " (the files ceiling lists)"),
+          f"{len(same)} of {len(both)} files", len(both),
           "Darshan", len(same) == len(both) == len(ref) and bool(ref),
           ("match" + (f" ({why})" if why else "")) if len(same) == len(both) else
           "; ".join(f"{os.path.basename(p)} {k} {ours[p].get(k, 0)} vs {ref[p][k]}" for p in both

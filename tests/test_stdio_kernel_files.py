@@ -170,3 +170,65 @@ def test_the_kernel_figures_are_straces(program, tmp_path):
     ours = {name: [r["kernel_reads"], r["kernel_read_bytes"], r["kernel_writes"], r["kernel_write_bytes"]]
             for name, r in f.items() if name in seen or r["kernel_reads"] or r["kernel_writes"]}
     assert ours == seen
+
+
+# cc1 -E writes its .i files a character at a time with putc_unlocked, which glibc's headers inline
+# when optimizing: the byte goes into the buffer with no call; only a full (or not yet made) buffer
+# calls __overflow, which writes it out. Three streams: fully buffered, line-buffered, unbuffered.
+PUTC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    const long n = atol(argv[2]);
+    char path[4096];
+    const int modes[3] = {_IOFBF, _IOLBF, _IONBF};
+    const char *names[3] = {"full", "line", "none"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/%s", argv[1], names[k]);
+        FILE *f = fopen(path, "w");
+        if (!f || setvbuf(f, NULL, modes[k], 4096))
+            return 1;
+        for (long i = 0; i < (k == 0 ? n : 300); i++)
+            putc_unlocked(i % 61 == 60 ? '\n' : 'a' + (int)(i % 26), f);
+        if (k < 2 && fclose(f))
+            return 1;
+    }
+    return 0;          /* "none" is left open: nothing pending in an unbuffered stream */
+}
+"""
+
+
+@pytest.mark.skipif(CC is None, reason="no cc on PATH")
+def test_inlined_putc_unlocked_bytes_reach_the_files_kernel_figures(tmp_path):
+    src, exe = tmp_path / "putc.c", tmp_path / "putc"
+    src.write_text(PUTC)
+    r = subprocess.run([CC, "-O2", "-o", str(exe), str(src)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    data, out = tmp_path / "data", tmp_path / "rec"
+    data.mkdir()
+    n = 3 * 4096 + 1000
+    argv = [str(exe), str(data), str(n)]
+    if STRACE:
+        argv = [STRACE, "-f", "-qq", "-y", "-s", "0", "-e", "trace=write", "-o", str(tmp_path / "st")] + argv
+    p = run_child(argv, out)
+    assert p.returncode == 0, p.stderr
+    files = {os.path.basename(f["path"]): f for f in profile_files.summarise(parse(out.read_text()))["shown"]
+             if f["path"].startswith(f"{data}/")}
+    assert [(data / k).stat().st_size for k in ("full", "line", "none")] == [n, 300, 300]
+    # every byte the program wrote, in the requests that sent it: 3 whole buffers, the rest at fclose
+    full = files["full"]
+    assert (full["kernel_writes"], full["kernel_write_bytes"]) == (4, n)
+    # a line-buffered stream writes at each newline (4 of them in 300 characters) and fclose the rest
+    assert (files["line"]["kernel_writes"], files["line"]["kernel_write_bytes"]) == (5, 300)
+    # unbuffered: each character is one write
+    assert (files["none"]["kernel_writes"], files["none"]["kernel_write_bytes"]) == (300, 300)
+    if STRACE:
+        seen = {}
+        for line in (tmp_path / "st").read_text().splitlines():
+            m = re.match(r"^(?:\d+\s+)?write\((\d+)<([^>]*)>.*\)\s+=\s+(\d+)$", line)
+            if m and m.group(2).startswith(str(data) + "/"):
+                s = seen.setdefault(os.path.basename(m.group(2)), [0, 0])
+                s[0] += 1
+                s[1] += int(m.group(3))
+        assert {k: [f["kernel_writes"], f["kernel_write_bytes"]] for k, f in files.items()} == seen

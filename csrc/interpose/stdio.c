@@ -6,8 +6,8 @@
  * an fopen counts an open, an fclose unmaps the descriptor. The hot path is
  * a few adds into the thread's blocks and a look at the stream's buffer.
  *
- * Longer than 500 lines: one short wrapper for each of about 47 symbols
- * (the fortified and _unlocked forms and the refills __uflow/__underflow
+ * Longer than 500 lines: one short wrapper for each of about 48 symbols
+ * (the fortified and _unlocked forms, the refills __uflow/__underflow and __overflow
  * included) beside the buffer arithmetic they share.
  *
  * Its record lines (interpose.h has the format around them), in this order:
@@ -86,7 +86,8 @@
  * Refills: where glibc's headers inline getc_unlocked (when optimizing),
  * the character reads are no call, but each refill of the empty buffer is
  * (__uflow, __underflow): counted as a read call of the bytes it brought
- * into the buffer and one kernel request (STDIO_REFILL, below).
+ * into the buffer and one kernel request (STDIO_REFILL, below); likewise
+ * the slow path of the inlined putc_unlocked, __overflow, one write call.
  *
  * Per file: each kernel request estimated above (and each stream's pending
  * buffer when the record is written, ceil_ip_stdio_pending) also goes to
@@ -95,8 +96,9 @@
  * strace counts them beside its library calls.
  *
  * Not seen: fscanf and the other scanf forms, fgetpos and fsetpos,
- * getchar and putchar, and putc_unlocked where glibc's headers inline it
- * (the __overflow it calls on a full buffer is not wrapped), and stdio calls glibc makes from inside itself (fprintf
+ * getchar and putchar, the bytes putc_unlocked stores where glibc's headers
+ * inline it (only its __overflow is a call, below: the file's kernel figures
+ * hold those bytes, its library bytes do not), and stdio calls glibc makes from inside itself (fprintf
  * calling vfprintf, fclose flushing, the flush of every stream at exit):
  * glibc calls its own internal aliases, not the exported symbols. A stream
  * call is counted once, under the symbol the program called.
@@ -655,6 +657,39 @@ int __underflow(FILE *);
     }
 STDIO_REFILL(__uflow, rc != EOF)
 STDIO_REFILL(__underflow, 0)
+
+/* The slow path of glibc's inlined character writes: putc_unlocked (and
+ * putc in some builds; cc1 -E writes its .i files so) is a macro of its
+ * headers that stores the byte in the buffer itself and calls
+ * __overflow(f, ch) only when the buffer is full, not made yet, or
+ * line-buffered or unbuffered; __overflow sends what is pending to the
+ * kernel where it must and stores ch (ch EOF: only the flush). The inlined
+ * stores are no call and their bytes no library call's: __overflow counts
+ * as a write call of its one character, and what left the buffer in it
+ * (pending before + the character - pending after) as the kernel request
+ * it made, so the file's kernel_write_bytes hold every inlined byte that
+ * reached the kernel (the last buffer at exit is pending's). Timed: it may
+ * be a system call. */
+int __overflow(FILE *, int);
+STDIO_CLASS_IS(__overflow, SC_WRITE);
+CEIL_IP_REAL_DECL(int, __overflow, (FILE *, int));
+CEIL_IP_EXPORT int __overflow(FILE *f, int ch)
+{
+    stdio_counters *c = ceil_ip_block(&stdio_module);
+    if (!c)
+        return CEIL_REAL(__overflow)(f, ch);
+    const stdio_before b = before(c, f);
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = CEIL_REAL(__overflow)(f, ch);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    const int saved = errno;
+    const uint64_t stored = ch != EOF && rc != EOF;
+    count_call(c, FN___overflow, SC_WRITE, ticks, rc == EOF && ch != EOF, stored, f, b.file);
+    if (b.file)
+        kernel_writes(c, &b, f, stored);
+    errno = saved;
+    return rc;
+}
 
 /* ---- the module ------------------------------------------------------------- */
 
