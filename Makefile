@@ -1,5 +1,6 @@
 # make run   - build ceiling into .venv and run the main job (ceiling run)
-# make test  - build ceiling with its test needs into .venv and run the tests
+# make test  - build ceiling with its test needs into .venv and run the tests (TEST_JOBS=auto: in parallel, one
+#              worker per CPU, then the timing-sensitive ones alone)
 # make bench - side-by-side comparisons with peer tools (benchmarks/README.md)
 # make test-openmpi - the tests that start MPI ranks again under Debian's Open MPI and mpi4py (scripts/test-openmpi.sh)
 # make site-mpi [MPICC=/usr/bin/mpicc.mpich] - the network measured with this node's own MPI
@@ -21,8 +22,13 @@ $(VENV)/.installed: $(SOURCES) scripts/bootstrap.sh
 run: $(VENV)/.tool
 	$(VENV)/bin/ceiling run
 
+# The tests spread over one pytest-xdist worker per CPU (TEST_JOBS=auto; a number, or 0 for one
+# process), then those marked serial (they race or measure time: tests/conftest.py) run alone.
+# Both passes run; either failing fails the target. Plain `pytest` still runs everything in one process.
+TEST_JOBS ?= auto
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q
+	rc=0; $(VENV)/bin/python -m pytest -q -n $(TEST_JOBS) -m "not serial" $(PYTEST_ARGS) || rc=$$?; \
+	$(VENV)/bin/python -m pytest -q -m serial $(PYTEST_ARGS) || rc=$$?; exit $$rc
 
 test-openmpi: $(VENV)/.installed
 	scripts/test-openmpi.sh

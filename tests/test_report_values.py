@@ -158,6 +158,7 @@ def _survive_all(work: Tuple[str, List[Tuple[int, List]]]) -> List[str]:
 
 
 @pytest.mark.slow      # 25-40 s per document on one CPU; shared between the CPUs there are
+@pytest.mark.serial    # ... by its own fork pool, so alone, after `make test`'s parallel pass
 @pytest.mark.parametrize("base", sorted(BASES))
 def test_every_figure_and_text_set_to_every_bad_value(base):
     doc = BASES[base]
