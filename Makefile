@@ -28,7 +28,7 @@ run: $(VENV)/.tool
 # Plain `pytest` still runs everything in one process.
 TEST_JOBS ?= auto
 test: $(VENV)/.installed
-	rc=0; $(VENV)/bin/python -m pytest -q -n $(TEST_JOBS) -m "not serial" $(PYTEST_ARGS) || \
+	rc=0; $(VENV)/bin/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not serial" $(PYTEST_ARGS) || \
 	{ r=$$?; [ $$r -eq 5 ] || rc=$$r; }; \
 	$(VENV)/bin/python -m pytest -q -m serial $(PYTEST_ARGS) || { r=$$?; [ $$r -eq 5 ] || rc=$$r; }; exit $$rc
 

@@ -158,7 +158,6 @@ def _survive_all(work: Tuple[str, List[Tuple[int, List]]]) -> List[str]:
 
 
 @pytest.mark.slow      # 25-40 s per document on one CPU; shared between the CPUs there are
-@pytest.mark.serial    # ... by its own fork pool, so alone, after `make test`'s parallel pass
 @pytest.mark.parametrize("base", sorted(BASES))
 def test_every_figure_and_text_set_to_every_bad_value(base):
     doc = BASES[base]
@@ -167,7 +166,9 @@ def test_every_figure_and_text_set_to_every_bad_value(base):
     changes += [[(p, v) for p in paths] for kind, paths in groups(doc, numbers_only=False).items()
                 if kind not in numbers for v in FOR_STRINGS]
     items = list(enumerate(changes))
-    workers = max(1, min(4, len(os.sched_getaffinity(0))))
+    # a worker of make test's parallel pass (pytest-xdist) runs its share in-process: the pass spreads
+    # the tests over the CPUs already, and a fork pool inside its worker breaks the worker's channel
+    workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(4, len(os.sched_getaffinity(0))))
     # the changes of one kind of figure (all its values, which often read as the same run) go to one
     # worker, the kinds handed out as workers come free
     shares = [(base, items[k:k + len(BAD)]) for k in range(0, len(items), len(BAD))]
