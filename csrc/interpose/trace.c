@@ -71,9 +71,9 @@ static const char call_names[] = CEIL_IP_CALLS(NAME_, NAME_C_);
 
 static uint64_t fnv1a(const char *s, size_t n)
 {
-    uint64_t h = UINT64_C(1469598103934665603);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
     for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
+        h = (h ^ (unsigned char)s[i]) * UINT64_C(0x100000001b3);
     return h;
 }
 
@@ -203,7 +203,7 @@ static void write_out(trace_buf *b)
 
 static void append(trace_buf *b, const ceil_ip_trace_ev *e);
 
-static trace_buf *claim(void)
+static trace_buf *claim(uint64_t first)
 {
     if (trace_lost_)
         return NULL;
@@ -221,9 +221,11 @@ static trace_buf *claim(void)
     __atomic_store_n(&bufs[i], b, __ATOMIC_RELEASE);
     trace_tls_ = b;
     trace_lost_ = 0;
-    ceil_ip_trace_ev e = {.t0 = ceil_ip_ticks(), .dur = UINT64_MAX, .kind = CEIL_IP_EV_INSTANT, .file = -1,
-                          .offset = -1, .call = b->tid == pid_ ? CEIL_IP_INSTANT_PROCESS_START
-                                                               : CEIL_IP_INSTANT_THREAD_START};
+    /* the process starts at the load (or fork); a thread no later than its first event */
+    const int main_thread = b->tid == pid_;
+    ceil_ip_trace_ev e = {.t0 = main_thread ? t0_ticks : first, .dur = UINT64_MAX, .kind = CEIL_IP_EV_INSTANT,
+                          .file = -1, .offset = -1,
+                          .call = main_thread ? CEIL_IP_INSTANT_PROCESS_START : CEIL_IP_INSTANT_THREAD_START};
     append(b, &e);
     return b;
 }
@@ -244,7 +246,7 @@ static void append(trace_buf *b, const ceil_ip_trace_ev *e)
 void ceil_ip_trace_put_(const ceil_ip_trace_ev *e)
 {
     trace_buf *b = trace_tls_;
-    if (__builtin_expect(b == NULL, 0) && (b = claim()) == NULL)
+    if (__builtin_expect(b == NULL, 0) && (b = claim(e->t0)) == NULL)
         return;
     append(b, e);
 }
@@ -313,7 +315,9 @@ void ceil_ip_trace_forked_(void)
         mine->tid = (int32_t)syscall(SYS_gettid);
         bufs[nbufs++] = mine;
         trace_tls_ = mine;
-        ceil_ip_trace_instant_(CEIL_IP_INSTANT_PROCESS_START);
+        ceil_ip_trace_ev e = {.t0 = t0_ticks, .dur = UINT64_MAX, .kind = CEIL_IP_EV_INSTANT, .file = -1,
+                              .offset = -1, .call = CEIL_IP_INSTANT_PROCESS_START};
+        append(mine, &e);
     }
 }
 
