@@ -191,3 +191,30 @@ def test_a_torn_last_event_is_skipped_and_counted_and_another_call_table_is_refu
     open(f, "wb").write(bytes(raw))
     with pytest.raises(StoreError, match="another call table"):
         IE.read_dir(str(out))
+
+
+@pytest.mark.parametrize("env,reason,kept", [
+    ({"CEILING_TRACE_MAX_PER_CALL": "5"}, "max-per-site", 5),
+    ({"CEILING_TRACE_EXCLUDE": "pwrite,pwrite64"}, "exclude", 0),
+    ({"CEILING_TRACE_CALLS": "open,META"}, "calls", 0),
+    ({"CEILING_TRACE_MIN_NS": "1000000000"}, "min-duration", 0),
+    ({"CEILING_TRACE_WINDOW": "1000:2000"}, "window", 0),
+    ({"CEILING_TRACE_MAX_BYTES": str(48 * 40)}, "max-size", None),
+])
+def test_a_limit_hit_keeps_the_counts_and_says_how_many_were_dropped_and_from_when(prog, tmp_path, env, reason,
+                                                                                    kept):
+    p, out = run(prog, tmp_path, "many", env={"CEILING_TRACE_BUFFER": "16", **env})
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    rec = [r for r in parse((next(out.glob("rec.*"))).read_text())][-1]
+    counted = sum(int(v) for k, v in module_lines(rec, "posix")["fn"].items() if k.startswith("pwrite"))
+    assert counted == 201                                    # the record's counts are untouched
+    c = calls_of(ev)
+    got = int(np.sum(np.isin(c.call, [CALL["pwrite"], CALL["pwrite64"]])))
+    if kept is not None:
+        assert got == kept
+    assert ev.dropped.events[reason] > 0 and 0 <= ev.dropped.first_ns[reason] <= ev.end_ns + 10**9
+    if reason == "max-size":
+        assert len(c) + int(np.sum(ev.kind == E.INSTANT)) <= 40 and got + ev.dropped.events[reason] >= 201
+    if reason == "max-per-site":
+        assert ev.dropped.events == {reason: (201 - 5) + (11 - 5)}      # pwrite 201 calls, write 11: 5 kept each

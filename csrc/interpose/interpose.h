@@ -266,10 +266,20 @@ static inline void ceil_ip_add(uint64_t *counter, uint64_t n)
  * format). Off, a wrapper pays one load and a predicted branch. */
 #define CEIL_IP_ENV_TRACE_DIR "CEILING_TRACE_DIR"        /* the event files' directory; unset: no events */
 #define CEIL_IP_ENV_TRACE_BUFFER "CEILING_TRACE_BUFFER"  /* events per thread buffer (default 4096) */
+#define CEIL_IP_ENV_TRACE_CALLS "CEILING_TRACE_CALLS"      /* keep only these calls or classes (comma list) */
+#define CEIL_IP_ENV_TRACE_EXCLUDE "CEILING_TRACE_EXCLUDE"  /* drop these calls or classes (comma list) */
+#define CEIL_IP_ENV_TRACE_MIN_NS "CEILING_TRACE_MIN_NS"    /* drop calls shorter than this */
+#define CEIL_IP_ENV_TRACE_MAX_PER_CALL "CEILING_TRACE_MAX_PER_CALL"  /* keep the first N of each call per thread */
+#define CEIL_IP_ENV_TRACE_WINDOW "CEILING_TRACE_WINDOW"    /* START:END seconds since the image's start */
+#define CEIL_IP_ENV_TRACE_MAX_BYTES "CEILING_TRACE_MAX_BYTES"  /* event bytes for the whole run (all processes) */
+/* Why events were dropped: the DROP events' call, results/events.py Dropped's names in this order. */
+enum { CEIL_IP_DROP_MAX_SIZE, CEIL_IP_DROP_CALLS, CEIL_IP_DROP_EXCLUDE, CEIL_IP_DROP_MIN_DURATION,
+       CEIL_IP_DROP_MAX_PER_SITE, CEIL_IP_DROP_WINDOW, CEIL_IP_DROP_BUFFER, CEIL_IP_DROP_COUNT };
 #define CEIL_IP_TRACE_MAGIC "CEILTRC1"
 #define CEIL_IP_TRACE_VERSION 1
 
-enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_IP_EV_REGION = 3 };
+/* DROP: call = the reason, bytes = events dropped so far, t0 = the first one's ticks (cumulative: the last counts) */
+enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_IP_EV_REGION = 3, CEIL_IP_EV_DROP = 4 };
 /* instants: the codes of results/events.py's INSTANT_* */
 enum { CEIL_IP_INSTANT_PROCESS_START = 0, CEIL_IP_INSTANT_PROCESS_END = 1, CEIL_IP_INSTANT_THREAD_START = 2,
        CEIL_IP_INSTANT_THREAD_END = 3, CEIL_IP_INSTANT_FORK = 4, CEIL_IP_INSTANT_EXEC = 5 };

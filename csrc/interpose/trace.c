@@ -49,6 +49,9 @@ typedef struct trace_buf {
     uint32_t n;                    /* events pending (atomic: the owner stores, a flush loads) */
     uint64_t written;              /* events written out */
     uint64_t own_ticks;            /* ticks of the last write-out, reported with the next */
+    uint64_t dropped[CEIL_IP_DROP_COUNT];      /* events a limit cut, by reason (cumulative) */
+    uint64_t dropped_from[CEIL_IP_DROP_COUNT]; /* ticks of the first one */
+    uint32_t per_call[CEIL_IP_CALL_COUNT];     /* events kept per call (max-per-site) */
     ceil_ip_trace_ev ev[];
 } trace_buf;
 
@@ -65,9 +68,93 @@ static uint64_t t0_ns, t0_unix_ns, t0_ticks;
 static int32_t pid_, ppid_;
 static char host[64];
 
+/* The limits (CEILING_TRACE_*), fixed at load. */
+static uint8_t keep_call[CEIL_IP_CALL_COUNT];    /* 0 kept, else the CEIL_IP_DROP_* reason */
+static uint32_t max_per_call;                     /* 0: no limit */
+static double min_ns, win_start_ns, win_end_ns;   /* the window in ns since this image's start; end 0: none */
+static uint64_t min_ticks, win_start_ticks, win_end_ticks;
+static int ticks_limits_set;                       /* the ns limits turned into ticks (at the first event) */
+static uint64_t *budget;                           /* MAP_SHARED: bytes every process of the run has written */
+static uint64_t max_bytes;                         /* 0: no budget */
+
 #define NAME_(fn, cls) #fn "\n"
 #define NAME_C_(fn, cls) #fn "\n" #fn "_c\n"
 static const char call_names[] = CEIL_IP_CALLS(NAME_, NAME_C_);
+#define CLS_(fn, cls) #cls,
+#define CLS_C_(fn, cls) #cls, #cls,
+static const char *const call_classes[CEIL_IP_CALL_COUNT] = {CEIL_IP_CALLS(CLS_, CLS_C_)};
+
+/* Whether the comma-separated list names the call (its name) or its class (calls.def's, any case). */
+static int listed(const char *list, const char *name, size_t name_len, const char *cls)
+{
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        if ((n == name_len && strncmp(p, name, n) == 0) || (n == strlen(cls) && strncasecmp(p, cls, n) == 0))
+            return 1;
+        p += n + (e ? 1 : 0);
+    }
+    return 0;
+}
+
+static void set_limits(void)
+{
+    const char *keep = getenv(CEIL_IP_ENV_TRACE_CALLS), *skip = getenv(CEIL_IP_ENV_TRACE_EXCLUDE);
+    const char *p = call_names;
+    for (int i = 0; i < CEIL_IP_CALL_COUNT; i++) {
+        const char *e = strchr(p, '\n');
+        const size_t n = (size_t)(e - p);
+        if (keep && *keep && !listed(keep, p, n, call_classes[i]))
+            keep_call[i] = CEIL_IP_DROP_CALLS;
+        else if (skip && *skip && listed(skip, p, n, call_classes[i]))
+            keep_call[i] = CEIL_IP_DROP_EXCLUDE;
+        p = e + 1;
+    }
+    const char *v;
+    if ((v = getenv(CEIL_IP_ENV_TRACE_MAX_PER_CALL)) && *v)
+        max_per_call = (uint32_t)strtoul(v, NULL, 10);
+    if ((v = getenv(CEIL_IP_ENV_TRACE_MIN_NS)) && *v)
+        min_ns = strtod(v, NULL);
+    if ((v = getenv(CEIL_IP_ENV_TRACE_WINDOW)) && *v) {
+        char *end;
+        win_start_ns = strtod(v, &end) * 1e9;
+        win_end_ns = *end == ':' ? strtod(end + 1, NULL) * 1e9 : 0;
+    }
+    if ((v = getenv(CEIL_IP_ENV_TRACE_MAX_BYTES)) && *v) {
+        max_bytes = strtoull(v, NULL, 10);
+        char path[sizeof dir + 16];
+        strcpy(path, dir);
+        strcat(path, "/trace-budget");
+        /* every process of the run maps the same counter: the budget is the run's */
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0 && syscall(SYS_ftruncate, fd, 64) == 0) {
+            void *m = mmap(NULL, 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (m != MAP_FAILED)
+                budget = m;
+        }
+        if (fd >= 0)
+            syscall(SYS_close, fd);
+        if (!budget)
+            ceil_ip_say("cannot map the trace's size budget, no size limit: ", path);
+    }
+}
+
+/* The ns limits in ticks, once the tick rate is known (the first event's time). */
+static void set_tick_limits(void)
+{
+    const double r = ceil_ip_ns_per_tick();
+    const double rate = r > 0 ? r : 1.0;
+    min_ticks = (uint64_t)(min_ns / rate);
+    win_start_ticks = t0_ticks + (uint64_t)(win_start_ns / rate);
+    win_end_ticks = win_end_ns > 0 ? t0_ticks + (uint64_t)(win_end_ns / rate) : 0;
+    __atomic_store_n(&ticks_limits_set, 1, __ATOMIC_RELEASE);
+}
+
+static void drop(trace_buf *b, int why, uint64_t t)
+{
+    if (b->dropped[why]++ == 0)
+        b->dropped_from[why] = t;
+}
 
 static uint64_t fnv1a(const char *s, size_t n)
 {
@@ -112,6 +199,7 @@ void ceil_ip_trace_init_(void)
     hash = fnv1a(call_names, sizeof call_names - 2);   /* the names joined by newlines, no last one */
     gethostname(host, sizeof host - 1);
     mark_start();
+    set_limits();
     __atomic_store_n(&ceil_ip_trace_on_, 1, __ATOMIC_RELEASE);
 }
 
@@ -184,6 +272,16 @@ static void write_out(trace_buf *b)
                                 .offset = (int64_t)ceil_ip_now_ns(), .kind = CEIL_IP_EV_CLOCK, .file = -1};
         if (n > cap)
             n = cap;
+        if (budget && n > 0) {
+            const uint64_t want = (uint64_t)n * sizeof(ceil_ip_trace_ev);
+            const uint64_t before = __atomic_fetch_add(budget, want, __ATOMIC_RELAXED);
+            if (before + want > max_bytes) {
+                const uint32_t fit = before >= max_bytes ? 0 : (uint32_t)((max_bytes - before) / sizeof(ceil_ip_trace_ev));
+                for (uint32_t i = fit; i < n; i++)
+                    drop(b, CEIL_IP_DROP_MAX_SIZE, b->ev[i].t0);
+                n = fit;
+            }
+        }
         const char *p = (const char *)b->ev;
         size_t left = (size_t)n * sizeof(ceil_ip_trace_ev);
         while (left > 0) {
@@ -193,6 +291,12 @@ static void write_out(trace_buf *b)
             p += w, left -= (size_t)w;
         }
         syscall(SYS_write, b->fd, &clk, sizeof clk);
+        for (int why = 0; why < CEIL_IP_DROP_COUNT; why++)
+            if (b->dropped[why]) {
+                ceil_ip_trace_ev d = {.t0 = b->dropped_from[why], .bytes = b->dropped[why], .offset = -1,
+                                      .call = (uint16_t)why, .kind = CEIL_IP_EV_DROP, .file = -1};
+                syscall(SYS_write, b->fd, &d, sizeof d);
+            }
         b->written += n;
     }
     __atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
@@ -202,6 +306,7 @@ static void write_out(trace_buf *b)
 }
 
 static void append(trace_buf *b, const ceil_ip_trace_ev *e);
+static void drop(trace_buf *b, int why, uint64_t t);
 
 static trace_buf *claim(uint64_t first)
 {
@@ -236,8 +341,10 @@ static void append(trace_buf *b, const ceil_ip_trace_ev *e)
     if (__builtin_expect(n >= cap, 0)) {
         write_out(b);
         n = b->n;
-        if (n >= cap)
-            return;               /* held by another writer: lost (rare: only during a process flush) */
+        if (n >= cap) {           /* held by another writer (only during a process flush): lost, and said */
+            drop(b, CEIL_IP_DROP_BUFFER, e->t0);
+            return;
+        }
     }
     b->ev[n] = *e;
     __atomic_store_n(&b->n, n + 1, __ATOMIC_RELEASE);
@@ -248,6 +355,19 @@ void ceil_ip_trace_put_(const ceil_ip_trace_ev *e)
     trace_buf *b = trace_tls_;
     if (__builtin_expect(b == NULL, 0) && (b = claim(e->t0)) == NULL)
         return;
+    if (e->kind == CEIL_IP_EV_CALL) {
+        if (__builtin_expect(!__atomic_load_n(&ticks_limits_set, __ATOMIC_ACQUIRE), 0))
+            set_tick_limits();
+        const unsigned c = e->call < CEIL_IP_CALL_COUNT ? e->call : 0;
+        if (keep_call[c])
+            { drop(b, keep_call[c], e->t0); return; }
+        if (e->t0 < win_start_ticks || (win_end_ticks && e->t0 > win_end_ticks))
+            { drop(b, CEIL_IP_DROP_WINDOW, e->t0); return; }
+        if (e->dur < min_ticks)
+            { drop(b, CEIL_IP_DROP_MIN_DURATION, e->t0); return; }
+        if (max_per_call && b->per_call[c]++ >= max_per_call)
+            { drop(b, CEIL_IP_DROP_MAX_PER_SITE, e->t0); return; }
+    }
     append(b, e);
 }
 
@@ -312,6 +432,8 @@ void ceil_ip_trace_forked_(void)
     trace_lost_ = 0;
     if (mine) {
         mine->fd = -1, mine->n = 0, mine->busy = 0, mine->written = 0, mine->own_ticks = 0;
+        memset(mine->dropped, 0, sizeof mine->dropped);
+        memset(mine->per_call, 0, sizeof mine->per_call);
         mine->tid = (int32_t)syscall(SYS_gettid);
         bufs[nbufs++] = mine;
         trace_tls_ = mine;

@@ -39,7 +39,9 @@ HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("event_bytes", "<u4"), 
 EVENT = np.dtype([("t0", "<u8"), ("dur", "<u8"), ("result", "<i8"), ("bytes", "<u8"), ("offset", "<i8"),
                   ("call", "<u2"), ("kind", "<u2"), ("file", "<i4")])
 assert HEADER.itemsize == HEADER_BYTES and EVENT.itemsize == 48
-EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION = 0, 1, 2, 3
+EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP = 0, 1, 2, 3, 4
+# interpose.h's CEIL_IP_DROP_*, in order: the reasons results/events.Dropped names
+DROP_REASONS = ("max-size", "calls", "exclude", "min-duration", "max-per-site", "window", "buffer")
 FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)\.bin$")
 
 # calls.def's class -> the coarse kind every consumer groups by
@@ -72,6 +74,7 @@ class ThreadFile:
     tracer_ns: int
     torn: int                    # bytes of a last event cut short (0 or 1 event's worth, skipped)
     rank: int
+    dropped: Dict[str, Tuple[int, int]] = field(default_factory=dict)   # reason -> (events, first ticks)
 
 
 @dataclass
@@ -110,7 +113,13 @@ def read_thread(path: str, expect_hash: int) -> ThreadFile:
     if len(clock) and int(clock[-1]["result"]) >= 0:
         rank = int(clock[-1]["result"])
     tracer = int(round(float(np.sum(clock["dur"].astype(np.float64))) * rate)) if len(clock) else 0
-    return ThreadFile(path, h, ev[ev["kind"] != EV_CLOCK], rate, tracer, torn, rank)
+    dropped = {}
+    for d in ev[ev["kind"] == EV_DROP]:          # cumulative: the last of each reason counts
+        why = int(d["call"])
+        if why < len(DROP_REASONS):
+            dropped[DROP_REASONS[why]] = (int(d["bytes"]), int(d["t0"]))
+    keep = (ev["kind"] != EV_CLOCK) & (ev["kind"] != EV_DROP)
+    return ThreadFile(path, h, ev[keep], rate, tracer, torn, rank, dropped)
 
 
 _FILE_LINE = re.compile(r"^file id=(\d+) .*? path=(\S+)")
@@ -181,6 +190,13 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
     t0 = min(int(t.header["t0_ns"]) for t in threads)
     t0_unix = min(int(t.header["t0_unix_ns"]) - (int(t.header["t0_ns"]) - t0) for t in threads)
     per_pid = record_files(directory)
+    dropped = E.Dropped()
+    for t in threads:
+        start = int(t.header["t0_ns"]) - t0
+        for why, (n, first) in t.dropped.items():
+            at = start + int(round((first - int(t.header["t0_ticks"])) * t.ns_per_tick))
+            dropped.events[why] = dropped.events.get(why, 0) + n
+            dropped.first_ns[why] = min(dropped.first_ns.get(why, at), at)
     files: List[str] = []
     index: Dict[str, int] = {}
     processes: Dict[int, E.Process] = {}
@@ -223,7 +239,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
         tids[int(h["tid"])] = ""
-        yield (E.Events(t0, t0_unix, cols, names.calls, files, [], [], processes, tids, E.Dropped(), t.tracer_ns),
+        yield (E.Events(t0, t0_unix, cols, names.calls, files, [], [], processes, tids, dropped, t.tracer_ns),
                reading)
 
 
