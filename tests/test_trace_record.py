@@ -218,3 +218,36 @@ def test_a_limit_hit_keeps_the_counts_and_says_how_many_were_dropped_and_from_wh
         assert len(c) + int(np.sum(ev.kind == E.INSTANT)) <= 40 and got + ev.dropped.events[reason] >= 201
     if reason == "max-per-site":
         assert ev.dropped.events == {reason: (201 - 5) + (11 - 5)}      # pwrite 201 calls, write 11: 5 kept each
+
+
+STREAMS = r"""
+#include <stdio.h>
+#include <sys/sendfile.h>
+#include <fcntl.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "w");
+    for (int i = 0; i < 5; i++)
+        fwrite("abcdefgh", 1, 8, f);
+    fclose(f);
+    int in = open(argv[1], O_RDONLY), out = open("/dev/null", O_WRONLY);
+    off_t off = 8;
+    sendfile(out, in, &off, 16);
+    return 0;
+}
+"""
+
+
+def test_stdio_and_copy_calls_are_events_too(tmp_path):
+    (tmp_path / "s.c").write_text(STREAMS)
+    subprocess.run(["gcc", "-O0", "-o", str(tmp_path / "s"), str(tmp_path / "s.c")], check=True)
+    p, out = run(tmp_path / "s", tmp_path)
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    c = calls_of(ev)
+    fw = c.select(c.call == CALL["fwrite"])
+    assert list(fw.nbytes) == [8] * 5 and {ev.files[i] for i in fw.file} == {str(tmp_path / "f.dat")}
+    assert int(np.sum(c.call == CALL["fopen"])) == 1 and int(np.sum(c.call == CALL["fclose"])) == 1
+    sf = c.select(np.isin(c.call, [CALL["sendfile"], CALL["sendfile64"]]))
+    assert list(sf.nbytes) == [16] and list(sf.offset) == [8] and ev.files[sf.file[0]] == str(tmp_path / "f.dat")

@@ -345,6 +345,18 @@ static inline void ceil_ip_event_io(const ceil_ip_module *m, enum ceil_ip_call c
     ceil_ip_trace_put_(&e);
 }
 
+static inline uint64_t ceil_ip_ticks(void);
+
+/* The same for a wrapper that kept only the call's duration (ticks): it ended now. */
+static inline void ceil_ip_event_dur(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t ticks, int64_t result,
+                                     uint64_t bytes, int32_t file, int64_t offset)
+{
+    if (__builtin_expect(!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_RELAXED), 1))
+        return;
+    const uint64_t t1 = ceil_ip_ticks();
+    ceil_ip_event_io(m, call, t1 - ticks, t1, result, bytes, file, offset);
+}
+
 static inline void ceil_ip_event(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
                                  int64_t result, uint64_t bytes)
 {
