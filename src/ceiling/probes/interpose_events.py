@@ -190,6 +190,9 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
     t0 = min(int(t.header["t0_ns"]) for t in threads)
     t0_unix = min(int(t.header["t0_unix_ns"]) - (int(t.header["t0_ns"]) - t0) for t in threads)
     per_pid = record_files(directory)
+    pid_rank: Dict[int, int] = {}
+    for t in threads:               # a thread whose last write-out came before MPI_Init knows no rank
+        pid_rank[int(t.header["pid"])] = max(pid_rank.get(int(t.header["pid"]), -1), t.rank)
     dropped = E.Dropped()
     for t in threads:
         start = int(t.header["t0_ns"]) - t0
@@ -221,17 +224,21 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         call = ev["call"].astype(np.uint16)
         kind = np.where(instant, E.INSTANT, np.where(ev["kind"] == EV_REGION, E.REGION,
                                                       kind_of[np.minimum(call, len(kind_of) - 1)])).astype(np.uint8)
+        # an MPI call's (not MPI-IO's) file field is its peer as a world rank
+        mpi = (~instant) & (ev["kind"] == EV_CALL) & np.isin(kind, E.MPI_KINDS)
         f = np.array([lut.get(int(x), -1) for x in ev["file"]], dtype=np.int32) if len(ev) else np.empty(0, np.int32)
+        f[mpi] = -1
+        peer = np.where(mpi, ev["file"], -1).astype(np.int32)
         n = len(ev)
         cols = {"ts": ts, "dur": dur, "pid": np.full(n, pid, np.int32), "tid": np.full(n, int(h["tid"]), np.int32),
-                "rank": np.full(n, t.rank, np.int32), "kind": kind, "call": call, "file": f,
+                "rank": np.full(n, pid_rank[pid], np.int32), "kind": kind, "call": call, "file": f,
                 "offset": ev["offset"].astype(np.int64), "nbytes": ev["bytes"].astype(np.int64),
-                "result": ev["result"].astype(np.int64), "peer": np.full(n, -1, np.int32),
+                "result": ev["result"].astype(np.int64), "peer": peer,
                 "tag": np.full(n, -1, np.int32), "comm": np.full(n, -1, np.int32)}
         cols["offset"][instant] = -1
         if pid not in processes:
             host = bytes(h["host"]).split(b"\0")[0].decode(errors="replace")
-            processes[pid] = E.Process(pid=pid, ppid=int(h["ppid"]), host=host, rank=t.rank)
+            processes[pid] = E.Process(pid=pid, ppid=int(h["ppid"]), host=host, rank=pid_rank[pid])
         p = processes[pid]
         codes = call[instant]
         if np.any(codes == E.INSTANT_PROCESS_START):
