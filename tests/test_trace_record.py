@@ -251,3 +251,57 @@ def test_stdio_and_copy_calls_are_events_too(tmp_path):
     assert int(np.sum(c.call == CALL["fopen"])) == 1 and int(np.sum(c.call == CALL["fclose"])) == 1
     sf = c.select(np.isin(c.call, [CALL["sendfile"], CALL["sendfile64"]]))
     assert list(sf.nbytes) == [16] and list(sf.offset) == [8] and ev.files[sf.file[0]] == str(tmp_path / "f.dat")
+
+
+REGIONS = r"""
+#include <ceiling/region.h>
+#include <unistd.h>
+int main(void)
+{
+    ceiling_region_begin("checkpoint");
+    ceiling_region_begin("inner");
+    close(-1);
+    ceiling_region_end("inner");
+    ceiling_region_end("checkpoint");
+    ceiling_region_begin("checkpoint");
+    ceiling_region_end("checkpoint");
+    return 0;
+}
+"""
+
+
+def test_c_regions_are_spans_and_the_program_runs_without_the_interposer(tmp_path):
+    from ceiling.region import include_dir
+    (tmp_path / "r.c").write_text(REGIONS)
+    subprocess.run(["gcc", "-O1", "-I", str(include_dir()), "-o", str(tmp_path / "r"), str(tmp_path / "r.c")],
+                   check=True)
+    plain = subprocess.run([str(tmp_path / "r")], capture_output=True, timeout=30)
+    assert plain.returncode == 0 and plain.stderr == b""
+    p, out = run(tmp_path / "r", tmp_path)
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    r = ev.select(ev.kind == E.REGION)
+    assert sorted(ev.regions[i] for i in r.call) == ["checkpoint", "checkpoint", "inner"]
+    inner = r.select(r.call == ev.regions.index("inner"))
+    outer = r.select(r.call == ev.regions.index("checkpoint"))
+    close = ev.select(ev.call == CALL["close"])
+    assert outer.ts[0] <= inner.ts[0] <= close.ts[0]
+    assert close.ts[0] + close.dur[0] <= inner.ts[0] + inner.dur[0] <= outer.ts[0] + outer.dur[0]
+
+
+def test_python_regions_as_context_manager_and_decorator(tmp_path):
+    import sys
+    code = ("import os\nfrom ceiling.region import region\n"
+            "@region('solve')\ndef solve():\n    os.close(os.open('/dev/null', os.O_RDONLY))\n"
+            "with region('io'):\n    solve()\n")
+    out = tmp_path / "rec"
+    out.mkdir()
+    e = {k: v for k, v in os.environ.items() if k not in ("PYTHONFAULTHANDLER", "LD_PRELOAD")}
+    plain = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    e.update(LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out))
+    p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    r = ev.select(ev.kind == E.REGION)
+    assert sorted(ev.regions[i] for i in r.call) == ["io", "solve"]

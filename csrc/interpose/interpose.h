@@ -320,6 +320,8 @@ void ceil_ip_trace_flush_(int final, const char *reason) __attribute__((visibili
 void ceil_ip_trace_thread_end_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_forked_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_fork_parent_(void) __attribute__((visibility("hidden")));
+void ceil_ip_trace_region_line_(const char *line, size_t n) __attribute__((visibility("hidden")));
+void ceil_ip_region_forked_(void) __attribute__((visibility("hidden")));
 
 /*
  * void ceil_ip_event_io(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,

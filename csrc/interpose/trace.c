@@ -427,6 +427,7 @@ void ceil_ip_trace_forked_(void)
     }
     nbufs = 0;
     mark_start();
+    ceil_ip_region_forked_();
     __atomic_store_n(&ceil_ip_trace_on_, 1, __ATOMIC_RELEASE);
     trace_tls_ = NULL;
     trace_lost_ = 0;
@@ -444,3 +445,22 @@ void ceil_ip_trace_forked_(void)
 }
 
 void ceil_ip_trace_fork_parent_(void) { ceil_ip_trace_instant_(CEIL_IP_INSTANT_FORK); }
+
+/* A line appended, with one O_APPEND write, to DIR/trace-<pid>-<start_ns>.regions (region.c's names). */
+void ceil_ip_trace_region_line_(const char *line, size_t n)
+{
+    char path[sizeof dir + 96], num[24];
+    strcpy(path, dir);
+    strcat(path, "/trace-");
+    put_u(num, sizeof num, (uint64_t)pid_);
+    strcat(path, num);
+    strcat(path, "-");
+    put_u(num, sizeof num, t0_ns);
+    strcat(path, num);
+    strcat(path, ".regions");
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+        syscall(SYS_write, fd, line, n);
+        syscall(SYS_close, fd);
+    }
+}

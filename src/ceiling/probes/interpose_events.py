@@ -149,6 +149,21 @@ def record_files(directory: str) -> Dict[int, Dict[int, str]]:
     return out
 
 
+def region_names(directory: str) -> Dict[Tuple[int, int], Dict[int, str]]:
+    """(pid, start_ns) -> {index: name} from region.c's ``trace-<pid>-<start_ns>.regions`` files."""
+    out: Dict[Tuple[int, int], Dict[int, str]] = {}
+    for p in Path(directory).glob("trace-*-*.regions"):
+        m = re.match(r"^trace-(\d+)-(\d+)\.regions$", p.name)
+        if not m:
+            continue
+        names = out.setdefault((int(m.group(1)), int(m.group(2))), {})
+        for line in p.read_text(errors="replace").splitlines():
+            i, _, name = line.partition(" ")
+            if i.isdigit():
+                names[int(i)] = name
+    return out
+
+
 def event_files(directory: str) -> List[str]:
     return sorted(str(p) for p in Path(directory).iterdir() if FILE_PATTERN.match(p.name))
 
@@ -190,6 +205,9 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
     t0 = min(int(t.header["t0_ns"]) for t in threads)
     t0_unix = min(int(t.header["t0_unix_ns"]) - (int(t.header["t0_ns"]) - t0) for t in threads)
     per_pid = record_files(directory)
+    per_image = region_names(directory)
+    regions: List[str] = []
+    region_index: Dict[str, int] = {}
     pid_rank: Dict[int, int] = {}
     for t in threads:               # a thread whose last write-out came before MPI_Init knows no rank
         pid_rank[int(t.header["pid"])] = max(pid_rank.get(int(t.header["pid"]), -1), t.rank)
@@ -229,6 +247,18 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         f = np.array([lut.get(int(x), -1) for x in ev["file"]], dtype=np.int32) if len(ev) else np.empty(0, np.int32)
         f[mpi] = -1
         peer = np.where(mpi, ev["file"], -1).astype(np.int32)
+        reg = (ev["kind"] == EV_REGION)
+        if np.any(reg):
+            names_here = per_image.get((pid, int(h["t0_ns"])), {})
+            glob = []
+            for local in range(int(call[reg].max()) + 1):
+                name = names_here.get(local, f"region {local}")
+                if name not in region_index:
+                    region_index[name] = len(regions)
+                    regions.append(name)
+                glob.append(region_index[name])
+            call = call.copy()
+            call[reg] = np.array(glob, dtype=np.uint16)[call[reg]]
         n = len(ev)
         cols = {"ts": ts, "dur": dur, "pid": np.full(n, pid, np.int32), "tid": np.full(n, int(h["tid"]), np.int32),
                 "rank": np.full(n, pid_rank[pid], np.int32), "kind": kind, "call": call, "file": f,
@@ -246,7 +276,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
         tids[int(h["tid"])] = ""
-        yield (E.Events(t0, t0_unix, cols, names.calls, files, [], [], processes, tids, dropped, t.tracer_ns),
+        yield (E.Events(t0, t0_unix, cols, names.calls, files, regions, [], processes, tids, dropped, t.tracer_ns),
                reading)
 
 
