@@ -305,3 +305,22 @@ def test_python_regions_as_context_manager_and_decorator(tmp_path):
     ev, _ = IE.read_dir(str(out))
     r = ev.select(ev.kind == E.REGION)
     assert sorted(ev.regions[i] for i in r.call) == ["io", "solve"]
+
+
+def test_observe_with_trace_limits_gives_the_event_files_and_a_reader(prog, tmp_path):
+    from ceiling.observe import Instruments, TraceLimits, observe
+    d = tmp_path / "events"
+    d.mkdir(mode=0o700)
+    exe = str(prog)
+    obs = observe([exe, str(tmp_path / "f.dat")], exe,
+                  Instruments(interval_s=0, counters=False, cost="", competing=False,
+                              trace=TraceLimits(directory=str(d), max_per_call=3)))
+    assert obs.returncode == 0
+    assert obs.interposer.trace_dir == str(d)
+    ev, reading = obs.interposer.events()
+    c = calls_of(ev)
+    assert int(np.sum(c.call == CALL["write"])) == 3 and ev.dropped.events == {"max-per-site": 11 - 3}
+    assert {ev.files[i] for i in c.file if i >= 0} == {str(tmp_path / "f.dat")}
+    untraced = observe([exe, str(tmp_path / "f.dat")], exe,
+                       Instruments(interval_s=0, counters=False, cost="", competing=False))
+    assert untraced.interposer.trace_dir == "" and untraced.interposer.records
