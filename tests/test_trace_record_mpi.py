@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++) {
         if (rank == 0) {
             MPI_Send(buf, 1000, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
-            MPI_Recv(buf, 1000, MPI_BYTE, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, 1000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             MPI_Recv(buf, 1000, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(buf, 500, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 """
 
 
-def test_a_ping_pong_gives_each_rank_its_sends_with_peer_and_bytes(mpi_setup, tmp_path):
+def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_bytes(mpi_setup, tmp_path):
     tmp, found = mpi_setup
     (tmp_path / "pp.c").write_text(PINGPONG)
     r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "pp"), str(tmp_path / "pp.c")],
@@ -57,6 +57,11 @@ def test_a_ping_pong_gives_each_rank_its_sends_with_peer_and_bytes(mpi_setup, tm
     assert list(by_rank[0].peer) == [1, 1, 1] and list(by_rank[0].nbytes) == [1000] * 3
     assert list(by_rank[1].peer) == [0, 0, 0] and list(by_rank[1].nbytes) == [500] * 3
     recvs = ev.select(ev.call == CALL["MPI_Recv"])
-    assert len(recvs) == 6 and sorted(set(recvs.nbytes)) == [500, 1000]
+    assert len(recvs) == 6
+    r0, r1 = recvs.select(recvs.rank == 0), recvs.select(recvs.rank == 1)
+    assert list(r0.peer) == [1] * 3 and list(r0.tag) == [8] * 3 and list(r0.nbytes) == [500] * 3   # ANY_SOURCE
+    assert list(r1.peer) == [0] * 3 and list(r1.tag) == [7] * 3 and list(r1.nbytes) == [1000] * 3
+    assert list(by_rank[0].tag) == [7] * 3 and list(by_rank[1].tag) == [8] * 3
+    assert set(sends.offset) == {-1}
     assert int(np.sum(ev.call[ev.kind == E.MPI_COLL] == CALL["MPI_Barrier"])) == 2
     assert {p.rank for p in ev.processes.values()} >= {0, 1}

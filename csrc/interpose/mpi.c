@@ -166,12 +166,26 @@ int mpi_comm_rank(mpi_h comm)
 #define MPI_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
 #define MPI_FN_CALL_C(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
 static const uint16_t fn_call[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CALL, MPI_FN_CALL_C)};
-static __thread int32_t ev_peer_ = -1;
+static __thread int32_t ev_peer_ = -1, ev_tag_ = -1;
+
+void mpi_ev_p2p(mpi_h comm, int peer, int tag)
+{
+    ev_peer_ = world_known && comm == world ? peer : -1;
+    ev_tag_ = tag;
+}
+
+void mpi_ev_status(mpi_h comm, const void *status)
+{
+    /* MPI_SOURCE, MPI_TAG: after two count words in MPICH's status, first in Open MPI's and the ABI's */
+    const int *s = status;
+    const int k = strcmp(family, "mpich") == 0 ? 2 : 0;
+    mpi_ev_p2p(comm, s[k], s[k + 1]);
+}
 
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
 {
-    ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, -1);
-    ev_peer_ = -1;
+    ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, ev_tag_);
+    ev_peer_ = -1, ev_tag_ = -1;
     mpi_fn_counters *f = &c->fn[fn];
     ceil_ip_add(&f->calls, 1);
     ceil_ip_add(&f->ticks, ticks);

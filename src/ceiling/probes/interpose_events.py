@@ -247,6 +247,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         f = np.array([lut.get(int(x), -1) for x in ev["file"]], dtype=np.int32) if len(ev) else np.empty(0, np.int32)
         f[mpi] = -1
         peer = np.where(mpi, ev["file"], -1).astype(np.int32)
+        tag = np.where(mpi, ev["offset"], -1).astype(np.int32)       # and its offset field the tag
         reg = (ev["kind"] == EV_REGION)
         if np.any(reg):
             names_here = per_image.get((pid, int(h["t0_ns"])), {})
@@ -264,8 +265,8 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
                 "rank": np.full(n, pid_rank[pid], np.int32), "kind": kind, "call": call, "file": f,
                 "offset": ev["offset"].astype(np.int64), "nbytes": ev["bytes"].astype(np.int64),
                 "result": ev["result"].astype(np.int64), "peer": peer,
-                "tag": np.full(n, -1, np.int32), "comm": np.full(n, -1, np.int32)}
-        cols["offset"][instant] = -1
+                "tag": tag, "comm": np.full(n, -1, np.int32)}
+        cols["offset"][instant | mpi] = -1
         if pid not in processes:
             host = bytes(h["host"]).split(b"\0")[0].decode(errors="replace")
             processes[pid] = E.Process(pid=pid, ppid=int(h["ppid"]), host=host, rank=pid_rank[pid])
