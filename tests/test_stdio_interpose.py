@@ -266,6 +266,25 @@ int main(int argc, char **argv) {
     /* as sort reads: whole buffers, the rest, the end */
     while (fread(big, 1, sizeof big, f) == sizeof big) ;
     fclose(f);
+    f = fopen(argv[1], "r");
+    /* as ld reads an archive: seek, read a header, seek on; a seek off the buffer reads a whole
+       buffer from the block it lands in (nothing when it lands on a block's start), one inside
+       it reads nothing, and a refill after a seek leaves the buffer's end where it was */
+    for (long i = 0; i < 2000; i++) {
+        fseek(f, (i * 7919 + (i % 5 == 0 ? 0 : 300)) % 9000000 / (i % 7 == 0 ? 4096 : 1)
+              * (i % 7 == 0 ? 4096 : 1), SEEK_SET);
+        fread(b, 1, i % 3 == 0 ? sizeof b : 60, f);
+        if (i % 11 == 0) fread(big, 1, 5000, f);
+    }
+    /* the end, as ld looks at it: a seek to the end of a short last block reads that block
+       again, and leaves every pointer of the stream as it was */
+    for (int i = 0; i < 3; i++) {
+        fseek(f, -100, SEEK_END);
+        fread(b, 1, 100, f);
+        fseek(f, 0, SEEK_END);
+        fseek(f, 0, SEEK_END);
+    }
+    fclose(f);
     f = fopen(argv[2], "w");
     fprintf(f, "left open\n");                                      /* glibc's exit writes it */
     return 0;

@@ -68,7 +68,9 @@
  * before) in one request, or two where more than a buffer (a direct read of
  * whole buffers, then one to fill it, unless the direct read took it all),
  * plus one of 0 bytes where the call
- * met the end of the file; a seek that reads a new block, one request.
+ * met the end of the file; a seek off the buffer, one request of a whole
+ * buffer from the block it lands in (none on a block's start: kernel_seek
+ * decides it as glibc does).
  * pending: the streams on files with bytes in their buffer when the record
  * was written (glibc's list of open streams), which glibc's exit writes
  * out, one request each, after the record; a fatal signal loses them.
@@ -243,11 +245,17 @@ static inline void forget_kind(stdio_counters *c, int fd)
 
 /* A stream's buffer before a call: the public struct _IO_FILE's pointers
  * (glibc's ABI since 2.1; what gnulib's freadahead reads too). */
+#define STDIO_NO_READS 0x0004        /* glibc's libio.h _IO_NO_READS: a stream not open for reading */
+#define STDIO_PUTTING 0x0800         /* glibc's libio.h _IO_CURRENTLY_PUTTING: its buffer holds writes */
+
 typedef struct stdio_before {
     int file;                       /* the stream is on a file: estimate its kernel requests */
     int eof;                        /* its end-of-file indicator was set */
     size_t pending, size, ahead;    /* bytes waiting to be written, the buffer's size, bytes read ahead */
-    const char *read_end;
+    size_t space;                   /* room left for writes in the buffer */
+    const char *read_end, *read_base, *buf_base, *write_ptr;
+    int putting;                    /* the stream was writing (glibc's _IO_CURRENTLY_PUTTING) */
+    off64_t offset;                 /* glibc's idea of the descriptor's offset (_offset; -1: not known) */
 } stdio_before;
 
 static inline size_t read_ahead(const FILE *f)
@@ -264,7 +272,13 @@ static inline stdio_before before(stdio_counters *c, FILE *f)
         b.pending = __fpending(f);
         b.size = __fbufsize(f);
         b.ahead = read_ahead(f);
+        b.space = f->_IO_write_end > f->_IO_write_ptr ? (size_t)(f->_IO_write_end - f->_IO_write_ptr) : 0;
         b.read_end = f->_IO_read_end;
+        b.read_base = f->_IO_read_base;
+        b.buf_base = f->_IO_buf_base;
+        b.write_ptr = f->_IO_write_ptr;
+        b.putting = (f->_flags & STDIO_PUTTING) != 0;
+        b.offset = f->_offset;
     }
     return b;
 }
@@ -289,15 +303,21 @@ static inline int fd_of(FILE *f)
 
 /* After a call that handed `bytes` to the stream: what left its buffer
  * (pending before + bytes - pending after) went to the kernel as glibc's
- * _IO_file_xsputn sends it: a full buffer first where there was one, then
- * whatever remains above a whole number of buffers in one request. */
+ * _IO_file_xsputn sends it: the buffer filled from the room it had, sent
+ * where it then held anything, then whole buffers of the rest in one request
+ * (a stream with no room, as after a seek or on its first write, sends only
+ * that one). */
 static inline void kernel_writes(stdio_counters *c, const stdio_before *b, FILE *f, uint64_t bytes)
 {
     const size_t after = __fpending(f), size = __fbufsize(f);
     if (b->pending + bytes <= after)
         return;
     const uint64_t out = b->pending + bytes - after;
-    count_kernel(c, KR_WRITE, b->size > 1 && size > 1 && out > size ? 2 : 1, out);
+    const uint64_t buffered = b->pending + (bytes < b->space ? bytes : b->space);
+    int n = 1;
+    if (b->size > 1 && size > 1)
+        n = (buffered > 0) + (out > buffered);
+    count_kernel(c, KR_WRITE, n > 0 ? n : 1, out);
 }
 
 /* After a call that took `bytes` from the stream: what came into its buffer
@@ -334,15 +354,49 @@ static inline void kernel_reads(stdio_counters *c, const stdio_before *b, FILE *
 /* fread asks for size x n. */
 #define KERNEL_FREAD(c, b, f, bytes) kernel_reads_of((c), (b), (f), (bytes), (uint64_t)size * n)
 
-/* After a call that flushes (fflush, fseek, rewind): what left the buffer,
- * one request; a seek away from the buffer's block reads a new one. */
+/* After a call that flushes (fflush, rewind): what left the buffer, one request. */
 static inline void kernel_flush(stdio_counters *c, const stdio_before *b, FILE *f)
 {
     const size_t after = __fpending(f);
     if (b->pending > after)
         count_kernel(c, KR_WRITE, 1, b->pending - after);
-    if (f->_IO_read_end != b->read_end && f->_IO_read_end > f->_IO_buf_base && f->_IO_buf_base)
-        count_kernel(c, KR_READ, 1, (uint64_t)(f->_IO_read_end - f->_IO_buf_base));
+}
+
+/* After a seek (rc: its result): the flush, and the read glibc's _IO_new_file_seekoff
+ * makes, decided as it decides it. The new position is the stream's cached offset less
+ * what is read ahead (the seek leaves _offset known). A position inside the buffer as it
+ * was (from the block's start to the cached offset, which must have been known) reads
+ * nothing; otherwise glibc seeks to the position's block (position & ~(buffer - 1)) and,
+ * unless the position is that block's start, reads a whole buffer there: the bytes now in
+ * the buffer. No sign in the buffer alone says it: a seek to the end of a short last block
+ * reads that block again and leaves every pointer and the offset as they were. A read that
+ * came back short of the position (a seek past the end, as ld makes writing a new file)
+ * left an empty buffer: one request of what the file held from the block on (fstat, the
+ * raw system call). A stream not open for reading never reads. */
+static inline void kernel_seek(stdio_counters *c, const stdio_before *b, FILE *f, int rc)
+{
+    kernel_flush(c, b, f);
+    const off64_t size = f->_IO_buf_end - f->_IO_buf_base;
+    if (rc != 0 || f->_IO_buf_base == NULL || size <= 1 || (f->_flags & STDIO_NO_READS) || f->_offset < 0)
+        return;
+    const off64_t pos = f->_offset - (f->_IO_read_end - f->_IO_read_ptr);
+    /* glibc first turns a writing stream to reading: with writes pending it sends them and
+     * empties the buffer (nothing is inside it then), without, the buffer reaches as far
+     * as the writes went */
+    if (b->offset >= 0 && b->buf_base && b->pending == 0) {
+        const char *end = b->putting && b->write_ptr > b->read_end ? b->write_ptr : b->read_end;
+        const off64_t start = b->read_base < end ? b->offset - (end - b->buf_base) : b->offset;
+        if (pos >= start && pos < b->offset)
+            return;
+    }
+    const off64_t block = pos & ~(size - 1), delta = pos - block;
+    if (delta == 0 || delta > size)
+        return;
+    uint64_t bytes = (uint64_t)(f->_IO_read_end - f->_IO_buf_base);
+    struct stat st;
+    if (bytes == 0 && syscall(SYS_fstat, fd_of(f), &st) == 0 && st.st_size > block)
+        bytes = (uint64_t)(st.st_size - block < delta ? st.st_size - block : delta);
+    count_kernel(c, KR_READ, 1, bytes);
 }
 
 /* ---- counting (inlined into every wrapper) ---------------------------------- */
@@ -404,7 +458,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
     }
 
 /* A read, write or flush of stream F, whose buffer is looked at before and
- * after the call (KERNEL: kernel_reads, kernel_writes or kernel_flush, with
+ * after the call (KERNEL: kernel_reads, kernel_writes or kernel_seek, with
  * the call's bytes). */
 #define STDIO_DATA(klass, ret_t, fn, params, args, FAILED, BYTES, F, KERNEL)                       \
     STDIO_CLASS_IS(fn, klass);                                                                     \
@@ -428,7 +482,7 @@ static inline FILE *stdio_opened(stdio_counters *c, FILE *f, const char *path, u
         return rc;                                                                                 \
     }
 
-#define KERNEL_FLUSH(c, b, f, bytes) kernel_flush((c), (b), (f))
+#define KERNEL_SEEK(c, b, f, bytes) kernel_seek((c), (b), (f), rc)
 
 /* meta */
 STDIO_WRAP(SC_META, FILE *, fopen, (const char *path, const char *mode), (path, mode), rc == NULL, 0,
@@ -441,11 +495,11 @@ STDIO_WRAP(SC_META, FILE *, freopen, (const char *path, const char *mode, FILE *
            rc == NULL, 0, stdio_opened(c, rc, path, ticks))
 STDIO_WRAP(SC_META, FILE *, freopen64, (const char *path, const char *mode, FILE *f), (path, mode, f),
            rc == NULL, 0, stdio_opened(c, rc, path, ticks))
-STDIO_DATA(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, f, KERNEL_FLUSH)
+STDIO_DATA(SC_META, int, fseek, (FILE *f, long off, int whence), (f, off, whence), rc == -1, 0, f, KERNEL_SEEK)
 STDIO_DATA(SC_META, int, fseeko, (FILE *f, off_t off, int whence), (f, off, whence), rc == -1, 0, f,
-           KERNEL_FLUSH)
+           KERNEL_SEEK)
 STDIO_DATA(SC_META, int, fseeko64, (FILE *f, off64_t off, int whence), (f, off, whence), rc == -1, 0, f,
-           KERNEL_FLUSH)
+           KERNEL_SEEK)
 STDIO_WRAP(SC_META, long, ftell, (FILE *f), (f), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, off_t, ftello, (FILE *f), (f), rc == -1, 0, NULL)
 STDIO_WRAP(SC_META, off64_t, ftello64, (FILE *f), (f), rc == -1, 0, NULL)
