@@ -70,6 +70,7 @@ def inputs_doc(obs: Observation, history: Dict[str, Any]) -> Dict[str, Any]:
             "competing": [plain(f) for f in obs.competing], "records": records_doc(part.records),
             "written": part.written, "removed": part.removed, "refused": part.why,
             "cost": json.loads(json.dumps(part.cost)), "loader": json.loads(json.dumps(part.loader)),
+            "exec_reads": json.loads(json.dumps(part.exec_reads)),
             "wrapped": list(obs.wrapped) if obs.wrapped else None,
             "cpus": obs.cpus, "host": obs.host, "refusals": obs.unreached, "history": history}
 
@@ -78,7 +79,8 @@ def observation_from(d: Dict[str, Any]) -> Observation:
     """The observation a golden document's "inputs" hold (the command itself is not kept)."""
     part = Interposer(used=not d["refused"], why=d["refused"], records=records_from(d["records"]),
                       written=d["written"], removed=d["removed"], cost=d["cost"],
-                      loader=d.get("loader", {}))      # recorded before the loader's reads were measured: none
+                      loader=d.get("loader", {}),      # recorded before the loader's reads were measured: none
+                      exec_reads=d.get("exec_reads", {}))   # recorded before the kernel's exec reads: none
     return Observation(command=[], exe="", pid=d["pid"], started="", finished="", wall_s=d["wall_s"], start_s=0.0,
                        ended=Exit(**d["ended"]), sampled=sampled_from(d["sampled"]), counters=d["counters"],
                        interposer=part, competing=[Finding(**f) for f in d["competing"]], host=d["host"],

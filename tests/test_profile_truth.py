@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ceiling.probes.exec_reads import exec_reads
+
 CC = shutil.which("cc") or shutil.which("gcc")
 SQLITE3 = shutil.which("sqlite3")
 
@@ -338,7 +340,12 @@ def test_the_interposers_own_reads_and_records_are_not_the_programs_io(tmp_path,
     loader = own["loader"]
     assert loader["images"] == 1 and loader["per_image_bytes"] > 0, loader
     assert loader["read_bytes"] == loader["per_image_bytes"] and "ceiling-launch" in loader["how"]
-    assert round(read) == round(plain_read), (read, plain_read)
+    # and what the kernel read to execute the program (its ELF headers and its loader's), which is
+    # no system call: taken off too, so that the totals are the system calls' bytes; the
+    # --no-interpose run knows no images and keeps them
+    execs = own["exec"]
+    assert execs == {"images": 1, "read_calls": 5, "read_bytes": exec_reads(prog)["rchar"], "how": execs["how"]}
+    assert round(read) + execs["read_bytes"] == round(plain_read), (read, execs, plain_read)
 
 
 def test_a_forked_childs_reads_are_the_programs_without_a_loader_to_take_off(tmp_path, prog):
@@ -355,9 +362,10 @@ def test_a_forked_childs_reads_are_the_programs_without_a_loader_to_take_off(tmp
         return doc, metric(doc, "app.io.read") * 1e6
     doc, profiled = read()
     assert doc["application"]["profile"]["interposer"]["used"], doc["application"]["profile"]["interposer"]
-    assert doc["application"]["profile"]["launch"]["interposer_io"]["loader"]["images"] == 1
+    own = doc["application"]["profile"]["launch"]["interposer_io"]
+    assert own["loader"]["images"] == 1 and own["exec"]["images"] == 1     # one exec, the child's none
     _, plain = read("--no-interpose")
-    assert round(profiled) == round(plain), (profiled, plain)
+    assert round(profiled) + own["exec"]["read_bytes"] == round(plain), (profiled, own, plain)
 
 
 def test_the_profiled_peak_rss_is_within_1_mib_of_the_plain_run(tmp_path, prog):

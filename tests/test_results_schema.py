@@ -149,7 +149,7 @@ APPLICATION = {
     "InterposerIo", "Launch", "Skipped", "Interposer", "Wrapped", "Comparison", "QuickCeiling",
     "CallCount", "PeerCount", "MpiRank", "MpiFunction", "MessageSizes", "LifeShare", "FinalizeUnknown", "Mpi",
     "CounterEvent", "Derived", "Counters", "CountersVerdict", "Footprint", "PageSetting", "WorkingSet",
-    "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads",
+    "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads", "ExecReads",
     "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented",
 }
 
@@ -200,7 +200,8 @@ def test_the_application_section_is_closed_everywhere():
 # Fields added to schema 2 after documents of it were written: always written, optional when read
 # (their default means "nothing of the kind"), so a document written before them still reads.
 ADDED_LATER = {"Analysis": {"figures"},
-               "FileRecord": {"kernel_reads", "kernel_read_bytes", "kernel_writes", "kernel_write_bytes"}}
+               "FileRecord": {"kernel_reads", "kernel_read_bytes", "kernel_writes", "kernel_write_bytes"},
+               "InterposerIo": {"exec"}}
 
 
 @pytest.mark.parametrize("name", sorted(MODEL))

@@ -52,7 +52,8 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     ended, sampled, wall, wrapped = obs.ended, obs.sampled, obs.wall_s, obs.wrapped
     part = obs.interposer
     records = part.records
-    io, own_io = without_own_io(ended.io, records, part.written, None if wrapped else obs.host, part.loader)
+    io, own_io = without_own_io(ended.io, records, part.written, None if wrapped else obs.host, part.loader,
+                                part.exec_reads)
     # mpirun's, srun's or a shell's own I/O (the launcher's control messages) is not the program's
     starters = set(launcher_pids(records))               # every image of an MPI rank's ancestor
     waiters = set(launchers(sampled, wall)) | starters
@@ -206,7 +207,7 @@ def left_tree(sampled):
 
 
 def without_own_io(io: Optional[dict], records: list, written: int, host: Optional[str],
-                   loader: Optional[dict] = None) -> Tuple[Optional[dict], dict]:
+                   loader: Optional[dict] = None, execs: Optional[dict] = None) -> Tuple[Optional[dict], dict]:
     """The program's exit totals (/proc/PID/io) less what the interposer did inside it: the
     records it wrote (``written``); what it read itself (/proc/self files at each record, the
     "self_read" and "self_reads" of each image's record on ``host``; None: not known which
@@ -215,7 +216,10 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
     interpose_cost.loader_reads, measured per build; without a figure, nothing, and the reason
     is said; not for a child of fork, which runs its parent's image: the record's "forked"). With
     the interposer, a program that reads a few KiB read two or three times that; the kernel counts
-    both alike. The second value says what was taken off ({} for nothing)."""
+    both alike. Also taken off, so that the totals are what the program's system calls moved: what
+    the kernel read to execute each of those images (``execs``: {exe: {"rchar", "syscr"} or None},
+    probes/exec_reads.py; ~1.6 KB and 5 calls for a dynamically linked program). The second value
+    says what was taken off ({} for nothing)."""
     if not io:
         return io, {}
     mine = [] if host is None else [r for r in records if r.process.host == host]
@@ -226,13 +230,16 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
     images = sum(1 for r in mine if not r.process.forked)
     by_loader = int(per.get("rchar") or 0) * images
     loader_calls = int(per.get("syscr") or 0) * images
-    if not (read or written or by_loader):
+    ran = [(execs or {}).get(r.process.exe) for r in mine if not r.process.forked]
+    by_exec = sum(int(e["rchar"]) for e in ran if e)
+    exec_calls = sum(int(e["syscr"]) for e in ran if e)
+    if not (read or written or by_loader or by_exec):
         return io, {}
     out = dict(io)
     if "rchar" in out:
-        out["rchar"] = max(0, out["rchar"] - read - by_loader)
+        out["rchar"] = max(0, out["rchar"] - read - by_loader - by_exec)
     if "syscr" in out:
-        out["syscr"] = max(0, out["syscr"] - calls - loader_calls)
+        out["syscr"] = max(0, out["syscr"] - calls - loader_calls - exec_calls)
     if "wchar" in out:
         out["wchar"] = max(0, out["wchar"] - written)
     said = {"read_bytes": read, "read_calls": calls, "written_bytes": written,
@@ -247,4 +254,12 @@ def without_own_io(io: Optional[dict], records: list, written: int, host: Option
                                   + str(per.get("how")) if per.get("rchar") is not None else
                                   "not taken off: " + str(per.get("why") or "not measured") +
                                   "; rchar keeps the loader's reads of the interposer's ELF header, once per image")}
+    if by_exec:
+        unknown = sum(1 for e in ran if not e)
+        said["exec"] = {"images": len(ran) - unknown, "read_bytes": by_exec, "read_calls": exec_calls,
+                        "how": "what the kernel read to execute each recorded image's program (its first 256 bytes, "
+                               "its ELF program headers, its interpreter's path, ELF header and program headers: "
+                               "no system call of the program), taken off rchar and syscr"
+                               + (f"; not for {unknown} image(s) whose program is not an ELF file that could be read"
+                                  if unknown else "")}
     return out, said

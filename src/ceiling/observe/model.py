@@ -54,7 +54,9 @@ class Interposer:
     the bytes of its record files
     (``written``: the program's processes wrote them), the record directory the program
     removed (``removed``), its measured cost per call and the dynamic loader's reads of it per
-    process image (``loader``; both probes/interpose_cost.py, measured once per build)."""
+    process image (``loader``; both probes/interpose_cost.py, measured once per build), and what
+    the kernel read to execute each recorded image's program (``exec_reads``: {exe: {"rchar",
+    "syscr"} or None}, probes/exec_reads.py, from its ELF headers after the run)."""
 
     used: bool = False
     why: str = ""
@@ -64,6 +66,7 @@ class Interposer:
     removed: str = ""
     cost: Dict[str, Any] = field(default_factory=dict)
     loader: Dict[str, Any] = field(default_factory=dict)
+    exec_reads: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -98,6 +98,7 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
             part.records = interpose_record.latest(interpose_record.read_dir(tmp))
         finally:
             remove_tree(tmp)
+        part.exec_reads = _exec_reads(part.records, os.uname().nodename)
     if part.used and tools.cost == "after":
         # Not when the job was stopped: the launcher kills rank 0's ceiling soon after the other
         # ranks' ceilings exit, and the report comes first
@@ -156,6 +157,14 @@ def _interposer(exe: str, tools: Instruments, env: dict):
 def _measure(lib) -> dict:
     from ..probes.interpose_cost import measure
     return measure(lib)
+
+
+def _exec_reads(records, host: str) -> dict:
+    """What the kernel read to execute each program this host's records ran (not a child of
+    fork: it runs its parent's image), by its path."""
+    from ..probes.exec_reads import exec_reads
+    exes = {r.process.exe for r in records if r.process.host == host and not r.process.forked and r.process.exe}
+    return {exe: exec_reads(exe) for exe in sorted(exes)}
 
 
 def _loader_reads(lib) -> dict:

@@ -217,6 +217,16 @@ class LoaderReads(Record):
 
 
 @dataclass
+class ExecReads(Record):
+    """What the kernel read to execute each recorded image's program, taken off rchar and syscr."""
+
+    images: int = 0                # process images whose program's reads were known
+    read_bytes: int = 0            # bytes taken off rchar
+    read_calls: int = 0            # calls taken off syscr
+    how: str = ""                  # what was counted, and the images left out
+
+
+@dataclass
 class InterposerIo(Record):
     """The interposer's own I/O, taken off the program's totals."""
 
@@ -225,6 +235,7 @@ class InterposerIo(Record):
     how: str = ""                  # how they were counted
     read_calls: int = 0            # read calls it made (/proc/self, sysfs), taken off syscr
     loader: Optional[LoaderReads] = None    # the dynamic loader's reads of it
+    exec: Optional[ExecReads] = None        # the kernel's reads at exec, no system call of the program's
 
 
 @dataclass
