@@ -149,8 +149,8 @@ APPLICATION = {
     "InterposerIo", "Launch", "Skipped", "Interposer", "Wrapped", "Comparison", "QuickCeiling",
     "CallCount", "PeerCount", "MpiRank", "MpiFunction", "MessageSizes", "LifeShare", "FinalizeUnknown", "Mpi",
     "CounterEvent", "Derived", "Counters", "CountersVerdict", "Footprint", "PageSetting", "WorkingSet",
-    "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads", "ExecReads",
-    "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented",
+    "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads",
+    "ExecReads", "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented",
 }
 
 
