@@ -141,3 +141,22 @@ def test_device_reads_at_the_ceiling_where_io_is_the_time_are_said_so():
     cmp, (f,) = compare(_bd(400_000_000, 1.0), lambda p: ROWS.get(p, []))
     assert cmp[0]["program"] == pytest.approx(800.0) and cmp[0]["page_cache_bytes"] == 100_000_000
     assert f.id == "profile.ceiling.io_read" and f.status == "ok" and "80%" in f.title
+
+
+def test_the_file_table_and_evidence_give_library_calls_and_kernel_requests_apart():
+    """cc1 writes its .s file in 13,959 fputs/putc calls, which its stream's buffer sends in 7
+    requests of ~3.6 KiB; as reads the assembler took it in 2: the table's requests and their size
+    are the kernel's (before: 13,960 "requests" of 0.0036 KiB)."""
+    from ceiling.analysis.profile_files import describe
+    from ceiling.report.terminal_profile import FILE_HEADS, file_cells
+    from ceiling.results.profile_run import FileRecord
+    f = dict(path="/w/f0.s", reads=1, read_bytes=25991, writes=13959, write_bytes=25991, kernel_reads=2,
+             kernel_read_bytes=25991, kernel_writes=7, kernel_write_bytes=25991, processes=2, time_s=0.001)
+    cells = dict(zip(FILE_HEADS, file_cells(FileRecord(**f))))
+    assert (cells["calls"], cells["requests"], cells["KiB/req"]) == ("13960", "9", f"{2 * 25991 / 9 / 1024:.3g}")
+    older = FileRecord(path="/w/x", reads=4, read_bytes=4 << 12)       # an older interposer's: its calls only
+    assert dict(zip(FILE_HEADS, file_cells(older)))["requests"] == "4"
+    said = describe({**f, "opens": 2, "meta_s": 0.0, "read_s": 0.0, "write_s": 0.001, "syncs": 0, "random": 0,
+                     "unaligned": 0, "blksize": 4096, "at_once": 1, "api": ["stdio"]})
+    assert "0.02599 MB written in 13959 calls, 7 requests of 3.63 KiB to the kernel" in said, said
+    assert "0.02599 MB read in 1 call, 2 requests of 12.7 KiB to the kernel" in said, said

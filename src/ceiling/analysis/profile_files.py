@@ -157,7 +157,13 @@ def describe(f: Dict[str, Any]) -> str:
     parts = [f"{f['opens']} opens ({f['meta_s']:.3g} s in opens and closes)"] if f["opens"] else []
     for k, verb in (("read", "read"), ("write", "written")):
         n, b = f[f"{k}s"], f[f"{k}_bytes"]
-        if n:
+        kn, kb = f.get(f"kernel_{k}s"), f.get(f"kernel_{k}_bytes")
+        if n and kn is not None and kb is not None and (kn, kb) != (n, b):
+            # stdio calls: the library calls, and what their buffers sent the kernel
+            size = f"{kb / kn / 1024:.3g} KiB" if kn else "-"
+            parts.append(f"{b / 1e6:.4g} MB {verb} in {n} call{'s' * (n != 1)}, {kn} request{'s' * (kn != 1)} "
+                         f"of {size} to the kernel ({f[f'{k}_s']:.3g} s)")
+        elif n:
             parts.append(f"{b / 1e6:.4g} MB {verb} in {n} requests of {b / n / 1024:.3g} KiB "
                          f"({f[f'{k}_s']:.3g} s)")
     if f["syncs"]:

@@ -127,7 +127,9 @@ def _files(files: "Files | None") -> str:
     notes = "".join(f'<p class="hint">{esc(n)}.</p>' for n in file_notes(files, len(shown)))
     return ("<h3>Files</h3><p>By time inside their open, read, write, fsync and close calls, all processes of a node "
             "together. "
-            "Random: requests that did not start where the previous one ended; unaligned: requests that started "
+            "Calls: the program's read and write calls (POSIX and stdio); requests: those that reached the kernel "
+            "(what a stdio stream's buffer sent, estimated from the buffer), KiB/req their mean size. "
+            "Random: calls that did not start where the previous one ended; unaligned: calls that started "
             "off the file system's block (st_blksize).</p><table><thead><tr>"
             + "".join(f'<th class="n">{esc(h)}</th>' for h in FILE_HEADS)
             + f"<th>path</th></tr></thead><tbody>{rows}</tbody></table>{notes}")

@@ -3,7 +3,7 @@ went (on a CPU, waiting for a CPU, off any CPU; min / mean / max over its
 threads), the bound with its evidence, the findings, and what profiling cost."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..results.model import Run
 from ..results.profile import Profile, Supervisor  # noqa: F401 (Supervisor: a type in supervisors_text)
@@ -63,7 +63,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
 
     lines += ["", *_breakdown(run, prof, st)]
     if prof.files and prof.files.shown:
-        lines += ["", *_files(prof.files, st)]
+        lines += ["", *_files(prof.files, st, width)]
     if prof.mpi:
         lines += ["", *_mpi(prof.mpi, st, width)]
     if prof.wrapped:
@@ -168,17 +168,26 @@ def _breakdown(run: Run, prof: Profile, st) -> List[str]:
 FILE_ROWS = 5               # files on the terminal page (the HTML report shows all the JSON keeps)
 
 
+def file_requests(f: FileRecord) -> Tuple[int, int]:
+    """(requests, bytes) of a file that reached the kernel: its POSIX calls, and for its stdio
+    calls what their buffers sent; a record of an older interposer has only its calls."""
+    if None in (f.kernel_reads, f.kernel_writes, f.kernel_read_bytes, f.kernel_write_bytes):
+        return f.reads + f.writes, f.read_bytes + f.write_bytes
+    return f.kernel_reads + f.kernel_writes, f.kernel_read_bytes + f.kernel_write_bytes
+
+
 def file_cells(f: FileRecord) -> List[str]:
-    """A file's row, as the terminal and the HTML table show it: seconds, MB read, MB written,
-    requests, KiB per request, random share, unaligned share, processes."""
+    """A file's row, as the terminal and the HTML table show it: seconds, MB the program read and
+    wrote, its read and write calls, the requests they made of the kernel and their mean size,
+    the calls' random and unaligned shares, processes."""
     n = f.reads + f.writes
-    moved = f.read_bytes + f.write_bytes
-    return [_n(f.time_s, ".3g"), f"{f.read_bytes / 1e6:.4g}", f"{f.write_bytes / 1e6:.4g}", str(n),
-            f"{moved / n / 1024:.3g}" if n else "-", f"{f.random / n:.0%}" if n else "-",
+    req, sent = file_requests(f)
+    return [_n(f.time_s, ".3g"), f"{f.read_bytes / 1e6:.4g}", f"{f.write_bytes / 1e6:.4g}", str(n), str(req),
+            f"{sent / req / 1024:.3g}" if req else "-", f"{f.random / n:.0%}" if n else "-",
             f"{f.unaligned / n:.0%}" if n and f.blksize else "-", str(f.processes)]
 
 
-FILE_HEADS = ("seconds", "read MB", "written MB", "requests", "KiB/req", "random", "unaligned", "procs")
+FILE_HEADS = ("seconds", "read MB", "written MB", "calls", "requests", "KiB/req", "random", "unaligned", "procs")
 
 
 def file_notes(files: Files, rows: int) -> List[str]:
@@ -197,10 +206,14 @@ def file_notes(files: Files, rows: int) -> List[str]:
     return out
 
 
-def _files(files: Files, st) -> List[str]:
+def _files(files: Files, st, width: int) -> List[str]:
     shown = files.shown[:FILE_ROWS]
-    out = [st(f"Files ({len(shown)} of {files.count}, by time inside their calls: open, read, write, fsync, close; "
-              "random: not where the previous request ended; unaligned: off the file system's block)", "bold"),
+    out = [st(f"Files ({len(shown)} of {files.count}, by time inside their calls: open, read, write, fsync, close)",
+              "bold"),
+           *T._wrap("calls: the program's reads and writes (POSIX and stdio); requests: those that reached the "
+                    "kernel (for stdio, what its buffers sent, estimated), KiB/req their mean size; random: calls "
+                    "not where the previous one ended; unaligned: calls off the file system's block", width, "  ",
+                    "  "),
            "  " + " ".join(f"{h:>{max(7, len(h))}}" for h in FILE_HEADS) + "  path"]
     for f in shown:
         out.append("  " + " ".join(f"{c:>{max(7, len(h))}}" for c, h in zip(file_cells(f), FILE_HEADS))

@@ -109,7 +109,7 @@ class IoClass(Record):
     errors: int = 0                # calls that failed
     bytes: int = 0                 # bytes moved
     ns: int = 0                    # time inside the calls, nanoseconds
-    random: int = 0                # requests not where the previous one ended
+    random: int = 0                # calls not where the previous one ended
     library_calls: int = 0         # stdio calls among them
     estimated: int = 0             # calls whose time was estimated (stdio buffering)
 
@@ -123,16 +123,16 @@ class FileRecord(Record):
     blksize: int = 0               # the file system's block size (st_blksize), bytes
     extent: int = 0                # highest offset reached, bytes
     opens: int = 0                 # opens
-    reads: int = 0                 # read requests
+    reads: int = 0                 # read calls (POSIX, and stdio's library calls)
     read_bytes: int = 0            # bytes read
-    writes: int = 0                # write requests
+    writes: int = 0                # write calls (POSIX, and stdio's library calls)
     write_bytes: int = 0           # bytes written
     kernel_reads: Optional[int] = None        # read requests that reached the kernel (stdio's estimated)
     kernel_read_bytes: Optional[int] = None   # bytes they read
     kernel_writes: Optional[int] = None       # write requests that reached the kernel (stdio's estimated)
     kernel_write_bytes: Optional[int] = None  # bytes they wrote
-    random: int = 0                # requests not where the previous one ended
-    unaligned: int = 0             # requests that started off the file system's block
+    random: int = 0                # calls not where the previous one ended
+    unaligned: int = 0             # calls that started off the file system's block
     syncs: int = 0                 # fsync and fdatasync calls
     flagged_writes: int = 0        # writes to it opened O_SYNC, O_DSYNC or O_DIRECT
     maps: int = 0                  # mmap calls on it
