@@ -161,8 +161,31 @@ int mpi_comm_rank(mpi_h comm)
     return comm_rank && comm_rank(comm, &r) == 0 ? r : -1;
 }
 
+/* The trace's call ids of the MPI functions, and the peer (a world rank) the call's send named, set by
+ * mpi_peer_send before mpi_done and taken by it. */
+#define MPI_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
+#define MPI_FN_CALL_C(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
+static const uint16_t fn_call[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CALL, MPI_FN_CALL_C)};
+static __thread int32_t ev_peer_ = -1, ev_tag_ = -1;
+
+void mpi_ev_p2p(mpi_h comm, int peer, int tag)
+{
+    ev_peer_ = world_known && comm == world ? peer : -1;
+    ev_tag_ = tag;
+}
+
+void mpi_ev_status(mpi_h comm, const void *status)
+{
+    /* MPI_SOURCE, MPI_TAG: after two count words in MPICH's status, first in Open MPI's and the ABI's */
+    const int *s = status;
+    const int k = strcmp(family, "mpich") == 0 ? 2 : 0;
+    mpi_ev_p2p(comm, s[k], s[k + 1]);
+}
+
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
 {
+    ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, ev_tag_);
+    ev_peer_ = -1, ev_tag_ = -1;
     mpi_fn_counters *f = &c->fn[fn];
     ceil_ip_add(&f->calls, 1);
     ceil_ip_add(&f->ticks, ticks);
@@ -178,6 +201,7 @@ void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, i
 
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
 {
+    ev_peer_ = world_known && comm == world ? dest : -1;
     if (world_known && comm == world && dest >= 0) {
         const uint64_t key = (uint64_t)dest + 1;
         for (unsigned i = 0, h = (unsigned)dest % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {
@@ -260,13 +284,16 @@ static void mpi_identify(const void *caller, int provided)
         world_known = 1;
     }
     if (world_known && comm_rank && comm_size && comm_rank(world, &world_rank) == 0 &&
-        comm_size(world, &world_size) == 0)
+        comm_size(world, &world_size) == 0) {
+        __atomic_store_n(&ceil_ip_trace_rank_, world_rank, __ATOMIC_RELAXED);
         return;
+    }
     world_known = 0;
     static const char *const ranks[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
     static const char *const sizes[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
     world_rank = env_int(ranks);
     world_size = env_int(sizes);
+    __atomic_store_n(&ceil_ip_trace_rank_, world_rank, __ATOMIC_RELAXED);
 }
 
 void mpi_started(const void *caller, int ok, int provided)
