@@ -105,6 +105,12 @@ static mpi_h world, byte_type;
 static const char *family = "unknown";
 static char library[256];
 static uint64_t init_ns, finalize_ns;
+/* The family's MPI_STATUS_IGNORE, which is its MPI_STATUSES_IGNORE too ((MPI_Status *)1 in MPICH's
+ * mpi.h, 0 in Open MPI's and the standard ABI's), and where MPI_SOURCE sits in its status, in ints
+ * (MPICH: after two count words; first in Open MPI's and the ABI's; -1 while the family is unknown):
+ * set by mpi_identify. */
+static const void *status_ignore;
+static int status_source_at = -1;
 
 /* The helpers' PMPI functions, looked up at MPI_Init (softly: NULL if absent). */
 typedef int (*type_size_fn)(mpi_h, int *);
@@ -176,10 +182,11 @@ void mpi_ev_p2p(mpi_h comm, int peer, int tag)
 
 void mpi_ev_status(mpi_h comm, const void *status)
 {
-    /* MPI_SOURCE, MPI_TAG: after two count words in MPICH's status, first in Open MPI's and the ABI's */
+    /* never read: a status the library was told to ignore, or one whose layout is not known */
+    if (status_source_at < 0 || status == NULL || status == status_ignore)
+        return;
     const int *s = status;
-    const int k = strcmp(family, "mpich") == 0 ? 2 : 0;
-    mpi_ev_p2p(comm, s[k], s[k + 1]);
+    mpi_ev_p2p(comm, s[status_source_at], s[status_source_at + 1]);     /* MPI_SOURCE, MPI_TAG */
 }
 
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
@@ -268,17 +275,20 @@ static void mpi_identify(const void *caller, int provided)
     Dl_info info;
     if (ompi_world) {
         family = "openmpi";
+        status_ignore = NULL, status_source_at = 0;
         world = (mpi_h)ompi_world;
         void *b = dlsym(RTLD_DEFAULT, "ompi_mpi_byte");
         byte_type = (mpi_h)(b ? b : ceil_ip_lookup("ompi_mpi_byte", caller));
         world_known = 1;
     } else if (init && dladdr(init, &info) && info.dli_fname && strstr(info.dli_fname, "libmpi_abi")) {
         family = "mpi-abi";
+        status_ignore = NULL, status_source_at = 0;
         world = 0x101;               /* mpi_abi.h: MPI_COMM_WORLD, MPI_BYTE */
         byte_type = 0x247;
         world_known = 1;
     } else if (strstr(library, "MPICH") || strstr(library, "Intel(R) MPI") || strstr(library, "MVAPICH")) {
         family = "mpich";
+        status_ignore = (const void *)1, status_source_at = 2;
         world = 0x44000000;          /* MPICH's mpi.h: MPI_COMM_WORLD, MPI_BYTE */
         byte_type = 0x4c00010d;
         world_known = 1;
