@@ -20,7 +20,7 @@ CSRC = Path(__file__).resolve().parents[1] / "csrc"
 
 # Rank of each top-level part of the package: an import may go to the same rank or lower.
 RANK = {
-    "errors": 0, "units": 1, "sysfs": 1, "files": 1, "core": 2, "results": 2, "machine": 3,
+    "errors": 0, "region": 0, "units": 1, "sysfs": 1, "files": 1, "core": 2, "results": 2, "machine": 3,
     "probes": 4,
     "checks": 5, "bench": 5, "cluster": 5, "observe": 5, "experiments": 5, "profile": 5, "trace": 5,
     "analysis": 6,

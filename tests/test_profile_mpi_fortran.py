@@ -658,3 +658,34 @@ def test_mpichs_own_fortran_is_counted_alike(tmp_path, name):
         check_io(prof, data)
     else:
         check(prof["mpi"])
+
+
+# MPI_F_sync_reg(buf) as a Fortran program calls it, buffer alone: the second argument register holds
+# what the previous call left there, here a value that is no address (0x8b: what the MPI_Win_fence
+# wrapper left once the trace's hook was in, and app_p died in MPICH 4.0's pmpi_f_sync_reg__, which
+# stores an ierror through it).
+SYNC_REG_C = r"""
+void mpi_f_sync_reg_(void *buf, void *leftover);
+int main(void)
+{
+    double got[4] = {0};
+    mpi_f_sync_reg_(got, (void *)0x8b);
+    return got[0] != 0;
+}
+"""
+MPICH_CC = shutil.which("mpicc.mpich")
+
+
+@NEEDS_LIB
+@pytest.mark.skipif(not MPICH_CC, reason="no mpicc.mpich (Debian's mpich package, with its Fortran library)")
+def test_mpi_f_sync_reg_never_lets_the_library_write_through_a_register_it_was_not_given(tmp_path):
+    from test_interpose import LIB
+    (tmp_path / "sync_reg.c").write_text(SYNC_REG_C)
+    r = subprocess.run([MPICH_CC, "-o", "sync_reg", "sync_reg.c", "-lmpichfort"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode != 0 and "mpichfort" in r.stderr:
+        pytest.skip(f"this MPICH has no Fortran library: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(tmp_path / "rec.%p"))
+    r = subprocess.run([str(tmp_path / "sync_reg")], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr)

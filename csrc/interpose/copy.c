@@ -51,6 +51,8 @@
 #define COPY_FN_NAME(fn, cls) #fn,
 enum copy_fn { COPY_FNS(COPY_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {COPY_FNS(COPY_FN_NAME)};
+#define COPY_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
+static const uint16_t fn_call[FN_COUNT] = {COPY_FNS(COPY_FN_CALL)};   /* the trace's call ids */
 
 #define COPY_CLASS_ENUM(e, name) CC_##e,
 #define COPY_CLASS_NAME(e, name) #name,
@@ -99,6 +101,9 @@ static inline void count_copy(copy_counters *c, enum copy_fn fn, uint64_t t0, ss
         if (dst)
             ceil_ip_file_io(out, 1, (uint64_t)rc, ticks, 0, off_out, CEIL_IP_API_POSIX);
     }
+    /* the event names the file written (else the one read) and that side's offset */
+    ceil_ip_event_io(&copy_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, rc, rc > 0 ? (uint64_t)rc : 0,
+                     dst ? ceil_ip_file_id(out) : src ? ceil_ip_file_id(in) : 0, dst ? off_out : src ? off_in : -1);
     errno = saved;
 }
 

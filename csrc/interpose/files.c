@@ -393,6 +393,8 @@ static uint32_t fid_of(int fd)
     return fid == FID_NONE ? 0 : fid;
 }
 
+int32_t ceil_ip_file_id(int fd) { return (int32_t)fid_of(fd); }
+
 void ceil_ip_file_closed(int fd, uint64_t ticks)
 {
     if ((unsigned)fd >= CEIL_IP_FD_MAP)

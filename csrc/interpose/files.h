@@ -76,6 +76,9 @@ void ceil_ip_file_async_forget(void) __attribute__((visibility("hidden")));
  * next user is another file. */
 void ceil_ip_file_closed(int fd, uint64_t ticks) __attribute__((visibility("hidden")));
 
+/* fd's file record id (the "id" of its file line), 0 when it has none: the trace's file column. */
+int32_t ceil_ip_file_id(int fd) __attribute__((visibility("hidden")));
+
 /* A read (write = 0) or write that moved `bytes` (successful calls only) in
  * `ticks` (ceil_ip_ticks), at `offset` (CEIL_IP_OFFSET_UNKNOWN when not
  * known), `random` = 1 when it did not start where the thread's previous

@@ -168,6 +168,7 @@ static void push_free_slot(char *s)
 static void thread_ends(void *slot)
 {
     if (slot != NULL && slot == ceil_ip_slot_) {
+        ceil_ip_trace_thread_end_();
         ceil_ip_slot_ = NULL;
         push_free_slot(slot);
     }
@@ -315,6 +316,7 @@ static int flush_once(const char *reason, int sig, const char *by)
     if (!__atomic_compare_exchange_n(&state, &expect, ST_DONE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     const int saved = errno;
+    ceil_ip_trace_flush_(1, reason);
     write_record(reason, sig, by);
     errno = saved;
     return 1;
@@ -330,6 +332,7 @@ static int write_and_go_on(const char *reason, const char *by, ceil_ip_hand_fn h
     if (!__atomic_compare_exchange_n(&state, &expect, ST_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return 0;
     const int saved = errno;
+    ceil_ip_trace_flush_(0, reason);
     if (hand) {
         const size_t len = render_record(reason, 0, by);
         hand(record, len, arg);
@@ -437,6 +440,7 @@ static void at_fork_child(void)
     __atomic_store_n(&self_reads, 0, __ATOMIC_RELAXED);
     start_ns = ceil_ip_now_ns();
     start_unix_ns = unix_ns();
+    ceil_ip_trace_forked_();
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);
 }
 
@@ -531,6 +535,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     start_ns = ceil_ip_now_ns();
     start_unix_ns = unix_ns();
     ceil_ip_clock_init_();
+    ceil_ip_trace_init_();
 
     for (int i = 0; i < nmods; i++) {
         ceil_ip_module *m = mods[i];
@@ -539,7 +544,7 @@ __attribute__((constructor)) static void ceil_ip_load(void)
     }
     own_pid = getpid();
     ceil_ip_signals_start_(on_fatal_signal);
-    pthread_atfork(NULL, NULL, at_fork_child);
+    pthread_atfork(NULL, ceil_ip_trace_fork_parent_, at_fork_child);
     atexit(at_exit);
     at_quick_exit(at_exit);     /* quick_exit ends in glibc's own _exit, not our wrapper */
     __atomic_store_n(&state, ST_ACTIVE, __ATOMIC_RELEASE);

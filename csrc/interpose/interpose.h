@@ -260,26 +260,109 @@ static inline void ceil_ip_add(uint64_t *counter, uint64_t n)
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
+/* ---- The per-event channel (trace.c; `ceiling trace`, issue 28) ------------
+ * On when CEILING_TRACE_DIR names a directory: every counted call is also one
+ * fixed-size event in the calling thread's buffer (trace.c has the file's
+ * format). Off, a wrapper pays one load and a predicted branch. */
+#define CEIL_IP_ENV_TRACE_DIR "CEILING_TRACE_DIR"        /* the event files' directory; unset: no events */
+#define CEIL_IP_ENV_TRACE_BUFFER "CEILING_TRACE_BUFFER"  /* events per thread buffer (default 4096) */
+#define CEIL_IP_ENV_TRACE_CALLS "CEILING_TRACE_CALLS"      /* keep only these calls or classes (comma list) */
+#define CEIL_IP_ENV_TRACE_EXCLUDE "CEILING_TRACE_EXCLUDE"  /* drop these calls or classes (comma list) */
+#define CEIL_IP_ENV_TRACE_MIN_NS "CEILING_TRACE_MIN_NS"    /* drop calls shorter than this */
+#define CEIL_IP_ENV_TRACE_MAX_PER_CALL "CEILING_TRACE_MAX_PER_CALL"  /* keep the first N of each call per thread */
+#define CEIL_IP_ENV_TRACE_WINDOW "CEILING_TRACE_WINDOW"    /* START:END seconds since the image's start */
+#define CEIL_IP_ENV_TRACE_MAX_BYTES "CEILING_TRACE_MAX_BYTES"  /* event bytes for the whole run (all processes) */
+/* Why events were dropped: the DROP events' call, results/events.py Dropped's names in this order. */
+enum { CEIL_IP_DROP_MAX_SIZE, CEIL_IP_DROP_CALLS, CEIL_IP_DROP_EXCLUDE, CEIL_IP_DROP_MIN_DURATION,
+       CEIL_IP_DROP_MAX_PER_SITE, CEIL_IP_DROP_WINDOW, CEIL_IP_DROP_BUFFER, CEIL_IP_DROP_COUNT };
+#define CEIL_IP_TRACE_MAGIC "CEILTRC1"
+#define CEIL_IP_TRACE_VERSION 1
+
+/* DROP: call = the reason, bytes = events dropped so far, t0 = the first one's ticks (cumulative: the last counts) */
+enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_IP_EV_REGION = 3, CEIL_IP_EV_DROP = 4 };
+/* instants: the codes of results/events.py's INSTANT_* */
+enum { CEIL_IP_INSTANT_PROCESS_START = 0, CEIL_IP_INSTANT_PROCESS_END = 1, CEIL_IP_INSTANT_THREAD_START = 2,
+       CEIL_IP_INSTANT_THREAD_END = 3, CEIL_IP_INSTANT_FORK = 4, CEIL_IP_INSTANT_EXEC = 5 };
+
+/* One event, 48 bytes. file: files.c's record id (0 none) for I/O, the peer's world rank for MPI;
+ * offset: the file offset (-1 unknown), the tag for MPI. dur: UINT64_MAX for an instant. */
+typedef struct ceil_ip_trace_ev {
+    uint64_t t0;          /* ticks (ceil_ip_ticks) */
+    uint64_t dur;         /* ticks */
+    int64_t result;
+    uint64_t bytes;
+    int64_t offset;
+    uint16_t call;        /* calls.def id, or the instant's code */
+    uint16_t kind;        /* CEIL_IP_EV_* */
+    int32_t file;
+} ceil_ip_trace_ev;
+_Static_assert(sizeof(ceil_ip_trace_ev) == 48, "an event is 48 bytes");
+
+typedef struct ceil_ip_trace_hdr {
+    char magic[8];
+    uint32_t version, event_bytes;
+    uint64_t calls_hash;        /* FNV-1a 64 of calls.def's names in id order, joined by newlines */
+    double ns_per_tick;         /* at the header's writing; clock events give the rate over the file */
+    uint64_t t0_ns, t0_unix_ns, t0_ticks;
+    int32_t pid, ppid, tid, rank;
+    char host[64];
+    char pad[256 - 8 - 8 - 8 - 8 - 24 - 16 - 64];
+} ceil_ip_trace_hdr;
+_Static_assert(sizeof(ceil_ip_trace_hdr) == 256, "the header is 256 bytes");
+
+extern int ceil_ip_trace_on_ __attribute__((visibility("hidden")));
+extern int32_t ceil_ip_trace_rank_ __attribute__((visibility("hidden")));   /* MPI world rank, -1 */
+void ceil_ip_trace_put_(const ceil_ip_trace_ev *e) __attribute__((visibility("hidden")));
+void ceil_ip_trace_init_(void) __attribute__((visibility("hidden")));
+void ceil_ip_trace_instant_(uint16_t code) __attribute__((visibility("hidden")));
+/* write every thread's pending events (the record's places); final: and stop */
+void ceil_ip_trace_flush_(int final, const char *reason) __attribute__((visibility("hidden")));
+void ceil_ip_trace_thread_end_(void) __attribute__((visibility("hidden")));
+void ceil_ip_trace_forked_(void) __attribute__((visibility("hidden")));
+void ceil_ip_trace_fork_parent_(void) __attribute__((visibility("hidden")));
+void ceil_ip_trace_region_line_(const char *line, size_t n) __attribute__((visibility("hidden")));
+void ceil_ip_region_forked_(void) __attribute__((visibility("hidden")));
+
 /*
+ * void ceil_ip_event_io(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
+ *                       int64_t result, uint64_t bytes, int32_t file, int64_t offset)
  * void ceil_ip_event(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
  *                    int64_t result, uint64_t bytes)
  *
- * The per-event channel's place (the trace, issue 28; reserved: it does
- * nothing yet and compiles to nothing). A wrapper that counted a call (its
- * ceil_ip_block was not NULL) calls it once, after its counts, with the
- * call's number in calls.def (CEIL_IP_CALL_<fn>), its start and end in
- * ceil_ip_ticks, what it returned and the bytes it moved; null.c shows where.
- * The trace gives it its body: a fixed-size binary event appended to the
- * calling thread's buffer, reserved at start (no lock, no allocation), written
- * out by the thread when full and by the runtime wherever it writes the
- * record (exit, _exit, exec, MPI_Finalize, fatal signals), under a path of
- * its own beside the record's, with calls.def's table named in it. The record
- * (the counts) stays as it is: a reader that ignores events loses nothing.
+ * A wrapper that counted a call (its ceil_ip_block was not NULL) calls one
+ * of them once, after its counts, with the call's number in calls.def
+ * (CEIL_IP_CALL_<fn>), its start and end in ceil_ip_ticks, what it returned,
+ * the bytes it moved and, for I/O, the file (files.c's id, 0 none) and the
+ * offset (-1 unknown); null.c shows where. With the trace off: nothing.
+ * The record (the counts) stays as it is: a reader that ignores events loses nothing.
  */
+static inline void ceil_ip_event_io(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
+                                    int64_t result, uint64_t bytes, int32_t file, int64_t offset)
+{
+    (void)m;
+    if (__builtin_expect(!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_RELAXED), 1))
+        return;
+    const ceil_ip_trace_ev e = {.t0 = t0, .dur = t1 - t0, .result = result, .bytes = bytes, .offset = offset,
+                                .call = (uint16_t)call, .kind = CEIL_IP_EV_CALL, .file = file};
+    ceil_ip_trace_put_(&e);
+}
+
+static inline uint64_t ceil_ip_ticks(void);
+
+/* The same for a wrapper that kept only the call's duration (ticks): it ended now. */
+static inline void ceil_ip_event_dur(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t ticks, int64_t result,
+                                     uint64_t bytes, int32_t file, int64_t offset)
+{
+    if (__builtin_expect(!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_RELAXED), 1))
+        return;
+    const uint64_t t1 = ceil_ip_ticks();
+    ceil_ip_event_io(m, call, t1 - ticks, t1, result, bytes, file, offset);
+}
+
 static inline void ceil_ip_event(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
                                  int64_t result, uint64_t bytes)
 {
-    (void)m, (void)call, (void)t0, (void)t1, (void)result, (void)bytes;
+    ceil_ip_event_io(m, call, t0, t1, result, bytes, 0, -1);
 }
 
 /*

@@ -105,6 +105,12 @@ static mpi_h world, byte_type;
 static const char *family = "unknown";
 static char library[256];
 static uint64_t init_ns, finalize_ns;
+/* The family's MPI_STATUS_IGNORE, which is its MPI_STATUSES_IGNORE too ((MPI_Status *)1 in MPICH's
+ * mpi.h, 0 in Open MPI's and the standard ABI's), and where MPI_SOURCE sits in its status, in ints
+ * (MPICH: after two count words; first in Open MPI's and the ABI's; -1 while the family is unknown):
+ * set by mpi_identify. */
+static const void *status_ignore;
+static int status_source_at = -1;
 
 /* The helpers' PMPI functions, looked up at MPI_Init (softly: NULL if absent). */
 typedef int (*type_size_fn)(mpi_h, int *);
@@ -161,8 +167,32 @@ int mpi_comm_rank(mpi_h comm)
     return comm_rank && comm_rank(comm, &r) == 0 ? r : -1;
 }
 
+/* The trace's call ids of the MPI functions, and the peer (a world rank) the call's send named, set by
+ * mpi_peer_send before mpi_done and taken by it. */
+#define MPI_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
+#define MPI_FN_CALL_C(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
+static const uint16_t fn_call[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CALL, MPI_FN_CALL_C)};
+static __thread int32_t ev_peer_ = -1, ev_tag_ = -1;
+
+void mpi_ev_p2p(mpi_h comm, int peer, int tag)
+{
+    ev_peer_ = world_known && comm == world ? peer : -1;
+    ev_tag_ = tag;
+}
+
+void mpi_ev_status(mpi_h comm, const void *status)
+{
+    /* never read: a status the library was told to ignore, or one whose layout is not known */
+    if (status_source_at < 0 || status == NULL || status == status_ignore)
+        return;
+    const int *s = status;
+    mpi_ev_p2p(comm, s[status_source_at], s[status_source_at + 1]);     /* MPI_SOURCE, MPI_TAG */
+}
+
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
 {
+    ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, ev_tag_);
+    ev_peer_ = -1, ev_tag_ = -1;
     mpi_fn_counters *f = &c->fn[fn];
     ceil_ip_add(&f->calls, 1);
     ceil_ip_add(&f->ticks, ticks);
@@ -178,6 +208,7 @@ void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, i
 
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
 {
+    ev_peer_ = world_known && comm == world ? dest : -1;
     if (world_known && comm == world && dest >= 0) {
         const uint64_t key = (uint64_t)dest + 1;
         for (unsigned i = 0, h = (unsigned)dest % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {
@@ -244,29 +275,35 @@ static void mpi_identify(const void *caller, int provided)
     Dl_info info;
     if (ompi_world) {
         family = "openmpi";
+        status_ignore = NULL, status_source_at = 0;
         world = (mpi_h)ompi_world;
         void *b = dlsym(RTLD_DEFAULT, "ompi_mpi_byte");
         byte_type = (mpi_h)(b ? b : ceil_ip_lookup("ompi_mpi_byte", caller));
         world_known = 1;
     } else if (init && dladdr(init, &info) && info.dli_fname && strstr(info.dli_fname, "libmpi_abi")) {
         family = "mpi-abi";
+        status_ignore = NULL, status_source_at = 0;
         world = 0x101;               /* mpi_abi.h: MPI_COMM_WORLD, MPI_BYTE */
         byte_type = 0x247;
         world_known = 1;
     } else if (strstr(library, "MPICH") || strstr(library, "Intel(R) MPI") || strstr(library, "MVAPICH")) {
         family = "mpich";
+        status_ignore = (const void *)1, status_source_at = 2;
         world = 0x44000000;          /* MPICH's mpi.h: MPI_COMM_WORLD, MPI_BYTE */
         byte_type = 0x4c00010d;
         world_known = 1;
     }
     if (world_known && comm_rank && comm_size && comm_rank(world, &world_rank) == 0 &&
-        comm_size(world, &world_size) == 0)
+        comm_size(world, &world_size) == 0) {
+        __atomic_store_n(&ceil_ip_trace_rank_, world_rank, __ATOMIC_RELAXED);
         return;
+    }
     world_known = 0;
     static const char *const ranks[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
     static const char *const sizes[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", NULL};
     world_rank = env_int(ranks);
     world_size = env_int(sizes);
+    __atomic_store_n(&ceil_ip_trace_rank_, world_rank, __ATOMIC_RELAXED);
 }
 
 void mpi_started(const void *caller, int ok, int provided)

@@ -105,6 +105,13 @@ static inline int mpi_in_place(const void *buf) { return buf == (const void *)1 
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
     __attribute__((visibility("hidden")));
 
+/* The trace: the next mpi_done's event names this peer (a rank of comm; a world rank only on
+ * MPI_COMM_WORLD) and tag; mpi_ev_status takes them from a completed receive's status (ANY_SOURCE resolved),
+ * never reading the MPI's MPI_STATUS_IGNORE (give it mpi_status()'s buffer to learn the source anyway) nor a
+ * status before MPI_Init named the MPI. */
+void mpi_ev_p2p(mpi_h comm, int peer, int tag) __attribute__((visibility("hidden")));
+void mpi_ev_status(mpi_h comm, const void *status) __attribute__((visibility("hidden")));
+
 /* A send of `bytes` to `dest` on `comm` (named by world rank on MPI_COMM_WORLD). */
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
     __attribute__((visibility("hidden")));

@@ -40,6 +40,7 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
         const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm);                         \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
+        mpi_ev_p2p(comm, dest, tag);                                                               \
         mpi_done(c, FN_##fn, ticks, n, MH_P2P);                                                    \
         return rc;                                                                                 \
     }
@@ -66,6 +67,7 @@ MPI_SEND_FN(MPI_Rsend_c, mpi_count)
         const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm, req);                    \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
+        mpi_ev_p2p(comm, dest, tag);                                                               \
         mpi_done(c, FN_##fn, ticks, n, MH_POST);                                                   \
         return rc;                                                                                 \
     }
@@ -99,6 +101,8 @@ MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = PMPI_REAL_S(fn)(buf, count, type, src, tag, comm, st);                      \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
+        if (rc == 0)                                                                               \
+            mpi_ev_status(comm, st);                                                               \
         mpi_done(c, FN_##fn, ticks, rc == 0 ? mpi_status_bytes(st, type) : 0, MH_P2P);             \
         return rc;                                                                                 \
     }

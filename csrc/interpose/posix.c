@@ -105,6 +105,8 @@
 #define POSIX_FN_NAME(fn, cls) #fn,
 enum posix_fn { POSIX_FNS(POSIX_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {POSIX_FNS(POSIX_FN_NAME)};
+#define POSIX_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
+static const uint16_t fn_call[FN_COUNT] = {POSIX_FNS(POSIX_FN_CALL)};   /* the trace's call ids */
 
 /* calls.def's classes; read and write first: they index the histograms too. */
 #define POSIX_CLASS_ENUM(e, name) PC_##e,
@@ -168,8 +170,8 @@ static ceil_ip_module posix_module;
 #define AT_POSITION ((off64_t)-1)
 
 /* Counts the call in its class; returns the ticks it took. */
-static inline uint64_t count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
-                                  int failed)
+static inline uint64_t count_call_(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
+                                   int failed)
 {
     const uint64_t ticks = ceil_ip_ticks() - t0;
     posix_class_counters *q = &c->t.cls[k];
@@ -177,6 +179,15 @@ static inline uint64_t count_call(posix_counters *c, enum posix_fn fn, enum posi
     ceil_ip_add(&q->errors, (uint64_t)failed);
     ceil_ip_add(&q->ticks, ticks);
     ceil_ip_add(&c->t.fn_calls[fn], 1);
+    return ticks;
+}
+
+/* The same, and its event (the trace): the result is -1 or 0 (the calls that come here return -1 on failure). */
+static inline uint64_t count_call(posix_counters *c, enum posix_fn fn, enum posix_class k, uint64_t t0,
+                                  int failed)
+{
+    const uint64_t ticks = count_call_(c, fn, k, t0, failed);
+    ceil_ip_event(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, failed ? -1 : 0, 0);
     return ticks;
 }
 
@@ -222,13 +233,18 @@ static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_cl
 {
     const int saved = errno;
     if (!is_file(c, fd)) {
-        count_call(c, fn, k == PC_READ ? PC_OTHER_READ : PC_OTHER_WRITE, t0, rc < 0);
+        const uint64_t t = count_call_(c, fn, k == PC_READ ? PC_OTHER_READ : PC_OTHER_WRITE, t0, rc < 0);
+        ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + t, rc, rc > 0 ? (uint64_t)rc : 0,
+                         0, -1);
         if (rc > 0)
             ceil_ip_add(&c->t.cls[k == PC_READ ? PC_OTHER_READ : PC_OTHER_WRITE].bytes, (uint64_t)rc);
         errno = saved;
         return;
     }
-    const uint64_t ticks = count_call(c, fn, k, t0, rc < 0);
+    const uint64_t ticks = count_call_(c, fn, k, t0, rc < 0);
+    if (rc < 0)
+        ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, rc, 0,
+                         ceil_ip_file_id(fd), off == AT_POSITION ? -1 : (int64_t)off);
     if (rc >= 0) {
         posix_class_counters *q = &c->t.cls[k];
         int64_t start;
@@ -237,6 +253,8 @@ static inline void count_data(posix_counters *c, enum posix_fn fn, enum posix_cl
         ceil_ip_add(&c->t.hist[k][ceil_ip_size_bucket((uint64_t)rc)], 1);
         ceil_ip_add(&q->random, (uint64_t)random);
         ceil_ip_file_io(fd, k == PC_WRITE, (uint64_t)rc, ticks, random, start, CEIL_IP_API_POSIX);
+        ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, rc, (uint64_t)rc,
+                         ceil_ip_file_id(fd), start);
     }
     errno = saved;
 }
@@ -254,12 +272,27 @@ static inline uint64_t count_meta(posix_counters *c, enum posix_fn fn, uint64_t 
 static inline void count_open(posix_counters *c, enum posix_fn fn, uint64_t t0, int rc, int flags, int dirfd,
                               const char *path)
 {
-    const uint64_t ticks = count_meta(c, fn, t0, rc < 0);
+    const int saved = errno;
+    const uint64_t ticks = count_call_(c, fn, PC_META, t0, rc < 0);
     if ((unsigned)rc < POSIX_TRACKED_FDS) {
         c->next_pos[rc] = (flags & O_APPEND) ? 0 : 1;
         c->kind[rc] = FD_UNKNOWN;
     }
     ceil_ip_file_opened_at(dirfd, rc, path, flags, CEIL_IP_API_POSIX, ticks);
+    ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, rc, 0,
+                     rc >= 0 ? ceil_ip_file_id(rc) : 0, -1);
+    errno = saved;
+}
+
+/* A metadata call on a descriptor (close, lseek): its event names the file; offset: lseek's new position. */
+static inline uint64_t count_meta_fd(posix_counters *c, enum posix_fn fn, uint64_t t0, int64_t rc, int32_t fid,
+                                     int64_t offset)
+{
+    const int saved = errno;
+    const uint64_t ticks = count_call_(c, fn, PC_META, t0, rc < 0);
+    ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[fn], t0, t0 + ticks, rc, 0, fid, offset);
+    errno = saved;
+    return ticks;
 }
 
 static inline void track_seek(posix_counters *c, int fd, off64_t off, int whence, off64_t rc)
@@ -395,8 +428,9 @@ CEIL_IP_EXPORT int close(int fd)
         return CEIL_REAL(close)(fd);
     }
     const uint64_t t0 = ceil_ip_ticks();
+    const int32_t fid = ceil_ip_file_id(fd);
     const int rc = CEIL_REAL(close)(fd);
-    const uint64_t ticks = count_meta(c, FN_close, t0, rc < 0);
+    const uint64_t ticks = count_meta_fd(c, FN_close, t0, rc, fid, -1);
     /* The number's next user is another file (Linux frees it even when close fails). */
     ceil_ip_file_closed(fd, ticks);
     if ((unsigned)fd < POSIX_TRACKED_FDS) {
@@ -576,7 +610,7 @@ POSIX_RWV(PC_WRITE, writev)
             return CEIL_REAL(fn)(fd, off, whence);                                                 \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const off_type rc = CEIL_REAL(fn)(fd, off, whence);                                        \
-        count_meta(c, FN_##fn, t0, rc < 0);                                                        \
+        count_meta_fd(c, FN_##fn, t0, rc, ceil_ip_file_id(fd), rc);                               \
         track_seek(c, fd, off, whence, rc);                                                        \
         return rc;                                                                                 \
     }

@@ -156,6 +156,8 @@
 #define STDIO_FN_NAME(fn, cls) #fn,
 enum stdio_fn { STDIO_FNS(STDIO_FN_ENUM) FN_COUNT };
 static const char *const fn_names[FN_COUNT] = {STDIO_FNS(STDIO_FN_NAME)};
+#define STDIO_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
+static const uint16_t fn_call[FN_COUNT] = {STDIO_FNS(STDIO_FN_CALL)};   /* the trace's call ids */
 
 /* calls.def's classes */
 #define STDIO_CLASS_ENUM(e, name) SC_##e,
@@ -418,6 +420,8 @@ static inline void count_call(stdio_counters *c, enum stdio_fn fn, enum stdio_cl
     if (file && (k == SC_READ || k == SC_WRITE) && !failed)
         ceil_ip_file_io(fileno_unlocked(f), k == SC_WRITE, bytes, ticks, 0, CEIL_IP_OFFSET_UNKNOWN,
                         CEIL_IP_API_STDIO);
+    ceil_ip_event_dur(&stdio_module, (enum ceil_ip_call)fn_call[fn], ticks, failed ? -1 : (int64_t)bytes, bytes,
+                      f && file ? ceil_ip_file_id(fileno_unlocked(f)) : 0, -1);
 }
 
 /* A stream opened on fd by path (NULL: fdopen, the record asks

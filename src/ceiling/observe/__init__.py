@@ -7,6 +7,6 @@ records and counters, what the instruments cost. Whatever runs a program (profil
 ``observe`` and passes the observation to its analysis; nothing else in the application half
 starts a process (tests/test_layers.py checks it), the co-runners that work beside a program
 included (companions.py)."""
-from .model import Instruments, Interposer, Observation, Overdue, interruption  # noqa: F401
+from .model import Instruments, Interposer, Observation, Overdue, TraceLimits, interruption  # noqa: F401
 from .preload import preload_refused  # noqa: F401
 from .run import observe  # noqa: F401

@@ -22,6 +22,41 @@ from ..results.model import Finding
 
 
 @dataclass
+class TraceLimits:
+    """``ceiling trace``'s recording: the interposer's per-event channel on, with its limits (each applied
+    in C, never silently: what a limit cut is counted per reason in the event files, the record's counts
+    stay whole). 0 or empty: no such limit."""
+
+    directory: str = ""                  # the event files' directory; "": a fresh 0700 one, kept after the run
+    max_bytes: int = 0                   # event bytes for the whole run, all processes together
+    calls: Sequence[str] = ()            # keep only these calls or classes (calls.def's names: "write", "META")
+    exclude: Sequence[str] = ()          # drop these calls or classes
+    min_duration_ns: int = 0             # drop calls shorter than this
+    max_per_call: int = 0                # keep the first N events of each call per thread (Vampir's filter)
+    window_s: Optional[Tuple[float, float]] = None   # (start, end) seconds since each process image's start
+    buffer_events: int = 0               # events per thread buffer (0: the interposer's 4096)
+
+    def env(self, directory: str) -> Dict[str, str]:
+        """The interposer's environment for these limits (csrc/interpose/interpose.h, CEILING_TRACE_*)."""
+        e = {"CEILING_TRACE_DIR": directory}
+        if self.max_bytes:
+            e["CEILING_TRACE_MAX_BYTES"] = str(int(self.max_bytes))
+        if self.calls:
+            e["CEILING_TRACE_CALLS"] = ",".join(self.calls)
+        if self.exclude:
+            e["CEILING_TRACE_EXCLUDE"] = ",".join(self.exclude)
+        if self.min_duration_ns:
+            e["CEILING_TRACE_MIN_NS"] = str(int(self.min_duration_ns))
+        if self.max_per_call:
+            e["CEILING_TRACE_MAX_PER_CALL"] = str(int(self.max_per_call))
+        if self.window_s:
+            e["CEILING_TRACE_WINDOW"] = f"{self.window_s[0]!r}:{self.window_s[1]!r}"
+        if self.buffer_events:
+            e["CEILING_TRACE_BUFFER"] = str(int(self.buffer_events))
+        return e
+
+
+@dataclass
 class Instruments:
     """What a program is watched with, and how it is run."""
 
@@ -45,6 +80,7 @@ class Instruments:
     # companions: context managers entered, in order, before the program starts and left after it
     # ended (observe/companions.CoRunners.running: co-runners working beside it)
     beside: Sequence[ContextManager] = ()
+    trace: Optional[TraceLimits] = None  # per-event recording (``ceiling trace``); None: counts only (profile)
 
 
 @dataclass
@@ -67,6 +103,19 @@ class Interposer:
     cost: Dict[str, Any] = field(default_factory=dict)
     loader: Dict[str, Any] = field(default_factory=dict)
     exec_reads: Dict[str, Any] = field(default_factory=dict)
+    # Instruments.trace: the event files' directory (kept; the records are copied beside them so that the
+    # reader names the files), "" when not tracing
+    trace_dir: str = ""
+
+    def events(self):
+        """(results/events.Events, probes/interpose_events.Reading) of a traced run's event files."""
+        from ..probes import interpose_events
+        return interpose_events.read_dir(self.trace_dir)
+
+    def event_chunks(self):
+        """The same as chunks (one Events per thread file, sharing tables): bounded memory."""
+        from ..probes import interpose_events
+        return interpose_events.iter_chunks(self.trace_dir)
 
 
 @dataclass

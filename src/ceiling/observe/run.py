@@ -96,6 +96,8 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
         try:
             part.written = record_bytes(tmp)
             part.records = interpose_record.latest(interpose_record.read_dir(tmp))
+            if part.trace_dir and os.path.isdir(tmp):
+                _keep_records(tmp, part.trace_dir)
         finally:
             remove_tree(tmp)
         part.exec_reads = _exec_reads(part.records, os.uname().nodename)
@@ -151,7 +153,19 @@ def _interposer(exe: str, tools: Instruments, env: dict):
     env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
     if tools.gather:
         env["CEILING_INTERPOSE_GATHER"] = "1"       # every rank's record to rank 0's at MPI_Finalize
+    if tools.trace is not None:
+        part.trace_dir = tools.trace.directory or make_dir("ceiling-trace-")
+        env.update(tools.trace.env(part.trace_dir))
     return lib, part, tmp
+
+
+def _keep_records(tmp: str, trace_dir: str) -> None:
+    """The records beside the event files (their file lines name the events' files)."""
+    import shutil
+    with os.scandir(tmp) as it:
+        for e in it:
+            if e.is_file(follow_symlinks=False):
+                shutil.copyfile(e.path, os.path.join(trace_dir, e.name))
 
 
 def _measure(lib) -> dict:

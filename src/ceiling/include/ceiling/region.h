@@ -1,0 +1,34 @@
+/*
+ * ceiling/region.h - name a part of your program on `ceiling trace`'s timeline.
+ *
+ *     #include <ceiling/region.h>
+ *     ceiling_region_begin("checkpoint");
+ *     write_checkpoint();
+ *     ceiling_region_end("checkpoint");
+ *
+ * Each begin/end pair becomes a slice named "checkpoint" on the calling
+ * thread's track (regions nest). The functions live in ceiling's interposer
+ * (libceiling_interpose.so), which `ceiling trace` preloads; this header
+ * refers to them weakly, so a program built with it links and runs without
+ * ceiling, where each call is one test of a null address and nothing else.
+ * No library to link. C and C++ alike.
+ */
+#ifndef CEILING_REGION_H
+#define CEILING_REGION_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void ceiling_region_begin(const char *name) __attribute__((weak));
+void ceiling_region_end(const char *name) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The name is not expanded again inside its own macro, so these call the functions when present. */
+#define ceiling_region_begin(name) (ceiling_region_begin ? ceiling_region_begin(name) : (void)0)
+#define ceiling_region_end(name) (ceiling_region_end ? ceiling_region_end(name) : (void)0)
+
+#endif /* CEILING_REGION_H */
