@@ -155,6 +155,7 @@ def _interposer(exe: str, tools: Instruments, env: dict):
         env["CEILING_INTERPOSE_GATHER"] = "1"       # every rank's record to rank 0's at MPI_Finalize
     if tools.trace is not None:
         part.trace_dir = tools.trace.directory or make_dir("ceiling-trace-")
+        os.makedirs(part.trace_dir, mode=0o700, exist_ok=True)     # a directory given that is not there yet
         env.update(tools.trace.env(part.trace_dir))
     return lib, part, tmp
 
