@@ -628,7 +628,10 @@ def test_each_rank_wrapped_reports_once_with_every_rank_gathered_at_rank_0(app, 
 def test_ctrl_c_to_a_wrapped_job_still_gives_rank_0s_report_naming_the_ranks_that_did_not(app, tmp_path):
     """mpiexec -n 2 ceiling profile -- ./app, Ctrl-C to mpiexec once both ranks run: Hydra passes
     SIGINT to each rank's ceiling and kills them all once one exits; rank 0's reported nothing
-    (it was killed measuring the interposer's cost). Now it reports first, partial, naming rank 1."""
+    (it was killed measuring the interposer's cost), and then, 3 runs in 10, nothing when rank 1's
+    ceiling exited first. Now rank 1's waits for the launcher to end it, and rank 0's reports,
+    partial, naming rank 1. mpiexec's status is Hydra's: rank 0's 130, or 9 where Hydra reaped
+    the rank it killed first."""
     exe, found, tmp = app
     if found["launcher_family"] == "Open MPI":
         pytest.skip("Open MPI's mpirun handles Ctrl-C its own way; README says what it gives")
@@ -638,7 +641,8 @@ def test_ctrl_c_to_a_wrapped_job_still_gives_rank_0s_report_naming_the_ranks_tha
     r = run_or_show(["sh", "-c", script, "sh", *found["argv2"], sys.executable, "-m", "ceiling", "profile",
                      "--no-store", "--no-measure", "--save-json", str(out), "--", str(exe), "ctrlc", "1", "1"],
                     env, timeout=120)
-    assert r.returncode == 130, r.stderr
+    assert out.exists(), r.stderr
+    assert r.returncode in (130, 9), r.stderr
     doc = json.loads(out.read_text())
     assert doc["partial"] and doc["partial_reason"].startswith("interrupted (Ctrl-C)")
     (f,) = [x for x in doc["findings"] if x["id"] == "profile.mpi.ranks_missing"]

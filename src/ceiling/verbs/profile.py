@@ -115,6 +115,8 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
             print(f"ceiling: rank {wrapped[0]}: its program was killed by {run.application.signal}; rank 0's report, "
                   "if it comes, lacks this rank (a launcher that ends the job for it, as MPICH's mpiexec does, "
                   "kills rank 0's ceiling too, with SIGKILL: no report then)", file=sys.stderr, flush=True)
+        if code in (INTERRUPTED_EXIT, TERMINATED_EXIT):
+            _linger()
         return code
     try:
         common.check_outputs(args, html=bool(args.out))
@@ -248,6 +250,20 @@ def _history(args: argparse.Namespace, host: str):
         except CeilingError:
             return []
     return lookup
+
+
+LINGER_S = 10.0           # how long an interrupted rank other than 0 stays, so that rank 0's ceiling can report
+
+
+def _linger() -> None:
+    """An interrupted job (Ctrl-C or SIGTERM to mpiexec, which passes it to every rank): MPICH's
+    Hydra kills every rank's ceiling with SIGKILL once one of them exits, so this rank's ceiling,
+    done at once, would end rank 0's while it still writes the report (3 runs in 10 lost it). It
+    stays until the launcher ends it after rank 0's ceiling exits, or LINGER_S, or another signal."""
+    try:
+        time.sleep(LINGER_S)
+    except KeyboardInterrupt:
+        pass
 
 
 QUICK_WORTH = 0.05        # the program's time inside I/O calls, as a share of its wall time, that is worth
