@@ -249,6 +249,7 @@ static inline void forget_kind(stdio_counters *c, int fd)
  * (glibc's ABI since 2.1; what gnulib's freadahead reads too). */
 #define STDIO_NO_READS 0x0004        /* glibc's libio.h _IO_NO_READS: a stream not open for reading */
 #define STDIO_PUTTING 0x0800         /* glibc's libio.h _IO_CURRENTLY_PUTTING: its buffer holds writes */
+#define STDIO_LINE_BUF 0x0200        /* glibc's libio.h _IO_LINE_BUF: a line-buffered stream */
 
 typedef struct stdio_before {
     int file;                       /* the stream is on a file: estimate its kernel requests */
@@ -317,7 +318,9 @@ static inline void kernel_writes(stdio_counters *c, const stdio_before *b, FILE 
     const uint64_t out = b->pending + bytes - after;
     const uint64_t buffered = b->pending + (bytes < b->space ? bytes : b->space);
     int n = 1;
-    if (b->size > 1 && size > 1)
+    if (b->size > 1 && size > 1 && (f->_flags & STDIO_LINE_BUF))
+        n = out > size ? 2 : 1;                 /* line-buffered: no room is kept, a line goes out whole */
+    else if (b->size > 1 && size > 1)
         n = (buffered > 0) + (out > buffered);
     count_kernel(c, KR_WRITE, n > 0 ? n : 1, out);
 }
