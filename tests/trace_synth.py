@@ -2,7 +2,8 @@
 columns built directly (Events.from_rows is for a handful of rows). Deterministic from a seed."""
 import numpy as np
 
-from ceiling.results.events import (COLUMNS, IO_META, IO_WRITE, MPI_COLL, MPI_P2P, Counters, Events, Track)
+from ceiling.results.events import (COLUMNS, IO_META, IO_READ, IO_SYNC, IO_WRITE, MPI_COLL, MPI_P2P, Counters,
+                                    Events, Track)
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -32,7 +33,9 @@ def calls(rank, ts, dur, kind, call, nbytes=-1):
     return dict(ts=ts, dur=np.broadcast_to(np.asarray(dur, np.int64), (n,)).copy(),
                 rank=np.broadcast_to(np.asarray(rank, np.int32), (n,)).copy(),
                 kind=np.full(n, kind, np.uint8), call=np.full(n, call, np.uint16),
-                nbytes=np.broadcast_to(np.asarray(nbytes, np.int64), (n,)).copy())
+                nbytes=np.broadcast_to(np.asarray(nbytes, np.int64), (n,)).copy(),
+                # a read, write or sync is on a file (index 0): one on no file is not storage I/O
+                file=np.full(n, 0 if kind in (IO_READ, IO_WRITE, IO_SYNC) else -1, np.int32))
 
 
 def clean(nranks=4, seed=1):

@@ -6,7 +6,8 @@ A lane is an MPI rank (a process outside MPI). Each bin holds the share of the l
 time spent in each class (``CLASSES``); compute is the rest (1 - their sum, never below 0): a
 thread outside every intercepted call is taken to compute. The classes:
 
-- ``io``: reads, writes and syncs (IO_READ, IO_WRITE, IO_SYNC);
+- ``io``: reads, writes and syncs (IO_READ, IO_WRITE, IO_SYNC) of files (``off_storage``: not
+  those on pipes, sockets, terminals and devices like /dev/zero, which count as the rest);
 - ``meta``: metadata calls (IO_META: open, close, stat, ...);
 - ``mpi``: point-to-point calls and the rest of MPI (MPI_P2P, MPI_OTHER);
 - ``wait``: completion calls and collectives (MPI_WAIT, MPI_COLL), where a rank waits for others.
@@ -81,6 +82,19 @@ def _covered(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> np.ndar
     return (i * x - cs[i]) - (j * x - ce[j])
 
 
+def off_storage(ev: Events) -> np.ndarray:
+    """Reads, writes and syncs of POSIX, stdio and copy calls on something the interposer keeps no
+    file record of (a pipe, a socket, a terminal, /dev/zero, /dev/null: its ``file`` is -1): not
+    storage I/O, as the profile counts them ("other"), so neither drawn nor analysed as I/O: the
+    time inside them is the rest's (dd's reads of /dev/zero are the kernel filling its buffer). An
+    MPI-IO call is storage whatever its file column."""
+    data = (ev.kind == IO_READ) | (ev.kind == IO_WRITE) | (ev.kind == IO_SYNC)
+    if not data.any():
+        return data
+    mpi = np.array([getattr(c, "module", "") == "mpi" for c in ev.calls] or [False], bool)
+    return data & (ev.file < 0) & ~mpi[np.minimum(ev.call, len(mpi) - 1)]
+
+
 def span_ns(chunks: Iterable[Events]) -> int:
     """The end of the last event over every chunk (0 when none)."""
     return max((c.end_ns for c in chunks), default=0)
@@ -108,7 +122,7 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
             threads.setdefault(k, set()).update(np.unique(ev.tid[lane == key]).tolist())
             labels.setdefault(k, f"rank {k}" if k >= 0 else f"pid {-k - 1}")
         cls = _CLASS_OF[ev.kind]
-        keep = (cls >= 0) & (ev.dur > 0)
+        keep = (cls >= 0) & (ev.dur > 0) & ~off_storage(ev)
         if not keep.any():
             continue
         lane, cls = lane[keep], cls[keep].astype(np.int64)
@@ -142,3 +156,30 @@ def histogram(chunks: Sequence[Events], edges: np.ndarray, mask_of) -> np.ndarra
         if m.any():
             out += np.histogram(ev.ts[m], bins=edges)[0]
     return out
+
+
+DOC_BINS = 600          # bins a lane in the run's document: the timeline's drawn columns (report/html_trace.py)
+
+
+def bins_doc(b: Bins) -> Dict[str, object]:
+    """The bins as the run keeps them (a finding's data, so that the stored run draws its timeline
+    again): each share in 1/255ths, lane by lane, base64; the edges as start, end and count."""
+    import base64
+    q = np.rint(np.clip(b.share, 0.0, 1.0) * 255).astype(np.uint8)
+    return {"start_ns": int(b.edges_ns[0]), "end_ns": int(b.edges_ns[-1]), "nbins": b.nbins, "lanes": list(b.lanes),
+            "threads": list(b.threads), "labels": list(b.labels), "classes": list(CLASSES),
+            "share": base64.b64encode(q.tobytes()).decode("ascii")}
+
+
+def bins_from_doc(d: Dict[str, object]) -> Bins:
+    """``bins_doc``'s inverse (shares to 1/255). ValueError when it does not hold together."""
+    import base64
+    lanes, nbins = [int(x) for x in d["lanes"]], int(d["nbins"])
+    if list(d.get("classes", CLASSES)) != list(CLASSES) or nbins < 1:
+        raise ValueError("timeline bins of another layout")
+    raw = np.frombuffer(base64.b64decode(str(d["share"]), validate=True), np.uint8)
+    if raw.size != len(lanes) * len(CLASSES) * nbins:
+        raise ValueError(f"timeline bins: {raw.size} shares for {len(lanes)} lanes x {nbins} bins")
+    share = (raw.astype(np.float32) / 255.0).reshape(len(lanes), len(CLASSES), nbins)
+    edges = np.linspace(int(d["start_ns"]), int(d["end_ns"]), nbins + 1).astype(np.int64)
+    return Bins(edges, lanes, [int(x) for x in d["threads"]], share, [str(x) for x in d["labels"]])

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..results.events import IO_META, IO_READ, IO_WRITE, Counters, Events, Track
 from ..results.model import WARN, Finding
-from .trace_bins import Bins, histogram, lane_of, timeline_bins
+from .trace_bins import Bins, histogram, lane_of, off_storage, timeline_bins
 
 ANALYSIS_BINS = 1000
 BUSY = 0.5
@@ -93,7 +93,7 @@ def _bytes_in(chunks: Sequence[Events], kind: int, edges: np.ndarray, lanes: Lis
     out = np.zeros((len(lanes), len(edges) - 1), np.float64)
     index = {k: i for i, k in enumerate(lanes)}
     for ev in chunks:
-        m = (ev.kind == kind) & (ev.nbytes > 0)
+        m = (ev.kind == kind) & (ev.nbytes > 0) & ~off_storage(ev)
         if not m.any():
             continue
         keys = np.array(sorted(index), np.int64)
@@ -176,7 +176,7 @@ def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings
     """Reads or writes of one call and size whose durations spread, with the node's device throughput."""
     cols = {k: [] for k in ("kind", "call", "nbytes", "ts", "dur")}
     for ev in chunks:
-        m = ((ev.kind == IO_WRITE) | (ev.kind == IO_READ)) & (ev.dur >= 0) & (ev.nbytes > 0)
+        m = ((ev.kind == IO_WRITE) | (ev.kind == IO_READ)) & (ev.dur >= 0) & (ev.nbytes > 0) & ~off_storage(ev)
         for k in cols:
             cols[k].append(getattr(ev, k)[m])
     if not cols["ts"] or not sum(len(x) for x in cols["ts"]):
@@ -241,7 +241,8 @@ def _device_cause(chunks: Sequence[Events], counters: Optional[Counters], verb: 
     if not tracks:
         return ("unknown: no node-wide disk throughput was sampled to tell the page cache's write-back from "
                 "another job on a shared device"), ""
-    own = sum(float(ev.nbytes[(ev.kind == (IO_WRITE if verb == "write" else IO_READ)) & (ev.nbytes > 0)].sum())
+    own = sum(float(ev.nbytes[(ev.kind == (IO_WRITE if verb == "write" else IO_READ)) & (ev.nbytes > 0)
+                                & ~off_storage(ev)].sum())
               for ev in chunks)
     parts, other = [], False
     for t in tracks:
@@ -298,7 +299,7 @@ def storms(chunks: Sequence[Events], b: Bins, ceilings: StorageCeilings) -> List
     for what, mask_of, time_share in (
             ("metadata", lambda ev: ev.kind == IO_META, b.of("meta").mean(axis=0)),
             ("small I/O", lambda ev: ((ev.kind == IO_READ) | (ev.kind == IO_WRITE)) & (ev.nbytes >= 0)
-             & (ev.nbytes < SMALL_IO), None)):
+             & (ev.nbytes < SMALL_IO) & ~off_storage(ev), None)):
         counts = histogram(chunks, b.edges_ns, mask_of)
         if time_share is None:
             time_share = _small_time(chunks, b) / nl
@@ -336,8 +337,8 @@ def storms(chunks: Sequence[Events], b: Bins, ceilings: StorageCeilings) -> List
 
 def _small_time(chunks: Sequence[Events], b: Bins) -> np.ndarray:
     """Per bin: small reads' and writes' time over every lane, as a share of one lane's bin."""
-    small = [ev.select(((ev.kind == IO_READ) | (ev.kind == IO_WRITE)) & (ev.nbytes >= 0) & (ev.nbytes < SMALL_IO))
-             for ev in chunks]
+    small = [ev.select(((ev.kind == IO_READ) | (ev.kind == IO_WRITE)) & (ev.nbytes >= 0) & (ev.nbytes < SMALL_IO)
+                       & ~off_storage(ev)) for ev in chunks]
     sb = timeline_bins(small, b.nbins, (int(b.edges_ns[0]), int(b.edges_ns[-1])))
     if not sb.lanes:
         return np.zeros(b.nbins)

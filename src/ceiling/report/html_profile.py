@@ -61,7 +61,24 @@ def application_section(run: Run) -> str:
             + (f" ({b.share:.0%})" if b.share is not None else "") + f" - {esc(b.evidence)}</li>"
             for b in run.analysis.bounds) + "</ul>")
     parts.append(f'<p class="hint">{esc(cost_text(run, prof))}</p>')
-    return f'<section id="application"><h2>Application</h2>{"".join(parts)}</section>'
+    return f'<section id="application"><h2>Application</h2>{"".join(parts)}</section>' + timeline_section(run)
+
+
+def timeline_section(run: Run) -> str:
+    """``ceiling trace``'s time line, drawn from the bins its run keeps (the finding
+    trace.recorded), with the windows of the findings that have them; "" for any other run, and a
+    line saying why where the bins cannot be read."""
+    rec = next((f for f in run.findings if f.id == "trace.recorded" and (f.data or {}).get("timeline")), None)
+    if rec is None:
+        return ""
+    from ..analysis.trace_bins import bins_from_doc
+    from .html_trace import render_timeline
+    try:
+        bins = bins_from_doc(rec.data["timeline"])
+    except (KeyError, TypeError, ValueError) as e:
+        return f'<section id="timeline"><h2>Timeline</h2><p>The time line cannot be drawn: {esc(str(e))}.</p></section>'
+    windowed = [f for f in run.findings if isinstance(f.data, dict) and f.data.get("windows")]
+    return render_timeline(bins, None, windowed)
 
 
 def _split(prof: Profile) -> str:

@@ -26,7 +26,8 @@ def _n(v, spec: str) -> str:
 def render(run: Run, *, color: bool = False, width: int = 100) -> str:
     st = T._Style(color)
     app = run.application
-    lines = [st(f"ceiling {run.tool_version} profile - {run.host} - {run.started.replace('T', ' ')}", "bold")]
+    verb = "trace" if any(f.id == "trace.recorded" for f in run.findings) else "profile"
+    lines = [st(f"ceiling {run.tool_version} {verb} - {run.host} - {run.started.replace('T', ' ')}", "bold")]
 
     def fact(key: str, text: str) -> None:
         lines.extend(T._wrap(text, width, " " * 12, f"  {key:<10}"))

@@ -16,8 +16,8 @@ from typing import Dict, Optional
 
 # In the order `ceiling --help` lists them. A name without a dot is a module of this
 # package; a dotted name is imported as it is (a verb that lives elsewhere).
-VERBS = ("run", "machine", "check", "bench", "profile", "scale", "model", "history", "compare", "show", "probe",
-         "monitor")
+VERBS = ("run", "machine", "check", "bench", "profile", "trace", "scale", "model", "history", "compare", "show",
+         "probe", "monitor")
 
 
 def load(only: Optional[str] = None) -> Dict[str, ModuleType]:

@@ -90,16 +90,22 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
+    verb = _verb(args)
     if not cmd:
-        raise UsageError("profile: no program given (ceiling profile [options] -- CMD [ARGS])")
+        raise UsageError(f"{verb}: no program given (ceiling {verb} [options] -- CMD [ARGS])")
     if args.json:
         # before anything starts, in every rank of a wrapped launch alike: no program then waits in MPI_Init
-        raise UsageError(JSON_REFUSED)
+        raise UsageError(JSON_REFUSED.replace("profile:", f"{verb}:"))
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
+    if wrapped and getattr(args, "trace_limits", None) is not None:
+        # in every rank alike, before any program starts: none then waits in MPI_Init
+        raise UsageError("trace: one ceiling records every rank of its node: run it outside the job, "
+                         "ceiling trace [options] -- mpirun -n N ./app (each rank's own ceiling under mpirun "
+                         "is not supported yet)")
     try:
-        exe = _resolve(cmd[0])
+        exe = common.resolve_program(cmd[0], verb)
     except CeilingError as e:
         if wrapped:
             abort_job(e, wrapped[0])                 # says the error itself, before the job ends
@@ -150,8 +156,9 @@ def _interval(text: str) -> float:
     return v
 
 
-def _resolve(name: str) -> str:
-    return common.resolve_program(name, "profile")
+def _verb(args: argparse.Namespace) -> str:
+    """The verb this run is (profile, or trace, which adds its recording to profile's run)."""
+    return "trace" if getattr(args, "trace_limits", None) is not None else "profile"
 
 
 def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str,
@@ -169,13 +176,14 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     m = _machine(config) if wrapped else None
     # rank 0 of a wrapped launch measures the interposer's cost after the program: before, the
     # other ranks would wait in MPI_Init meanwhile, spinning; the others do not report
+    trace = getattr(args, "trace_limits", None)
     tools = Instruments(interval_s=interval, interpose=not args.no_interpose, gather=bool(wrapped),
-                        cost="" if wrapped and wrapped[0] != 0 else "after" if wrapped else "before")
+                        cost="" if wrapped and wrapped[0] != 0 else "after" if wrapped else "before", trace=trace)
     before = noted.take()
     try:
         obs = observe(cmd, exe, tools, machine=lambda: m or _machine(config), wrapped=wrapped)
     except OSError as e:
-        err = common.CommandNotExecutable(f"profile: {cmd[0]}: {e.strerror}")
+        err = common.CommandNotExecutable(f"{_verb(args)}: {cmd[0]}: {e.strerror}")
         if wrapped:
             abort_job(err, wrapped[0])
             raise SystemExit(err.exit_code) from None
@@ -224,6 +232,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..results.profile import overhead_from, profile_from
     app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
+    if trace is not None:
+        from .trace_output import conclude
+        conclude(obs, run, args, _history(args, session.run.host))
     if done.partial_reason:
         run.partial, run.partial_reason = True, done.partial_reason
     elif stopped:

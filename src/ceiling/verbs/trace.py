@@ -1,0 +1,155 @@
+"""ceiling trace -- CMD: when and where the program's I/O and MPI happen.
+
+The whole of ``ceiling profile`` (verbs/profile.py: the same launch, exit status, untouched
+output, Ctrl-C handling, page and findings), with the interposer's per-event channel on
+(observe's ``Instruments.trace``, the limits of ``TraceLimits``), and after the program:
+
+1. the events, read per thread file (probes/interpose_events.py), streamed into a Perfetto
+   trace (report/exporters/perfetto.py, ``--trace FILE.pftrace``);
+2. the anti-patterns the time line shows (analysis/trace_patterns.py), against this node's
+   storage ceilings from the history; a single writer refines the profile's whole-run finding
+   (its window and time lost), not a second one;
+3. the time line binned (analysis/trace_bins.py) and kept in the run, so that the HTML report,
+   now and re-rendered from the history, draws it (report/html_trace.py).
+
+The run keeps the trace's path, size, events and what the limits dropped (the finding
+``trace.recorded``), not the events. The event files are removed once converted.
+
+Not yet (issue 28): each rank's own ceiling under mpirun (refused: one ceiling outside the
+job records every rank of its node), the node sampler's counter tracks.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import time
+from typing import List, Optional, Tuple
+
+from ..errors import BadValueError, PathError, UsageError
+from . import common, profile
+
+NAME = "trace"
+HELP = "run a program and record when its I/O and MPI calls happen: ceiling trace -- ./app args"
+DESCRIPTION = ("Run a program as `ceiling profile` does (its output untouched, its exit status passed on) and "
+               "record every intercepted I/O and MPI call as an event: a Perfetto trace (open it at "
+               "ui.perfetto.dev), the profile's page, and the anti-patterns only a time line shows (a single "
+               "writer while the others wait, I/O whose speed swings, serialized I/O phases, metadata storms).")
+EPILOG = ("Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable; "
+          "2 a bad option, 3 a value out of range.")
+MAX_SIZE = 1 << 30           # the event files' budget at most, whatever the free space
+FREE_SHARE = 0.10            # ... and at most this share of the free space where they are kept
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS]",
+                   help="the program to run and its arguments, after --")
+    g = p.add_argument_group("trace")
+    g.add_argument("--trace", metavar="FILE.pftrace",
+                   help="where the Perfetto trace goes (default: ceiling-trace-PROGRAM-YYYYmmdd-HHMMSS.pftrace in "
+                        "the current directory)")
+    g.add_argument("--max-size", metavar="BYTES",
+                   help="the events' size for the whole run, all processes together (default: 10%% of the free "
+                        "space where they are kept, 1 GiB at most); past it, events are dropped and counted")
+    g.add_argument("--calls", metavar="LIST",
+                   help="record only these calls or classes, comma-separated (write,pwrite64 or META,MPI_COLL); "
+                        "the profile still counts every call")
+    g.add_argument("--exclude", metavar="LIST", help="do not record these calls or classes")
+    g.add_argument("--min-duration", metavar="TIME",
+                   help="do not record calls shorter than this (e.g. 10us, 1ms; a number is seconds)")
+    g.add_argument("--max-per-site", metavar="N", type=int,
+                   help="record the first N events of each call in each thread (Vampir's filter), count the rest")
+    g.add_argument("--window", metavar="START:END",
+                   help="record only between these seconds after each process started (e.g. 10:20)")
+    g.add_argument("--interval", metavar="SECONDS", default="0.1",
+                   help="time between two readings of /proc (default 0.1)")
+    g.add_argument("--no-measure", action="store_true",
+                   help="compare the program only with ceilings this node's history holds")
+    common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
+                          "(the run's JSON would be mixed into it); use --save-json FILE.json")
+
+
+def main(args: argparse.Namespace, argv: List[str]) -> int:
+    cmd = [c for c in (args.command[1:] if args.command[:1] == ["--"] else args.command)]
+    args.trace_limits = limits(args)
+    args.trace_path = trace_path(args.trace, cmd)
+    # what profile's options would be; trace has none of its reruns
+    args.no_interpose, args.experiments, args.overhead = False, False, False
+    return profile.main(args, argv)
+
+
+def _seconds(text: str, what: str) -> float:
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*", text or "")
+    if not m:
+        raise UsageError(f"{what} {text!r}: not a time (a number of seconds, or with ns, us, ms, s)")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+def _names(text: Optional[str], what: str) -> Tuple[str, ...]:
+    if not text:
+        return ()
+    from ..probes.interpose_names import names
+    calls = names().calls
+    known = {c.fn for c in calls} | {c.fn + "_c" for c in calls}
+    classes = {c.cls.upper() for c in calls}
+    out = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in out if x not in known and x.upper() not in classes]
+    if bad or not out:
+        raise UsageError(f"{what} {text!r}: {', '.join(bad) or 'nothing'}: no such call or class (classes: "
+                         f"{', '.join(sorted(classes))})")
+    return out
+
+
+def limits(args: argparse.Namespace):
+    """TraceLimits from the options; one line and exit 2 for a bad one, before the program runs."""
+    from ..observe.model import TraceLimits
+    from ..units import parse_size
+    window = None
+    if args.window is not None:
+        lo, sep, hi = args.window.partition(":")
+        if not sep:
+            raise UsageError(f"--window {args.window!r}: not START:END (seconds after each process started)")
+        window = (_seconds(lo, "--window"), _seconds(hi, "--window"))
+        if window[1] <= window[0]:
+            raise BadValueError(f"--window {args.window}: its end must come after its start")
+    if args.max_per_site is not None and args.max_per_site < 1:
+        raise BadValueError(f"--max-per-site {args.max_per_site}: must be at least 1")
+    min_ns = int(round(_seconds(args.min_duration, "--min-duration") * 1e9)) if args.min_duration else 0
+    if args.max_size is not None:
+        size = parse_size(args.max_size, what="--max-size")
+        if size < 1 << 16:
+            raise BadValueError(f"--max-size {args.max_size}: at least 64 KiB (a thread's buffer)")
+    else:
+        size = default_size()
+    return TraceLimits(max_bytes=size, calls=_names(args.calls, "--calls"), exclude=_names(args.exclude, "--exclude"),
+                       min_duration_ns=min_ns, max_per_call=args.max_per_site or 0, window_s=window)
+
+
+def default_size(where: Optional[str] = None) -> int:
+    """10% of the free space where the event files are kept ($TMPDIR), 1 GiB at most, 1 MiB at least."""
+    import tempfile
+    try:
+        free = shutil.disk_usage(where or tempfile.gettempdir()).free
+    except OSError:
+        return MAX_SIZE
+    return max(1 << 20, min(MAX_SIZE, int(free * FREE_SHARE)))
+
+
+def trace_path(given: Optional[str], cmd: List[str]) -> str:
+    """Where the Perfetto trace goes: checked before the program runs (its directory must exist
+    and be writable; an existing file is not overwritten)."""
+    if given:
+        path = os.path.abspath(given)
+    else:
+        prog = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(cmd[0])) if cmd else "program"
+        path = os.path.abspath(f"ceiling-trace-{prog}-{time.strftime('%Y%m%d-%H%M%S')}.pftrace")
+    d = os.path.dirname(path)
+    if not os.path.isdir(d):
+        raise PathError(f"--trace {given or path}: directory {d} does not exist")
+    if not os.access(d, os.W_OK):
+        raise PathError(f"--trace {given or path}: directory {d} is not writable")
+    if os.path.exists(path):
+        raise PathError(f"--trace {path}: exists; ceiling does not overwrite a trace (give another name)")
+    return path

@@ -1,0 +1,125 @@
+"""`ceiling trace -- CMD` end to end (issue 28): the profile's run and page, plus a Perfetto trace
+read back with the perfetto package's own protobuf classes (tests/perfetto_read.py), the
+recording kept in the run (path, size, events, dropped, the time line's bins), the time line in
+the HTML report (also re-rendered from the saved JSON), and bad options refused before the
+program runs with one line and exit 2."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ceiling.analysis.trace_bins import CLASSES, Bins, bins_doc, bins_from_doc
+
+perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package (test extras)")
+
+DD = shutil.which("dd")
+
+
+def trace(tmp_path: Path, *cmd: str, opts=(), env=None, timeout=120):
+    out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
+    r = subprocess.run([sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json",
+                        str(out), "--trace", str(pf), *opts, "--", *cmd], capture_output=True, text=True,
+                       timeout=timeout, env=dict(os.environ, NO_COLOR="1", **(env or {})))
+    return r, (json.loads(out.read_text()) if out.exists() else None), pf
+
+
+def _recorded(doc):
+    (f,) = [f for f in doc["findings"] if f["id"] == "trace.recorded"]
+    return f
+
+
+def test_dd_is_traced_call_by_call_and_the_run_keeps_the_recording(tmp_path):
+    r, doc, pf = trace(tmp_path, DD, "if=/dev/zero", f"of={tmp_path / 'out'}", "bs=64k", "count=50",
+                       opts=["--out", str(tmp_path / "t.html")])
+    assert r.returncode == 0, r.stderr
+    assert doc["application"]["profile"]["interposer"]["used"]
+    rec = _recorded(doc)
+    assert rec["status"] == "ok" and rec["data"]["path"] == str(pf) and rec["data"]["bytes"] == pf.stat().st_size
+    assert rec["data"]["dropped"] == 0 and "nothing dropped" in rec["evidence"]
+    tr = perfetto_read.read(pf)
+    perfetto_read.check_nesting(tr)
+    writes = [s for s in tr.slices if s.name == "write" and s.cat == "io.write"]
+    reads = [s for s in tr.slices if s.name == "read"]
+    # the profile's own counts, call by call: 50 writes of 64 KiB to the file, 50 reads of /dev/zero
+    io = doc["application"]["profile"]["io_calls"]
+    assert len(writes) == io["write"]["calls"] == 50 and len(reads) >= 50
+    assert sum(int(s.args.get("bytes", 0)) for s in writes) == 50 * 65536
+    # /dev/zero is no storage: its reads are no I/O on the time line, so no finding about them
+    assert not [f for f in doc["findings"] if f["id"].startswith("trace.io.fluctuating_reads")]
+    # the time line's bins are kept in the run, and drawn in its HTML report, and again from its JSON
+    bins = bins_from_doc(rec["data"]["timeline"])
+    assert bins.lanes and bins.of("io").max() > 0
+    html = (tmp_path / "t.html").read_text()
+    assert '<section id="timeline">' in html and "<svg" in html.split('<section id="timeline">')[1]
+    again = subprocess.run([sys.executable, "-m", "ceiling", "show", str(tmp_path / "t.json"), "--out",
+                            str(tmp_path / "again.html")], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert '<section id="timeline">' in (tmp_path / "again.html").read_text()
+    # the terminal page is the profile's, with the trace said
+    assert r.stderr.count("ceiling ") and "trace - " in r.stderr.split("\n")[3]      # the page's head says trace
+    assert "Where the time went" in r.stderr and "trace.recorded - Trace written:" in r.stderr
+
+
+def test_limits_drop_events_and_say_so_while_the_profile_counts_every_call(tmp_path):
+    r, doc, pf = trace(tmp_path, DD, "if=/dev/zero", f"of={tmp_path / 'out'}", "bs=4k", "count=300",
+                       opts=["--max-per-site", "10", "--exclude", "read"])
+    assert r.returncode == 0, r.stderr
+    rec = _recorded(doc)
+    assert rec["data"]["dropped"] > 0 and "dropped by the limits" in rec["evidence"]
+    tr = perfetto_read.read(pf)
+    assert len([s for s in tr.slices if s.name == "write"]) == 10 and not [s for s in tr.slices if s.name == "read"]
+    assert doc["application"]["profile"]["io_calls"]["write"]["calls"] == 300
+
+
+@pytest.mark.parametrize("opts, code, words", [
+    (["--window", "5"], 2, "--window '5': not START:END"),
+    (["--window", "3:1"], 3, "its end must come after its start"),
+    (["--min-duration", "fast"], 2, "--min-duration 'fast': not a time"),
+    (["--calls", "write,nosuch"], 2, "nosuch: no such call or class"),
+    (["--max-per-site", "0"], 3, "--max-per-site 0: must be at least 1"),
+    (["--max-size", "1k"], 3, "at least 64 KiB"),
+])
+def test_a_bad_option_is_one_line_and_its_exit_code_before_the_program_runs(tmp_path, opts, code, words):
+    # 2: not an option's form (a usage error); 3: a value out of range (errors.BadValueError)
+    mark = tmp_path / "ran"
+    r, doc, pf = trace(tmp_path, "sh", "-c", f"touch {mark}", opts=opts)
+    assert r.returncode == code and words in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not mark.exists() and not pf.exists() and doc is None
+
+
+def test_an_existing_trace_is_not_overwritten_and_a_missing_directory_is_said(tmp_path):
+    pf = tmp_path / "t.pftrace"
+    pf.write_text("keep")
+    r, _, _ = trace(tmp_path, "true")
+    assert r.returncode != 0 and "does not overwrite" in r.stderr and pf.read_text() == "keep"
+    r = subprocess.run([sys.executable, "-m", "ceiling", "trace", "--no-store", "--trace",
+                        str(tmp_path / "no" / "t.pftrace"), "--", "true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "does not exist" in r.stderr
+
+
+def test_each_ranks_own_ceiling_is_refused_before_its_program_starts(tmp_path):
+    # as Open MPI's mpirun starts rank 1 of 2: refused alike in every rank, so none waits in MPI_Init
+    mark = tmp_path / "ran"
+    r, doc, _ = trace(tmp_path, "sh", "-c", f"touch {mark}",
+                      env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
+    assert r.returncode == 2 and "ceiling trace [options] -- mpirun -n N ./app" in r.stderr, r.stderr
+    assert not mark.exists() and doc is None
+
+
+def test_the_bins_the_run_keeps_round_trip_to_1_255th():
+    rng = np.random.default_rng(3)
+    share = rng.random((3, len(CLASSES), 40)).astype(np.float32) / 2
+    b = Bins(np.linspace(0, 4e9, 41).astype(np.int64), [0, 1, -8], [1, 2, 1], share, ["rank 0", "rank 1", "pid 7"])
+    back = bins_from_doc(json.loads(json.dumps(bins_doc(b))))
+    assert back.lanes == b.lanes and back.labels == b.labels and back.threads == b.threads
+    assert np.abs(back.share - share).max() <= 0.5 / 255 + 1e-6 and (back.edges_ns == b.edges_ns).all()
+    broken = dict(bins_doc(b), nbins=41)
+    with pytest.raises(ValueError):
+        bins_from_doc(broken)
