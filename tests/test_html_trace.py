@@ -11,7 +11,7 @@ import trace_synth as T
 from ceiling.analysis.trace_bins import timeline_bins
 from ceiling.analysis.trace_patterns import trace_findings
 from ceiling.report.html_style import CSS
-from ceiling.report.html_trace import render_timeline
+from ceiling.report.html_trace import LEFT, RIGHT, WIDTH, render_timeline
 from ceiling.results.events import Counters, Track
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
@@ -68,3 +68,20 @@ def test_chromium_lays_out_the_timeline(tmp_path):
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     w, h, scroll = map(float, re.search(r'<pre id="probe">([^<]*)</pre>', dom).group(1).split())
     assert w > 1000 and h > 400 and scroll <= 1280
+
+
+def test_processes_outside_mpi_are_drawn_only_while_they_exist():
+    # a shell and three short children: before the bins knew each lane's life, every child was drawn
+    # computing over the whole run
+    parts = [dict(T.calls(-1, [0, 9 * T.S], T.MS, T.IO_META, T.OPEN), pid=np.full(2, 0, np.int32))]
+    for i in range(3):
+        c = T.calls(-1, [(2 + 2 * i) * T.S, (3 + 2 * i) * T.S], 10 * T.MS, T.IO_WRITE, T.WRITE, 4096)
+        parts.append(dict(c, pid=np.full(2, i + 1, np.int32)))
+    b = timeline_bins([T.events(parts)], 100)
+    assert b.alive is not None and b.alive[1, 10] == 0 and b.alive[1, 25] == 1 and b.alive[1, 40] == 0
+    assert b.compute[1, 10] == 0 and b.compute[1, 25] > 0.9
+    svg = render_timeline(b)
+    # the child's lane: one stretch of about a tenth of the plot, not the whole width
+    row = svg.split(">pid 1</text>")[0].rsplit("<g><title>", 1)[1]
+    widths = [float(w) for w in re.findall(r'width="([0-9.]+)"', row)]
+    assert widths and sum(widths) < 0.2 * (WIDTH - LEFT - RIGHT), widths

@@ -82,3 +82,19 @@ def test_bins_are_the_same_whole_or_in_chunks():
     mid = (whole.edges_ns[:-1] >= 5.05e9) & (whole.edges_ns[1:] <= 5.45e9)
     assert io[mid].min() > 0.99
     assert len(CLASSES) == whole.share.shape[1]
+
+
+def test_one_cold_read_in_a_long_run_is_not_fluctuating():
+    # python's start-up reads: 21 reads of one size at 4 us, one at 80 us (a cold cache), in a 10 s
+    # run: p99 20x the median and the slow one half of these calls' time, but 76 us of 10 s lost
+    ts = 1 * T.S + np.arange(21) * 300 * T.MS
+    dur = np.full(21, 4_000)
+    dur[7] = 80_000
+    ev = T.events([T.calls(0, ts, dur, T.IO_READ, T.WRITE + 1, 4096),
+                   T.calls(0, [10 * T.S - T.MS], T.MS, T.MPI_COLL, T.BARRIER)])
+    assert [f.id for f in trace_findings([ev])] == []
+    # the slow one at 200 ms: 2 % of the run lost, said
+    dur[7] = 200 * T.MS
+    ev = T.events([T.calls(0, ts, dur, T.IO_READ, T.WRITE + 1, 4096),
+                   T.calls(0, [10 * T.S - T.MS], T.MS, T.MPI_COLL, T.BARRIER)])
+    assert [f.id for f in trace_findings([ev])] == ["trace.io.fluctuating_reads"]

@@ -46,6 +46,8 @@ class Bins:
     threads: List[int]                      # threads seen in each lane
     share: np.ndarray                       # float32 [lanes, len(CLASSES), nbins]
     labels: List[str] = field(default_factory=list)   # "rank 3", "pid 1234"
+    alive: Optional[np.ndarray] = None      # float32 [lanes, nbins]: the share of the bin the lane existed
+                                            # (its first event to its last); None: the whole run
 
     @property
     def nbins(self) -> int:
@@ -61,8 +63,10 @@ class Bins:
 
     @property
     def compute(self) -> np.ndarray:
-        """[lanes, bins]: the rest, the time outside every intercepted call."""
-        return np.clip(1.0 - self.share.sum(axis=1), 0.0, 1.0)
+        """[lanes, bins]: the rest, the time outside every intercepted call while the lane existed
+        (a process that started late or ended early computes nothing outside its life)."""
+        alive = 1.0 if self.alive is None else self.alive
+        return np.clip(alive - self.share.sum(axis=1), 0.0, 1.0)
 
 
 def lane_of(ev: Events) -> np.ndarray:
@@ -111,16 +115,22 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
         t1 = t0 + 1
     edges = np.linspace(t0, t1, nbins + 1).astype(np.int64)
     cov: Dict[Tuple[int, int], np.ndarray] = {}
+    life: Dict[int, List[int]] = {}
     threads: Dict[int, Set[int]] = {}
     labels: Dict[int, str] = {}
     for ev in chunks:
         if not len(ev):
             continue
         lane = lane_of(ev)
+        ends = ev.ts + np.maximum(ev.dur, 0)
         for key in np.unique(lane):
             k = int(key)
-            threads.setdefault(k, set()).update(np.unique(ev.tid[lane == key]).tolist())
+            m = lane == key
+            threads.setdefault(k, set()).update(np.unique(ev.tid[m]).tolist())
             labels.setdefault(k, f"rank {k}" if k >= 0 else f"pid {-k - 1}")
+            lo, hi = int(ev.ts[m].min()), int(ends[m].max())
+            span = life.setdefault(k, [lo, hi])
+            span[0], span[1] = min(span[0], lo), max(span[1], hi)
         cls = _CLASS_OF[ev.kind]
         keep = (cls >= 0) & (ev.dur > 0) & ~off_storage(ev)
         if not keep.any():
@@ -140,12 +150,16 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
     keys = sorted(threads, key=lambda k: (k < 0, abs(k)))
     share = np.zeros((len(keys), len(CLASSES), nbins), np.float32)
     width = np.diff(edges).astype(np.float64)
+    alive = np.zeros((len(keys), nbins), np.float32)
+    for li, k in enumerate(keys):
+        lo, hi = life[k]
+        alive[li] = np.clip((np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo)) / np.maximum(width, 1), 0, 1)
     for li, k in enumerate(keys):
         nth = max(1, len(threads[k]))
         for c in range(len(CLASSES)):
             if (k, c) in cov:
                 share[li, c] = np.clip(np.diff(cov[(k, c)]) / (width * nth), 0.0, 1.0)
-    return Bins(edges, keys, [len(threads[k]) for k in keys], share, [labels[k] for k in keys])
+    return Bins(edges, keys, [len(threads[k]) for k in keys], share, [labels[k] for k in keys], alive)
 
 
 def histogram(chunks: Sequence[Events], edges: np.ndarray, mask_of) -> np.ndarray:
@@ -166,9 +180,13 @@ def bins_doc(b: Bins) -> Dict[str, object]:
     again): each share in 1/255ths, lane by lane, base64; the edges as start, end and count."""
     import base64
     q = np.rint(np.clip(b.share, 0.0, 1.0) * 255).astype(np.uint8)
-    return {"start_ns": int(b.edges_ns[0]), "end_ns": int(b.edges_ns[-1]), "nbins": b.nbins, "lanes": list(b.lanes),
-            "threads": list(b.threads), "labels": list(b.labels), "classes": list(CLASSES),
-            "share": base64.b64encode(q.tobytes()).decode("ascii")}
+    out = {"start_ns": int(b.edges_ns[0]), "end_ns": int(b.edges_ns[-1]), "nbins": b.nbins, "lanes": list(b.lanes),
+           "threads": list(b.threads), "labels": list(b.labels), "classes": list(CLASSES),
+           "share": base64.b64encode(q.tobytes()).decode("ascii")}
+    if b.alive is not None:
+        a = np.rint(np.clip(b.alive, 0.0, 1.0) * 255).astype(np.uint8)
+        out["alive"] = base64.b64encode(a.tobytes()).decode("ascii")
+    return out
 
 
 def bins_from_doc(d: Dict[str, object]) -> Bins:
@@ -181,5 +199,11 @@ def bins_from_doc(d: Dict[str, object]) -> Bins:
     if raw.size != len(lanes) * len(CLASSES) * nbins:
         raise ValueError(f"timeline bins: {raw.size} shares for {len(lanes)} lanes x {nbins} bins")
     share = (raw.astype(np.float32) / 255.0).reshape(len(lanes), len(CLASSES), nbins)
+    alive = None
+    if d.get("alive") is not None:
+        a = np.frombuffer(base64.b64decode(str(d["alive"]), validate=True), np.uint8)
+        if a.size != len(lanes) * nbins:
+            raise ValueError(f"timeline bins: {a.size} lifetimes for {len(lanes)} lanes x {nbins} bins")
+        alive = (a.astype(np.float32) / 255.0).reshape(len(lanes), nbins)
     edges = np.linspace(int(d["start_ns"]), int(d["end_ns"]), nbins + 1).astype(np.int64)
-    return Bins(edges, lanes, [int(x) for x in d["threads"]], share, [str(x) for x in d["labels"]])
+    return Bins(edges, lanes, [int(x) for x in d["threads"]], share, [str(x) for x in d["labels"]], alive)

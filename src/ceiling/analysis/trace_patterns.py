@@ -20,7 +20,9 @@ Thresholds, and why:
   ``FLUCT_MIN_CALLS`` (20) of them, whose p99 is at least ``FLUCT_RATIO`` (4x) the median and
   whose slow calls (over ``FLUCT_RATIO`` x the median) take at least ``SLOW_SHARE`` (20%) of the
   group's time: storage behind a page cache spreads a few x; a 4x tail that costs a fifth of the
-  time is worth acting on. One slow call in ten at 10x the median costs half.
+  time is worth acting on. One slow call in ten at 10x the median costs half. And only where
+  the slow calls lose at least ``LOST_SHARE`` (1%) of the run: a cold cache's slow first reads
+  of a program's own files lose microseconds.
 - serialized I/O phase: bins in which no lane computes more than ``IDLE`` (10%) of its time and
   some lane is in I/O at least ``BUSY``; phases of at least ``MIN_SHARE`` of the run together,
   except the time a single-writer window explains (the same bins said once).
@@ -52,6 +54,7 @@ SMALL_IO = 64 * 1024
 STORM_SHARE = 0.25
 STORM_RATE = 1000.0
 MAX_WINDOWS = 20
+LOST_SHARE = 0.01       # fluctuating calls are said when their slow ones lose at least this share of the run
 OWN_TRAFFIC = 1.5       # the device moved at most this x what the program wrote: its own write-back
 
 
@@ -206,7 +209,10 @@ def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings
             else:
                 spans.append((a, e))
         lost = float((d[slow] - p50).sum()) / 1e9
+        if lost < LOST_SHARE * run_ns / 1e9:
+            continue                # a cold cache's one slow open-and-read: microseconds of a second's run
         verb = "write" if int(c["kind"][m][0]) == IO_WRITE else "read"
+        doer = "writer" if verb == "write" else "reader"
         size = int(np.median(c["nbytes"][m]))
         words = (f"{int(m.sum())} {verb}s of about {size / 1024:.4g} KiB: median {p50 / 1e6:.3g} ms, p99 "
                  f"{p99 / 1e6:.3g} ms ({p99 / p50:.3g}x); the {int(slow.sum())} slow ones (over {FLUCT_RATIO:g}x "
@@ -223,7 +229,7 @@ def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings
                   f"{p99 / p50:.3g}x the median",
             evidence=words + (" " + why_dev if why_dev else ""),
             why=cause,
-            fix=(f"Overlap the I/O with computation (non-blocking MPI_File_i{verb}_at, a {verb}r thread), or let "
+            fix=(f"Overlap the I/O with computation (non-blocking MPI_File_i{verb}_at, a {doer} thread), or let "
                  f"collective MPI-IO aggregate it (MPI_File_{verb}_at_all); for large sequential files O_DIRECT "
                  "with requests aligned to the file system's block (1 MiB or more) bypasses the page cache and "
                  "its write-back stalls." + tie),

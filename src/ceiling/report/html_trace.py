@@ -21,6 +21,7 @@ from ..results.events import Counters
 from ..results.model import Finding
 
 MAX_LANES = 32
+ABSENT = 0.05              # a column whose shares sum below this: the lane did not exist then (blank)
 COLUMNS = 600              # drawn columns across the plot: about 1.5 px each at the report's width
 WIDTH, LEFT, RIGHT = 1160, 112, 12
 LANE_H, TRACK_H, BAND_H = 12, 44, 30
@@ -38,6 +39,12 @@ def _columns(b: Bins) -> np.ndarray:
     return np.add.reduceat(stack, cut[:-1], axis=2) / np.diff(cut)[None, None, :]
 
 
+def _what(b: Bins) -> str:
+    """What the lanes are: ranks, processes (outside MPI), or both."""
+    ranks = sum(1 for k in b.lanes if k >= 0)
+    return "ranks" if ranks == len(b.lanes) else "processes" if not ranks else "ranks and processes"
+
+
 def _groups(b: Bins) -> List[np.ndarray]:
     """Lane indices per drawn row: every lane, or blocks of consecutive ranks above MAX_LANES."""
     n = len(b.lanes)
@@ -47,13 +54,14 @@ def _groups(b: Bins) -> List[np.ndarray]:
 
 
 def _row(cols: np.ndarray, y: float, h: float, x0: float, dx: float) -> str:
-    """One lane: each column the colour of its largest share, runs merged into one rect."""
-    top = np.argmax(cols, axis=0)
+    """One lane: each column the colour of its largest share, runs merged into one rect; a column
+    in which the lane hardly existed (a process not started yet, or ended) is left blank."""
+    top = np.where(cols.sum(axis=0) < ABSENT, -1, np.argmax(cols, axis=0))
     cuts = np.flatnonzero(np.diff(top)) + 1
     starts = np.concatenate(([0], cuts))
     ends = np.concatenate((cuts, [len(top)]))
     return "".join(f'<rect x="{x0 + s * dx:.1f}" y="{y:.1f}" width="{(e - s) * dx:.1f}" height="{h:.1f}" '
-                   f'fill="{DRAWN[int(top[s])][2]}"/>' for s, e in zip(starts, ends))
+                   f'fill="{DRAWN[int(top[s])][2]}"/>' for s, e in zip(starts, ends) if top[s] >= 0)
 
 
 def _axis(b: Bins, y: float, x0: float, w: float) -> str:
@@ -125,7 +133,7 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
     many = len(bins.lanes) > MAX_LANES
     if many:
         parts.append(f'<text x="4" y="{y + 10}" font-size="11" font-weight="600" fill="#333">'
-                     f"share of the {len(bins.lanes)} ranks' time: min-max band, median line</text>")
+                     f"share of the {len(bins.lanes)} {_what(bins)}' time: min-max band, median line</text>")
         y += 16
         for i, (_, words, color) in enumerate(DRAWN):
             parts.append(_band(cols[:, i, :], y, BAND_H, x0, dx, color, words.split(" (")[0]))
@@ -134,7 +142,8 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
     lanes_top = y
     lane_h = LANE_H if len(_groups(bins)) > 8 else 2 * LANE_H      # few lanes: taller, easier to read
     for g in _groups(bins):
-        name = bins.labels[g[0]] if len(g) == 1 else f"ranks {bins.lanes[g[0]]}-{bins.lanes[g[-1]]}"
+        name = (bins.labels[g[0]] if len(g) == 1 else f"ranks {bins.lanes[g[0]]}-{bins.lanes[g[-1]]}"
+                if bins.lanes[g[0]] >= 0 and bins.lanes[g[-1]] >= 0 else f"{bins.labels[g[0]]} +{len(g) - 1}")
         if len(g) == 1 and bins.threads[g[0]] > 1:
             name += f" ({bins.threads[g[0]]} thr)"
         parts.append(f'<g><title>{esc(name)}</title>{_row(cols[g].mean(axis=0), y, lane_h - 2, x0, dx)}</g>'
@@ -172,7 +181,7 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
            + "".join(parts) + "</svg>")
     legend = " ".join(f'<span style="display:inline-block;width:11px;height:11px;background:{c};'
                       f'vertical-align:middle;margin:0 4px 0 10px"></span>{esc(words)}' for _, words, c in DRAWN)
-    how = (f"{len(bins.lanes)} ranks in blocks of consecutive ranks (their mean)" if many else
+    how = (f"{len(bins.lanes)} {_what(bins)} in blocks of consecutive ones (their mean)" if many else
            f"{len(bins.lanes)} lane(s), one per rank or process")
     note = (f'<p class="hint">{how}; each stretch takes the colour of what took most of its time '
             f"({bins.nbins} bins of {bins.width_ns / 1e6:.3g} ms drawn as {cols.shape[2]} columns). "
