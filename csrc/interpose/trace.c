@@ -215,20 +215,29 @@ static void put_u(char *p, size_t n, uint64_t v)
     *p = '\0';
 }
 
-static int open_file(trace_buf *b)
+/* DIR/trace-<pid>[-<tid>]-<start_ns><suffix> into path (sizeof dir + 96 bytes); tid < 0: none. */
+static void file_path(char *path, int64_t tid, const char *suffix)
 {
-    char path[sizeof dir + 96], num[24];
+    char num[24];
     strcpy(path, dir);
     strcat(path, "/trace-");
     put_u(num, sizeof num, (uint64_t)pid_);
     strcat(path, num);
-    strcat(path, "-");
-    put_u(num, sizeof num, (uint64_t)b->tid);
-    strcat(path, num);
+    if (tid >= 0) {
+        strcat(path, "-");
+        put_u(num, sizeof num, (uint64_t)tid);
+        strcat(path, num);
+    }
     strcat(path, "-");
     put_u(num, sizeof num, t0_ns);
     strcat(path, num);
-    strcat(path, ".bin");
+    strcat(path, suffix);
+}
+
+static int open_file(trace_buf *b)
+{
+    char path[sizeof dir + 96];
+    file_path(path, (int64_t)b->tid, ".bin");
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         ceil_ip_say("cannot create the trace file: ", path);
@@ -449,15 +458,8 @@ void ceil_ip_trace_fork_parent_(void) { ceil_ip_trace_instant_(CEIL_IP_INSTANT_F
 /* A line appended, with one O_APPEND write, to DIR/trace-<pid>-<start_ns>.regions (region.c's names). */
 void ceil_ip_trace_region_line_(const char *line, size_t n)
 {
-    char path[sizeof dir + 96], num[24];
-    strcpy(path, dir);
-    strcat(path, "/trace-");
-    put_u(num, sizeof num, (uint64_t)pid_);
-    strcat(path, num);
-    strcat(path, "-");
-    put_u(num, sizeof num, t0_ns);
-    strcat(path, num);
-    strcat(path, ".regions");
+    char path[sizeof dir + 96];
+    file_path(path, -1, ".regions");
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
         syscall(SYS_write, fd, line, n);
