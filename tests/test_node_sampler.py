@@ -2,6 +2,8 @@
 that come and go, PSI absent; and reads of this node's real /proc."""
 import time
 
+import pytest
+
 from ceiling.probes import node_sampler as ns
 
 STAT = "cpu  {u} 0 {s} {i} {w} 0 0 {st} 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
@@ -89,3 +91,24 @@ def test_this_node():
     r = ns.rates(a, s.read())
     assert 0.999 < sum(r[f"cpu.{k}"] for k in ("user", "system", "iowait", "steal", "idle")) <= 1.0 + 1e-9
     assert r["mem.total"] > 0 and "load.1" in r
+
+
+def test_counter_tracks_for_a_trace(tmp_path):
+    # three reads 0.1 s apart: sda writes 1 MiB in the first interval, nothing in the second; eth0
+    # never moves (left out), nor does the loopback; each value at its interval's end
+    s = ns.NodeSampler(str(tmp_path))
+    reads = []
+    for k, (w, u) in enumerate([(0, 0), (2048, 50), (2048, 80)]):
+        write(tmp_path, u=u, i=100 * k, disks=disk("sda", 0, 0, k and 1, w, 0), psi=0)
+        r = s.read()
+        r.t = 100.0 + 0.1 * k
+        reads.append(r)
+    c = ns.counter_tracks(reads, t0_ns=int(100.05e9), interval_s=0.1)
+    names = {t.name: t for t in c.tracks}
+    assert set(names) == {"disk sda write bytes/s", "cpu busy", "psi io some"}, names
+    w = names["disk sda write bytes/s"]
+    assert w.scope == "node" and w.device == "sda" and w.unit == "B/s"
+    assert list(w.ts) == [int(round(100.1e9)) - int(100.05e9), int(round(100.2e9)) - int(100.05e9)]
+    assert list(w.value) == pytest.approx([2048 * 512 / 0.1, 0.0])
+    # an interval over before the trace's start is left out
+    assert len(ns.counter_tracks(reads, t0_ns=int(100.15e9)).tracks[0].ts) == 1

@@ -51,6 +51,10 @@ def test_dd_is_traced_call_by_call_and_the_run_keeps_the_recording(tmp_path):
     io = doc["application"]["profile"]["io_calls"]
     assert len(writes) == io["write"]["calls"] == 50 and len(reads) >= 50
     assert sum(int(s.args.get("bytes", 0)) for s in writes) == 50 * 65536
+    # the node's counters beside the calls, in the trace and in the run: this node's CPU at least
+    kept = {t["name"]: t for t in rec["data"]["counters"]}
+    assert "cpu busy" in kept and len(kept["cpu busy"]["ts_ns"]) == len(kept["cpu busy"]["value"]) >= 1
+    assert tr.counters and any(v for pts in tr.counters.values() for _, v in pts)
     # /dev/zero is no storage: its reads are no I/O on the time line, so no finding about them
     assert not [f for f in doc["findings"] if f["id"].startswith("trace.io.fluctuating_reads")]
     # the time line's bins are kept in the run, and drawn in its HTML report, and again from its JSON

@@ -123,3 +123,48 @@ class CoRunners:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class NodeTracks:
+    """The node's counters read every ``interval_s`` beside the program, in a thread (probes/
+    node_sampler.py, the monitor's reads): what ``ceiling trace`` draws under its calls and what
+    tells a slow write's cause (the program's own write-back, or another job on the device).
+    Entered through ``Instruments.beside``; ``reads`` holds every read, the first at entry and the
+    last at exit. A read that fails (a /proc file gone) is skipped; reading never stops the program."""
+
+    def __init__(self, interval_s: float = 0.1, root: str = "/"):
+        import threading
+
+        from ..probes.node_sampler import NodeSampler
+        self.interval_s = max(0.01, float(interval_s))
+        self.sampler = NodeSampler(root)
+        self.reads: list = []
+        self._stop = threading.Event()
+        self._thread: Optional[object] = None
+        self.cpu_s = 0.0                     # the thread's own CPU time, stated with the tracks
+
+    def _read(self) -> None:
+        try:
+            self.reads.append(self.sampler.read())
+        except (OSError, ValueError):
+            pass
+
+    def _loop(self) -> None:
+        import time
+        t0 = time.thread_time()
+        while not self._stop.wait(self.interval_s):
+            self._read()
+        self.cpu_s = time.thread_time() - t0
+
+    def __enter__(self) -> "NodeTracks":
+        import threading
+        self._read()
+        self._thread = threading.Thread(target=self._loop, name="ceiling-node-tracks", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._read()

@@ -234,3 +234,48 @@ def _loadavg(proc: str) -> Tuple[float, ...]:
         return tuple(float(x) for x in _read(f"{proc}/loadavg").split()[:3])
     except (OSError, ValueError):
         return ()
+
+
+TRACKED = (("disk.", ".read_Bps", "disk {} read bytes/s", "B/s"),
+           ("disk.", ".write_Bps", "disk {} write bytes/s", "B/s"),
+           ("net.", ".rx_Bps", "net {} rx bytes/s", "B/s"),
+           ("net.", ".tx_Bps", "net {} tx bytes/s", "B/s"))
+
+
+def counter_tracks(reads, t0_ns: int, interval_s: float = 0.0):
+    """The node's tracks over a traced run (results/events.Counters): each disk's read and write
+    bytes/s, each network interface's (not the loopback) received and sent bytes/s, the share of
+    the node's CPU time busy (user + system), and PSI io "some" where the kernel has it; each value
+    the rate over one interval between two reads, placed at the interval's end (a run shorter than
+    one interval still has the one from before its start to after its end), in ns since ``t0_ns``
+    (CLOCK_MONOTONIC, as the events). A device or interface that moved nothing over the whole run
+    is left out."""
+    import numpy as np
+
+    from ..results.events import Counters, Track
+    series: Dict[Tuple[str, str, str], Tuple[list, list]] = {}
+
+    def add(name: str, unit: str, device: str, t: int, v: float) -> None:
+        ts, vs = series.setdefault((name, unit, device), ([], []))
+        ts.append(t)
+        vs.append(v)
+    for a, b in zip(reads, reads[1:]):
+        r = rates(a, b)
+        if not r:
+            continue
+        t = int(round(b.t * 1e9)) - int(t0_ns)
+        if t < 0:
+            continue                        # over before the trace's start (the program's first process)
+        for key, v in r.items():
+            for lead, tail, name, unit in TRACKED:
+                if key.startswith(lead) and key.endswith(tail):
+                    dev = key[len(lead):-len(tail)]
+                    if dev != "lo":
+                        add(name.format(dev), unit, dev, t, v)
+        if "cpu.user" in r and "cpu.system" in r:
+            add("cpu busy", "share", "", t, r["cpu.user"] + r["cpu.system"])
+        if "psi.io.some" in r:
+            add("psi io some", "share", "", t, r["psi.io.some"])
+    tracks = [Track(name, unit, "node", np.array(ts, np.int64), np.array(vs, np.float64), device=dev)
+              for (name, unit, dev), (ts, vs) in series.items() if unit != "B/s" or any(vs)]
+    return Counters(tracks, interval_s)

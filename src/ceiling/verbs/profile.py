@@ -177,8 +177,14 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # rank 0 of a wrapped launch measures the interposer's cost after the program: before, the
     # other ranks would wait in MPI_Init meanwhile, spinning; the others do not report
     trace = getattr(args, "trace_limits", None)
+    beside = ()
+    if trace is not None:
+        from ..observe.companions import NodeTracks
+        args.trace_node = NodeTracks(interval)             # the node's disks, network and CPU under the calls
+        beside = (args.trace_node,)
     tools = Instruments(interval_s=interval, interpose=not args.no_interpose, gather=bool(wrapped),
-                        cost="" if wrapped and wrapped[0] != 0 else "after" if wrapped else "before", trace=trace)
+                        cost="" if wrapped and wrapped[0] != 0 else "after" if wrapped else "before", trace=trace,
+                        beside=beside)
     before = noted.take()
     try:
         obs = observe(cmd, exe, tools, machine=lambda: m or _machine(config), wrapped=wrapped)

@@ -15,8 +15,12 @@ output, Ctrl-C handling, page and findings), with the interposer's per-event cha
 The run keeps the trace's path, size, events and what the limits dropped (the finding
 ``trace.recorded``), not the events. The event files are removed once converted.
 
+Beside the program, the node's counters every --interval (observe/companions.NodeTracks,
+probes/node_sampler.py): the trace's counter tracks, the time line's, and the fluctuating-I/O
+finding's evidence of the device's own traffic.
+
 Not yet (issue 28): each rank's own ceiling under mpirun (refused: one ceiling outside the
-job records every rank of its node), the node sampler's counter tracks.
+job records every rank of its node).
 """
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
     from ..analysis.trace_bins import DOC_BINS, bins_doc, timeline_bins
     from ..analysis.trace_patterns import StorageCeilings, trace_findings
     from ..probes import interpose_events
+    from ..probes.node_sampler import counter_tracks
     from ..report.exporters.perfetto import write_perfetto
     from ..results.model import OK, SKIPPED, Finding
     part = obs.interposer
@@ -28,10 +29,16 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
                                                  "rests on /proc alone, and no trace was written"))
             return
         chunks = lambda: (ev for ev, _ in interpose_events.iter_chunks(where))    # noqa: E731 (read twice)
-        meta = {"command": " ".join(obs.command), "host": obs.host}
-        summary = write_perfetto(args.trace_path, chunks(), None, meta)
         events = [ev for ev in chunks()]
-        found = trace_findings(events, None, _ceilings(history, StorageCeilings))
+        node = getattr(args, "trace_node", None)
+        counters = (counter_tracks(node.reads, events[0].t0_ns, node.interval_s) if node is not None and events
+                    else None)
+        meta = {"command": " ".join(obs.command), "host": obs.host}
+        if node is not None:
+            meta["node counters"] = (f"every {node.interval_s:g} s from /proc (disks, network, CPU, PSI), "
+                                     f"{len(node.reads)} reads, {node.cpu_s:.3g} s of CPU")
+        summary = write_perfetto(args.trace_path, events or chunks(), counters, meta)
+        found = trace_findings(events, counters, _ceilings(history, StorageCeilings))
         bins = timeline_bins(events, DOC_BINS)
         _, reading = next(iter(interpose_events.iter_chunks(where)), (None, None))
     finally:
@@ -53,7 +60,26 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
                            "arrows.",
         data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
               "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
-              "timeline": bins_doc(bins)}))
+              "timeline": bins_doc(bins), "counters": counters_doc(counters)}))
+
+
+TRACK_POINTS = 600          # samples a counter track keeps in the run (the time line's columns)
+
+
+def counters_doc(counters) -> list:
+    """The node's tracks as the run keeps them, for the time line drawn again: at most
+    TRACK_POINTS samples each (the mean of consecutive ones beyond)."""
+    import numpy as np
+    out = []
+    for t in (counters.tracks if counters else ()):
+        ts, v = np.asarray(t.ts, np.int64), np.asarray(t.value, np.float64)
+        if len(ts) > TRACK_POINTS:
+            cut = np.linspace(0, len(ts), TRACK_POINTS + 1).astype(int)
+            ts = (np.add.reduceat(ts, cut[:-1]) // np.diff(cut)).astype(np.int64)
+            v = np.add.reduceat(v, cut[:-1]) / np.diff(cut)
+        out.append({"name": t.name, "unit": t.unit, "scope": t.scope, "device": t.device,
+                    "ts_ns": ts.tolist(), "value": [round(float(x), 6) for x in v]})
+    return out
 
 
 def _ceilings(history, cls):
