@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
@@ -127,3 +128,42 @@ def test_the_bins_the_run_keeps_round_trip_to_1_255th():
     broken = dict(bins_doc(b), nbins=41)
     with pytest.raises(ValueError):
         bins_from_doc(broken)
+
+
+CC = shutil.which("cc") or shutil.which("gcc")
+
+
+def test_a_static_program_gets_the_nodes_counters_alone_and_says_why(tmp_path):
+    src, exe = tmp_path / "s.c", tmp_path / "s"
+    src.write_text('#include <unistd.h>\nint main(void) { usleep(300000); return 0; }\n')
+    if CC is None or subprocess.run([CC, "-static", "-o", str(exe), str(src)], capture_output=True).returncode:
+        pytest.skip("no C compiler with a static libc")
+    r, doc, pf = trace(tmp_path, str(exe))
+    assert r.returncode == 0, r.stderr
+    rec = _recorded(doc)
+    assert rec["status"] == "ok" and rec["title"].endswith("the node's counters only"), rec
+    assert "statically linked" in rec["evidence"] and rec["data"]["timeline"] is None
+    tr = perfetto_read.read(pf)
+    assert not [s for s in tr.slices if s.cat.startswith(("io.", "mpi"))] and tr.counters
+
+
+def test_ctrl_c_keeps_a_readable_trace_of_what_was_recorded(tmp_path):
+    out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
+    script = f"dd if=/dev/zero of={tmp_path / 'out'} bs=4k count=100 2>/dev/null; echo go; sleep 60"
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json",
+                          str(out), "--trace", str(pf), "--", "sh", "-c", script], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         env=dict(os.environ, NO_COLOR="1"))
+    try:
+        assert p.stdout.readline().strip() == "go"
+        os.killpg(p.pid, signal.SIGINT)            # as Ctrl-C at a terminal: ceiling and the program
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and _recorded(doc)["status"] == "ok"
+    writes = [s for s in perfetto_read.read(pf).slices
+              if s.name == "write" and s.args.get("file") == str(tmp_path / "out")]
+    assert len(writes) == 100                     # dd had ended: every one of its writes is there

@@ -69,6 +69,7 @@ def timeline_section(run: Run) -> str:
     trace.recorded), with the windows of the findings that have them; "" for any other run, and a
     line saying why where the bins cannot be read."""
     rec = next((f for f in run.findings if f.id == "trace.recorded" and (f.data or {}).get("timeline")), None)
+    # a trace of the node's counters alone (a static program) has no lanes to draw: its page says why
     if rec is None:
         return ""
     from ..analysis.trace_bins import bins_from_doc

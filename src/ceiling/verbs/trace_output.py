@@ -12,39 +12,57 @@ from typing import Optional
 
 def conclude(obs, run, args: argparse.Namespace, history) -> None:
     """After the program: the Perfetto trace written, the time line's findings and bins added to
-    ``run``, the event files removed (verbs/profile.py calls it for ``ceiling trace``)."""
+    ``run``, the event files removed (verbs/profile.py calls it for ``ceiling trace``). A program
+    the interposer could not reach (static, setuid) gets a trace of the node's counters alone,
+    said; a trace that cannot be written (a full disk) is said, and the profile is kept."""
+    import time
+
     from ..analysis.trace_bins import DOC_BINS, bins_doc, timeline_bins
     from ..analysis.trace_patterns import StorageCeilings, trace_findings
     from ..probes import interpose_events
     from ..probes.node_sampler import counter_tracks
     from ..report.exporters.perfetto import write_perfetto
-    from ..results.model import OK, SKIPPED, Finding
-    part = obs.interposer
-    where = part.trace_dir
+    from ..results import events as E
+    from ..results.model import FAIL, OK, Finding
+    part, where = obs.interposer, obs.interposer.trace_dir
+    node = getattr(args, "trace_node", None)
+    why = ""
     try:
-        if not part.used or not where or not os.path.isdir(where):
-            why = part.why or "the interposer wrote no events"
-            run.findings.append(Finding(id="trace.recorded", status=SKIPPED, title="No events were recorded: " + why,
-                                        evidence=f"{obs.command[0] if obs.command else ''}: {why}; the profile "
-                                                 "rests on /proc alone, and no trace was written"))
-            return
-        chunks = lambda: (ev for ev, _ in interpose_events.iter_chunks(where))    # noqa: E731 (read twice)
-        events = [ev for ev in chunks()]
-        node = getattr(args, "trace_node", None)
-        counters = (counter_tracks(node.reads, events[0].t0_ns, node.interval_s) if node is not None and events
-                    else None)
+        read = list(interpose_events.iter_chunks(where)) if part.used and where and os.path.isdir(where) else []
+        events = [ev for ev, _ in read]
+        reading = read[-1][1] if read else None
+        if not events:
+            why = ("the interposer could not be put in: " + part.why if part.why else
+                   "the interposer recorded no event")
+        # the node's counters on the events' clock, or from the program's start where there are none
+        t0 = events[0].t0_ns if events else int(obs.start_s * 1e9)
+        counters = counter_tracks(node.reads, t0, node.interval_s) if node is not None else None
         meta = {"command": " ".join(obs.command), "host": obs.host}
         if node is not None:
             meta["node counters"] = (f"every {node.interval_s:g} s from /proc (disks, network, CPU, PSI), "
                                      f"{len(node.reads)} reads, {node.cpu_s:.3g} s of CPU")
-        summary = write_perfetto(args.trace_path, events or chunks(), counters, meta)
-        found = trace_findings(events, counters, _ceilings(history, StorageCeilings))
-        bins = timeline_bins(events, DOC_BINS)
-        _, reading = next(iter(interpose_events.iter_chunks(where)), (None, None))
+        if why:
+            meta["no events"] = why
+        base = events or [E.Events.empty(t0, time.time_ns() - (time.monotonic_ns() - t0))]
+        try:
+            summary = write_perfetto(args.trace_path, base, counters, meta)
+        except OSError as e:
+            summary, failed = None, f"{args.trace_path}: {e.strerror or e}"
+        found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
+        bins = timeline_bins(events, DOC_BINS) if events else None
     finally:
         if where:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
+    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters_doc(counters)}
+    if summary is None:
+        run.findings.append(Finding(
+            id="trace.recorded", status=FAIL, title="The trace could not be written: " + failed,
+            evidence=f"{len(events)} chunk(s) of events read; the profile above is whole, the time line's findings "
+                     "and bins are kept in this run", why="Without the file there is nothing to open in Perfetto.",
+            fix="Free space where --trace points, or point it elsewhere (--max-size bounds the events)",
+            data=data))
+        return
     dropped = summary.dropped
     said = (f"{summary.events:,} events of {summary.processes} process(es), {summary.threads} thread(s): "
             f"{summary.slices:,} calls and regions, {summary.flows:,} MPI messages; {summary.bytes:,} bytes in "
@@ -52,15 +70,17 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
                                  if dropped else "; nothing dropped")
             + (f"; {interpose_events.torn_note(reading)}" if reading is not None and interpose_events.torn_note(reading)
                else "")
-            + f"; the tracer's own time {summary.tracer_ns / 1e9:.3g} s")
+            + f"; the tracer's own time {summary.tracer_ns / 1e9:.3g} s"
+            + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
     run.findings.append(Finding(
-        id="trace.recorded", status=OK, title=f"Trace written: {summary.path} ({summary.bytes / 1e6:.3g} MB)",
+        id="trace.recorded", status=OK, title=f"Trace written: {summary.path} ({summary.bytes / 1e6:.3g} MB)"
+        + (" - the node's counters only" if why else ""),
         evidence=said, why="Open it at https://ui.perfetto.dev (or with trace_processor): one track per rank and "
                            "thread, every recorded call a slice with its file, bytes and offset, MPI messages as "
-                           "arrows.",
+                           "arrows, the node's counters underneath.",
         data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
               "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
-              "timeline": bins_doc(bins), "counters": counters_doc(counters)}))
+              **data}))
 
 
 TRACK_POINTS = 600          # samples a counter track keeps in the run (the time line's columns)
