@@ -65,3 +65,31 @@ def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_by
     assert set(sends.offset) == {-1}
     assert int(np.sum(ev.call[ev.kind == E.MPI_COLL] == CALL["MPI_Barrier"])) == 2
     assert {p.rank for p in ev.processes.values()} >= {0, 1}
+
+
+def test_ceiling_trace_of_an_mpi_job_gives_each_rank_a_lane_and_each_message_an_arrow(mpi_setup, tmp_path):
+    """`ceiling trace -- mpiexec -n 2 ./pp`: one ceiling outside the job records both ranks; the
+    Perfetto file's sends start arrows that the receives end (6 messages), the run keeps a lane
+    per rank and the profile's MPI counts."""
+    import json
+    import sys
+    perfetto_read = __import__("pytest").importorskip("perfetto_read", reason="needs the perfetto package")
+    tmp, found = mpi_setup
+    (tmp_path / "pp.c").write_text(PINGPONG)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "pp"), str(tmp_path / "pp.c")],
+                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
+    assert r.returncode == 0, r.stderr
+    out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    r = subprocess.run([sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json", str(out),
+                        "--trace", str(pf), "--", *found["argv2"], str(tmp_path / "pp")], capture_output=True,
+                       text=True, timeout=240, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    (rec,) = [f for f in doc["findings"] if f["id"] == "trace.recorded"]
+    assert rec["status"] == "ok" and "6 MPI messages" in rec["evidence"], rec["evidence"]
+    assert [k for k in rec["data"]["timeline"]["lanes"] if k >= 0] == [0, 1]
+    tr = perfetto_read.read(pf)
+    started = {f for s in tr.slices for f in s.flows}
+    ended = {f for s in tr.slices for f in s.ends_flows}
+    assert len(started) == 6 and started == ended
