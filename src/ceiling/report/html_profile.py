@@ -61,41 +61,8 @@ def application_section(run: Run) -> str:
             + (f" ({b.share:.0%})" if b.share is not None else "") + f" - {esc(b.evidence)}</li>"
             for b in run.analysis.bounds) + "</ul>")
     parts.append(f'<p class="hint">{esc(cost_text(run, prof))}</p>')
+    from .html_trace import timeline_section          # ceiling trace's time line, from what its run keeps
     return f'<section id="application"><h2>Application</h2>{"".join(parts)}</section>' + timeline_section(run)
-
-
-def timeline_section(run: Run) -> str:
-    """``ceiling trace``'s time line, drawn from the bins its run keeps (the finding
-    trace.recorded), with the windows of the findings that have them; "" for any other run, and a
-    line saying why where the bins cannot be read."""
-    rec = next((f for f in run.findings if f.id == "trace.recorded" and (f.data or {}).get("timeline")), None)
-    # a trace of the node's counters alone (a static program) has no lanes to draw: its page says why
-    if rec is None:
-        return ""
-    from ..analysis.trace_bins import bins_from_doc
-    from .html_trace import render_timeline
-    try:
-        bins = bins_from_doc(rec.data["timeline"])
-    except (KeyError, TypeError, ValueError) as e:
-        return f'<section id="timeline"><h2>Timeline</h2><p>The time line cannot be drawn: {esc(str(e))}.</p></section>'
-    windowed = [f for f in run.findings if isinstance(f.data, dict) and f.data.get("windows")]
-    return render_timeline(bins, _counters(rec.data.get("counters") or []), windowed)
-
-
-def _counters(kept: list):
-    """The node's tracks a trace run keeps (verbs/trace_output.counters_doc), or None."""
-    import numpy as np
-
-    from ..results.events import Counters, Track
-    tracks = []
-    for d in kept:
-        try:
-            tracks.append(Track(str(d["name"]), str(d["unit"]), str(d.get("scope", "node")),
-                                np.asarray(d["ts_ns"], np.int64), np.asarray(d["value"], np.float64),
-                                device=str(d.get("device", ""))))
-        except (KeyError, TypeError, ValueError):
-            continue                 # a damaged track is left out, the others drawn
-    return Counters(tracks) if tracks else None
 
 
 def _split(prof: Profile) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..analysis.trace_bins import Bins
 from ..results.events import Counters
-from ..results.model import Finding
+from ..results.model import Finding, Run
 
 MAX_LANES = 32
 ABSENT = 0.05              # a column whose shares sum below this: the lane did not exist then (blank)
@@ -189,3 +189,36 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
     found = f"<ol class=\"windows\" style=\"list-style:none;padding:0\">{''.join(listed)}</ol>" if listed else ""
     return (f'<section id="timeline"><h2>Timeline</h2><p class="legend">{legend}</p>'
             f'<div class="scroll">{svg}</div>{note}{found}</section>')
+
+
+def timeline_section(run: Run) -> str:
+    """``ceiling trace``'s time line, drawn from the bins its run keeps (the finding
+    trace.recorded), with the windows of the findings that have them; "" for any other run, and a
+    line saying why where the bins cannot be read."""
+    rec = next((f for f in run.findings if f.id == "trace.recorded" and (f.data or {}).get("timeline")), None)
+    # a trace of the node's counters alone (a static program) has no lanes to draw: its page says why
+    if rec is None:
+        return ""
+    from ..analysis.trace_bins import bins_from_doc
+    try:
+        bins = bins_from_doc(rec.data["timeline"])
+    except (KeyError, TypeError, ValueError) as e:
+        return f'<section id="timeline"><h2>Timeline</h2><p>The time line cannot be drawn: {esc(str(e))}.</p></section>'
+    windowed = [f for f in run.findings if isinstance(f.data, dict) and f.data.get("windows")]
+    return render_timeline(bins, _counters(rec.data.get("counters") or []), windowed)
+
+
+def _counters(kept: list):
+    """The node's tracks a trace run keeps (verbs/trace_output.counters_doc), or None."""
+    import numpy as np
+
+    from ..results.events import Counters, Track
+    tracks = []
+    for d in kept:
+        try:
+            tracks.append(Track(str(d["name"]), str(d["unit"]), str(d.get("scope", "node")),
+                                np.asarray(d["ts_ns"], np.int64), np.asarray(d["value"], np.float64),
+                                device=str(d.get("device", ""))))
+        except (KeyError, TypeError, ValueError):
+            continue                 # a damaged track is left out, the others drawn
+    return Counters(tracks) if tracks else None
