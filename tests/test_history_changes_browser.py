@@ -7,13 +7,11 @@ import pytest
 
 from ceiling import cli
 from test_history_changes import _history
-from test_report_browser import needs_chromium, probe_page
+from test_report_browser import needs_chromium, probe_page, probe_script
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROBE = """<script>
-(function () {
-  var out = [];
+PROBE = probe_script("""  var out = [];
   document.querySelectorAll('svg.plot').forEach(function (s) {
     var r = s.getBoundingClientRect(), frame = s.querySelector('rect[fill="none"]').getBoundingClientRect();
     var marks = [];
@@ -24,12 +22,7 @@ PROBE = """<script>
     out.push({series: s.getAttribute('data-series'), w: r.width, h: r.height,
               lines: s.querySelectorAll('polyline').length, marks: marks});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({plots: out, width: document.documentElement.scrollWidth});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{plots: out, width: document.documentElement.scrollWidth}""")
 
 
 @needs_chromium

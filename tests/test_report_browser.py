@@ -19,22 +19,24 @@ from reporting import render_html, write_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+
+def probe_script(collect: str, result: str) -> str:
+    """A script added to the page under test only: the JavaScript COLLECT gathers what it measures and the
+    JavaScript expression RESULT is left as JSON in a <pre id="probe">, which probe_page reads."""
+    return ("<script>\n(function () {\n" + collect + "  var pre = document.createElement('pre');\n"
+            "  pre.id = 'probe';\n  pre.textContent = JSON.stringify(" + result + ");\n"
+            "  document.body.appendChild(pre);\n})();\n</script>")
+
+
 # A probe added to the page under test only: the report itself carries no script.
-PROBE = """<script>
-(function () {
-  var out = [];
+PROBE = probe_script("""  var out = [];
   document.querySelectorAll('svg.plot').forEach(function (s) {
     var r = s.getBoundingClientRect(), b = s.getBBox();
     out.push({series: s.getAttribute('data-series'), w: r.width, h: r.height, bw: b.width, bh: b.height,
               marks: s.querySelectorAll('polyline, path, rect, circle, polygon').length});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({plots: out, width: document.documentElement.scrollWidth,
-                                    height: document.documentElement.scrollHeight});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{plots: out, width: document.documentElement.scrollWidth,
+                                    height: document.documentElement.scrollHeight}""")
 
 
 def _chromium():
@@ -109,20 +111,13 @@ def test_screenshot_is_not_blank(tmp_path):
 
 
 # A probe for the study page: where each member's row and its cells are laid out.
-STUDY_PROBE = """<script>
-(function () {
-  var rows = [];
+STUDY_PROBE = probe_script("""  var rows = [];
   document.querySelectorAll('table.members tr[data-member]').forEach(function (tr) {
     var r = tr.getBoundingClientRect(), cells = [];
     tr.querySelectorAll('td').forEach(function (td) { cells.push(td.textContent.trim()); });
     rows.push({member: tr.getAttribute('data-member'), w: r.width, h: r.height, top: r.top, cells: cells});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({rows: rows, width: document.documentElement.scrollWidth});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{rows: rows, width: document.documentElement.scrollWidth}""")
 
 
 @needs_chromium
