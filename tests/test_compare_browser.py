@@ -3,7 +3,6 @@ size and holds its marks (noise band, axis, change bar, interval whisker); the p
 scroll. Skipped when no Chromium is installed (set CEILING_CHROMIUM to point at one)."""
 from __future__ import annotations
 
-import html as htmllib
 import json
 import re
 
@@ -11,7 +10,7 @@ import pytest
 
 from ceiling import cli
 from test_compare import COMPETING, _db, _run
-from test_report_browser import PROBE, _run_chromium, needs_chromium
+from test_report_browser import needs_chromium, probe_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,12 +24,7 @@ def test_every_bar_is_laid_out_with_its_interval(tmp_path, capsys):
     compared = [c["metric"] for c in json.loads(capsys.readouterr().out)["changes"]]
     page = out.read_text(encoding="utf-8")
     assert "B was disturbed" in page
-    probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", PROBE + "\n</body>"), encoding="utf-8")
-    dom = _run_chromium(tmp_path, probed.as_uri(), "--window-size=1280,2000", "--dump-dom")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert found, "the probe did not run: " + dom[-500:]
-    probe = json.loads(htmllib.unescape(found.group(1)))
+    probe = probe_page(tmp_path, page)
     bars = {p["series"]: p for p in probe["plots"]}
     assert set(bars) == set(compared)
     for name, p in bars.items():

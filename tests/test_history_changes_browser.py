@@ -2,21 +2,16 @@
 with a size, each node's series drawn and each change and configuration change marked inside the plot.
 
 Skipped when no Chromium is installed (set CEILING_CHROMIUM to point at one)."""
-import html as htmllib
-import json
-import re
 
 import pytest
 
 from ceiling import cli
 from test_history_changes import _history
-from test_report_browser import _run_chromium, needs_chromium
+from test_report_browser import needs_chromium, probe_page, probe_script
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROBE = """<script>
-(function () {
-  var out = [];
+PROBE = probe_script("""  var out = [];
   document.querySelectorAll('svg.plot').forEach(function (s) {
     var r = s.getBoundingClientRect(), frame = s.querySelector('rect[fill="none"]').getBoundingClientRect();
     var marks = [];
@@ -27,12 +22,7 @@ PROBE = """<script>
     out.push({series: s.getAttribute('data-series'), w: r.width, h: r.height,
               lines: s.querySelectorAll('polyline').length, marks: marks});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({plots: out, width: document.documentElement.scrollWidth});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{plots: out, width: document.documentElement.scrollWidth}""")
 
 
 @needs_chromium
@@ -42,11 +32,7 @@ def test_each_series_that_changed_is_plotted_with_its_changes_marked(tmp_path, c
     page = tmp_path / "changes.html"
     assert cli.main(["history", "--db", str(db), "--changes", "--html", str(page)]) == 0
     capsys.readouterr()
-    page.write_text(page.read_text().replace("</body>", PROBE + "\n</body>"))
-    dom = _run_chromium(tmp_path, page.as_uri(), "--window-size=1280,2000", "--dump-dom")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert found, "the probe did not run: " + dom[-500:]
-    probe = json.loads(htmllib.unescape(found.group(1)))
+    probe = probe_page(tmp_path, page.read_text(), PROBE, "changes.html")
     plots = {p["series"]: p for p in probe["plots"]}
     assert set(plots) == {"stream.triad threads=8", "dgemm.node threads=8"}
     for name, p in plots.items():

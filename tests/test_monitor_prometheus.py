@@ -2,40 +2,25 @@
 loopback and its HTTP API returns a node series and the Slurm job series of a recorded cgroup tree; a
 job whose cgroup goes is gone from the next scrape (bounded cardinality); Debian's
 ``prometheus-node-exporter`` reads the monitor's textfile. No timing figure is asserted."""
-import json
 import shutil
-import signal
-import subprocess
-import sys
-import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from test_probe_prometheus import ENV, free_port, get, wait_for
+from prometheus_servers import (get, needs_node_exporter, needs_prometheus, node_exporter_page,
+                                prometheus_scraping, serving_ceiling, wait_for)
+from test_probe_prometheus import ENV
 
 FIX = Path(__file__).parent / "fixtures" / "slurm_cgroups"
 
 
 @pytest.fixture
 def running_monitor(tmp_path):
-    port = free_port()
-    tf = tmp_path / "textfile"
-    tf.mkdir()
     root = tmp_path / "node"
     shutil.copytree(FIX / "v2", root, symlinks=True)
-    p = subprocess.Popen([sys.executable, "-m", "ceiling", "monitor", "--interval", "0.5", "--duration", "300",
-                          "--listen", f"127.0.0.1:{port}", "--textfile", str(tf), "--db", str(tmp_path / "h.db"),
-                          "--slurm-root", str(root)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        wait_for(lambda: "ceiling_monitor_cpu_ratio" in get(f"http://127.0.0.1:{port}/metrics"), 60, "the monitor")
+    with serving_ceiling(tmp_path, ["monitor", "--interval", "0.5", "--duration", "300", "--slurm-root", str(root)],
+                         "ceiling_monitor_cpu_ratio", "the monitor", ENV) as (port, tf):
         yield port, tf, root
-    finally:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    assert "stopped on SIGTERM" in out
 
 
 def test_job_series_end_with_the_job(running_monitor):
@@ -47,24 +32,10 @@ def test_job_series_end_with_the_job(running_monitor):
     assert 'ceiling_monitor_job_memory_bytes{job_id="4243"' in get(url)
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None,
-                    reason="Debian's prometheus is not installed (apt-get install prometheus; .ci/run does)")
+@needs_prometheus
 def test_prometheus_scrapes_a_node_series_and_a_job_series(running_monitor, tmp_path):
     port, _, _ = running_monitor
-    api = free_port()
-    cfg = tmp_path / "prometheus.yml"
-    cfg.write_text("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                   "scrape_configs:\n  - job_name: ceiling_monitor\n"
-                   f"    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n")
-    log = open(tmp_path / "prometheus.log", "w")
-    prom = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{api}"], stdout=log, stderr=log)
-
-    def query(expr: str):
-        body = json.loads(get(f"http://127.0.0.1:{api}/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
-        assert body["status"] == "success", body
-        return body["data"]["result"]
-    try:
+    with prometheus_scraping(tmp_path, "ceiling_monitor", port) as query:
         cpu = wait_for(lambda: query('ceiling_monitor_cpu_ratio{mode="user"}'), 90, "a node series")
         assert len(cpu) == 1 and 0 <= float(cpu[0]["value"][1]) <= 1
         assert cpu[0]["metric"]["job"] == "ceiling_monitor"
@@ -73,27 +44,13 @@ def test_prometheus_scrapes_a_node_series_and_a_job_series(running_monitor, tmp_
                                                                                ("4243", 1048576.0)}
         cpus = query("ceiling_monitor_job_cpus")
         assert {r["metric"]["job_id"]: float(r["value"][1]) for r in cpus} == {"4242": 4.0, "4243": 5.0}
-    finally:
-        prom.terminate()
-        prom.wait(timeout=30)
-        log.close()
 
 
-@pytest.mark.skipif(shutil.which("prometheus-node-exporter") is None,
-                    reason="Debian's prometheus-node-exporter is not installed (.ci/run installs it)")
+@needs_node_exporter
 def test_node_exporter_reads_the_textfile(running_monitor):
     _, tf, _ = running_monitor
     wait_for(lambda: (tf / "ceiling_monitor.prom").exists(), 30, "the textfile")
-    port = free_port()
-    ne = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{port}",
-                           "--collector.disable-defaults", "--collector.textfile",
-                           f"--collector.textfile.directory={tf}"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        text = wait_for(lambda: get(f"http://127.0.0.1:{port}/metrics"), 30, "node_exporter")
-    finally:
-        ne.terminate()
-        ne.wait(timeout=30)
+    text = node_exporter_page(tf)
     assert "node_textfile_scrape_error 0" in text
     assert 'ceiling_monitor_job_cpus{job_id="4242"' in text and 'ceiling_monitor_cpu_ratio{mode="user"}' in text
 

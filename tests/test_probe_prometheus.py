@@ -7,17 +7,16 @@ not one are one line and their exit codes. No timing figure is asserted: only se
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from prometheus_servers import (get, needs_node_exporter, needs_prometheus, node_exporter_page,
+                                prometheus_scraping, serving_ceiling, wait_for)
 
 REPO = Path(__file__).resolve().parents[1]
 OPS = {"read", "write", "md.stat", "md.read", "md.delete", "md.create"}
@@ -32,36 +31,9 @@ def _history_home():
     shutil.rmtree(HOME, ignore_errors=True)
 
 
-def free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def ceiling(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "ceiling", *args], capture_output=True, text=True, timeout=timeout,
                           env=ENV)
-
-
-def get(url: str, timeout: float = 5) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def wait_for(fn, timeout: float = 90, what: str = ""):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            got = fn()
-            if got:
-                return got
-        except OSError as e:
-            last = e
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} ({last})")
 
 
 def test_port_in_use_is_one_line_and_exit_15(tmp_path):
@@ -89,22 +61,11 @@ def test_bad_exporter_options(tmp_path, args, code, text):
 
 @pytest.fixture
 def running_probe(tmp_path):
-    port = free_port()
-    tf = tmp_path / "textfile"
-    tf.mkdir()
     d = tmp_path / "fs"
     d.mkdir(mode=0o700)
-    p = subprocess.Popen([sys.executable, "-m", "ceiling", "probe", "--dir", str(d), *SMALL, "--duration", "300",
-                          "--listen", f"127.0.0.1:{port}", "--textfile", str(tf), "--db", str(tmp_path / "h.db")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    try:
-        wait_for(lambda: "ceiling_probe_latency_seconds" in get(f"http://127.0.0.1:{port}/metrics"), 60, "the probe")
+    with serving_ceiling(tmp_path, ["probe", "--dir", str(d), *SMALL, "--duration", "300"],
+                         "ceiling_probe_latency_seconds", "the probe", ENV) as (port, tf):
         yield port, tf
-    finally:
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=60)
-    assert p.returncode == 0, err
-    assert "stopped on SIGTERM" in out
 
 
 def test_endpoint_is_prometheus_exposition_with_a_histogram_per_op(running_probe):
@@ -118,24 +79,10 @@ def test_endpoint_is_prometheus_exposition_with_a_histogram_per_op(running_probe
     assert all(s.value > 0 for s in fams["ceiling_probe_slowdown_ratio"].samples)
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None,
-                    reason="Debian's prometheus is not installed (apt-get install prometheus; .ci/run does)")
+@needs_prometheus
 def test_prometheus_scrapes_the_probe_and_every_dashboard_panel_returns_series(running_probe, tmp_path):
     port, _ = running_probe
-    api = free_port()
-    cfg = tmp_path / "prometheus.yml"
-    cfg.write_text("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                   "scrape_configs:\n  - job_name: ceiling_probe\n"
-                   f"    static_configs: [{{targets: ['127.0.0.1:{port}']}}]\n")
-    log = open(tmp_path / "prometheus.log", "w")
-    prom = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{api}"], stdout=log, stderr=log)
-
-    def query(expr: str):
-        body = json.loads(get(f"http://127.0.0.1:{api}/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
-        assert body["status"] == "success", body
-        return body["data"]["result"]
-    try:
+    with prometheus_scraping(tmp_path, "ceiling_probe", port) as query:
         counts = wait_for(lambda: len(query("ceiling_probe_latency_seconds_count > 0")) == len(OPS)
                           and query("ceiling_probe_latency_seconds_count > 0"), 90, "prometheus to scrape the probe")
         assert {r["metric"]["op"] for r in counts} == OPS
@@ -148,28 +95,14 @@ def test_prometheus_scrapes_the_probe_and_every_dashboard_panel_returns_series(r
                 expr = t["expr"].replace("$__rate_interval", "15s").replace("$instance", ".*")
                 got = wait_for(lambda: query(expr), 60, f"panel {panel['title']!r}: {expr}")
                 assert {r["metric"].get("op") for r in got} == OPS, (panel["title"], got)
-    finally:
-        prom.terminate()
-        prom.wait(timeout=30)
-        log.close()
 
 
-@pytest.mark.skipif(shutil.which("prometheus-node-exporter") is None,
-                    reason="Debian's prometheus-node-exporter is not installed (.ci/run installs it)")
+@needs_node_exporter
 def test_node_exporter_reads_the_textfile(running_probe, tmp_path):
     _, tf = running_probe
     wait_for(lambda: (tf / "ceiling_probe.prom").exists(), 30, "the textfile")
     assert [n for n in os.listdir(tf)] == ["ceiling_probe.prom"]          # no temporary file left beside it
-    port = free_port()
-    ne = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{port}",
-                           "--collector.disable-defaults", "--collector.textfile",
-                           f"--collector.textfile.directory={tf}"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        text = wait_for(lambda: get(f"http://127.0.0.1:{port}/metrics"), 30, "node_exporter")
-    finally:
-        ne.terminate()
-        ne.wait(timeout=30)
+    text = node_exporter_page(tf)
     assert "node_textfile_scrape_error 0" in text
     for op in OPS:
         assert f'ceiling_probe_latency_seconds_count{{op="{op}"}}' in text

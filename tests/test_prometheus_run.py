@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -22,7 +21,8 @@ from ceiling.report import prometheus_run as pr
 from ceiling.results.model import Finding, Metric, Peak, Run
 from ceiling.results.store import Store
 
-from test_probe_prometheus import ENV, free_port, get, wait_for
+from prometheus_servers import needs_node_exporter, node_exporter_page
+from test_probe_prometheus import ENV
 
 
 def _series(path: Path) -> dict:
@@ -165,8 +165,7 @@ def test_textfile_refused_before_measuring(tmp_path):
         assert r.returncode == 4 and r.stderr.strip() == f"ceiling: --textfile {d}: {why}", r.stderr
 
 
-@pytest.mark.skipif(shutil.which("prometheus-node-exporter") is None,
-                    reason="Debian's prometheus-node-exporter is not installed (.ci/run installs it)")
+@needs_node_exporter
 def test_node_exporter_serves_what_check_and_a_quick_bench_wrote(tmp_path):
     tf = tmp_path / "textfile"
     tf.mkdir()
@@ -176,16 +175,7 @@ def test_node_exporter_serves_what_check_and_a_quick_bench_wrote(tmp_path):
                            capture_output=True, text=True, timeout=300, env=ENV)
         assert r.returncode == 0 and f"Prometheus textfile: {tf}/ceiling.prom" in r.stdout, r.stderr
     assert os.listdir(tf) == ["ceiling.prom"]
-    port = free_port()
-    ne = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{port}",
-                           "--collector.disable-defaults", "--collector.textfile",
-                           f"--collector.textfile.directory={tf}"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        text = wait_for(lambda: get(f"http://127.0.0.1:{port}/metrics"), 30, "node_exporter")
-    finally:
-        ne.terminate()
-        ne.wait(timeout=30)
+    text = node_exporter_page(tf)
     assert "node_textfile_scrape_error 0" in text
     assert 'ceiling_check_severity{check="os.clocksource"}' in text             # the check's, kept after the bench
     assert 'ceiling_metric_value{metric="stream.triad",placement="compact",threads="' in text

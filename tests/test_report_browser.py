@@ -19,22 +19,24 @@ from reporting import render_html, write_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+
+def probe_script(collect: str, result: str) -> str:
+    """A script added to the page under test only: the JavaScript COLLECT gathers what it measures and the
+    JavaScript expression RESULT is left as JSON in a <pre id="probe">, which probe_page reads."""
+    return ("<script>\n(function () {\n" + collect + "  var pre = document.createElement('pre');\n"
+            "  pre.id = 'probe';\n  pre.textContent = JSON.stringify(" + result + ");\n"
+            "  document.body.appendChild(pre);\n})();\n</script>")
+
+
 # A probe added to the page under test only: the report itself carries no script.
-PROBE = """<script>
-(function () {
-  var out = [];
+PROBE = probe_script("""  var out = [];
   document.querySelectorAll('svg.plot').forEach(function (s) {
     var r = s.getBoundingClientRect(), b = s.getBBox();
     out.push({series: s.getAttribute('data-series'), w: r.width, h: r.height, bw: b.width, bh: b.height,
               marks: s.querySelectorAll('polyline, path, rect, circle, polygon').length});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({plots: out, width: document.documentElement.scrollWidth,
-                                    height: document.documentElement.scrollHeight});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{plots: out, width: document.documentElement.scrollWidth,
+                                    height: document.documentElement.scrollHeight}""")
 
 
 def _chromium():
@@ -60,17 +62,23 @@ def _run_chromium(tmp_path, url, *args):
     return proc.stdout
 
 
+def probe_page(tmp_path, page: str, probe: str = PROBE, name: str = "probed.html",
+               window: str = "1280,2000") -> dict:
+    """PAGE with PROBE added before </body>, written to TMP_PATH/NAME and laid out by headless Chromium in a
+    window of WINDOW; the JSON the probe left in its <pre id="probe">."""
+    path = tmp_path / name
+    path.write_text(page.replace("</body>", probe + "\n</body>"), encoding="utf-8")
+    dom = _run_chromium(tmp_path, path.as_uri(), f"--window-size={window}", "--dump-dom")
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
+    assert found, "the probe did not run: " + dom[-500:]
+    return json.loads(htmllib.unescape(found.group(1)))
+
+
 @needs_chromium
 @pytest.mark.parametrize("which", ["vm", "epyc"])
 def test_every_plot_is_laid_out_with_a_size(tmp_path, which):
     run = sample_runs.ALL[which]()
-    page = render_html(run).replace("</body>", PROBE + "\n</body>")
-    path = tmp_path / "report.html"
-    path.write_text(page, encoding="utf-8")
-    dom = _run_chromium(tmp_path, path.as_uri(), "--window-size=1280,2000", "--dump-dom")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert found, "the probe did not run: " + dom[-500:]
-    probe = json.loads(htmllib.unescape(found.group(1)))
+    probe = probe_page(tmp_path, render_html(run), name="report.html")
     plots = {p["series"]: p for p in probe["plots"]}
     assert set(plots) == {s.name for s in run.series} | {"roofline"}
     for name, p in plots.items():
@@ -103,20 +111,13 @@ def test_screenshot_is_not_blank(tmp_path):
 
 
 # A probe for the study page: where each member's row and its cells are laid out.
-STUDY_PROBE = """<script>
-(function () {
-  var rows = [];
+STUDY_PROBE = probe_script("""  var rows = [];
   document.querySelectorAll('table.members tr[data-member]').forEach(function (tr) {
     var r = tr.getBoundingClientRect(), cells = [];
     tr.querySelectorAll('td').forEach(function (td) { cells.push(td.textContent.trim()); });
     rows.push({member: tr.getAttribute('data-member'), w: r.width, h: r.height, top: r.top, cells: cells});
   });
-  var pre = document.createElement('pre');
-  pre.id = 'probe';
-  pre.textContent = JSON.stringify({rows: rows, width: document.documentElement.scrollWidth});
-  document.body.appendChild(pre);
-})();
-</script>"""
+""", """{rows: rows, width: document.documentElement.scrollWidth}""")
 
 
 @needs_chromium
@@ -125,12 +126,7 @@ def test_a_study_page_lays_out_a_row_per_member(tmp_path):
     from ceiling.report import html_study
     from ceiling.results import jsonio
     study = jsonio.load_document(Path(__file__).parent / "golden" / "study_v1.json")
-    path = tmp_path / "study.html"
-    path.write_text(html_study.render(study).replace("</body>", STUDY_PROBE + "\n</body>"), encoding="utf-8")
-    dom = _run_chromium(tmp_path, path.as_uri(), "--window-size=1280,1200", "--dump-dom")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert found, "the probe did not run: " + dom[-500:]
-    probe = json.loads(htmllib.unescape(found.group(1)))
+    probe = probe_page(tmp_path, html_study.render(study), STUDY_PROBE, "study.html", "1280,1200")
     assert [r["member"] for r in probe["rows"]] == [str(i) for i in range(len(study.members))]
     tops = [r["top"] for r in probe["rows"]]
     assert tops == sorted(tops) and len(set(tops)) == len(tops)          # one under the other, in order

@@ -4,8 +4,6 @@ line drawn out to the extrapolation; the extrapolated counts have ticks and a ru
 end; the page needs no horizontal scroll. Skipped when no Chromium is installed (CEILING_CHROMIUM)."""
 from __future__ import annotations
 
-import html as htmllib
-import json
 import re
 import stat
 import sys
@@ -14,7 +12,7 @@ import textwrap
 import pytest
 
 from ceiling import cli
-from test_report_browser import PROBE, _run_chromium, needs_chromium
+from test_report_browser import needs_chromium, probe_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,12 +35,7 @@ def test_speedup_and_efficiency_plots_are_legible(tmp_path, capsys):
     assert speedup, page[:2000]
     svg = speedup.group(0)
     assert ">128<" in svg and "largest point measured" in svg and "speedup (log2)" in svg
-    probed = tmp_path / "probed.html"
-    probed.write_text(page.replace("</body>", PROBE + "\n</body>"), encoding="utf-8")
-    dom = _run_chromium(tmp_path, probed.as_uri(), "--window-size=1280,2000", "--dump-dom")
-    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, flags=re.S)
-    assert found, "the probe did not run: " + dom[-500:]
-    probe = json.loads(htmllib.unescape(found.group(1)))
+    probe = probe_page(tmp_path, page)
     assert len(probe["plots"]) == 2
     for p in probe["plots"]:
         assert p["w"] >= 300 and p["h"] >= 200 and p["marks"] >= 6, p
