@@ -68,7 +68,7 @@ def test_dd_is_traced_call_by_call_and_the_run_keeps_the_recording(tmp_path):
     assert again.returncode == 0, again.stderr
     assert '<section id="timeline">' in (tmp_path / "again.html").read_text()
     # the terminal page is the profile's, with the trace said
-    assert r.stderr.count("ceiling ") and "trace - " in r.stderr.split("\n")[3]      # the page's head says trace
+    assert "ceiling" in r.stderr.split("\n")[3] and " trace - " in r.stderr.split("\n")[3]   # the page's head
     assert "Where the time went" in r.stderr and "trace.recorded - Trace written:" in r.stderr
 
 
@@ -167,3 +167,14 @@ def test_ctrl_c_keeps_a_readable_trace_of_what_was_recorded(tmp_path):
     writes = [s for s in perfetto_read.read(pf).slices
               if s.name == "write" and s.args.get("file") == str(tmp_path / "out")]
     assert len(writes) == 100                     # dd had ended: every one of its writes is there
+
+
+def test_the_counter_tracks_the_run_keeps_round_trip_and_are_thinned():
+    from ceiling.results.events import Counters, Track
+    t = Track("disk sda write bytes/s", "B/s", "node", np.arange(1000, dtype=np.int64) * 10, np.arange(1000.0),
+              device="sda")
+    kept = json.loads(json.dumps(Counters([t]).doc(points=100)))
+    assert len(kept[0]["ts_ns"]) == 100 and kept[0]["value"][0] == pytest.approx(4.5)      # means of 10
+    back = Counters.from_doc(kept + [{"name": "broken"}])                                   # a damaged one left out
+    assert [x.name for x in back.tracks] == [t.name] and back.tracks[0].device == "sda"
+    assert Counters.from_doc([]) is None

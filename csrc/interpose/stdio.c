@@ -8,7 +8,10 @@
  *
  * Longer than 500 lines: one short wrapper for each of about 48 symbols
  * (the fortified and _unlocked forms, the refills __uflow/__underflow and __overflow
- * included) beside the buffer arithmetic they share.
+ * included) beside the buffer arithmetic they share: the estimate of what each
+ * call sent the kernel (kernel_writes, kernel_reads_of, kernel_seek, ~150 lines)
+ * reads the same stdio_before and counters the wrappers fill, inlined into each;
+ * it is the seam to cut along (a stdio_kernel.h of static inlines) if it grows.
  *
  * Its record lines (interpose.h has the format around them), in this order:
  *

@@ -205,20 +205,4 @@ def timeline_section(run: Run) -> str:
     except (KeyError, TypeError, ValueError) as e:
         return f'<section id="timeline"><h2>Timeline</h2><p>The time line cannot be drawn: {esc(str(e))}.</p></section>'
     windowed = [f for f in run.findings if isinstance(f.data, dict) and f.data.get("windows")]
-    return render_timeline(bins, _counters(rec.data.get("counters") or []), windowed)
-
-
-def _counters(kept: list):
-    """The node's tracks a trace run keeps (verbs/trace_output.counters_doc), or None."""
-    import numpy as np
-
-    from ..results.events import Counters, Track
-    tracks = []
-    for d in kept:
-        try:
-            tracks.append(Track(str(d["name"]), str(d["unit"]), str(d.get("scope", "node")),
-                                np.asarray(d["ts_ns"], np.int64), np.asarray(d["value"], np.float64),
-                                device=str(d.get("device", ""))))
-        except (KeyError, TypeError, ValueError):
-            continue                 # a damaged track is left out, the others drawn
-    return Counters(tracks) if tracks else None
+    return render_timeline(bins, Counters.from_doc(rec.data.get("counters") or []), windowed)

@@ -186,3 +186,30 @@ class Track:
 class Counters:
     tracks: List[Track] = field(default_factory=list)
     interval_s: float = 0.0
+
+    def doc(self, points: int = 600) -> List[dict]:
+        """The tracks as a run keeps them (``ceiling trace``'s time line, drawn again from the
+        history): at most ``points`` samples each, the mean of consecutive ones beyond."""
+        out = []
+        for t in self.tracks:
+            ts, v = np.asarray(t.ts, np.int64), np.asarray(t.value, np.float64)
+            if len(ts) > points:
+                cut = np.linspace(0, len(ts), points + 1).astype(int)
+                ts = (np.add.reduceat(ts, cut[:-1]) // np.diff(cut)).astype(np.int64)
+                v = np.add.reduceat(v, cut[:-1]) / np.diff(cut)
+            out.append({"name": t.name, "unit": t.unit, "scope": t.scope, "device": t.device,
+                        "ts_ns": ts.tolist(), "value": [round(float(x), 6) for x in v]})
+        return out
+
+    @classmethod
+    def from_doc(cls, kept: Sequence[dict]) -> Optional["Counters"]:
+        """``doc``'s inverse; a damaged track is left out, the others kept; None for none."""
+        tracks = []
+        for d in kept or ():
+            try:
+                tracks.append(Track(str(d["name"]), str(d["unit"]), str(d.get("scope", "node")),
+                                    np.asarray(d["ts_ns"], np.int64), np.asarray(d["value"], np.float64),
+                                    device=str(d.get("device", ""))))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return cls(tracks) if tracks else None

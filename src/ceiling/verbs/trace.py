@@ -76,7 +76,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
-    cmd = [c for c in (args.command[1:] if args.command[:1] == ["--"] else args.command)]
+    cmd = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     args.trace_limits = limits(args)
     args.trace_path = trace_path(args.trace, cmd)
     # what profile's options would be; trace has none of its reruns

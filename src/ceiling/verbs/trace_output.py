@@ -54,7 +54,7 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
         if where:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
-    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters_doc(counters)}
+    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else []}
     if summary is None:
         run.findings.append(Finding(
             id="trace.recorded", status=FAIL, title="The trace could not be written: " + failed,
@@ -64,12 +64,12 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
             data=data))
         return
     dropped = summary.dropped
+    torn = interpose_events.torn_note(reading) if reading is not None else ""
     said = (f"{summary.events:,} events of {summary.processes} process(es), {summary.threads} thread(s): "
             f"{summary.slices:,} calls and regions, {summary.flows:,} MPI messages; {summary.bytes:,} bytes in "
             f"{summary.path}" + (f"; {dropped:,} events dropped by the limits (the profile counts them)"
                                  if dropped else "; nothing dropped")
-            + (f"; {interpose_events.torn_note(reading)}" if reading is not None and interpose_events.torn_note(reading)
-               else "")
+            + (f"; {torn}" if torn else "")
             + f"; the tracer's own time {summary.tracer_ns / 1e9:.3g} s"
             + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
     run.findings.append(Finding(
@@ -81,25 +81,6 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
         data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
               "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
               **data}))
-
-
-TRACK_POINTS = 600          # samples a counter track keeps in the run (the time line's columns)
-
-
-def counters_doc(counters) -> list:
-    """The node's tracks as the run keeps them, for the time line drawn again: at most
-    TRACK_POINTS samples each (the mean of consecutive ones beyond)."""
-    import numpy as np
-    out = []
-    for t in (counters.tracks if counters else ()):
-        ts, v = np.asarray(t.ts, np.int64), np.asarray(t.value, np.float64)
-        if len(ts) > TRACK_POINTS:
-            cut = np.linspace(0, len(ts), TRACK_POINTS + 1).astype(int)
-            ts = (np.add.reduceat(ts, cut[:-1]) // np.diff(cut)).astype(np.int64)
-            v = np.add.reduceat(v, cut[:-1]) / np.diff(cut)
-        out.append({"name": t.name, "unit": t.unit, "scope": t.scope, "device": t.device,
-                    "ts_ns": ts.tolist(), "value": [round(float(x), 6) for x in v]})
-    return out
 
 
 def _ceilings(history, cls):
