@@ -83,6 +83,23 @@ def path() -> Path:
     env = os.environ.get("CEILING_INTERPOSE_NAMES")
     if env:
         return Path(env)
+    return _installed()
+
+
+def where() -> str:
+    """``path()`` as text: what the readers' tables are cached by, cheap enough to ask per line."""
+    return os.environ.get("CEILING_INTERPOSE_NAMES") or _installed_text()
+
+
+@lru_cache(maxsize=1)
+def _installed_text() -> str:
+    return str(_installed())
+
+
+@lru_cache(maxsize=1)
+def _installed() -> Path:
+    """The names beside the built core, resolved once: the record's reader asks for each value
+    it types, and a realpath is a system call per path component."""
     return Path(__file__).resolve().parents[1] / "_core" / "interpose_names.json"
 
 
@@ -108,4 +125,4 @@ def _load(where: str) -> Names:
 
 def names() -> Names:
     """The names, read once per file."""
-    return _load(str(path()))
+    return _load(where())

@@ -112,9 +112,10 @@ class Records(list):
 _BAD = object()
 
 
-def value(key: str, text: str) -> Any:
-    """``text`` as its key's type (int, or a ``Name`` for a name), or _BAD; never raises."""
-    strings, signed, words = _types(str(interpose_names.path()))
+def value(key: str, text: str, types=None) -> Any:
+    """``text`` as its key's type (int, or a ``Name`` for a name), or _BAD; never raises.
+    ``types``: the table's (``_types``), when the caller types many values."""
+    strings, signed, words = types or _types(interpose_names.where())
     if key in strings:
         if not _NAME.fullmatch(text):
             return _BAD
@@ -136,8 +137,9 @@ def fields(words: List[str], out: Optional[Records] = None) -> Dict[str, Any]:
     counted in ``out.skipped_fields``."""
     raw, bad = _split(words)
     got: Dict[str, Any] = {}
+    types = _types(interpose_names.where())
     for k, v in raw.items():
-        x = value(k, v)
+        x = value(k, v, types)
         if x is _BAD:
             bad += 1
         else:
@@ -176,7 +178,8 @@ def typed_line(word: str, words: List[str], out: Records) -> Any:
     kinds (counted: a skipped line; ``unknown`` when its word or lead names what the table
     lacks). A key its kind does not have is skipped and counted (``unknown`` names it), as is a
     value that does not fit its key."""
-    kinds = _kinds(str(interpose_names.path())).get(word)
+    where = interpose_names.where()
+    kinds, types = _kinds(where).get(word), _types(where)
     if not kinds:
         out.skipped_lines += 1
         out._unknown(f"{word} lines")
@@ -187,7 +190,7 @@ def typed_line(word: str, words: List[str], out: Records) -> Any:
         lead = k[0].lead
         if lead is None or lead not in raw:
             continue
-        v = value(lead, raw[lead])
+        v = value(lead, raw[lead], types)
         if v is not _BAD and (not k[3] or v in k[3]):
             kind = k
             break
@@ -207,7 +210,7 @@ def typed_line(word: str, words: List[str], out: Records) -> Any:
             bad += 1
             out._unknown(f"key {k} on {word} lines")
             continue
-        x = value(k, v)
+        x = value(k, v, types)
         if x is _BAD:
             bad += 1
         else:
