@@ -10,6 +10,7 @@ not); imports under ``if TYPE_CHECKING:`` do not (they are annotations only).
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
 
@@ -69,7 +70,10 @@ def _type_checking_lines(tree: ast.AST) -> Set[int]:
     return lines
 
 
+@functools.lru_cache(maxsize=1)
 def _graph() -> Dict[str, Set[str]]:
+    """Every module's imports of ceiling modules (built once, by the first test that asks: not when
+    the file is collected, which every pytest process does)."""
     edges: Dict[str, Set[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         mod = _module_name(path)
@@ -105,7 +109,7 @@ def test_every_part_has_a_rank():
 
 
 def test_imports_never_run_up_the_layers():
-    graph = _graph_cache
+    graph = _graph()
     bad = []
     for mod, targets in graph.items():
         a = _part(mod)
@@ -122,7 +126,7 @@ def test_imports_never_run_up_the_layers():
 
 
 def test_no_import_circle():
-    graph = {m: {_known(_graph_cache, t) for t in ts} - {""} for m, ts in _graph_cache.items()}
+    graph = {m: {_known(_graph(), t) for t in ts} - {""} for m, ts in _graph().items()}
     # A package's __init__ importing its own modules is how a package presents itself, not a circle.
     for m in graph:
         graph[m] = {t for t in graph[m] if not (t.startswith(m + ".") or m.startswith(t + ".") and _is_pkg(t))}
@@ -220,9 +224,6 @@ def _private_reads_at(path: Path, root: Path) -> List[str]:
 
 def _is_pkg(mod: str) -> bool:
     return (SRC.parent / mod.replace(".", "/") / "__init__.py").exists()
-
-
-_graph_cache = _graph()
 
 
 @pytest.mark.parametrize("path", sorted([*SRC.rglob("*.py"), *CSRC.rglob("*.c")]), ids=lambda p: p.name)

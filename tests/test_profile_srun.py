@@ -38,15 +38,23 @@ def _srun():
     return srun, ""
 
 
-SRUN, WHY = _srun()
-needs_srun = pytest.mark.skipif(SRUN is None, reason=WHY)
+@pytest.fixture(scope="module")
+def srun():
+    """srun, once it has started a step here; a skip saying why not. Asked by the tests that run,
+    not when the module is collected: every pytest process collects it, and a Slurm without a
+    controller answers only after its own timeout (9 s here)."""
+    path, why = _srun()
+    if path is None:
+        pytest.skip(why)
+    return path
+
 # srun's MPI plugin for each family of the library mpi4py loads (mpiutil.PROBE's "family"):
 # the two tried (the MPICH wheel 5.0.2, Debian's Open MPI 4.1.4; Slurm 22.05)
 PLUGIN = {"MPICH": "pmi2", "Open MPI": "pmix"}
 
 
 @pytest.fixture(scope="module")
-def step(app):  # noqa: F811
+def step(srun, app):  # noqa: F811
     """srun's options for a two-rank step of the MPI that mpi4py loads; a skip where
     this Slurm cannot start that MPI's ranks (the plugin is missing or does not load)."""
     exe, found, tmp = app
@@ -55,7 +63,7 @@ def step(app):  # noqa: F811
         pytest.skip(f"srun's --mpi plugin for {found['family']} {found['version']} is not known here "
                     f"(tried: {', '.join(PLUGIN)})")
     try:
-        r = subprocess.run([SRUN, f"--mpi={plugin}", "-n", "1", "-t", "1", "true"], capture_output=True, text=True,
+        r = subprocess.run([srun, f"--mpi={plugin}", "-n", "1", "-t", "1", "true"], capture_output=True, text=True,
                            timeout=60)
     except subprocess.TimeoutExpired:
         pytest.skip(f"srun --mpi={plugin} did not start a one-task step in 60 s")
@@ -70,14 +78,13 @@ def _env(tmp):
     return run_env(tmp, NO_COLOR="1")
 
 
-@needs_srun
 @needs_mpi
 @NEEDS_LIB
-def test_srun_as_the_launcher_of_a_profiled_job(app, step, tmp_path):  # noqa: F811
+def test_srun_as_the_launcher_of_a_profiled_job(srun, app, step, tmp_path):  # noqa: F811
     exe, found, tmp = app
     out = tmp_path / "p.json"
     r = run_or_show([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
-                     str(out), "--", SRUN, *step, str(exe), "pingpong", "500", "64", "0"], _env(tmp))
+                     str(out), "--", srun, *step, str(exe), "pingpong", "500", "64", "0"], _env(tmp))
     assert r.returncode == 0, r.stderr
     prof = json.loads(out.read_text())["application"]["profile"]
     per = {x["rank"]: x for x in prof["mpi"]["per_rank"]}
@@ -90,13 +97,12 @@ def test_srun_as_the_launcher_of_a_profiled_job(app, step, tmp_path):  # noqa: F
     assert prof["threads"] >= 2 and prof["shares"], prof
 
 
-@needs_srun
 @needs_mpi
 @NEEDS_LIB
-def test_srun_wraps_each_rank_and_rank_0_reports_them_all(app, step, tmp_path):  # noqa: F811
+def test_srun_wraps_each_rank_and_rank_0_reports_them_all(srun, app, step, tmp_path):  # noqa: F811
     exe, found, tmp = app
     out = tmp_path / "p.json"
-    r = run_or_show([SRUN, *step, sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure",
+    r = run_or_show([srun, *step, sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure",
                      "--save-json", str(out), "--", str(exe), "pingpong", "500", "64", "0"], _env(tmp))
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("Where the time went") == 1, r.stderr

@@ -279,3 +279,32 @@ def test_a_v2_document_written_before_figures_existed_still_reads():
     run = jsonio.loads(json.dumps(doc))
     assert run.analysis.figures == [] and run.analysis.verdict is not None
     assert '"figures": []' in jsonio.dumps(run)
+
+
+def _typed(v):
+    """``v`` with every leaf's type beside it: equal documents of other leaf types (1 and 1.0,
+    True and 1) then differ."""
+    if isinstance(v, dict):
+        return {k: _typed(x) for k, x in v.items()}, list(v)
+    if isinstance(v, list):
+        return [_typed(x) for x in v]
+    return type(v).__name__, v
+
+
+def test_the_document_in_one_walk_is_the_two_walks_one():
+    """base.document (to_doc's one walk) gives what plain(run.to_dict()) gave, leaf types and key
+    order included, for golden runs of every version and for values only a program puts there."""
+    import enum
+    from collections import namedtuple
+    from ceiling.results.base import document, plain
+    golden = Path(__file__).resolve().parent / "golden"
+    runs = [jsonio.load(p) for p in sorted(golden.glob("run_v*.json"))]
+    assert len(runs) >= 4
+    odd = small_run()
+    Pair = namedtuple("Pair", "a b")
+    odd.metrics[0].context = {"nan": float("nan"), "inf": -math.inf, "np": np.float64(2.5), "npi": np.int32(3),
+                              "arr": np.arange(3), "enum": enum.IntEnum("E", "x y").y, "tuple": (1, 2.0),
+                              "pair": Pair(1, None), "set": {3, 1}, 7: "int key", True: "bool key",
+                              None: "none key", "path": Path("/x")}
+    for run in runs + [odd]:
+        assert _typed(document(run)) == _typed(plain(run.to_dict()))

@@ -113,8 +113,7 @@ _BAD = object()
 
 
 def value(key: str, text: str, types=None) -> Any:
-    """``text`` as its key's type (int, or a ``Name`` for a name), or _BAD; never raises.
-    ``types``: the table's (``_types``), when the caller types many values."""
+    """``text`` as its key's type (int, or a ``Name``), or _BAD; never raises. ``types``: _types's, given once."""
     strings, signed, words = types or _types(interpose_names.where())
     if key in strings:
         if not _NAME.fullmatch(text):
@@ -178,8 +177,7 @@ def typed_line(word: str, words: List[str], out: Records) -> Any:
     kinds (counted: a skipped line; ``unknown`` when its word or lead names what the table
     lacks). A key its kind does not have is skipped and counted (``unknown`` names it), as is a
     value that does not fit its key."""
-    where = interpose_names.where()
-    kinds, types = _kinds(where).get(word), _types(where)
+    kinds, types = _kinds(interpose_names.where()).get(word), _types(interpose_names.where())
     if not kinds:
         out.skipped_lines += 1
         out._unknown(f"{word} lines")

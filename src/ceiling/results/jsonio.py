@@ -39,7 +39,7 @@ from typing import Any, Dict, Optional, Union
 from ..errors import PathError, StoreError, StudyError
 from ..files import output
 from . import doccheck, migrate
-from .base import plain
+from .base import document, plain
 from .model import SCHEMA_VERSION, STUDY_VERSION, Run, Study
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -49,7 +49,7 @@ _INDENT = "  "
 
 def to_doc(run: Run) -> Dict[str, Any]:
     """The plain JSON document of ``run`` (what ``dumps`` writes)."""
-    return plain(run.to_dict())
+    return document(run)
 
 
 def _scalar(v: Any) -> bool:
@@ -215,7 +215,7 @@ def schema(version: int = SCHEMA_VERSION) -> Dict[str, Any]:
 
 def study_doc(study: Study) -> Dict[str, Any]:
     """The plain JSON document of ``study`` (what ``dumps_study`` writes)."""
-    return plain(study.to_dict())
+    return document(study)
 
 
 def dumps_study(study: Study) -> str:
