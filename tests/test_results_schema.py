@@ -232,7 +232,7 @@ def _same_types(hint, sub, where):
     if "number" in want:
         allowed.discard("integer")
     if want == {"number"}:
-        allowed.discard("null")           # a float that was not finite is written as null (jsonio.plain)
+        allowed.discard("null")           # a float that was not finite is written as null (base.plain)
     assert allowed == want, f"{where}: schema allows {sorted(allowed)}, model has {sorted(want)}"
     if typing.get_origin(hint) is list:   # and what the list holds
         (item,) = typing.get_args(hint)

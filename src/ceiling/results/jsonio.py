@@ -39,7 +39,7 @@ from typing import Any, Dict, Optional, Union
 from ..errors import PathError, StoreError, StudyError
 from ..files import output
 from . import doccheck, migrate
-from .base import document, plain
+from .base import document
 from .model import SCHEMA_VERSION, STUDY_VERSION, Run, Study
 
 PathLike = Union[str, "os.PathLike[str]"]

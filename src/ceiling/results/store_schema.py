@@ -49,6 +49,7 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 from ..errors import StoreError
 from . import history_keys as keys
 from . import jsonio
+from .base import plain
 from . import store_monitor, store_probe
 from .model import Run
 
@@ -199,7 +200,7 @@ def rows_of(run: Run) -> Rows:
 
 
 def _finite(x) -> Optional[float]:
-    return jsonio.plain(x) if x is not None else None
+    return plain(x) if x is not None else None
 
 
 def write(db: sqlite3.Connection, run: Run, schema: str = "") -> Rows:
