@@ -479,9 +479,10 @@ def test_forged_reports_from_another_user_do_not_end_rank_0s_job(tmp_path):
 
 @needs_mpi
 def test_forged_reports_from_another_user_do_not_end_an_mpi_job(mpi_setup, tmp_path):
-    """The probe of issue 25 itself: `mpirun -n 2 ceiling run --cluster`, and stall reports in rank
-    1's name sent as nobody to rank 0's UDP port. Before: exit 11 about 30 s later, nothing
-    saved. Now: dropped, counted in a finding, and the job ends normally."""
+    """The probe of issue 25 itself (on `mpirun -n 2 ceiling run --cluster`; here a shorter cluster
+    job, whose side channel is the same): stall reports in rank 1's name sent as nobody to rank 0's
+    UDP port. Before: exit 11 about 30 s later, nothing saved. Now: dropped, counted in a finding,
+    and the job ends normally."""
     py, why = _python_for_nobody()
     if py is None:
         pytest.skip(why)
@@ -490,7 +491,7 @@ def test_forged_reports_from_another_user_do_not_end_an_mpi_job(mpi_setup, tmp_p
     argv = list(info["argv2"])
     i = argv.index("-n")
     cmd = argv[:i] + argv[i + 2:]
-    common = ["run", "--cluster", "--quick", "--no-pairs", "--no-store"]
+    common = ["bench", "compute", "--cluster", "--quick", "--no-store"]
     for j, (node, extra) in enumerate([("a", ["--save-json", str(out)]), ("b", [])]):
         cmd += ([":"] if j else []) + ["-n", "1", "env", f"CEILING_NODE_NAME={node}", sys.executable, "-m",
                                        "ceiling", *common, *extra]
