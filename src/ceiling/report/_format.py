@@ -7,6 +7,8 @@ plain text; callers escape it.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
 from typing import Any, Dict, List, Sequence
@@ -60,14 +62,27 @@ _ESCAPED_CONTROL = re.compile(r"\\u00(?:[01][0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])|\
 
 
 def may_need_printable(v: Any) -> bool:
-    """Whether some string inside ``v`` (keys too) may hold a character printable() replaces: False
-    only when none does. One pass of the C JSON encoder instead of printable_value's walk, since
-    nearly every run holds none and is then shown as it is; anything the encoder refuses says True."""
+    """Whether some string inside ``v`` (keys too; a run's dataclasses as their field values) may
+    hold a character printable() replaces: False only when none does. One pass of the C JSON
+    encoder instead of printable_value's walk (nor a to_dict first), since nearly every run holds
+    none and is then shown as it is; anything the encoder refuses says True."""
     try:
-        text = json.dumps(v, ensure_ascii=True, check_circular=False)
-    except (TypeError, ValueError):
+        text = json.dumps(v, ensure_ascii=True, check_circular=False, default=_field_values)
+    except (TypeError, ValueError, RecursionError):
         return True
     return _ESCAPED_CONTROL.search(text) is not None
+
+
+def _field_values(obj: Any) -> List[Any]:
+    names = _field_names(type(obj))
+    if names is None:
+        raise TypeError(type(obj).__name__)
+    return [getattr(obj, n) for n in names]
+
+
+@functools.lru_cache(maxsize=None)
+def _field_names(cls) -> Any:
+    return tuple(f.name for f in dataclasses.fields(cls)) if dataclasses.is_dataclass(cls) else None
 
 
 def printable_value(v: Any) -> Any:

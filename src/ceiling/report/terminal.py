@@ -43,9 +43,8 @@ def _printable_run(fn):
     the terminal shows what came from outside, it never obeys it."""
     @functools.wraps(fn)
     def wrapper(run: Run, *a, **kw):
-        d = run.to_dict()
-        if F.may_need_printable(d):
-            run = Run.from_dict(F.printable_value(d))
+        if F.may_need_printable(run):
+            run = Run.from_dict(F.printable_value(run.to_dict()))
         return fn(run, *a, **kw)
     return wrapper
 
