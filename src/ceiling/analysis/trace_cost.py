@@ -12,7 +12,9 @@ Two parts, both measured, never guessed:
   reported by no later clock event, so it is not in that figure: said with it.
 
 The share of the run is the busiest process's (its events and write-outs over the run's wall
-time), as the profile states the interposer's cost: processes record beside each other. Without
+time), as the profile states the interposer's cost: processes record beside each other. In a
+tightly coupled job one rank's write-out holds the others at the next collective, so the job
+can lose up to the sum over ranks (benchmarks/trace_end_to_end.py measures a barrier loop). Without
 a per-event figure (dd missing, a job stopped before it was measured) the cost is unknown, with
 the reason, and the write-out time alone is given for what it is.
 """
