@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import trace_synth as T
-from ceiling.analysis.trace_bins import timeline_bins
+from ceiling.analysis.trace_bins import lane_pids, split_off_cpu, timeline_bins
 from ceiling.analysis.trace_patterns import trace_findings
 from ceiling.report.html_style import CSS
 from ceiling.report.html_trace import LEFT, RIGHT, WIDTH, render_timeline
@@ -85,3 +85,43 @@ def test_processes_outside_mpi_are_drawn_only_while_they_exist():
     row = svg.split(">pid 1</text>")[0].rsplit("<g><title>", 1)[1]
     widths = [float(w) for w in re.findall(r'width="([0-9.]+)"', row)]
     assert widths and sum(widths) < 0.2 * (WIDTH - LEFT - RIGHT), widths
+
+
+def _sleeper(t0_ns=0):
+    """A process (pid 5, one thread) alive 0-2 s: an open at 0, a 0.5 s write at 1.5 s, an open at 2 s;
+    the sampler's series as it records it (monotonic s, CPU s so far, threads): no CPU over the
+    first second, all of the second second's time outside the write on a CPU."""
+    c = T.calls(-1, [0, 2 * T.S], T.MS, T.IO_META, T.OPEN)
+    w = T.calls(-1, [int(1.5 * T.S)], T.S // 2, T.IO_WRITE, T.WRITE, 4096)
+    ev = T.events([dict(c, pid=np.full(2, 5, np.int32)), dict(w, pid=np.full(1, 5, np.int32))])
+    base = t0_ns / 1e9
+    series = {5: [(base + 0.0, 0.0, 1), (base + 0.5, 0.0, 1), (base + 1.0, 0.001, 1), (base + 1.5, 0.501, 1),
+                  (base + 2.0, 0.501, 1)],
+              999: [(base, 0.0, 1), (base + 2.0, 2.0, 1)]}          # a process with no events: no lane
+    return ev, series
+
+
+def test_time_outside_calls_is_split_into_computing_and_waiting_by_the_samples():
+    ev, series = _sleeper()
+    b = timeline_bins([ev], 20)
+    assert b.off_cpu is None and b.compute[0, :10].min() > 0.95          # unsplit: all of it computing
+    s = split_off_cpu(b, series, lane_pids([ev]), ev.t0_ns, 0.5)
+    # the first second: off CPU (the 1 ms of CPU is taken off it: at least the waiting drawn)
+    assert s.off_cpu[0, :10].min() > 0.99 * s.outside[0, :10].min() and s.compute[0, :10].max() < 0.01
+    assert abs(s.off_cpu[0, :10].sum() * s.width_ns / 1e9 - 0.998) < 0.003
+    # 1-1.5 s: on a CPU; 1.5-2 s: in the write (I/O, neither)
+    assert s.off_cpu[0, 10:15].max() < 0.01 and s.compute[0, 10:15].min() > 0.95
+    assert s.off_cpu[0, 15:].max() < 0.01 and s.of("io")[0, 15:].min() > 0.95
+    # drawn: the first half in the off-CPU colour, the second in computing's and I/O's
+    svg = render_timeline(s)
+    row = svg.split(">pid 5</text>")[0].rsplit("<g><title>", 1)[1]
+    assert re.findall(r'<rect[^>]*fill="(#[0-9A-F]+)"', row) == ["#D4D4D4", "#56B4E9", "#E69F00"]
+    assert "waiting off CPU outside calls" in svg and "every 0.5 s" in svg
+
+
+def test_a_series_on_another_clock_origin_lands_on_the_same_bins():
+    # the events' t0 on CLOCK_MONOTONIC: the samples are placed by it
+    ev, series = _sleeper(t0_ns=7 * T.S)
+    ev.t0_ns = 7 * T.S
+    s = split_off_cpu(timeline_bins([ev], 20), series, lane_pids([ev]), ev.t0_ns)
+    assert s.off_cpu[0, :10].min() > 0.95 and s.off_cpu[0, 10:].max() < 0.01

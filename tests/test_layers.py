@@ -269,7 +269,8 @@ STARTS_ALLOWED = {
 }
 # the starting functions of the mechanism above, which only observe/ calls
 MECHANISM = {"ceiling.probes.launch": {"start", "fork"}, "ceiling.probes.perf_counters": {"spawn"},
-             "ceiling.probes.interpose_cost": {"measure", "loader_reads"}}
+             "ceiling.probes.interpose_cost": {"measure", "loader_reads"},
+             "ceiling.probes.trace_cost": {"measure"}}      # dd through interpose_cost's runner
 _STARTS = {"subprocess": {"Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput"},
            "os": {"fork", "forkpty", "system", "popen", "posix_spawn", "posix_spawnp"},
            "pty": {"fork", "spawn"}, "asyncio": {"create_subprocess_exec", "create_subprocess_shell"}}

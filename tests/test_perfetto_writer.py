@@ -231,6 +231,22 @@ def test_the_trace_states_its_cost_and_what_was_dropped(tmp_path):
     assert (s.dropped, s.tracer_ns) == (1239, 4_500_000)
 
 
+def test_the_tracer_time_stated_is_every_threads_not_the_last_chunks(tmp_path):
+    # one chunk per thread file, each with its own thread's write-out time: the trace states their sum
+    ev = _events(_mixed_rows())
+    chunks = []
+    for i, pid in enumerate(sorted(set(ev.pid.tolist()))):
+        c = ev.select(ev.pid == pid)
+        c.tracer_ns = 1_000_000 * (i + 1)
+        chunks.append(c)
+    assert len(chunks) >= 2
+    s = write_perfetto(tmp_path / "t.pftrace", chunks)
+    total = sum(c.tracer_ns for c in chunks)
+    assert s.tracer_ns == total
+    tr = read(tmp_path / "t.pftrace")
+    assert f"tracer's own time: {total / 1e6:.3f} ms" in tr.tracks[_statement_uuid(tr)].description
+
+
 def test_nothing_dropped_is_said_too(tmp_path):
     write_perfetto(tmp_path / "t.pftrace", _events(_mixed_rows()))
     tr = read(tmp_path / "t.pftrace")

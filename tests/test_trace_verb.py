@@ -67,9 +67,56 @@ def test_dd_is_traced_call_by_call_and_the_run_keeps_the_recording(tmp_path):
                             str(tmp_path / "again.html")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert '<section id="timeline">' in (tmp_path / "again.html").read_text()
+    # the recording's own cost, measured: events x the per-event cost of this node + the write-outs
+    cost = rec["data"]["cost"]
+    assert cost["events"] > 100 and cost["per_event_ns"] > 0 and "dd of" in cost["how"]
+    assert cost["tracer_s"] == rec["data"]["tracer_s"]
+    assert cost["total_s"] == pytest.approx(cost["events"] * cost["per_event_ns"] / 1e9 + cost["tracer_s"])
+    assert cost["fraction"] == pytest.approx(cost["busiest_s"] / doc["application"]["wall_s"])
+    assert "Recording cost: about" in rec["evidence"] and "Recording cost: about" in html
+    assert any("Recording cost: about" in x.args.get("recording cost", "") for x in tr.statement)
     # the terminal page is the profile's, with the trace said
     assert "ceiling" in r.stderr.split("\n")[3] and " trace - " in r.stderr.split("\n")[3]   # the page's head
     assert "Where the time went" in r.stderr and "trace.recorded - Trace written:" in r.stderr
+
+
+def test_the_recording_cost_is_unknown_with_its_reason_without_a_per_event_figure():
+    from ceiling.analysis.trace_cost import cost_text, recording_cost
+    per = {10: (1000, 2_000_000), 11: (3000, 1_000_000)}
+    known = recording_cost(per, {"per_event_ns": 20.0, "how": "dd"}, 2.0)
+    # the busiest process: 1000 x 20 ns + 2 ms (the other 3000 x 20 ns + 1 ms); the total: 4000 x 20 ns + 3 ms
+    assert known["busiest_pid"] == 10 and known["busiest_s"] == pytest.approx(20e-6 + 2e-3)
+    assert known["total_s"] == pytest.approx(80e-6 + 3e-3) and known["fraction"] == pytest.approx(2.02e-3 / 2)
+    unknown = recording_cost(per, {"per_event_ns": None, "why": "dd is not installed"}, 2.0)
+    assert "total_s" not in unknown and "fraction" not in unknown and unknown["tracer_s"] == pytest.approx(3e-3)
+    text = cost_text(unknown)
+    assert "unknown" in text and "dd is not installed" in text and "3 ms" in text
+    assert "unknown" in cost_text(recording_cost(per, {}, 2.0))
+
+
+def test_a_sleeping_phase_is_drawn_waiting_and_a_computing_one_computing(tmp_path):
+    # sleep's second: the shell waits for it, sleep sleeps: off CPU; then dd fills 1 MiB buffers from
+    # /dev/zero (no storage I/O: on a CPU, in the kernel) for a good part of a second
+    r, doc, _ = trace(tmp_path, "sh", "-c", f"sleep 1; {DD} if=/dev/zero of=/dev/null bs=1M count=6000",
+                      opts=["--interval", "0.05", "--out", str(tmp_path / "t.html")])
+    assert r.returncode == 0, r.stderr
+    b = bins_from_doc(_recorded(doc)["data"]["timeline"])
+    assert b.off_cpu is not None and b.off_cpu_interval_s == 0.05
+    mid = (b.edges_ns[:-1] + b.edges_ns[1:]) / 2e9
+    sleeping = (mid > 0.2) & (mid < 0.8)
+    alive = b.alive if b.alive is not None else np.ones_like(b.compute)
+    # every lane alive then (the shell, sleep) is drawn waiting, not computing
+    lanes = [i for i in range(len(b.lanes)) if alive[i, sleeping].mean() > 0.9]
+    assert lanes
+    for i in lanes:
+        assert b.waiting_off_cpu[i, sleeping].mean() > 0.8 and b.compute[i, sleeping].mean() < 0.2, b.labels[i]
+    # dd's lane: it exists only after the sleep, and computes
+    later = [i for i in range(len(b.lanes)) if alive[i, mid < 0.9].sum() == 0 and alive[i].sum() > 0]
+    assert later
+    busy = max(later, key=lambda i: alive[i].sum())
+    on = alive[busy] > 0.9
+    assert b.compute[busy, on].mean() > 0.6 and b.waiting_off_cpu[busy, on].mean() < 0.3
+    assert "waiting off CPU outside calls" in (tmp_path / "t.html").read_text()
 
 
 def test_limits_drop_events_and_say_so_while_the_profile_counts_every_call(tmp_path):
@@ -128,6 +175,24 @@ def test_the_bins_the_run_keeps_round_trip_to_1_255th():
     broken = dict(bins_doc(b), nbins=41)
     with pytest.raises(ValueError):
         bins_from_doc(broken)
+
+
+def test_the_off_cpu_split_round_trips_and_a_run_stored_before_it_still_draws():
+    from ceiling.report.html_trace import render_timeline
+    rng = np.random.default_rng(5)
+    share = rng.random((2, len(CLASSES), 30)).astype(np.float32) / 8
+    off = rng.random((2, 30)).astype(np.float32) / 4
+    b = Bins(np.linspace(0, 3e9, 31).astype(np.int64), [0, 1], [1, 1], share, ["rank 0", "rank 1"], None, off, 0.1)
+    doc = json.loads(json.dumps(bins_doc(b)))
+    back = bins_from_doc(doc)
+    assert np.abs(back.off_cpu - off).max() <= 0.5 / 255 + 1e-6 and back.off_cpu_interval_s == 0.1
+    assert np.abs(back.compute - (back.outside - back.off_cpu)).max() < 1e-6
+    # a run stored before the split: no off_cpu in its bins; read and drawn as then, all outside calls computing
+    old = {k: v for k, v in doc.items() if not k.startswith("off_cpu")}
+    was = bins_from_doc(old)
+    assert was.off_cpu is None and np.abs(was.compute - was.outside).max() == 0
+    html = render_timeline(was)
+    assert "<svg" in html and "drawn as computing" in html and "#D4D4D4" not in html.split("</p>", 1)[1]
 
 
 CC = shutil.which("cc") or shutil.which("gcc")

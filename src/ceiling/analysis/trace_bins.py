@@ -14,6 +14,21 @@ thread outside every intercepted call is taken to compute. The classes:
   Part 2 (wait states) will move the waiting part of a blocking receive here; until then a
   blocking receive is ``mpi``.
 
+Outside the calls, computing or waiting (``split_off_cpu``): the /proc sampler's series of each
+process (probes/proc_sampler.Sampled.series: at each sample the CPU time its threads used so far)
+says how much of each interval between two samples the lane spent on a CPU. In each interval the
+lane's time outside calls (from the bins: its life less its calls) less all the CPU time it used
+is time it cannot have been computing: the least off-CPU time the samples allow (a shell waiting
+for its child, ``sleep``, a read of a pipe the interposer does not count as I/O). That part is
+``off_cpu`` (drawn as waiting), spread over the interval's bins in proportion to their time
+outside calls; the rest outside calls stays compute. The split is only as fine as the sampler:
+every bin inside one interval (0.1 s by default) gets the interval's share, a phase shorter than
+an interval is mixed with its neighbours, and what no two samples enclose (a process's last
+moments after its last sample) stays compute. CPU a lane's threads used inside calls (an MPI
+progress loop polling) is counted against its time outside calls, and threads that made no
+intercepted call are counted too, so waiting is never overstated. A run stored before the split
+has no ``off_cpu`` and draws as before.
+
 Method: the time a set of slices covers up to t is C(t) = sum over slices of clip(t - start, 0,
 dur) = sum_{start<t}(t - start) - sum_{end<t}(t - end), computed at every bin edge with two
 sorted arrays, searchsorted and cumulative sums: O(n log n) per chunk, additive over chunks, so
@@ -48,6 +63,9 @@ class Bins:
     labels: List[str] = field(default_factory=list)   # "rank 3", "pid 1234"
     alive: Optional[np.ndarray] = None      # float32 [lanes, nbins]: the share of the bin the lane existed
                                             # (its first event to its last); None: the whole run
+    off_cpu: Optional[np.ndarray] = None    # float32 [lanes, nbins]: the share outside calls off a CPU
+                                            # (split_off_cpu); None: not split (all of it compute)
+    off_cpu_interval_s: Optional[float] = None   # the sampler's interval the split rests on, seconds
 
     @property
     def nbins(self) -> int:
@@ -65,8 +83,18 @@ class Bins:
     def compute(self) -> np.ndarray:
         """[lanes, bins]: the rest, the time outside every intercepted call while the lane existed
         (a process that started late or ended early computes nothing outside its life)."""
+        return np.clip(self.outside - (0.0 if self.off_cpu is None else self.off_cpu), 0.0, 1.0)
+
+    @property
+    def outside(self) -> np.ndarray:
+        """[lanes, bins]: the share outside every intercepted call while the lane existed."""
         alive = 1.0 if self.alive is None else self.alive
         return np.clip(alive - self.share.sum(axis=1), 0.0, 1.0)
+
+    @property
+    def waiting_off_cpu(self) -> np.ndarray:
+        """[lanes, bins]: the share outside calls off a CPU (zeros when not split)."""
+        return np.zeros_like(self.outside) if self.off_cpu is None else np.minimum(self.off_cpu, self.outside)
 
 
 def lane_of(ev: Events) -> np.ndarray:
@@ -162,6 +190,51 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
     return Bins(edges, keys, [len(threads[k]) for k in keys], share, [labels[k] for k in keys], alive)
 
 
+def lane_pids(chunks: Iterable[Events]) -> Dict[int, int]:
+    """pid -> its lane key, from the events."""
+    out: Dict[int, int] = {}
+    for ev in chunks:
+        if len(ev):
+            lanes = lane_of(ev)
+            for pid in np.unique(ev.pid):
+                out[int(pid)] = int(lanes[ev.pid == pid][-1])
+    return out
+
+
+def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]], pid_lane: Dict[int, int],
+                  t0_ns: int, interval_s: Optional[float] = None) -> Bins:
+    """``b`` with ``off_cpu`` from the sampler's per-process ``series`` (monotonic s, CPU s so far,
+    threads): see the module docstring. ``t0_ns``: the events' origin on CLOCK_MONOTONIC (the
+    sampler's clock). A lane no series covers is not split (its time outside calls stays compute)."""
+    edges = b.edges_ns.astype(np.float64)
+    width = np.diff(edges)
+    index = {k: i for i, k in enumerate(b.lanes)}
+    nth = np.maximum(np.asarray(b.threads, np.float64), 1.0)
+    rest = b.outside.astype(np.float64) * width[None, :] * nth[:, None]       # thread-ns outside calls a bin
+    density = rest / np.maximum(width, 1.0)[None, :]
+    off = np.zeros_like(rest)
+    for pid, pts in series.items():
+        li = index.get(pid_lane.get(int(pid), None))
+        if li is None or len(pts) < 2:
+            continue
+        arr = np.asarray([(t, c) for t, c, _ in pts], np.float64)
+        t = arr[:, 0] * 1e9 - t0_ns
+        cpu = np.maximum(np.diff(arr[:, 1]), 0.0) * 1e9
+        # each interval's time outside calls, from the bins (exact: the density is constant in a bin)
+        cum = np.concatenate(([0.0], np.cumsum(rest[li])))
+        outside = np.diff(np.interp(t, edges, cum))
+        factor = np.where(outside > 0, np.maximum(outside - cpu, 0.0) / np.where(outside > 0, outside, 1.0), 0.0)
+        # spread over the bins: every piece between a bin edge and a sample time has one density and one factor
+        cuts = np.unique(np.concatenate((edges, np.clip(t, edges[0], edges[-1]))))
+        mid, length = 0.5 * (cuts[:-1] + cuts[1:]), np.diff(cuts)
+        k = np.clip(np.searchsorted(edges, mid, "right") - 1, 0, len(width) - 1)
+        j = np.searchsorted(t, mid, "right") - 1
+        ok = (j >= 0) & (j < len(factor))
+        off[li] += np.bincount(k[ok], weights=factor[j[ok]] * density[li, k[ok]] * length[ok], minlength=len(width))
+    share = np.minimum(off / (np.maximum(width, 1.0)[None, :] * nth[:, None]), b.outside).astype(np.float32)
+    return Bins(b.edges_ns, b.lanes, b.threads, b.share, b.labels, b.alive, share, interval_s)
+
+
 def histogram(chunks: Sequence[Events], edges: np.ndarray, mask_of) -> np.ndarray:
     """Per bin over every lane: the number of events ``mask_of(ev)`` selects, by start time."""
     out = np.zeros(len(edges) - 1, np.int64)
@@ -186,6 +259,10 @@ def bins_doc(b: Bins) -> Dict[str, object]:
     if b.alive is not None:
         a = np.rint(np.clip(b.alive, 0.0, 1.0) * 255).astype(np.uint8)
         out["alive"] = base64.b64encode(a.tobytes()).decode("ascii")
+    if b.off_cpu is not None:
+        o = np.rint(np.clip(b.off_cpu, 0.0, 1.0) * 255).astype(np.uint8)
+        out["off_cpu"] = base64.b64encode(o.tobytes()).decode("ascii")
+        out["off_cpu_interval_s"] = b.off_cpu_interval_s
     return out
 
 
@@ -205,5 +282,13 @@ def bins_from_doc(d: Dict[str, object]) -> Bins:
         if a.size != len(lanes) * nbins:
             raise ValueError(f"timeline bins: {a.size} lifetimes for {len(lanes)} lanes x {nbins} bins")
         alive = (a.astype(np.float32) / 255.0).reshape(len(lanes), nbins)
+    off = None
+    if d.get("off_cpu") is not None:            # runs stored before the split have none: drawn as before
+        o = np.frombuffer(base64.b64decode(str(d["off_cpu"]), validate=True), np.uint8)
+        if o.size != len(lanes) * nbins:
+            raise ValueError(f"timeline bins: {o.size} off-CPU shares for {len(lanes)} lanes x {nbins} bins")
+        off = (o.astype(np.float32) / 255.0).reshape(len(lanes), nbins)
     edges = np.linspace(int(d["start_ns"]), int(d["end_ns"]), nbins + 1).astype(np.int64)
-    return Bins(edges, lanes, [int(x) for x in d["threads"]], share, [str(x) for x in d["labels"]], alive)
+    iv = d.get("off_cpu_interval_s")
+    return Bins(edges, lanes, [int(x) for x in d["threads"]], share, [str(x) for x in d["labels"]], alive, off,
+                float(iv) if isinstance(iv, (int, float)) else None)

@@ -102,6 +102,9 @@ class Interposer:
     removed: str = ""
     cost: Dict[str, Any] = field(default_factory=dict)
     loader: Dict[str, Any] = field(default_factory=dict)
+    # Instruments.trace: what recording one event costs (probes/trace_cost.py: "per_event_ns", "how" or "why"),
+    # measured when the per-call cost is; {} when not tracing or not measured (a rank other than 0)
+    event_cost: Dict[str, Any] = field(default_factory=dict)
     exec_reads: Dict[str, Any] = field(default_factory=dict)
     # Instruments.trace: the event files' directory (kept; the records are copied beside them so that the
     # reader names the files), "" when not tracing

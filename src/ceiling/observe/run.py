@@ -107,6 +107,8 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
         stopped = interruption(ended.signals)
         part.cost = ({"why": f"not measured: the job was {stopped.split(' ')[0]}"} if stopped else
                      _measure(lib))
+        if tools.trace is not None:
+            part.event_cost = dict(part.cost) if stopped else _event_cost(lib)
     unreached = {p.exe: preload_refused(p.exe) for p in sampled.processes.values() if p.exe}
     return Observation(command=list(cmd), exe=exe, pid=pid, started=started, finished=finished, wall_s=wall,
                        start_s=t0,
@@ -148,6 +150,8 @@ def _interposer(exe: str, tools: Instruments, env: dict):
     if tools.cost == "before":
         part.cost = _measure(lib)                   # before the program, not beside it
         part.loader = _loader_reads(lib)            # what taking it off the exit totals needs
+        if tools.trace is not None:
+            part.event_cost = _event_cost(lib)      # what one recorded event costs, stated on the trace
     tmp = make_dir("ceiling-profile-")              # 0700, in a $TMPDIR no one else can swap it in
     env["LD_PRELOAD"] = " ".join(filter(None, [str(lib), env.get("LD_PRELOAD", "")]))
     env["CEILING_INTERPOSE_OUT"] = os.path.join(tmp, "interpose.%p")
@@ -180,6 +184,11 @@ def _exec_reads(records, host: str) -> dict:
     from ..probes.exec_reads import exec_reads
     exes = {r.process.exe for r in records if r.process.host == host and not r.process.forked and r.process.exe}
     return {exe: exec_reads(exe) for exe in sorted(exes)}
+
+
+def _event_cost(lib) -> dict:
+    from ..probes.trace_cost import measure
+    return measure(lib)
 
 
 def _loader_reads(lib) -> dict:

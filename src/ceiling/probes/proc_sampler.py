@@ -25,6 +25,13 @@ system totals of the whole tree). Processes are found through the kernel's
 ``children`` lists (CONFIG_PROC_CHILDREN), else by a scan of /proc for their
 parent pid.
 
+Over time, per process (``Sampled.series``, for the trace's time line: analysis/trace_bins.py
+splits the time outside intercepted calls into computing and waiting with it): at each sample,
+the CPU time of all its threads so far (schedstat's, else user + system: a closed thread keeps
+its last values) and its threads alive, from its start (0 CPU). At most ``SERIES_POINTS`` points
+a process: past it every other point is let go, so a long run keeps a coarser series, never a
+growing one (the values are cumulative: a coarser series is still exact at its points).
+
 Cost: one sample reads three small files per thread and two per process. The
 sampler measures its own CPU time and stretches its interval so that its CPU
 time since the start stays under ``BUDGET`` of one CPU (128 threads at 10 Hz
@@ -41,6 +48,7 @@ from typing import Dict, List, Optional, Tuple
 from ..sysfs import parse_cpulist, stat_fields
 
 BUDGET = 0.01            # at most this share of one CPU spent sampling
+SERIES_POINTS = 4096     # points kept a process in Sampled.series (halved past it)
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PSI = ("cpu", "io", "memory")
 
@@ -90,6 +98,8 @@ class Sampled:
     node_cpu: Dict[str, Tuple[float, float]] = field(default_factory=dict)   # /proc/stat field -> (start, end) s
     psi: Dict[str, Tuple[float, float]] = field(default_factory=dict)        # "cpu some" -> (start, end) s
     runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
+    # per process over time: (monotonic s, CPU s of its threads so far, threads alive), from its start
+    series: Dict[int, List[Tuple[float, float, int]]] = field(default_factory=dict)
 
 
 class ProcSampler:
@@ -104,6 +114,7 @@ class ProcSampler:
         self._ended: set = set()             # seen, then gone: not looked for again
         self._had_children: Dict[int, bool] = {}   # pid -> it had a child at the last sample
         self._running = 0
+        self._cpu_sum: Dict[int, float] = {}     # pid -> CPU seconds of every thread of it seen so far
 
     def start(self) -> "ProcSampler":
         self.out.node_cpu = {k: (v, v) for k, v in _node_cpu(self.proc).items()}
@@ -220,6 +231,17 @@ class ProcSampler:
                 p.io = io
         for tid in tids:
             self._thread_sample(pid, tid, now)
+        if p is not None:
+            self._series(pid, now, len(tids))
+
+    def _series(self, pid: int, now: float, alive: int) -> None:
+        pts = self.out.series.get(pid)
+        if pts is None:
+            main = self.out.threads.get((pid, pid))
+            pts = self.out.series[pid] = [(min(main.first_s, now) if main else now, 0.0, 1)]
+        pts.append((now, self._cpu_sum.get(pid, 0.0), alive))
+        if len(pts) > SERIES_POINTS:
+            pts[:] = pts[:-1:2] + pts[-1:]
 
     def _thread_sample(self, pid: int, tid: int, now: float) -> None:
         base = f"{self.proc}/{pid}/task/{tid}"
@@ -231,6 +253,7 @@ class ProcSampler:
         key = (pid, tid)
         t = self.out.threads.get(key)
         before = (t.last_s, _cpu(t), t.runq_s or 0.0) if t is not None else None
+        was = _cpu(t) if t is not None else 0.0
         if t is None:
             # stat fields after the comm, counted from state (field 3): utime 14, stime 15, starttime 22
             comm = _comm(f"{base}/comm")
@@ -247,6 +270,7 @@ class ProcSampler:
             t.on_cpu_s, t.runq_s = int(run_ns) / 1e9, int(wait_ns) / 1e9
         except (OSError, ValueError):
             self.out.schedstat = False
+        self._cpu_sum[pid] = self._cpu_sum.get(pid, 0.0) + max(0.0, _cpu(t) - was)
         if before is not None and self._had_children.get(pid):
             t.with_children_s += now - before[0]
             t.with_children_on_s += max(0.0, _cpu(t) - before[1])

@@ -1,6 +1,7 @@
 """The timeline section of the HTML report for ``ceiling trace``: one lane per rank (a process
-outside MPI), coloured by what it does in each stretch (compute, MPI, I/O, metadata, waiting),
-drawn from pre-binned shares (analysis/trace_bins.Bins), the node's counter tracks underneath
+outside MPI), coloured by what it does in each stretch (compute, MPI, I/O, metadata, waiting in
+MPI, waiting off CPU outside calls: analysis/trace_bins.split_off_cpu), drawn from pre-binned
+shares (analysis/trace_bins.Bins), the node's counter tracks underneath
 and the findings' windows marked. Entry point: ``render_timeline(bins, counters, findings)``.
 
 The page's size does not grow with the number of events: the bins are drawn at ``COLUMNS``
@@ -17,6 +18,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from ..analysis.trace_bins import Bins
+from ..analysis.trace_cost import cost_text
 from ..results.events import Counters
 from ..results.model import Finding, Run
 
@@ -27,16 +29,23 @@ WIDTH, LEFT, RIGHT = 1160, 112, 12
 LANE_H, TRACK_H, BAND_H = 12, 44, 30
 # Okabe-Ito colours (report/svg.py's palette): readable with colour blindness
 DRAWN = (("compute", "computing", "#56B4E9"), ("mpi", "in MPI", "#CC79A7"), ("io", "in I/O", "#E69F00"),
-         ("meta", "in metadata", "#D55E00"), ("wait", "waiting (MPI wait, collectives)", "#9E9E9E"))
+         ("meta", "in metadata", "#D55E00"), ("wait", "waiting (MPI wait, collectives)", "#9E9E9E"),
+         ("off", "waiting off CPU outside calls (sleep, a child, a pipe)", "#D4D4D4"))
 
 
 def _columns(b: Bins) -> np.ndarray:
-    """[lanes, 5 (DRAWN order), columns]: shares averaged over the bins of each drawn column."""
+    """[lanes, 6 (DRAWN order), columns]: shares averaged over the bins of each drawn column."""
     stack = np.concatenate([b.compute[:, None, :], b.of("mpi")[:, None, :], b.of("io")[:, None, :],
-                            b.of("meta")[:, None, :], b.of("wait")[:, None, :]], axis=1)
+                            b.of("meta")[:, None, :], b.of("wait")[:, None, :], b.waiting_off_cpu[:, None, :]],
+                           axis=1)
     n = min(COLUMNS, b.nbins)
     cut = np.linspace(0, b.nbins, n + 1).astype(int)
     return np.add.reduceat(stack, cut[:-1], axis=2) / np.diff(cut)[None, None, :]
+
+
+def _drawn(b: Bins):
+    """DRAWN, less waiting off CPU where the bins were not split (a run stored before it)."""
+    return DRAWN if b.off_cpu is not None else DRAWN[:-1]
 
 
 def _what(b: Bins) -> str:
@@ -120,8 +129,10 @@ def _track(track, b: Bins, y: float, x0: float, w: float) -> str:
             f" - max {esc(shown)}</text>")
 
 
-def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: Sequence[Finding] = ()) -> str:
-    """The section: an SVG time line, its legend, and the findings' windows listed."""
+def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: Sequence[Finding] = (),
+                    cost: Optional[dict] = None) -> str:
+    """The section: an SVG time line, its legend, the findings' windows listed, and what recording
+    cost (``cost``: analysis/trace_cost.recording_cost's, as the run keeps it; None: not kept)."""
     if not bins.lanes:
         return ('<section id="timeline"><h2>Timeline</h2><p>No events were recorded: nothing to draw.</p>'
                 "</section>")
@@ -135,7 +146,7 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
         parts.append(f'<text x="4" y="{y + 10}" font-size="11" font-weight="600" fill="#333">'
                      f"share of the {len(bins.lanes)} {_what(bins)}' time: min-max band, median line</text>")
         y += 16
-        for i, (_, words, color) in enumerate(DRAWN):
+        for i, (_, words, color) in enumerate(_drawn(bins)):
             parts.append(_band(cols[:, i, :], y, BAND_H, x0, dx, color, words.split(" (")[0]))
             y += BAND_H + 3
         y += 8
@@ -180,15 +191,26 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
            f'font-family="system-ui,sans-serif"><title>Timeline of {len(bins.lanes)} lanes</title>'
            + "".join(parts) + "</svg>")
     legend = " ".join(f'<span style="display:inline-block;width:11px;height:11px;background:{c};'
-                      f'vertical-align:middle;margin:0 4px 0 10px"></span>{esc(words)}' for _, words, c in DRAWN)
+                      f'vertical-align:middle;margin:0 4px 0 10px"></span>{esc(words)}' for _, words, c in _drawn(bins))
     how = (f"{len(bins.lanes)} {_what(bins)} in blocks of consecutive ones (their mean)" if many else
            f"{len(bins.lanes)} lane(s), one per rank or process")
     note = (f'<p class="hint">{how}; each stretch takes the colour of what took most of its time '
             f"({bins.nbins} bins of {bins.width_ns / 1e6:.3g} ms drawn as {cols.shape[2]} columns). "
-            "Red frames: the findings' windows.</p>")
+            f"{_split_note(bins)} Red frames: the findings' windows.</p>"
+            f'<p class="hint trace-cost">{esc(cost_text(cost))}.</p>')
     found = f"<ol class=\"windows\" style=\"list-style:none;padding:0\">{''.join(listed)}</ol>" if listed else ""
     return (f'<section id="timeline"><h2>Timeline</h2><p class="legend">{legend}</p>'
             f'<div class="scroll">{svg}</div>{note}{found}</section>')
+
+
+def _split_note(b: Bins) -> str:
+    """How the time outside calls was told computing from waiting, or that it was not."""
+    if b.off_cpu is None:
+        return ("Time outside intercepted calls is drawn as computing: this run kept no per-process CPU samples "
+                "to tell waiting from it.")
+    every = f"every {b.off_cpu_interval_s:g} s" if b.off_cpu_interval_s else "at each sample"
+    return (f"Outside intercepted calls, waiting (off CPU) is told from computing by the /proc sampler's CPU time "
+            f"of each process {every}: no finer than that, and at least the waiting drawn.")
 
 
 def timeline_section(run: Run) -> str:
@@ -205,4 +227,4 @@ def timeline_section(run: Run) -> str:
     except (KeyError, TypeError, ValueError) as e:
         return f'<section id="timeline"><h2>Timeline</h2><p>The time line cannot be drawn: {esc(str(e))}.</p></section>'
     windowed = [f for f in run.findings if isinstance(f.data, dict) and f.data.get("windows")]
-    return render_timeline(bins, Counters.from_doc(rec.data.get("counters") or []), windowed)
+    return render_timeline(bins, Counters.from_doc(rec.data.get("counters") or []), windowed, rec.data.get("cost"))

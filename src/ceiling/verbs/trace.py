@@ -9,11 +9,14 @@ output, Ctrl-C handling, page and findings), with the interposer's per-event cha
 2. the anti-patterns the time line shows (analysis/trace_patterns.py), against this node's
    storage ceilings from the history; a single writer refines the profile's whole-run finding
    (its window and time lost), not a second one;
-3. the time line binned (analysis/trace_bins.py) and kept in the run, so that the HTML report,
+3. the time line binned (analysis/trace_bins.py; the time outside calls split into computing
+   and waiting by the /proc sampler's CPU series) and kept in the run, so that the HTML report,
    now and re-rendered from the history, draws it (report/html_trace.py).
 
-The run keeps the trace's path, size, events and what the limits dropped (the finding
-``trace.recorded``), not the events. The event files are removed once converted.
+The run keeps the trace's path, size, events, what the limits dropped and what recording cost
+(the finding ``trace.recorded``: events x the per-event cost measured on this node + the
+recorder's write-outs, analysis/trace_cost.py), not the events. The event files are removed
+once converted.
 
 Beside the program, the node's counters every --interval (observe/companions.NodeTracks,
 probes/node_sampler.py): the trace's counter tracks, the time line's, and the fluctuating-I/O

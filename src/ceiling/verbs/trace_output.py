@@ -17,7 +17,8 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
     said; a trace that cannot be written (a full disk) is said, and the profile is kept."""
     import time
 
-    from ..analysis.trace_bins import DOC_BINS, bins_doc, timeline_bins
+    from ..analysis.trace_bins import DOC_BINS, bins_doc, lane_pids, split_off_cpu, timeline_bins
+    from ..analysis.trace_cost import cost_text, recording_cost
     from ..analysis.trace_patterns import StorageCeilings, trace_findings
     from ..probes import interpose_events
     from ..probes.node_sampler import counter_tracks
@@ -43,6 +44,15 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
                                      f"{len(node.reads)} reads, {node.cpu_s:.3g} s of CPU")
         if why:
             meta["no events"] = why
+        # the recording's own cost: its events x the cost of one measured on this node, and its write-outs
+        per_process: dict = {}
+        for ev in events:
+            if len(ev):
+                n, t = per_process.get(int(ev.pid[0]), (0, 0))
+                per_process[int(ev.pid[0])] = (n + len(ev), t + int(ev.tracer_ns))
+        cost = recording_cost(per_process, part.event_cost, obs.wall_s)
+        meta["recording cost"] = cost_text(cost)
+        meta["recording cost s"] = cost["total_s"] if "total_s" in cost else "unknown"
         base = events or [E.Events.empty(t0, time.time_ns() - (time.monotonic_ns() - t0))]
         try:
             summary = write_perfetto(args.trace_path, base, counters, meta)
@@ -50,16 +60,21 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
             summary, failed = None, f"{args.trace_path}: {e.strerror or e}"
         found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
         bins = timeline_bins(events, DOC_BINS) if events else None
+        if bins is not None and obs.sampled.series:    # the time outside calls: computing or waiting, per sample
+            bins = split_off_cpu(bins, obs.sampled.series, lane_pids(events), events[0].t0_ns,
+                                 obs.sampled.interval_s)
     finally:
         if where:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
-    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else []}
+    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
+            "cost": cost}
     if summary is None:
         run.findings.append(Finding(
             id="trace.recorded", status=FAIL, title="The trace could not be written: " + failed,
             evidence=f"{len(events)} chunk(s) of events read; the profile above is whole, the time line's findings "
-                     "and bins are kept in this run", why="Without the file there is nothing to open in Perfetto.",
+                     f"and bins are kept in this run. {cost_text(cost)}",
+            why="Without the file there is nothing to open in Perfetto.",
             fix="Free space where --trace points, or point it elsewhere (--max-size bounds the events)",
             data=data))
         return
@@ -70,7 +85,7 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
             f"{summary.path}" + (f"; {dropped:,} events dropped by the limits (the profile counts them)"
                                  if dropped else "; nothing dropped")
             + (f"; {torn}" if torn else "")
-            + f"; the tracer's own time {summary.tracer_ns / 1e9:.3g} s"
+            + f". {cost_text(cost)}"
             + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
     run.findings.append(Finding(
         id="trace.recorded", status=OK, title=f"Trace written: {summary.path} ({summary.bytes / 1e6:.3g} MB)"

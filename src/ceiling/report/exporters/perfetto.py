@@ -256,6 +256,7 @@ class _Writer:
         self.rows = 0
         self.table_key: Tuple = ()
         self.last = first
+        self.tracer_ns = 0          # the chunks' own times summed: each thread file's chunk carries its thread's
 
     def process(self, pid: int, ev: E.Events) -> None:
         if pid in self.pids:
@@ -269,6 +270,7 @@ class _Writer:
             raise ValueError(f"Perfetto writer: a chunk's t0_ns ({ev.t0_ns}) is not the first chunk's "
                              f"({self.first.t0_ns}): chunks of one trace share their time origin")
         self.last = ev
+        self.tracer_ns += int(ev.tracer_ns)
         for pid in ev.processes:
             self.process(pid, ev)
         if not len(ev):
@@ -310,7 +312,7 @@ class _Writer:
         """The trace's own facts: an instant at its start and one where each limit began dropping."""
         ev = self.last
         dropped = ev.dropped
-        lines = [f"tracer's own time: {ev.tracer_ns / 1e6:.3f} ms (writing its buffers out, all threads)"]
+        lines = [f"tracer's own time: {self.tracer_ns / 1e6:.3f} ms (writing its buffers out, all threads)"]
         if dropped.total:
             lines.append(f"events dropped: {dropped.total:,} (" + ", ".join(
                 f"{why}: {n:,}" for why, n in sorted(dropped.events.items())) + ")")
@@ -321,7 +323,7 @@ class _Writer:
         lines += [f"{k}: {v}" for k, v in meta.items()]
         seq = self.enc.take_seq()
         self.enc.raw(_track(_UUID_STATEMENT, _str(2, STATEMENT_TRACK), _str(14, "\n".join(lines))))
-        args = [_annotation("tracer own time ns", int(ev.tracer_ns)), _annotation("events dropped", dropped.total)]
+        args = [_annotation("tracer own time ns", self.tracer_ns), _annotation("events dropped", dropped.total)]
         args += [_annotation(f"dropped ({why})", int(n)) for why, n in sorted(dropped.events.items())]
         args += [_annotation(f"first dropped at ns ({why})", int(t)) for why, t in sorted(dropped.first_ns.items())]
         args += [_annotation("slices cut to nest", clipped)]
@@ -331,7 +333,7 @@ class _Writer:
         for why, t in sorted(dropped.first_ns.items(), key=lambda wt: (wt[1], wt[0])):
             n = dropped.events.get(why, 0)
             self._instant(seq, int(t), f"dropped from here: {why} ({n:,} events)", [_annotation("events", n)])
-        return dropped.total, int(ev.tracer_ns)
+        return dropped.total, self.tracer_ns
 
     def _instant(self, seq: int, ts: int, name: str, args: List[bytes]) -> None:
         te = _int(9, 3) + _int(11, _UUID_STATEMENT) + _str(22, "ceiling") + _str(23, name) + b"".join(args)
@@ -345,7 +347,7 @@ def write_perfetto(path, chunks: Iterable[E.Events], counters: Optional[E.Counte
 
     ``chunks``: the events, one ``Events`` or an iterable of them sharing their tables (a thread's
     rows in time order across chunks; each chunk is encoded and let go before the next is read).
-    The last chunk's ``dropped`` and ``tracer_ns`` are the ones the trace states, and its tables
+    The last chunk's ``dropped`` is the one the trace states (the chunks' ``tracer_ns`` are summed), and its tables
     name everything (tables only grow from chunk to chunk). ``counters``: the sampler's tracks, or
     None. ``meta``: facts stated on the trace's own track, name -> value (the command, ceiling's
     version, the recording's measured cost per event...). The file is written beside ``path`` and
