@@ -16,7 +16,7 @@ from ceiling.observe.model import Interposer, Observation
 from ceiling.probes.interpose_record import Records, from_dicts
 from ceiling.probes.launch import Exit
 from ceiling.probes.proc_sampler import ProcessSample, Sampled, ThreadSample
-from ceiling.results.jsonio import plain
+from ceiling.results.base import plain
 from ceiling.results.model import Finding
 
 
