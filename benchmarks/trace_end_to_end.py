@@ -42,7 +42,7 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -158,16 +158,9 @@ def rate(s: po.Setup, a: argparse.Namespace) -> List[str]:
     exe = s.tmp / "profile_overhead_rate"
     po.build(a.cc, "profile_overhead_rate.c", exe, ["-pthread"], po.base_env())
     cal = po.calibrate(exe, a.period_us)
-    data: Dict[str, List[float]] = {w: [] for w in WAYS}
-    costs: List[Optional[dict]] = []
     checksum: Dict[int, str] = {}
-    for rnd in range(a.rounds):
-        for way in rotated(rnd):
-            print(f"rate: round {rnd + 1}/{a.rounds}, {LABEL[way]} ...", file=sys.stderr, flush=True)
-            el, cost = rate_run(s, exe, way, a.iterations, int(cal["spin"]), checksum)
-            data[way].append(el)
-            if way == "trace":
-                costs.append(cost)
+    data, costs = interleaved("rate", a.rounds,
+                              lambda way: rate_run(s, exe, way, a.iterations, int(cal["spin"]), checksum))
     out = [f"### A program making 10^5 intercepted calls per second ({a.rounds} rounds)", "",
            f"{a.iterations} iterations of a 1-byte write to /dev/null and {int(cal['spin'])} steps of computation "
            f"({a.period_us:g} us per iteration uninstrumented, calibrated before the first round). Figure: the "
@@ -183,21 +176,29 @@ def rate(s: po.Setup, a: argparse.Namespace) -> List[str]:
     return out
 
 
+def interleaved(what: str, rounds: int, run) -> Tuple[Dict[str, List[float]], List[Optional[dict]]]:
+    """Each way's figures over ``rounds`` (the ways' order rotating each round), and the cost each
+    trace stated: ``run(way)`` gives (figure, stated cost)."""
+    data: Dict[str, List[float]] = {w: [] for w in WAYS}
+    costs: List[Optional[dict]] = []
+    for rnd in range(rounds):
+        for way in rotated(rnd):
+            print(f"{what}: round {rnd + 1}/{rounds}, {LABEL[way]} ...", file=sys.stderr, flush=True)
+            figure, cost = run(way)
+            data[way].append(figure)
+            if way == "trace":
+                costs.append(cost)
+    return data, costs
+
+
 def barrier(s: po.Setup, a: argparse.Namespace) -> List[str]:
     for tool in (a.mpicc, a.mpiexec):
         if not (shutil.which(tool) or Path(tool).is_file()):
             raise po.Failed(f"build failed: no {tool} (--mpicc/--mpiexec; the venv's come with the mpich wheel)")
     exe = s.tmp / "osu_barrier_like"
     po.build(a.mpicc, "osu_barrier_like.c", exe, [], po.base_env())
-    data: Dict[str, List[float]] = {w: [] for w in WAYS}
-    costs: List[Optional[dict]] = []
-    for rnd in range(a.rounds):
-        for way in rotated(rnd):
-            print(f"barrier: round {rnd + 1}/{a.rounds}, {LABEL[way]} ...", file=sys.stderr, flush=True)
-            us, cost = barrier_run(s, exe, way, a.mpiexec, a.barrier_iterations, a.barrier_warmup)
-            data[way].append(us)
-            if way == "trace":
-                costs.append(cost)
+    data, costs = interleaved("barrier", a.rounds, lambda way: barrier_run(s, exe, way, a.mpiexec,
+                                                                          a.barrier_iterations, a.barrier_warmup))
     out = [f"### A barrier loop like osu_barrier ({po.RANKS} ranks, {a.rounds} rounds)", "",
            f"{a.barrier_warmup} barriers of warm-up, then {a.barrier_iterations} timed; {a.mpicc} and {a.mpiexec} "
            f"({po.mpi_version(a.mpiexec)}). Figure: OSU's Avg Latency (each rank's mean us per MPI_Barrier, "
