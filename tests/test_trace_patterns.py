@@ -98,3 +98,67 @@ def test_one_cold_read_in_a_long_run_is_not_fluctuating():
     ev = T.events([T.calls(0, ts, dur, T.IO_READ, T.WRITE + 1, 4096),
                    T.calls(0, [10 * T.S - T.MS], T.MS, T.MPI_COLL, T.BARRIER)])
     assert [f.id for f in trace_findings([ev])] == ["trace.io.fluctuating_reads"]
+
+
+def _launched(ev, helpers=True):
+    """The events as under mpiexec: a launcher process (a lane of its own, alive the whole run, in poll
+    outside every intercepted call) and, where ``helpers``, an MPI library's helper thread in each rank,
+    asleep from MPI_Init to MPI_Finalize (one call at each end)."""
+    end = ev.end_ns
+    parts = [T.calls(-1, [0, end - T.MS], 100_000, T.IO_META, T.OPEN)]     # pid 999: the launcher
+    ranks = sorted(set(ev.rank.tolist()) - {-1})
+    if helpers:
+        parts += [T.calls(r, [50 * T.MS, end - 2 * T.MS], 100_000, T.IO_META, T.OPEN + 7) for r in ranks]
+    more = T.events(parts)
+    helper = more.call == T.OPEN + 7
+    more.columns["tid"] = np.where(helper, more.pid.astype(np.int64) + 50_000, more.tid).astype(more.tid.dtype)
+    cols = {k: np.concatenate([ev.columns[k], more.columns[k]]) for k in ev.columns}
+    out = T.Events(0, 0, cols)
+    out.sort()
+    return out
+
+
+def test_single_writer_under_a_launcher_with_helper_threads():
+    # the launcher's lane, in no MPI call, was the median "other rank", and each rank's sleeping helper
+    # thread halved its shares: rank 0 in I/O half the time, rank 1 in MPI half: not said before
+    fs = trace_findings([_launched(T.single_writer(2))])
+    assert _ids(fs) == ["trace.io.single_writer"]
+    _window_near(fs[0], 4.0, 6.0, 0.02)
+    assert fs[0].data["rank"] == 0 and fs[0].data["time_lost_s"] == pytest.approx(2.0, rel=0.02)
+    assert "the other 1 ranks" in fs[0].evidence
+
+
+def test_serialized_phase_under_a_launcher():
+    # the launcher, outside every intercepted call, was taken to compute through the phase
+    fs = trace_findings([_launched(T.serialized(), helpers=False)])
+    assert _ids(fs) == ["trace.io.serialized"]
+    _window_near(fs[0], 3.0, 5.0, 0.02)
+    assert fs[0].data["time_lost_s"] == pytest.approx(4 * 2.0, rel=0.02)       # the 4 ranks, not the launcher
+
+
+def test_fluctuating_slow_calls_are_not_said_again_as_a_serialized_phase():
+    # one process: 4 ms of compute, then a 1 MiB write of 1 ms; every tenth takes 40 ms. Each slow call
+    # is, for its bins, I/O with no one computing: said once, as the fluctuating writes
+    dur = np.full(100, T.MS)
+    dur[9::10] = 40 * T.MS
+    ts = np.cumsum(4 * T.MS + np.concatenate(([0], dur[:-1])))
+    ev = T.events([T.calls(0, ts, dur, T.IO_WRITE, T.WRITE, 1 << 20),
+                   T.calls(0, [int(ts[-1] + 50 * T.MS)], T.MS, T.MPI_COLL, T.BARRIER)])
+    fs = trace_findings([ev])
+    assert _ids(fs) == ["trace.io.fluctuating_writes"]
+    assert fs[0].data["slow_calls"] == 10
+
+
+def test_an_open_close_storm_with_long_calls_in_it_is_one_storm_and_no_serialized_phase():
+    # 3 s; from 1 s to 2 s back-to-back metadata calls of 40 us (nothing computes between them), every
+    # 100th a 6 ms one, in which no call starts: the storm was cut at each, and its bins, with no one
+    # computing, said again as a serialized phase
+    dur = np.full(11_000, 40_000)
+    dur[99::100] = 6 * T.MS
+    ts = T.S + np.concatenate(([0], np.cumsum(dur[:-1])))
+    ev = T.events([T.calls(0, ts, dur, T.IO_META, T.OPEN), T.calls(0, [3 * T.S - T.MS], T.MS, T.MPI_COLL, T.BARRIER)])
+    fs = trace_findings([ev])
+    assert _ids(fs) == ["trace.io.metadata_storm"]
+    f = fs[0]
+    assert len(f.data["windows"]) == 1 and f.data["calls"] == 11_000
+    _window_near(f, 1.0, ts[-1] / T.S + dur[-1] / T.S, 0.01)

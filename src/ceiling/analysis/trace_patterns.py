@@ -25,11 +25,18 @@ Thresholds, and why:
   of a program's own files lose microseconds.
 - serialized I/O phase: bins in which no lane computes more than ``IDLE`` (10%) of its time and
   some lane is in I/O at least ``BUSY``; phases of at least ``MIN_SHARE`` of the run together,
-  except the time a single-writer window explains (the same bins said once).
-- metadata / small-I/O storm: bins in which metadata calls (or reads and writes under
-  ``SMALL_IO``, 64 KiB, profile_io's) take at least ``STORM_SHARE`` (25%) of the lanes' time at
-  ``STORM_RATE`` (1,000) calls/s or more, together at least ``MIN_SHARE`` of the run; the rate is
-  set beside this node's measured metadata rate where the history has it.
+  except the bins another finding explains (the same bins said once): a single writer's windows,
+  the slow calls of fluctuating I/O, a storm's bins.
+- metadata / small-I/O storm: stretches of bins in which metadata calls (or reads and writes under
+  ``SMALL_IO``, 64 KiB, profile_io's) take at least ``STORM_SHARE`` (25%) of the lanes' time, at
+  ``STORM_RATE`` (1,000) calls/s or more over the stretch, together at least ``MIN_SHARE`` of the
+  run; the rate is set beside this node's measured metadata rate where the history has it.
+
+Under a launcher (mpiexec and its proxies, lanes of their own) the single writer and the
+serialized phase look at the ranks alone (``_job``): a launcher waits in poll, outside every
+intercepted call, which the time line takes for computing. The single writer reads each rank
+by its thread most in I/O (or in MPI): an MPI library's helper thread, asleep all along, would
+halve the rank's shares (``_busiest_thread``).
 """
 from __future__ import annotations
 
@@ -106,17 +113,57 @@ def _bytes_in(chunks: Sequence[Events], kind: int, edges: np.ndarray, lanes: Lis
     return out
 
 
+def _job(b: Bins) -> np.ndarray:
+    """The lanes that are the job: its ranks where it has any (not the launcher's processes, mpiexec
+    and its proxies, which wait in poll outside every intercepted call: taken to compute, they
+    would hide every phase in which no rank computes, and be the median rank that does not wait
+    in MPI); every lane otherwise."""
+    ranks = np.flatnonzero(np.array(b.lanes) >= 0)
+    return ranks if len(ranks) else np.arange(len(b.lanes))
+
+
+def _busiest_thread(chunks: Sequence[Events], b: Bins, job: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """[job's lanes, bins]: each rank's share of I/O and of MPI (waiting included), each that of the
+    rank's thread most in it. A rank's lane averages its threads, and an MPI library's helper threads (MPICH's, Open
+    MPI's PMIx and event threads), asleep outside every intercepted call from MPI_Init to MPI_Finalize,
+    would halve a rank that writes or waits all the time into one in I/O or MPI half of it."""
+    keys: Dict[Tuple[int, int], int] = {}
+    per_thread = []
+    for ev in chunks:
+        ev = ev.select(ev.rank >= 0)
+        if not len(ev):
+            continue
+        pairs = list(zip(ev.rank.tolist(), ev.tid.tolist()))
+        for p in dict.fromkeys(pairs):
+            keys.setdefault(p, len(keys))
+        cols = dict(ev.columns, rank=np.array([keys[p] for p in pairs], np.int32))
+        per_thread.append(Events(ev.t0_ns, ev.t0_unix_ns, cols, ev.calls, ev.files, ev.regions, ev.comms))
+    tb = timeline_bins(per_thread, b.nbins, (int(b.edges_ns[0]), int(b.edges_ns[-1])))
+    rank_of = {k: r for (r, _), k in keys.items()}
+    io = np.zeros((len(job), b.nbins))
+    mpi = np.zeros((len(job), b.nbins))
+    at = {b.lanes[i]: n for n, i in enumerate(job)}
+    t_io, t_mpi = tb.of("io"), tb.of("mpi") + tb.of("wait")
+    for li, k in enumerate(tb.lanes):
+        n = at.get(rank_of.get(k, -1))
+        if n is not None:
+            io[n] = np.maximum(io[n], t_io[li])
+            mpi[n] = np.maximum(mpi[n], t_mpi[li])
+    return io, mpi
+
+
 def single_mover(chunks: Sequence[Events], b: Bins) -> List[Finding]:
-    """Single writer and single reader: one rank in I/O while the others wait in MPI."""
-    if len(b.lanes) < 2 or not any(k >= 0 for k in b.lanes):
+    """Single writer and single reader: one rank in I/O while the other ranks wait in MPI."""
+    job = _job(b)
+    if len(job) < 2 or not any(b.lanes[i] >= 0 for i in job):
         return []
-    io = b.of("io")
-    mpi = b.of("mpi") + b.of("wait")
+    io, mpi = _busiest_thread(chunks, b, job)
+    lanes, labels = [b.lanes[i] for i in job], [b.labels[i] for i in job]
     out = []
     for kind, verb in ((IO_WRITE, "write"), (IO_READ, "read")):
-        moved = _bytes_in(chunks, kind, b.edges_ns, b.lanes)
+        moved = _bytes_in(chunks, kind, b.edges_ns, b.lanes)[job]
         top = np.argmax(io, axis=0)
-        others = np.where(np.arange(len(b.lanes))[:, None] == top[None, :], np.nan, mpi)
+        others = np.where(np.arange(len(job))[:, None] == top[None, :], np.nan, mpi)
         waiting = np.nanmedian(others, axis=0)
         # the bytes are counted at a call's start: a bin inside a long call moved none, and stays in
         flag = (io[top, np.arange(b.nbins)] >= BUSY) & (waiting >= BUSY)
@@ -139,14 +186,14 @@ def single_mover(chunks: Sequence[Events], b: Bins) -> List[Finding]:
         if share < SINGLE_SHARE or dur_s < MIN_SHARE * _run_s(b):
             continue
         lost = float((mpi[:, inside].sum() - mpi[r, inside].sum()) * b.width_ns / 1e9)
-        rank = b.lanes[r]
+        rank = lanes[r]
         w = _win(b, spans)
-        words = (f"{b.labels[r]} {verb}s {share:.0%} of the {total / 1e6:.4g} MB moved in {len(spans)} window(s) "
+        words = (f"{labels[r]} {verb}s {share:.0%} of the {total / 1e6:.4g} MB moved in {len(spans)} window(s) "
                  f"of {_t(dur_s)} in all ({dur_s / _run_s(b):.0%} of the run, first {w[0][0]:.3g}-{w[0][1]:.3g} s) "
-                 f"while the other {len(b.lanes) - 1} ranks wait in MPI: {lost:.3g} rank-seconds lost")
+                 f"while the other {len(job) - 1} ranks wait in MPI: {lost:.3g} rank-seconds lost")
         out.append(Finding(
             id=f"trace.io.single_{verb}r", status=WARN,
-            title=f"A single {verb}r on the time line: {b.labels[r]}, while the others wait {_t(dur_s)}",
+            title=f"A single {verb}r on the time line: {labels[r]}, while the others wait {_t(dur_s)}",
             evidence=words,
             why=f"One rank's {verb}s run at one client's bandwidth while every other rank waits for it; a "
                 "parallel file system needs many clients to reach its bandwidth.",
@@ -175,8 +222,9 @@ def _mean_in(track: Track, windows: Sequence[Tuple[int, int]]) -> Tuple[Optional
 
 
 def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings: StorageCeilings,
-                run_ns: float) -> List[Finding]:
-    """Reads or writes of one call and size whose durations spread, with the node's device throughput."""
+                run_ns: float, explained: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> List[Finding]:
+    """Reads or writes of one call and size whose durations spread, with the node's device throughput.
+    ``explained``: (bin edges, a bool per bin), the bins a slow call said here overlaps set true."""
     cols = {k: [] for k in ("kind", "call", "nbytes", "ts", "dur")}
     for ev in chunks:
         m = ((ev.kind == IO_WRITE) | (ev.kind == IO_READ)) & (ev.dur >= 0) & (ev.nbytes > 0) & ~off_storage(ev)
@@ -211,6 +259,10 @@ def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings
         lost = float((d[slow] - p50).sum()) / 1e9
         if lost < LOST_SHARE * run_ns / 1e9:
             continue                # a cold cache's one slow open-and-read: microseconds of a second's run
+        if explained is not None:
+            edges, mask = explained
+            for a, e in spans:
+                mask |= (edges[:-1] < e) & (edges[1:] > a)
         verb = "write" if int(c["kind"][m][0]) == IO_WRITE else "read"
         doer = "writer" if verb == "write" else "reader"
         size = int(np.median(c["nbytes"][m]))
@@ -274,19 +326,20 @@ def serialized(b: Bins, exclude: np.ndarray) -> List[Finding]:
     """Phases in which no lane computes: all in I/O or waiting."""
     if not b.lanes:
         return []
-    io = b.of("io") + b.of("meta")
-    flag = (b.compute.max(axis=0) <= IDLE) & (io.max(axis=0) >= BUSY) & ~exclude
+    job = _job(b)
+    io = (b.of("io") + b.of("meta"))[job]
+    flag = (b.compute[job].max(axis=0) <= IDLE) & (io.max(axis=0) >= BUSY) & ~exclude
     runs = _runs(flag)
     dur_s = sum(hi - lo for lo, hi in runs) * b.width_ns / 1e9
     if not runs or dur_s < MIN_SHARE * _run_s(b):
         return []
     share = dur_s / _run_s(b)
-    lost = dur_s * len(b.lanes)
+    lost = dur_s * len(job)
     w = _win(b, runs)
     return [Finding(
         id="trace.io.serialized", status=WARN,
         title=f"Serialized I/O: no rank computes for {share:.0%} of the run ({_t(dur_s)})",
-        evidence=f"{len(runs)} phase(s) in which every one of the {len(b.lanes)} lanes is in I/O or waiting, "
+        evidence=f"{len(runs)} phase(s) in which every one of the {len(job)} lanes is in I/O or waiting, "
                  f"{_t(dur_s)} in all, first {w[0][0]:.3g}-{w[0][1]:.3g} s",
         why="While every rank does I/O or waits for it, the program makes no progress: the run is as long as "
             "its computation plus this.",
@@ -295,8 +348,9 @@ def serialized(b: Bins, exclude: np.ndarray) -> List[Finding]:
         data=_data(b, runs, lost, share=share))]
 
 
-def storms(chunks: Sequence[Events], b: Bins, ceilings: StorageCeilings) -> List[Finding]:
-    """Metadata and small-I/O storms over time."""
+def storms(chunks: Sequence[Events], b: Bins, ceilings: StorageCeilings,
+           explained: Optional[np.ndarray] = None) -> List[Finding]:
+    """Metadata and small-I/O storms over time; ``explained`` (a bool per bin): a storm's bins set true."""
     out = []
     nl = max(1, len(b.lanes))
     width_s = b.width_ns / 1e9
@@ -310,12 +364,20 @@ def storms(chunks: Sequence[Events], b: Bins, ceilings: StorageCeilings) -> List
         if time_share is None:
             time_share = _small_time(chunks, b) / nl
         rate = counts / width_s
-        flag = (time_share >= STORM_SHARE) & (rate >= STORM_RATE)
-        runs = _runs(flag)
+        # a stretch of bins in which these calls take STORM_SHARE of the time, at STORM_RATE over the stretch
+        # (a bin inside one long call starts none: per bin, it would split the storm, and its bins, with no
+        # one computing, would be said again as a serialized phase)
+        runs = [(lo, hi) for lo, hi in _runs(time_share >= STORM_SHARE)
+                if counts[lo:hi].sum() >= STORM_RATE * (hi - lo) * width_s]
+        flag = np.zeros(b.nbins, bool)
+        for lo, hi in runs:
+            flag[lo:hi] = True
         dur_s = sum(hi - lo for lo, hi in runs) * width_s
         if not runs or dur_s < MIN_SHARE * _run_s(b):
             continue
         calls = int(sum(counts[lo:hi].sum() for lo, hi in runs))
+        if explained is not None:
+            explained |= flag
         peak = float(rate[flag].max())
         lost = float(sum(time_share[lo:hi].sum() for lo, hi in runs) * width_s * nl)
         against = ""
@@ -361,9 +423,13 @@ def trace_findings(chunks: Iterable[Events], counters: Optional[Counters] = None
     if not b.lanes:
         return []
     single = single_mover(chunks, b)
+    # the bins another finding explains are not said again as a serialized phase: a single writer's
+    # windows, the slow calls of fluctuating I/O (a single process stalled in one is, for its bins, in
+    # I/O with no one computing), a storm's bins (an open/close loop computes nothing either)
     covered = np.zeros(b.nbins, bool)
     for f in single:
         for lo_s, hi_s in f.data["windows"]:
             covered |= (b.edges_ns[:-1] >= lo_s * 1e9 - 1) & (b.edges_ns[1:] <= hi_s * 1e9 + 1)
-    return (single + fluctuating(chunks, counters, ceilings, float(b.edges_ns[-1]))
-            + serialized(b, covered) + storms(chunks, b, ceilings))
+    fluct = fluctuating(chunks, counters, ceilings, float(b.edges_ns[-1]), (b.edges_ns, covered))
+    storm = storms(chunks, b, ceilings, covered)
+    return single + fluct + serialized(b, covered) + storm
