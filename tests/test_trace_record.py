@@ -5,6 +5,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -199,6 +200,8 @@ def test_a_torn_last_event_is_skipped_and_counted_and_another_call_table_is_refu
     ({"CEILING_TRACE_CALLS": "open,META"}, "calls", 0),
     ({"CEILING_TRACE_MIN_NS": "1000000000"}, "min-duration", 0),
     ({"CEILING_TRACE_WINDOW": "1000:2000"}, "window", 0),
+    # a window that ended before this process started (the run began 10 s before the parameters were made)
+    ({"CEILING_TRACE_WINDOW": f"0:5@{time.time_ns() - 10 * 10**9}"}, "window", 0),
     ({"CEILING_TRACE_MAX_BYTES": str(48 * 40)}, "max-size", None),
 ])
 def test_a_limit_hit_keeps_the_counts_and_says_how_many_were_dropped_and_from_when(prog, tmp_path, env, reason,
@@ -218,6 +221,17 @@ def test_a_limit_hit_keeps_the_counts_and_says_how_many_were_dropped_and_from_wh
         assert len(c) + int(np.sum(ev.kind == E.INSTANT)) <= 40 and got + ev.dropped.events[reason] >= 201
     if reason == "max-per-site":
         assert ev.dropped.events == {reason: (201 - 5) + (11 - 5)}      # pwrite 201 calls, write 11: 5 kept each
+
+
+def test_the_window_counts_from_the_runs_start_not_each_processs(prog, tmp_path):
+    """A process started 1000 s into the run, with the window from 999 s: every call of it is inside
+    (counted from its own start, the window would not open for 999 s)."""
+    env = {"CEILING_TRACE_BUFFER": "16", "CEILING_TRACE_WINDOW": f"999:100000@{time.time_ns() - 1000 * 10**9}"}
+    p, out = run(prog, tmp_path, "many", env=env)
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    c = calls_of(ev)
+    assert int(np.sum(np.isin(c.call, [CALL["pwrite"], CALL["pwrite64"]]))) == 201 and "window" not in ev.dropped.events
 
 
 STREAMS = r"""

@@ -270,7 +270,8 @@ static inline void ceil_ip_add(uint64_t *counter, uint64_t n)
 #define CEIL_IP_ENV_TRACE_EXCLUDE "CEILING_TRACE_EXCLUDE"  /* drop these calls or classes (comma list) */
 #define CEIL_IP_ENV_TRACE_MIN_NS "CEILING_TRACE_MIN_NS"    /* drop calls shorter than this */
 #define CEIL_IP_ENV_TRACE_MAX_PER_CALL "CEILING_TRACE_MAX_PER_CALL"  /* keep the first N of each call per thread */
-#define CEIL_IP_ENV_TRACE_WINDOW "CEILING_TRACE_WINDOW"    /* START:END seconds since the image's start */
+#define CEIL_IP_ENV_TRACE_WINDOW "CEILING_TRACE_WINDOW"    /* START:END[@ORIGIN]: seconds after ORIGIN (unix
+                                                               ns, the run's start), else after the image's */
 #define CEIL_IP_ENV_TRACE_MAX_BYTES "CEILING_TRACE_MAX_BYTES"  /* event bytes for the whole run (all processes) */
 /* Why events were dropped: the DROP events' call, results/events.py Dropped's names in this order. */
 enum { CEIL_IP_DROP_MAX_SIZE, CEIL_IP_DROP_CALLS, CEIL_IP_DROP_EXCLUDE, CEIL_IP_DROP_MIN_DURATION,

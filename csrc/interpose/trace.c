@@ -71,7 +71,8 @@ static char host[64];
 /* The limits (CEILING_TRACE_*), fixed at load. */
 static uint8_t keep_call[CEIL_IP_CALL_COUNT];    /* 0 kept, else the CEIL_IP_DROP_* reason */
 static uint32_t max_per_call;                     /* 0: no limit */
-static double min_ns, win_start_ns, win_end_ns;   /* the window in ns since this image's start; end 0: none */
+static double min_ns, win_start_ns, win_end_ns;   /* the window in ns since its origin; end 0: none */
+static uint64_t win_origin_unix_ns;               /* the run's start (CLOCK_REALTIME); 0: this image's start */
 static uint64_t min_ticks, win_start_ticks, win_end_ticks;
 static int ticks_limits_set;                       /* the ns limits turned into ticks (at the first event) */
 static uint64_t *budget;                           /* MAP_SHARED: bytes every process of the run has written */
@@ -118,7 +119,9 @@ static void set_limits(void)
     if ((v = getenv(CEIL_IP_ENV_TRACE_WINDOW)) && *v) {
         char *end;
         win_start_ns = strtod(v, &end) * 1e9;
-        win_end_ns = *end == ':' ? strtod(end + 1, NULL) * 1e9 : 0;
+        win_end_ns = *end == ':' ? strtod(end + 1, &end) * 1e9 : 0;
+        if (*end == '@')            /* START:END@ORIGIN: seconds after the run started, for every process */
+            win_origin_unix_ns = strtoull(end + 1, NULL, 10);
     }
     if ((v = getenv(CEIL_IP_ENV_TRACE_MAX_BYTES)) && *v) {
         max_bytes = strtoull(v, NULL, 10);
@@ -145,8 +148,12 @@ static void set_tick_limits(void)
     const double r = ceil_ip_ns_per_tick();
     const double rate = r > 0 ? r : 1.0;
     min_ticks = (uint64_t)(min_ns / rate);
-    win_start_ticks = t0_ticks + (uint64_t)(win_start_ns / rate);
-    win_end_ticks = win_end_ns > 0 ? t0_ticks + (uint64_t)(win_end_ns / rate) : 0;
+    /* the window's ends in ns after this image's start: a process started after the run did has
+     * the difference taken off (an end already past: every call is dropped, as the window says) */
+    const double late = win_origin_unix_ns ? (double)t0_unix_ns - (double)win_origin_unix_ns : 0.0;
+    const double from = win_start_ns - late, to = win_end_ns - late;
+    win_start_ticks = t0_ticks + (from > 0 ? (uint64_t)(from / rate) : 0);
+    win_end_ticks = win_end_ns <= 0 ? 0 : to > 0 ? t0_ticks + (uint64_t)(to / rate) : 1;
     __atomic_store_n(&ticks_limits_set, 1, __ATOMIC_RELEASE);
 }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass, field
 from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple
 
@@ -33,7 +34,8 @@ class TraceLimits:
     exclude: Sequence[str] = ()          # drop these calls or classes
     min_duration_ns: int = 0             # drop calls shorter than this
     max_per_call: int = 0                # keep the first N events of each call per thread (Vampir's filter)
-    window_s: Optional[Tuple[float, float]] = None   # (start, end) seconds since each process image's start
+    window_s: Optional[Tuple[float, float]] = None   # (start, end) seconds after the program was started,
+                                                     # for every process of the run alike
     buffer_events: int = 0               # events per thread buffer (0: the interposer's 4096)
 
     def env(self, directory: str) -> Dict[str, str]:
@@ -50,7 +52,8 @@ class TraceLimits:
         if self.max_per_call:
             e["CEILING_TRACE_MAX_PER_CALL"] = str(int(self.max_per_call))
         if self.window_s:
-            e["CEILING_TRACE_WINDOW"] = f"{self.window_s[0]!r}:{self.window_s[1]!r}"
+            # the origin: now, as the program starts (the wall clock: every node of a job reads one)
+            e["CEILING_TRACE_WINDOW"] = f"{self.window_s[0]!r}:{self.window_s[1]!r}@{time.time_ns()}"
         if self.buffer_events:
             e["CEILING_TRACE_BUFFER"] = str(int(self.buffer_events))
         return e

@@ -69,7 +69,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-per-site", metavar="N", type=int,
                    help="record the first N events of each call in each thread (Vampir's filter), count the rest")
     g.add_argument("--window", metavar="START:END",
-                   help="record only between these seconds after each process started (e.g. 10:20)")
+                   help="record only between these seconds after the program started, in every process (e.g. 10:20)")
     g.add_argument("--interval", metavar="SECONDS", default="0.1",
                    help="time between two readings of /proc (default 0.1)")
     g.add_argument("--no-measure", action="store_true",
@@ -117,7 +117,7 @@ def limits(args: argparse.Namespace):
     if args.window is not None:
         lo, sep, hi = args.window.partition(":")
         if not sep:
-            raise UsageError(f"--window {args.window!r}: not START:END (seconds after each process started)")
+            raise UsageError(f"--window {args.window!r}: not START:END (seconds after the program started)")
         window = (_seconds(lo, "--window"), _seconds(hi, "--window"))
         if window[1] <= window[0]:
             raise BadValueError(f"--window {args.window}: its end must come after its start")
