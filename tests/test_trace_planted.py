@@ -16,7 +16,9 @@ of some 5 ms, which a scheduler's time slice lengthens by less than the 4x of fl
 time line cannot tell a call preempted from one the device held, so 1 MiB writes, 0.2 ms here,
 would swing 20x on a loaded host; the single writer's blocks likewise); an
 open/close storm (500 files created, stat'ed, opened and closed 20 times, removed). No timing is
-asserted beyond the planting: windows against the program's own clock, figures against its phases."""
+asserted beyond the planting: windows against the program's own clock, figures against its phases.
+One exception to "no other finding" (``only``): writes preempted where the program waited for a
+CPU swing like fluctuating I/O, which the time line cannot tell apart (no CPU time per call)."""
 from __future__ import annotations
 
 import json
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "fluctuating")) { /* 500 writes of 64 KiB after 0.2 ms of compute each; every tenth
                                                   through a second, O_DSYNC, descriptor of the same file */
         const long sz = 64 * 1024;
-        long long fast_ns[450], slow_ns[50];
+        long long fast_ns[450], slow_ns[50], all_ns[500];
         int nf = 0, ns = 0;
         busy(0.05);
         a = now_ns();
@@ -102,6 +104,7 @@ int main(int argc, char **argv)
             long long t = now_ns();
             CHECK(pwrite(planted ? slow : fd, buf, sz, (off_t)i * sz) == sz);
             long long e = now_ns();
+            all_ns[i] = e - t;
             if (planted) {
                 slow_ns[ns++] = e - t;
                 printf("slow %lld %lld\n", t, e);
@@ -113,10 +116,15 @@ int main(int argc, char **argv)
         busy(0.05);
         qsort(fast_ns, nf, sizeof *fast_ns, cmp);
         qsort(slow_ns, ns, sizeof *slow_ns, cmp);
-        long long lost = 0;
+        qsort(all_ns, 500, sizeof *all_ns, cmp);
+        long long lost = 0, lost_all = 0;
         for (int i = 0; i < ns; i++)
             lost += slow_ns[i] - fast_ns[nf / 2];
-        printf("fast_median_ns %lld\nslow_min_ns %lld\nlost_ns %lld\n", fast_ns[nf / 2], slow_ns[0], lost);
+        for (int i = 0; i < 500; i++)           /* the figure said, as the program times its own calls */
+            if (all_ns[i] > 4 * all_ns[250])
+                lost_all += all_ns[i] - all_ns[250];
+        printf("fast_median_ns %lld\nslow_min_ns %lld\nlost_ns %lld\nlost_all_ns %lld\n", fast_ns[nf / 2],
+               slow_ns[0], lost, lost_all);
     } else if (!strcmp(mode, "serialized")) {  /* compute, 0.25 s of 16 MiB writes (over 32 MiB), compute */
         busy(0.25);
         a = now_ns();
@@ -259,6 +267,22 @@ def time_line(doc):
     return [f for f in doc["findings"] if f["id"].startswith("trace.io.") or "start_s" in (f.get("data") or {})]
 
 
+def only(doc, expected):
+    """The time line's one finding, ``expected``, and no other; but for one exception, where the
+    profile says the program waited for a CPU (other load, or more ranks than CPUs): its writes,
+    preempted, are slow by the scheduler's time slices, and the time line, which has no CPU time
+    per call, cannot tell that from storage (said in fluctuating I/O's evidence by the node's
+    device throughput, not by the run queue). Seen on this 2-CPU host under the other tests' load."""
+    found = time_line(doc)
+    waited = {f["id"] for f in doc["findings"]} & {"profile.oversubscribed", "profile.competing"}
+    rest = [f for f in found if f["id"] != expected]
+    if waited:
+        rest = [f for f in rest if f["id"] != "trace.io.fluctuating_writes"]
+    assert [f["id"] for f in found if f["id"] == expected] == [expected] and not rest, found
+    (f,) = [f for f in found if f["id"] == expected]
+    return f
+
+
 def phase_s(printed, t0):
     (a, b), = printed["phase"]
     return (a - t0) / 1e9, (b - t0) / 1e9
@@ -298,21 +322,26 @@ def test_fluctuating_writes_one_slow_call_in_ten(planted, tmp_path):
     inside(f, lo, hi, 0.0)
     slow = [((a - t0) / 1e9, (b - t0) / 1e9) for a, b in printed["slow"]]
     assert d["start_s"] <= slow[0][1] and d["end_s"] >= slow[-1][0], (d, slow)
-    # lost: the slow calls' time over the median, as the program itself timed its planted ones
-    assert 0.8 * lost_ns[0] / 1e9 <= d["time_lost_s"] <= 2.0 * lost_ns[0] / 1e9, (d, lost_ns)
+    # lost: the slow calls' time over the median, at least what the program timed of its planted ones, at
+    # most what it timed of all its slow ones (a write preempted on a loaded host is slow too)
+    (lost_all,), = printed["lost_all_ns"]
+    assert 0.8 * lost_ns[0] / 1e9 <= d["time_lost_s"] <= 1.2 * lost_all / 1e9, (d, lost_ns, lost_all)
 
 
 def test_a_serialized_io_phase_between_two_of_computing(planted, tmp_path):
     doc, printed, t0 = trace(tmp_path, [planted, "serialized", str(tmp_path)])
-    found = time_line(doc)
-    assert [f["id"] for f in found] == ["trace.io.serialized"], found
-    f = found[0]
+    f = only(doc, "trace.io.serialized")
     lo, hi = phase_s(printed, t0)
     slack = 2 * bin_s(doc)
     inside(f, lo, hi, slack)
-    # one process: the time lost is the phase, less the instants it spent outside its writes
-    assert 0.8 * (hi - lo) <= f["data"]["time_lost_s"] <= hi - lo + slack, (f["data"], hi - lo)
-    assert f["data"]["start_s"] <= lo + 0.1 * (hi - lo) and f["data"]["end_s"] >= hi - 0.1 * (hi - lo)
+    # one process: the time lost is the phase, less the instants it spent outside its writes, and less the
+    # bins of slow writes where fluctuating writes said them (``only``'s exception: each bin is said once)
+    assert f["data"]["time_lost_s"] <= hi - lo + slack, (f["data"], hi - lo)
+    fluct = [w for g in time_line(doc) if g["id"] == "trace.io.fluctuating_writes" for w in g["data"]["windows"]]
+    said = f["data"]["time_lost_s"] + sum(min(b, hi) - max(a, lo) for a, b in fluct if b > lo and a < hi)
+    assert said >= 0.8 * (hi - lo), (f["data"], fluct, hi - lo)
+    starts, ends = [f["data"]["start_s"]] + [a for a, _ in fluct], [f["data"]["end_s"]] + [b for _, b in fluct]
+    assert min(starts) <= lo + 0.1 * (hi - lo) and max(ends) >= hi - 0.1 * (hi - lo), (f["data"], fluct, lo, hi)
 
 
 def test_an_open_close_storm(planted, tmp_path):
@@ -344,10 +373,8 @@ def test_a_single_writer_while_the_other_ranks_wait(mpi_setup, tmp_path, nranks)
                   MPIR_CVAR_ENABLE_HEAVY_YIELD="1", OMPI_MCA_mpi_yield_when_idle="1")
     launch = found["argv2"] if nranks == 2 else found["argv4"]
     doc, printed, t0 = trace(tmp_path, [*launch, str(tmp_path / "w"), str(tmp_path / "ckpt")], env=env)
-    lines = time_line(doc)
     # the time line's window refines the profile's whole-run finding: one finding, the profile's id
-    assert [f["id"] for f in lines] == ["profile.io.single_writer"], lines
-    f = lines[0]
+    f = only(doc, "profile.io.single_writer")
     d = f["data"]
     assert d["refines"] == "profile.io.single_writer" and d["rank"] == 0 and d["share"] > 0.99
     lo, hi = phase_s(printed, t0)

@@ -127,19 +127,19 @@ def _busiest_thread(chunks: Sequence[Events], b: Bins, job: np.ndarray) -> Tuple
     rank's thread most in it. A rank's lane averages its threads, and an MPI library's helper threads (MPICH's, Open
     MPI's PMIx and event threads), asleep outside every intercepted call from MPI_Init to MPI_Finalize,
     would halve a rank that writes or waits all the time into one in I/O or MPI half of it."""
-    keys: Dict[Tuple[int, int], int] = {}
+    keys: Dict[int, int] = {}               # rank << 32 | tid -> the thread's lane
     per_thread = []
     for ev in chunks:
         ev = ev.select(ev.rank >= 0)
         if not len(ev):
             continue
-        pairs = list(zip(ev.rank.tolist(), ev.tid.tolist()))
-        for p in dict.fromkeys(pairs):
-            keys.setdefault(p, len(keys))
-        cols = dict(ev.columns, rank=np.array([keys[p] for p in pairs], np.int32))
+        pair = (ev.rank.astype(np.int64) << 32) | (ev.tid.astype(np.int64) & 0xFFFFFFFF)
+        uniq, inv = np.unique(pair, return_inverse=True)
+        lane = np.array([keys.setdefault(int(u), len(keys)) for u in uniq], np.int32)
+        cols = dict(ev.columns, rank=lane[inv.reshape(-1)])
         per_thread.append(Events(ev.t0_ns, ev.t0_unix_ns, cols, ev.calls, ev.files, ev.regions, ev.comms))
     tb = timeline_bins(per_thread, b.nbins, (int(b.edges_ns[0]), int(b.edges_ns[-1])))
-    rank_of = {k: r for (r, _), k in keys.items()}
+    rank_of = {k: u >> 32 for u, k in keys.items()}
     io = np.zeros((len(job), b.nbins))
     mpi = np.zeros((len(job), b.nbins))
     at = {b.lanes[i]: n for n, i in enumerate(job)}
