@@ -123,6 +123,14 @@ int main(int argc, char **argv)
     else
         MPI_Recv(buf, 200, MPI_BYTE, 0, 21, dup, MPI_STATUS_IGNORE);
     MPI_Comm_free(&dup);
+    /* an intercommunicator between the halves (leaders: sub rank 0, world 2 and 3): its peers are remote ranks */
+    MPI_Comm inter;
+    MPI_Intercomm_create(sub, 0, MPI_COMM_WORLD, w % 2 ? 2 : 3, 99, &inter);
+    if (w % 2 == 0)
+        MPI_Send(buf, 8, MPI_BYTE, s, 31, inter);
+    else
+        MPI_Recv(buf, 8, MPI_BYTE, MPI_ANY_SOURCE, 31, inter, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&inter);
     MPI_Comm_free(&sub);
     MPI_Reduce(buf, buf + 100, 4, MPI_CHAR, MPI_MAX, 3, MPI_COMM_WORLD);
     /* MPI-IO: an explicit offset, the individual pointer twice, an offset through a view of ints at 4096 */
@@ -142,10 +150,11 @@ int main(int argc, char **argv)
 
 
 def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup, tmp_path):
-    """On a communicator from MPI_Comm_split (its ranks in another order than the world's) and its
-    MPI_Comm_dup: each send, receive (MPI_ANY_SOURCE too) and the Bcast's root are world ranks, and
-    the profile counts the sends by world rank; the MPI-IO calls name their file (the file table's
-    path) and the byte where each starts: an explicit offset, the individual pointer, a view's."""
+    """On a communicator from MPI_Comm_split (its ranks in another order than the world's), its
+    MPI_Comm_dup and an intercommunicator between the halves: each send, receive (MPI_ANY_SOURCE
+    too) and the Bcast's root are world ranks, and the profile counts the sends by world rank; the
+    MPI-IO calls name their file (the file table's path) and the byte where each starts: an
+    explicit offset, the individual pointer, a view's."""
     tmp, found = mpi_setup
     (tmp_path / "comms.c").write_text(COMMS)
     r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "comms"), str(tmp_path / "comms.c")],
@@ -161,8 +170,8 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
     assert r.returncode == 0, r.stderr
     ev, _ = IE.read_dir(str(out))
 
-    def of(fn, rank):
-        return ev.select((ev.call == CALL[fn]) & (ev.rank == rank))
+    def of(fn, rank, on_inter=False):
+        return ev.select((ev.call == CALL[fn]) & (ev.rank == rank) & ((ev.tag == 31) == on_inter))
 
     # sub rank 0 is world 2 (color 0) and world 3 (color 1); sub rank 1 is world 0 and world 1
     first, second = {2: 0, 3: 1}, {0: 2, 1: 3}
@@ -175,6 +184,9 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
         rv = of("MPI_Recv", w)                               # the first with MPI_ANY_SOURCE, the second on dup
         assert list(zip(rv.peer, rv.tag, rv.nbytes)) == [(frm, 11, 1000), (frm, 21, 200)], (w, list(rv.peer))
         assert list(of("MPI_Send", w).peer) == [frm]
+    # the intercommunicator: sub rank s of {0, 2} sends to remote rank s of {1, 3}, received with ANY_SOURCE
+    assert {w: list(of("MPI_Send", w, True).peer) for w in (0, 2)} == {0: [1], 2: [3]}
+    assert {w: list(of("MPI_Recv", w, True).peer) for w in (1, 3)} == {1: [0], 3: [2]}
     for w in range(4):
         assert list(of("MPI_Bcast", w).peer) == [w % 2], w    # root: sub rank 1, world 0 or 1
         assert list(of("MPI_Reduce", w).peer) == [3], w
