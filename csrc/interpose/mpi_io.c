@@ -24,8 +24,10 @@
  * individual file pointer's before the call (the others), each made bytes
  * through the view by PMPI_File_get_byte_offset (the first byte of the
  * call's first element: a view with holes moves bytes past it non-
- * contiguously); -1 where the MPI refused to say. Asked only while the
- * trace is on: the counting-only profile makes no extra call.
+ * contiguously); -1 where the MPI refused to say, for a file opened
+ * MPI_MODE_SEQUENTIAL (PMPI_File_get_amode), and on an MPI whose constant
+ * for it is not known here (the MPI 5 ABI's). Asked only while the trace is
+ * on: the counting-only profile makes no extra call.
  */
 #include <string.h>
 #include "files.h"
@@ -86,29 +88,44 @@ uint32_t mpi_io_file(mpi_h fh) { return files_get(fh); }
 
 typedef int (*file_position_fn)(mpi_h, mpi_aint *);
 typedef int (*file_byte_offset_fn)(mpi_h, mpi_aint, mpi_aint *);
+typedef int (*file_amode_fn)(mpi_h, int *);
 static file_position_fn get_position;
 static file_byte_offset_fn get_byte_offset;
+static file_amode_fn get_amode;
+static int mode_sequential;          /* MPI_MODE_SEQUENTIAL: 256 in MPICH's and Open MPI's mpi.h; 0 unknown */
 
 void mpi_io_started(const void *caller)
 {
     get_position = (file_position_fn)ceil_ip_lookup("PMPI_File_get_position", caller);
     get_byte_offset = (file_byte_offset_fn)ceil_ip_lookup("PMPI_File_get_byte_offset", caller);
+    get_amode = (file_amode_fn)ceil_ip_lookup("PMPI_File_get_amode", caller);
+    const char *f = mpi_family();
+    mode_sequential = strcmp(f, "mpich") == 0 || strcmp(f, "openmpi") == 0 ? 256 : 0;
 }
 
 static inline int tracing(void) { return __atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_RELAXED); }
 
-/* The byte of the file where offset `off` (etypes, relative to the view) lands; -1 unknown. */
+/* The byte of the file where offset `off` (etypes, relative to the view) lands; -1 unknown. Never
+ * asked of a file opened MPI_MODE_SEQUENTIAL (nor where that cannot be told), which has no offsets:
+ * the MPI would raise an error through the file's handler, which the program may have made fatal. */
 static int64_t byte_at(mpi_h fh, mpi_aint off)
 {
     mpi_aint b = -1;
-    return get_byte_offset && off >= 0 && get_byte_offset(fh, off, &b) == 0 && b >= 0 ? b : -1;
+    int amode = 0;
+    if (!get_byte_offset || off < 0 || !mode_sequential || !get_amode || get_amode(fh, &amode) != 0 ||
+        (amode & mode_sequential))
+        return -1;
+    return get_byte_offset(fh, off, &b) == 0 && b >= 0 ? b : -1;
 }
 
-/* The byte of the file the individual file pointer is at; -1 unknown. */
+/* The byte of the file the individual file pointer is at; -1 unknown (byte_at's rule first). */
 static int64_t byte_here(mpi_h fh)
 {
     mpi_aint off = -1;
-    return get_position && get_position(fh, &off) == 0 ? byte_at(fh, off) : -1;
+    int amode = 0;
+    if (!get_position || !mode_sequential || !get_amode || get_amode(fh, &amode) != 0 || (amode & mode_sequential))
+        return -1;
+    return get_position(fh, &off) == 0 ? byte_at(fh, off) : -1;
 }
 
 void mpi_io_closed(mpi_h fh) { files_drop(fh); }
