@@ -55,9 +55,10 @@ def _expected(ev: E.Events):
             if (r["result"] != r["nbytes"]) if io else r["result"] != 0:
                 args["result"] = r["result"]
             if not io:
-                for k in ("peer", "tag"):
-                    if r[k] >= 0:
-                        args[k] = r[k]
+                if r["peer"] >= 0:
+                    args["root" if kind == E.MPI_COLL else "peer"] = r["peer"]
+                if r["tag"] >= 0:
+                    args["tag"] = r["tag"]
                 if r["comm"] >= 0:
                     args["comm"] = ev.comms[r["comm"]].name
         out.append((r["pid"], r["tid"], T0 + r["ts"], r["dur"], name, tuple(sorted(args.items()))))
@@ -104,6 +105,19 @@ def test_slices_args_and_timestamps_equal_the_input(tmp_path):
     assert {"rank 0 (node00) pid 100", "rank 1 (node01) pid 101", "writer", "app"} <= names
     assert tr.clocks and tr.clocks[0].primary_trace_clock == 3            # CLOCK_MONOTONIC
     assert {c.clock_id: c.timestamp for c in tr.clocks[0].clocks} == {3: T0, 1: T0_UNIX}
+
+
+def test_a_rooted_collective_shows_its_root(tmp_path):
+    rows = [dict(ts=0, dur=50, pid=100, tid=100, rank=0, kind=E.MPI_COLL, call=ID["MPI_Bcast"], peer=2, nbytes=8,
+                 result=0),
+            dict(ts=100, dur=50, pid=100, tid=100, rank=0, kind=E.MPI_COLL, call=ID["MPI_Allreduce"], nbytes=8,
+                 result=0)]
+    ev = _events(rows)
+    write_perfetto(tmp_path / "t.pftrace", ev)
+    tr = read(tmp_path / "t.pftrace")
+    assert _got(tr) == _expected(ev)
+    got = {s.name: s.args for s in tr.slices}
+    assert got["MPI_Bcast"] == {"bytes": 8, "root": 2} and got["MPI_Allreduce"] == {"bytes": 8}
 
 
 def test_a_region_starting_with_its_first_call_encloses_it(tmp_path):

@@ -93,3 +93,114 @@ def test_ceiling_trace_of_an_mpi_job_gives_each_rank_a_lane_and_each_message_an_
     started = {f for s in tr.slices for f in s.flows}
     ended = {f for s in tr.slices for f in s.ends_flows}
     assert len(started) == 6 and started == ended
+
+
+COMMS = r"""
+#include <mpi.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    int w, s;
+    char buf[1000];
+    memset(buf, 1, sizeof buf);
+    MPI_Comm sub, dup;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w);
+    /* halves {0, 2} and {1, 3}, ordered backwards: sub rank 0 is world 2 (or 3), sub rank 1 world 0 (or 1) */
+    MPI_Comm_split(MPI_COMM_WORLD, w % 2, -w, &sub);
+    MPI_Comm_rank(sub, &s);
+    if (s == 0) {
+        MPI_Send(buf, 1000, MPI_BYTE, 1, 11, sub);
+        MPI_Recv(buf, 1000, MPI_BYTE, 1, 12, sub, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(buf, 1000, MPI_BYTE, MPI_ANY_SOURCE, 11, sub, MPI_STATUS_IGNORE);
+        MPI_Send(buf, 300, MPI_BYTE, 0, 12, sub);
+    }
+    MPI_Bcast(buf, 10, MPI_BYTE, 1, sub);
+    MPI_Comm_dup(sub, &dup);
+    if (s == 0)
+        MPI_Send(buf, 200, MPI_BYTE, 1, 21, dup);
+    else
+        MPI_Recv(buf, 200, MPI_BYTE, 0, 21, dup, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&dup);
+    /* an intercommunicator between the halves (leaders: sub rank 0, world 2 and 3): its peers are remote ranks */
+    MPI_Comm inter;
+    MPI_Intercomm_create(sub, 0, MPI_COMM_WORLD, w % 2 ? 2 : 3, 99, &inter);
+    if (w % 2 == 0)
+        MPI_Send(buf, 8, MPI_BYTE, s, 31, inter);
+    else
+        MPI_Recv(buf, 8, MPI_BYTE, MPI_ANY_SOURCE, 31, inter, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&sub);
+    MPI_Reduce(buf, buf + 100, 4, MPI_CHAR, MPI_MAX, 3, MPI_COMM_WORLD);
+    /* MPI-IO: an explicit offset, the individual pointer twice, an offset through a view of ints at 4096 */
+    MPI_File fh;
+    MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    MPI_File_write_at(fh, (MPI_Offset)w * 100, buf, 100, MPI_BYTE, MPI_STATUS_IGNORE);
+    MPI_File_seek(fh, 1000 + (MPI_Offset)w * 200, MPI_SEEK_SET);
+    MPI_File_write(fh, buf, 50, MPI_BYTE, MPI_STATUS_IGNORE);
+    MPI_File_write(fh, buf, 50, MPI_BYTE, MPI_STATUS_IGNORE);
+    MPI_File_set_view(fh, 4096, MPI_INT, MPI_INT, "native", MPI_INFO_NULL);
+    MPI_File_write_at_all(fh, (MPI_Offset)w * 10, buf, 4, MPI_INT, MPI_STATUS_IGNORE);
+    MPI_File_close(&fh);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup, tmp_path):
+    """On a communicator from MPI_Comm_split (its ranks in another order than the world's), its
+    MPI_Comm_dup and an intercommunicator between the halves: each send, receive (MPI_ANY_SOURCE
+    too) and the Bcast's root are world ranks, and the profile counts the sends by world rank; the
+    MPI-IO calls name their file (the file table's path) and the byte where each starts: an
+    explicit offset, the individual pointer, a view's."""
+    tmp, found = mpi_setup
+    (tmp_path / "comms.c").write_text(COMMS)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "comms"), str(tmp_path / "comms.c")],
+                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
+    assert r.returncode == 0, r.stderr
+    out, data = tmp_path / "rec", tmp_path / "data.bin"
+    out.mkdir()
+    env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),
+                  OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.pop("PYTHONFAULTHANDLER", None)
+    r = subprocess.run([*found["argv4"], str(tmp_path / "comms"), str(data)], capture_output=True, text=True,
+                       timeout=180, env=env)
+    assert r.returncode == 0, r.stderr
+    ev, _ = IE.read_dir(str(out))
+
+    def of(fn, rank, on_inter=False):
+        return ev.select((ev.call == CALL[fn]) & (ev.rank == rank) & ((ev.tag == 31) == on_inter))
+
+    # sub rank 0 is world 2 (color 0) and world 3 (color 1); sub rank 1 is world 0 and world 1
+    first, second = {2: 0, 3: 1}, {0: 2, 1: 3}
+    for w, to in first.items():
+        s = of("MPI_Send", w)
+        assert list(zip(s.peer, s.tag)) == [(to, 11), (to, 21)], (w, list(s.peer))
+        rv = of("MPI_Recv", w)
+        assert list(zip(rv.peer, rv.tag, rv.nbytes)) == [(to, 12, 300)], (w, list(rv.peer))
+    for w, frm in second.items():
+        rv = of("MPI_Recv", w)                               # the first with MPI_ANY_SOURCE, the second on dup
+        assert list(zip(rv.peer, rv.tag, rv.nbytes)) == [(frm, 11, 1000), (frm, 21, 200)], (w, list(rv.peer))
+        assert list(of("MPI_Send", w).peer) == [frm]
+    # the intercommunicator: sub rank s of {0, 2} sends to remote rank s of {1, 3}, received with ANY_SOURCE
+    assert {w: list(of("MPI_Send", w, True).peer) for w in (0, 2)} == {0: [1], 2: [3]}
+    assert {w: list(of("MPI_Recv", w, True).peer) for w in (1, 3)} == {1: [0], 3: [2]}
+    for w in range(4):
+        assert list(of("MPI_Bcast", w).peer) == [w % 2], w    # root: sub rank 1, world 0 or 1
+        assert list(of("MPI_Reduce", w).peer) == [3], w
+    # the profile's sends by world rank: both of world 2's sub-communicator sends went to world 0
+    rec2 = [p.read_text() for p in out.iterdir() if p.name.startswith("rec.") and "mpi rank=2 " in p.read_text()]
+    assert len(rec2) == 1
+    assert "mpi peer=0 calls=2 bytes=1200 " in rec2[0], [ln for ln in rec2[0].splitlines() if "peer=" in ln]
+    # MPI-IO: the file the table names, the byte where each call starts
+    path = str(data.resolve())
+    for w in range(4):
+        io = ev.select((ev.rank == w) & np.isin(ev.kind, E.IO_KINDS) & np.isin(
+            ev.call, [CALL[f] for f in ("MPI_File_write_at", "MPI_File_write", "MPI_File_write_at_all")]))
+        assert [ev.files[f] for f in io.file] == [path] * 4, (w, list(io.file), ev.files)
+        assert list(zip(io.offset, io.nbytes)) == [(w * 100, 100), (1000 + w * 200, 50), (1050 + w * 200, 50),
+                                                   (4096 + 40 * w, 16)], (w, list(io.offset))
+        meta = ev.select((ev.rank == w) & np.isin(ev.call, [CALL["MPI_File_seek"], CALL["MPI_File_close"]]))
+        assert [ev.files[f] for f in meta.file] == [path] * 2

@@ -285,8 +285,13 @@ enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_I
 enum { CEIL_IP_INSTANT_PROCESS_START = 0, CEIL_IP_INSTANT_PROCESS_END = 1, CEIL_IP_INSTANT_THREAD_START = 2,
        CEIL_IP_INSTANT_THREAD_END = 3, CEIL_IP_INSTANT_FORK = 4, CEIL_IP_INSTANT_EXEC = 5 };
 
-/* One event, 48 bytes. file: files.c's record id (0 none) for I/O, the peer's world rank for MPI;
- * offset: the file offset (-1 unknown), the tag for MPI. dur: UINT64_MAX for an instant. */
+/* One event, 48 bytes. dur: UINT64_MAX for an instant. file and offset by the call's kind:
+ * - I/O (POSIX, stdio, copy) and MPI-IO: files.c's record id (0 none) and the byte offset in the file
+ *   (-1 unknown; MPI-IO: mpi_io.c says how it is found);
+ * - MPI point-to-point and waits: the peer as a world rank (a receive's from its status: ANY_SOURCE
+ *   resolved; the communicator's ranks translated, mpi_comm.c; -1 unknown or none) and the tag (-1 none);
+ * - MPI rooted collectives (Bcast, Reduce, Gather(v), Scatter(v), Ibcast, Ireduce): the root as a world
+ *   rank (-1 unknown) and -1; the other MPI calls: -1 and -1. */
 typedef struct ceil_ip_trace_ev {
     uint64_t t0;          /* ticks (ceil_ip_ticks) */
     uint64_t dur;         /* ticks */

@@ -8,7 +8,7 @@
  * mpi_fortran.c the Fortran names, mpi.h what they share (and why one
  * build serves every MPI).
  *
- * Longer than 500 lines: sixty are the record's format, below, and the
+ * Longer than 500 lines: seventy are the record's format, below, and the
  * rest is one piece (the module's start, MPI_Init and MPI_Finalize with the
  * wrapped launch's gather around it, and the record), whose parts share
  * the module's static state; the calls themselves are in the files above.
@@ -16,7 +16,7 @@
  * Its record lines (interpose.h has the format around them), in this order:
  *
  *     module name=mpi version=1 enabled=1
- *     mpi rank=0 size=4 family=mpich world=1 thread_level=0 init_ns=... finalize_ns=... library=MPICH%20Version...
+ *     mpi rank=0 size=4 family=mpich world=1 thread_level=0 init_ns=... finalize_ns=... library=MPICH... comms_lost=0
  *     mpi class=send calls=100 ns=81234 bytes=409600
  *     ...
  *     mpi hist=p2p lt1k=2 1k=0 ... ge64m=0
@@ -35,7 +35,10 @@
  * handle is known, so that peers are world ranks (0: no peer lines);
  * thread_level: what MPI_Init_thread provided (-1: MPI_Init); init_ns: when
  * MPI_Init returned, finalize_ns: when MPI_Finalize was called (0: not
- * seen), CLOCK_MONOTONIC; library: MPI_Get_library_version's first line.
+ * seen), CLOCK_MONOTONIC; library: MPI_Get_library_version's first line;
+ * comms_lost: communicators made past the table that names their ranks by
+ * world rank (below: their sends count as peer=other, their events name no
+ * peer).
  * class (only those called): init (MPI_Init, MPI_Init_thread,
  * MPI_Finalize), send (blocking sends), recv (MPI_Recv, MPI_Probe),
  * sendrecv, post (MPI_Isend and its forms, MPI_Irecv: posting only; the
@@ -69,8 +72,11 @@
  * fn: one line per function called, with its calls, time and bytes (a
  * persistent collective's init: its starts).
  * peer: sends to one world rank (blocking, non-blocking and sendrecv's
- * send side), by destination; peer=other: sends on other communicators
- * and to destinations past the MPI_PEERS each thread tracks.
+ * send side), by destination, on MPI_COMM_WORLD, MPI_COMM_SELF and every
+ * communicator tracked (mpi_comm.c; an intercommunicator's destination is
+ * a remote rank, named by its world rank); peer=other: sends whose world
+ * rank is unknown (a communicator past the table, or made where it was not
+ * seen) and to destinations past the MPI_PEERS each thread tracks.
  *
  * Not seen: the bytes of persistent requests past the table's
  * MPI_PERSISTENT (mpi_p2p.c), whose starts count as point-to-point ones
@@ -101,7 +107,7 @@ static const char *const hist_names[MH_COUNT] = {CEIL_IP_MPI_HISTS(MPI_CLASS_NAM
 
 /* Known after MPI_Init (written once there, read at report). */
 static int world_rank = -1, world_size = -1, world_known, thread_level = -1;
-static mpi_h world, byte_type;
+static mpi_h world, byte_type, comm_self, comm_null;
 static const char *family = "unknown";
 static char library[256];
 static uint64_t init_ns, finalize_ns;
@@ -167,17 +173,41 @@ int mpi_comm_rank(mpi_h comm)
     return comm_rank && comm_rank(comm, &r) == 0 ? r : -1;
 }
 
-/* The trace's call ids of the MPI functions, and the peer (a world rank) the call's send named, set by
- * mpi_peer_send before mpi_done and taken by it. */
+/* A rank of comm as a world rank (-1 unknown): MPI_COMM_WORLD's without a lookup, the others' from
+ * mpi_comm.c's table. */
+static inline int32_t to_world(mpi_h comm, int rank)
+{
+    if (!world_known || rank < 0)
+        return -1;
+    return comm == world ? rank : mpi_comm_world_rank(comm, rank);
+}
+
+/* The trace's call ids of the MPI functions, and what the next event names (mpi.h: mpi_ev_p2p and
+ * the others set them before mpi_done, which takes them): its file field (a peer or root as a world
+ * rank, or an MPI-IO call's file id) and its offset field (a tag, or an MPI-IO call's byte offset). */
 #define MPI_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
 #define MPI_FN_CALL_C(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
 static const uint16_t fn_call[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CALL, MPI_FN_CALL_C)};
-static __thread int32_t ev_peer_ = -1, ev_tag_ = -1;
+static __thread int32_t ev_peer_ = -1;
+static __thread int64_t ev_tag_ = -1;
 
 void mpi_ev_p2p(mpi_h comm, int peer, int tag)
 {
-    ev_peer_ = world_known && comm == world ? peer : -1;
+    ev_peer_ = to_world(comm, peer);
     ev_tag_ = tag;
+}
+
+void mpi_ev_tag(int tag) { ev_tag_ = tag; }
+
+void mpi_ev_root(mpi_h comm, int root)
+{
+    ev_peer_ = to_world(comm, root);
+}
+
+void mpi_ev_file(uint32_t file, int64_t offset)
+{
+    ev_peer_ = (int32_t)file;
+    ev_tag_ = offset;
 }
 
 void mpi_ev_status(mpi_h comm, const void *status)
@@ -208,10 +238,11 @@ void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, i
 
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
 {
-    ev_peer_ = world_known && comm == world ? dest : -1;
-    if (world_known && comm == world && dest >= 0) {
-        const uint64_t key = (uint64_t)dest + 1;
-        for (unsigned i = 0, h = (unsigned)dest % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {
+    const int32_t to = to_world(comm, dest);
+    ev_peer_ = to;
+    if (to >= 0) {
+        const uint64_t key = (uint64_t)to + 1;
+        for (unsigned i = 0, h = (unsigned)to % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {
             mpi_peer *p = &c->peers[h];
             if (p->key != key && p->key != 0)
                 continue;
@@ -277,19 +308,24 @@ static void mpi_identify(const void *caller, int provided)
         family = "openmpi";
         status_ignore = NULL, status_source_at = 0;
         world = (mpi_h)ompi_world;
+        void *null_ = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_null"), *self_ = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_self");
+        comm_null = (mpi_h)(null_ ? null_ : ceil_ip_lookup("ompi_mpi_comm_null", caller));
+        comm_self = (mpi_h)(self_ ? self_ : ceil_ip_lookup("ompi_mpi_comm_self", caller));
         void *b = dlsym(RTLD_DEFAULT, "ompi_mpi_byte");
         byte_type = (mpi_h)(b ? b : ceil_ip_lookup("ompi_mpi_byte", caller));
         world_known = 1;
     } else if (init && dladdr(init, &info) && info.dli_fname && strstr(info.dli_fname, "libmpi_abi")) {
         family = "mpi-abi";
         status_ignore = NULL, status_source_at = 0;
-        world = 0x101;               /* mpi_abi.h: MPI_COMM_WORLD, MPI_BYTE */
+        world = 0x101;               /* mpi_abi.h: MPI_COMM_WORLD, MPI_BYTE, MPI_COMM_NULL, MPI_COMM_SELF */
+        comm_null = 0x100, comm_self = 0x102;
         byte_type = 0x247;
         world_known = 1;
     } else if (strstr(library, "MPICH") || strstr(library, "Intel(R) MPI") || strstr(library, "MVAPICH")) {
         family = "mpich";
         status_ignore = (const void *)1, status_source_at = 2;
-        world = 0x44000000;          /* MPICH's mpi.h: MPI_COMM_WORLD, MPI_BYTE */
+        world = 0x44000000;          /* MPICH's mpi.h: MPI_COMM_WORLD, MPI_BYTE, MPI_COMM_NULL, MPI_COMM_SELF */
+        comm_null = 0x04000000, comm_self = 0x44000001;
         byte_type = 0x4c00010d;
         world_known = 1;
     }
@@ -314,6 +350,9 @@ void mpi_started(const void *caller, int ok, int provided)
     mpi_identify(caller, provided);
     mpi_fortran_started(caller);
     mpi_neighbor_started(caller);
+    if (world_known)
+        mpi_comm_started(caller, world, comm_self, comm_null, world_rank, world_size);
+    mpi_io_started(caller);
 }
 
 const char *mpi_family(void) { return family; }
@@ -514,6 +553,7 @@ static void mpi_report(ceil_ip_module *self, ceil_ip_out *o)
     CEIL_IP_PUT_U64(o, init_ns, init_ns);
     CEIL_IP_PUT_U64(o, finalize_ns, finalize_ns);
     CEIL_IP_PUT_STR(o, library, library);
+    CEIL_IP_PUT_U64(o, comms_lost, mpi_comms_lost());
 
     mpi_fn_counters cls[MC_COUNT] = {{0, 0, 0}};
     for (int f = 0; f < MPI_FN_COUNT; f++) {

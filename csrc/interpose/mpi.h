@@ -13,9 +13,10 @@
  * Open MPI's and in the MPI 5 standard ABI; on x86-64 and AArch64 either is
  * passed in a 64-bit register or stack slot, so a wrapper takes every
  * handle as mpi_h (64 bits), hands it unchanged to the PMPI function, and
- * never looks inside it. Only the communicator MPI_COMM_WORLD is compared
- * (to name peers by world rank), with the value the library in the
- * process uses (mpi.c: mpi_identify). Statuses are opaque too: a wrapper
+ * never looks inside it. Communicators are compared with MPI_COMM_WORLD,
+ * MPI_COMM_SELF and MPI_COMM_NULL, with the values the library in the
+ * process uses (mpi.c: mpi_identify), and with the handles the program's
+ * own communicators got (mpi_comm.c), to name peers by world rank. Statuses are opaque too: a wrapper
  * that needs one for the bytes received and was given MPI_STATUS_IGNORE
  * (0 in Open MPI and the standard ABI, 1 in MPICH's) passes a buffer of its
  * own, larger than any library's MPI_Status.
@@ -66,7 +67,7 @@ typedef struct mpi_counters {
     uint64_t hist[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t hist_ticks[MH_COUNT][CEIL_IP_HIST_BUCKETS];
     uint64_t hist_bytes[MH_COUNT][CEIL_IP_HIST_BUCKETS];
-    uint64_t other_calls, other_bytes;   /* sends not on MPI_COMM_WORLD, or past MPI_PEERS */
+    uint64_t other_calls, other_bytes;   /* sends whose world rank is unknown, or past MPI_PEERS */
     mpi_peer peers[MPI_PEERS];
 } mpi_counters;
 
@@ -105,14 +106,36 @@ static inline int mpi_in_place(const void *buf) { return buf == (const void *)1 
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
     __attribute__((visibility("hidden")));
 
-/* The trace: the next mpi_done's event names this peer (a rank of comm; a world rank only on
- * MPI_COMM_WORLD) and tag; mpi_ev_status takes them from a completed receive's status (ANY_SOURCE resolved),
- * never reading the MPI's MPI_STATUS_IGNORE (give it mpi_status()'s buffer to learn the source anyway) nor a
- * status before MPI_Init named the MPI. */
+/* The trace: the next mpi_done's event names this peer (a rank of comm, recorded as its world rank:
+ * on MPI_COMM_WORLD, MPI_COMM_SELF and every communicator mpi_comm.c tracked; -1 elsewhere) and tag;
+ * mpi_ev_status takes them from a completed receive's status (ANY_SOURCE resolved), never reading the
+ * MPI's MPI_STATUS_IGNORE (give it mpi_status()'s buffer to learn the source anyway) nor a status before
+ * MPI_Init named the MPI. mpi_ev_root: a rooted collective's root, as a world rank the same way (an
+ * intercommunicator's MPI_ROOT and MPI_PROC_NULL: -1). mpi_ev_file: an MPI-IO call's file (files.c's id,
+ * 0 none) and byte offset (-1 unknown). interpose.h (ceil_ip_trace_ev) says where each lands. */
 void mpi_ev_p2p(mpi_h comm, int peer, int tag) __attribute__((visibility("hidden")));
 void mpi_ev_status(mpi_h comm, const void *status) __attribute__((visibility("hidden")));
+void mpi_ev_root(mpi_h comm, int root) __attribute__((visibility("hidden")));
+void mpi_ev_tag(int tag) __attribute__((visibility("hidden")));      /* after mpi_peer_send, which names the peer */
+void mpi_ev_file(uint32_t file, int64_t offset) __attribute__((visibility("hidden")));
+/* A rooted collective's bytes expression (MPI_WRAP's `bytes`, evaluated after the call, before
+ * mpi_done): names the root for the event, then gives the bytes. */
+#define MPI_ROOTED(comm, root, bytes) (mpi_ev_root((comm), (root)), (bytes))
 
-/* A send of `bytes` to `dest` on `comm` (named by world rank on MPI_COMM_WORLD). */
+/* Communicators (mpi_comm.c): a rank of comm (not MPI_COMM_WORLD, which mpi.c translates itself) as a
+ * world rank, from the table of the communicators the program made (MPI_COMM_SELF's rank 0 too); -1
+ * unknown. mpi_comms_lost: those made past the table. mpi_comm_started: MPI_Init identified the MPI
+ * (its MPI_COMM_WORLD, MPI_COMM_SELF, MPI_COMM_NULL, this process's world rank and the world's size):
+ * resolves mpi_comm.c's PMPI functions. */
+int32_t mpi_comm_world_rank(mpi_h comm, int rank) __attribute__((visibility("hidden")));
+uint64_t mpi_comms_lost(void) __attribute__((visibility("hidden")));
+void mpi_comm_started(const void *caller, mpi_h world, mpi_h self, mpi_h null, int rank, int size)
+    __attribute__((visibility("hidden")));
+/* mpi_io.c's PMPI file-pointer queries (the trace's byte offsets), resolved at MPI_Init. */
+void mpi_io_started(const void *caller) __attribute__((visibility("hidden")));
+
+/* A send of `bytes` to `dest` on `comm` (named by world rank where mpi_ev_p2p can name it; peer=other
+ * elsewhere). */
 void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64_t ticks)
     __attribute__((visibility("hidden")));
 

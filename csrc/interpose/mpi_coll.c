@@ -20,6 +20,9 @@
  * start, as the non-blocking ones at posting (the end of this file).
  * Every wrapper is written once for int counts and once for the MPI 4
  * large-count form (_c: MPI_Count counts, MPI_Aint displacements).
+ * The trace's event of a rooted one (Bcast, Reduce, Gather, Gatherv,
+ * Scatter, Scatterv, Ibcast, Ireduce) names its root as a world rank in
+ * the peer field (mpi.h: MPI_ROOTED).
  */
 #include "mpi.h"
 
@@ -84,21 +87,22 @@ MPI_WRAP(MPI_Ibarrier, -1, (mpi_h comm, void *req), (comm, req), 0)
 #define BCAST(fn, cnt)                                                                             \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h));                                               \
     MPI_WRAP_S(fn, MH_COLL, (void *buf, cnt count, mpi_h type, int root, mpi_h comm),              \
-             (buf, count, type, root, comm), mpi_bytes(count, type), MPI_FITS(count))
+             (buf, count, type, root, comm), MPI_ROOTED(comm, root, mpi_bytes(count, type)), MPI_FITS(count))
 BCAST(MPI_Bcast, int)
 BCAST(MPI_Bcast_c, mpi_count)
 
 #define IBCAST(fn, cnt)                                                                            \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, mpi_h, void *));                                       \
     MPI_WRAP_S(fn, -1, (void *buf, cnt count, mpi_h type, int root, mpi_h comm, void *req),        \
-             (buf, count, type, root, comm, req), mpi_bytes(count, type), MPI_FITS(count))
+             (buf, count, type, root, comm, req), MPI_ROOTED(comm, root, mpi_bytes(count, type)), MPI_FITS(count))
 IBCAST(MPI_Ibcast, int)
 IBCAST(MPI_Ibcast_c, mpi_count)
 
 #define REDUCE(fn, cnt)                                                                            \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h));                          \
     MPI_WRAP_S(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm), \
-             (sbuf, rbuf, count, type, op, root, comm), mpi_bytes(count, type), MPI_FITS(count))
+             (sbuf, rbuf, count, type, op, root, comm), MPI_ROOTED(comm, root, mpi_bytes(count, type)), \
+             MPI_FITS(count))
 REDUCE(MPI_Reduce, int)
 REDUCE(MPI_Reduce_c, mpi_count)
 
@@ -106,7 +110,8 @@ REDUCE(MPI_Reduce_c, mpi_count)
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, int, mpi_h, void *));                  \
     MPI_WRAP_S(fn, -1,                                                                             \
              (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, int root, mpi_h comm, void *req), \
-             (sbuf, rbuf, count, type, op, root, comm, req), mpi_bytes(count, type), MPI_FITS(count))
+             (sbuf, rbuf, count, type, op, root, comm, req), MPI_ROOTED(comm, root, mpi_bytes(count, type)), \
+             MPI_FITS(count))
 IREDUCE(MPI_Ireduce, int)
 IREDUCE(MPI_Ireduce_c, mpi_count)
 
@@ -147,7 +152,8 @@ REDUCE_SCATTER(MPI_Reduce_scatter_c, mpi_count, _c)
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, int, mpi_h));                     \
     MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm),                               \
+             MPI_ROOTED(comm, root, BLOCK_SENT(scount, stype, rcount, rtype)), MPI_FITS(scount) && MPI_FITS(rcount))
 GATHER(MPI_Gather, int)
 GATHER(MPI_Gather_c, mpi_count)
 
@@ -156,7 +162,8 @@ GATHER(MPI_Gather_c, mpi_count)
     MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, int root, mpi_h comm), \
              (sbuf, scount, stype, rbuf, rcount, rtype, root, comm),                               \
-             mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
+             MPI_ROOTED(comm, root, mpi_in_place(rbuf) ? mpi_bytes(scount, stype) : mpi_bytes(rcount, rtype)), \
+             MPI_FITS(scount) && MPI_FITS(rcount))
 SCATTER(MPI_Scatter, int)
 SCATTER(MPI_Scatter_c, mpi_count)
 
@@ -187,7 +194,8 @@ IALLGATHER(MPI_Ialltoall_c, mpi_count)
                   (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
                    mpi_h rtype, int root, mpi_h comm),                                             \
                   MPI_V_CALL##sfx(fn, mpi_narrow_gatherv, (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm)), \
-                  mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+                  MPI_ROOTED(comm, root,                                                           \
+                             mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype)))
 GATHERV(MPI_Gatherv, int, int, _i)
 GATHERV(MPI_Gatherv_c, mpi_count, mpi_aint, _c)
 
@@ -207,7 +215,8 @@ ALLGATHERV(MPI_Allgatherv_c, mpi_count, mpi_aint, _c)
                   (const void *sbuf, const cnt *scounts, const disp *displs, mpi_h stype, void *rbuf, cnt rcount, \
                    mpi_h rtype, int root, mpi_h comm),                                             \
                   MPI_V_CALL##sfx(fn, mpi_narrow_scatterv, (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm)), \
-                  mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype))
+                  MPI_ROOTED(comm, root,                                                           \
+                             mpi_in_place(rbuf) ? own_block##sfx(scounts, stype, comm) : mpi_bytes(rcount, rtype)))
 SCATTERV(MPI_Scatterv, int, int, _i)
 SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
 

@@ -16,6 +16,18 @@
  * ADIOI_FileD *, Open MPI's ompi_file_t *, the MPI 5 ABI's), read through
  * the MPI_File * the program passed. At most MPI_IO_FILES handles are open
  * at once; more are counted in the totals only.
+ *
+ * The trace's event of each call but MPI_File_open names the file (files.c's
+ * id, as the file table does; the open's event has none: the file's record
+ * is found after the call is counted) and, for the data calls, the byte
+ * offset where the call starts: an explicit offset's (_at forms) and the
+ * individual file pointer's before the call (the others), each made bytes
+ * through the view by PMPI_File_get_byte_offset (the first byte of the
+ * call's first element: a view with holes moves bytes past it non-
+ * contiguously); -1 where the MPI refused to say, for a file opened
+ * MPI_MODE_SEQUENTIAL (PMPI_File_get_amode), and on an MPI whose constant
+ * for it is not known here (the MPI 5 ABI's). Asked only while the trace is
+ * on: the counting-only profile makes no extra call.
  */
 #include <string.h>
 #include "files.h"
@@ -74,6 +86,48 @@ void mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks)
 
 uint32_t mpi_io_file(mpi_h fh) { return files_get(fh); }
 
+typedef int (*file_position_fn)(mpi_h, mpi_aint *);
+typedef int (*file_byte_offset_fn)(mpi_h, mpi_aint, mpi_aint *);
+typedef int (*file_amode_fn)(mpi_h, int *);
+static file_position_fn get_position;
+static file_byte_offset_fn get_byte_offset;
+static file_amode_fn get_amode;
+static int mode_sequential;          /* MPI_MODE_SEQUENTIAL: 256 in MPICH's and Open MPI's mpi.h; 0 unknown */
+
+void mpi_io_started(const void *caller)
+{
+    get_position = (file_position_fn)ceil_ip_lookup("PMPI_File_get_position", caller);
+    get_byte_offset = (file_byte_offset_fn)ceil_ip_lookup("PMPI_File_get_byte_offset", caller);
+    get_amode = (file_amode_fn)ceil_ip_lookup("PMPI_File_get_amode", caller);
+    const char *f = mpi_family();
+    mode_sequential = strcmp(f, "mpich") == 0 || strcmp(f, "openmpi") == 0 ? 256 : 0;
+}
+
+static inline int tracing(void) { return __atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_RELAXED); }
+
+/* The byte of the file where offset `off` (etypes, relative to the view) lands; -1 unknown. Never
+ * asked of a file opened MPI_MODE_SEQUENTIAL (nor where that cannot be told), which has no offsets:
+ * the MPI would raise an error through the file's handler, which the program may have made fatal. */
+static int64_t byte_at(mpi_h fh, mpi_aint off)
+{
+    mpi_aint b = -1;
+    int amode = 0;
+    if (!get_byte_offset || off < 0 || !mode_sequential || !get_amode || get_amode(fh, &amode) != 0 ||
+        (amode & mode_sequential))
+        return -1;
+    return get_byte_offset(fh, off, &b) == 0 && b >= 0 ? b : -1;
+}
+
+/* The byte of the file the individual file pointer is at; -1 unknown (byte_at's rule first). */
+static int64_t byte_here(mpi_h fh)
+{
+    mpi_aint off = -1;
+    int amode = 0;
+    if (!get_position || !mode_sequential || !get_amode || get_amode(fh, &amode) != 0 || (amode & mode_sequential))
+        return -1;
+    return get_position(fh, &off) == 0 ? byte_at(fh, off) : -1;
+}
+
 void mpi_io_closed(mpi_h fh) { files_drop(fh); }
 
 PMPI_DECL(MPI_File_open, (mpi_h, const char *, int, mpi_h, void *));
@@ -104,21 +158,25 @@ MPI_EXPORT(MPI_File_close, (void *fh))
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_File_close)(fh);
     const uint64_t ticks = ceil_ip_ticks() - t0;
+    mpi_ev_file(files_get(key), -1);
     mpi_done(c, FN_MPI_File_close, ticks, 0, -1);
     files_drop(key);
     return rc;
 }
 
+/* A metadata call's bytes (none), its event naming its file while the trace is on. */
+#define FILE_ONLY(fh) ((tracing() ? mpi_ev_file(files_get(fh), -1) : (void)0), 0)
+
 PMPI_DECL(MPI_File_set_view, (mpi_h, mpi_aint, mpi_h, mpi_h, const char *, mpi_h));
 MPI_WRAP(MPI_File_set_view, -1,
          (mpi_h fh, mpi_aint disp, mpi_h etype, mpi_h ftype, const char *rep, mpi_h info),
-         (fh, disp, etype, ftype, rep, info), 0)
+         (fh, disp, etype, ftype, rep, info), FILE_ONLY(fh))
 
 PMPI_DECL(MPI_File_set_size, (mpi_h, mpi_aint));
-MPI_WRAP(MPI_File_set_size, -1, (mpi_h fh, mpi_aint size), (fh, size), 0)
+MPI_WRAP(MPI_File_set_size, -1, (mpi_h fh, mpi_aint size), (fh, size), FILE_ONLY(fh))
 
 PMPI_DECL(MPI_File_seek, (mpi_h, mpi_aint, int));
-MPI_WRAP(MPI_File_seek, -1, (mpi_h fh, mpi_aint off, int whence), (fh, off, whence), 0)
+MPI_WRAP(MPI_File_seek, -1, (mpi_h fh, mpi_aint off, int whence), (fh, off, whence), FILE_ONLY(fh))
 
 PMPI_DECL(MPI_File_sync, (mpi_h));
 MPI_EXPORT(MPI_File_sync, (mpi_h fh))
@@ -129,14 +187,17 @@ MPI_EXPORT(MPI_File_sync, (mpi_h fh))
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_File_sync)(fh);
     const uint64_t ticks = ceil_ip_ticks() - t0;
+    const uint32_t fid = files_get(fh);
+    mpi_ev_file(fid, -1);
     mpi_done(c, FN_MPI_File_sync, ticks, 0, -1);
     if (rc == 0)
-        ceil_ip_file_sync_id(files_get(fh), ticks);
+        ceil_ip_file_sync_id(fid, ticks);
     return rc;
 }
 
-/* Blocking reads: the bytes from the status (ours when the caller ignores it). */
-#define READ_BODY(fn, args)                                                                        \
+/* Blocking reads: the bytes from the status (ours when the caller ignores it); `where`: the byte
+ * offset the call starts at (byte_here or byte_at), asked before the call while tracing. */
+#define READ_BODY(fn, args, where)                                                                 \
     {                                                                                              \
         if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
             return MPI_ERR_COUNT_;                                                                 \
@@ -145,13 +206,16 @@ MPI_EXPORT(MPI_File_sync, (mpi_h fh))
             return PMPI_REAL_S(fn) args;                                                           \
         _Alignas(16) char own[MPI_STATUS_BYTES];                                                   \
         status = mpi_status(status, own);                                                          \
+        const int64_t at = tracing() ? (where) : -1;                                               \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = PMPI_REAL_S(fn) args;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const uint64_t bytes = rc == 0 ? mpi_status_bytes(status, type) : 0;                       \
+        const uint32_t fid = files_get(fh);                                                        \
+        mpi_ev_file(fid, at);                                                                      \
         mpi_done(c, FN_##fn, ticks, bytes, MH_IO);                                                 \
         if (rc == 0)                                                                               \
-            ceil_ip_file_io_id(files_get(fh), 0, bytes, ticks, CEIL_IP_API_MPIIO);                 \
+            ceil_ip_file_io_id(fid, 0, bytes, ticks, CEIL_IP_API_MPIIO);                           \
         return rc;                                                                                 \
     }
 
@@ -159,11 +223,11 @@ MPI_EXPORT(MPI_File_sync, (mpi_h fh))
 #define READ(fn, cnt)                                                                              \
     PMPI_DECL(fn, (mpi_h, void *, cnt, mpi_h, void *));                                            \
     MPI_EXPORT(fn, (mpi_h fh, void *buf, cnt count, mpi_h type, void *status))                     \
-        READ_BODY(fn, (fh, buf, count, type, status))
+        READ_BODY(fn, (fh, buf, count, type, status), byte_here(fh))
 #define READ_AT(fn, cnt)                                                                           \
     PMPI_DECL(fn, (mpi_h, mpi_aint, void *, cnt, mpi_h, void *));                                  \
     MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, void *buf, cnt count, mpi_h type, void *status))       \
-        READ_BODY(fn, (fh, off, buf, count, type, status))
+        READ_BODY(fn, (fh, off, buf, count, type, status), byte_at(fh, off))
 READ(MPI_File_read, int)
 READ(MPI_File_read_c, mpi_count)
 READ(MPI_File_read_all, int)
@@ -175,30 +239,33 @@ READ_AT(MPI_File_read_at_all_c, mpi_count)
 
 /* Writes, and the non-blocking reads (hist -1, a request where the status was): the bytes asked,
  * in the file's record too (write: 1 for the writes). */
-#define ASKED_BODY(fn, hist, write, args)                                                          \
+#define ASKED_BODY(fn, hist, write, args, where)                                                   \
     {                                                                                              \
         if (MPI_COUNT_REFUSED(fn, MPI_FITS(count)))                                                \
             return MPI_ERR_COUNT_;                                                                 \
         mpi_counters *c = mpi_enter();                                                             \
         if (!c)                                                                                    \
             return PMPI_REAL_S(fn) args;                                                           \
+        const int64_t at = tracing() ? (where) : -1;                                               \
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = PMPI_REAL_S(fn) args;                                                       \
         const uint64_t ticks = ceil_ip_ticks() - t0;                                               \
         const uint64_t bytes = mpi_bytes(count, type);                                             \
+        const uint32_t fid = files_get(fh);                                                        \
+        mpi_ev_file(fid, at);                                                                      \
         mpi_done(c, FN_##fn, ticks, bytes, (hist));                                                \
         if (rc == 0)                                                                               \
-            ceil_ip_file_io_id(files_get(fh), (write), bytes, ticks, CEIL_IP_API_MPIIO);           \
+            ceil_ip_file_io_id(fid, (write), bytes, ticks, CEIL_IP_API_MPIIO);                     \
         return rc;                                                                                 \
     }
 #define ASKED(fn, hist, write, bufq, cnt)                                                          \
     PMPI_DECL(fn, (mpi_h, bufq void *, cnt, mpi_h, void *));                                       \
     MPI_EXPORT(fn, (mpi_h fh, bufq void *buf, cnt count, mpi_h type, void *st))                    \
-        ASKED_BODY(fn, hist, write, (fh, buf, count, type, st))
+        ASKED_BODY(fn, hist, write, (fh, buf, count, type, st), byte_here(fh))
 #define ASKED_AT(fn, hist, write, bufq, cnt)                                                       \
     PMPI_DECL(fn, (mpi_h, mpi_aint, bufq void *, cnt, mpi_h, void *));                             \
     MPI_EXPORT(fn, (mpi_h fh, mpi_aint off, bufq void *buf, cnt count, mpi_h type, void *st))      \
-        ASKED_BODY(fn, hist, write, (fh, off, buf, count, type, st))
+        ASKED_BODY(fn, hist, write, (fh, off, buf, count, type, st), byte_at(fh, off))
 ASKED(MPI_File_write, MH_IO, 1, const, int)
 ASKED(MPI_File_write_c, MH_IO, 1, const, mpi_count)
 ASKED(MPI_File_write_all, MH_IO, 1, const, int)

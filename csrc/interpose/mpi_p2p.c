@@ -40,7 +40,7 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
         const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm);                         \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
-        mpi_ev_p2p(comm, dest, tag);                                                               \
+        mpi_ev_tag(tag);                  /* the peer: mpi_peer_send's */                           \
         mpi_done(c, FN_##fn, ticks, n, MH_P2P);                                                    \
         return rc;                                                                                 \
     }
@@ -67,7 +67,7 @@ MPI_SEND_FN(MPI_Rsend_c, mpi_count)
         const int rc = PMPI_REAL_S(fn)(buf, count, type, dest, tag, comm, req);                    \
         const uint64_t ticks = ceil_ip_ticks() - t0, n = mpi_bytes(count, type);                   \
         mpi_peer_send(c, comm, dest, n, ticks);                                                    \
-        mpi_ev_p2p(comm, dest, tag);                                                               \
+        mpi_ev_tag(tag);                  /* the peer: mpi_peer_send's */                           \
         mpi_done(c, FN_##fn, ticks, n, MH_POST);                                                   \
         return rc;                                                                                 \
     }

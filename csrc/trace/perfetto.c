@@ -61,9 +61,9 @@
 #define CLOCK_INCREMENTAL_ID 64        /* the first sequence-scoped clock id, as Perfetto's SDK uses it */
 
 /* annotation name iids: the order of ANNOTATIONS in src/ceiling/report/exporters/perfetto.py */
-enum { A_BYTES = 1, A_OFFSET, A_FILE, A_RESULT, A_PEER, A_TAG, A_COMM };
+enum { A_BYTES = 1, A_OFFSET, A_FILE, A_RESULT, A_PEER, A_TAG, A_COMM, A_ROOT };
 /* results/events.py's kinds */
-enum { K_MPI_P2P = 5, K_MPI_OTHER = 8, K_REGION = 9, K_INSTANT = 10 };
+enum { K_MPI_P2P = 5, K_MPI_COLL = 7, K_MPI_OTHER = 8, K_REGION = 9, K_INSTANT = 10 };
 
 #define WT_VARINT 0
 #define WT_FIXED64 1
@@ -546,8 +546,8 @@ static int put_open(ceil_pf_writer *w, pf_seq *s, const pf_row *r, int type)
         if (io ? r->result != r->nbytes : r->result != 0)
             p = put_int_annotation(p, A_RESULT, r->result);
         if (!io) {
-            if (r->peer >= 0)
-                p = put_int_annotation(p, A_PEER, r->peer);
+            if (r->peer >= 0)       /* a collective's peer is its root (results/events.py) */
+                p = put_int_annotation(p, r->kind == K_MPI_COLL ? A_ROOT : A_PEER, r->peer);
             if (r->tag >= 0)
                 p = put_int_annotation(p, A_TAG, r->tag);
             if (r->comm >= 0) {

@@ -119,12 +119,17 @@ def off_storage(ev: Events) -> np.ndarray:
     file record of (a pipe, a socket, a terminal, /dev/zero, /dev/null: its ``file`` is -1): not
     storage I/O, as the profile counts them ("other"), so neither drawn nor analysed as I/O: the
     time inside them is the rest's (dd's reads of /dev/zero are the kernel filling its buffer). An
-    MPI-IO call is storage whatever its file column."""
+    MPI-IO call names its file like the others (mpi_io.c); one whose file is unknown (a handle past
+    the interposer's table, a Fortran call, a path it could not resolve) is still storage: MPI-IO
+    opens nothing else."""
     data = (ev.kind == IO_READ) | (ev.kind == IO_WRITE) | (ev.kind == IO_SYNC)
     if not data.any():
         return data
+    unknown = data & (ev.file < 0)
+    if not unknown.any():
+        return unknown
     mpi = np.array([getattr(c, "module", "") == "mpi" for c in ev.calls] or [False], bool)
-    return data & (ev.file < 0) & ~mpi[np.minimum(ev.call, len(mpi) - 1)]
+    return unknown & ~mpi[np.minimum(ev.call, len(mpi) - 1)]
 
 
 def span_ns(chunks: Iterable[Events]) -> int:

@@ -206,6 +206,7 @@ class MpiHead:
     init_ns: U = None
     finalize_ns: U = None
     library: S = None
+    comms_lost: U = None
 
 
 @dataclass

@@ -10,7 +10,7 @@ What the file holds:
 - a process track per process, named "rank 3 (node01) pid 1234" ("app (node01) pid 1234" outside
   MPI), and a thread track per thread (its name and tid) under it;
 - a slice per call (named by the call's fn, category "io.write", "mpi.p2p", ...; arguments bytes,
-  offset, file, peer, tag, comm, and result where it is not the bytes moved (I/O) or not
+  offset, file, peer (a rooted collective's: root), tag, comm, and result where it is not the bytes moved (I/O) or not
   MPI_SUCCESS (MPI)), a slice per user region (category "region"), an instant per process or
   thread start and end, fork and exec;
 - a flow arrow from each MPI send to its matching receive. Each side computes the flow id alone:
@@ -44,8 +44,9 @@ import numpy as np
 from ...core.pftrace import Encoder
 from ...results import events as E
 
-# debug annotation names: their iids (1..7) are fixed in csrc/trace/perfetto.c (A_BYTES ..)
-ANNOTATIONS = ("bytes", "offset", "file", "result", "peer", "tag", "comm")
+# debug annotation names: their iids (1..8) are fixed in csrc/trace/perfetto.c (A_BYTES ..); a collective's
+# peer is its root, named "root"
+ANNOTATIONS = ("bytes", "offset", "file", "result", "peer", "tag", "comm", "root")
 # categories: iid = the event's kind
 CATEGORIES = {E.IO_READ: "io.read", E.IO_WRITE: "io.write", E.IO_META: "io.metadata", E.IO_SYNC: "io.sync",
               E.MPI_P2P: "mpi.p2p", E.MPI_WAIT: "mpi.wait", E.MPI_COLL: "mpi.collective", E.MPI_OTHER: "mpi.other",

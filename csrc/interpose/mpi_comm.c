@@ -1,0 +1,232 @@
+/* mpi_comm.c - the communicators the program makes, so that the trace and
+ * the profile's peer lines name every peer and root by its world rank
+ * (mpi.c asks mpi_comm_world_rank for any communicator but MPI_COMM_WORLD,
+ * which it translates itself; mpi.h says why one build serves every MPI).
+ *
+ * Each call that makes a communicator (MPI_Comm_split, _split_type, _dup,
+ * _dup_with_info, _create, _create_group, MPI_Intercomm_create,
+ * MPI_Intercomm_merge, MPI_Cart_create, MPI_Cart_sub, MPI_Graph_create,
+ * MPI_Dist_graph_create, MPI_Dist_graph_create_adjacent) is passed through,
+ * and its new communicator's ranks translated once to world ranks
+ * (PMPI_Comm_group, or PMPI_Comm_remote_group on an intercommunicator, whose
+ * point-to-point peers and roots are remote ranks; then
+ * PMPI_Group_translate_ranks against MPI_COMM_WORLD's group), noted in
+ * the table below. MPI_Comm_free and MPI_Comm_disconnect
+ * forget it. These calls are not counted (they move no data; their time is
+ * the program's): they are not in calls.def.
+ *
+ * Not seen: MPI_Comm_idup (its communicator is not usable before the
+ * request completes; its peers stay unknown), MPI 4's
+ * MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups, dynamic
+ * processes (ranks outside MPI_COMM_WORLD translate to -1), and, under Open
+ * MPI, communicators made and freed from Fortran (its Fortran library calls
+ * the PMPI functions itself).
+ */
+#include <stdlib.h>
+#include "mpi.h"
+
+/* ---- the table -------------------------------------------------------------------
+ * Peers and roots are named by world rank on every communicator the program made (noted at its
+ * creation, below): a table of MPI_COMMS entries keyed by the handle, each
+ * with its ranks' world ranks (the remote group's on an intercommunicator, whose point-to-point
+ * peers and roots name remote ranks), allocated at the creation, freed at MPI_Comm_free. A send
+ * reads it without a lock or an allocation (mpi.c compares MPI_COMM_WORLD first, with no lookup): the
+ * handle hashed into the table (open addressing, linear probing: an empty slot ends a search, a
+ * freed one is a tombstone the next creation on its path reuses). Past MPI_COMMS live ones a
+ * communicator's peers are unknown (-1, and peer=other in the record), counted in comms_lost, never
+ * a wrong rank. */
+#define MPI_COMMS 256                /* a power of two */
+#define COMM_TOMB ((uintptr_t)1)     /* freed (no handle is 1 in any ABI here) */
+#define COMM_CLAIM ((uintptr_t)2)    /* being filled */
+static struct { uintptr_t key; int32_t n; int32_t *world; } comms[MPI_COMMS];
+static int comms_live;
+static uint64_t comms_lost;
+static mpi_h world, comm_self, comm_null;
+static int world_known, world_rank, world_size;
+
+static unsigned comm_slot(uintptr_t key) { return (unsigned)(((uint64_t)key * 0x9E3779B97F4A7C15u) >> 56); }
+_Static_assert(MPI_COMMS == 256, "comm_slot takes 8 bits");
+
+/* The entry of a handle; -1 none. */
+static int comm_find(uintptr_t key)
+{
+    for (unsigned i = 0, h = comm_slot(key); i < MPI_COMMS; i++, h = (h + 1) % MPI_COMMS) {
+        const uintptr_t k = __atomic_load_n(&comms[h].key, __ATOMIC_ACQUIRE);
+        if (k == key)
+            return (int)h;
+        if (k == 0)
+            return -1;
+    }
+    return -1;
+}
+
+int32_t mpi_comm_world_rank(mpi_h comm, int rank)
+{
+    if (comm == comm_self)
+        return rank == 0 ? world_rank : -1;
+    if (!__atomic_load_n(&comms_live, __ATOMIC_ACQUIRE))
+        return -1;
+    const int e = comm_find(comm);
+    return e >= 0 && rank < comms[e].n ? comms[e].world[rank] : -1;
+}
+
+uint64_t mpi_comms_lost(void) { return __atomic_load_n(&comms_lost, __ATOMIC_RELAXED); }
+
+/* Whether the table may hold this handle: the MPI identified, and not MPI_COMM_NULL, MPI_COMM_WORLD nor
+ * MPI_COMM_SELF, which need none. */
+static int trackable(mpi_h comm)
+{
+    return world_known && comm > COMM_CLAIM && comm != comm_null && comm != world && comm != comm_self;
+}
+
+static void comm_note(mpi_h comm, int32_t *ranks, int n)
+{
+    /* a handle already here (freed where it went unseen, from Fortran) names its new ranks now */
+    const int e = comm_find(comm);
+    if (e >= 0) {
+        int32_t *old = comms[e].world;
+        comms[e].n = n, comms[e].world = ranks;
+        free(old);
+        return;
+    }
+    for (unsigned i = 0, h = comm_slot(comm); ranks && i < MPI_COMMS; i++, h = (h + 1) % MPI_COMMS) {
+        uintptr_t k = __atomic_load_n(&comms[h].key, __ATOMIC_RELAXED);
+        if ((k == 0 || k == COMM_TOMB) &&
+            __atomic_compare_exchange_n(&comms[h].key, &k, COMM_CLAIM, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            comms[h].n = n, comms[h].world = ranks;
+            __atomic_store_n(&comms[h].key, comm, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&comms_live, 1, __ATOMIC_ACQ_REL);
+            return;
+        }
+    }
+    free(ranks);
+    __atomic_add_fetch(&comms_lost, 1, __ATOMIC_RELAXED);
+}
+
+static void comm_forget(mpi_h comm)
+{
+    const int e = comm > COMM_CLAIM ? comm_find(comm) : -1;
+    if (e < 0)
+        return;
+    int32_t *old = comms[e].world;
+    comms[e].world = NULL, comms[e].n = 0;
+    __atomic_store_n(&comms[e].key, COMM_TOMB, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&comms_live, 1, __ATOMIC_ACQ_REL);
+    free(old);
+}
+
+typedef int (*comm_group_fn)(mpi_h, uintptr_t *);
+typedef int (*group_size_fn)(mpi_h, int *);
+typedef int (*group_translate_fn)(mpi_h, int, const int *, mpi_h, int *);
+typedef int (*group_free_fn)(uintptr_t *);
+typedef int (*comm_int_fn)(mpi_h, int *);
+static comm_group_fn comm_group, remote_group;
+static group_size_fn group_size;
+static group_translate_fn group_translate;
+static group_free_fn group_free;
+static comm_int_fn test_inter;
+
+void mpi_comm_started(const void *caller, mpi_h world_, mpi_h self_, mpi_h null_, int rank_, int size_)
+{
+    world = world_, comm_self = self_, comm_null = null_, world_rank = rank_, world_size = size_;
+    comm_group = (comm_group_fn)ceil_ip_lookup("PMPI_Comm_group", caller);
+    remote_group = (comm_group_fn)ceil_ip_lookup("PMPI_Comm_remote_group", caller);
+    group_size = (group_size_fn)ceil_ip_lookup("PMPI_Group_size", caller);
+    group_translate = (group_translate_fn)ceil_ip_lookup("PMPI_Group_translate_ranks", caller);
+    group_free = (group_free_fn)ceil_ip_lookup("PMPI_Group_free", caller);
+    test_inter = (comm_int_fn)ceil_ip_lookup("PMPI_Comm_test_inter", caller);
+    __atomic_store_n(&world_known, 1, __ATOMIC_RELEASE);
+}
+
+/* The communicator the program's MPI_Comm * now holds: its ranks (the remote group's on an
+ * intercommunicator) as world ranks, into mpi.c's table. A group handle is written as an int (MPICH)
+ * or a pointer: read from a zeroed uintptr_t, which is either on the little-endian ABIs here. */
+static void note(const void *newcomm)
+{
+    if (!newcomm || !mpi_handle_bytes() || !ceil_ip_active())
+        return;
+    const mpi_h comm = mpi_handle_at(newcomm);
+    int inter = 0, n = 0;
+    if (!trackable(comm))
+        return;
+    if (!comm_group || !remote_group || !group_size || !group_translate || !group_free || !test_inter ||
+        test_inter(comm, &inter) != 0)
+        return;
+    uintptr_t g = 0, wg = 0;
+    if ((inter ? remote_group(comm, &g) : comm_group(comm, &g)) != 0)
+        return;
+    int32_t *ranks = NULL;
+    int *in = NULL;
+    if (comm_group(world, &wg) == 0 && group_size(g, &n) == 0 && n > 0 &&
+        (ranks = malloc((size_t)n * sizeof *ranks)) && (in = malloc((size_t)n * sizeof *in))) {
+        for (int i = 0; i < n; i++)
+            in[i] = i;
+        if (group_translate(g, n, in, wg, ranks) == 0) {
+            for (int i = 0; i < n; i++)
+                ranks[i] = ranks[i] >= 0 && ranks[i] < world_size ? ranks[i] : -1;     /* MPI_UNDEFINED */
+            comm_note(comm, ranks, n);
+            ranks = NULL;
+        }
+    }
+    free(ranks);
+    free(in);
+    group_free(&g);
+    if (wg)
+        group_free(&wg);
+}
+
+/* Each wrapper: the PMPI call, then its new communicator (at `out`, an MPI_Comm *) noted. */
+#define COMM_MAKER(fn, types, named, args, out)                                                    \
+    PMPI_DECL(fn, types);                                                                          \
+    MPI_EXPORT(fn, named)                                                                          \
+    {                                                                                              \
+        const int rc = PMPI_REAL(fn) args;                                                         \
+        if (rc == 0)                                                                               \
+            note(out);                                                                             \
+        return rc;                                                                                 \
+    }
+COMM_MAKER(MPI_Comm_split, (mpi_h, int, int, void *), (mpi_h comm, int color, int key, void *newcomm),
+           (comm, color, key, newcomm), newcomm)
+COMM_MAKER(MPI_Comm_split_type, (mpi_h, int, int, mpi_h, void *),
+           (mpi_h comm, int type, int key, mpi_h info, void *newcomm), (comm, type, key, info, newcomm), newcomm)
+COMM_MAKER(MPI_Comm_dup, (mpi_h, void *), (mpi_h comm, void *newcomm), (comm, newcomm), newcomm)
+COMM_MAKER(MPI_Comm_dup_with_info, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h info, void *newcomm),
+           (comm, info, newcomm), newcomm)
+COMM_MAKER(MPI_Comm_create, (mpi_h, mpi_h, void *), (mpi_h comm, mpi_h group, void *newcomm),
+           (comm, group, newcomm), newcomm)
+COMM_MAKER(MPI_Comm_create_group, (mpi_h, mpi_h, int, void *), (mpi_h comm, mpi_h group, int tag, void *newcomm),
+           (comm, group, tag, newcomm), newcomm)
+COMM_MAKER(MPI_Intercomm_create, (mpi_h, int, mpi_h, int, int, void *),
+           (mpi_h local, int local_leader, mpi_h peer, int remote_leader, int tag, void *newcomm),
+           (local, local_leader, peer, remote_leader, tag, newcomm), newcomm)
+COMM_MAKER(MPI_Intercomm_merge, (mpi_h, int, void *), (mpi_h inter, int high, void *newcomm),
+           (inter, high, newcomm), newcomm)
+COMM_MAKER(MPI_Cart_create, (mpi_h, int, const int *, const int *, int, void *),
+           (mpi_h comm, int ndims, const int *dims, const int *periods, int reorder, void *newcomm),
+           (comm, ndims, dims, periods, reorder, newcomm), newcomm)
+COMM_MAKER(MPI_Cart_sub, (mpi_h, const int *, void *), (mpi_h comm, const int *remain, void *newcomm),
+           (comm, remain, newcomm), newcomm)
+COMM_MAKER(MPI_Graph_create, (mpi_h, int, const int *, const int *, int, void *),
+           (mpi_h comm, int nnodes, const int *index, const int *edges, int reorder, void *newcomm),
+           (comm, nnodes, index, edges, reorder, newcomm), newcomm)
+COMM_MAKER(MPI_Dist_graph_create, (mpi_h, int, const int *, const int *, const int *, const int *, mpi_h, int, void *),
+           (mpi_h comm, int n, const int *sources, const int *degrees, const int *dests, const int *weights,
+            mpi_h info, int reorder, void *newcomm),
+           (comm, n, sources, degrees, dests, weights, info, reorder, newcomm), newcomm)
+COMM_MAKER(MPI_Dist_graph_create_adjacent,
+           (mpi_h, int, const int *, const int *, int, const int *, const int *, mpi_h, int, void *),
+           (mpi_h comm, int indegree, const int *sources, const int *sweights, int outdegree, const int *dests,
+            const int *dweights, mpi_h info, int reorder, void *newcomm),
+           (comm, indegree, sources, sweights, outdegree, dests, dweights, info, reorder, newcomm), newcomm)
+
+/* Forgotten whatever the outcome (the handle is the program's no more once it asked). */
+#define COMM_FREER(fn)                                                                             \
+    PMPI_DECL(fn, (void *));                                                                       \
+    MPI_EXPORT(fn, (void *comm))                                                                   \
+    {                                                                                              \
+        if (comm && mpi_handle_bytes())                                                            \
+            comm_forget(mpi_handle_at(comm));                                                  \
+        return PMPI_REAL(fn)(comm);                                                                \
+    }
+COMM_FREER(MPI_Comm_free)
+COMM_FREER(MPI_Comm_disconnect)
