@@ -168,10 +168,7 @@ def rate(s: po.Setup, a: argparse.Namespace) -> List[str]:
            f"({a.iterations / statistics.median(data['plain']):,.0f} calls/s).", "",
            "| way | elapsed s, median (min-max) | added per call, median [95% CI] | added % [95% CI] | "
            "paired rounds, ns per call |", "|---|---:|---:|---:|---:|"]
-    for w in WAYS:
-        med = statistics.median(data[w])
-        row = "| - | - | - |" if w == "plain" else f"| {compare(data['plain'], data[w], a.iterations, 'ns', 1e9)} |"
-        out.append(f"| {LABEL[w]} | {med:.4f} ({min(data[w]):.4f}-{max(data[w]):.4f}) {row}")
+    out += rows(data, a.iterations, 1e9, 4)
     out += ["", f"Stated by the traces (each run's own figure): {stated(costs, a.iterations)}."]
     return out
 
@@ -191,6 +188,16 @@ def interleaved(what: str, rounds: int, run) -> Tuple[Dict[str, List[float]], Li
     return data, costs
 
 
+def rows(data: Dict[str, List[float]], per: int, to_ns: float, digits: int) -> List[str]:
+    """The table's row of each way: its median (min-max), and what it adds to the plain runs per call."""
+    out = []
+    for w in WAYS:
+        med = statistics.median(data[w])
+        row = "| - | - | - |" if w == "plain" else f"| {compare(data['plain'], data[w], per, 'ns', to_ns)} |"
+        out.append(f"| {LABEL[w]} | {med:.{digits}f} ({min(data[w]):.{digits}f}-{max(data[w]):.{digits}f}) {row}")
+    return out
+
+
 def barrier(s: po.Setup, a: argparse.Namespace) -> List[str]:
     for tool in (a.mpicc, a.mpiexec):
         if not (shutil.which(tool) or Path(tool).is_file()):
@@ -205,10 +212,7 @@ def barrier(s: po.Setup, a: argparse.Namespace) -> List[str]:
            "averaged over the ranks).", "",
            "| way | us per barrier, median (min-max) | added per barrier, median [95% CI] | added % [95% CI] | "
            "paired rounds, ns per barrier |", "|---|---:|---:|---:|---:|"]
-    for w in WAYS:
-        med = statistics.median(data[w])
-        row = "| - | - | - |" if w == "plain" else f"| {compare(data['plain'], data[w], 1, 'ns', 1e3)} |"
-        out.append(f"| {LABEL[w]} | {med:.3f} ({min(data[w]):.3f}-{max(data[w]):.3f}) {row}")
+    out += rows(data, 1, 1e3, 3)
     # the stated cost per barrier: every rank records one event per barrier, side by side
     out += ["", f"Stated by the traces (each run's own figure, per barrier of one rank): "
                 f"{stated(costs, po.RANKS * (a.barrier_iterations + a.barrier_warmup))}."]

@@ -39,19 +39,8 @@ pytestmark = [NEEDS_LIB, pytest.mark.serial]      # each run's windows are real 
 CC = shutil.which("cc") or shutil.which("gcc")
 BINS = 1000                                       # trace_patterns.ANALYSIS_BINS: windows exact to one bin
 
-PLANTED = r"""
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-#define CHECK(x) do { if (!(x)) { perror(#x); exit(9); } } while (0)
-#define MIB (1L << 20)
-
+# Both programs' clock and computing: a busy loop for s seconds, on CLOCK_MONOTONIC (the trace's clock).
+CLOCK = r"""
 static long long now_ns(void)
 {
     struct timespec t;
@@ -65,6 +54,22 @@ static void busy(double s)
     while (now_ns() < end)
         x *= 1.0000001;
 }
+"""
+
+PLANTED = r"""
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(x) do { if (!(x)) { perror(#x); exit(9); } } while (0)
+#define MIB (1L << 20)
+
+""" + CLOCK + r"""
 static int cmp(const void *a, const void *b)
 {
     long long x = *(const long long *)a, y = *(const long long *)b;
@@ -187,20 +192,7 @@ WRITER = r"""
 #include <unistd.h>
 #define CHECK(x) do { if (!(x)) { perror(#x); MPI_Abort(MPI_COMM_WORLD, 9); } } while (0)
 
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-static void busy(double s)
-{
-    long long end = now_ns() + (long long)(s * 1e9);
-    volatile double x = 1;
-    while (now_ns() < end)
-        x *= 1.0000001;
-}
-
+""" + CLOCK + r"""
 /* every rank computes; rank 0 writes 16 MiB blocks (over 32 MiB of one file) for 0.3 s while the
    others wait in MPI_Barrier; every rank computes again */
 int main(int argc, char **argv)
