@@ -6,6 +6,7 @@ import pytest
 import trace_synth as T
 from ceiling.analysis.trace_bins import CLASSES, timeline_bins
 from ceiling.analysis.trace_patterns import StorageCeilings, trace_findings
+from ceiling.results.events import Counters
 
 
 def _ids(fs):
@@ -46,6 +47,27 @@ def test_fluctuating_writes_told_from_another_job_by_the_device():
     assert [g.data["cause"] for g in other] == ["another job"]
     unknown = trace_findings([T.fluctuating()])
     assert unknown[0].data["cause"].startswith("unknown")
+
+
+def test_fluctuating_writes_while_tasks_waited_for_a_cpu_are_said_to_be_maybe_preempted():
+    """Under load a write is slow because its thread waited for a CPU, and the device's figures
+    (no more than the program's own data) would blame the page cache's write-back."""
+    disk = T.disk_track(40e6)
+    busy = trace_findings([T.fluctuating()], Counters(disk.tracks + [T.cpu_wait_track(0.8, 0.02)], 0.1))
+    assert [f.data["cause"] for f in busy] == ["waiting for a CPU"]
+    assert "waited for a CPU 80% of the time around the slow calls (PSI cpu some; 2% otherwise)" in busy[0].why
+    quiet = trace_findings([T.fluctuating()], Counters(disk.tracks + [T.cpu_wait_track(0.05, 0.02)], 0.1))
+    assert [f.data["cause"] for f in quiet] == ["the page cache's write-back"]
+    other = trace_findings([T.fluctuating()],
+                           Counters(T.disk_track(40e6, 500e6).tracks + [T.cpu_wait_track(0.8)], 0.1))
+    assert [f.data["cause"] for f in other] == ["another job"] and "waited for a CPU 80%" in other[0].evidence
+
+
+def test_a_rate_is_read_over_the_interval_that_holds_a_short_call():
+    from ceiling.analysis.trace_patterns import _mean_in
+    t = T.cpu_wait_track(0.5, 0.1, slow=(2.0, 2.1))         # the interval (2.0, 2.1] s only
+    inside, outside = _mean_in(t, [(2_030_000_000, 2_033_000_000)])    # a 3 ms call in it, no reading inside
+    assert inside == pytest.approx(0.5) and outside == pytest.approx(0.1)
 
 
 def test_uniform_writes_are_not_fluctuating():

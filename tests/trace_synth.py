@@ -84,6 +84,14 @@ def disk_track(value_bps, other_bps=0.0, slow=(2.0, 2.5)):
     return Counters([Track("disk sda write bytes/s", "B/s", "node", ts, v, device="sda")], 0.1)
 
 
+def cpu_wait_track(inside, outside=0.0, slow=(2.0, 2.5)):
+    """PSI cpu "some" sampled every 100 ms over 5 s: ``inside`` in the intervals around the slow calls."""
+    ts = np.arange(51) * 100 * MS
+    v = np.full(51, outside, np.float64)
+    v[(ts > slow[0] * S) & (ts <= slow[1] * S)] = inside
+    return Track("psi cpu some", "share", "node", ts, v)
+
+
 def serialized(nranks=4):
     """10 s; every rank writes its own part from 3 s to 5 s (20 x 100 ms writes), nobody computes then."""
     parts = [calls(r, 3 * S + np.arange(20) * 100 * MS, 100 * MS, IO_WRITE, WRITE, 8 << 20) for r in range(nranks)]

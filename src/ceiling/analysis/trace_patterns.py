@@ -63,6 +63,7 @@ STORM_RATE = 1000.0
 MAX_WINDOWS = 20
 LOST_SHARE = 0.01       # fluctuating calls are said when their slow ones lose at least this share of the run
 OWN_TRAFFIC = 1.5       # the device moved at most this x what the program wrote: its own write-back
+CPU_WAIT = 0.25         # PSI cpu "some" around the slow calls from which they may have waited for a CPU
 
 
 @dataclass
@@ -212,13 +213,32 @@ def _node_tracks(counters: Optional[Counters], verb: str) -> List[Track]:
 
 
 def _mean_in(track: Track, windows: Sequence[Tuple[int, int]]) -> Tuple[Optional[float], Optional[float]]:
-    """The track's mean inside the windows (ns) and outside them."""
-    inside = np.zeros(len(track.ts), bool)
+    """The track's mean over the intervals that overlap the windows (ns) and over the others. Each
+    value is a rate over the interval that ends at its time (the first: as long as the second), so a
+    slow call of 3 ms between two readings 100 ms apart falls in the interval that holds it."""
+    ts = track.ts.astype(np.int64)
+    if len(ts) < 2:
+        return None, None
+    lo_t = np.concatenate(([ts[0] - (ts[1] - ts[0])], ts[:-1]))
+    inside = np.zeros(len(ts), bool)
     for lo, hi in windows:
-        inside |= (track.ts >= lo) & (track.ts <= hi)
+        inside |= (lo_t < hi) & (ts > lo)
     v = track.value.astype(np.float64)
     return (float(v[inside].mean()) if inside.any() else None,
             float(v[~inside].mean()) if (~inside).any() else None)
+
+
+def _cpu_wait(counters: Optional[Counters], spans: Sequence[Tuple[int, int]]) -> Optional[str]:
+    """Words when some task waited for a CPU for much of the slow calls' intervals (PSI cpu "some"):
+    a call preempted then is slow without the device's doing, which the device's figures cannot tell."""
+    track = next((t for t in (counters.tracks if counters else []) if t.name == "psi cpu some" and len(t.ts)), None)
+    if track is None:
+        return None
+    inside, outside = _mean_in(track, spans)
+    if inside is None or inside < CPU_WAIT:
+        return None
+    return (f"some task waited for a CPU {inside:.0%} of the time around the slow calls (PSI cpu some; "
+            + (f"{outside:.0%} otherwise" if outside is not None else "no other interval") + ")")
 
 
 def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings: StorageCeilings,
@@ -270,6 +290,12 @@ def fluctuating(chunks: Sequence[Events], counters: Optional[Counters], ceilings
                  f"{p99 / 1e6:.3g} ms ({p99 / p50:.3g}x); the {int(slow.sum())} slow ones (over {FLUCT_RATIO:g}x "
                  f"the median) take {slow_share:.0%} of these calls' time, {lost:.3g} s more than at the median")
         cause, why_dev = _device_cause(chunks, counters, verb, spans)
+        waited = _cpu_wait(counters, spans)
+        if waited and not cause.startswith("another job"):
+            cause = ("waiting for a CPU: " + waited + ", so the slow calls may have been preempted rather than "
+                     "slowed by the device; measure again on a quiet node, or with fewer threads than CPUs")
+        elif waited:
+            why_dev = (why_dev + "; " if why_dev else "") + waited
         mbs = size / p50 * 1e3 if p50 else None      # bytes/ns -> MB/s: x 1e3
         ceiling = ceilings.write_mbs if verb == "write" else ceilings.read_mbs
         tie = (f" At the median these calls move {mbs:.4g} MB/s; this node's storage measured "

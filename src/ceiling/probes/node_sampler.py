@@ -245,7 +245,7 @@ TRACKED = (("disk.", ".read_Bps", "disk {} read bytes/s", "B/s"),
 def counter_tracks(reads, t0_ns: int, interval_s: float = 0.0):
     """The node's tracks over a traced run (results/events.Counters): each disk's read and write
     bytes/s, each network interface's (not the loopback) received and sent bytes/s, the share of
-    the node's CPU time busy (user + system), and PSI io "some" where the kernel has it; each value
+    the node's CPU time busy (user + system), and PSI io and cpu "some" where the kernel has it; each value
     the rate over one interval between two reads, placed at the interval's end (a run shorter than
     one interval still has the one from before its start to after its end), in ns since ``t0_ns``
     (CLOCK_MONOTONIC, as the events). A device or interface that moved nothing over the whole run
@@ -276,6 +276,8 @@ def counter_tracks(reads, t0_ns: int, interval_s: float = 0.0):
             add("cpu busy", "share", "", t, r["cpu.user"] + r["cpu.system"])
         if "psi.io.some" in r:
             add("psi io some", "share", "", t, r["psi.io.some"])
+        if "psi.cpu.some" in r:         # a runnable task waited for a CPU: tells a preempted call from a slow one
+            add("psi cpu some", "share", "", t, r["psi.cpu.some"])
     tracks = [Track(name, unit, "node", np.array(ts, np.int64), np.array(vs, np.float64), device=dev)
               for (name, unit, dev), (ts, vs) in series.items() if unit != "B/s" or any(vs)]
     return Counters(tracks, interval_s)
