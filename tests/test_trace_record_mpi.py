@@ -204,3 +204,59 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
                                                    (4096 + 40 * w, 16)], (w, list(io.offset))
         meta = ev.select((ev.rank == w) & np.isin(ev.call, [CALL["MPI_File_seek"], CALL["MPI_File_close"]]))
         assert [ev.files[f] for f in meta.file] == [path] * 2
+
+
+TWO_COMMS = r"""
+#include <mpi.h>
+int main(int argc, char **argv)
+{
+    int rank;
+    char a[100] = {0}, b[200] = {0};
+    MPI_Comm A, B;
+    MPI_Request req[2];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_dup(MPI_COMM_WORLD, &A);
+    MPI_Comm_dup(MPI_COMM_WORLD, &B);
+    if (rank == 0) {            /* the same ranks and tag on both: only the communicator tells them apart */
+        MPI_Isend(a, 100, MPI_BYTE, 1, 7, A, &req[0]);
+        MPI_Isend(b, 200, MPI_BYTE, 1, 7, B, &req[1]);
+        MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    } else if (rank == 1) {     /* received in the other order */
+        MPI_Recv(b, 200, MPI_BYTE, 0, 7, B, MPI_STATUS_IGNORE);
+        MPI_Recv(a, 100, MPI_BYTE, 0, 7, A, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(&A);
+    MPI_Comm_free(&B);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_send_and_its_receive_share_their_communicator_where_ranks_and_tag_do_not_tell(mpi_setup, tmp_path):
+    """Two dups of the world carry a message each from rank 0 to 1 with tag 7, received in the other
+    order: paired by ranks and tag alone, the first send would meet the first receive (100 bytes
+    sent, 200 received). The events carry each message's communicator, the same on both sides."""
+    tmp, found = mpi_setup
+    (tmp_path / "two.c").write_text(TWO_COMMS)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "two"), str(tmp_path / "two.c")],
+                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "rec"
+    out.mkdir()
+    env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),
+                  OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.pop("PYTHONFAULTHANDLER", None)
+    r = subprocess.run([*found["argv2"], str(tmp_path / "two")], capture_output=True, text=True, timeout=180, env=env)
+    assert r.returncode == 0, r.stderr
+    ev, _ = IE.read_dir(str(out))
+    sends = ev.select(ev.call == CALL["MPI_Isend"])
+    recvs = ev.select(ev.call == CALL["MPI_Recv"])
+    assert list(sends.nbytes) == [100, 200] and list(recvs.nbytes) == [200, 100]
+    assert list(sends.tag) == [7, 7] and list(recvs.tag) == [7, 7]
+    sent = {int(n): int(c) for n, c in zip(sends.nbytes, sends.comm)}
+    got = {int(n): int(c) for n, c in zip(recvs.nbytes, recvs.comm)}
+    assert sent == got and sent[100] != sent[200] and min(sent.values()) >= 0, (sent, got)
+    names = [ev.comms[sent[100]].name, ev.comms[sent[200]].name]
+    assert all(n.startswith("communicator ") for n in names), names      # neither is MPI_COMM_WORLD

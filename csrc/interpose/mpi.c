@@ -184,20 +184,25 @@ static inline int32_t to_world(mpi_h comm, int rank)
 
 /* The trace's call ids of the MPI functions, and what the next event names (mpi.h: mpi_ev_p2p and
  * the others set them before mpi_done, which takes them): its file field (a peer or root as a world
- * rank, or an MPI-IO call's file id) and its offset field (a tag, or an MPI-IO call's byte offset). */
+ * rank, or an MPI-IO call's file id) and its offset field (a message's communicator id and tag,
+ * tag_on, or an MPI-IO call's byte offset). */
 #define MPI_FN_CALL(fn, cls) CEIL_IP_CALL_##fn,
 #define MPI_FN_CALL_C(fn, cls) CEIL_IP_CALL_##fn, CEIL_IP_CALL_##fn##_c,
 static const uint16_t fn_call[MPI_FN_COUNT] = {MPI_FNS(MPI_FN_CALL, MPI_FN_CALL_C)};
 static __thread int32_t ev_peer_ = -1;
 static __thread int64_t ev_tag_ = -1;
+static __thread uint32_t ev_comm_ = MPI_COMM_ID_UNKNOWN;
+
+/* A message's offset field: its communicator's id (mpi_comm_id) in the high 32 bits, its tag in the low. */
+static int64_t tag_on(uint32_t comm_id, int tag) { return (int64_t)(((uint64_t)comm_id << 32) | (uint32_t)tag); }
 
 void mpi_ev_p2p(mpi_h comm, int peer, int tag)
 {
     ev_peer_ = to_world(comm, peer);
-    ev_tag_ = tag;
+    ev_tag_ = tag_on(world_known ? mpi_comm_id(comm) : MPI_COMM_ID_UNKNOWN, tag);
 }
 
-void mpi_ev_tag(int tag) { ev_tag_ = tag; }
+void mpi_ev_tag(int tag) { ev_tag_ = tag_on(ev_comm_, tag); }     /* the communicator: mpi_peer_send's */
 
 void mpi_ev_root(mpi_h comm, int root)
 {
@@ -222,7 +227,7 @@ void mpi_ev_status(mpi_h comm, const void *status)
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
 {
     ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, ev_tag_);
-    ev_peer_ = -1, ev_tag_ = -1;
+    ev_peer_ = -1, ev_tag_ = -1, ev_comm_ = MPI_COMM_ID_UNKNOWN;
     mpi_fn_counters *f = &c->fn[fn];
     ceil_ip_add(&f->calls, 1);
     ceil_ip_add(&f->ticks, ticks);
@@ -240,6 +245,7 @@ void mpi_peer_send(mpi_counters *c, mpi_h comm, int dest, uint64_t bytes, uint64
 {
     const int32_t to = to_world(comm, dest);
     ev_peer_ = to;
+    ev_comm_ = world_known ? mpi_comm_id(comm) : MPI_COMM_ID_UNKNOWN;
     if (to >= 0) {
         const uint64_t key = (uint64_t)to + 1;
         for (unsigned i = 0, h = (unsigned)to % MPI_PEERS; i < MPI_PEERS; i++, h = (h + 1) % MPI_PEERS) {

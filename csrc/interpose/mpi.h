@@ -128,6 +128,10 @@ void mpi_ev_file(uint32_t file, int64_t offset) __attribute__((visibility("hidde
  * (its MPI_COMM_WORLD, MPI_COMM_SELF, MPI_COMM_NULL, this process's world rank and the world's size):
  * resolves mpi_comm.c's PMPI functions. */
 int32_t mpi_comm_world_rank(mpi_h comm, int rank) __attribute__((visibility("hidden")));
+/* The communicator's id in the trace, the same in every member's events (mpi_comm.c): 0 for
+ * MPI_COMM_WORLD, MPI_COMM_ID_UNKNOWN for one not made under the table's eye. */
+#define MPI_COMM_ID_UNKNOWN UINT32_MAX
+uint32_t mpi_comm_id(mpi_h comm) __attribute__((visibility("hidden")));
 uint64_t mpi_comms_lost(void) __attribute__((visibility("hidden")));
 void mpi_comm_started(const void *caller, mpi_h world, mpi_h self, mpi_h null, int rank, int size)
     __attribute__((visibility("hidden")));

@@ -38,7 +38,7 @@
 #define MPI_COMMS 256                /* a power of two */
 #define COMM_TOMB ((uintptr_t)1)     /* freed (no handle is 1 in any ABI here) */
 #define COMM_CLAIM ((uintptr_t)2)    /* being filled */
-static struct { uintptr_t key; int32_t n; int32_t *world; } comms[MPI_COMMS];
+static struct { uintptr_t key; int32_t n; int32_t *world; uint32_t id; } comms[MPI_COMMS];
 static int comms_live;
 static uint64_t comms_lost;
 static mpi_h world, comm_self, comm_null;
@@ -70,7 +70,52 @@ int32_t mpi_comm_world_rank(mpi_h comm, int rank)
     return e >= 0 && rank < comms[e].n ? comms[e].world[rank] : -1;
 }
 
+uint32_t mpi_comm_id(mpi_h comm)
+{
+    if (comm == world)
+        return 0;
+    if (!__atomic_load_n(&comms_live, __ATOMIC_ACQUIRE))
+        return MPI_COMM_ID_UNKNOWN;
+    const int e = comm_find(comm);
+    return e >= 0 ? comms[e].id : MPI_COMM_ID_UNKNOWN;
+}
+
 uint64_t mpi_comms_lost(void) { return __atomic_load_n(&comms_lost, __ATOMIC_RELAXED); }
+
+/* ---- the communicator's id in the trace ------------------------------------------------------
+ * The same number in every member's events, so that a send and its receive pair on their
+ * communicator (two communicators may carry the same ranks and tag at once): FNV-1a of its
+ * members' world ranks (on an intercommunicator, the local group's hash XOR the remote group's:
+ * the same from both sides), then of how many communicators of those members this process made
+ * before. Members make the communicators they share in one order (MPI's collective creation), so
+ * the count agrees; a hash that collides shares a count, still the same on every member. */
+#define MEMBER_SETS 256
+static struct { uint64_t hash; uint32_t made; } member_sets[MEMBER_SETS];
+
+static uint64_t fnv_ranks(uint64_t h, const int32_t *r, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < 4; b++)
+            h = (h ^ (((uint32_t)r[i] >> (8 * b)) & 0xffu)) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static uint32_t comm_id_of(uint64_t members)
+{
+    uint32_t made = 0;
+    for (unsigned i = 0, h = (unsigned)(members % MEMBER_SETS); i < MEMBER_SETS; i++, h = (h + 1) % MEMBER_SETS) {
+        if (member_sets[h].made == 0 || member_sets[h].hash == members) {
+            member_sets[h].hash = members;
+            made = ++member_sets[h].made;
+            break;
+        }
+    }
+    uint64_t h = members;
+    for (int b = 0; b < 4; b++)
+        h = (h ^ ((made >> (8 * b)) & 0xffu)) * UINT64_C(0x100000001b3);
+    const uint32_t id = (uint32_t)(h >> 32) ^ (uint32_t)h;
+    return id == 0 || id == MPI_COMM_ID_UNKNOWN ? 1 : id;     /* 0: MPI_COMM_WORLD */
+}
 
 /* Whether the table may hold this handle: the MPI identified, and not MPI_COMM_NULL, MPI_COMM_WORLD nor
  * MPI_COMM_SELF, which need none. */
@@ -79,13 +124,13 @@ static int trackable(mpi_h comm)
     return world_known && comm > COMM_CLAIM && comm != comm_null && comm != world && comm != comm_self;
 }
 
-static void comm_note(mpi_h comm, int32_t *ranks, int n)
+static void comm_note(mpi_h comm, int32_t *ranks, int n, uint32_t id)
 {
     /* a handle already here (freed where it went unseen, from Fortran) names its new ranks now */
     const int e = comm_find(comm);
     if (e >= 0) {
         int32_t *old = comms[e].world;
-        comms[e].n = n, comms[e].world = ranks;
+        comms[e].n = n, comms[e].world = ranks, comms[e].id = id;
         free(old);
         return;
     }
@@ -93,7 +138,7 @@ static void comm_note(mpi_h comm, int32_t *ranks, int n)
         uintptr_t k = __atomic_load_n(&comms[h].key, __ATOMIC_RELAXED);
         if ((k == 0 || k == COMM_TOMB) &&
             __atomic_compare_exchange_n(&comms[h].key, &k, COMM_CLAIM, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            comms[h].n = n, comms[h].world = ranks;
+            comms[h].n = n, comms[h].world = ranks, comms[h].id = id;
             __atomic_store_n(&comms[h].key, comm, __ATOMIC_RELEASE);
             __atomic_add_fetch(&comms_live, 1, __ATOMIC_ACQ_REL);
             return;
@@ -138,6 +183,29 @@ void mpi_comm_started(const void *caller, mpi_h world_, mpi_h self_, mpi_h null_
     __atomic_store_n(&world_known, 1, __ATOMIC_RELEASE);
 }
 
+/* The hash of an intercommunicator's local group's world ranks (0 where they cannot be had). */
+static uint64_t local_members(mpi_h comm, uintptr_t wg)
+{
+    uintptr_t g = 0;
+    int n = 0;
+    uint64_t h = 0;
+    if (comm_group(comm, &g) != 0)
+        return 0;
+    int32_t *r = NULL;
+    int *in = NULL;
+    if (group_size(g, &n) == 0 && n > 0 && (r = malloc((size_t)n * sizeof *r)) &&
+        (in = malloc((size_t)n * sizeof *in))) {
+        for (int i = 0; i < n; i++)
+            in[i] = i;
+        if (group_translate(g, n, in, wg, r) == 0)
+            h = fnv_ranks(UINT64_C(0xcbf29ce484222325), r, n);
+    }
+    free(r);
+    free(in);
+    group_free(&g);
+    return h;
+}
+
 /* The communicator the program's MPI_Comm * now holds: its ranks (the remote group's on an
  * intercommunicator) as world ranks, into mpi.c's table. A group handle is written as an int (MPICH)
  * or a pointer: read from a zeroed uintptr_t, which is either on the little-endian ABIs here. */
@@ -164,7 +232,10 @@ static void note(const void *newcomm)
         if (group_translate(g, n, in, wg, ranks) == 0) {
             for (int i = 0; i < n; i++)
                 ranks[i] = ranks[i] >= 0 && ranks[i] < world_size ? ranks[i] : -1;     /* MPI_UNDEFINED */
-            comm_note(comm, ranks, n);
+            uint64_t members = fnv_ranks(UINT64_C(0xcbf29ce484222325), ranks, n);
+            if (inter)
+                members ^= local_members(comm, wg);
+            comm_note(comm, ranks, n, comm_id_of(members));
             ranks = NULL;
         }
     }

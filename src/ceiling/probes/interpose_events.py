@@ -220,6 +220,8 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
             dropped.first_ns[why] = min(dropped.first_ns.get(why, at), at)
     files: List[str] = []
     index: Dict[str, int] = {}
+    comms: List[E.Comm] = []
+    comm_index: Dict[int, int] = {}
     processes: Dict[int, E.Process] = {}
     tids: Dict[int, str] = {}
     kind_of = np.array([KIND_OF_CLASS.get((c.module, c.cls), E.MPI_OTHER) for c in names.calls] or [0],
@@ -247,7 +249,10 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         f = np.array([lut.get(int(x), -1) for x in ev["file"]], dtype=np.int32) if len(ev) else np.empty(0, np.int32)
         f[mpi] = -1
         peer = np.where(mpi, ev["file"], -1).astype(np.int32)
-        tag = np.where(mpi, ev["offset"], -1).astype(np.int32)       # and its offset field the tag
+        # and its offset field the tag (low 32 bits) and the communicator's id (high: mpi.c's tag_on)
+        raw = ev["offset"].astype(np.int64).view(np.uint64)
+        tag = np.where(mpi, (raw & 0xFFFFFFFF).astype(np.uint32).view(np.int32), -1).astype(np.int32)
+        comm = _comm_index(np.where(mpi, raw >> 32, COMM_UNKNOWN), comms, comm_index)
         reg = (ev["kind"] == EV_REGION)
         if np.any(reg):
             names_here = per_image.get((pid, int(h["t0_ns"])), {})
@@ -265,7 +270,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
                 "rank": np.full(n, pid_rank[pid], np.int32), "kind": kind, "call": call, "file": f,
                 "offset": ev["offset"].astype(np.int64), "nbytes": ev["bytes"].astype(np.int64),
                 "result": ev["result"].astype(np.int64), "peer": peer,
-                "tag": tag, "comm": np.full(n, -1, np.int32)}
+                "tag": tag, "comm": comm}
         cols["offset"][instant | mpi] = -1
         if pid not in processes:
             host = bytes(h["host"]).split(b"\0")[0].decode(errors="replace")
@@ -277,8 +282,27 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
         tids[int(h["tid"])] = ""
-        yield (E.Events(t0, t0_unix, cols, names.calls, files, regions, [], processes, tids, dropped, t.tracer_ns),
-               reading)
+        yield (E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped,
+                        t.tracer_ns), reading)
+
+
+COMM_UNKNOWN = 0xFFFFFFFF       # mpi.h's MPI_COMM_ID_UNKNOWN; 0 is MPI_COMM_WORLD
+
+
+def _comm_index(ids: np.ndarray, comms: List[E.Comm], index: Dict[int, int]) -> np.ndarray:
+    """Each event's communicator as an index into ``comms`` (grown as new ids appear), -1 unknown.
+    The id is the same in every member's events (csrc/interpose/mpi_comm.c), so a message's send and
+    receive pair on it; its members are not in the events."""
+    out = np.full(len(ids), -1, np.int32)
+    for raw in np.unique(ids):
+        raw = int(raw)
+        if raw == COMM_UNKNOWN:
+            continue
+        if raw not in index:
+            index[raw] = len(comms)
+            comms.append(E.Comm("MPI_COMM_WORLD" if raw == 0 else f"communicator {raw:08x}"))
+        out[ids == raw] = index[raw]
+    return out
 
 
 def torn_note(reading: Reading) -> str:
