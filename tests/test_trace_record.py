@@ -303,6 +303,42 @@ def test_c_regions_are_spans_and_the_program_runs_without_the_interposer(tmp_pat
     assert close.ts[0] + close.dur[0] <= inner.ts[0] + inner.dur[0] <= outer.ts[0] + outer.dur[0]
 
 
+FORTRAN_REGIONS = """
+program r
+    use ceiling_region
+    implicit none
+    integer :: u
+    call ceiling_region_begin("checkpoint")
+    call ceiling_region_begin("inner   ")
+    open(newunit=u, file="/dev/null", action="write")
+    close(u)
+    call ceiling_region_end("inner")
+    call ceiling_region_end("checkpoint")
+    call ceiling_region_begin("checkpoint")
+    call ceiling_region_end("checkpoint")
+end program r
+"""
+
+
+@pytest.mark.skipif(shutil.which("gfortran") is None, reason="no gfortran (Debian: apt-get install gfortran)")
+def test_fortran_regions_are_spans_and_the_program_runs_without_the_interposer(tmp_path):
+    from ceiling.region import include_dir
+    (tmp_path / "r.f90").write_text(FORTRAN_REGIONS)
+    module = include_dir() / "ceiling" / "ceiling_region.f90"
+    subprocess.run(["gfortran", "-O1", "-std=f2008", "-J", str(tmp_path), "-o", str(tmp_path / "r"), str(module),
+                    str(tmp_path / "r.f90")], check=True, cwd=tmp_path)
+    plain = subprocess.run([str(tmp_path / "r")], capture_output=True, timeout=30)
+    assert plain.returncode == 0 and plain.stderr == b""
+    p, out = run(tmp_path / "r", tmp_path)
+    assert p.returncode == 0, p.stderr
+    ev, _ = IE.read_dir(str(out))
+    r = ev.select(ev.kind == E.REGION)
+    assert sorted(ev.regions[i] for i in r.call) == ["checkpoint", "checkpoint", "inner"]     # blanks trimmed
+    inner = r.select(r.call == ev.regions.index("inner"))
+    outer = r.select(r.call == ev.regions.index("checkpoint"))
+    assert outer.ts[0] <= inner.ts[0] and inner.ts[0] + inner.dur[0] <= outer.ts[0] + outer.dur[0]
+
+
 def test_python_regions_as_context_manager_and_decorator(tmp_path):
     import sys
     code = ("import os\nfrom ceiling.region import region\n"

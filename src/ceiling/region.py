@@ -11,7 +11,8 @@
 Each span becomes a slice on the calling thread's track. The work is done by ceiling's interposer
 (libceiling_interpose.so, preloaded by ``ceiling trace``): its ``ceiling_region_begin`` and
 ``ceiling_region_end`` are looked up once in the process; without it (a plain run) both are
-no-ops. C, C++ and Fortran programs use ``include/ceiling/region.h`` (``include_dir()``)."""
+no-ops. C and C++ programs use ``include/ceiling/region.h``, Fortran programs the module
+``include/ceiling/ceiling_region.f90`` (both under ``include_dir()``)."""
 from __future__ import annotations
 
 import contextlib
@@ -55,7 +56,8 @@ class region(contextlib.ContextDecorator):
 
 
 def include_dir() -> Path:
-    """Where ``ceiling/region.h`` is: pass it as ``-I`` to the compiler."""
+    """Where ``ceiling/region.h`` is: pass it as ``-I`` to the compiler; Fortran programs compile
+    ``ceiling/ceiling_region.f90`` from here with theirs (``use ceiling_region``)."""
     return Path(__file__).resolve().parent / "include"
 
 
