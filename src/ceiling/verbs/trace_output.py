@@ -155,9 +155,9 @@ def left_behind(obs, rank: int) -> None:
                     name, _, n = line.rstrip("\n").rpartition(" ")
                     if n.isdigit():
                         sent[name] = int(n)
-            gone = True
+            sent_list = True
         except OSError:
-            gone = False
+            sent_list = False
         late = 0
         for path in IE.event_files(where):
             at = max(sent.get(os.path.basename(path), 0), IE.HEADER_BYTES)
@@ -169,12 +169,13 @@ def left_behind(obs, rank: int) -> None:
                 continue
             ev = np.frombuffer(raw[:len(raw) - len(raw) % IE.EVENT.itemsize], dtype=IE.EVENT)
             late += int(np.sum(np.isin(ev["kind"], (IE.EV_CALL, IE.EV_INSTANT, IE.EV_REGION))))
-        if gone and late:
-            print(f"ceiling: rank {rank}: {late} event(s) recorded after its MPI_Finalize (its end, the exit) are "
-                  "not in rank 0's trace", file=sys.stderr, flush=True)
-        elif not gone:
-            print(f"ceiling: rank {rank}: its {late} event(s) did not reach rank 0's trace (its program did not "
-                  "reach MPI_Finalize with every rank under ceiling trace)", file=sys.stderr, flush=True)
+        line = (f"ceiling: rank {rank}: {late} event(s) recorded after its MPI_Finalize (its end, the exit) are "
+                "not in rank 0's trace" if sent_list and late else "" if sent_list else
+                f"ceiling: rank {rank}: its {late} event(s) did not reach rank 0's trace (its program did not "
+                "reach MPI_Finalize with every rank under ceiling trace)")
+        if line:
+            sys.stderr.write(line + "\n")           # one write: the ranks' lines share the launcher's stderr
+            sys.stderr.flush()
     finally:
         shutil.rmtree(where, ignore_errors=True)
 
