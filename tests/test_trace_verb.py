@@ -157,13 +157,19 @@ def test_an_existing_trace_is_not_overwritten_and_a_missing_directory_is_said(tm
     assert r.returncode != 0 and "does not exist" in r.stderr
 
 
-def test_each_ranks_own_ceiling_is_refused_before_its_program_starts(tmp_path):
-    # as Open MPI's mpirun starts rank 1 of 2: refused alike in every rank, so none waits in MPI_Init
+def test_a_wrapped_rank_other_than_0_writes_no_trace_and_says_its_events_did_not_reach_rank_0(tmp_path):
+    # as Open MPI's mpirun starts rank 1 of 2, its program without MPI: it runs, and this rank's
+    # ceiling neither writes the trace nor reports (rank 0's does), and says its events stayed here
     mark = tmp_path / "ran"
-    r, doc, _ = trace(tmp_path, "sh", "-c", f"touch {mark}",
-                      env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"})
-    assert r.returncode == 2 and "ceiling trace [options] -- mpirun -n N ./app" in r.stderr, r.stderr
-    assert not mark.exists() and doc is None
+    ranked = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}
+    r, doc, pf = trace(tmp_path, "sh", "-c", f"touch {mark}", env=ranked)
+    assert r.returncode == 0 and mark.exists() and doc is None and not pf.exists(), r.stderr
+    assert "Where the time went" not in r.stderr
+    assert "ceiling: rank 1: its " in r.stderr and "did not reach rank 0's trace" in r.stderr, r.stderr
+    # a bad option: rank 0 says it, the others exit with its status, silently
+    mark.unlink()
+    r, _, _ = trace(tmp_path, "sh", "-c", f"touch {mark}", opts=["--window", "5"], env=ranked)
+    assert r.returncode == 2 and r.stderr == "" and not mark.exists(), r.stderr
 
 
 def test_the_bins_the_run_keeps_round_trip_to_1_255th():

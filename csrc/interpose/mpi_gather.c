@@ -17,7 +17,9 @@
  * is gathered. Otherwise the lowest rank whose directory exists receives
  * every record (MPI_Gatherv of bytes, once it has said with MPI_Bcast that it
  * could map the space) and appends the others' to its own file; its own
- * follows from the checkpoint, as on every rank. Buffers are
+ * follows from the checkpoint, as on every rank. When every rank's slot
+ * says it records a trace (`mpirun -n N ceiling trace`), the event files
+ * follow, to rank 0 (mpi_trace.c). Buffers are
  * mmap'ed here (no malloc inside the program's MPI_Finalize) and unmapped.
  */
 #define _GNU_SOURCE
@@ -28,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mpi.h"
+#include "mpi_trace.h"
 #include "record.h"
 
 typedef int (*iallgather_fn)(const void *, int, mpi_h, void *, int, mpi_h, mpi_h, void *);
@@ -38,6 +41,7 @@ typedef int (*bcast_fn)(void *, int, mpi_h, int, mpi_h);
 typedef struct slot {
     uint64_t len, pattern;
     uint64_t here;
+    uint64_t trace;                   /* 1: this rank records a trace (mpi_trace.c gathers it) */
 } slot;
 
 int mpi_gather_wanted(void)
@@ -103,6 +107,49 @@ static int agree(iallgather_fn iallgather, test_fn test, const slot *mine, slot 
     }
 }
 
+/* The records to the lowest rank whose directory exists, unless they share one (every rank alike). */
+static void gather_records(const char *text, size_t len, const slot *all, int *counts, int rank, int size,
+                           gatherv_fn gatherv, bcast_fn bcast, mpi_h byte, mpi_h world)
+{
+    int target = -1, shared = 1;
+    uint64_t total = 0;
+    for (int r = 0; r < size; r++) {
+        if (target < 0 && all[r].here)
+            target = r;
+        shared &= all[r].here && all[r].pattern == all[0].pattern;
+        total += all[r].len;
+    }
+    /* Every rank sees the same slots and makes the same choice. */
+    if (target < 0 || shared || total > INT_MAX) {
+        if (rank == 0 && total > INT_MAX)
+            ceil_ip_say("the ranks' records are over 2 GiB: not gathered", NULL);
+        return;
+    }
+    int *displs = counts + size;
+    for (int r = 0, at = 0; r < size; r++) {
+        counts[r] = (int)all[r].len;
+        displs[r] = at;
+        at += counts[r];
+    }
+    /* The target says whether it could map the space; all go on or stop together. */
+    char *buf = rank == target ? map((size_t)total) : NULL;
+    char ready = buf != NULL;
+    if (bcast(&ready, 1, byte, target, world) != 0 || !ready) {
+        if (buf)
+            munmap(buf, (size_t)total);
+        return;
+    }
+    char none;
+    int rc = gatherv(text, (int)len, byte, buf ? buf : &none, counts, displs, byte, target, world);
+    if (buf && rc == 0) {
+        ceil_ip_append(buf, (size_t)displs[rank]);                          /* the ranks before this one */
+        const size_t after = (size_t)displs[rank] + (size_t)counts[rank];
+        ceil_ip_append(buf + after, (size_t)total - after);                  /* and after it */
+    }
+    if (buf)
+        munmap(buf, (size_t)total);
+}
+
 void mpi_gather_records(const char *text, size_t len, void *arg)
 {
     mpi_h world, byte;
@@ -125,46 +172,16 @@ void mpi_gather_records(const char *text, size_t len, void *arg)
             munmap(counts, ints_bytes);
         return;    /* the others then wait: only where a small mmap fails, which leaves little else working */
     }
-    const slot mine = {len, fnv1a(ceil_ip_out_pattern()), (uint64_t)directory_here()};
+    const slot mine = {len, fnv1a(ceil_ip_out_pattern()), (uint64_t)directory_here(), ceil_ip_trace_dir_() != NULL};
     if (!agree(iallgather, test, &mine, all, byte, world))
         goto out;
-    int target = -1, shared = 1;
-    uint64_t total = 0;
-    for (int r = 0; r < size; r++) {
-        if (target < 0 && all[r].here)
-            target = r;
-        shared &= all[r].here && all[r].pattern == all[0].pattern;
-        total += all[r].len;
-    }
-    /* Every rank sees the same slots and makes the same choice. */
-    if (target < 0 || shared || total > INT_MAX) {
-        if (rank == 0 && total > INT_MAX)
-            ceil_ip_say("the ranks' records are over 2 GiB: not gathered", NULL);
-        goto out;
-    }
-    int *displs = counts + size;
-    for (int r = 0, at = 0; r < size; r++) {
-        counts[r] = (int)all[r].len;
-        displs[r] = at;
-        at += counts[r];
-    }
-    /* The target says whether it could map the space; all go on or stop together. */
-    char *buf = rank == target ? map((size_t)total) : NULL;
-    char ready = buf != NULL;
-    if (bcast(&ready, 1, byte, target, world) != 0 || !ready) {
-        if (buf)
-            munmap(buf, (size_t)total);
-        goto out;
-    }
-    char none;
-    int rc = gatherv(text, (int)len, byte, buf ? buf : &none, counts, displs, byte, target, world);
-    if (buf && rc == 0) {
-        ceil_ip_append(buf, (size_t)displs[rank]);                          /* the ranks before this one */
-        const size_t after = (size_t)displs[rank] + (size_t)counts[rank];
-        ceil_ip_append(buf + after, (size_t)total - after);                  /* and after it */
-    }
-    if (buf)
-        munmap(buf, (size_t)total);
+    gather_records(text, len, all, counts, rank, size, gatherv, bcast, byte, world);
+    /* every rank decides alike from the same slots: the trace's files when every rank traces */
+    int traced = 1;
+    for (int r = 0; r < size; r++)
+        traced &= all[r].trace == 1;
+    if (traced)
+        mpi_trace_gather(world, byte, rank, size, arg);
 out:
     munmap(all, slots_bytes);
     munmap(counts, ints_bytes);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "interpose.h"
+#include "mpi_trace.h"
 
 #define TRACE_MAX_THREADS 4096
 #define TRACE_DEFAULT_EVENTS 4096
@@ -472,4 +473,10 @@ void ceil_ip_trace_region_line_(const char *line, size_t n)
         syscall(SYS_write, fd, line, n);
         syscall(SYS_close, fd);
     }
+}
+
+/* The directory, for the gather of a wrapped launch (mpi_trace.c). */
+const char *ceil_ip_trace_dir_(void)
+{
+    return __atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE) && dir[0] ? dir : NULL;
 }

@@ -42,7 +42,9 @@ assert HEADER.itemsize == HEADER_BYTES and EVENT.itemsize == 48
 EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP = 0, 1, 2, 3, 4
 # interpose.h's CEIL_IP_DROP_*, in order: the reasons results/events.Dropped names
 DROP_REASONS = ("max-size", "calls", "exclude", "min-duration", "max-per-site", "window", "buffer")
-FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)\.bin$")
+# -r<rank>: another rank's file that rank 0's interposer received at MPI_Finalize (a wrapped launch,
+# csrc/interpose/mpi_trace.c), named apart since two nodes may have the same pid
+FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)(?:-r\d+)?\.bin$")
 
 # calls.def's class -> the coarse kind every consumer groups by
 KIND_OF_CLASS = {
@@ -153,7 +155,7 @@ def region_names(directory: str) -> Dict[Tuple[int, int], Dict[int, str]]:
     """(pid, start_ns) -> {index: name} from region.c's ``trace-<pid>-<start_ns>.regions`` files."""
     out: Dict[Tuple[int, int], Dict[int, str]] = {}
     for p in Path(directory).glob("trace-*-*.regions"):
-        m = re.match(r"^trace-(\d+)-(\d+)\.regions$", p.name)
+        m = re.match(r"^trace-(\d+)-(\d+)(?:-r\d+)?\.regions$", p.name)
         if not m:
             continue
         names = out.setdefault((int(m.group(1)), int(m.group(2))), {})

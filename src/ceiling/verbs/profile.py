@@ -99,11 +99,6 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
-    if wrapped and getattr(args, "trace_limits", None) is not None:
-        # in every rank alike, before any program starts: none then waits in MPI_Init
-        raise UsageError("trace: one ceiling records every rank of its node: run it outside the job, "
-                         "ceiling trace [options] -- mpirun -n N ./app (each rank's own ceiling under mpirun "
-                         "is not supported yet)")
     try:
         exe = common.resolve_program(cmd[0], verb)
     except CeilingError as e:
@@ -126,6 +121,8 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
         return code
     try:
         common.check_outputs(args, html=bool(args.out))
+        if getattr(args, "trace_where", None):
+            args.trace_path = args.trace_where()       # the Perfetto trace's place (rank 0's alone, wrapped)
         store = common.open_store(args)
     except CeilingError as e:
         if wrapped:
@@ -178,6 +175,11 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     # other ranks would wait in MPI_Init meanwhile, spinning; the others do not report
     trace = getattr(args, "trace_limits", None)
     beside = ()
+    if trace is not None and wrapped and trace.max_bytes:
+        # the run's budget, each rank its share: one rank's recorder cannot see another node's use
+        import dataclasses
+        trace = dataclasses.replace(trace, max_bytes=max(1, trace.max_bytes // wrapped[1]))
+        args.trace_share = (trace.max_bytes, wrapped[1])
     if trace is not None:
         from ..observe.companions import NodeTracks
         args.trace_node = NodeTracks(interval)             # the node's disks, network and CPU under the calls
@@ -238,9 +240,12 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..results.profile import overhead_from, profile_from
     app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
-    if trace is not None:
+    if trace is not None and wrapped and wrapped[0] != 0:
+        from .trace_output import left_behind
+        left_behind(obs, wrapped[0])            # its events went to rank 0's at MPI_Finalize
+    elif trace is not None:
         from .trace_output import conclude
-        conclude(obs, run, args, _history(args, session.run.host))
+        conclude(obs, run, args, _history(args, session.run.host), wrapped)
     if done.partial_reason:
         run.partial, run.partial_reason = True, done.partial_reason
     elif stopped:

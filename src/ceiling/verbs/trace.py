@@ -22,8 +22,10 @@ Beside the program, the node's counters every --interval (observe/companions.Nod
 probes/node_sampler.py): the trace's counter tracks, the time line's, and the fluctuating-I/O
 finding's evidence of the device's own traffic.
 
-Not yet (issue 28): each rank's own ceiling under mpirun (refused: one ceiling outside the
-job records every rank of its node).
+Under mpirun or srun (``mpirun -n N ceiling trace -- ./app``), each rank's ceiling records its
+rank with a 1/N share of --max-size, and at MPI_Finalize the interposer sends every rank's event
+files to rank 0's (csrc/interpose/mpi_trace.c), whose ceiling writes the one trace; the others
+say only what they recorded after MPI_Finalize (trace_output.left_behind).
 """
 from __future__ import annotations
 
@@ -79,9 +81,20 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
+    from ..errors import CeilingError
+    from .profile_launch import launched_rank
     cmd = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
-    args.trace_limits = limits(args)
-    args.trace_path = trace_path(args.trace, cmd)
+    wrapped = launched_rank()
+    try:
+        args.trace_limits = limits(args)
+    except CeilingError as e:
+        if wrapped and wrapped[0] != 0:
+            # every rank has the same options and stops alike before its program starts: rank 0 says it
+            raise SystemExit(e.exit_code) from None
+        raise
+    # where the Perfetto trace goes is checked where it is written, by rank 0 only in a wrapped launch
+    # (verbs/profile.py, with the outputs, ending the job when it is refused)
+    args.trace_path, args.trace_where = None, lambda: trace_path(args.trace, cmd)
     # what profile's options would be; trace has none of its reruns
     args.no_interpose, args.experiments, args.overhead = False, False, False
     return profile.main(args, argv)

@@ -10,7 +10,7 @@ import shutil
 from typing import Optional
 
 
-def conclude(obs, run, args: argparse.Namespace, history) -> None:
+def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     """After the program: the Perfetto trace written, the time line's findings and bins added to
     ``run``, the event files removed (verbs/profile.py calls it for ``ceiling trace``). A program
     the interposer could not reach (static, setuid) gets a trace of the node's counters alone,
@@ -28,6 +28,7 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
     part, where = obs.interposer, obs.interposer.trace_dir
     node = getattr(args, "trace_node", None)
     why = ""
+    ranks = gathered(where, wrapped, getattr(args, "trace_share", None)) if wrapped and where else None
     try:
         read = list(interpose_events.iter_chunks(where)) if part.used and where and os.path.isdir(where) else []
         events = [ev for ev, _ in read]
@@ -85,6 +86,7 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
             f"{summary.path}" + (f"; {dropped:,} events dropped by the limits (the profile counts them)"
                                  if dropped else "; nothing dropped")
             + (f"; {torn}" if torn else "")
+            + (f". {ranks['said']}" if ranks else "")
             + f". {cost_text(cost)}"
             + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
     run.findings.append(Finding(
@@ -95,7 +97,87 @@ def conclude(obs, run, args: argparse.Namespace, history) -> None:
                            "arrows, the node's counters underneath.",
         data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
               "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
-              **data}))
+              **({"ranks": {k: v for k, v in ranks.items() if k != "said"}} if ranks else {}), **data}))
+
+
+def gathered(where: str, wrapped, share) -> dict:
+    """A wrapped launch's rank 0 (``mpirun -n N ceiling trace``): which ranks' event files its
+    interposer received at MPI_Finalize (csrc/interpose/mpi_trace.c's trace-gathered lines), what
+    could not be written, and what is not in the trace by construction: what the other ranks
+    recorded after their MPI_Finalize (each one's ceiling says how many on its standard error)."""
+    got: dict = {}
+    try:
+        with open(os.path.join(where, "trace-gathered")) as f:
+            for line in f:
+                kv = dict(x.split("=", 1) for x in line.split() if "=" in x)
+                if kv.get("rank", "").isdigit():
+                    got[int(kv["rank"])] = {k: int(v) for k, v in kv.items() if k != "rank" and v.isdigit()}
+    except OSError:
+        pass
+    size = wrapped[1]
+    missing = [r for r in range(1, size) if r not in got]
+    unwritten = sum(v.get("unwritten", 0) for v in got.values())
+    words = [f"rank 0 received the event files of {len(got)} of the {size - 1} other rank(s) at their MPI_Finalize"]
+    if missing:
+        words.append(f"not those of rank(s) {', '.join(map(str, missing[:16]))}"
+                     + (f" and {len(missing) - 16} more" if len(missing) > 16 else "")
+                     + " (not every rank reached MPI_Finalize under ceiling within 30 s, or it ended before)")
+    if unwritten:
+        words.append(f"{unwritten:,} bytes of them could not be written here (a full disk?) and are not in the trace")
+    if size > 1:
+        words.append(f"what the {size - 1} other rank(s) recorded after their MPI_Finalize (its end, their exit, "
+                     "any child process still running) cannot reach rank 0 and is not in the trace: each rank's "
+                     "ceiling says how many events on its standard error")
+    if share:
+        words.append(f"--max-size was shared out: {share[0]:,} bytes of events per rank, {share[1]} ranks")
+    return {"received": sorted(got), "missing": missing, "unwritten_bytes": unwritten, "size": size,
+            "said": "; ".join(words)}
+
+
+def left_behind(obs, rank: int) -> None:
+    """A wrapped rank other than 0: its events went to rank 0's ceiling at MPI_Finalize (trace-sent
+    lists what was sent); what it recorded after (its MPI_Finalize's end, its exit, a child still
+    running then) or everything, if nothing was sent, is counted and said on standard error, and its
+    directory removed."""
+    import sys
+
+    import numpy as np
+
+    from ..probes import interpose_events as IE
+    where = obs.interposer.trace_dir
+    if not where or not os.path.isdir(where):
+        return
+    try:
+        sent: dict = {}
+        try:
+            with open(os.path.join(where, "trace-sent")) as f:
+                for line in f:
+                    name, _, n = line.rstrip("\n").rpartition(" ")
+                    if n.isdigit():
+                        sent[name] = int(n)
+            sent_list = True
+        except OSError:
+            sent_list = False
+        late = 0
+        for path in IE.event_files(where):
+            at = max(sent.get(os.path.basename(path), 0), IE.HEADER_BYTES)
+            try:
+                with open(path, "rb") as f:
+                    f.seek(at)
+                    raw = f.read()
+            except OSError:
+                continue
+            ev = np.frombuffer(raw[:len(raw) - len(raw) % IE.EVENT.itemsize], dtype=IE.EVENT)
+            late += int(np.sum(np.isin(ev["kind"], (IE.EV_CALL, IE.EV_INSTANT, IE.EV_REGION))))
+        line = (f"ceiling: rank {rank}: {late} event(s) recorded after its MPI_Finalize (its end, the exit) are "
+                "not in rank 0's trace" if sent_list and late else "" if sent_list else
+                f"ceiling: rank {rank}: its {late} event(s) did not reach rank 0's trace (its program did not "
+                "reach MPI_Finalize with every rank under ceiling trace)")
+        if line:
+            sys.stderr.write(line + "\n")           # one write: the ranks' lines share the launcher's stderr
+            sys.stderr.flush()
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def _ceilings(history, cls):
