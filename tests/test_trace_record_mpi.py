@@ -37,10 +37,11 @@ int main(int argc, char **argv)
 """
 
 
-def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_bytes(mpi_setup, tmp_path):
+def traced(mpi_setup, tmp_path, source: str, name: str):
+    """``source`` built with mpi4py's mpicc and run on two ranks under the interposer, tracing: its events."""
     tmp, found = mpi_setup
-    (tmp_path / "pp.c").write_text(PINGPONG)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "pp"), str(tmp_path / "pp.c")],
+    (tmp_path / f"{name}.c").write_text(source)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")],
                        capture_output=True, text=True, timeout=120, env=run_env(tmp))
     assert r.returncode == 0, r.stderr
     out = tmp_path / "rec"
@@ -48,9 +49,13 @@ def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_by
     env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),
                   OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     env.pop("PYTHONFAULTHANDLER", None)
-    r = subprocess.run([*found["argv2"], str(tmp_path / "pp")], capture_output=True, text=True, timeout=180, env=env)
+    r = subprocess.run([*found["argv2"], str(tmp_path / name)], capture_output=True, text=True, timeout=180, env=env)
     assert r.returncode == 0, r.stderr
-    ev, _ = IE.read_dir(str(out))
+    return IE.read_dir(str(out))[0]
+
+
+def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_bytes(mpi_setup, tmp_path):
+    ev = traced(mpi_setup, tmp_path, PINGPONG, "pp")
     sends = ev.select((ev.kind == E.MPI_P2P) & (ev.call == CALL["MPI_Send"]))
     by_rank = {int(k): sends.select(sends.rank == k) for k in set(sends.rank)}
     assert set(by_rank) == {0, 1}
@@ -238,19 +243,7 @@ def test_a_send_and_its_receive_share_their_communicator_where_ranks_and_tag_do_
     """Two dups of the world carry a message each from rank 0 to 1 with tag 7, received in the other
     order: paired by ranks and tag alone, the first send would meet the first receive (100 bytes
     sent, 200 received). The events carry each message's communicator, the same on both sides."""
-    tmp, found = mpi_setup
-    (tmp_path / "two.c").write_text(TWO_COMMS)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "two"), str(tmp_path / "two.c")],
-                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
-    out = tmp_path / "rec"
-    out.mkdir()
-    env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),
-                  OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env.pop("PYTHONFAULTHANDLER", None)
-    r = subprocess.run([*found["argv2"], str(tmp_path / "two")], capture_output=True, text=True, timeout=180, env=env)
-    assert r.returncode == 0, r.stderr
-    ev, _ = IE.read_dir(str(out))
+    ev = traced(mpi_setup, tmp_path, TWO_COMMS, "two")
     sends = ev.select(ev.call == CALL["MPI_Isend"])
     recvs = ev.select(ev.call == CALL["MPI_Recv"])
     assert list(sends.nbytes) == [100, 200] and list(recvs.nbytes) == [200, 100]
