@@ -42,6 +42,17 @@ def run_env(tmp: Path, **extra) -> dict:
     return env
 
 
+def build_mpi(found: dict, tmp: Path, where: Path, name: str, source: str) -> Path:
+    """``source`` written to where/name.c and built with the mpicc of the MPI mpi4py loads (``found``,
+    mpi_setup's): the program's path; the compiler's message in the assertion when it fails."""
+    import subprocess
+    (where / f"{name}.c").write_text(source)
+    r = subprocess.run([found["mpicc"], "-O1", "-o", str(where / name), str(where / f"{name}.c")],
+                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
+    assert r.returncode == 0, r.stderr
+    return where / name
+
+
 def ranks_of(mark: str):
     """{rank: pid} of the launched ranks whose environment carries TEST_MARK=mark."""
     found = {}

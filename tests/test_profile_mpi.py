@@ -16,7 +16,7 @@ import pytest
 from ceiling.analysis.profile_mpi import conclude as mpi_conclude
 from ceiling.probes.interpose_record import latest, parse
 from ceiling.verbs.profile import launched_rank
-from mpiutil import needs_mpi, run_env
+from mpiutil import build_mpi, needs_mpi, run_env
 from test_interpose import NEEDS_LIB
 
 APP = r"""
@@ -353,11 +353,7 @@ int main(int argc, char **argv)
 def app(mpi_setup, tmp_path_factory):
     tmp, found = mpi_setup
     d = tmp_path_factory.mktemp("mpiapp")
-    (d / "app.c").write_text(APP)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(d / "app"), str(d / "app.c")], capture_output=True,
-                       text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
-    return d / "app", found, tmp
+    return build_mpi(found, tmp, d, "app", APP), found, tmp
 
 
 def profile(app, tmp_path, *args, status=0):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from mpiutil import needs_mpi, run_env
+from mpiutil import build_mpi, needs_mpi, run_env
 from test_interpose import NEEDS_LIB
 
 perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package (test extras)")
@@ -355,10 +355,7 @@ def test_an_open_close_storm(planted, tmp_path):
 @pytest.mark.parametrize("nranks", [2, 4])
 def test_a_single_writer_while_the_other_ranks_wait(mpi_setup, tmp_path, nranks):
     tmp, found = mpi_setup
-    (tmp_path / "w.c").write_text(WRITER)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "w"), str(tmp_path / "w.c")],
-                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
+    build_mpi(found, tmp, tmp_path, "w", WRITER)
     # the waiting ranks yield their CPU (MPICH's and Open MPI's settings): on 2 CPUs their polling would
     # otherwise take the writer's, and its writes would swing with the scheduler's time slices
     env = run_env(tmp, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", MPIR_CVAR_POLLS_BEFORE_YIELD="1",

@@ -7,21 +7,15 @@ import numpy as np
 from ceiling.probes import interpose_events as IE
 from ceiling.probes.interpose_names import names
 from ceiling.results import events as E
-from mpiutil import needs_mpi, run_env
+from mpiutil import build_mpi, needs_mpi, run_env
 from test_interpose import LIB, NEEDS_LIB
 
 pytestmark = [needs_mpi, NEEDS_LIB]
 CALL = {c.fn: c.id for c in names().calls}
 
-PINGPONG = r"""
-#include <mpi.h>
-int main(int argc, char **argv)
-{
-    int rank;
-    char buf[1000] = {0};
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    for (int i = 0; i < 3; i++) {
+# Three round trips between ranks 0 and 1 (6 messages, tags 7 and 8), a barrier, the end: the body
+# of the ping-pongs here and in test_trace_wrapped_mpi (``rank`` and a 1000-byte ``buf`` declared).
+PINGPONG_LOOP = r"""    for (int i = 0; i < 3; i++) {
         if (rank == 0) {
             MPI_Send(buf, 1000, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
             MPI_Recv(buf, 1000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -36,14 +30,21 @@ int main(int argc, char **argv)
 }
 """
 
+PINGPONG = r"""
+#include <mpi.h>
+int main(int argc, char **argv)
+{
+    int rank;
+    char buf[1000] = {0};
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+""" + PINGPONG_LOOP
+
 
 def traced(mpi_setup, tmp_path, source: str, name: str):
     """``source`` built with mpi4py's mpicc and run on two ranks under the interposer, tracing: its events."""
     tmp, found = mpi_setup
-    (tmp_path / f"{name}.c").write_text(source)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / name), str(tmp_path / f"{name}.c")],
-                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
+    build_mpi(found, tmp, tmp_path, name, source)
     out = tmp_path / "rec"
     out.mkdir()
     env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),
@@ -80,10 +81,7 @@ def test_ceiling_trace_of_an_mpi_job_gives_each_rank_a_lane_and_each_message_an_
     import sys
     perfetto_read = __import__("pytest").importorskip("perfetto_read", reason="needs the perfetto package")
     tmp, found = mpi_setup
-    (tmp_path / "pp.c").write_text(PINGPONG)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "pp"), str(tmp_path / "pp.c")],
-                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
+    build_mpi(found, tmp, tmp_path, "pp", PINGPONG)
     out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
     env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     r = subprocess.run([sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json", str(out),
@@ -161,10 +159,7 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
     MPI-IO calls name their file (the file table's path) and the byte where each starts: an
     explicit offset, the individual pointer, a view's."""
     tmp, found = mpi_setup
-    (tmp_path / "comms.c").write_text(COMMS)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(tmp_path / "comms"), str(tmp_path / "comms.c")],
-                       capture_output=True, text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
+    build_mpi(found, tmp, tmp_path, "comms", COMMS)
     out, data = tmp_path / "rec", tmp_path / "data.bin"
     out.mkdir()
     env = run_env(tmp, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(out / "rec.%p"), CEILING_TRACE_DIR=str(out),

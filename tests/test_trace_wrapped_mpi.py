@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from mpiutil import needs_mpi, run_env
+from mpiutil import build_mpi, needs_mpi, run_env
 from test_interpose import NEEDS_LIB
+from test_trace_record_mpi import PINGPONG_LOOP
 
 pytestmark = [needs_mpi, NEEDS_LIB]
 
@@ -31,31 +32,14 @@ int main(int argc, char **argv)
         if (write(fd, buf, 100) != 100)
             return 1;
     close(fd);
-    for (int i = 0; i < 3; i++) {
-        if (rank == 0) {
-            MPI_Send(buf, 1000, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
-            MPI_Recv(buf, 1000, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(buf, 1000, MPI_BYTE, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(buf, 500, MPI_BYTE, 0, 8, MPI_COMM_WORLD);
-        }
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Finalize();
-    return 0;
-}
-"""
+""" + PINGPONG_LOOP
 
 
 @pytest.fixture(scope="module")
 def pp(mpi_setup, tmp_path_factory):
     tmp, found = mpi_setup
     d = tmp_path_factory.mktemp("wrapped")
-    (d / "pp.c").write_text(PINGPONG)
-    r = subprocess.run([found["mpicc"], "-O1", "-o", str(d / "pp"), str(d / "pp.c")], capture_output=True,
-                       text=True, timeout=120, env=run_env(tmp))
-    assert r.returncode == 0, r.stderr
-    return d / "pp", found, tmp
+    return build_mpi(found, tmp, d, "pp", PINGPONG), found, tmp
 
 
 def wrapped(pp, tmp_path, *opts, writes=3):
