@@ -10,7 +10,8 @@
 # the daemons failed, a slurm.conf this script did not write): the srun tests then
 # skip with their reason. Run again with Slurm answering, it does nothing. A Slurm
 # this script did not set up is left alone; daemons it started that never answered
-# are stopped again.
+# are stopped again. With --install-only it installs the packages and stops there
+# (.ci/run does so beside the build).
 #
 # For a container or VM: processes are tracked by their parent (proctrack/linuxproc),
 # tasks are not bound (task/none), nothing needs cgroups. slurmctld runs as root.
@@ -37,10 +38,12 @@ say_up() {
 
 running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 ours() { [ -e "$conf" ] && grep -qF "$mark" "$conf"; }
+install_only=
+[ "${1:-}" = --install-only ] && install_only=1
 
 # Already up (this script's earlier run, or a site's Slurm): nothing to do. (Our own
 # slurm.conf without our slurmctld running would only keep srun retrying for 9 s.)
-if { ! ours || running /run/slurm/slurmctld.pid; } && answers 20; then
+if [ -z "$install_only" ] && { ! ours || running /run/slurm/slurmctld.pid; } && answers 20; then
     say_up " (already running)"
     exit 0
 fi

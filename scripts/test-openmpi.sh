@@ -9,6 +9,8 @@
 # with a copy of the ceiling that `make test` built in .venv (the C core is a plain
 # library loaded with ctypes: no Python ABI ties it to that interpreter). Nothing is
 # compiled. Exit 0 with a message when these cannot be had; a failing test fails.
+# With --install-only it installs the packages and stops there (.ci/run does so beside the build);
+# OMPI_PYTEST_ARGS adds options to pytest (--cpu-times=FILE: what each test took).
 set -eu
 cd "$(dirname "$0")/.."
 py=/usr/bin/python3
@@ -27,6 +29,7 @@ if [ -n "$missing" ]; then
         exit 0
     fi
 fi
+if [ "${1:-}" = --install-only ]; then echo "test-openmpi: the packages are installed"; exit 0; fi
 if ! "$py" -c "from mpi4py import MPI; assert 'Open MPI' in MPI.Get_library_version()" 2>/dev/null; then
     echo "test-openmpi: $py's mpi4py does not load Open MPI (mpi-default-dev points elsewhere?); skipped"
     exit 0
@@ -41,5 +44,5 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "test-openmpi: $("$py" -c "from mpi4py import MPI; import mpi4py; print('mpi4py', mpi4py.__version__, '-', MPI.Get_library_version().rstrip(chr(0)).splitlines()[0])")"
 # Only the tests that start ranks (they use the mpi_setup fixture, tests/conftest.py): the
 # rest of these files never touches the MPI library and ran in `make test` already.
-PYTHONPATH="$lib" "$py" -m pytest -q -p no:cacheprovider --only-mpi-launched tests/test_bench_network.py tests/test_bench_storage_mpi.py tests/test_mpi_watchdog.py tests/test_cluster_mpi.py tests/test_profile_mpi.py tests/test_profile_mpi_fortran.py tests/test_trace_record_mpi.py tests/test_trace_wrapped_mpi.py \
+PYTHONPATH="$lib" "$py" -m pytest -q -p no:cacheprovider ${OMPI_PYTEST_ARGS:-} --only-mpi-launched tests/test_bench_network.py tests/test_bench_storage_mpi.py tests/test_mpi_watchdog.py tests/test_cluster_mpi.py tests/test_profile_mpi.py tests/test_profile_mpi_fortran.py tests/test_trace_record_mpi.py tests/test_trace_wrapped_mpi.py \
     tests/test_profile_srun.py
