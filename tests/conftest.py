@@ -93,6 +93,9 @@ def pytest_collection_modifyitems(config, items):
     for it in items:
         if _serial(it) and it.get_closest_marker("serial") is None:
             it.add_marker(pytest.mark.serial)
+    # The slow tests first, each module's in its order: pytest-xdist's workers then end on short
+    # tests together rather than one waiting for the other's 30 s test (stable: the rest keep theirs).
+    items.sort(key=lambda it: it.get_closest_marker("slow") is None)
     if not config.getoption("--only-mpi-launched"):
         return
     keep = [it for it in items if "mpi_setup" in getattr(it, "fixturenames", ())]

@@ -280,13 +280,14 @@ def test_ctrl_c_stops_every_rank_and_removes_the_files(mpi_setup, tmp_path):
     argv = info["argv2"][:2] + ["2"] + info["argv2"][3:]
     out = tmp_path / "out"
     out.mkdir()
-    # Open MPI's mpirun SIGKILLs the ranks 1 s after its SIGTERM (odls_base_sigkill_timeout). A
-    # stop that lands in the fsync of a rank's 512 MiB of buffered writes cannot be cut short
-    # and took longer than that on this VM's disk in about half the runs (no partial report
-    # at all); 10 s is what a site that wants partial results sets, and what this test sets.
-    env = {**_env(tmp), "OMPI_MCA_odls_base_sigkill_timeout": "10"}
+    # Open MPI's mpirun SIGKILLs the ranks 1 s after its SIGTERM (odls_base_sigkill_timeout), and
+    # waits that long whether they ended or not. A stop that lands in the fsync of a rank's
+    # buffered writes cannot be cut short and took longer than 1 s on this VM's disk in about
+    # half the runs with 512 MiB a rank (no partial report at all); a site that wants partial
+    # results sets more. This test writes 128 MiB a rank and sets 4 s.
+    env = {**_env(tmp), "OMPI_MCA_odls_base_sigkill_timeout": "4"}
     p = subprocess.Popen([*argv, sys.executable, "-m", "ceiling", "bench", "storage", "--no-store", "--dir",
-                          str(out), "--size", "1GiB", "--reps", "50", "--save-json", str(tmp_path / "partial.json")],
+                          str(out), "--size", "256MiB", "--reps", "50", "--save-json", str(tmp_path / "partial.json")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     deadline = time.time() + 60

@@ -76,6 +76,7 @@ def _agree_all(texts):
     return [_agree(*t) for t in texts]
 
 
+@pytest.mark.slow      # every kind of value through both checkers: 15-25 s a document
 @pytest.mark.parametrize("base", ["golden_v3", "profile_v3"])
 def test_both_checkers_agree_on_every_kind_of_value(base):
     doc = BASES[base] if base != "profile_v3" else _one_of_each(BASES[base])

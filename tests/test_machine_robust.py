@@ -15,6 +15,8 @@ from ceiling.machine.model import Machine  # noqa: E402
 from ceiling.sysfs import Root  # noqa: E402
 from machine_fixtures import Recording, fsroot  # noqa: E402
 
+pytestmark = pytest.mark.slow      # 80 examples on each of two large trees: over 20 s
+
 TREES = ("32em64t-2n8c+dax+nvme+mic+dimms", "128arm-2pa2n8cluster4co")
 
 

@@ -575,6 +575,7 @@ def test_the_verdict_replaces_the_undecided_cpu_bound_or_says_why_it_cannot():
     assert [b.bound for b in bounds] == ["cpu"] and findings[0].status == "skipped"
 
 
+@pytest.mark.slow      # 13 re-runs of the program: over 10 s
 def test_experiments_run_the_program_again_and_say_what_they_cost(tmp_path):
     busy = f"{sys.executable} -c 'import time; t = time.time()\nwhile time.time() - t < 0.3: pass'"
     r, doc = profile(tmp_path, SH, "-c", busy, opts=["--experiments"])
@@ -598,6 +599,7 @@ def test_experiments_run_the_program_again_and_say_what_they_cost(tmp_path):
         assert "profile.scaling" in {f["id"] for f in doc["findings"]} or sc["why"].startswith("not judged"), sc
 
 
+@pytest.mark.slow      # 13 re-runs beside a competing process: over 10 s
 def test_experiments_beside_a_competing_process_decide_nothing_and_say_why(tmp_path):
     """Slowdowns and stolen bandwidth beside another busy process say as much about it as about
     the program: a register loop once came out "memory" while a CI run shared the CPUs."""

@@ -401,15 +401,20 @@ def _alive(pid: int) -> bool:
 
 def test_a_hanging_rerun_ends_the_experiments_at_its_deadline_and_says_so(tmp_path):
     """The first run ends at once; its re-runs hang (a lock file the first left): before, the
-    profile waited until killed from outside."""
-    mark, pidfile = tmp_path / "mark", tmp_path / "pid"
+    profile waited until killed from outside. The deadline's floor (20 s) is set to 3 s in the
+    profiling process, so that the test waits 3 s, not 20, for what it checks."""
+    mark, pidfile, out = tmp_path / "mark", tmp_path / "pid", tmp_path / "p.json"
     script = f"if [ -e {mark} ]; then sleep 600 & echo $! > {pidfile}; wait; else touch {mark}; fi"
+    floor = "import sys; from ceiling.probes import rerun; rerun.DEADLINE_FLOOR_S = 3.0; " \
+            "from ceiling.cli import main; sys.exit(main(sys.argv[1:]))"
     t0 = time.monotonic()
-    r, doc = profile(tmp_path, shutil.which("sh"), "-c", script, timeout=150)
+    r = subprocess.run([sys.executable, "-c", floor, "profile", "--no-store", "--no-measure", "--experiments",
+                        "--save-json", str(out), "--", shutil.which("sh"), "-c", script], capture_output=True,
+                       text=True, timeout=150, env=dict(os.environ, NO_COLOR="1"))
     assert r.returncode == 0, r.stderr
-    assert time.monotonic() - t0 < 120
-    ex = doc["application"]["profile"]["experiments"]
-    assert ex["deadline_s"] == 20 and "passed its deadline of 20 s" in ex["why"] and "killed" in ex["why"], ex
+    assert time.monotonic() - t0 < 100
+    ex = json.loads(out.read_text())["application"]["profile"]["experiments"]
+    assert ex["deadline_s"] == 3 and "passed its deadline of 3 s" in ex["why"] and "killed" in ex["why"], ex
     assert not _alive(int(pidfile.read_text()))
     assert "passed its deadline" in " ".join(r.stderr.split())
 
@@ -441,6 +446,7 @@ def test_a_signal_during_the_experiments_stops_them_keeps_the_profile_and_marks_
     assert doc["application"]["exit_status"] == 0          # the profiled run itself ended well
 
 
+@pytest.mark.slow      # two programs profiled with their experiments: about 25 s
 def test_two_programs_end_to_end_get_an_allowed_verdict_with_its_evidence(tmp_path):
     """One real run each, on whatever node this is: only what cannot flake is asserted (the
     verdict is one of the allowed ones and carries its figures, or says why there is none)."""

@@ -75,7 +75,7 @@ def test_quick_run_writes_report_and_history(quick_run):
 def test_ctrl_c_keeps_what_was_measured(tmp_path):
     out = tmp_path / "partial.json"
     # progress lines on (conftest turns them off): "ceiling: latency ..." says the compute suite is done
-    p = subprocess.Popen([sys.executable, "-m", "ceiling", "bench", "compute", "latency", "--no-store",
+    p = subprocess.Popen([sys.executable, "-m", "ceiling", "bench", "compute", "latency", "--quick", "--no-store",
                           "--save-json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=dict(os.environ, CEILING_PROGRESS="lines"))
     seen = []
