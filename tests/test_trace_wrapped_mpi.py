@@ -110,3 +110,10 @@ def test_a_bad_option_under_mpiexec_is_one_line_from_one_rank_and_its_exit_statu
     said = [x for x in r.stderr.splitlines() if "--trace" in x]
     assert said == [f"ceiling: --trace {bad}: directory {bad.parent} does not exist"], r.stderr
     assert "Where the time went" not in r.stderr
+    # refused by the command line's parser, or before any program starts: the same on every rank
+    for opt, code, line in [("--bogus", 2, "ceiling: unrecognized arguments: --bogus (see 'ceiling --help')"),
+                            ("--json", 2, "ceiling: trace: --json would print the run's JSON into the program's own "
+                                          "standard output; write it to a file with --save-json FILE.json")]:
+        r = wrapped(pp, tmp_path, opt)
+        assert r.returncode == code, r.stderr
+        assert [x for x in r.stderr.splitlines() if x.startswith("ceiling")] == [line], r.stderr

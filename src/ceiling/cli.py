@@ -55,7 +55,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         only = argv[0] if argv and argv[0] in verbs.VERBS else None
         parser = build_parser(only)
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except CeilingError as e:
+            # every rank of an MPI launch has this command line: only rank 0 says what is wrong with it
+            e.all_ranks = True          # type: ignore[attr-defined]
+            raise
         if not args.verb:
             parser.print_help()
             return 0

@@ -26,6 +26,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
+from ..cluster.stop import everywhere
 from ..errors import INTERRUPTED_EXIT, TERMINATED, TERMINATED_EXIT, BadValueError, CeilingError, UsageError
 from ..observe.preload import preload_refused
 from . import common, profile_overhead
@@ -92,10 +93,11 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
         cmd = cmd[1:]
     verb = _verb(args)
     if not cmd:
-        raise UsageError(f"{verb}: no program given (ceiling {verb} [options] -- CMD [ARGS])")
+        raise everywhere(UsageError(f"{verb}: no program given (ceiling {verb} [options] -- CMD [ARGS])"))
     if args.json:
-        # before anything starts, in every rank of a wrapped launch alike: no program then waits in MPI_Init
-        raise UsageError(JSON_REFUSED.replace("profile:", f"{verb}:"))
+        # before anything starts, in every rank of a wrapped launch alike (only rank 0 says it): no
+        # program then waits in MPI_Init
+        raise everywhere(UsageError(JSON_REFUSED.replace("profile:", f"{verb}:")))
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
