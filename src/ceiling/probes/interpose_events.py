@@ -9,7 +9,7 @@ the rate fitted between the header's t0 and the file's last clock event (written
 write-out: CLOCK_MONOTONIC ns beside the ticks of the same instant), which also carry the tracer's
 own time writing buffers out. A last event cut short by a crash is skipped and counted
 (``torn``). A file written with another call numbering is refused with one line: its call ids
-would name the wrong functions.
+would name the wrong functions. Event kinds this reader does not know are skipped.
 
 The files table comes from the record files beside the events (the ``file id=N ... path=P``
 lines of each process's record, probes/interpose_record's format), keyed by pid.
@@ -35,11 +35,11 @@ HEADER_BYTES = 256
 HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("event_bytes", "<u4"), ("calls_hash", "<u8"),
                    ("ns_per_tick", "<f8"), ("t0_ns", "<u8"), ("t0_unix_ns", "<u8"), ("t0_ticks", "<u8"),
                    ("pid", "<i4"), ("ppid", "<i4"), ("tid", "<i4"), ("rank", "<i4"), ("host", "S64"),
-                   ("pad", "V120")])
+                   ("boot", "<u8"), ("pad", "V112")])
 EVENT = np.dtype([("t0", "<u8"), ("dur", "<u8"), ("result", "<i8"), ("bytes", "<u8"), ("offset", "<i8"),
                   ("call", "<u2"), ("kind", "<u2"), ("file", "<i4")])
 assert HEADER.itemsize == HEADER_BYTES and EVENT.itemsize == 48
-EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP = 0, 1, 2, 3, 4
+EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP, EV_SYNC = 0, 1, 2, 3, 4, 5
 # interpose.h's CEIL_IP_DROP_*, in order: the reasons results/events.Dropped names
 DROP_REASONS = ("max-size", "calls", "exclude", "min-duration", "max-per-site", "window", "buffer")
 # -r<rank>: another rank's file that rank 0's interposer received at MPI_Finalize (a wrapped launch,
@@ -120,7 +120,7 @@ def read_thread(path: str, expect_hash: int) -> ThreadFile:
         why = int(d["call"])
         if why < len(DROP_REASONS):
             dropped[DROP_REASONS[why]] = (int(d["bytes"]), int(d["t0"]))
-    keep = (ev["kind"] != EV_CLOCK) & (ev["kind"] != EV_DROP)
+    keep = np.isin(ev["kind"], (EV_CALL, EV_INSTANT, EV_REGION))       # kinds from later interposers: skipped
     return ThreadFile(path, h, ev[keep], rate, tracer, torn, rank, dropped)
 
 
