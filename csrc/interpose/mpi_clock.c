@@ -27,7 +27,9 @@
  * mpi_agree) decides that alike everywhere before the blocking
  * MPI_Comm_dup. The point-to-point waits are MPI_Test loops with a 30 s
  * deadline each, so a rank that ends without MPI_Finalize leaves the others
- * unaligned (said on stderr), not hung. No malloc: the agreement's slots
+ * unaligned (said on stderr), not hung. (When rank 0 gives up at MPI_Init,
+ * the ranks it had measured do not know it, and each waits those 30 s at
+ * MPI_Finalize before giving up too: only after a rank failed to answer.) No malloc: the agreement's slots
  * are mmap'ed, the rest is on the stack.
  *
  * Cost: rank 0's loop is SYNC_ROUNDS round trips per rank, twice per run,
