@@ -378,3 +378,18 @@ def test_per_call_counts_in_a_large_trace(tmp_path):
     write_perfetto(tmp_path / "t.pftrace", _events(rows))
     tr = read(tmp_path / "t.pftrace")
     assert dict(Multiset(s.name for s in tr.slices)) == counts
+
+
+def test_two_nodes_processes_with_one_pid_are_two_tracks_each_named_with_its_own_pid(tmp_path):
+    """The reader gives the second of two nodes' processes with one pid a stand-in id (above pid_max,
+    probes/interpose_events.py): two processes in Perfetto, each track named with the pid its node gave it."""
+    stand_in = 4194304
+    procs = {100: E.Process(100, 1, "node00", 0, "/bin/app"),
+             stand_in: E.Process(stand_in, 1, "node01", 1, "/bin/app", os_pid=100)}
+    rows = [dict(ts=0, dur=10, pid=100, tid=100, rank=0, kind=E.MPI_COLL, call=ID["MPI_Barrier"], result=0),
+            dict(ts=5, dur=10, pid=stand_in, tid=stand_in, rank=1, kind=E.MPI_COLL, call=ID["MPI_Barrier"], result=0)]
+    s = write_perfetto(tmp_path / "t.pftrace", _events(rows, processes=procs))
+    tr = read(tmp_path / "t.pftrace")
+    names = {d.name for d in tr.tracks.values()}
+    assert {"rank 0 (node00) pid 100", "rank 1 (node01) pid 100"} <= names and s.processes == 2
+    assert len({x.track for x in tr.slices}) == 2

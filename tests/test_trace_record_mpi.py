@@ -71,6 +71,9 @@ def test_a_ping_pong_gives_each_rank_its_sends_and_receives_with_peer_tag_and_by
     assert set(sends.offset) == {-1}
     assert int(np.sum(ev.call[ev.kind == E.MPI_COLL] == CALL["MPI_Barrier"])) == 2
     assert {p.rank for p in ev.processes.values()} >= {0, 1}
+    # launched without ceiling's wrapping (no CEILING_INTERPOSE_GATHER): no rank adds the clocks' sync
+    _, reading = IE.read_dir(str(tmp_path / "rec"))
+    assert reading.clocks.syncs == [] and reading.clocks.said() == "clocks: one clock (every process on one node)"
 
 
 def test_ceiling_trace_of_an_mpi_job_gives_each_rank_a_lane_and_each_message_an_arrow(mpi_setup, tmp_path):
@@ -92,6 +95,9 @@ def test_ceiling_trace_of_an_mpi_job_gives_each_rank_a_lane_and_each_message_an_
     (rec,) = [f for f in doc["findings"] if f["id"] == "trace.recorded"]
     assert rec["status"] == "ok" and "6 MPI messages" in rec["evidence"], rec["evidence"]
     assert [k for k in rec["data"]["timeline"]["lanes"] if k >= 0] == [0, 1]
+    # an express launch never measures the clocks (a rank without the interposer would hang in the sync)
+    assert rec["data"]["clocks"]["measured_ranks"] == [] and rec["data"]["clocks"]["nodes"] == 1
+    assert "Clocks: one clock (every process on one node). " in rec["evidence"], rec["evidence"]
     tr = perfetto_read.read(pf)
     started = {f for s in tr.slices for f in s.flows}
     ended = {f for s in tr.slices for f in s.ends_flows}

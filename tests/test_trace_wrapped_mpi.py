@@ -58,7 +58,6 @@ def recorded(path):
 
 
 def test_each_ranks_own_ceiling_gives_one_trace_with_both_ranks_lanes_and_the_messages_arrows(pp, tmp_path):
-    perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package")
     out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
     r = wrapped(pp, tmp_path, "--save-json", str(out), "--trace", str(pf))
     assert r.returncode == 0, r.stderr
@@ -69,10 +68,19 @@ def test_each_ranks_own_ceiling_gives_one_trace_with_both_ranks_lanes_and_the_me
     assert rec["data"]["ranks"] == {"received": [1], "missing": [], "unwritten_bytes": 0, "size": 2}
     assert "rank 0 received the event files of 1 of the 1 other rank(s)" in rec["evidence"]
     assert "recorded after their MPI_Finalize" in rec["evidence"] and "nothing dropped" in rec["evidence"]
+    # both ranks measured their clocks against rank 0's at MPI_Init and MPI_Finalize (mpi_clock.c); on one
+    # machine the offsets, truly 0, lie within their stated error, and the page says one clock
+    clocks = rec["data"]["clocks"]
+    assert clocks["nodes"] == 1 and clocks["measured_ranks"] == [0, 1], clocks
+    assert clocks["one_clock_checks"] == 2 and clocks["one_clock_outside_error"] == 0, clocks
+    assert set(clocks["sync_cost_ns"]) == {"MPI_Init", "MPI_Finalize"}
+    assert ("Clocks: one clock (every process on one node); the 2 measurement(s) of ranks on rank 0's node (offset "
+            "truly 0) gave at most ") in rec["evidence"], rec["evidence"]
     # rank 1's ceiling says what it recorded after MPI_Finalize (at least that call's end): not in the trace
     late = [x for x in r.stderr.splitlines() if x.startswith("ceiling: rank 1: ")]
     assert len(late) == 1 and "recorded after its MPI_Finalize" in late[0], r.stderr
     assert int(late[0].split()[3]) >= 1
+    perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package")   # the file's checks
     tr = perfetto_read.read(pf)
     perfetto_read.check_nesting(tr)
     names = {d.process.process_name for d in tr.tracks.values() if d.HasField("process")}

@@ -279,8 +279,15 @@ enum { CEIL_IP_DROP_MAX_SIZE, CEIL_IP_DROP_CALLS, CEIL_IP_DROP_EXCLUDE, CEIL_IP_
 #define CEIL_IP_TRACE_MAGIC "CEILTRC1"
 #define CEIL_IP_TRACE_VERSION 1
 
-/* DROP: call = the reason, bytes = events dropped so far, t0 = the first one's ticks (cumulative: the last counts) */
-enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_IP_EV_REGION = 3, CEIL_IP_EV_DROP = 4 };
+/* DROP: call = the reason, bytes = events dropped so far, t0 = the first one's ticks (cumulative: the last counts).
+ * SYNC (mpi_clock.c, a wrapped launch's ranks): this rank's clock against world rank 0's, measured at MPI_Init
+ * (call 0) or MPI_Finalize (call 1): t0 = ticks when the sync ended, dur = the ticks it took (the tracer's own
+ * time), offset = this rank's CLOCK_MONOTONIC ns at the best round's midpoint, result = rank 0's clock minus this
+ * one's then (ns), bytes = that round's round trip (ns; the offset's error is at most half of it; 0 on rank 0),
+ * file = 1 when this rank's boot is rank 0's (one clock), 0 another boot, -1 unknown. Readers skip kinds they
+ * do not know. */
+enum { CEIL_IP_EV_CALL = 0, CEIL_IP_EV_INSTANT = 1, CEIL_IP_EV_CLOCK = 2, CEIL_IP_EV_REGION = 3, CEIL_IP_EV_DROP = 4,
+       CEIL_IP_EV_SYNC = 5 };
 /* instants: the codes of results/events.py's INSTANT_* */
 enum { CEIL_IP_INSTANT_PROCESS_START = 0, CEIL_IP_INSTANT_PROCESS_END = 1, CEIL_IP_INSTANT_THREAD_START = 2,
        CEIL_IP_INSTANT_THREAD_END = 3, CEIL_IP_INSTANT_FORK = 4, CEIL_IP_INSTANT_EXEC = 5 };
@@ -312,7 +319,9 @@ typedef struct ceil_ip_trace_hdr {
     uint64_t t0_ns, t0_unix_ns, t0_ticks;
     int32_t pid, ppid, tid, rank;
     char host[64];
-    char pad[256 - 8 - 8 - 8 - 8 - 24 - 16 - 64];
+    uint64_t boot;              /* FNV-1a 64 of /proc/sys/kernel/random/boot_id: one per node's boot, 0 unknown
+                                   (files before it: pad, 0): processes of one boot share CLOCK_MONOTONIC */
+    char pad[256 - 8 - 8 - 8 - 8 - 24 - 16 - 64 - 8];
 } ceil_ip_trace_hdr;
 _Static_assert(sizeof(ceil_ip_trace_hdr) == 256, "the header is 256 bytes");
 
@@ -328,6 +337,11 @@ void ceil_ip_trace_forked_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_fork_parent_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_region_line_(const char *line, size_t n) __attribute__((visibility("hidden")));
 void ceil_ip_region_forked_(void) __attribute__((visibility("hidden")));
+/* A SYNC event (above) into the calling thread's stream, written at its next write-out beside the clock event
+ * (no limit drops it); the boot's hash (0 unknown). */
+void ceil_ip_trace_sync_(uint16_t phase, uint64_t cost_ticks, int64_t offset_ns, uint64_t rtt_ns, uint64_t at_ns,
+                         int32_t same_boot) __attribute__((visibility("hidden")));
+uint64_t ceil_ip_trace_boot_(void) __attribute__((visibility("hidden")));
 
 /*
  * void ceil_ip_event_io(const ceil_ip_module *m, enum ceil_ip_call call, uint64_t t0, uint64_t t1,
@@ -541,6 +555,9 @@ void ceil_ip_say(const char *a, const char *b) __attribute__((visibility("hidden
 
 /* The runtime's constructor chooses the wrappers' clock (clock.c) before any module's init. */
 void ceil_ip_clock_init_(void) __attribute__((visibility("hidden")));
+/* clock.c: the kernel's boot_id (a UUID, new at every boot) hashed, FNV-1a 64, 0 unknown: the processes of one
+ * boot share CLOCK_MONOTONIC (the trace's header carries it). Raw system calls, counted as the runtime's read. */
+uint64_t ceil_ip_boot_id_(void) __attribute__((visibility("hidden")));
 
 /* Bytes the runtime and its modules read themselves (/proc/self files at
  * the record): the kernel counts them in the program's rchar, so the

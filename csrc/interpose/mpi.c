@@ -363,9 +363,18 @@ void mpi_started(const void *caller, int ok, int provided)
 
 const char *mpi_family(void) { return family; }
 
+void mpi_init_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, const void *caller)
+{
+    mpi_done(c, fn, ticks, 0, -1);
+    ceil_ip_enter();
+    mpi_clock_started(caller);
+    ceil_ip_leave();
+}
+
 void mpi_finalizing(const void *caller)
 {
     finalize_ns = ceil_ip_now_ns();
+    mpi_clock_finalizing(caller);       /* before the checkpoint writes the events out (mpi_clock.c) */
     ceil_ip_checkpoint(ceil_mpi_module.name, mpi_gather_wanted() ? mpi_gather_records : NULL, (void *)caller);
 }
 
@@ -434,7 +443,7 @@ MPI_EXPORT(MPI_Init, (int *argc, char ***argv))
     const int rc = PMPI_REAL(MPI_Init)(argc, argv);
     const uint64_t ticks = ceil_ip_ticks() - t0;
     mpi_started(__builtin_return_address(0), rc == 0, -1);
-    mpi_done(c, FN_MPI_Init, ticks, 0, -1);
+    mpi_init_done(c, FN_MPI_Init, ticks, __builtin_return_address(0));
     return rc;
 }
 
@@ -451,7 +460,7 @@ MPI_EXPORT(MPI_Init_thread, (int *argc, char ***argv, int required, int *provide
     const int rc = PMPI_REAL(MPI_Init_thread)(argc, argv, required, provided);
     const uint64_t ticks = ceil_ip_ticks() - t0;
     mpi_started(__builtin_return_address(0), rc == 0, provided ? *provided : -1);
-    mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);
+    mpi_init_done(c, FN_MPI_Init_thread, ticks, __builtin_return_address(0));
     return rc;
 }
 

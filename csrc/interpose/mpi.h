@@ -168,6 +168,20 @@ int mpi_world(mpi_h *comm, mpi_h *byte, int *rank, int *size) __attribute__((vis
  * does it (arg: an address inside the program's caller of MPI_Finalize). */
 int mpi_gather_wanted(void) __attribute__((visibility("hidden")));
 void mpi_gather_records(const char *text, size_t len, void *arg) __attribute__((visibility("hidden")));
+/* Every rank's `bytes` of `mine` into all (size x bytes) by an MPI_Iallgather on MPI_COMM_WORLD waited for
+ * 30 s at most: 1 when every rank came, else 0 (`failed` said on stderr, the request left behind). */
+int mpi_agree(const void *mine, void *all, int bytes, void *caller, const char *failed)
+    __attribute__((visibility("hidden")));
+
+/* mpi_clock.c, a wrapped launch's trace: this rank's clock against rank 0's, measured once MPI_Init has
+ * returned (mpi_clock_started, after the call's event) and as MPI_Finalize starts (mpi_clock_finalizing,
+ * before the checkpoint and gather), into SYNC events. Nothing elsewhere. */
+void mpi_clock_started(const void *caller) __attribute__((visibility("hidden")));
+void mpi_clock_finalizing(const void *caller) __attribute__((visibility("hidden")));
+/* MPI_Init's or MPI_Init_thread's count and event (mpi_done), then the clocks' sync with the depth raised
+ * (the library's own calls inside it are not the program's). */
+void mpi_init_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, const void *caller)
+    __attribute__((visibility("hidden")));
 
 /* MPI_Init or MPI_Init_thread returned (ok: successfully; provided: the
  * thread level, -1 for MPI_Init): identify the library, MPI_COMM_WORLD and

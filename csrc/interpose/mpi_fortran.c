@@ -166,10 +166,10 @@ int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == 
 
 F_BOTH_PASS(mpi_init, (fint *ierr), (ierr),
             mpi_started(__builtin_return_address(0), *ierr == 0, -1);
-            mpi_done(c, FN_MPI_Init, ticks, 0, -1);, mpi_abort_if_asked(__builtin_return_address(0));)
+            mpi_init_done(c, FN_MPI_Init, ticks, __builtin_return_address(0));, mpi_abort_if_asked(__builtin_return_address(0));)
 F_BOTH_PASS(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (required, provided, ierr),
             mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
-            mpi_done(c, FN_MPI_Init_thread, ticks, 0, -1);, mpi_abort_if_asked(__builtin_return_address(0));)
+            mpi_init_done(c, FN_MPI_Init_thread, ticks, __builtin_return_address(0));, mpi_abort_if_asked(__builtin_return_address(0));)
 
 /* MPI_Finalize: the record's checkpoint (and gather) before the real call. */
 #define F_FINALIZE(fn, IN, OUT)                                                                    \

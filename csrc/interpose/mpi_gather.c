@@ -82,13 +82,19 @@ static void *map(size_t bytes)
  * MPI_Finalize forever. Once every rank has come, the rest is decided from
  * the same slots everywhere, so the later collectives all meet. On the
  * deadline the request is left behind (a collective cannot be cancelled)
- * and this rank goes on to PMPI_Finalize, saying so. */
+ * and this rank goes on, saying `failed`. Also the clocks' agreement at
+ * MPI_Init (mpi_clock.c). */
 #define AGREE_S 30
-static int agree(iallgather_fn iallgather, test_fn test, const slot *mine, slot *all, mpi_h byte, mpi_h world)
+int mpi_agree(const void *mine, void *all, int bytes, void *caller, const char *failed)
 {
+    iallgather_fn iallgather = (iallgather_fn)ceil_ip_lookup("PMPI_Iallgather", caller);
+    test_fn test = (test_fn)ceil_ip_lookup("PMPI_Test", caller);
+    mpi_h world, byte;
+    int rank, size;
     uint64_t req[2] = {0, 0};          /* an MPI_Request: an int or a pointer */
     _Alignas(16) char status[MPI_STATUS_BYTES];
-    if (iallgather(mine, (int)sizeof *mine, byte, all, (int)sizeof *mine, byte, world, req) != 0)
+    if (!iallgather || !test || !mpi_world(&world, &byte, &rank, &size)
+        || iallgather(mine, bytes, byte, all, bytes, byte, world, req) != 0)
         return 0;
     const uint64_t end = ceil_ip_now_ns() + (uint64_t)AGREE_S * 1000000000u;
     const struct timespec pause = {0, 200000};
@@ -99,8 +105,7 @@ static int agree(iallgather_fn iallgather, test_fn test, const slot *mine, slot 
         if (done)
             return 1;
         if (ceil_ip_now_ns() > end) {
-            ceil_ip_say("the ranks' records were not gathered: not every rank reached MPI_Finalize under "
-                        "ceiling within 30 s", NULL);
+            ceil_ip_say(failed, NULL);
             return 0;
         }
         nanosleep(&pause, NULL);
@@ -173,7 +178,8 @@ void mpi_gather_records(const char *text, size_t len, void *arg)
         return;    /* the others then wait: only where a small mmap fails, which leaves little else working */
     }
     const slot mine = {len, fnv1a(ceil_ip_out_pattern()), (uint64_t)directory_here(), ceil_ip_trace_dir_() != NULL};
-    if (!agree(iallgather, test, &mine, all, byte, world))
+    if (!mpi_agree(&mine, all, (int)sizeof mine, arg, "the ranks' records were not gathered: not every rank "
+                   "reached MPI_Finalize under ceiling within 30 s"))
         goto out;
     gather_records(text, len, all, counts, rank, size, gatherv, bcast, byte, world);
     /* every rank decides alike from the same slots: the trace's files when every rank traces */

@@ -18,13 +18,18 @@
  * The file: a 256-byte header (ceil_ip_trace_hdr: magic "CEILTRC1",
  * version, event size, the FNV-1a 64 hash of the call names in calls.def's
  * id order, ns per tick at the header's writing, t0 on CLOCK_MONOTONIC and
- * CLOCK_REALTIME with the ticks at t0, pid, ppid, tid, rank, host), then
+ * CLOCK_REALTIME with the ticks at t0, pid, ppid, tid, rank, host, boot), then
  * events. Besides the calls, events of kind CEIL_IP_EV_INSTANT (process and
  * thread start and end, fork, exec: call = the instant's code), and
  * CEIL_IP_EV_CLOCK, written at every write-out: its t0 in ticks, offset the
  * CLOCK_MONOTONIC ns of the same instant (so a reader fits the tick rate
  * over the whole file), dur the ticks the write-out before it took (the
- * tracer's own time), result the MPI world rank known then. A crash while a
+ * tracer's own time), result the MPI world rank known then; and
+ * CEIL_IP_EV_SYNC, a wrapped launch's clock measurements against rank 0's
+ * (mpi_clock.c; interpose.h has their fields), written beside the clock
+ * event at the next write-out. The header's boot (a hash of the kernel's
+ * boot_id, read once at load) tells which processes share CLOCK_MONOTONIC.
+ * A crash while a
  * write is under way leaves at most a torn last event, which a reader skips.
  */
 #define _GNU_SOURCE
@@ -53,6 +58,8 @@ typedef struct trace_buf {
     uint64_t dropped[CEIL_IP_DROP_COUNT];      /* events a limit cut, by reason (cumulative) */
     uint64_t dropped_from[CEIL_IP_DROP_COUNT]; /* ticks of the first one */
     uint32_t per_call[CEIL_IP_CALL_COUNT];     /* events kept per call (max-per-site) */
+    ceil_ip_trace_ev sync[4];      /* SYNC events (the owner adds, nsync atomic), written from sync_done on */
+    uint32_t nsync, sync_done;
     ceil_ip_trace_ev ev[];
 } trace_buf;
 
@@ -68,6 +75,7 @@ static uint64_t hash;
 static uint64_t t0_ns, t0_unix_ns, t0_ticks;
 static int32_t pid_, ppid_;
 static char host[64];
+static uint64_t boot;              /* the boot_id's hash, 0 unknown */
 
 /* The limits (CEILING_TRACE_*), fixed at load. */
 static uint8_t keep_call[CEIL_IP_CALL_COUNT];    /* 0 kept, else the CEIL_IP_DROP_* reason */
@@ -172,6 +180,8 @@ static uint64_t fnv1a(const char *s, size_t n)
     return h;
 }
 
+uint64_t ceil_ip_trace_boot_(void) { return boot; }
+
 static uint64_t unix_now(void)
 {
     struct timespec ts;
@@ -206,6 +216,7 @@ void ceil_ip_trace_init_(void)
     }
     hash = fnv1a(call_names, sizeof call_names - 2);   /* the names joined by newlines, no last one */
     gethostname(host, sizeof host - 1);
+    boot = ceil_ip_boot_id_();
     mark_start();
     set_limits();
     __atomic_store_n(&ceil_ip_trace_on_, 1, __ATOMIC_RELEASE);
@@ -266,6 +277,7 @@ static int open_file(trace_buf *b)
     h.tid = b->tid;
     h.rank = __atomic_load_n(&ceil_ip_trace_rank_, __ATOMIC_RELAXED);
     memcpy(h.host, host, sizeof h.host - 1);
+    h.boot = boot;
     if (syscall(SYS_write, fd, &h, sizeof h) != (long)sizeof h) {
         syscall(SYS_close, fd);
         return -1;
@@ -308,6 +320,11 @@ static void write_out(trace_buf *b)
             p += w, left -= (size_t)w;
         }
         syscall(SYS_write, b->fd, &clk, sizeof clk);
+        const uint32_t ns = __atomic_load_n(&b->nsync, __ATOMIC_ACQUIRE);
+        if (ns > b->sync_done) {
+            syscall(SYS_write, b->fd, &b->sync[b->sync_done], (ns - b->sync_done) * sizeof(ceil_ip_trace_ev));
+            b->sync_done = ns;
+        }
         for (int why = 0; why < CEIL_IP_DROP_COUNT; why++)
             if (b->dropped[why]) {
                 ceil_ip_trace_ev d = {.t0 = b->dropped_from[why], .bytes = b->dropped[why], .offset = -1,
@@ -452,6 +469,7 @@ void ceil_ip_trace_forked_(void)
         mine->fd = -1, mine->n = 0, mine->busy = 0, mine->written = 0, mine->own_ticks = 0;
         memset(mine->dropped, 0, sizeof mine->dropped);
         memset(mine->per_call, 0, sizeof mine->per_call);
+        mine->nsync = 0, mine->sync_done = 0;
         mine->tid = (int32_t)syscall(SYS_gettid);
         bufs[nbufs++] = mine;
         trace_tls_ = mine;
@@ -459,6 +477,24 @@ void ceil_ip_trace_forked_(void)
                               .offset = -1, .call = CEIL_IP_INSTANT_PROCESS_START};
         append(mine, &e);
     }
+}
+
+void ceil_ip_trace_sync_(uint16_t phase, uint64_t cost_ticks, int64_t offset_ns, uint64_t rtt_ns, uint64_t at_ns,
+                         int32_t same_boot)
+{
+    if (!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE))
+        return;
+    const uint64_t now = ceil_ip_ticks();
+    trace_buf *b = trace_tls_;
+    if (!b && (b = claim(now)) == NULL)
+        return;
+    const uint32_t n = b->nsync;
+    if (n >= sizeof b->sync / sizeof b->sync[0])
+        return;
+    b->sync[n] = (ceil_ip_trace_ev){.t0 = now, .dur = cost_ticks, .result = offset_ns, .bytes = rtt_ns,
+                                    .offset = (int64_t)at_ns, .call = phase, .kind = CEIL_IP_EV_SYNC,
+                                    .file = same_boot};
+    __atomic_store_n(&b->nsync, n + 1, __ATOMIC_RELEASE);
 }
 
 void ceil_ip_trace_fork_parent_(void) { ceil_ip_trace_instant_(CEIL_IP_INSTANT_FORK); }

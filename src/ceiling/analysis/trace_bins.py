@@ -160,7 +160,7 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
             k = int(key)
             m = lane == key
             threads.setdefault(k, set()).update(np.unique(ev.tid[m]).tolist())
-            labels.setdefault(k, f"rank {k}" if k >= 0 else f"pid {-k - 1}")
+            labels.setdefault(k, f"rank {k}" if k >= 0 else f"pid {_shown_pid(ev, -k - 1)}")
             lo, hi = int(ev.ts[m].min()), int(ends[m].max())
             span = life.setdefault(k, [lo, hi])
             span[0], span[1] = min(span[0], lo), max(span[1], hi)
@@ -193,6 +193,12 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
             if (k, c) in cov:
                 share[li, c] = np.clip(np.diff(cov[(k, c)]) / (width * nth), 0.0, 1.0)
     return Bins(edges, keys, [len(threads[k]) for k in keys], share, [labels[k] for k in keys], alive)
+
+
+def _shown_pid(ev: Events, pid: int) -> int:
+    """The pid to print: a stand-in id (two nodes' processes with one pid) is not one."""
+    p = ev.processes.get(pid)
+    return p.shown_pid if p is not None else pid
 
 
 def lane_pids(chunks: Iterable[Events]) -> Dict[int, int]:

@@ -8,8 +8,10 @@ Two parts, both measured, never guessed:
   measured on this node for this build of the interposer (probes/trace_cost.py: dd traced against
   dd counting, CPU time, the write-outs taken off);
 - the tracer's own time: the write-outs of full buffers, which the recorder times itself (the
-  clock events of each thread's file). The last write-out of each thread (at its exit) is
-  reported by no later clock event, so it is not in that figure: said with it.
+  clock events of each thread's file), and in a wrapped MPI launch the clocks' sync at MPI_Init
+  and MPI_Finalize (its SYNC events, csrc/interpose/mpi_clock.c). The last write-out of each
+  thread (at its exit) is reported by no later clock event, so it is not in that figure: said
+  with it.
 
 The share of the run is the busiest process's (its events and write-outs over the run's wall
 time), as the profile states the interposer's cost: processes record beside each other. In a
@@ -49,8 +51,9 @@ def cost_text(cost: Optional[Mapping[str, object]]) -> str:
     """One sentence for the terminal page, the HTML time line and the Perfetto trace."""
     if not cost:
         return "Recording cost: unknown (this run kept no figure of it)"
-    own = (f"the tracer's own write-out time {_time(float(cost.get('tracer_s') or 0))}, measured by the "
-           "recorder (the last write-out of each thread, at its exit, is not timed)")
+    own = (f"the tracer's own time {_time(float(cost.get('tracer_s') or 0))} (writing its buffers out, and the "
+           "clocks' sync where ranks measured them), measured by the recorder (the last write-out of each thread, "
+           "at its exit, is not timed)")
     n = int(cost.get("events") or 0)
     if cost.get("per_event_ns") is None:
         return (f"Recording cost: unknown for the {n:,} events recorded ({cost.get('why') or 'not measured'}); "

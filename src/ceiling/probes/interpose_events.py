@@ -3,16 +3,23 @@
 The interposer (csrc/interpose/trace.c, on when CEILING_TRACE_DIR is set) writes one file per
 thread, ``trace-<pid>-<tid>-<start_ns>.bin``: a 256-byte header (magic ``CEILTRC1``, format
 version, event size, the FNV-1a 64 hash of calls.def's call names in id order, the tick rate, t0 on
-CLOCK_MONOTONIC and the wall clock with the ticks at t0, pid, ppid, tid, MPI rank, host), then
+CLOCK_MONOTONIC and the wall clock with the ticks at t0, pid, ppid, tid, MPI rank, host, boot), then
 48-byte events read here with one structured dtype (``np.fromfile``). Ticks become nanoseconds with
 the rate fitted between the header's t0 and the file's last clock event (written at every
 write-out: CLOCK_MONOTONIC ns beside the ticks of the same instant), which also carry the tracer's
 own time writing buffers out. A last event cut short by a crash is skipped and counted
 (``torn``). A file written with another call numbering is refused with one line: its call ids
-would name the wrong functions.
+would name the wrong functions. Event kinds this reader does not know are skipped.
 
-The files table comes from the record files beside the events (the ``file id=N ... path=P``
-lines of each process's record, probes/interpose_record's format), keyed by pid.
+Times are put on one clock, world rank 0's (probes/interpose_clocks.py: each other node's
+CLOCK_MONOTONIC mapped with the offsets a wrapped launch measured at MPI_Init and MPI_Finalize,
+its SYNC events; said where none was measured), and ``Reading.clocks`` says how. A process is
+its node's clock (the header's boot, else its host) and its pid: two ranks of two nodes with one
+pid stay two processes, the second given a stand-in id above Linux's pid_max (``PID_STAND_IN``;
+``Process.os_pid`` keeps its pid for display). The files table comes from the record files
+beside the events (the ``file id=N ... path=P`` lines of each process's record,
+probes/interpose_record's format), keyed by host and pid; the region names by the event
+file's image (pid, start, and the -r<rank> a gathered file carries).
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ import numpy as np
 
 from ..errors import StoreError
 from ..results import events as E
+from . import interpose_clocks as C
 from . import interpose_names
 
 MAGIC = b"CEILTRC1"
@@ -35,16 +43,18 @@ HEADER_BYTES = 256
 HEADER = np.dtype([("magic", "S8"), ("version", "<u4"), ("event_bytes", "<u4"), ("calls_hash", "<u8"),
                    ("ns_per_tick", "<f8"), ("t0_ns", "<u8"), ("t0_unix_ns", "<u8"), ("t0_ticks", "<u8"),
                    ("pid", "<i4"), ("ppid", "<i4"), ("tid", "<i4"), ("rank", "<i4"), ("host", "S64"),
-                   ("pad", "V120")])
+                   ("boot", "<u8"), ("pad", "V112")])
 EVENT = np.dtype([("t0", "<u8"), ("dur", "<u8"), ("result", "<i8"), ("bytes", "<u8"), ("offset", "<i8"),
                   ("call", "<u2"), ("kind", "<u2"), ("file", "<i4")])
 assert HEADER.itemsize == HEADER_BYTES and EVENT.itemsize == 48
-EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP = 0, 1, 2, 3, 4
+EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP, EV_SYNC = 0, 1, 2, 3, 4, 5
+# Linux's largest pid_max (2^22): ids from here on stand in for a pid another node's process has too
+PID_STAND_IN = 4194304
 # interpose.h's CEIL_IP_DROP_*, in order: the reasons results/events.Dropped names
 DROP_REASONS = ("max-size", "calls", "exclude", "min-duration", "max-per-site", "window", "buffer")
 # -r<rank>: another rank's file that rank 0's interposer received at MPI_Finalize (a wrapped launch,
 # csrc/interpose/mpi_trace.c), named apart since two nodes may have the same pid
-FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)(?:-r\d+)?\.bin$")
+FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)(?:-r(\d+))?\.bin$")
 
 # calls.def's class -> the coarse kind every consumer groups by
 KIND_OF_CLASS = {
@@ -77,6 +87,22 @@ class ThreadFile:
     torn: int                    # bytes of a last event cut short (0 or 1 event's worth, skipped)
     rank: int
     dropped: Dict[str, Tuple[int, int]] = field(default_factory=dict)   # reason -> (events, first ticks)
+    sync: Optional[np.ndarray] = None   # its SYNC rows (csrc/interpose/mpi_clock.c), EVENT dtype
+
+    @property
+    def host(self) -> str:
+        return bytes(self.header["host"]).split(b"\0")[0].decode(errors="replace")
+
+    @property
+    def clock(self) -> C.BootKey:
+        """Which clock its times are on: its boot (0 in files from before the field: its host)."""
+        return C.boot_key(int(self.header["boot"]), self.host)
+
+    @property
+    def sent_by(self) -> str:
+        """"" for a file of this node, else the -r<rank> of one that rank 0's interposer received."""
+        m = FILE_PATTERN.match(Path(self.path).name)
+        return f"-r{m.group(4)}" if m and m.group(4) else ""
 
 
 @dataclass
@@ -85,6 +111,7 @@ class Reading:
     refused: List[str] = field(default_factory=list)
     torn_events: int = 0
     files: int = 0
+    clocks: Optional[C.Clocks] = None      # how the nodes' clocks were put on rank 0's
 
 
 def read_thread(path: str, expect_hash: int) -> ThreadFile:
@@ -114,23 +141,25 @@ def read_thread(path: str, expect_hash: int) -> ThreadFile:
     rank = int(h["rank"])
     if len(clock) and int(clock[-1]["result"]) >= 0:
         rank = int(clock[-1]["result"])
-    tracer = int(round(float(np.sum(clock["dur"].astype(np.float64))) * rate)) if len(clock) else 0
+    sync = ev[ev["kind"] == EV_SYNC]
+    own = np.concatenate([clock["dur"], sync["dur"]]).astype(np.float64)
+    tracer = int(round(float(np.sum(own)) * rate)) if len(own) else 0
     dropped = {}
     for d in ev[ev["kind"] == EV_DROP]:          # cumulative: the last of each reason counts
         why = int(d["call"])
         if why < len(DROP_REASONS):
             dropped[DROP_REASONS[why]] = (int(d["bytes"]), int(d["t0"]))
-    keep = (ev["kind"] != EV_CLOCK) & (ev["kind"] != EV_DROP)
-    return ThreadFile(path, h, ev[keep], rate, tracer, torn, rank, dropped)
+    keep = np.isin(ev["kind"], (EV_CALL, EV_INSTANT, EV_REGION))       # kinds from later interposers: skipped
+    return ThreadFile(path, h, ev[keep], rate, tracer, torn, rank, dropped, sync)
 
 
 _FILE_LINE = re.compile(r"^file id=(\d+) .*? path=(\S+)")
 _PROCESS = re.compile(r"^process pid=(\d+) ppid=(\d+) .*? host=(\S+) exe=(\S+)")
 
 
-def record_files(directory: str) -> Dict[int, Dict[int, str]]:
-    """pid -> {file id: path} from the records in directory (every file not an event file)."""
-    out: Dict[int, Dict[int, str]] = {}
+def record_files(directory: str) -> Dict[Tuple[str, int], Dict[int, str]]:
+    """(host, pid) -> {file id: path} from the records in directory (every file not an event file)."""
+    out: Dict[Tuple[str, int], Dict[int, str]] = {}
     for p in sorted(Path(directory).iterdir()):
         if FILE_PATTERN.match(p.name) or not p.is_file():
             continue
@@ -138,27 +167,36 @@ def record_files(directory: str) -> Dict[int, Dict[int, str]]:
             text = p.read_text(errors="replace")
         except OSError:
             continue
-        pid = None
+        key = None
         for line in text.splitlines():
             m = _PROCESS.match(line)
             if m:
-                pid = int(m.group(1))
-                out[pid] = {}
+                key = (unquote(m.group(3)), int(m.group(1)))
+                out[key] = {}
                 continue
             m = _FILE_LINE.match(line)
-            if m and pid is not None:
-                out[pid][int(m.group(1))] = unquote(m.group(2))
+            if m and key is not None:
+                out[key][int(m.group(1))] = unquote(m.group(2))
     return out
 
 
-def region_names(directory: str) -> Dict[Tuple[int, int], Dict[int, str]]:
-    """(pid, start_ns) -> {index: name} from region.c's ``trace-<pid>-<start_ns>.regions`` files."""
-    out: Dict[Tuple[int, int], Dict[int, str]] = {}
+def _files_of(records: Dict[Tuple[str, int], Dict[int, str]], host: str, pid: int) -> Dict[int, str]:
+    """A process's file table: its host's and pid's, else its pid's where only one host has that pid."""
+    if (host, pid) in records:
+        return records[(host, pid)]
+    same = [v for (h, p), v in records.items() if p == pid]
+    return same[0] if len(same) == 1 else {}
+
+
+def region_names(directory: str) -> Dict[Tuple[int, int, str], Dict[int, str]]:
+    """(pid, start_ns, "-r<rank>" or "") -> {index: name} from region.c's ``trace-<pid>-<start_ns>.regions``
+    files (the suffix: a file rank 0 received, as the event files of the same image carry it)."""
+    out: Dict[Tuple[int, int, str], Dict[int, str]] = {}
     for p in Path(directory).glob("trace-*-*.regions"):
-        m = re.match(r"^trace-(\d+)-(\d+)(?:-r\d+)?\.regions$", p.name)
+        m = re.match(r"^trace-(\d+)-(\d+)(-r\d+)?\.regions$", p.name)
         if not m:
             continue
-        names = out.setdefault((int(m.group(1)), int(m.group(2))), {})
+        names = out.setdefault((int(m.group(1)), int(m.group(2)), m.group(3) or ""), {})
         for line in p.read_text(errors="replace").splitlines():
             i, _, name = line.partition(" ")
             if i.isdigit():
@@ -204,20 +242,38 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         return
     reading.files = len(threads)
     reading.torn_events = sum(1 for t in threads if t.torn)
-    t0 = min(int(t.header["t0_ns"]) for t in threads)
-    t0_unix = min(int(t.header["t0_unix_ns"]) - (int(t.header["t0_ns"]) - t0) for t in threads)
-    per_pid = record_files(directory)
+    proc_rank: Dict[Tuple, int] = {}
+    for t in threads:               # a thread whose last write-out came before MPI_Init knows no rank
+        proc_rank[_proc(t)] = max(proc_rank.get(_proc(t), -1), t.rank)
+    clocks = reading.clocks = _clocks(threads, proc_rank)
+    ref = next(n.key for n in clocks.nodes if n.reference)
+    threads.sort(key=lambda t: t.clock != ref)      # stable: rank 0's node's processes keep their pids
+    ids = _ids(threads)
+    maps = {n.key: n.map for n in clocks.nodes}
+
+    def local(t: ThreadFile, ticks: np.ndarray) -> np.ndarray:
+        """Ticks of t's file as its node's absolute CLOCK_MONOTONIC ns."""
+        h = t.header
+        return np.int64(h["t0_ns"]) + np.round((ticks.astype(np.int64) - np.int64(h["t0_ticks"])) * t.ns_per_tick
+                                               ).astype(np.int64)
+
+    def on_ref(t: ThreadFile, ns: np.ndarray) -> np.ndarray:
+        m = maps.get(t.clock)
+        return ns if m is None else m.apply(ns)
+
+    starts = {id(t): int(on_ref(t, np.array([int(t.header["t0_ns"])], np.int64))[0]) for t in threads}
+    t0 = min(starts.values())
+    # the wall clock at t0 from rank 0's node's headers (another node's wall clock is another clock)
+    here = [t for t in threads if t.clock == ref] or threads
+    t0_unix = min(int(t.header["t0_unix_ns"]) - (starts[id(t)] - t0) for t in here)
+    records = record_files(directory)
     per_image = region_names(directory)
     regions: List[str] = []
     region_index: Dict[str, int] = {}
-    pid_rank: Dict[int, int] = {}
-    for t in threads:               # a thread whose last write-out came before MPI_Init knows no rank
-        pid_rank[int(t.header["pid"])] = max(pid_rank.get(int(t.header["pid"]), -1), t.rank)
     dropped = E.Dropped()
     for t in threads:
-        start = int(t.header["t0_ns"]) - t0
         for why, (n, first) in t.dropped.items():
-            at = start + int(round((first - int(t.header["t0_ticks"])) * t.ns_per_tick))
+            at = int(on_ref(t, local(t, np.array([first], np.uint64)))[0]) - t0
             dropped.events[why] = dropped.events.get(why, 0) + n
             dropped.first_ns[why] = min(dropped.first_ns.get(why, at), at)
     files: List[str] = []
@@ -230,8 +286,9 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
                        dtype=np.uint8)
     for t in threads:
         h = t.header
-        pid = int(h["pid"])
-        fmap = per_pid.get(pid, {})
+        os_pid, key = int(h["pid"]), _proc(t)
+        pid = ids[key]
+        fmap = _files_of(records, t.host, os_pid)
         lut = {0: -1}
         for fid, path in fmap.items():
             if path not in index:
@@ -239,10 +296,14 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
                 files.append(path)
             lut[fid] = index[path]
         ev = t.events
-        start = int(h["t0_ns"]) - t0
-        ts = start + np.round((ev["t0"].astype(np.int64) - np.int64(h["t0_ticks"])) * t.ns_per_tick).astype(np.int64)
         instant = ev["kind"] == EV_INSTANT
         dur = np.where(instant, -1, np.round(ev["dur"].astype(np.float64) * t.ns_per_tick)).astype(np.int64)
+        at = local(t, ev["t0"])
+        if maps.get(t.clock) is None:
+            ts = at - t0
+        else:                       # both ends mapped: the drift stretches the slices too
+            ts = on_ref(t, at) - t0
+            dur = np.where(instant, -1, on_ref(t, at + np.maximum(dur, 0)) - t0 - ts)
         call = ev["call"].astype(np.uint16)
         kind = np.where(instant, E.INSTANT, np.where(ev["kind"] == EV_REGION, E.REGION,
                                                       kind_of[np.minimum(call, len(kind_of) - 1)])).astype(np.uint8)
@@ -257,10 +318,10 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         comm = _comm_index(np.where(mpi, raw >> 32, COMM_UNKNOWN), comms, comm_index)
         reg = (ev["kind"] == EV_REGION)
         if np.any(reg):
-            names_here = per_image.get((pid, int(h["t0_ns"])), {})
+            names_here = per_image.get((os_pid, int(h["t0_ns"]), t.sent_by), {})
             glob = []
-            for local in range(int(call[reg].max()) + 1):
-                name = names_here.get(local, f"region {local}")
+            for i in range(int(call[reg].max()) + 1):
+                name = names_here.get(i, f"region {i}")
                 if name not in region_index:
                     region_index[name] = len(regions)
                     regions.append(name)
@@ -268,24 +329,66 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
             call = call.copy()
             call[reg] = np.array(glob, dtype=np.uint16)[call[reg]]
         n = len(ev)
-        cols = {"ts": ts, "dur": dur, "pid": np.full(n, pid, np.int32), "tid": np.full(n, int(h["tid"]), np.int32),
-                "rank": np.full(n, pid_rank[pid], np.int32), "kind": kind, "call": call, "file": f,
+        tid = pid if int(h["tid"]) == os_pid else int(h["tid"])      # a stand-in's main thread is its id too
+        cols = {"ts": ts, "dur": dur, "pid": np.full(n, pid, np.int32), "tid": np.full(n, tid, np.int32),
+                "rank": np.full(n, proc_rank[key], np.int32), "kind": kind, "call": call, "file": f,
                 "offset": ev["offset"].astype(np.int64), "nbytes": ev["bytes"].astype(np.int64),
                 "result": ev["result"].astype(np.int64), "peer": peer,
                 "tag": tag, "comm": comm}
         cols["offset"][instant | mpi] = -1
         if pid not in processes:
-            host = bytes(h["host"]).split(b"\0")[0].decode(errors="replace")
-            processes[pid] = E.Process(pid=pid, ppid=int(h["ppid"]), host=host, rank=pid_rank[pid])
+            ppid = int(h["ppid"])
+            processes[pid] = E.Process(pid=pid, ppid=ids.get((t.clock, ppid), ppid), host=t.host,
+                                       rank=proc_rank[key], os_pid=os_pid if pid != os_pid else -1)
         p = processes[pid]
         codes = call[instant]
         if np.any(codes == E.INSTANT_PROCESS_START):
             p.start_ns = int(ts[instant][codes == E.INSTANT_PROCESS_START][0])
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
-        tids[int(h["tid"])] = ""
+        tids[tid] = ""
         yield (E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped,
                         t.tracer_ns), reading)
+
+
+def _proc(t: ThreadFile) -> Tuple:
+    """A process of the trace: its node's clock and its pid (two nodes may give one pid)."""
+    return (t.clock, int(t.header["pid"]))
+
+
+def _ids(threads: List[ThreadFile]) -> Dict[Tuple, int]:
+    """Each process's id in Events: its pid, or for the second of two nodes' processes with one pid a
+    stand-in from PID_STAND_IN on (in the threads' order: rank 0's node's first)."""
+    ids: Dict[Tuple, int] = {}
+    used = set()
+    spare = PID_STAND_IN
+    for t in threads:
+        key = _proc(t)
+        if key in ids:
+            continue
+        pid = key[1]
+        if pid in used:
+            pid, spare = spare, spare + 1
+        ids[key] = pid
+        used.add(pid)
+    return ids
+
+
+def _clocks(threads: List[ThreadFile], proc_rank: Dict[Tuple, int]) -> C.Clocks:
+    """The trace's clocks (probes/interpose_clocks): rank 0's node is the reference (else this node's:
+    the files no other rank sent), each other one mapped by its ranks' SYNC events."""
+    procs: Dict[C.BootKey, Tuple[List[str], List[int]]] = {}
+    syncs: Dict[C.BootKey, List[C.Sync]] = {}
+    for t in threads:
+        hosts, ranks = procs.setdefault(t.clock, ([], []))
+        hosts.append(t.host)
+        ranks.append(proc_rank[_proc(t)])
+        if t.sync is not None and len(t.sync):
+            syncs.setdefault(t.clock, []).extend(C.syncs_of(t.sync, proc_rank[_proc(t)], t.ns_per_tick))
+    zero = [t.clock for t in threads if proc_rank[_proc(t)] == 0]
+    mine = [t.clock for t in threads if not t.sent_by]
+    ref = (zero or mine or [threads[0].clock])[0]
+    return C.align(procs, syncs, ref)
 
 
 COMM_UNKNOWN = 0xFFFFFFFF       # mpi.h's MPI_COMM_ID_UNKNOWN; 0 is MPI_COMM_WORLD

@@ -8,7 +8,9 @@ so that 10^7 events stay a few hundred MB and every step is vectorised. The Perf
 analysis (analysis/trace_patterns.py) read only this; none of them reads the binary files.
 
 Times are nanoseconds of the node's CLOCK_MONOTONIC, relative to ``t0_ns`` (the trace's
-start, itself on CLOCK_MONOTONIC; ``t0_unix_ns`` is the same instant on the wall clock).
+start, itself on CLOCK_MONOTONIC; ``t0_unix_ns`` is the same instant on the wall clock); with
+several nodes, of MPI world rank 0's node, the others' mapped onto it where their offsets were
+measured (probes/interpose_clocks.py says how, and the reader's ``Reading.clocks`` what was done).
 Rows are sorted by ``ts`` (then ``pid``, ``tid``) once built (``sort``). A reader may give a
 long trace as several ``Events`` (chunks sharing the same tables: each holds whole threads, or a
 time-ordered part of one thread whose earlier part came in an earlier chunk), so that the
@@ -71,6 +73,9 @@ COLUMNS = {
 
 @dataclass
 class Process:
+    """A process of the trace. ``pid`` is its id in the events: its pid, or, for the second of two
+    nodes' processes with one pid, a stand-in above Linux's pid_max (probes/interpose_events.py), its
+    pid then in ``os_pid``; ``shown_pid`` is the one to print."""
     pid: int
     ppid: int
     host: str
@@ -78,6 +83,11 @@ class Process:
     exe: str = ""
     start_ns: int = -1             # relative to t0_ns, -1 unknown
     end_ns: int = -1
+    os_pid: int = -1               # its pid on its node where ``pid`` stands in for it, else -1
+
+    @property
+    def shown_pid(self) -> int:
+        return self.os_pid if self.os_pid >= 0 else self.pid
 
 
 @dataclass

@@ -45,6 +45,9 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
                                      f"{len(node.reads)} reads, {node.cpu_s:.3g} s of CPU")
         if why:
             meta["no events"] = why
+        clocks = _clocks_said(reading)
+        if clocks:
+            meta["clocks"] = clocks
         # the recording's own cost: its events x the cost of one measured on this node, and its write-outs
         per_process: dict = {}
         for ev in events:
@@ -69,7 +72,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
     data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
-            "cost": cost}
+            "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
     if summary is None:
         run.findings.append(Finding(
             id="trace.recorded", status=FAIL, title="The trace could not be written: " + failed,
@@ -87,6 +90,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
                                  if dropped else "; nothing dropped")
             + (f"; {torn}" if torn else "")
             + (f". {ranks['said']}" if ranks else "")
+            + (f". {clocks[0].upper()}{clocks[1:]}" if clocks else "")
             + f". {cost_text(cost)}"
             + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
     run.findings.append(Finding(
@@ -98,6 +102,15 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
               "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
               **({"ranks": {k: v for k, v in ranks.items() if k != "said"}} if ranks else {}), **data}))
+
+
+def _clocks_said(reading) -> str:
+    """How the nodes' clocks were put on one time line (probes/interpose_clocks.py), where it matters: a trace
+    with MPI ranks or more than one node (one process's trace has one clock by construction)."""
+    c = reading.clocks if reading is not None else None
+    if c is None or not c.nodes or (len(c.nodes) == 1 and not any(n.ranks for n in c.nodes)):
+        return ""
+    return c.said()
 
 
 def gathered(where: str, wrapped, share) -> dict:

@@ -264,7 +264,9 @@ class _Writer:
             return
         self.pids[pid] = None
         name, fields = _process_name(pid, ev.processes.get(pid))
-        self.enc.raw(_track(_UUID_PROCESS | (pid & 0xFFFFFFF), _str(2, f"{name} pid {pid}"), _msg(3, fields)))
+        p = ev.processes.get(pid)
+        shown = p.shown_pid if p is not None else pid          # a stand-in id (two nodes, one pid) is not shown
+        self.enc.raw(_track(_UUID_PROCESS | (pid & 0xFFFFFFF), _str(2, f"{name} pid {shown}"), _msg(3, fields)))
 
     def chunk(self, ev: E.Events) -> None:
         if ev.t0_ns != self.first.t0_ns:
