@@ -38,7 +38,9 @@ fi
 site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
 lib=$(mktemp -d "${TMPDIR:-/tmp}/ceiling-ompi.XXXXXX")
 trap 'rm -rf "$lib"' EXIT
-cp -r "$site/ceiling" "$lib/"
+# -p: the modules keep their times, so their compiled .pyc files stay valid (else every rank of
+# every test compiles what it imports again: PYTHONDONTWRITEBYTECODE keeps it from being saved)
+cp -rp "$site/ceiling" "$lib/"
 # Open MPI refuses to start as root unless told.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "test-openmpi: $("$py" -c "from mpi4py import MPI; import mpi4py; print('mpi4py', mpi4py.__version__, '-', MPI.Get_library_version().rstrip(chr(0)).splitlines()[0])")"
