@@ -168,6 +168,14 @@ int mpi_world(mpi_h *comm, mpi_h *byte, int *rank, int *size) __attribute__((vis
  * does it (arg: an address inside the program's caller of MPI_Finalize). */
 int mpi_gather_wanted(void) __attribute__((visibility("hidden")));
 void mpi_gather_records(const char *text, size_t len, void *arg) __attribute__((visibility("hidden")));
+/* Wait for one MPI request (`test`: PMPI_Test): 1 done, 0 the test failed, -1 past `deadline`
+ * (CLOCK_MONOTONIC ns; the request is left behind). It spins for 20 us (an answer under way comes
+ * within a round trip, timed without a system call in between), then yields the CPU, then sleeps
+ * 20 us at a time: a waiting rank must not take the CPU from the ranks being served where ranks
+ * outnumber cores (4 ranks on 2 cores spinning throughout took 0.11 s in mpi_clock.c's sync, 2 ms
+ * so). */
+int mpi_wait(int (*test)(void *, int *, void *), uint64_t *req, uint64_t deadline)
+    __attribute__((visibility("hidden")));
 /* Every rank's `bytes` of `mine` into all (size x bytes) by an MPI_Iallgather on MPI_COMM_WORLD waited for
  * 30 s at most: 1 when every rank came, else 0 (`failed` said on stderr, the request left behind). */
 int mpi_agree(const void *mine, void *all, int bytes, void *caller, const char *failed)

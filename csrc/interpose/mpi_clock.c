@@ -35,16 +35,16 @@
  * Cost: rank 0's loop is SYNC_ROUNDS round trips per rank, twice per run,
  * all of it the tracer's own time on each rank. Measured (MPICH 4, shared
  * memory, a 2-core KVM guest, a program doing MPI_Init, MPI_Barrier,
- * MPI_Finalize; medians of 7 runs): 2 ranks 0.64 ms at MPI_Init (most of
- * it mpi_agree's 200 us polls) and 0.04 ms at MPI_Finalize, best round
- * trips 1.5 us; 4 ranks on the 2 cores 2.2 and 1.4 ms, round trips up to
- * 46 us; 8 ranks 5.7 and 6.2 ms, up to 88 us.
+ * MPI_Finalize; medians of 7 runs, the longest rank's): 2 ranks 0.18 ms at
+ * MPI_Init and 0.04 ms at MPI_Finalize, best round trips 1.5 us; 4 ranks on
+ * the 2 cores 1.7 and 2.7 ms (with other work on the machine; 1.4 ms at
+ * MPI_Finalize without), round trips up to 46 us; 8 ranks 5.7 and 6.2 ms,
+ * up to 88 us. (With mpi_agree's wait then a 200 us sleep per poll, 2 ranks
+ * took 0.64 ms at MPI_Init; mpi_wait spins and yields first.)
  */
 #define _GNU_SOURCE
-#include <sched.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include <sys/mman.h>
 #include "mpi.h"
 #include "mpi_trace.h"
@@ -74,31 +74,10 @@ static isend_fn isend;
 static irecv_fn irecv;
 static test_fn test;
 
-/* Wait for one request: 1 done, 0 failed or past the deadline (the request is left behind). It spins for
- * SPIN_NS (an answer under way comes within a round trip, timed without a system call in between), then
- * yields the CPU, then sleeps: a rank waiting for its turn must not take the CPU from the ranks being
- * served where ranks outnumber cores (4 ranks on 2 cores spinning throughout took 0.11 s at MPI_Init, 2 ms so). */
-#define SPIN_NS 20000
-#define YIELD_NS 1000000
+/* Wait for one request (mpi_gather.c's mpi_wait: spin, yield, sleep): 1 done, 0 failed or past the deadline. */
 static int wait_one(uint64_t *req, uint64_t deadline)
 {
-    _Alignas(16) char status[MPI_STATUS_BYTES];
-    const uint64_t start = ceil_ip_now_ns();
-    const struct timespec pause = {0, 20000};
-    for (;;) {
-        int done = 0;
-        if (test(req, &done, status) != 0)
-            return 0;
-        if (done)
-            return 1;
-        const uint64_t now = ceil_ip_now_ns();
-        if (now > deadline)
-            return 0;
-        if (now - start > YIELD_NS)
-            nanosleep(&pause, NULL);
-        else if (now - start > SPIN_NS)
-            sched_yield();
-    }
+    return mpi_wait(test, req, deadline) == 1;
 }
 
 /* Rank 0: SYNC_ROUNDS answers to each other rank in turn. 0 when one did not come. */

@@ -24,6 +24,7 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -77,6 +78,29 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+#define SPIN_NS 20000
+#define YIELD_NS 1000000
+int mpi_wait(int (*test)(void *, int *, void *), uint64_t *req, uint64_t deadline)
+{
+    _Alignas(16) char status[MPI_STATUS_BYTES];
+    const uint64_t start = ceil_ip_now_ns();
+    const struct timespec pause = {0, 20000};
+    for (;;) {
+        int done = 0;
+        if (test(req, &done, status) != 0)
+            return 0;
+        if (done)
+            return 1;
+        const uint64_t now = ceil_ip_now_ns();
+        if (now > deadline)
+            return -1;
+        if (now - start > YIELD_NS)
+            nanosleep(&pause, NULL);
+        else if (now - start > SPIN_NS)
+            sched_yield();
+    }
+}
+
 /* The first collective, with a deadline: a rank that never comes (its
  * ceiling did not wrap it, its runtime is off) must not hold the others in
  * MPI_Finalize forever. Once every rank has come, the rest is decided from
@@ -92,24 +116,13 @@ int mpi_agree(const void *mine, void *all, int bytes, void *caller, const char *
     mpi_h world, byte;
     int rank, size;
     uint64_t req[2] = {0, 0};          /* an MPI_Request: an int or a pointer */
-    _Alignas(16) char status[MPI_STATUS_BYTES];
     if (!iallgather || !test || !mpi_world(&world, &byte, &rank, &size)
         || iallgather(mine, bytes, byte, all, bytes, byte, world, req) != 0)
         return 0;
-    const uint64_t end = ceil_ip_now_ns() + (uint64_t)AGREE_S * 1000000000u;
-    const struct timespec pause = {0, 200000};
-    for (;;) {
-        int done = 0;
-        if (test(req, &done, status) != 0)
-            return 0;
-        if (done)
-            return 1;
-        if (ceil_ip_now_ns() > end) {
-            ceil_ip_say(failed, NULL);
-            return 0;
-        }
-        nanosleep(&pause, NULL);
-    }
+    const int got = mpi_wait(test, req, ceil_ip_now_ns() + (uint64_t)AGREE_S * 1000000000u);
+    if (got < 0)
+        ceil_ip_say(failed, NULL);
+    return got == 1;
 }
 
 /* The records to the lowest rank whose directory exists, unless they share one (every rank alike). */
