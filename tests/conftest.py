@@ -81,12 +81,15 @@ def pytest_terminal_summary(terminalreporter, config):
 # node and check what they measured. Under two workers' load these would race or wait longer,
 # not fail any more truly; elsewhere they are ordinary tests. `@pytest.mark.serial` adds one.
 SERIAL_MODULES = {"test_mpi_watchdog.py", "test_profile_srun.py", "test_run_e2e.py"}
-SERIAL_NAMES = re.compile(r"ctrl_c|signal|sigint|sigterm|interrupt|deadline|timeout|hang")
+# Words in a test function's name (not its parameters': "--node-timeout" in a bad option's id is no
+# wait); "hang" not in "change", "interrupted" and not a node's hardware "interrupts".
+SERIAL_NAMES = re.compile(r"ctrl_c|signal|sigint|sigterm|interrupted|keyboard_interrupt|deadline|timeout|(?<!c)hang")
 
 
 def _serial(item) -> bool:
     return (item.get_closest_marker("serial") is not None or "mpi_setup" in getattr(item, "fixturenames", ())
-            or item.path.name in SERIAL_MODULES or SERIAL_NAMES.search(item.name) is not None)
+            or item.path.name in SERIAL_MODULES
+            or SERIAL_NAMES.search(getattr(item, "originalname", item.name)) is not None)
 
 
 def pytest_collection_modifyitems(config, items):
