@@ -176,27 +176,11 @@ def _finish(p, pid):
 
 
 @needs_mpi
-def test_a_stopped_rank_ends_the_network_job_named_and_what_was_measured_is_kept(mpi_setup, tmp_path):
-    mark = uuid.uuid4().hex
-    p, out = _launch(mpi_setup, tmp_path, mark, "bench", "network")
-    t0 = time.monotonic()
-    pid = _stop_when(mark, 1, measuring, p)
-    stdout, stderr = _finish(p, pid)
-    assert p.returncode == StalledError.exit_code, stdout + stderr
-    assert time.monotonic() - t0 < 90
-    assert "Traceback" not in stderr, stderr
-    line = next(x for x in stderr.splitlines() if x.startswith("ceiling: rank 1 ("))
-    assert f"pid {pid}, stopped by SIGSTOP" in line and "did not answer within 5 s" in line, line
-    doc = json.loads(out.read_text())
-    assert doc["partial"] and doc["partial_reason"].startswith("rank 1 ("), doc["partial_reason"]
-    assert "PARTIAL RUN" in stdout
-
-
-@needs_mpi
-def test_a_waiting_rank_reports_to_rank_0_and_only_the_stopped_one_is_named(mpi_setup, tmp_path):
-    """Three ranks, rank 2 stopped: rank 1, waiting past its deadline, reports so over the
-    authenticated side channel, and rank 0 names rank 2 alone. Had rank 1's report been
-    dropped, rank 0 would have heard from no rank and said the channel may be blocked."""
+def test_a_stopped_rank_ends_the_network_job_named_and_only_it_with_what_was_measured_kept(mpi_setup, tmp_path):
+    """Three ranks, rank 2 stopped while measuring: the job ends at its deadline with rank 2 named,
+    what was measured kept (partial). Rank 1, waiting past its deadline, reports so over the
+    authenticated side channel, and rank 0 names rank 2 alone. Had rank 1's report been dropped,
+    rank 0 would have heard from no rank and said the channel may be blocked."""
     tmp, info = mpi_setup
     argv = list(info["argv4"])
     argv[argv.index("-n") + 1] = "3"
@@ -205,12 +189,19 @@ def test_a_waiting_rank_reports_to_rank_0_and_only_the_stopped_one_is_named(mpi_
     p = subprocess.Popen([*argv, sys.executable, "-m", "ceiling", "bench", "network", "--no-store",
                           "--node-timeout", TIMEOUT, "--save-json", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env(tmp, TEST_MARK=mark))
+    t0 = time.monotonic()
     pid = _stop_when(mark, 2, measuring, p)
     stdout, stderr = _finish(p, pid)
     assert p.returncode == StalledError.exit_code, stdout + stderr
+    assert time.monotonic() - t0 < 90
+    assert "Traceback" not in stderr, stderr
     line = next(x for x in stderr.splitlines() if x.startswith("ceiling: rank 2 ("))
-    assert f"pid {pid}, stopped by SIGSTOP" in line and "rank 1 (" not in line, line
+    assert f"pid {pid}, stopped by SIGSTOP" in line and "did not answer within 5 s" in line, line
+    assert "rank 1 (" not in line, line
     assert "no rank reported waiting" not in line and "side channel dropped" not in line, line
+    doc = json.loads(out.read_text())
+    assert doc["partial"] and doc["partial_reason"].startswith("rank 2 ("), doc["partial_reason"]
+    assert "PARTIAL RUN" in stdout
 
 
 @needs_mpi
