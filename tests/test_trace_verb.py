@@ -221,7 +221,10 @@ def test_a_static_program_gets_the_nodes_counters_alone_and_says_why(tmp_path):
 
 def test_ctrl_c_keeps_a_readable_trace_of_what_was_recorded(tmp_path):
     out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
-    script = f"dd if=/dev/zero of={tmp_path / 'out'} bs=4k count=100 2>/dev/null; echo go; sleep 60"
+    # "go" from the process that then sleeps: with `echo go; sleep 60` a Ctrl-C landing between the
+    # two (dash takes it, then starts sleep) left sleep running its 60 s in about one run in seven
+    sleeper = f"{sys.executable} -c 'import time; print(\"go\", flush=True); time.sleep(60)'"
+    script = f"dd if=/dev/zero of={tmp_path / 'out'} bs=4k count=100 2>/dev/null; exec {sleeper}"
     p = subprocess.Popen([sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json",
                           str(out), "--trace", str(pf), "--", "sh", "-c", script], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True,
