@@ -429,6 +429,7 @@ RANK0 = """
 import json, os, sys, time
 from ceiling.cluster import watchdog
 watchdog.ROOT_WAIT_S = 2.0
+watchdog.TICK_S = 0.25                         # its thread wakes 4 times a second: the wait below is 3.5 s
 
 class Comm:        # rank 0 of a job of two ranks on this host; the test stands in for rank 1
     def Get_rank(self): return 0
