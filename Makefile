@@ -22,18 +22,19 @@ $(VENV)/.installed: $(SOURCES) scripts/bootstrap.sh
 run: $(VENV)/.tool
 	$(VENV)/bin/ceiling run
 
-# The tests spread over one pytest-xdist worker per CPU (TEST_JOBS=auto; a number, or 0 for one
-# process), then those marked serial (they race or measure time: tests/conftest.py) run alone.
-# Both passes run; either failing fails the target (a pass that selects no test, exit 5, is no failure).
-# Plain `pytest` still runs everything in one process. Both passes keep pytest's rewritten test
-# modules in tests/__pycache__ even where PYTHONDONTWRITEBYTECODE is set: the second pass then
-# collects the suite without rewriting it again (about 10 s of CPU).
+# The tests in two passes (scripts/run-tests.sh says how): the parallel one over one pytest-xdist worker
+# per CPU (TEST_JOBS=auto; a number, or 0 for one process), then those marked serial, with the MPI tests
+# again under Debian's Open MPI beside them where it is installed. Plain `pytest` still runs everything
+# in one process. The passes keep pytest's rewritten test modules in tests/__pycache__ even where
+# PYTHONDONTWRITEBYTECODE is set: the second pass then collects the suite without rewriting it again
+# (about 10 s of CPU).
 TEST_JOBS ?= auto
 test: export PYTHONDONTWRITEBYTECODE =
+test: export TEST_JOBS := $(TEST_JOBS)
+test: export VENV := $(VENV)
+test: export PYTEST_ARGS := $(PYTEST_ARGS)
 test: $(VENV)/.installed
-	rc=0; $(VENV)/bin/python -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "not serial" $(PYTEST_ARGS) || \
-	{ r=$$?; [ $$r -eq 5 ] || rc=$$r; }; \
-	$(VENV)/bin/python -m pytest -q -m serial $(PYTEST_ARGS) || { r=$$?; [ $$r -eq 5 ] || rc=$$r; }; exit $$rc
+	scripts/run-tests.sh
 
 test-openmpi: $(VENV)/.installed
 	scripts/test-openmpi.sh
