@@ -122,14 +122,16 @@ int main(int argc, char **argv)
         qsort(fast_ns, nf, sizeof *fast_ns, cmp);
         qsort(slow_ns, ns, sizeof *slow_ns, cmp);
         qsort(all_ns, 500, sizeof *all_ns, cmp);
-        long long lost = 0, lost_all = 0;
+        long long lost = 0, lost_all = 0, slow_all = 0;
         for (int i = 0; i < ns; i++)
             lost += slow_ns[i] - fast_ns[nf / 2];
         for (int i = 0; i < 500; i++)           /* the figure said, as the program times its own calls */
-            if (all_ns[i] > 4 * all_ns[250])
+            if (all_ns[i] > 4 * all_ns[250]) {
                 lost_all += all_ns[i] - all_ns[250];
-        printf("fast_median_ns %lld\nslow_min_ns %lld\nlost_ns %lld\nlost_all_ns %lld\n", fast_ns[nf / 2],
-               slow_ns[0], lost, lost_all);
+                slow_all++;
+            }
+        printf("fast_median_ns %lld\nslow_min_ns %lld\nlost_ns %lld\nlost_all_ns %lld\nslow_all %lld\n",
+               fast_ns[nf / 2], slow_ns[0], lost, lost_all, slow_all);
     } else if (!strcmp(mode, "serialized")) {  /* compute, 0.25 s of 16 MiB writes (over 32 MiB), compute */
         busy(0.25);
         a = now_ns();
@@ -308,8 +310,10 @@ def test_fluctuating_writes_one_slow_call_in_ten(planted, tmp_path):
     f = found[0]
     d = f["data"]
     assert d["calls"] == 500 and d["bytes"] == 64 * 1024
-    # the 50 planted calls are slow (each at least 5x the median write, over the 4x said); noise may add some
-    assert 50 <= d["slow_calls"] <= 100, d
+    # the 50 planted calls are slow (each at least 5x the median write, over the 4x said); noise may add some:
+    # on a loaded host many more, which the program's own timing of its calls sees too (227 of 500 once)
+    (slow_all,), = printed["slow_all"]
+    assert 50 <= d["slow_calls"] <= max(100, slow_all + 25), (d, slow_all)
     lo, hi = phase_s(printed, t0)
     inside(f, lo, hi, 0.0)
     slow = [((a - t0) / 1e9, (b - t0) / 1e9) for a, b in printed["slow"]]
