@@ -162,7 +162,7 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
     """On a communicator from MPI_Comm_split (its ranks in another order than the world's), its
     MPI_Comm_dup and an intercommunicator between the halves: each send, receive (MPI_ANY_SOURCE
     too) and the Bcast's root are world ranks, and the profile counts the sends by world rank; the
-    MPI-IO calls name their file (the file table's path) and the byte where each starts: an
+    MPI-IO calls name their file (the file table's path; MPI_File_open's too) and the byte where each starts: an
     explicit offset, the individual pointer, a view's."""
     tmp, found = mpi_setup
     build_mpi(found, tmp, tmp_path, "comms", COMMS)
@@ -208,8 +208,9 @@ def test_peers_roots_and_mpi_io_files_are_named_on_every_communicator(mpi_setup,
         assert [ev.files[f] for f in io.file] == [path] * 4, (w, list(io.file), ev.files)
         assert list(zip(io.offset, io.nbytes)) == [(w * 100, 100), (1000 + w * 200, 50), (1050 + w * 200, 50),
                                                    (4096 + 40 * w, 16)], (w, list(io.offset))
-        meta = ev.select((ev.rank == w) & np.isin(ev.call, [CALL["MPI_File_seek"], CALL["MPI_File_close"]]))
-        assert [ev.files[f] for f in meta.file] == [path] * 2
+        meta = ev.select((ev.rank == w) & np.isin(ev.call, [CALL[f] for f in ("MPI_File_open", "MPI_File_seek",
+                                                                                "MPI_File_close")]))
+        assert [ev.files[f] for f in meta.file] == [path] * 3
 
 
 TWO_COMMS = r"""

@@ -224,9 +224,29 @@ void mpi_ev_status(mpi_h comm, const void *status)
     mpi_ev_p2p(comm, s[status_source_at], s[status_source_at + 1]);     /* MPI_SOURCE, MPI_TAG */
 }
 
+static void count_(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist);
+
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
 {
     ceil_ip_event_dur(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], ticks, 0, bytes, ev_peer_, ev_tag_);
+    count_(c, fn, ticks, bytes, hist);
+}
+
+uint64_t mpi_done_later(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
+{
+    const uint64_t t1 = ceil_ip_ticks();
+    count_(c, fn, ticks, bytes, hist);
+    return t1;
+}
+
+void mpi_event_ended(enum mpi_fn fn, uint64_t t1, uint64_t ticks, uint64_t bytes, uint32_t file, int64_t offset)
+{
+    ceil_ip_event_io(&ceil_mpi_module, (enum ceil_ip_call)fn_call[fn], t1 - ticks, t1, 0, bytes, (int32_t)file,
+                     offset);
+}
+
+static void count_(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
+{
     ev_peer_ = -1, ev_tag_ = -1, ev_comm_ = MPI_COMM_ID_UNKNOWN;
     mpi_fn_counters *f = &c->fn[fn];
     ceil_ip_add(&f->calls, 1);

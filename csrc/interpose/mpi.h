@@ -105,6 +105,13 @@ static inline int mpi_in_place(const void *buf) { return buf == (const void *)1 
  * histogram `hist` (-1: none). */
 void mpi_done(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
     __attribute__((visibility("hidden")));
+/* The same, for a call whose event needs what only the depth lowered can find (MPI_File_open: its file's
+ * record, which ceil_ip_block gives no module while the depth is raised): counted now, the end returned,
+ * and its event given after by mpi_event_ended, spanning what mpi_done's would have. */
+uint64_t mpi_done_later(mpi_counters *c, enum mpi_fn fn, uint64_t ticks, uint64_t bytes, int hist)
+    __attribute__((visibility("hidden")));
+void mpi_event_ended(enum mpi_fn fn, uint64_t t1, uint64_t ticks, uint64_t bytes, uint32_t file, int64_t offset)
+    __attribute__((visibility("hidden")));
 
 /* The trace: the next mpi_done's event names this peer (a rank of comm, recorded as its world rank:
  * on MPI_COMM_WORLD, MPI_COMM_SELF and every communicator mpi_comm.c tracked; -1 elsewhere) and tag;
@@ -150,8 +157,8 @@ void mpi_sendrecv_done(mpi_counters *c, enum mpi_fn fn, mpi_h comm, int dest, ui
 
 /* For the Fortran MPI-IO wrappers (mpi_io.c): a file opened under a
  * Fortran name (`len` characters, blank-padded, no NUL), as MPI_File_open
- * notes its handle; the file's record of a handle; a handle closed. */
-void mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks) __attribute__((visibility("hidden")));
+ * notes its handle (its file's record returned, 0 none); the file's record of a handle; a handle closed. */
+uint32_t mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks) __attribute__((visibility("hidden")));
 uint32_t mpi_io_file(mpi_h fh) __attribute__((visibility("hidden")));
 void mpi_io_closed(mpi_h fh) __attribute__((visibility("hidden")));
 

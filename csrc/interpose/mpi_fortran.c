@@ -631,8 +631,9 @@ CEIL_IP_EXPORT void mpi_f_sync_reg_(void *buf)
  * and later, ifx, flang, nvfortran) after ierror, which mpi_f08 passes too. */
 F_BOTH(mpi_file_open, (fint *comm, const char *name, fint *amode, fint *info, fint *fh, fint *ierr, size_t len),
        (comm, name, amode, info, fh, ierr, len),
-       mpi_done(c, FN_MPI_File_open, ticks, 0, -1);
-       if (*ierr == 0) mpi_io_opened(FILE_H(fh), name, len, ticks);)
+       const uint64_t t1 = mpi_done_later(c, FN_MPI_File_open, ticks, 0, -1);
+       mpi_event_ended(FN_MPI_File_open, t1, ticks, 0, *ierr == 0 ? mpi_io_opened(FILE_H(fh), name, len, ticks) : 0,
+                       -1);)
 
 /* MPI_File_close sets the Fortran handle to MPI_FILE_NULL: the C handle is taken first. */
 #define F_FILE_CLOSE(fn, IN, OUT)                                                                  \

@@ -17,9 +17,9 @@
  * the MPI_File * the program passed. At most MPI_IO_FILES handles are open
  * at once; more are counted in the totals only.
  *
- * The trace's event of each call but MPI_File_open names the file (files.c's
- * id, as the file table does; the open's event has none: the file's record
- * is found after the call is counted) and, for the data calls, the byte
+ * The trace's event of each call names the file (files.c's id, as the file
+ * table does; the open's is given after the call is counted, mpi_done_later,
+ * since the file's record can be found only then) and, for the data calls, the byte
  * offset where the call starts: an explicit offset's (_at forms) and the
  * individual file pointer's before the call (the others), each made bytes
  * through the view by PMPI_File_get_byte_offset (the first byte of the
@@ -72,16 +72,18 @@ static void files_drop(uintptr_t fh)
         }
 }
 
-void mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks)
+uint32_t mpi_io_opened(mpi_h fh, const char *name, size_t len, uint64_t ticks)
 {
     char path[4096];
     while (len > 0 && name[len - 1] == ' ')
         len--;
     if (len >= sizeof path)
-        return;
+        return 0;
     memcpy(path, name, len);
     path[len] = '\0';
-    files_put(fh, ceil_ip_file_named(path, CEIL_IP_API_MPIIO, ticks));
+    const uint32_t fid = ceil_ip_file_named(path, CEIL_IP_API_MPIIO, ticks);
+    files_put(fh, fid);
+    return fid;
 }
 
 uint32_t mpi_io_file(mpi_h fh) { return files_get(fh); }
@@ -139,9 +141,11 @@ MPI_EXPORT(MPI_File_open, (mpi_h comm, const char *name, int amode, mpi_h info, 
     const uint64_t t0 = ceil_ip_ticks();
     const int rc = PMPI_REAL(MPI_File_open)(comm, name, amode, info, fh);
     const uint64_t ticks = ceil_ip_ticks() - t0;
-    mpi_done(c, FN_MPI_File_open, ticks, 0, -1);
+    const uint64_t t1 = mpi_done_later(c, FN_MPI_File_open, ticks, 0, -1);
+    const uint32_t fid = rc == 0 && fh ? ceil_ip_file_named(name, CEIL_IP_API_MPIIO, ticks) : 0;
+    mpi_event_ended(FN_MPI_File_open, t1, ticks, 0, fid, -1);
     if (rc == 0 && fh)
-        files_put(*(uintptr_t *)fh, ceil_ip_file_named(name, CEIL_IP_API_MPIIO, ticks));
+        files_put(*(uintptr_t *)fh, fid);
     return rc;
 }
 
