@@ -2,11 +2,13 @@
 thread) over a steady span that leaves out its start (imports, first reads), as a share of one CPU,
 and its resident memory (VmRSS) sampled through the span, to see it flat.
 
-    .venv/bin/python benchmarks/monitor_cost.py [--interval 10] [--seconds 240] [--warmup 15]
+    .venv/bin/python benchmarks/monitor_cost.py [--interval 10] [--seconds 240] [--warmup 15] [--no-store]
 
 The monitor runs as users run it: history on (a temporary file), HTTP exporter on loopback, this node's
 Slurm cgroups (none here: a node with jobs reads a few more files per job). Prints one line per RSS
 reading and a summary; nothing is asserted (the goal, 0.5% of one CPU at 10 s, is the reader's check).
+--no-store runs it without the history, to tell SQLite's page cache (2 MiB by default, filled as the
+history grows) from the monitor's own memory.
 """
 import argparse
 import os
@@ -40,6 +42,8 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=10.0)
     ap.add_argument("--seconds", type=float, default=240.0)
     ap.add_argument("--warmup", type=float, default=15.0)
+    ap.add_argument("--no-store", action="store_true", help="no history: tells SQLite's page cache (2 MiB by "
+                    "default, filled as the history grows) from the monitor's own memory")
     a = ap.parse_args()
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -49,7 +53,8 @@ def main() -> int:
         # its lines to a file: a pipe read only at the end fills (64 KiB, ~380 lines) and blocks the monitor
         log = open(os.path.join(t, "out"), "w+")
         p = subprocess.Popen([sys.executable, "-m", "ceiling", "monitor", "--interval", f"{a.interval:g}",
-                              "--db", os.path.join(t, "h.db"), "--listen", f"127.0.0.1:{port}"],
+                              *(["--no-store"] if a.no_store else ["--db", os.path.join(t, "h.db")]),
+                              "--listen", f"127.0.0.1:{port}"],
                              stdout=log, stderr=subprocess.STDOUT, text=True)
         time.sleep(a.warmup)
         c0, w0 = cpu_s(p.pid), time.monotonic()
