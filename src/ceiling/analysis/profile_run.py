@@ -11,7 +11,8 @@ the chain of the profile's analysis steps, each a function of what came before.
    skipped, processes that wrote no record.
 4. Per file (profile_files.py), the program's rates against this node's ceilings
    (profile_ceilings.py: the history, or a quick measurement the caller allows), then the
-   hardware counters' verdict on time on a CPU (profile_counters.py), then what watching cost.
+   hardware counters' verdict on time on a CPU (profile_counters.py), memory on other NUMA nodes
+   than its threads (profile_numa.py), then what watching cost.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..probes import interpose_record
 from ..probes.interpose_lines import File, Record
 from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
-from . import profile_counters, profile_files
+from . import profile_counters, profile_files, profile_numa
 from .profile import Rusage, conclude, intercepted_calls, io_calls, launchers
 from .profile_ceilings import compare, memory_traffic
 from .profile_mpi import conclude as mpi_conclude, launcher_pids
@@ -102,6 +103,7 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
         breakdown["quick_ceilings"] = dict(quick.ceilings)
     if (breakdown.get("counters_verdict") or {}).get("bound"):
         findings.append(profile_counters.finding(breakdown["counters_verdict"]))
+    findings.extend(profile_numa.remote_memory(sampled, history))
     busiest = max((intercepted_calls([r]) + intercepted_calls([r], ("mpi",)) for r in own), default=0)
     overhead = watching_cost(part.cost, breakdown, wall, intercepted_calls(records),
                              intercepted_calls(records, ("mpi",)), busiest)

@@ -32,6 +32,11 @@ its last values) and its threads alive, from its start (0 CPU). At most ``SERIES
 a process: past it every other point is let go, so a long run keeps a coarser series, never a
 growing one (the values are cumulative: a coarser series is still exact at its points).
 
+Where the node has more than one NUMA node: each thread's CPU time per node (the node of the CPU it
+was on at each sample takes the CPU time since the one before), and each process's private memory
+per node from /proc/PID/numa_maps (probes/numa_maps.py: at most every 10 s a process, each read
+timed, since it holds the process's mmap lock), for analysis/profile_numa.py.
+
 Cost: one sample reads three small files per thread and two per process. The
 sampler measures its own CPU time and stretches its interval so that its CPU
 time since the start stays under ``BUDGET`` of one CPU (128 threads at 10 Hz
@@ -46,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..sysfs import parse_cpulist, stat_fields
+from . import numa_maps
 
 BUDGET = 0.01            # at most this share of one CPU spent sampling
 SERIES_POINTS = 4096     # points kept a process in Sampled.series (halved past it)
@@ -67,6 +73,7 @@ class ThreadSample:
     with_children_s: float = 0.0         # over intervals that began with a child of its process alive: seconds,
     with_children_on_s: float = 0.0      # ... on a CPU then (the same clock as on_cpu_s, else user + system),
     with_children_runq_s: float = 0.0    # ... and waiting for a CPU then
+    cpu_by_node: Dict[int, float] = field(default_factory=dict)   # NUMA node -> CPU s there (several nodes only)
 
 
 @dataclass
@@ -83,6 +90,7 @@ class ProcessSample:
     start_ticks: int = 0                 # stat's starttime: the same process, not a reused pid
     left: bool = False                   # left the tree alive (orphaned, reparented): no one in it waited for it
     cpus_allowed: List[int] = field(default_factory=list)   # Cpus_allowed_list at its latest sample
+    numa: Optional[numa_maps.Placement] = None   # its private memory per NUMA node, latest read (several nodes)
 
 
 @dataclass
@@ -100,14 +108,21 @@ class Sampled:
     runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
     # per process over time: (monotonic s, CPU s of its threads so far, threads alive), from its start
     series: Dict[int, List[Tuple[float, float, int]]] = field(default_factory=dict)
+    numa_nodes: int = 0                  # NUMA nodes with CPUs: numa_maps read and CPU time per node kept where > 1
 
 
 class ProcSampler:
     """Samples ``pid`` and its descendants every ``interval_s`` on a thread of its own."""
 
-    def __init__(self, pid: int, interval_s: float = 0.1, proc: str = "/proc"):
+    def __init__(self, pid: int, interval_s: float = 0.1, proc: str = "/proc",
+                 cpu_node: Optional[Dict[int, int]] = None):
+        """``cpu_node``: CPU -> NUMA node (default: /sys's, where ``proc`` is /proc; none elsewhere)."""
         self.pid, self.interval_s, self.proc = pid, interval_s, proc
         self.out = Sampled(interval_s=interval_s)
+        if cpu_node is None:
+            cpu_node = numa_maps.cpu_nodes() if proc == "/proc" else {}
+        self.cpu_node = cpu_node
+        self.out.numa_nodes = len(set(cpu_node.values()))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ceiling-sampler", daemon=True)
         self._boot = _boot_monotonic()
@@ -233,6 +248,15 @@ class ProcSampler:
             self._thread_sample(pid, tid, now)
         if p is not None:
             self._series(pid, now, len(tids))
+            if self.out.numa_nodes > 1:
+                self._numa(p, now)
+
+    def _numa(self, p: ProcessSample, now: float) -> None:
+        """Its numa_maps once it is ``FIRST_S`` old, then at most every ``EVERY_S``."""
+        age = now - (p.start_ticks / TICK - self._boot) if p.start_ticks else now
+        if age < numa_maps.FIRST_S or (p.numa is not None and now - p.numa.at_s < numa_maps.EVERY_S):
+            return
+        p.numa = numa_maps.read(self.proc, p.pid, p.numa, now) or p.numa
 
     def _series(self, pid: int, now: float, alive: int) -> None:
         pts = self.out.series.get(pid)
@@ -271,6 +295,9 @@ class ProcSampler:
         except (OSError, ValueError):
             self.out.schedstat = False
         self._cpu_sum[pid] = self._cpu_sum.get(pid, 0.0) + max(0.0, _cpu(t) - was)
+        if self.out.numa_nodes > 1 and len(fields) > 36:      # field 39, processor: the CPU it was last on
+            node = self.cpu_node.get(int(fields[36]), -1)
+            t.cpu_by_node[node] = t.cpu_by_node.get(node, 0.0) + max(0.0, _cpu(t) - was)
         if before is not None and self._had_children.get(pid):
             t.with_children_s += now - before[0]
             t.with_children_on_s += max(0.0, _cpu(t) - before[1])
