@@ -74,3 +74,38 @@ def test_roofline_point_from_stated_work():
     assert any(ln.startswith("roofline: intensity 4") and "memory roof" in ln for ln in E.lines(r))
     none = E.efficiency({"flops": 1e9, "memory": 1e9}, 1.0, {}, lambda prefix: [])["roofline"]
     assert "roof" not in none and "ceiling bench" in none["why_no_roof"]
+
+
+def _html(tmp_path, capsys, *args):
+    out = tmp_path / "model.html"
+    assert cli.main(["model", *args, "--db", str(tmp_path / "h.db"), "--html", str(out)]) == 0
+    printed = capsys.readouterr().out
+    return printed, out.read_text(encoding="utf-8")
+
+
+def test_html_page_has_the_workload_under_the_roof_it_is_bound_by(tmp_path, capsys):
+    printed, page = _html(tmp_path, capsys, "--flops", "2.4e12", "--memory-bytes", "600GB", "--time", "20s",
+                          "--peak", "flops=1Tflop/s", "--peak", "memory=100GB/s")
+    assert "roofline: intensity 4" in printed                         # the terminal's lines are printed too
+    assert 'data-line="workload 4.00 flop/B, 120 Gflop/s: 30% of the memory roof"' in page
+    assert 'data-line="memory 100 GB/s"' in page and 'data-line="compute 1000 Gflop/s"' in page
+    assert "memory-bound at its intensity, at 30.0% of the roof above it (400 Gflop/s)" in page
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--flops", "1e9", "--time", "1s", "--peak", "flops=1Tflop/s"], "needs both <code>--flops</code>"),
+    (["--flops", "1e9", "--memory-bytes", "1GB", "--time", "1s"], "No roofline drawn: a peak is unknown"),
+])
+def test_html_page_without_a_point_says_what_would_give_it(tmp_path, capsys, args, words):
+    _, page = _html(tmp_path, capsys, *args)
+    assert words in page and "<svg" not in page
+
+
+def test_html_to_a_path_that_cannot_be_written_is_one_line_after_the_result(tmp_path, capsys):
+    code = cli.main(["model", "--flops", "1e9", "--time", "1s", "--db", str(tmp_path / "h.db"),
+                     "--html", str(tmp_path / "no" / "such" / "dir" / "m.html")])
+    out, err = capsys.readouterr()
+    assert code == 4 and out.startswith("flops: W = ")
+    assert [ln for ln in err.splitlines() if ln.startswith("ceiling:")] == [
+        f"ceiling: cannot write the HTML report to {tmp_path}/no/such/dir/m.html: No such file or directory"]

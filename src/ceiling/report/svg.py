@@ -351,6 +351,7 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
                 continue
             pts[-1].append((sx(float(x)), sy(float(y))))
         d = ' stroke-dasharray="6 4"' if dash else ""
+        out.append(f'<g data-line="{esc(label)}">')        # the line's parts, found by its label (tests, readers)
         for seg in pts:
             if len(seg) > 1:
                 p = " ".join(f"{_f(a)},{_f(b)}" for a, b in seg)
@@ -360,6 +361,7 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
             for seg in pts:
                 for a, b in seg:
                     out.append(_marker(shape, a, b, color))
+        out.append("</g>")
     out.append("</svg>")
     return "\n".join(out)
 
@@ -546,6 +548,11 @@ def roofline(compute: Sequence[Tuple[str, float, bool]], bandwidth: Sequence[Tup
     lo_e, hi_e = LOG_EXPONENTS["log2"]
     xlo = 2.0 ** max(lo_e, min(-3, math.floor(min(knees) - 2)))
     xhi = 2.0 ** min(hi_e, max(6, math.ceil(max(knees) + 2)))
+    # the points marked stay inside: a workload of 133 flop/B is drawn over the compute roof, not off the plot
+    xs = [x for _, x, _ in ridges if drawable(x, "log2")]
+    if xs:
+        xlo = min(xlo, 2.0 ** max(lo_e, math.floor(math.log2(min(xs)) - 1)))
+        xhi = max(xhi, 2.0 ** min(hi_e, math.ceil(math.log2(max(xs)) + 1)))
     lines: List[Line] = []
     color = iter(PALETTE)
     for label, b, measured in bandwidth:

@@ -1,8 +1,9 @@
 """``ceiling model``: E = W / P for a workload the user describes (analysis/efficiency.py): the
 quantities it moved or computed (``--net-bytes``, ``--read-bytes``, ``--write-bytes``,
 ``--memory-bytes``, ``--flops``) and the time it took (``--time``), against this node's measured
-ceilings from the history or the peaks the user gives (``--peak network=100GbE``). Runs nothing;
-reads the history only."""
+ceilings from the history or the peaks the user gives (``--peak network=100GbE``); ``--html FILE``
+the same as a page with the workload on the roofline (report/html_model.py). Runs nothing; reads
+the history only."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +38,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="a peak to use instead of the history's: network=100GbE, memory=200GB/s, flops=3Tflop/s "
                         "(subsystems: network, read, write, memory, flops)")
     g.add_argument("--json", action="store_true", help="the result as JSON")
+    g.add_argument("--html", metavar="FILE", help="also write the result as a self-contained HTML page, with the "
+                   "workload on this node's roofline where --flops and --memory-bytes are both given")
     g.add_argument("--db", metavar="PATH", help="the history to read the node's ceilings from")
 
 
@@ -96,6 +99,10 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         print()
     else:
         print("\n".join(lines(result)))
+    if args.html:                 # after the result is printed: a path that cannot be written loses nothing
+        from .. import __version__
+        from ..report import html_model
+        html_model.write(result, lines(result), __version__, args.html)
     return 0
 
 
