@@ -421,9 +421,11 @@ class Store:
         self._in_transaction("BEGIN IMMEDIATE", save)
         return study.study_id
 
-    def save_probe(self, rows: Sequence[Sequence], retain_before: Optional[float] = None) -> int:
-        """Store probe windows (store_probe.COLUMNS each) and drop those that ended before
-        ``retain_before``, in one transaction; how many were dropped."""
+    def save_probe(self, rows: Sequence[Sequence], retain_before: Optional[float] = None,
+                   downsample_before: Optional[float] = None) -> int:
+        """Store probe windows (store_probe.COLUMNS each), drop those that ended before ``retain_before``
+        and merge the rows' probe's windows that ended before ``downsample_before`` into hourly ones
+        (store_probe.downsample), in one transaction; how many were dropped."""
         if self.readonly:
             raise PathError(f"{self.path} was opened for reading only: probe windows not saved")
         gone = [0]
@@ -432,6 +434,9 @@ class Store:
             store_probe.save(db, rows)
             if retain_before is not None:
                 gone[0] = store_probe.prune(db, retain_before)
+            if downsample_before is not None:
+                for host, directory in sorted({(r[0], r[1]) for r in rows}):
+                    store_probe.downsample(db, host, directory, downsample_before)
         self._in_transaction("BEGIN IMMEDIATE", work)
         return gone[0]
 

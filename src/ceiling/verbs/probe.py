@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from ..errors import BadValueError
+from ..errors import BadValueError, PathError, UsageError
 from ..units import parse_count, parse_seconds, parse_size
 
 NAME = "probe"
@@ -31,7 +31,7 @@ EPILOG = ("The data file and pool are kept in DIR/ceiling-probe-HOST between run
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", required=True, metavar="DIR", help="a directory on the file system to probe")
+    p.add_argument("--dir", metavar="DIR", help="a directory on the file system to probe (needed but with --report)")
     p.add_argument("--data-size", metavar="SIZE",
                    help="the data file the 1 MiB reads and writes land in (default 4G where the file system takes "
                         "O_DIRECT, else min(2 x RAM, 10%% of the free space); at least 1M)")
@@ -52,11 +52,20 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "with none, this run's first hour, marked")
     p.add_argument("--retain", default="90d", metavar="DURATION",
                    help="keep this long of probe windows in the history (default 90d)")
+    p.add_argument("--full", default="1d", metavar="DURATION",
+                   help="keep every window this long; older ones are merged into one per hour and operation "
+                        "(default 1d)")
     p.add_argument("--listen", default="127.0.0.1:9464", metavar="ADDR:PORT",
                    help="serve Prometheus metrics here (default 127.0.0.1:9464; ':9464' for every address; off)")
     p.add_argument("--textfile", metavar="DIR", help="also write DIR/ceiling_probe.prom for node_exporter's textfile "
                    "collector, atomically, after each iteration")
     p.add_argument("--clean", action="store_true", help="remove this host's probe directory in --dir, and stop")
+    p.add_argument("--report", nargs="*", metavar="HISTORY",
+                   help="probe nothing: read these nodes' histories (each node's own file; default --db's) and show "
+                        "each node's factors and the windows where the file system was slow for all of them or one "
+                        "node alone")
+    p.add_argument("--since", default="7d", metavar="DURATION", help="--report: the last DURATION (default 7d)")
+    p.add_argument("--json", action="store_true", help="--report: the result as JSON")
     p.add_argument("--seed", type=int, default=None, help=argparse.SUPPRESS)
 
 
@@ -72,6 +81,10 @@ def _threshold(text: str) -> float:
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..bench import fsprobe_dir
+    if args.report is not None:
+        return _report(args)
+    if not args.dir:
+        raise UsageError("probe: give --dir DIR, a directory on the file system to probe (or --report)")
     if args.clean:
         kept = fsprobe_dir.clean(args.dir)
         if kept:
@@ -89,6 +102,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     threshold = _threshold(args.threshold)
     baseline_s = parse_seconds(args.baseline, what="--baseline", low=60, high=3650 * 86400) or 0.0
     retain_s = parse_seconds(args.retain, what="--retain", low=60, high=3650 * 86400) or 0.0
+    full_s = parse_seconds(args.full, what="--full", low=60, high=3650 * 86400) or 0.0
     from ..report import prometheus
     from ..results.store import Store
     listen = prometheus.parse_listen(args.listen)
@@ -96,7 +110,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         from ..bench.fsprobe import OPS
         exporter = prometheus.Exporter(listen, args.textfile, OPS)      # a port in use fails before any preparation
         store = Store(args.db, readonly=args.no_store)
-        rec = _Recorder(store, socket.gethostname(), os.path.realpath(pd.path), args.no_store, retain_s)
+        rec = _Recorder(store, socket.gethostname(), os.path.realpath(pd.path), args.no_store, retain_s, full_s)
         history = rec.baseline(baseline_s)
         if not data_size:
             data_size, why = pd.default_size()
@@ -162,9 +176,11 @@ class _Stop:
 class _Recorder:
     """The history's side of the probe: its baseline, and each window's rows (with retention)."""
 
-    def __init__(self, store, host: str, directory: str, off: bool, retain_s: float):
+    def __init__(self, store, host: str, directory: str, off: bool, retain_s: float, full_s: float = 86400.0):
         self.store, self.host, self.dir, self.off, self.retain_s = store, host, directory, off, retain_s
+        self.full_s = full_s
         self.failed = False
+        self.tidied = -1.0          # the hour of the last downsampling: once an hour is enough
 
     def baseline(self, span_s: float) -> Dict[str, float]:
         got = self.store.probe_baseline(self.host, self.dir, time.time() - span_s)
@@ -176,8 +192,11 @@ class _Recorder:
         from ..errors import CeilingError
         rows = [(self.host, self.dir, w.op, w.start, w.end, w.n, w.errors, w.median_s, w.p99_s, w.baseline_s,
                  w.baseline_kind, w.slowdown) for w in windows]        # store_probe.COLUMNS
+        now = time.time()
+        hour = now // 3600
         try:
-            self.store.save_probe(rows, time.time() - self.retain_s)
+            self.store.save_probe(rows, now - self.retain_s, now - self.full_s if hour != self.tidied else None)
+            self.tidied = hour
         except CeilingError as e:          # the probe goes on; said once
             if not self.failed:
                 print(f"ceiling probe: windows not recorded in the history: {e}", file=sys.stderr, flush=True)
@@ -286,3 +305,41 @@ def _line(stamp: str, w, threshold: float) -> str:
     finding = f"  FINDING: above {threshold:g}x" if w.above(threshold) else ""
     return (f"{stamp} {w.op:<9} n={w.n}{err} median {_ms(w.median_s)} p99 {_ms(w.p99_s)} "
             f"slowdown {factor}{mark}{finding}")
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``--report``: the histories read (each one that cannot be is one line; none read is an error), their
+    windows over ``--since`` set side by side (analysis/slowdown.across_nodes)."""
+    import json
+
+    from ..analysis.slowdown import across_lines, across_nodes
+    from ..errors import CeilingError
+    from ..results.store import Store
+    since = parse_seconds(args.since, what="--since", low=60, high=3650 * 86400) or 0.0
+    threshold = _threshold(args.threshold)
+    paths = args.report or [args.db]
+    rows, read = [], 0
+    for path in paths:
+        if path and not os.path.isfile(path):
+            print(f"ceiling probe: {path}: no such file; left out", file=sys.stderr)
+            continue
+        try:
+            store = Store(path, readonly=True)
+            try:
+                got = store.probe_windows()
+            finally:
+                store.close()
+        except CeilingError as e:
+            said = str(e) if path and path in str(e) else f"{path or 'the history'}: {e}"
+            print(f"ceiling probe: {said}; left out", file=sys.stderr)
+            continue
+        read += 1
+        rows += [r for r in got if r[4] >= time.time() - since]
+    if not read:
+        raise PathError("probe --report: no history could be read")
+    res = across_nodes(rows, threshold)
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print("\n".join(across_lines(res)))
+    return 0
