@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 import subprocess
 import sys
 import time
