@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import PathError, UsageError
+from ..errors import BadValueError, PathError, UsageError
 from ..units import parse_seconds
 
 NAME = "monitor"
@@ -54,6 +54,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--textfile", metavar="DIR", help="also write DIR/ceiling_monitor.prom for node_exporter's "
                    "textfile collector, atomically, after each sample")
     p.add_argument("--slurm-root", default="/", metavar="DIR", help=argparse.SUPPRESS)   # a recorded tree (tests)
+    g = p.add_argument_group("report (samples nothing: reads the history)")
+    g.add_argument("--report", action="store_true", help="the node's (or --job's) time line in 10-minute segments, "
+                   "the jobs of those minutes compared, and the probe's slowdown over the same minutes")
+    g.add_argument("--job", metavar="ID", help="--report: this job (a Slurm job id, or cmd-PID of monitor -- CMD)")
+    g.add_argument("--since", default="1d", metavar="DURATION", help="--report: the last DURATION (default 1d)")
+    g.add_argument("--until", metavar="DURATION", help="--report: up to DURATION ago (default now)")
+    g.add_argument("--threshold", default="3", metavar="X",
+                   help="--report: a probe factor above X is the file system slow (default 3)")
+    g.add_argument("--html", metavar="FILE", help="--report: also as a self-contained HTML page with its plots")
+    g.add_argument("--json", action="store_true", help="--report: the result as JSON")
 
 
 def shared_fs(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[str]:
@@ -70,6 +80,8 @@ def shared_fs(path: str, mountinfo: str = "/proc/self/mountinfo") -> Optional[st
 
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
+    if args.report:
+        return _report(args)
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -355,3 +367,38 @@ def _line(wall: float, r: Dict[str, float], jobs: int) -> str:
         parts.append(f"load {r['load.1']:.2f}")
     parts.append(f"jobs {jobs}")
     return " | ".join(parts)
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``--report``: the history read (for reading only), analysis/monitor_report.py's report printed."""
+    import json
+
+    from ..analysis import monitor_report
+    from ..results.store import Store
+    if args.command:
+        raise UsageError("monitor: --report reads the history; it runs no command")
+    since = parse_seconds(args.since, what="--since", low=60, high=3650 * 86400) or 86400.0
+    until = parse_seconds(args.until, what="--until", low=0, high=3650 * 86400) if args.until else 0.0
+    try:
+        threshold = float(args.threshold)
+    except ValueError:
+        raise BadValueError(f"--threshold {args.threshold!r}: not a number") from None
+    if not threshold > 1:
+        raise BadValueError(f"--threshold {args.threshold!r}: must be above 1 (a slowdown factor)")
+    if args.db and not os.path.isfile(args.db):
+        raise PathError(f"--db {args.db}: no such file")
+    now = time.time()
+    with Store(args.db, readonly=True) as store:
+        res = monitor_report.report(store.monitor_samples(), store.monitor_jobs(), store.probe_windows(),
+                                    now - since, now - (until or 0.0), args.job, threshold)
+    if res.get("error"):
+        raise UsageError(f"monitor --report: {res['error']} (the jobs it has: ceiling monitor --report)")
+    if args.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print("\n".join(monitor_report.lines(res)))
+    if args.html:
+        from .. import __version__
+        from ..report import html_monitor
+        html_monitor.write(res, monitor_report.lines(res), __version__, args.html)
+    return 0
