@@ -2,6 +2,8 @@
 loopback and its HTTP API returns a node series and the Slurm job series of a recorded cgroup tree; a
 job whose cgroup goes is gone from the next scrape (bounded cardinality); Debian's
 ``prometheus-node-exporter`` reads the monitor's textfile. No timing figure is asserted."""
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from prometheus_servers import (get, needs_node_exporter, needs_prometheus, node
 from test_probe_prometheus import ENV
 
 FIX = Path(__file__).parent / "fixtures" / "slurm_cgroups"
+REPO = Path(__file__).parent.parent
 
 
 @pytest.fixture
@@ -44,6 +47,23 @@ def test_prometheus_scrapes_a_node_series_and_a_job_series(running_monitor, tmp_
                                                                                ("4243", 1048576.0)}
         cpus = query("ceiling_monitor_job_cpus")
         assert {r["metric"]["job_id"]: float(r["value"][1]) for r in cpus} == {"4242": 4.0, "4243": 5.0}
+        # every panel of the monitor's Grafana dashboard runs its PromQL here: it returns series wherever the
+        # monitor exports its metric on this node (PSI, a disk, a network interface may be absent); the probe's
+        # panel runs (its series come with a probe: test_probe_prometheus checks that expression)
+        page = get(f"http://127.0.0.1:{port}/metrics")
+        dash = json.loads((REPO / "dashboards" / "ceiling-monitor.json").read_text())
+        assert len(dash["panels"]) >= 10
+        for panel in dash["panels"]:
+            for t in panel["targets"]:
+                expr = t["expr"].replace("$__rate_interval", "15s").replace("$instance", ".*")
+                metric = re.search(r"(ceiling_\w+)", expr).group(1)
+                if metric.startswith("ceiling_probe_") or metric.removesuffix("_total") + "{" not in page \
+                        and metric + "{" not in page:
+                    query(expr)                                   # valid PromQL, whatever it returns here
+                    continue
+                got = wait_for(lambda: query(expr), 60, f"panel {panel['title']!r}: {expr}")
+                if "job" in metric:
+                    assert {r["metric"]["job_id"] for r in got} == {"4242", "4243"}, (panel["title"], got)
 
 
 @needs_node_exporter
