@@ -109,3 +109,13 @@ def test_html_to_a_path_that_cannot_be_written_is_one_line_after_the_result(tmp_
     assert code == 4 and out.startswith("flops: W = ")
     assert [ln for ln in err.splitlines() if ln.startswith("ceiling:")] == [
         f"ceiling: cannot write the HTML report to {tmp_path}/no/such/dir/m.html: No such file or directory"]
+
+
+def test_the_flops_peak_is_this_nodes_measured_flops_dp_node_from_the_history():
+    # ceiling bench compute stores flops.dp.node (the widest ISA) and flops.dp.node.<isa>: the best of the newest
+    rows = [("flops.dp.node", 95.0, "Gflop/s", "2026-11-20T10:00:00Z", "run-new"),
+            ("flops.dp.node.avx2", 60.0, "Gflop/s", "2026-11-20T10:00:00Z", "run-new"),
+            ("flops.dp.node", 120.0, "Gflop/s", "2026-10-01T10:00:00Z", "run-old")]
+    r = E.efficiency({"flops": 9.5e9}, 1.0, {}, lambda prefix: [x for x in rows if x[0].startswith(prefix)])
+    (row,) = r["rows"]
+    assert row["peak"] == 95e9 and row["efficiency"] == pytest.approx(0.1) and "flops.dp.node" in row["peak_source"]

@@ -18,7 +18,7 @@ Row = Tuple[str, Optional[float], str, str, str]     # name, value, unit, starte
 
 # subsystem: (what it is, the unit of its rate, the history's prefix, to the rate's unit, how to measure it)
 SUBSYSTEMS = {
-    "flops": ("floating-point operations", "flop/s", "peak_fma_dp", 1e9, "ceiling bench compute"),
+    "flops": ("floating-point operations", "flop/s", "flops.dp.node", 1e9, "ceiling bench compute"),
     "memory": ("memory traffic", "B/s", "stream.triad", 1e9, "ceiling bench memory"),
     "read": ("storage reads", "B/s", "storage.seq.read.", 1e9, "ceiling bench storage"),
     "write": ("storage writes", "B/s", "storage.seq.write.", 1e9, "ceiling bench storage"),
