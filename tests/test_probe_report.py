@@ -61,7 +61,8 @@ def test_windows_past_full_are_merged_per_hour_and_the_baseline_stays(tmp_path):
         assert w[11] == pytest.approx(w[7] / w[9])
     for op in OPS:                                     # 1% noise: the median of hourly medians moves < 0.5%
         assert after[op][0] == pytest.approx(before[op][0], rel=0.005), (op, before[op], after[op])
-        assert before[op][1] == 30 * 60 + (op == "read") * 0 and after[op][1] == 20 + 10 * 60 + (op == "read")
+        # windows counted: 30 h of minutes before; 20 merged hours, 10 h of minutes and the saved one after
+        assert before[op][1] == 30 * 60 and after[op][1] == 20 + 10 * 60 + (op == "read")
     assert min(w[3] for w in kept) >= t0 + 4 * H       # retention still drops (a merged hour ends at 5 H)
 
 

@@ -110,13 +110,14 @@ def report(samples: Sequence[Sequence], jobs: Sequence[Sequence], windows: Seque
                 "mean": {f: float(np.mean(v)) for f, v in figs.items()},
                 "max": {f: float(np.max(v)) for f, v in figs.items()},
                 "probe": probe.get(s, {})})
+    per_job: Dict[str, Dict[str, List[Tuple[float, float]]]] = {}     # job -> metric -> (step, value): one pass
+    for _, j, metric, _, step, value in samples:
+        if j:
+            per_job.setdefault(j, {}).setdefault(metric, []).append((step, value))
     for j in known:
-        rows = [s for s in samples if s[1] == j[1]]
-        if not rows:
+        by = per_job.get(j[1])
+        if not by:
             continue
-        by: Dict[str, List[Tuple[float, float]]] = {}
-        for _, _, metric, _, step, value in rows:
-            by.setdefault(metric, []).append((step, value))
         out["jobs"].append({
             "id": j[2], "key": j[1], "user": j[5], "first": j[7], "last": j[8],
             "cpu_busy_mean": float(np.mean([v for _, v in by["cpu_busy"]])) if "cpu_busy" in by else None,

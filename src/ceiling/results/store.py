@@ -469,9 +469,10 @@ class Store:
                 store_monitor.downsample(db, host, downsample_before)
         self._in_transaction("BEGIN IMMEDIATE", work)
 
-    def monitor_samples(self, host: Optional[str] = None, job: Optional[str] = None) -> List[tuple]:
+    def monitor_samples(self, host: Optional[str] = None, job: Optional[str] = None,
+                        since: Optional[float] = None, until: Optional[float] = None) -> List[tuple]:
         try:
-            return store_monitor.samples(self._db, host, job)
+            return store_monitor.samples(self._db, host, job, since, until)
         except sqlite3.Error as e:
             raise self._error(e) from None
 

@@ -83,15 +83,15 @@ def downsample(db: sqlite3.Connection, host: str, before: float) -> int:
                       (host, cut)).rowcount
 
 
-def samples(db: sqlite3.Connection, host: Optional[str] = None, job: Optional[str] = None) -> List[tuple]:
-    """Stored samples (of ``host``, of ``job``: '' the node's), oldest first, as SAMPLE_COLUMNS."""
+def samples(db: sqlite3.Connection, host: Optional[str] = None, job: Optional[str] = None,
+            since: Optional[float] = None, until: Optional[float] = None) -> List[tuple]:
+    """Stored samples (of ``host``, of ``job``: '' the node's; ending from ``since`` to ``until``), oldest
+    first, as SAMPLE_COLUMNS."""
     where, args = [], []
-    if host is not None:
-        where.append("host = ?")
-        args.append(host)
-    if job is not None:
-        where.append("job = ?")
-        args.append(job)
+    for cond, v in (("host = ?", host), ("job = ?", job), ("t >= ?", since), ("t <= ?", until)):
+        if v is not None:
+            where.append(cond)
+            args.append(v)
     w = ("WHERE " + " AND ".join(where)) if where else ""
     return db.execute(f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM monitor_samples {w} ORDER BY t, job, metric",
                       args).fetchall()

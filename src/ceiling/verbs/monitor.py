@@ -392,8 +392,9 @@ def _report(args: argparse.Namespace) -> int:
         raise PathError(f"--db {args.db}: no such file")
     now = time.time()
     with Store(args.db, readonly=True) as store:
-        res = monitor_report.report(store.monitor_samples(), store.monitor_jobs(), store.probe_windows(),
-                                    now - since, now - (until or 0.0), args.job, threshold, segment)
+        lo, hi = now - since, now - (until or 0.0)
+        res = monitor_report.report(store.monitor_samples(since=lo, until=hi), store.monitor_jobs(),
+                                    store.probe_windows(), lo, hi, args.job, threshold, segment)
     if res.get("error"):
         raise UsageError(f"monitor --report: {res['error']} (the jobs it has: ceiling monitor --report)")
     if args.json:
