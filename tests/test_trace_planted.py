@@ -261,16 +261,19 @@ def time_line(doc):
     return [f for f in doc["findings"] if f["id"].startswith("trace.io.") or "start_s" in (f.get("data") or {})]
 
 
-def only(doc, expected):
+def only(doc, expected, page_cache=False):
     """The time line's one finding, ``expected``, and no other; but for one exception, where the
     profile says the program waited for a CPU (other load, or more ranks than CPUs): its writes,
     preempted, are slow by the scheduler's time slices, and the time line, which has no CPU time
     per call, cannot tell that from storage (said in fluctuating I/O's evidence by the node's
-    device throughput, not by the run queue). Seen on this 2-CPU host under the other tests' load."""
+    device throughput, not by the run queue). Seen on this 2-CPU host under the other tests' load.
+    ``page_cache``: the program writes 16 MiB blocks into the page cache back to back, so the kernel's
+    write-back throttling (balance_dirty_pages, at the host disk's pace) may hold a few of them: true
+    fluctuating writes the program did not plant (2 of 116 at 6.7x once in CI), said, not a false finding."""
     found = time_line(doc)
     waited = {f["id"] for f in doc["findings"]} & {"profile.oversubscribed", "profile.competing"}
     rest = [f for f in found if f["id"] != expected]
-    if waited:
+    if waited or page_cache:
         rest = [f for f in rest if f["id"] != "trace.io.fluctuating_writes"]
     assert [f["id"] for f in found if f["id"] == expected] == [expected] and not rest, found
     (f,) = [f for f in found if f["id"] == expected]
@@ -326,7 +329,7 @@ def test_fluctuating_writes_one_slow_call_in_ten(planted, tmp_path):
 
 def test_a_serialized_io_phase_between_two_of_computing(planted, tmp_path):
     doc, printed, t0 = trace(tmp_path, [planted, "serialized", str(tmp_path)])
-    f = only(doc, "trace.io.serialized")
+    f = only(doc, "trace.io.serialized", page_cache=True)
     lo, hi = phase_s(printed, t0)
     slack = 2 * bin_s(doc)
     inside(f, lo, hi, slack)
@@ -367,7 +370,7 @@ def test_a_single_writer_while_the_other_ranks_wait(mpi_setup, tmp_path, nranks)
     launch = found["argv2"] if nranks == 2 else found["argv4"]
     doc, printed, t0 = trace(tmp_path, [*launch, str(tmp_path / "w"), str(tmp_path / "ckpt")], env=env)
     # the time line's window refines the profile's whole-run finding: one finding, the profile's id
-    f = only(doc, "profile.io.single_writer")
+    f = only(doc, "profile.io.single_writer", page_cache=True)
     d = f["data"]
     assert d["refines"] == "profile.io.single_writer" and d["rank"] == 0 and d["share"] > 0.99
     lo, hi = phase_s(printed, t0)
