@@ -33,6 +33,10 @@ phase's imbalance is max/mean of it, its time lost what the others wait for the 
 least ``IMBALANCE``; the waits at the collective that closes a phase said are that phase's
 cost, so they are not said again as a wait at a barrier or N x N.
 
+A wait or phase at least half (``COVERED``) inside the windows of an I/O finding of the same time
+line (analysis/trace_patterns.py: the others waiting at a barrier for a single writer) is that
+finding's time, said there once.
+
 Thresholds: a pattern is said when its time lost, summed over the ranks, is at least
 ``MIN_SHARE`` (5%, trace_patterns') of the ranks' run (first to last event of any rank, one
 rank's wall time): shorter, the wait costs less than finding it; per rank and call at most
@@ -57,6 +61,7 @@ MIN_SHARE = 0.05
 IMBALANCE = 1.2          # a phase's max/mean compute time from which it is said: 20% over the mean
 MAX_SITES = 16
 MAX_WINDOWS = 20
+COVERED = 0.5            # a wait at least half inside an I/O finding's windows is that finding's time
 NXN = frozenset({"MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv",
                  "MPI_Alltoallw", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"})
 BLOCKING_RECV = frozenset({"MPI_Recv"})
@@ -404,10 +409,19 @@ def _phase_finding(said: List[Phase], comm_names: Sequence, net: NetworkCeilings
                   worst=worst.what, imbalance=worst.imbalance, phases=rows[:MAX_SITES]))
 
 
-def wait_findings(chunks: Iterable[Events], net: Optional[NetworkCeilings] = None) -> List[Finding]:
+def wait_findings(chunks: Iterable[Events], net: Optional[NetworkCeilings] = None,
+                  said_before: Sequence[Finding] = ()) -> List[Finding]:
     """Every wait state and imbalanced phase the trace shows, each with its windows and time lost; [] on a
-    clean run or one without MPI."""
+    clean run or one without MPI. ``said_before``: the I/O findings of the same time line
+    (trace_patterns): a wait or phase mostly (``COVERED``) inside their windows is their time (the
+    others' wait for a single writer), said once, there."""
     net = net or NetworkCeilings()
+    before = [(a * 1e9, b * 1e9) for f in said_before for a, b in (f.data or {}).get("windows", ())]
+
+    def fresh(a: int, b: int) -> bool:
+        inside = sum(max(0.0, min(b, y) - max(a, x)) for x, y in before)
+        return b <= a or inside < COVERED * (b - a)
+
     calls, regions, (lo, hi), comm_names = mpi_calls(chunks)
     if not calls and not regions:
         return []
@@ -422,10 +436,11 @@ def wait_findings(chunks: Iterable[Events], net: Optional[NetworkCeilings] = Non
     for p in every:
         if p.closes >= 0:
             p.waited_ns = at.get((p.comm, p.closes), 0)
-    said = [p for p in every if p.lost_ns >= floor and p.imbalance >= IMBALANCE]
+    said = [p for p in every if p.lost_ns >= floor and p.imbalance >= IMBALANCE and fresh(p.start_ns, p.end_ns)]
     explained = {(p.comm, p.closes) for p in said if p.closes >= 0}
     waits, _unpaired = p2p_waits(calls)
     waits += [w for w in coll if w.pattern and (w.comm, w.instance) not in explained]
+    waits = [w for w in waits if fresh(w.start_ns, w.start_ns + w.lost_ns)]
     for pattern in ("late_sender", "late_receiver", "barrier", "nxn"):
         ws = [w for w in waits if w.pattern == pattern]
         if ws and sum(w.lost_ns for w in ws) >= floor:

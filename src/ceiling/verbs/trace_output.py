@@ -65,7 +65,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         except OSError as e:
             summary, failed = None, f"{args.trace_path}: {e.strerror or e}"
         found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
-        found += wait_findings(events, network_ceilings(history)) if events else []
+        found += wait_findings(events, network_ceilings(history), found) if events else []
         bins = timeline_bins(events, DOC_BINS) if events else None
         if bins is not None and obs.sampled.series:    # the time outside calls: computing or waiting, per sample
             bins = split_off_cpu(bins, obs.sampled.series, lane_pids(events), events[0].t0_ns,
