@@ -374,11 +374,23 @@ def _finding(pattern: str, waits: List[Wait], net: NetworkCeilings, comm_names: 
         title=f"{title}: {lost:.3g} s lost in {len(waits)} call(s), most by {site}",
         evidence=f"{what}: {len(rows)} rank/call site(s), first window {windows[0][0]:.3g}-{windows[0][1]:.3g} s, "
                  f"the largest {top['time_lost_s']:.3g} s ({top['count']} call(s), {top['start_s']:.3g}-"
-                 f"{top['end_s']:.3g} s){words}. Call sites are the call and communicator: the recording keeps no "
-                 "caller address",
+                 f"{top['end_s']:.3g} s){words}. By rank and call site (the call and communicator: the recording "
+                 f"keeps no caller address): {site_lines(rows, pattern)}",
         why=why, fix=fix,
         data=dict(start_s=windows[0][0], end_s=windows[-1][1], windows=windows[:MAX_WINDOWS], time_lost_s=lost,
                   calls=len(waits), sites=rows[:MAX_SITES], **tie))
+
+
+def site_lines(rows: Sequence[dict], pattern: str, most: int = 4) -> str:
+    """The largest rows as one line each, joined: "rank 1 MPI_Recv on MPI_COMM_WORLD from rank 0: 0.3 s ..."."""
+    words = []
+    for r in rows[:most]:
+        peer = (f" from rank {r['peer']}" if pattern == "late_sender" else f" to rank {r['peer']}"
+                if pattern == "late_receiver" else "")
+        words.append(f"rank {r['rank']} {r['call']} on {r['comm']}{peer}: {r['time_lost_s']:.3g} s in {r['count']} "
+                     f"call(s), {r['start_s']:.4g}-{r['end_s']:.4g} s")
+    more = f"; and {len(rows) - most} more" if len(rows) > most else ""
+    return "; ".join(words) + more
 
 
 def _phase_finding(said: List[Phase], comm_names: Sequence, net: NetworkCeilings) -> Finding:
@@ -400,7 +412,10 @@ def _phase_finding(said: List[Phase], comm_names: Sequence, net: NetworkCeilings
                  f"{IMBALANCE:g} or more; {worst.what}: {worst.start_ns / 1e9:.3g}-{worst.end_ns / 1e9:.3g} s, "
                  f"rank {slow} computes {worst.compute_ns[slow] / 1e9:.3g} s, the mean "
                  f"{sum(worst.compute_ns.values()) / len(worst.compute_ns) / 1e9:.3g} s; the waits at the "
-                 f"collective that closes it are this imbalance (not said again){net_words}",
+                 f"collective that closes it are this imbalance (not said again){net_words}. Phases said: "
+                 + "; ".join(f"{r['phase']}, {r['start_s']:.4g}-{r['end_s']:.4g} s, max/mean {r['imbalance']:.3g}, "
+                             f"{r['time_lost_s']:.3g} s lost, rank {r['slowest_rank']} the slowest" for r in rows[:4])
+                 + (f"; and {len(rows) - 4} more" if len(rows) > 4 else ""),
         why="In a phase that ends in a collective, every rank waits for the slowest: the imbalance is time lost "
             "on every other rank.",
         fix="Balance the work of that phase across the ranks (domain decomposition, dynamic load balancing), or "
