@@ -74,7 +74,9 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         if where:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
+    # t0_monotonic_ns: the origin of every *_s of the time line's findings, on rank 0's node's CLOCK_MONOTONIC
     data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
+            "t0_monotonic_ns": events[0].t0_ns if events else None,
             "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
     if summary is None:
         run.findings.append(Finding(
