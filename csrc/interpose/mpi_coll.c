@@ -22,7 +22,10 @@
  * large-count form (_c: MPI_Count counts, MPI_Aint displacements).
  * The trace's event of a rooted one (Bcast, Reduce, Gather, Gatherv,
  * Scatter, Scatterv, Ibcast, Ireduce) names its root as a world rank in
- * the peer field (mpi.h: MPI_ROOTED).
+ * the peer field (mpi.h: MPI_ROOTED), and every blocking or non-blocking
+ * one here names its communicator (MPI_ON, MPI_ROOTED), so that the wait
+ * states pair the members' calls (analysis/trace_waits.py); the persistent
+ * inits, which record no event, do not (their starts' events name none).
  */
 #include "mpi.h"
 
@@ -297,7 +300,7 @@ ALLREDUCE_INIT(MPIX_Reduce_scatter_block_init, int)
     PCOLL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h, mpi_h, void *),             \
           (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm, mpi_h info, \
            void *req),                                                                             \
-          (sbuf, rbuf, counts, type, op, comm, info, req), MPI_ON(comm, own_block##sfx(counts, type, comm)))
+          (sbuf, rbuf, counts, type, op, comm, info, req), own_block##sfx(counts, type, comm))
 REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init, int, _i)
 REDUCE_SCATTER_INIT(MPI_Reduce_scatter_init_c, mpi_count, _c)
 REDUCE_SCATTER_INIT(MPIX_Reduce_scatter_init, int, _i)
