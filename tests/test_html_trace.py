@@ -125,3 +125,24 @@ def test_a_series_on_another_clock_origin_lands_on_the_same_bins():
     ev.t0_ns = 7 * T.S
     s = split_off_cpu(timeline_bins([ev], 20), series, lane_pids([ev]), ev.t0_ns)
     assert s.off_cpu[0, :10].min() > 0.95 and s.off_cpu[0, 10:].max() < 0.01
+
+
+def test_a_wait_state_is_framed_and_listed_with_its_ranks_and_windows():
+    from ceiling.analysis.trace_waits import wait_findings
+    from ceiling.results.events import MPI_COLL, MPI_P2P, Events
+    from ceiling.probes.interpose_names import names
+    calls = names().calls
+    ids = {c.fn: i for i, c in enumerate(calls)}
+    ms = 1_000_000
+    rows = [dict(rank=r, pid=10 + r, tid=10 + r, kind=MPI_COLL, call=ids["MPI_Barrier"], ts=t * ms, dur=(601 - t) * ms,
+                 comm=0) for r, t in ((0, 100), (1, 600))]
+    rows += [dict(rank=r, pid=10 + r, tid=10 + r, kind=MPI_P2P, call=ids["MPI_Finalize"], ts=1000 * ms, dur=0)
+             for r in (0, 1)]
+    from ceiling.results.events import Comm
+    ev = Events.from_rows(rows, calls=calls, comms=[Comm("MPI_COMM_WORLD")])
+    fs = wait_findings([ev])
+    html = render_timeline(timeline_bins([ev]), None, fs)
+    assert [f.id for f in fs] == ["trace.mpi.barrier"]
+    assert html.count('stroke="#C2410C"') == 1
+    assert "(0.1-0.6 s; 0.5 s lost)" in html
+    assert "rank 0 MPI_Barrier on MPI_COMM_WORLD: 0.5 s in 1 call(s), 0.1-0.6 s" in html

@@ -253,7 +253,10 @@ def trace(tmp_path: Path, cmd, env=None):
         printed.setdefault(key, []).append([int(v) for v in vals])
     (snap,) = perfetto_read.read(pf).clocks[:1]
     t0 = {c.clock_id: c.timestamp for c in snap.clocks}[3]         # CLOCK_MONOTONIC at the trace's start
-    return json.loads(out.read_text()), printed, t0
+    doc = json.loads(out.read_text())
+    (rec,) = [f for f in doc["findings"] if f["id"] == "trace.recorded"]
+    assert rec["data"]["t0_monotonic_ns"] == t0                    # the run keeps the same origin
+    return doc, printed, t0
 
 
 def time_line(doc):

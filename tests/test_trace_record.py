@@ -373,3 +373,27 @@ def test_observe_with_trace_limits_gives_the_event_files_and_a_reader(prog, tmp_
     untraced = observe([exe, str(tmp_path / "f.dat")], exe,
                        Instruments(interval_s=0, counters=False, cost="", competing=False))
     assert untraced.interposer.trace_dir == "" and untraced.interposer.records
+
+
+def test_a_call_from_a_signal_handler_written_before_the_call_it_interrupted_reads_in_time_order(tmp_path):
+    """Events are written as calls end: a write from a signal handler inside a read comes first in
+    the file, and the reader gives the thread's events by start time (the Perfetto writer needs it)."""
+    import numpy as np
+
+    from ceiling.probes import interpose_events as IE
+    from ceiling.probes.interpose_names import names
+    calls = names().calls
+    ids = {c.fn: i for i, c in enumerate(calls)}
+    h = np.zeros(1, IE.HEADER)
+    h["magic"], h["version"], h["event_bytes"] = IE.MAGIC, IE.VERSION, IE.EVENT.itemsize
+    h["calls_hash"], h["ns_per_tick"], h["t0_ns"], h["t0_ticks"] = IE.calls_hash(names()), 1.0, 1000, 1000
+    h["pid"] = h["tid"] = 77
+    h["rank"], h["host"] = -1, b"here"
+    ev = np.zeros(2, IE.EVENT)
+    ev["kind"] = IE.EV_CALL
+    ev["call"] = [ids["write"], ids["read"]]          # the handler's write ends (and is written) first
+    ev["t0"], ev["dur"] = [1120, 1100], [5, 50]
+    (tmp_path / "trace-77-77-1000.bin").write_bytes(h.tobytes() + ev.tobytes())
+    ((chunk, _),) = list(IE.iter_chunks(str(tmp_path)))
+    assert chunk.ts.tolist() == [100, 120]
+    assert [calls[c].fn for c in chunk.call] == ["read", "write"]

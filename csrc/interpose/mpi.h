@@ -123,11 +123,18 @@ void mpi_event_ended(enum mpi_fn fn, uint64_t t1, uint64_t ticks, uint64_t bytes
 void mpi_ev_p2p(mpi_h comm, int peer, int tag) __attribute__((visibility("hidden")));
 void mpi_ev_status(mpi_h comm, const void *status) __attribute__((visibility("hidden")));
 void mpi_ev_root(mpi_h comm, int root) __attribute__((visibility("hidden")));
+/* mpi_ev_comm: a collective's communicator (mpi_ev_root names it too); the wait states pair the
+ * members' calls by it (one compare on MPI_COMM_WORLD, a table lookup elsewhere). */
+void mpi_ev_comm(mpi_h comm) __attribute__((visibility("hidden")));
 void mpi_ev_tag(int tag) __attribute__((visibility("hidden")));      /* after mpi_peer_send, which names the peer */
 void mpi_ev_file(uint32_t file, int64_t offset) __attribute__((visibility("hidden")));
 /* A rooted collective's bytes expression (MPI_WRAP's `bytes`, evaluated after the call, before
  * mpi_done): names the root for the event, then gives the bytes. */
 #define MPI_ROOTED(comm, root, bytes) (mpi_ev_root((comm), (root)), (bytes))
+/* An unrooted collective's, or a posted receive's: names the communicator (and the source and tag,
+ * MPI_POSTED) for the event, then gives the bytes. */
+#define MPI_ON(comm, bytes) (mpi_ev_comm(comm), (bytes))
+#define MPI_POSTED(comm, src, tag, bytes) (mpi_ev_p2p((comm), (src), (tag)), (bytes))
 
 /* Communicators (mpi_comm.c): a rank of comm (not MPI_COMM_WORLD, which mpi.c translates itself) as a
  * world rank, from the table of the communicators the program made (MPI_COMM_SELF's rank 0 too); -1

@@ -83,7 +83,7 @@ MPI_ISEND_FN(MPI_Irsend_c, mpi_count)
 #define MPI_IRECV_FN(fn, cnt)                                                                      \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, mpi_h, void *));                                  \
     MPI_WRAP_S(fn, MH_POST, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *req), \
-             (buf, count, type, src, tag, comm, req), mpi_bytes(count, type), MPI_FITS(count))
+             (buf, count, type, src, tag, comm, req), MPI_POSTED(comm, src, tag, mpi_bytes(count, type)), MPI_FITS(count))
 MPI_IRECV_FN(MPI_Irecv, int)
 MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
 

@@ -347,8 +347,12 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
         tids[tid] = ""
-        yield (E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped,
-                        t.tracer_ns), reading)
+        out = E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped, t.tracer_ns)
+        if n > 1 and np.any(np.diff(ts) < 0):
+            # an event is written when its call ends: a call made from a signal handler (Open MPI's mpirun
+            # writes its libevent pipe from SIGCHLD's, inside a read) precedes the call it interrupted
+            out.sort()
+        yield (out, reading)
 
 
 def _proc(t: ThreadFile) -> Tuple:

@@ -177,7 +177,7 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
                      f'fill="#C2410C">{n}</text>')
         more = f" and {len(f.data['windows']) - 1} more" if len(f.data["windows"]) > 1 else ""
         listed.append(f"<li><strong>{n}.</strong> {esc(f.title)} <span class=\"hint\">({a:.4g}-{e:.4g} s{more}; "
-                      f"{f.data.get('time_lost_s', 0):.3g} s lost)</span></li>")
+                      f"{f.data.get('time_lost_s', 0):.3g} s lost)</span>{_rows(f)}</li>")
     parts += marks
     y += 6
     tracks = list(counters.tracks) if counters else []
@@ -201,6 +201,23 @@ def render_timeline(bins: Bins, counters: Optional[Counters] = None, findings: S
     found = f"<ol class=\"windows\" style=\"list-style:none;padding:0\">{''.join(listed)}</ol>" if listed else ""
     return (f'<section id="timeline"><h2>Timeline</h2><p class="legend">{legend}</p>'
             f'<div class="scroll">{svg}</div>{note}{found}</section>')
+
+
+def _rows(f: Finding) -> str:
+    """A wait state's ranks and call sites, or an imbalanced phase's phases, each with its window
+    (analysis/trace_waits.py's data), as a short list; "" for other findings."""
+    d = f.data
+    if d.get("sites"):
+        items = [f"rank {r['rank']} {r['call']} on {r['comm']}" + (f", partner rank {r['peer']}" if r["peer"] >= 0
+                                                                   else "")
+                 + f": {r['time_lost_s']:.3g} s in {r['count']} call(s), {r['start_s']:.4g}-{r['end_s']:.4g} s"
+                 for r in d["sites"][:8]]
+    elif d.get("phases"):
+        items = [f"{r['phase']}: {r['start_s']:.4g}-{r['end_s']:.4g} s, compute max/mean {r['imbalance']:.3g}, "
+                 f"{r['time_lost_s']:.3g} s lost, rank {r['slowest_rank']} the slowest" for r in d["phases"][:8]]
+    else:
+        return ""
+    return '<ul class="hint">' + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>"
 
 
 def _split_note(b: Bins) -> str:

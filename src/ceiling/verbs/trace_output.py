@@ -1,6 +1,7 @@
 """What ``ceiling trace`` adds after the program (verbs/trace.py; verbs/profile.py calls
 ``conclude`` when the run is a trace): the Perfetto trace written from the event files, the
-time line's findings (refining the profile's where they say when), its bins kept in the run,
+time line's findings (refining the profile's where they say when; the MPI wait states and phases,
+analysis/trace_waits.py), its bins kept in the run,
 the event files removed."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     from ..analysis.trace_bins import DOC_BINS, bins_doc, lane_pids, split_off_cpu, timeline_bins
     from ..analysis.trace_cost import cost_text, recording_cost
     from ..analysis.trace_patterns import StorageCeilings, trace_findings
+    from ..analysis.trace_waits import network_ceilings, wait_findings
     from ..probes import interpose_events
     from ..probes.node_sampler import counter_tracks
     from ..report.exporters.perfetto import write_perfetto
@@ -63,6 +65,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         except OSError as e:
             summary, failed = None, f"{args.trace_path}: {e.strerror or e}"
         found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
+        found += wait_findings(events, network_ceilings(history), found) if events else []
         bins = timeline_bins(events, DOC_BINS) if events else None
         if bins is not None and obs.sampled.series:    # the time outside calls: computing or waiting, per sample
             bins = split_off_cpu(bins, obs.sampled.series, lane_pids(events), events[0].t0_ns,
@@ -71,7 +74,9 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         if where:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
+    # t0_monotonic_ns: the origin of every *_s of the time line's findings, on rank 0's node's CLOCK_MONOTONIC
     data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
+            "t0_monotonic_ns": events[0].t0_ns if events else None,
             "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
     if summary is None:
         run.findings.append(Finding(
