@@ -124,3 +124,12 @@ def test_a_real_command_monitored_then_reported(tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["job"]["kind"] == "command" and res["segments"] and "cpu_busy" in res["segments"][-1]["mean"]
+
+
+def test_shorter_segments_for_a_short_job(hist):
+    db, t0 = hist
+    res = json.loads(ceiling("monitor", "--report", "--job", "1234", "--db", str(db), "--since", "3h", "--segment",
+                             "5m", "--json").stdout)
+    assert res["segment_s"] == 300 and len(res["segments"]) == 24
+    (st,) = res["stalls"]
+    assert (st["start"] - t0, st["end"] - t0) == (3600, 4800)

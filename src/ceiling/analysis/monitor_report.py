@@ -47,7 +47,7 @@ def _node_figure(metric: str) -> Optional[str]:
     return metric if metric in {k for k, _, _ in NODE} else None
 
 
-def _segments(samples: Sequence[Sequence], job: str, names) -> Dict[int, Dict[str, List[float]]]:
+def _segments(samples: Sequence[Sequence], job: str, names, seg: float) -> Dict[int, Dict[str, List[float]]]:
     """segment -> figure -> the values of the samples in it (a sample's sums over disks or interfaces first)."""
     per_sample: Dict[Tuple[float, str], float] = {}
     for _, j, metric, t, _, value in samples:
@@ -58,30 +58,33 @@ def _segments(samples: Sequence[Sequence], job: str, names) -> Dict[int, Dict[st
             per_sample[(t, fig)] = per_sample.get((t, fig), 0.0) + value
     out: Dict[int, Dict[str, List[float]]] = {}
     for (t, fig), v in per_sample.items():
-        out.setdefault(int((t - 1e-6) // SEGMENT_S), {}).setdefault(fig, []).append(v)
+        out.setdefault(int((t - 1e-6) // seg), {}).setdefault(fig, []).append(v)
     return out
 
 
-def _probe(windows: Sequence[Sequence], lo: int, hi: int) -> Dict[int, Dict[str, float]]:
+def _probe(windows: Sequence[Sequence], lo: int, hi: int, seg: float) -> Dict[int, Dict[str, float]]:
     """segment -> probe operation -> the largest factor of the windows overlapping it."""
     out: Dict[int, Dict[str, float]] = {}
     for w in windows:
         _, _, op, start, end, *_, slow = w
         if slow is None:
             continue
-        for s in range(max(lo, int(start // SEGMENT_S)), min(hi, int((end - 1e-6) // SEGMENT_S)) + 1):
+        for s in range(max(lo, int(start // seg)), min(hi, int((end - 1e-6) // seg)) + 1):
             d = out.setdefault(s, {})
             d[op] = max(d.get(op, 0.0), slow)
     return out
 
 
 def report(samples: Sequence[Sequence], jobs: Sequence[Sequence], windows: Sequence[Sequence], since: float,
-           until: float, job: Optional[str] = None, threshold: float = 3.0) -> Dict[str, Any]:
-    """The report's data (module docstring); ``job``: a job id or key from ``jobs`` (None: the node)."""
+           until: float, job: Optional[str] = None, threshold: float = 3.0,
+           segment_s: float = SEGMENT_S) -> Dict[str, Any]:
+    """The report's data (module docstring); ``job``: a job id or key from ``jobs`` (None: the node);
+    ``segment_s``: the segments' length (10 minutes, as DKRZ shows them; shorter for a short job)."""
     samples = [s for s in samples if since <= s[3] <= until]
     windows = [w for w in windows if w[4] >= since and w[3] <= until]
     known = [j for j in jobs if j[8] >= since and j[7] <= until]
-    out: Dict[str, Any] = {"since": since, "until": until, "segment_s": SEGMENT_S, "threshold": threshold,
+    seg = segment_s
+    out: Dict[str, Any] = {"since": since, "until": until, "segment_s": seg, "threshold": threshold,
                            "hosts": sorted({s[0] for s in samples}), "samples": len(samples),
                            "probe_windows": len(windows), "job": None, "segments": [], "jobs": [], "stalls": []}
     key = ""
@@ -95,14 +98,14 @@ def report(samples: Sequence[Sequence], jobs: Sequence[Sequence], windows: Seque
         out["job"] = {"key": j[1], "id": j[2], "kind": j[3], "user": j[5], "cpus": j[6], "first": j[7],
                       "last": j[8], "command": j[9], "status": j[10]}
     names = {k for k, _, _ in (JOB if key else NODE)}
-    segs = _segments(samples, key, names)
+    segs = _segments(samples, key, names, seg)
     if segs:
         lo, hi = min(segs), max(segs)
-        probe = _probe(windows, lo, hi)
+        probe = _probe(windows, lo, hi, seg)
         for s in range(lo, hi + 1):
             figs = segs.get(s, {})
             out["segments"].append({
-                "start": s * SEGMENT_S, "end": (s + 1) * SEGMENT_S, "samples": max((len(v) for v in figs.values()),
+                "start": s * seg, "end": (s + 1) * seg, "samples": max((len(v) for v in figs.values()),
                                                                                     default=0),
                 "mean": {f: float(np.mean(v)) for f, v in figs.items()},
                 "max": {f: float(np.max(v)) for f, v in figs.items()},
@@ -151,7 +154,8 @@ def _stalls(segments: List[Dict[str, Any]], threshold: float) -> List[Dict[str, 
 
 
 def _t(x: float) -> str:
-    return datetime.datetime.fromtimestamp(x, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    fmt = "%Y-%m-%d %H:%M" if x % 60 == 0 else "%Y-%m-%d %H:%M:%S"
+    return datetime.datetime.fromtimestamp(x, datetime.timezone.utc).strftime(fmt)
 
 
 def _v(value: Optional[float], unit: str) -> str:
@@ -160,7 +164,7 @@ def _v(value: Optional[float], unit: str) -> str:
     if unit == "share":
         return f"{value:.0%}"
     if unit == "Bps":
-        return f"{value / 1e6:.3g} MB/s"
+        return f"{value / 1e9:.3g} GB/s" if value >= 1e9 else f"{value / 1e6:.3g} MB/s"
     if unit == "bytes":
         return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 2**20:.3g} MiB"
     return f"{value:.3g}"
@@ -172,7 +176,9 @@ def lines(res: Dict[str, Any]) -> List[str]:
         return [res["error"]]
     who = (f"job {res['job']['id']} ({res['job']['kind']}, user {res['job']['user'] or '?'})" if res["job"] else
            "the node" + (f" {', '.join(res['hosts'])}" if res["hosts"] else ""))
-    out = [f"ceiling monitor --report: {who}, {_t(res['since'])} to {_t(res['until'])} UTC, 10-minute segments "
+    seg = res["segment_s"]
+    said = "10-minute" if seg == SEGMENT_S else f"{seg:g}-second"
+    out = [f"ceiling monitor --report: {who}, {_t(res['since'])} to {_t(res['until'])} UTC, {said} segments "
            f"(mean / max); {res['samples']} samples, {res['probe_windows']} probe windows"]
     if not res["segments"]:
         return out + ["No samples of it in the history over these minutes."]
@@ -199,7 +205,8 @@ def lines(res: Dict[str, Any]) -> List[str]:
                        f"{_v(j['cpu_busy_mean'], 'cpus'):>9} {_v(j['read_bytes'], 'bytes'):>10} "
                        f"{_v(j['write_bytes'], 'bytes'):>10} {_v(j['mem_max'], 'bytes'):>10}")
     for sp in res["stalls"]:
-        ops_said = ", ".join(f"{op} {f:.3g}x" for op, f in sorted(sp["probe"].items()))
+        ops_said = ", ".join(f"{op} {f:.3g}x" for op, f in sorted(sp["probe"].items(), key=lambda kv: -kv[1])
+                             if f > res["threshold"])
         out.append("")
         out.append(f"I/O stall from {_t(sp['start'])} to {_t(sp['end'])} UTC: the job's I/O at "
                    f"{_v(sp['io_Bps'], 'Bps')}, against its usual {_v(sp['usual_Bps'], 'Bps')}, while the probe's "

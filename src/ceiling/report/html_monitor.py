@@ -31,7 +31,8 @@ def _plots(res: Dict[str, Any]) -> str:
     who = f"job {res['job']['id']}" if res["job"] else "the node"
     parts: List[str] = []
     if io:
-        parts.append(S.line_plot(io, title=f"I/O of {who}, 10-minute means", x_label="time (UTC)",
+        per = "10-minute" if res["segment_s"] == 600 else f"{res['segment_s']:g}-second"
+        parts.append(S.line_plot(io, title=f"I/O of {who}, {per} means", x_label="time (UTC)",
                                  y_label="MB/s", x_format=_hhmm, uid="monitor-io",
                                  attrs={"data-series": "monitor-io"}))
     ops = sorted({op for s in segs for op in s["probe"]})

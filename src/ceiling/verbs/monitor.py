@@ -60,6 +60,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--job", metavar="ID", help="--report: this job (a Slurm job id, or cmd-PID of monitor -- CMD)")
     g.add_argument("--since", default="1d", metavar="DURATION", help="--report: the last DURATION (default 1d)")
     g.add_argument("--until", metavar="DURATION", help="--report: up to DURATION ago (default now)")
+    g.add_argument("--segment", default="10m", metavar="DURATION",
+                   help="--report: the segments' length (default 10m, as DKRZ shows them; shorter for a short job)")
     g.add_argument("--threshold", default="3", metavar="X",
                    help="--report: a probe factor above X is the file system slow (default 3)")
     g.add_argument("--html", metavar="FILE", help="--report: also as a self-contained HTML page with its plots")
@@ -385,12 +387,13 @@ def _report(args: argparse.Namespace) -> int:
         raise BadValueError(f"--threshold {args.threshold!r}: not a number") from None
     if not threshold > 1:
         raise BadValueError(f"--threshold {args.threshold!r}: must be above 1 (a slowdown factor)")
+    segment = parse_seconds(args.segment, what="--segment", low=1, high=86400) or 600.0
     if args.db and not os.path.isfile(args.db):
         raise PathError(f"--db {args.db}: no such file")
     now = time.time()
     with Store(args.db, readonly=True) as store:
         res = monitor_report.report(store.monitor_samples(), store.monitor_jobs(), store.probe_windows(),
-                                    now - since, now - (until or 0.0), args.job, threshold)
+                                    now - since, now - (until or 0.0), args.job, threshold, segment)
     if res.get("error"):
         raise UsageError(f"monitor --report: {res['error']} (the jobs it has: ceiling monitor --report)")
     if args.json:
