@@ -13,6 +13,7 @@ import sys
 from typing import List
 
 from ..errors import BadValueError, UsageError
+from .work import add_work, work_of
 
 NAME = "model"
 HELP = ("efficiency E = W/P of a workload you describe: ceiling model --net-bytes 100MiB --time 0.1s "
@@ -21,19 +22,11 @@ DESCRIPTION = ("For each quantity of work given (bytes over the network, to and 
                "the time it took: the achieved rate W, the peak P (--peak, else this node's newest measured ceiling "
                "in the history, named with its run and date), E = W/P, and the subsystem with the highest E as the "
                "bound.")
-QUANTITIES = (("net_bytes", "network"), ("read_bytes", "read"), ("write_bytes", "write"),
-              ("memory_bytes", "memory"), ("flops", "flops"))
-
 
 def configure(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--time", metavar="SECONDS", help="the time the work took (0.39, 0.39s, 5m)")
-    g.add_argument("--net-bytes", metavar="SIZE", help="bytes sent over the network (100MiB, 5GB)")
-    g.add_argument("--read-bytes", metavar="SIZE", help="bytes read from storage")
-    g.add_argument("--write-bytes", metavar="SIZE", help="bytes written to storage")
-    g.add_argument("--memory-bytes", metavar="SIZE", help="bytes moved to and from memory")
-    g.add_argument("--flops", metavar="N", help="floating-point operations (2.4e12)")
-    g.add_argument("--ops", metavar="N", help="units of work (1e7 records): the time per unit is given too")
+    add_work(g)
     g.add_argument("--peak", action="append", default=[], metavar="SUBSYSTEM=RATE",
                    help="a peak to use instead of the history's: network=100GbE, memory=200GB/s, flops=3Tflop/s "
                         "(subsystems: network, read, write, memory, flops)")
@@ -41,16 +34,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--html", metavar="FILE", help="also write the result as a self-contained HTML page, with the "
                    "workload on this node's roofline where --flops and --memory-bytes are both given")
     g.add_argument("--db", metavar="PATH", help="the history to read the node's ceilings from")
-
-
-def _number(text: str, what: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise UsageError(f"model: {what} {text!r}: not a number (examples: 1e7, 2.4e12)") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise BadValueError(f"model: {what} {text!r}: must be larger than zero")
-    return v
 
 
 def _seconds(text: str) -> float:
@@ -66,16 +49,10 @@ def _seconds(text: str) -> float:
 
 def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.efficiency import SUBSYSTEMS, efficiency, lines, parse_rate
-    from ..units import parse_size
     if not args.time:
         raise UsageError("model: give the time the work took: --time 0.39s")
     time_s = _seconds(args.time)
-    work = {}
-    for attr, key in QUANTITIES:
-        text = getattr(args, attr)
-        if text:
-            work[key] = _number(text, "--flops") if key == "flops" else \
-                float(parse_size(text, what=f"model: --{attr.replace('_', '-')}"))
+    work, ops = work_of(args)
     if not work:
         raise UsageError("model: give the work done: --net-bytes, --read-bytes, --write-bytes, --memory-bytes or "
                          "--flops")
@@ -92,7 +69,6 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         if not got[0] > 0:
             raise BadValueError(f"model: --peak {text!r}: must be larger than zero")
         peaks[key] = (got[0], rate.strip())
-    ops = _number(args.ops, "--ops") if args.ops else None
     result = efficiency(work, time_s, peaks, _lookup(args), ops)
     if args.json:
         json.dump(result, sys.stdout, indent=2)

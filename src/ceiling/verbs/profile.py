@@ -71,6 +71,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run the program 3 more times alone and 3 times watched (sampler and interposer), "
                         "interleaved, their output discarded, and report the slowdown of the medians with its "
                         "spread; refused where the runs did not all end alike")
+    work_options(p)
     common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
                           "(the run's JSON would be mixed into it); use --save-json FILE.json")
 
@@ -87,6 +88,29 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         return code
 
 
+def work_options(p: argparse.ArgumentParser) -> None:
+    """The work the program does, stated (profile's and trace's): E = W/P over the run's wall time, and the
+    roofline point with --flops and --memory-bytes (analysis/efficiency.py, as `ceiling model`)."""
+    from .work import add_work
+    add_work(p.add_argument_group("work the program does (E = W/P over its wall time, as ceiling model)"))
+
+
+def _work_finding(args: argparse.Namespace, work, ops, wall_s: float, lookup):
+    """The run's E = W/P as a finding: every stated quantity over the wall time against this node's ceilings
+    (the history's), the bound, the roofline point where flops and memory bytes are both given."""
+    from ..analysis.efficiency import efficiency, lines
+    from ..results.model import OK, Finding
+    res = efficiency(work, wall_s, {}, lookup, ops)
+    said = lines(res)
+    bound = next((r for r in res["rows"] if r["subsystem"] == res["bound"]), None)
+    title = (f"E = W/P over the run's {wall_s:.3g} s: {bound['what']} at {bound['efficiency']:.1%} of this node's "
+             "peak, the highest" if bound else f"E = W/P over the run's {wall_s:.3g} s: no peak known")
+    return Finding(id="profile.efficiency", status=OK, title=title, evidence="; ".join(said),
+                   why="The work the program states, over its measured time, against what this node measured: the "
+                       "subsystem closest to its ceiling is the one to look at first.",
+                   data=res)
+
+
 def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     cmd = list(args.command)
     if cmd and cmd[0] == "--":
@@ -98,6 +122,12 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
         # before anything starts, in every rank of a wrapped launch alike (only rank 0 says it): no
         # program then waits in MPI_Init
         raise everywhere(UsageError(JSON_REFUSED.replace("profile:", f"{verb}:")))
+    from .work import work_of
+    try:
+        work, ops = work_of(args, verb)           # bad values before anything runs, one line from rank 0
+    except CeilingError as e:
+        raise everywhere(e) from None
+    args.work_stated = (work, ops)
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
@@ -234,6 +264,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     run.application = app
     run.metrics.extend(done.metrics)
     run.findings.extend(findings)
+    work, ops = getattr(args, "work_stated", ({}, None))
+    if work:
+        run.findings.append(_work_finding(args, work, ops, obs.wall_s, _history(args, session.run.host)))
     refused = obs.interposer.why
     if refused and not args.no_interpose:
         run.findings.append(Finding(id="profile.interposer", status=SKIPPED,

@@ -76,6 +76,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="time between two readings of /proc (default 0.1)")
     g.add_argument("--no-measure", action="store_true",
                    help="compare the program only with ceilings this node's history holds")
+    from .profile import work_options
+    work_options(p)
     common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
                           "(the run's JSON would be mixed into it); use --save-json FILE.json")
 
