@@ -5,6 +5,7 @@ device (a Python writer was too weak to tell from noise). On a real disk under /
 probe, and fio's O_DIRECT needs a disk). Serial: it measures time. Skipped without fio."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -32,7 +33,13 @@ def _tod(hms: str, near: float) -> float:
 
 def test_a_loaded_device_is_seen_within_two_windows_and_the_factor_falls_back_after():
     d = tempfile.mkdtemp(prefix="ceiling-probe-corunner-", dir="/var/tmp")
+    fio = ["fio", "--name=co", f"--directory={d}", "--rw=randrw", "--bs=1M", "--direct=1", "--ioengine=libaio",
+           "--iodepth=32", "--size=512M", "--numjobs=2", "--output=/dev/null"]
     try:
+        # fio lays its files out first, through the page cache: done and synced before the probe starts, so that
+        # their write-back does not fall into the windows measured
+        subprocess.run([*fio, "--create_only=1"], check=True, timeout=120)
+        os.sync()
         probe = subprocess.Popen([sys.executable, "-m", "ceiling", "probe", "--dir", d, "--data-size", "256M",
                                   "--files", "200", "--interval", "0.1", "--window", "1", "--listen", "off",
                                   "--no-store"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -44,9 +51,7 @@ def test_a_loaded_device_is_seen_within_two_windows_and_the_factor_falls_back_af
         assert "RAM probe" not in "".join(lines), "".join(lines)
         time.sleep(8)
         t_load = time.time()
-        subprocess.run(["fio", "--name=co", f"--directory={d}", "--rw=randrw", "--bs=1M", "--direct=1",
-                        "--ioengine=libaio", "--iodepth=32", "--size=512M", "--numjobs=2", "--time_based",
-                        "--runtime=5", "--output=/dev/null"], check=True, timeout=120)
+        subprocess.run([*fio, "--time_based", "--runtime=5"], check=True, timeout=120)
         t_after = time.time()
         time.sleep(10)
         probe.send_signal(signal.SIGTERM)
@@ -62,11 +67,12 @@ def test_a_loaded_device_is_seen_within_two_windows_and_the_factor_falls_back_af
             win.append((_tod(m.group(1), t_load), _tod(m.group(2), t_load), m.group(3), float(m.group(4))))
     idle = [f for a, b, _, f in win if b <= t_load]
     loaded = [(b, f) for a, b, _, f in win if t_load < b <= t_load + 3]          # the first two windows, whole
-    after = [f for a, b, _, f in win if a >= t_after + 3]
+    after = [f for a, b, _, f in win if a >= t_after + 3 and b <= t_after + 8]    # not the last seconds: the
+    # windows cut short by the stop, and other processes' load on the disk, which came there twice in 10 runs
     said = "\n".join(f"{time.strftime('%H:%M:%S', time.gmtime(b))} {op} {f}" for a, b, op, f in win)
     assert len(idle) >= 8 and statistics.median(idle) < 1.5, said
     assert any(f > 3 for _, f in loaded), (t_load, said)                          # seen within two windows
     # back: the median under 1.5x, and at most a quarter of the windows above 3x (one slow 1 s window, another
     # process's fsync on this VM's disk, is not the co-runner: 4.2x once, 7 s after it ended)
-    assert len(after) >= 6 and statistics.median(after) < 1.5, (t_after, said)
+    assert len(after) >= 4 and statistics.median(after) < 1.5, (t_after, said)
     assert sum(f > 3 for f in after) <= len(after) / 4, (t_after, said)
