@@ -8,7 +8,8 @@
 #    and mpi4py where those are installed (nothing is installed here; it says so and skips otherwise).
 #    Both passes spend most of their time waiting on deadlines and launches (about 0.6 and 0.4 of one CPU),
 #    so together they take little longer than the longer one alone; the Open MPI pass's output is kept
-#    in a file and shown when it ends.
+#    in a file and shown when it ends. The tests marked alone take a lock the other pass's tests share
+#    (CEILING_TEST_LOCK, tests/conftest.py), so none of them runs beside a test of the other pass.
 # Every pass runs; any failing fails the command (a pass that selects no test, exit 5, is no failure).
 # PYTEST_ARGS adds options to both make test passes.
 set -u
@@ -19,6 +20,10 @@ keep() { [ "$1" -eq 0 ] || [ "$1" -eq 5 ] || rc=$1; }
 # shellcheck disable=SC2086
 "$py" -m pytest -q -n "${TEST_JOBS:-auto}" --dist worksteal -m "not serial" ${PYTEST_ARGS:-}; keep $?
 log=$(mktemp "${TMPDIR:-/tmp}/ceiling-openmpi.XXXXXX")
+# the two passes side by side share a lock: a test marked alone (tests/conftest.py) runs while no test of
+# the other pass does
+CEILING_TEST_LOCK=$(mktemp "${TMPDIR:-/tmp}/ceiling-tests-lock.XXXXXX")
+export CEILING_TEST_LOCK
 # In its own session, which the trap below sends SIGINT to on Ctrl-C (a terminal's Ctrl-C does not
 # reach a background job of a script), so that pytest ends its tests and their ranks; `trap - INT` undoes
 # the SIGINT a script's background job would otherwise ignore.
@@ -28,11 +33,11 @@ stop() {  # SIGINT first, so that pytest tears its tests down; SIGTERM if it is 
     kill -INT -- "-$ompi" 2>/dev/null
     for _ in $(seq 20); do kill -0 "$ompi" 2>/dev/null || break; sleep 0.5; done
     kill -TERM -- "-$ompi" 2>/dev/null
-    rm -f "$log"
+    rm -f "$log" "$CEILING_TEST_LOCK"
     exit 130
 }
 trap stop INT TERM
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" "$CEILING_TEST_LOCK"' EXIT
 # shellcheck disable=SC2086
 "$py" -m pytest -q -m serial ${PYTEST_ARGS:-}; keep $?
 wait "$ompi"; keep $?

@@ -92,6 +92,30 @@ def _serial(item) -> bool:
             or SERIAL_NAMES.search(getattr(item, "originalname", item.name)) is not None)
 
 
+# The tests that set one process's speed against another's, or a disk's latency against its own a moment
+# before (`@pytest.mark.alone` adds one): `make test` runs its serial pass and the Open MPI pass side by side
+# (scripts/run-tests.sh), and a test of one loading a CPU or the disk made these fail in the other (a slowed
+# node measured faster than its peer; a probe's factor at 22x after its co-runner had ended). With
+# CEILING_TEST_LOCK naming a file, every test holds a shared lock on it, and these an exclusive one.
+ALONE_MODULES = {"test_probe_corunner.py", "test_trace_planted.py"}
+_TEST_LOCK = os.environ.get("CEILING_TEST_LOCK")
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_beside(request):
+    if not _TEST_LOCK:
+        yield
+        return
+    import fcntl
+    fd = os.open(_TEST_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        alone = request.node.get_closest_marker("alone") is not None or request.node.path.name in ALONE_MODULES
+        fcntl.flock(fd, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
 def pytest_collection_modifyitems(config, items):
     for it in items:
         if _serial(it) and it.get_closest_marker("serial") is None:

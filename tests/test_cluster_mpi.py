@@ -137,6 +137,7 @@ def test_a_node_that_stops_is_named_and_the_rest_is_reported(mpi_setup, trees, t
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.alone
 def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path):
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
