@@ -1,8 +1,10 @@
 """ceiling monitor end to end on this node (its real /proc), with recorded Slurm cgroup trees for the jobs
 (tests/fixtures/slurm_cgroups): the history's rows, retention and minute means, SIGTERM, -- CMD's exit
 status, and the bad-input table. No timing figure is asserted."""
+import atexit
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -16,6 +18,7 @@ import pytest
 
 FIX = Path(__file__).parent / "fixtures" / "slurm_cgroups"
 HOME = tempfile.mkdtemp(prefix="ceiling-monitor-test-")
+atexit.register(shutil.rmtree, HOME, True)          # each process that imports this module made one: removed
 ENV = {**os.environ, "XDG_DATA_HOME": HOME}
 
 
