@@ -144,12 +144,15 @@ def test_another_nodes_clock_is_mapped_onto_rank_0s_and_its_equal_pid_stays_its_
     pid0 = as_other_node(rank0_dir, tmp_path / "two", drift)
     want, _ = IE.read_dir(str(rank0_dir))
     got, reading = IE.read_dir(str(tmp_path / "two"))
-    assert got.t0_ns == want.t0_ns
+    # the origin is the earliest process's start: rank 1's, mapped back, can land 1 ns off (the rounding below;
+    # it did once in a clean CI under Open MPI)
+    assert abs(got.t0_ns - want.t0_ns) <= 1, (got.t0_ns, want.t0_ns)
     for rank in (0, 1):
         (wt, wd, wc), (gt, gd, gc) = by_rank(want, rank), by_rank(got, rank)
         assert len(gt) == len(wt) > 5 and (gc == wc).all()
         # 4.3 s and 50 ppm undone to the ns (integer rounding of the rewritten clock's values and the fitted rate)
-        assert np.abs(gt - wt).max() <= 2, (rank, np.abs(gt - wt).max())
+        off = np.abs((gt + got.t0_ns) - (wt + want.t0_ns)).max()          # on the clock: both origins added
+        assert off <= 2, (rank, off)
         assert np.abs(gd - wd).max() <= 2, (rank, np.abs(gd - wd).max())
     # rank 0 and the other node's rank 1 had the same pid: two processes, rank 1's under a stand-in id
     procs = {p.rank: p for p in got.processes.values() if p.rank >= 0}
