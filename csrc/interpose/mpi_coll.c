@@ -78,10 +78,10 @@ uint64_t mpi_own_block(const int *counts, mpi_h type, mpi_h comm) { return own_b
 uint64_t mpi_mean_block(const int *counts, mpi_h type, mpi_h comm) { return mean_block_i(counts, type, comm); }
 
 PMPI_DECL(MPI_Barrier, (mpi_h));
-MPI_WRAP(MPI_Barrier, MH_COLL, (mpi_h comm), (comm), 0)
+MPI_WRAP(MPI_Barrier, MH_COLL, (mpi_h comm), (comm), MPI_ON(comm, 0))
 
 PMPI_DECL(MPI_Ibarrier, (mpi_h, void *));
-MPI_WRAP(MPI_Ibarrier, -1, (mpi_h comm, void *req), (comm, req), 0)
+MPI_WRAP(MPI_Ibarrier, -1, (mpi_h comm, void *req), (comm, req), MPI_ON(comm, 0))
 
 /* Each macro below: one signature, its bytes, both count types. */
 #define BCAST(fn, cnt)                                                                             \
@@ -119,7 +119,7 @@ IREDUCE(MPI_Ireduce_c, mpi_count)
 #define ALLREDUCE(fn, cnt)                                                                         \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h));                               \
     MPI_WRAP_S(fn, MH_COLL, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm), \
-             (sbuf, rbuf, count, type, op, comm), mpi_bytes(count, type), MPI_FITS(count))
+             (sbuf, rbuf, count, type, op, comm), MPI_ON(comm, mpi_bytes(count, type)), MPI_FITS(count))
 ALLREDUCE(MPI_Allreduce, int)
 ALLREDUCE(MPI_Allreduce_c, mpi_count)
 ALLREDUCE(MPI_Scan, int)
@@ -132,7 +132,7 @@ ALLREDUCE(MPI_Reduce_scatter_block_c, mpi_count)
 #define IALLREDUCE(fn, cnt)                                                                        \
     PMPI_DECL(fn, (const void *, void *, cnt, mpi_h, mpi_h, mpi_h, void *));                       \
     MPI_WRAP_S(fn, -1, (const void *sbuf, void *rbuf, cnt count, mpi_h type, mpi_h op, mpi_h comm, void *req), \
-             (sbuf, rbuf, count, type, op, comm, req), mpi_bytes(count, type), MPI_FITS(count))
+             (sbuf, rbuf, count, type, op, comm, req), MPI_ON(comm, mpi_bytes(count, type)), MPI_FITS(count))
 IALLREDUCE(MPI_Iallreduce, int)
 IALLREDUCE(MPI_Iallreduce_c, mpi_count)
 
@@ -140,7 +140,7 @@ IALLREDUCE(MPI_Iallreduce_c, mpi_count)
     PMPI_DECL(fn, (const void *, void *, const cnt *, mpi_h, mpi_h, mpi_h));                       \
     MPI_WRAP_CALL(fn, MH_COLL, (const void *sbuf, void *rbuf, const cnt *counts, mpi_h type, mpi_h op, mpi_h comm), \
                   MPI_V_CALL##sfx(fn, mpi_narrow_reduce_scatter, (sbuf, rbuf, counts, type, op, comm)),    \
-                  own_block##sfx(counts, type, comm))
+                  MPI_ON(comm, own_block##sfx(counts, type, comm)))
 REDUCE_SCATTER(MPI_Reduce_scatter, int, _i)
 REDUCE_SCATTER(MPI_Reduce_scatter_c, mpi_count, _c)
 
@@ -172,7 +172,8 @@ SCATTER(MPI_Scatter_c, mpi_count)
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
     MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm), MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), \
+             MPI_FITS(scount) && MPI_FITS(rcount))
 ALLGATHER(MPI_Allgather, int)
 ALLGATHER(MPI_Allgather_c, mpi_count)
 ALLGATHER(MPI_Alltoall, int)
@@ -182,7 +183,8 @@ ALLGATHER(MPI_Alltoall_c, mpi_count)
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, void *));                  \
     MPI_WRAP_S(fn, -1,                                                                             \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, void *req), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req), BLOCK_SENT(scount, stype, rcount, rtype), MPI_FITS(scount) && MPI_FITS(rcount))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req),                                \
+             MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), MPI_FITS(scount) && MPI_FITS(rcount))
 IALLGATHER(MPI_Iallgather, int)
 IALLGATHER(MPI_Iallgather_c, mpi_count)
 IALLGATHER(MPI_Ialltoall, int)
@@ -205,7 +207,7 @@ GATHERV(MPI_Gatherv_c, mpi_count, mpi_aint, _c)
                   (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, const cnt *rcounts, const disp *displs, \
                    mpi_h rtype, mpi_h comm),                                                       \
                   MPI_V_CALL##sfx(fn, mpi_narrow_allgatherv, (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm)), \
-                  mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype))
+                  MPI_ON(comm, mpi_in_place(sbuf) ? own_block##sfx(rcounts, rtype, comm) : mpi_bytes(scount, stype)))
 ALLGATHERV(MPI_Allgatherv, int, int, _i)
 ALLGATHERV(MPI_Allgatherv_c, mpi_count, mpi_aint, _c)
 
@@ -228,7 +230,8 @@ SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
                    const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),              \
                   MPI_V_CALL##sfx(fn, mpi_narrow_alltoallv,                                        \
                                   (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm)), \
-                  mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm) : mean_block##sfx(scounts, stype, comm))
+                  MPI_ON(comm, mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm)                \
+                                                  : mean_block##sfx(scounts, stype, comm)))
 ALLTOALLV(MPI_Alltoallv, int, int, _i)
 ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
 
@@ -243,7 +246,7 @@ ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)
                    const cnt *rcounts, const disp *rdispls, const void *rtypes, mpi_h comm),       \
                   MPI_V_CALL##sfx(fn, mpi_narrow_alltoallw,                                        \
                                   (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm)), \
-                  ALLTOALLW_BLOCK(sfx))
+                  MPI_ON(comm, ALLTOALLW_BLOCK(sfx)))
 ALLTOALLW(MPI_Alltoallw, int, int, _i)
 ALLTOALLW(MPI_Alltoallw_c, mpi_count, mpi_aint, _c)
 
