@@ -133,31 +133,40 @@ static const o2_flush_callbacks FLUSH_CALLBACKS = {flush_always, NULL};
 #define CHUNKS_PER_BUFFER 4
 typedef struct {
     int n;
+    uint64_t size;
     void *chunk[CHUNKS_PER_BUFFER];
 } o2_chunks;
 
 static void *chunk_allocate(void *user, uint8_t type, uint64_t loc, void **per_buffer, uint64_t size)
 {
-    (void)user, (void)type, (void)loc;
+    ceil_otf2_writer *w = user;
+    (void)type, (void)loc;
     o2_chunks *c = *per_buffer;
     if (!c && !(c = *per_buffer = calloc(1, sizeof *c)))
         return NULL;
     if (c->n == CHUNKS_PER_BUFFER)
         return NULL;
     void *p = malloc(size);
-    if (p)
+    if (p) {
         c->chunk[c->n++] = p;
+        c->size = size;
+        w->held += (int64_t)size;
+        if (w->held > w->st.buffer_peak)
+            w->st.buffer_peak = w->held;
+    }
     return p;
 }
 
 static void chunks_free(void *user, uint8_t type, uint64_t loc, void **per_buffer, bool final)
 {
-    (void)user, (void)type, (void)loc;
+    ceil_otf2_writer *w = user;
+    (void)type, (void)loc;
     o2_chunks *c = *per_buffer;
     if (!c)
         return;
     for (int i = 0; i < c->n; i++)
         free(c->chunk[i]);
+    w->held -= (int64_t)c->size * c->n;
     c->n = 0;
     if (final) {
         free(c);
@@ -166,6 +175,36 @@ static void chunks_free(void *user, uint8_t type, uint64_t loc, void **per_buffe
 }
 
 static const o2_memory_callbacks MEMORY_CALLBACKS = {chunk_allocate, chunks_free};
+
+/* libotf2 opened at path and every function of O2_FUNCS resolved into f; the handle, or NULL with the
+ * reason in err. */
+static void *resolve(const char *lib, o2_lib *f, char *err, int64_t errlen)
+{
+    void *dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        snprintf(err, (size_t)errlen, "%s", dlerror());
+        return NULL;
+    }
+#define O2_SYM_(ret, fn, args)                                                                     \
+    if (!(*(void **)&f->fn = dlsym(dl, #fn))) {                                                    \
+        snprintf(err, (size_t)errlen, "%s has no %s", lib, #fn);                                   \
+        dlclose(dl);                                                                               \
+        return NULL;                                                                               \
+    }
+    O2_FUNCS(O2_SYM_)
+#undef O2_SYM_
+    return dl;
+}
+
+int ceil_otf2_check(const char *lib, char *err, int64_t errlen)
+{
+    o2_lib f;
+    void *dl = resolve(lib, &f, err, errlen);
+    if (!dl)
+        return -1;
+    dlclose(dl);
+    return 0;
+}
 
 ceil_otf2_writer *ceil_otf2_open(const char *lib, const char *dir, const char *name, int64_t chunk_bytes,
                                  int64_t t0_ns, uint32_t region_base, const char *creator, const char *machine,
@@ -176,21 +215,10 @@ ceil_otf2_writer *ceil_otf2_open(const char *lib, const char *dir, const char *n
         snprintf(err, (size_t)errlen, "out of memory");
         return NULL;
     }
-    w->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-    if (!w->dl) {
-        snprintf(err, (size_t)errlen, "%s", dlerror());
+    if (!(w->dl = resolve(lib, &w->f, err, errlen))) {
         free(w);
         return NULL;
     }
-#define O2_SYM_(ret, fn, args)                                                                     \
-    if (!(*(void **)&w->f.fn = dlsym(w->dl, #fn))) {                                               \
-        snprintf(err, (size_t)errlen, "%s has no %s: not OTF2 3.x's library", lib, #fn);           \
-        dlclose(w->dl);                                                                            \
-        free(w);                                                                                   \
-        return NULL;                                                                               \
-    }
-    O2_FUNCS(O2_SYM_)
-#undef O2_SYM_
     w->old_cb = w->f.OTF2_Error_RegisterCallback(on_error, w);
     w->t0 = t0_ns;
     w->region_base = region_base;
@@ -204,7 +232,7 @@ ceil_otf2_writer *ceil_otf2_open(const char *lib, const char *dir, const char *n
     else {
         o2_err e = w->f.OTF2_Archive_SetFlushCallbacks(w->ar, &FLUSH_CALLBACKS, NULL);
         if (!e)
-            e = w->f.OTF2_Archive_SetMemoryCallbacks(w->ar, &MEMORY_CALLBACKS, NULL);
+            e = w->f.OTF2_Archive_SetMemoryCallbacks(w->ar, &MEMORY_CALLBACKS, w);
         if (!e)
             e = w->f.OTF2_Archive_SetSerialCollectiveCallbacks(w->ar);
         if (!e && creator)

@@ -69,7 +69,12 @@ typedef struct {
     int64_t metrics;         /* Metric records */
     int64_t records;         /* all event records */
     int64_t first_ts, last_ts;   /* absolute ns: the earliest and latest record (first > last: none) */
+    int64_t buffer_peak;     /* the most bytes libotf2's buffers held at once (what bounds the memory) */
 } ceil_otf2_stats;
+
+/* Whether lib is OTF2 3.x's library: 0, or -1 with the reason in err (it cannot be opened, or lacks
+ * a function the writer calls). */
+int ceil_otf2_check(const char *lib, char *err, int64_t errlen);
 
 /* Open libotf2 at lib (dlopen) and a new archive dir/name.otf2 (dir must not exist), events
  * buffered in chunks of chunk_bytes per location and written out as each fills; t0_ns is the

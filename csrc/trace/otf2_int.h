@@ -89,6 +89,7 @@ struct ceil_otf2_writer {
     uint32_t *region_src;       /* region id -> source id: ids are dense, in order of first Enter */
     int64_t nsrc, nregions, rcap;
     int finished;
+    int64_t held;               /* bytes of libotf2's chunks held now (the allocator's) */
     ceil_otf2_stats st;
 };
 

@@ -62,24 +62,36 @@ def _package_lib() -> Optional[str]:
     return None
 
 
+def check(path: str) -> str:
+    """"" when ``path`` is OTF2 3.x's library (opened, every function the writer calls found), else why not."""
+    lib = _bind()
+    err = ctypes.create_string_buffer(600)
+    return "" if lib.ceil_otf2_check(path.encode(), err, len(err)) == 0 else err.value.decode(errors="replace")
+
+
 def library() -> Library:
-    """Where libotf2 is (the module docstring's order); Otf2UnavailableError saying what is missing."""
+    """Where libotf2 is (the module docstring's order), opened once to check it; Otf2UnavailableError saying what
+    is missing, or what is wrong with the one given."""
     given = os.environ.get(ENV)
     if given:
-        if not os.path.isfile(given):
-            raise Otf2UnavailableError(f"--format otf2: {ENV}={given} is no file (it should name libotf2.so, "
-                                       "OTF2 3.x)")
-        return Library(given, f"{ENV}")
+        why = check(given)
+        if why:
+            raise Otf2UnavailableError(f"--format otf2: {ENV}={given} is not OTF2 3.x's library: {why}")
+        return Library(given, ENV)
+    tried = []
     pkg = _package_lib()
-    if pkg:
-        return Library(pkg, "the otf2 Python package")
-    for name in ("otf2", "open-trace-format2"):
-        found = ctypes.util.find_library(name)
-        if found:
-            return Library(found, "the system's library")
+    candidates = ([(pkg, "the otf2 Python package")] if pkg else []) + [
+        (found, "the system's library") for found in filter(None, (ctypes.util.find_library(n)
+                                                                   for n in ("otf2", "open-trace-format2")))]
+    for path, source in candidates:
+        why = check(path)
+        if not why:
+            return Library(path, source)
+        tried.append(why)
     raise Otf2UnavailableError(
-        "--format otf2 needs OTF2's library, which is not installed: pip install otf2 (into ceiling's Python), "
-        f"or apt-get install libopen-trace-format2-10, or set {ENV} to a libotf2.so (OTF2 3.x)")
+        "--format otf2 needs OTF2's library (3.x), which is not installed: pip install otf2 (into ceiling's Python), "
+        f"or apt-get install libopen-trace-format2-10, or set {ENV} to a libotf2.so"
+        + (f" (found, but not usable: {'; '.join(tried)})" if tried else ""))
 
 
 class _Calls(ctypes.Structure):
@@ -92,7 +104,7 @@ class _Cols(ctypes.Structure):
 
 
 _STATS = ("enters", "clipped", "instants", "sends", "recvs", "unpaired", "collectives", "io_ops", "io_bytes",
-          "msg_bytes", "metrics", "records", "first_ts", "last_ts")
+          "msg_bytes", "metrics", "records", "first_ts", "last_ts", "buffer_peak")
 
 
 class _Stats(ctypes.Structure):
@@ -104,7 +116,8 @@ class WriterStats:
     """What the writer wrote (otf2.h's ceil_otf2_stats): Enter records (as many Leaves), rows cut to nest,
     instants with no record, MpiSend and MpiRecv records, sends and receives left without (no partner,
     communicator or membership known), collective pairs, I/O operation pairs and their bytes, the bytes of
-    the MpiSend records, Metric records, all records, and the first and last record's time (absolute ns)."""
+    the MpiSend records, Metric records, all records, the first and last record's time (absolute ns), and the
+    most bytes libotf2's buffers held at once."""
     enters: int
     clipped: int
     instants: int
@@ -119,6 +132,7 @@ class WriterStats:
     records: int
     first_ts: int
     last_ts: int
+    buffer_peak: int
 
 
 def _bind():
@@ -129,6 +143,7 @@ def _bind():
     if fn.restype is not ctypes.c_void_p:
         vp, i64, i32, u32, cp = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_uint32, ctypes.c_char_p
         sig = {
+            "ceil_otf2_check": ([cp, cp, i64], ctypes.c_int),
             "ceil_otf2_open": ([cp, cp, cp, i64, i64, u32, cp, cp, cp, i64], vp),
             "ceil_otf2_calls_set": ([vp, ctypes.POINTER(_Calls)], ctypes.c_int),
             "ceil_otf2_comm": ([vp, i64, vp, i64], ctypes.c_int),

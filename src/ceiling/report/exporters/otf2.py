@@ -103,6 +103,7 @@ class Otf2Summary:
     threads: int
     dropped: int                # events the recording dropped (stated in the anchor's description)
     library: str                # which libotf2 wrote it
+    buffer_peak: int            # the most bytes libotf2's buffers held at once (bounded, whatever the events)
 
 
 def _base(fn: str) -> str:
@@ -424,4 +425,5 @@ def write_otf2(path, chunks: Iterable[E.Events], counters: Optional[E.Counters] 
     threads = sum(1 for _l, _n, kind, _g in a.locations if kind == LOCATION_THREAD)
     return Otf2Summary(str(path / f"{ARCHIVE}.otf2"), str(path), size, a.rows, st.records, st.enters, st.sends,
                        st.recvs, st.unpaired, st.collectives, st.io_ops, st.io_bytes, st.msg_bytes, st.metrics,
-                       st.clipped, st.instants, len(a.group_info), threads, ev.dropped.total, lib.path)
+                       st.clipped, st.instants, len(a.group_info), threads, ev.dropped.total, lib.path,
+                       st.buffer_peak)
