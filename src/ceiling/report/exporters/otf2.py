@@ -9,18 +9,18 @@ back. ``path`` is the archive's directory: Vampir opens ``path/traces.otf2``.
 
 What the archive holds:
 
-- definitions: a system tree (the machine, a node per host), a location group (PROCESS) per
-  process, its id the MPI world rank for a rank (Score-P's numbering) and the ranks' count on for
-  the others, and a CPU_THREAD location per thread (id: thread index << 32 | group, the main thread
-  index 0); a region per call name (paradigm MPI for MPI calls, UNKNOWN for POSIX and stdio, which
-  OTF2 has no paradigm for: their I/O paradigm is on their handles; role POINT2POINT, BARRIER,
-  COLL_*, FILE_IO, FILE_IO_METADATA, RMA or FUNCTION) and per user region (USER, FUNCTION); the MPI
-  world's COMM_LOCATIONS group and a COMM_GROUP and communicator per communicator the recording
-  names (MPI_COMM_WORLD with every rank; another, whose members the recording does not carry, is
-  defined over the world's ranks, so that its partners, which the interposer gives as world
-  ranks, stay right, and its name says so); I/O paradigms POSIX, ISOC and MPI-IO, an
-  IoRegularFile per file and an IoHandle per (process, file, paradigm); a metric member, class
-  and instance per counter track (scope: its process, or its node), recorded by a METRIC
+- definitions: a system tree (the machine, a node per host), a location group (PROCESS) per process,
+  its id the MPI world rank for a rank (Score-P's numbering) and the ranks' count on for the others
+  (ids dense: readers warn otherwise), and a CPU_THREAD location per thread (id: thread index << 32
+  | group, the main thread index 0); a region per call name (paradigm MPI for MPI calls, UNKNOWN for
+  POSIX and stdio, which OTF2 has no paradigm for: their I/O paradigm is on their handles; role
+  POINT2POINT, BARRIER, COLL_*, FILE_IO, FILE_IO_METADATA, RMA or FUNCTION) and per user region
+  (USER, FUNCTION); the MPI world's COMM_LOCATIONS group and a COMM_GROUP and communicator per
+  communicator the recording names (MPI_COMM_WORLD with every rank; another, whose members the
+  recording does not carry, is defined over the world's ranks, so that its partners, which the
+  interposer gives as world ranks, stay right, and its name says so); I/O paradigms POSIX, ISOC and
+  MPI-IO, an IoRegularFile per file and an IoHandle per (process, file, paradigm); a metric member,
+  class and instance per counter track (scope: its process, or its node), recorded by a METRIC
   location of the process (node tracks: of the first process).
 - events: what csrc/trace/otf2.h lists per row (Enter/Leave, MpiSend/MpiRecv, collective
   begin/end, I/O operation begin/complete, instants left out) and a Metric record per sample.
@@ -55,7 +55,6 @@ from .perfetto import message_sides
 ARCHIVE = "traces"                  # the anchor file: path/traces.otf2, as Score-P names it
 UNDEF32 = 0xFFFFFFFF
 UNDEF8 = 0xFF
-NOT_RANKED = 1 << 24                # group ids of processes outside MPI when the ranks' count is unknown
 METRIC_THREAD = 0xFFFFFFFE          # the thread index of a process's metric location
 
 # OTF2's values (csrc/trace/otf2_abi.h, checked against OTF2's headers by tests/test_trace_otf2.py)
@@ -164,13 +163,13 @@ class _Strings:
 class _Archive:
     """The numbering of one archive: processes to location groups, threads to locations, communicators."""
 
-    def __init__(self, w: O.Writer, ranks: Optional[int]):
+    def __init__(self, w: O.Writer, ranks: int):
         self.w = w
-        self.ranks = ranks or 0
+        self.ranks = ranks
         self.groups: Dict[int, int] = {}            # pid -> location group id
         self.group_info: Dict[int, Tuple[str, str, int]] = {}     # group id -> (name, host, rank)
         self.taken_ranks: Dict[int, int] = {}       # rank -> pid
-        self.next_free = ranks if ranks is not None else NOT_RANKED
+        self.next_free = ranks
         self.world = 0
         self.rank_locations: List[int] = []       # COMM_LOCATIONS: rank r's location
         self.threads: Dict[int, int] = {}           # group id -> threads beside the main one
@@ -186,7 +185,7 @@ class _Archive:
         p = ev.processes.get(pid)
         if p is not None and p.rank >= 0:
             rank = p.rank
-        if rank >= 0 and rank not in self.taken_ranks:
+        if rank >= 0 and rank not in self.taken_ranks and rank not in self.group_info:
             gid = rank
             self.taken_ranks[rank] = pid
         else:
@@ -381,8 +380,9 @@ def write_otf2(path, chunks: Iterable[E.Events], counters: Optional[E.Counters] 
                library: Optional[O.Library] = None) -> Otf2Summary:
     """Write the OTF2 archive of ``chunks`` into the directory ``path`` (which must not exist) and say what
     it holds. ``chunks``, ``counters`` and ``meta`` as ``write_perfetto`` takes them; ``ranks``: the MPI
-    world's size where known before the events, 0 for none (the other processes' groups are then numbered
-    from it, densely; None: from 2^24, apart from any rank);
+    world's size where known before the events, 0 for none (the other processes' groups are numbered from
+    it; None: the ranks of the first chunk's processes; a rank whose id another process took first gets
+    the next free one, its COMM_LOCATIONS entry still right);
     ``library``: libotf2 (default: core/otf2lib.library()). Raises Otf2UnavailableError without libotf2,
     OSError when the archive cannot be written (the partial one is removed), ValueError when a thread's
     rows go back in time or a chunk has another ``t0_ns`` than the first."""
@@ -403,6 +403,8 @@ def write_otf2(path, chunks: Iterable[E.Events], counters: Optional[E.Counters] 
         with O.Writer(lib, str(part), ARCHIVE, first.t0_ns, region_base, creator=f"ceiling {__version__}",
                       machine=host) as w:
             w.calls(*call_tables(first.calls))
+            if ranks is None:           # the ranks the first chunk knows of
+                ranks = max([p.rank + 1 for p in first.processes.values()], default=0)
             a = _Archive(w, ranks)
             ev = first
             a.chunk(first)
