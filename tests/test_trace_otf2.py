@@ -234,10 +234,27 @@ int main(int argc, char **argv)
             return 1;
     close(fd);
     MPI_Barrier(MPI_COMM_WORLD);
+    /* a communicator of both ranks in reverse order: world 1 is its rank 0 */
+    MPI_Comm sub;
+    int s;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &sub);
+    MPI_Comm_rank(sub, &s);
+    if (s == 0)
+        MPI_Send(buf, 200, MPI_BYTE, 1, 21, sub);
+    else
+        MPI_Recv(buf, 200, MPI_BYTE, 0, 21, sub, MPI_STATUS_IGNORE);
+    MPI_Bcast(buf, 10, MPI_BYTE, 0, sub);
+    MPI_Comm_free(&sub);
     MPI_Finalize();
     return 0;
 }
 """
+
+
+def _partner(e, key: str) -> int:
+    """The location otf2-print names for a message's partner or a collective's root: 'Receiver: 1 ("main" <0>)'."""
+    import re
+    return int(re.search(rf'{key}: \d+ \("[^"]*" <(\d+)>\)', e.attrs).group(1))
 
 
 @needs_otf2_print
@@ -259,33 +276,43 @@ def test_a_2_rank_mpi_program_gives_each_message_its_send_and_receive_and_each_c
     # the ranks: location groups 0 and 1 (Score-P's numbering), the world's locations, MPI_COMM_WORLD
     groups = a.defs["LOCATION_GROUP"]
     assert groups[0].startswith('Name: "rank 0') and groups[1].startswith('Name: "rank 1')
-    (world,) = [i for i, v in a.defs["COMM"].items() if v.startswith('Name: "MPI_COMM_WORLD"')]
+    assert len([v for v in a.defs["COMM"].values() if v.startswith('Name: "MPI_COMM_WORLD"')]) == 1
     (locs,) = [v for v in a.defs["GROUP"].values() if "Type: COMM_LOCATIONS" in v]
     assert "2 Members" in locs
     rank_of = {loc: a.location_group(loc) for loc in a.defs["LOCATION"] if a.location_group(loc) in (0, 1)}
-    # six messages: each send's (from, to, tag, bytes) is a receive's, as the profile counts them
+    # seven messages: each send's (from, to, tag, bytes) is a receive's, ranks named in their communicator
+    # (world ranks on MPI_COMM_WORLD; on the reversed one, world 1 is rank 0) and their locations the ranks'
     sends = [e for e in a.events if e.kind == "MPI_SEND"]
     recvs = [e for e in a.events if e.kind == "MPI_RECV"]
-    sent = Counter((rank_of[e.location], e.number("Receiver"), e.number("Tag"), e.number("Length")) for e in sends)
-    got = Counter((e.number("Sender"), rank_of[e.location], e.number("Tag"), e.number("Length")) for e in recvs)
-    assert sent == got == Counter({(0, 1, 7, 1000): 3, (1, 0, 8, 500): 3})
-    assert {e.get("Communicator") for e in sends + recvs} == {"MPI_COMM_WORLD"}
+    sent = Counter((rank_of[e.location], rank_of[_partner(e, "Receiver")], e.number("Tag"), e.number("Length"),
+                    e.get("Communicator")) for e in sends)
+    got = Counter((rank_of[_partner(e, "Sender")], rank_of[e.location], e.number("Tag"), e.number("Length"),
+                   e.get("Communicator")) for e in recvs)
+    (sub,) = [v.split('"')[1] for v in a.defs["COMM"].values() if not v.startswith('Name: "MPI_COMM_WORLD"')]
+    assert sent == got == Counter({(0, 1, 7, 1000, "MPI_COMM_WORLD"): 3, (1, 0, 8, 500, "MPI_COMM_WORLD"): 3,
+                                   (1, 0, 21, 200, sub): 1})
+    assert {e.number("Receiver") for e in sends if e.get("Communicator") == sub} == {1}
+    (members,) = [v for v in a.defs["GROUP"].values() if v.startswith(f'Name: "{sub}"')]
+    assert '2 Members: 1 ("main" <1>), 0 ("main" <0>)' in members
     fns = {f["fn"]: f for f in doc["application"]["profile"]["mpi"]["functions"]}
     assert len(sends) == fns["MPI_Send"]["calls"] and sum(e.number("Length") for e in sends) == fns["MPI_Send"]["bytes"]
     assert len(recvs) == fns["MPI_Recv"]["calls"] and sum(e.number("Length") for e in recvs) == fns["MPI_Recv"]["bytes"]
     # every MPI call the profile counts in the trace's time (MPI_Finalize's own event is not recorded)
     enters = a.enters()
     for fn in ("MPI_Init", "MPI_Send", "MPI_Recv", "MPI_Allreduce", "MPI_Bcast", "MPI_Barrier"):
-        assert enters[fn] == fns[fn]["calls"] == (6 if fn in ("MPI_Send", "MPI_Recv") else 2), fn
+        assert enters[fn] == fns[fn]["calls"] == {"MPI_Send": 7, "MPI_Recv": 7, "MPI_Bcast": 4}.get(fn, 2), fn
     # the collectives: a begin and an end each, on both ranks, with their operation, communicator and root
+    # (the root a rank of its communicator: world 1 both times)
     ends = [e for e in a.events if e.kind == "MPI_COLLECTIVE_END"]
-    assert a.count("MPI_COLLECTIVE_BEGIN") == len(ends) == 6
-    assert Counter((e.get("Operation"), rank_of[e.location]) for e in ends) == Counter(
-        {(op, r): 1 for op in ("ALLREDUCE", "BCAST", "BARRIER") for r in (0, 1)})
-    assert {e.get("Root") for e in ends if e.get("Operation") == "BCAST"} == {"1"}
+    assert a.count("MPI_COLLECTIVE_BEGIN") == len(ends) == 8
+    assert Counter((e.get("Operation"), e.get("Communicator"), rank_of[e.location]) for e in ends) == Counter(
+        {(op, c, r): 1 for op, c in (("ALLREDUCE", "MPI_COMM_WORLD"), ("BCAST", "MPI_COMM_WORLD"),
+                                     ("BARRIER", "MPI_COMM_WORLD"), ("BCAST", sub)) for r in (0, 1)})
+    bcast = [e for e in ends if e.get("Operation") == "BCAST"]
+    assert {(e.get("Communicator"), e.get("Root")) for e in bcast} == {("MPI_COMM_WORLD", "1"), (sub, "0")}
+    assert {rank_of[_partner(e, "Root")] for e in bcast} == {1}
     assert {e.get("Root") for e in ends if e.get("Operation") != "BCAST"} == {"NONE"}
-    assert {e.get("Communicator") for e in ends} == {"MPI_COMM_WORLD"}
-    assert {e.number("Sent") for e in ends if e.get("Operation") == "BCAST"} == {100}
+    assert {(e.get("Communicator"), e.number("Sent")) for e in bcast} == {("MPI_COMM_WORLD", 100), (sub, 10)}
     # the regions: MPI's paradigm and roles
     descr = [v for v in a.defs["REGION"].values() if v.startswith('Name: "MPI_Send"')][0]
     assert "Role: POINT2POINT" in descr and "Paradigm: MPI" in descr
@@ -296,8 +323,39 @@ def test_a_2_rank_mpi_program_gives_each_message_its_send_and_receive_and_each_c
         done = [e for e in a.events if e.kind == "IO_OPERATION_COMPLETE" and e.get("Handle") == path]
         assert len(done) == rank + 1 and {rank_of.get(e.location) for e in done} == {rank}
     o = rec["data"]["otf2"]
-    assert (o["sends"], o["recvs"], o["collectives"], o["unpaired"]) == (6, 6, 6, 0)
-    assert world == 0
+    assert (o["sends"], o["recvs"], o["collectives"], o["unpaired"]) == (7, 7, 8, 0)
+
+
+@needs_otf2_print
+def test_each_ranks_own_ceiling_gives_rank_0s_archive_with_every_ranks_records(mpi_setup, tmp_path):
+    """`mpiexec -n 2 ceiling trace --format otf2 -- ./app`: the ranks' event files and communicators' members
+    go to rank 0 at MPI_Finalize (csrc/interpose/mpi_trace.c), whose ceiling alone writes the archive."""
+    from mpiutil import build_mpi, run_env
+    tmp, found = mpi_setup
+    exe = build_mpi(found, tmp, tmp_path, "mp", MPI_PROGRAM)
+    env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env.pop("PYTHONFAULTHANDLER", None)
+    r = subprocess.run([*found["argv2"], sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure",
+                        "--format", "otf2", "--trace", str(tmp_path / "arch"), "--save-json", str(tmp_path / "t.json"),
+                        "--", str(exe), str(tmp_path / "out")], capture_output=True, text=True, timeout=240, env=env)
+    assert r.returncode == 0, r.stderr
+    a = read(tmp_path / "arch" / "traces.otf2")
+    check_nesting(a)
+    rank_of = {loc: a.location_group(loc) for loc in a.defs["LOCATION"] if a.location_group(loc) in (0, 1)}
+    sends = [e for e in a.events if e.kind == "MPI_SEND"]
+    assert Counter(rank_of[e.location] for e in sends) == Counter({0: 3, 1: 4})
+    assert a.count("MPI_RECV") == 7 and a.count("MPI_COLLECTIVE_END") == 8
+    (sub,) = [v.split('"')[1] for v in a.defs["COMM"].values() if not v.startswith('Name: "MPI_COMM_WORLD"')]
+    (members,) = [v for v in a.defs["GROUP"].values() if v.startswith(f'Name: "{sub}"')]
+    assert '2 Members: 1 ("main" <1>), 0 ("main" <0>)' in members
+
+
+def test_the_communicators_members_are_read_from_the_recordings_comms_lines(tmp_path):
+    from ceiling.probes.interpose_events import comm_members
+    (tmp_path / "trace-10-5.comms").write_text("7 2 1 0\n9 3 0 1 2\n11 2 0 1\n13 3 0 1\n")
+    (tmp_path / "trace-12-6-r1.comms").write_text("7 2 1 0\n11 2 1 0\nnot a line\n")
+    # 7 agrees in both files; 11 differs (two communicators, one id): left out; 13 cut short: left out
+    assert comm_members(str(tmp_path)) == {7: [1, 0], 9: [0, 1, 2]}
 
 
 # ---- the writer on made-up events ----

@@ -337,7 +337,7 @@ void ceil_ip_trace_flush_(int final, const char *reason) __attribute__((visibili
 void ceil_ip_trace_thread_end_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_forked_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_fork_parent_(void) __attribute__((visibility("hidden")));
-void ceil_ip_trace_region_line_(const char *line, size_t n) __attribute__((visibility("hidden")));
+void ceil_ip_trace_line_(const char *suffix, const char *line, size_t n) __attribute__((visibility("hidden")));
 void ceil_ip_region_forked_(void) __attribute__((visibility("hidden")));
 /* A SYNC event (above) into the calling thread's stream, written at its next write-out beside the clock event
  * (no limit drops it); the boot's hash (0 unknown). */

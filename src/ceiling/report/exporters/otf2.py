@@ -16,12 +16,13 @@ What the archive holds:
   POSIX and stdio, which OTF2 has no paradigm for: their I/O paradigm is on their handles; role
   POINT2POINT, BARRIER, COLL_*, FILE_IO, FILE_IO_METADATA, RMA or FUNCTION) and per user region
   (USER, FUNCTION); the MPI world's COMM_LOCATIONS group and a COMM_GROUP and communicator per
-  communicator the recording names (MPI_COMM_WORLD with every rank; another, whose members the
-  recording does not carry, is defined over the world's ranks, so that its partners, which the
-  interposer gives as world ranks, stay right, and its name says so); I/O paradigms POSIX, ISOC and
-  MPI-IO, an IoRegularFile per file and an IoHandle per (process, file, paradigm); a metric member,
-  class and instance per counter track (scope: its process, or its node), recorded by a METRIC
-  location of the process (node tracks: of the first process).
+  communicator the recording names (MPI_COMM_WORLD with every rank; another with its members as the
+  interposer noted them at its creation, partners and roots translated to its ranks; one whose
+  members the recording lacks, an intercommunicator, is defined over the world's ranks, so that its
+  partners, which the interposer gives as world ranks, stay right, and its name says so); I/O
+  paradigms POSIX, ISOC and MPI-IO, an IoRegularFile per file and an IoHandle per (process, file,
+  paradigm); a metric member, class and instance per counter track (scope: its process, or its
+  node), recorded by a METRIC location of the process (node tracks: of the first process).
 - events: what csrc/trace/otf2.h lists per row (Enter/Leave, MpiSend/MpiRecv, collective
   begin/end, I/O operation begin/complete, instants left out) and a Metric record per sample.
   A non-blocking send or receive is written as sent or received when it was posted (the
@@ -207,7 +208,7 @@ class _Archive:
         while self.comms < len(ev.comms):
             c = ev.comms[self.comms]
             xlat = None
-            if c.world_ranks:
+            if _members_known(c):
                 xlat = np.full(max(c.world_ranks) + 1, -1, np.int32)
                 xlat[np.asarray(c.world_ranks, np.int64)] = np.arange(len(c.world_ranks), dtype=np.int32)
             self.w.comm(self.comms, xlat)
@@ -236,11 +237,17 @@ class _Archive:
         self.rows += len(ev)
 
 
+def _members_known(c: E.Comm) -> bool:
+    """Whether the recording gave a communicator's members (world ranks, none outside the world)."""
+    return bool(c.world_ranks) and min(c.world_ranks) >= 0
+
+
 def _world(a: _Archive) -> None:
     """The MPI world's size, its ranks' locations (COMM_LOCATIONS: rank r's main thread, else its first traced
     thread), and a location group with an empty location for every rank whose files never came."""
     ranked = [i[2] for i in a.group_info.values() if i[2] >= 0]
-    a.world = max(a.ranks, max(ranked, default=-1) + 1, a.top_peer + 1 if a.comms else 0)
+    members = [r for c in (a.last.comms[:a.comms] if a.last else []) if _members_known(c) for r in c.world_ranks]
+    a.world = max(a.ranks, max(ranked, default=-1) + 1, a.top_peer + 1 if a.comms else 0, max(members, default=-1) + 1)
     first: Dict[int, int] = {}
     for loc, _name, kind, gid in a.locations:
         if kind == LOCATION_THREAD and gid < a.world:
@@ -324,8 +331,8 @@ def _definitions(a: _Archive, ev: E.Events, st: O.WriterStats, metric_defs: List
           members=a.rank_locations)
         for i in range(a.comms):
             c = ev.comms[i]
-            known = bool(c.world_ranks) or c.name == "MPI_COMM_WORLD"
-            members = list(c.world_ranks) if c.world_ranks else list(range(world))
+            known = _members_known(c) or c.name == "MPI_COMM_WORLD"
+            members = list(c.world_ranks) if _members_known(c) else list(range(world))
             name = c.name if known else f"{c.name} (members not recorded: its ranks are world ranks)"
             d(O.DEF_GROUP, 1 + i, s(name), GROUP_COMM_GROUP, PARADIGM_MPI, 0, members=members)
             d(O.DEF_COMM, i, s(name), 1 + i, UNDEF32, 0)
