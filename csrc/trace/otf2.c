@@ -422,6 +422,7 @@ void ceil_otf2_free(ceil_otf2_writer *w)
     free(w->threads);
     free(w->mlocs);
     o2_map_free(&w->threads_by_key);
+    o2_map_free(&w->thread_by_location);
     o2_map_free(&w->metric_by_loc);
     o2_map_free(&w->handle_by_key);
     free(w->h_group);

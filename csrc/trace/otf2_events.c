@@ -52,7 +52,7 @@ int ceil_otf2_locate(ceil_otf2_writer *w, int32_t pid, int32_t tid, uint64_t loc
     t->location = location;
     t->group = group;
     t->located = 1;
-    return 0;
+    return o2_map_put(&w->thread_by_location, location + 1, i);
 }
 
 /* ---- the rows ----------------------------------------------------------------------------- */
@@ -400,9 +400,9 @@ int ceil_otf2_finish(ceil_otf2_writer *w)
 
 int64_t ceil_otf2_location_events(const ceil_otf2_writer *w, uint64_t location)
 {
-    for (int64_t i = 0; i < w->nthreads; i++)
-        if (w->threads[i].located && w->threads[i].location == location)
-            return w->threads[i].records;
+    const int64_t t = o2_map_get(&w->thread_by_location, location + 1);
+    if (t >= 0)
+        return w->threads[t].records;
     const int64_t i = o2_map_get(&w->metric_by_loc, location + 1);
     return i >= 0 ? w->mlocs[i].records : -1;
 }

@@ -75,6 +75,7 @@ struct ceil_otf2_writer {
     struct { int32_t *xlat; int64_t n; int defined; } *comms;    /* xlat NULL: its ranks are world ranks */
     int64_t ncomms, ccap;
     o2_map threads_by_key;
+    o2_map thread_by_location;  /* location + 1 -> thread index */
     o2_thread *threads;
     int64_t nthreads, tcap;
     o2_map metric_by_loc;

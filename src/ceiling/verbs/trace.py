@@ -109,16 +109,16 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     try:
         args.trace_limits = limits(args)
         args.trace_formats = formats(args.format)
-        # OTF2's library, found now: without it the program would run for a trace that cannot be written
-        args.otf2_library = otf2_library() if "otf2" in args.trace_formats else None
     except CeilingError as e:
         if wrapped and wrapped[0] != 0:
             # every rank has the same options and stops alike before its program starts: rank 0 says it
             raise SystemExit(e.exit_code) from None
         raise
-    # where the trace goes is checked where it is written, by rank 0 only in a wrapped launch
-    # (verbs/profile.py, with the outputs, ending the job when it is refused)
-    args.trace_path, args.trace_where = None, lambda: trace_path(args.trace, cmd, args.trace_formats)
+    # where the trace goes, and OTF2's library, are checked where the trace is written, before the program
+    # runs: by rank 0 only in a wrapped launch (verbs/profile.py, with the outputs, ending the job when one is
+    # refused; the other ranks' nodes need no libotf2)
+    args.trace_path, args.otf2_library = None, None
+    args.trace_where = lambda: outputs(args, cmd)
     # what profile's options would be; trace has none of its reruns
     args.no_interpose, args.experiments, args.overhead = False, False, False
     return profile.main(args, argv)
@@ -132,6 +132,13 @@ def formats(text: Optional[str]) -> Tuple[str, ...]:
         raise UsageError(f"--format {text!r}: {', '.join(bad) or 'nothing'}: not a trace format (perfetto, otf2, or "
                          "perfetto,otf2)")
     return tuple(f for f in FORMATS if f in got)
+
+
+def outputs(args: argparse.Namespace, cmd: List[str]) -> TracePaths:
+    """Where the trace goes (trace_path), and OTF2's library into ``args.otf2_library`` when otf2 is asked for:
+    without it the program would run for a trace that cannot be written."""
+    args.otf2_library = otf2_library() if "otf2" in args.trace_formats else None
+    return trace_path(args.trace, cmd, args.trace_formats)
 
 
 def otf2_library():

@@ -176,6 +176,7 @@ class _Archive:
         self.threads: Dict[int, int] = {}           # group id -> threads beside the main one
         self.locations: List[Tuple[int, str, int, int]] = []     # (location, name, type, group)
         self.comms = 0
+        self.threads_seen = 0                       # threads of the events (not the empty ranks' locations)
         self.top_peer = -1
         self.rows = 0
         self.last: Optional[E.Events] = None
@@ -233,6 +234,7 @@ class _Archive:
             loc = (index << 32) | gid
             self.w.locate(pid, tid, loc, gid)
             self.locations.append((loc, name, LOCATION_THREAD, gid))
+            self.threads_seen += 1
         self.w.events(cols)
         self.rows += len(ev)
 
@@ -431,7 +433,7 @@ def write_otf2(path, chunks: Iterable[E.Events], counters: Optional[E.Counters] 
         raise
     os.replace(part, path)
     size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    threads = sum(1 for _l, _n, kind, _g in a.locations if kind == LOCATION_THREAD)
+    threads = a.threads_seen
     return Otf2Summary(str(path / f"{ARCHIVE}.otf2"), str(path), size, a.rows, st.records, st.enters, st.sends,
                        st.recvs, st.unpaired, st.collectives, st.io_ops, st.io_bytes, st.msg_bytes, st.metrics,
                        st.clipped, st.instants, len(a.group_info), threads, ev.dropped.total, lib.path,
