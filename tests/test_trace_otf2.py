@@ -162,7 +162,7 @@ def test_an_io_program_gives_an_archive_otf2_print_reads_with_the_runs_counts(io
     o = rec["data"]["otf2"]
     assert o["path"] == str(anchor) and o["bytes"] == sum(f.stat().st_size for f in anchor.parent.rglob("*")
                                                           if f.is_file())
-    assert str(anchor) in rec["title"] and "OTF2 archive" in rec["evidence"] and "Vampir" in rec["why"]
+    assert str(anchor) in rec["title"] and "OTF2 archive" in rec["evidence"] and "OTF2 archive" in rec["why"]
     a = read(anchor)
     check_nesting(a)
     # every record the writer counted, and every call the Perfetto file has, as many times

@@ -116,9 +116,9 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
                "thread, every recorded call a slice with its file, bytes and offset, MPI messages as arrows, the "
                "node's counters underneath."]) + \
              ([] if otf2 is None else
-              [f"Open {otf2.path} in Vampir, or read it with otf2-print or Scalasca's tools: a location per rank and "
-               "thread, every call an Enter/Leave with its I/O operation or MPI message, the node's counters as "
-               "metrics."])
+              [f"{otf2.path} is an OTF2 archive, the format of Score-P, Vampir and Scalasca (otf2-print lists its "
+               "records): a location per rank and thread, every call an Enter/Leave with its I/O operation or MPI "
+               "message, the node's counters as metrics."])
     run.findings.append(Finding(
         id="trace.recorded", status=WARN if failed else OK,
         title=f"Trace written: {' and '.join(written)}" + (" - the node's counters only" if why else "")
