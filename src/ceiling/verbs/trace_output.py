@@ -139,7 +139,7 @@ def _otf2_said(s) -> str:
     return (f"OTF2 archive {s.path}: {s.bytes:,} bytes, {s.records:,} records ({s.enters:,} calls and regions, "
             f"{s.sends:,} MPI sends and {s.recvs:,} receives, {s.collectives:,} collectives, {s.io_ops:,} I/O "
             f"operations of {s.io_bytes:,} bytes, {s.metrics:,} counter samples)"
-            + (f"; {'; '.join(left)}" if left else "") + f"; written by {s.library}")
+            + (f"; {'; '.join(left)}" if left else "") + f"; written with libotf2 ({s.library})")
 
 
 def _otf2_doc(s) -> dict:
