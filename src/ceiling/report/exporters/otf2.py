@@ -99,7 +99,7 @@ class Otf2Summary:
     metrics: int                # Metric records (counter samples)
     clipped: int                # calls cut at their enclosing call's end, so that Enter/Leave nest
     instants: int               # process and thread starts and ends: no record
-    processes: int
+    processes: int              # of the events (a rank without events, a process of counters alone: not counted)
     threads: int
     dropped: int                # events the recording dropped (stated in the anchor's description)
     library: str                # which libotf2 wrote it
@@ -177,6 +177,7 @@ class _Archive:
         self.locations: List[Tuple[int, str, int, int]] = []     # (location, name, type, group)
         self.comms = 0
         self.threads_seen = 0                       # threads of the events (not the empty ranks' locations)
+        self.pids_seen: set = set()                 # processes of the events (not those of counters alone)
         self.top_peer = -1
         self.rows = 0
         self.last: Optional[E.Events] = None
@@ -235,6 +236,7 @@ class _Archive:
             self.w.locate(pid, tid, loc, gid)
             self.locations.append((loc, name, LOCATION_THREAD, gid))
             self.threads_seen += 1
+            self.pids_seen.add(pid)
         self.w.events(cols)
         self.rows += len(ev)
 
@@ -436,5 +438,5 @@ def write_otf2(path, chunks: Iterable[E.Events], counters: Optional[E.Counters] 
     threads = a.threads_seen
     return Otf2Summary(str(path / f"{ARCHIVE}.otf2"), str(path), size, a.rows, st.records, st.enters, st.sends,
                        st.recvs, st.unpaired, st.collectives, st.io_ops, st.io_bytes, st.msg_bytes, st.metrics,
-                       st.clipped, st.instants, len(a.group_info), threads, ev.dropped.total, lib.path,
+                       st.clipped, st.instants, len(a.pids_seen), threads, ev.dropped.total, lib.path,
                        st.buffer_peak)
