@@ -7,8 +7,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 venv=${CEILING_VENV:-.venv}
-extras=""
-[ "${1:-}" = "--test" ] && extras="[test,mpi]"
+test=0
+[ "${1:-}" = "--test" ] && test=1
 # One line per step on stderr: the first build takes a minute, and a log should say why.
 step() { echo "ceiling setup: $*" >&2; }
 
@@ -38,14 +38,31 @@ PY
 fi
 step "updating pip"
 "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-if [ -n "$extras" ]; then
+if [ "$test" = 1 ]; then
     step "building the C core and installing ceiling with the test and MPI needs (pytest, mpi4py, MPICH; a few minutes the first time)"
+    # The optional pieces, best first: the MPI wheels (the MPI tests) and the otf2 wheel (OTF2's
+    # library, for `ceiling trace --format otf2`); where one has no wheel for this platform the
+    # next set goes without it, said below, and what needs it skips or says what is missing.
+    tries="test,mpi,otf2 test,otf2 test,mpi test"
 else
     step "building the C core and installing ceiling (about a minute the first time)"
+    tries="otf2 -"
 fi
-if ! "$venv/bin/python" -m pip install -q ".$extras" && [ "$extras" = "[test,mpi]" ]; then
-    # No MPI wheel for this platform: the MPI tests then skip, saying why.
-    echo "ceiling: mpi4py/MPICH could not be installed; installing without them (MPI tests will be skipped)" >&2
-    "$venv/bin/python" -m pip install -q ".[test]"
+for extras in $tries; do
+    spec="."
+    [ "$extras" != "-" ] && spec=".[$extras]"
+    if "$venv/bin/python" -m pip install -q "$spec"; then
+        break
+    fi
+    [ "$extras" = "${tries##* }" ] && exit 1       # the last set failed too: pip said why
+done
+case ",$extras," in *,otf2,*) ;; *)
+    echo "ceiling: the otf2 package (OTF2's library) could not be installed; installed without it: ceiling trace --format otf2 will say what is missing (pip install otf2, or Debian's libopen-trace-format2-10)" >&2 ;;
+esac
+if [ "$test" = 1 ]; then
+    case ",$extras," in *,mpi,*) ;; *)
+        # No MPI wheel for this platform: the MPI tests then skip, saying why.
+        echo "ceiling: mpi4py/MPICH could not be installed; installed without them (MPI tests will be skipped)" >&2 ;;
+    esac
 fi
 step "ready: $venv/bin/ceiling"

@@ -52,4 +52,4 @@ echo "test-openmpi: $("$py" -c "from mpi4py import MPI; import mpi4py; print('mp
 # Only the tests that start ranks (they use the mpi_setup fixture, tests/conftest.py): the
 # rest of these files never touches the MPI library and ran in `make test` already.
 PYTHONPATH="$lib" "$py" -m pytest -q -p no:cacheprovider ${OMPI_PYTEST_ARGS:-} --only-mpi-launched tests/test_bench_network.py tests/test_bench_storage_mpi.py tests/test_mpi_watchdog.py tests/test_cluster_mpi.py tests/test_profile_mpi.py tests/test_profile_mpi_fortran.py tests/test_trace_record_mpi.py tests/test_trace_wrapped_mpi.py \
-    tests/test_trace_clocks_mpi.py tests/test_trace_waits_mpi.py tests/test_profile_srun.py
+    tests/test_trace_clocks_mpi.py tests/test_trace_waits_mpi.py tests/test_trace_otf2.py tests/test_profile_srun.py

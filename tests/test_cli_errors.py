@@ -63,6 +63,7 @@ CASES = [
     (["check", "--noise-seconds", "abc", "--no-store"], 2, "not a number"),
     (["check", "--noise-seconds", "0", "--no-store"], 3, "between"),
     (["check", "--root", "{tmp}/nowhere", "--no-store"], 4, "not a directory"),
+    (["trace", "--format", "vtf", "--no-store", "--", "true"], 2, "not a trace format"),
 ]
 
 

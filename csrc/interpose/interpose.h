@@ -296,9 +296,11 @@ enum { CEIL_IP_INSTANT_PROCESS_START = 0, CEIL_IP_INSTANT_PROCESS_END = 1, CEIL_
  * - I/O (POSIX, stdio, copy) and MPI-IO: files.c's record id (0 none) and the byte offset in the file
  *   (-1 unknown; MPI-IO: mpi_io.c says how it is found);
  * - MPI point-to-point and waits: the peer as a world rank (a receive's from its status: ANY_SOURCE
- *   resolved; the communicator's ranks translated, mpi_comm.c; -1 unknown or none) and the tag (-1 none);
- * - MPI rooted collectives (Bcast, Reduce, Gather(v), Scatter(v), Ibcast, Ireduce): the root as a world
- *   rank (-1 unknown) and -1; the other MPI calls: -1 and -1. */
+ *   resolved; the communicator's ranks translated, mpi_comm.c; -1 unknown or none) and the communicator's
+ *   id (high 32 bits: mpi_comm_id, 0 MPI_COMM_WORLD) with the tag (low 32 bits; -1 none);
+ * - MPI collectives in C (not the neighbourhood ones): for a rooted one (Bcast, Reduce, Gather(v),
+ *   Scatter(v), Ibcast, Ireduce) the root as a world rank (-1 unknown), else -1; the communicator's id
+ *   with tag -1; the other MPI calls: -1 and -1. */
 typedef struct ceil_ip_trace_ev {
     uint64_t t0;          /* ticks (ceil_ip_ticks) */
     uint64_t dur;         /* ticks */
@@ -335,7 +337,7 @@ void ceil_ip_trace_flush_(int final, const char *reason) __attribute__((visibili
 void ceil_ip_trace_thread_end_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_forked_(void) __attribute__((visibility("hidden")));
 void ceil_ip_trace_fork_parent_(void) __attribute__((visibility("hidden")));
-void ceil_ip_trace_region_line_(const char *line, size_t n) __attribute__((visibility("hidden")));
+void ceil_ip_trace_line_(const char *suffix, const char *line, size_t n) __attribute__((visibility("hidden")));
 void ceil_ip_region_forked_(void) __attribute__((visibility("hidden")));
 /* A SYNC event (above) into the calling thread's stream, written at its next write-out beside the clock event
  * (no limit drops it); the boot's hash (0 unknown). */

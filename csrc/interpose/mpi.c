@@ -204,14 +204,13 @@ void mpi_ev_p2p(mpi_h comm, int peer, int tag)
 
 void mpi_ev_tag(int tag) { ev_tag_ = tag_on(ev_comm_, tag); }     /* the communicator: mpi_peer_send's */
 
+void mpi_ev_comm(mpi_h comm) { ev_tag_ = tag_on(world_known ? mpi_comm_id(comm) : MPI_COMM_ID_UNKNOWN, -1); }
+
 void mpi_ev_root(mpi_h comm, int root)
 {
     ev_peer_ = to_world(comm, root);
     mpi_ev_comm(comm);
 }
-
-/* A collective's communicator, tag none: its instances pair across the members (analysis/trace_waits.py) */
-void mpi_ev_comm(mpi_h comm) { ev_tag_ = tag_on(world_known ? mpi_comm_id(comm) : MPI_COMM_ID_UNKNOWN, -1); }
 
 void mpi_ev_file(uint32_t file, int64_t offset)
 {

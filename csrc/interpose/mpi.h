@@ -118,8 +118,10 @@ void mpi_event_ended(enum mpi_fn fn, uint64_t t1, uint64_t ticks, uint64_t bytes
  * mpi_ev_status takes them from a completed receive's status (ANY_SOURCE resolved), never reading the
  * MPI's MPI_STATUS_IGNORE (give it mpi_status()'s buffer to learn the source anyway) nor a status before
  * MPI_Init named the MPI. mpi_ev_root: a rooted collective's root, as a world rank the same way (an
- * intercommunicator's MPI_ROOT and MPI_PROC_NULL: -1). mpi_ev_file: an MPI-IO call's file (files.c's id,
- * 0 none) and byte offset (-1 unknown). interpose.h (ceil_ip_trace_ev) says where each lands. */
+ * intercommunicator's MPI_ROOT and MPI_PROC_NULL: -1), and its communicator as mpi_ev_comm does.
+ * mpi_ev_comm: a collective's communicator (mpi_comm_id, where a message's goes; tag -1), so that the
+ * OTF2 archive's collective records name it. mpi_ev_file: an MPI-IO call's file (files.c's id, 0 none)
+ * and byte offset (-1 unknown). interpose.h (ceil_ip_trace_ev) says where each lands. */
 void mpi_ev_p2p(mpi_h comm, int peer, int tag) __attribute__((visibility("hidden")));
 void mpi_ev_status(mpi_h comm, const void *status) __attribute__((visibility("hidden")));
 void mpi_ev_root(mpi_h comm, int root) __attribute__((visibility("hidden")));

@@ -175,7 +175,8 @@ SCATTER(MPI_Scatter_c, mpi_count)
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h));                          \
     MPI_WRAP_S(fn, MH_COLL,                                                                        \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm), MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), MPI_FITS(scount) && MPI_FITS(rcount))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm), MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), \
+             MPI_FITS(scount) && MPI_FITS(rcount))
 ALLGATHER(MPI_Allgather, int)
 ALLGATHER(MPI_Allgather_c, mpi_count)
 ALLGATHER(MPI_Alltoall, int)
@@ -185,7 +186,8 @@ ALLGATHER(MPI_Alltoall_c, mpi_count)
     PMPI_DECL(fn, (const void *, cnt, mpi_h, void *, cnt, mpi_h, mpi_h, void *));                  \
     MPI_WRAP_S(fn, -1,                                                                             \
              (const void *sbuf, cnt scount, mpi_h stype, void *rbuf, cnt rcount, mpi_h rtype, mpi_h comm, void *req), \
-             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req), MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), MPI_FITS(scount) && MPI_FITS(rcount))
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, req),                                \
+             MPI_ON(comm, BLOCK_SENT(scount, stype, rcount, rtype)), MPI_FITS(scount) && MPI_FITS(rcount))
 IALLGATHER(MPI_Iallgather, int)
 IALLGATHER(MPI_Iallgather_c, mpi_count)
 IALLGATHER(MPI_Ialltoall, int)
@@ -231,7 +233,7 @@ SCATTERV(MPI_Scatterv_c, mpi_count, mpi_aint, _c)
                    const cnt *rcounts, const disp *rdispls, mpi_h rtype, mpi_h comm),              \
                   MPI_V_CALL##sfx(fn, mpi_narrow_alltoallv,                                        \
                                   (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm)), \
-                  MPI_ON(comm, mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm)                   \
+                  MPI_ON(comm, mpi_in_place(sbuf) ? mean_block##sfx(rcounts, rtype, comm)                \
                                                   : mean_block##sfx(scounts, stype, comm)))
 ALLTOALLV(MPI_Alltoallv, int, int, _i)
 ALLTOALLV(MPI_Alltoallv_c, mpi_count, mpi_aint, _c)

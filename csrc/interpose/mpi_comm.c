@@ -206,6 +206,37 @@ static uint64_t local_members(mpi_h comm, uintptr_t wg)
     return h;
 }
 
+/* The trace's line of a communicator's members, "ID N R0 R1 ...\n" (its id, then its ranks' world ranks in
+ * rank order), appended to DIR/trace-<pid>-<start_ns>.comms where a trace is recorded, so that the OTF2
+ * archive defines its group and names its partners by their rank in it. Not for an intercommunicator:
+ * its members seen from each side differ. */
+static void trace_members(uint32_t id, const int32_t *ranks, int n)
+{
+    if (!ceil_ip_trace_dir_())
+        return;
+    const size_t cap = (size_t)n * 12 + 32;
+    char *line = malloc(cap), *p = line;
+    if (!line)
+        return;
+    char t[16];
+    int64_t v[2] = {id, n};
+    for (int i = -2; i < n; i++) {
+        int64_t x = i < 0 ? v[i + 2] : ranks[i];
+        int k = 0;
+        const int neg = x < 0;
+        if (neg)
+            x = -x;
+        do t[k++] = (char)('0' + x % 10); while ((x /= 10) && k < 15);
+        if (neg)
+            *p++ = '-';
+        while (k)
+            *p++ = t[--k];
+        *p++ = i == n - 1 ? '\n' : ' ';
+    }
+    ceil_ip_trace_line_(".comms", line, (size_t)(p - line));
+    free(line);
+}
+
 /* The communicator the program's MPI_Comm * now holds: its ranks (the remote group's on an
  * intercommunicator) as world ranks, into mpi.c's table. A group handle is written as an int (MPICH)
  * or a pointer: read from a zeroed uintptr_t, which is either on the little-endian ABIs here. */
@@ -235,7 +266,10 @@ static void note(const void *newcomm)
             uint64_t members = fnv_ranks(UINT64_C(0xcbf29ce484222325), ranks, n);
             if (inter)
                 members ^= local_members(comm, wg);
-            comm_note(comm, ranks, n, comm_id_of(members));
+            const uint32_t id = comm_id_of(members);
+            if (!inter)
+                trace_members(id, ranks, n);
+            comm_note(comm, ranks, n, id);
             ranks = NULL;
         }
     }

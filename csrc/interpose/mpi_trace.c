@@ -8,8 +8,8 @@
  *
  * Point to point on a duplicate of MPI_COMM_WORLD (no message of the
  * program's can match ours): rank 0 takes the ranks in order; each other
- * rank sends, for each of its directory's trace-*.bin and trace-*.regions
- * files (its own threads' and those of its child processes written so
+ * rank sends, for each of its directory's trace-*.bin, trace-*.regions and
+ * trace-*.comms files (its own threads' and those of its child processes written so
  * far), a head (name, size then), the file in chunks of at most 1 MiB, and
  * an empty chunk; then a head marked last. Memory stays one chunk's buffer,
  * mmap'ed (no malloc inside the program's MPI_Finalize). Rank 0 writes each
@@ -61,7 +61,7 @@ static int ends_with(const char *s, const char *tail)
 static int wanted(const char *name)
 {
     return strncmp(name, "trace-", 6) == 0 && strchr(name, '/') == NULL && strlen(name) < sizeof(((head *)0)->name)
-           && (ends_with(name, ".bin") || ends_with(name, ".regions"));
+           && (ends_with(name, ".bin") || ends_with(name, ".regions") || ends_with(name, ".comms"));
 }
 
 static void put_num(char *p, uint64_t v)

@@ -646,7 +646,10 @@ POSIX_LSEEK(lseek64, off64_t)
         const uint64_t t0 = ceil_ip_ticks();                                                       \
         const int rc = CEIL_REAL(fn)(fd);                                                          \
         const int saved = errno;                                                                   \
-        const uint64_t ticks = count_call(c, FN_##fn, PC_SYNC, t0, rc == -1);                      \
+        const uint64_t ticks = count_call_(c, FN_##fn, PC_SYNC, t0, rc == -1);                     \
+        /* its event names the file (the OTF2 archive's flush of its handle) */                   \
+        ceil_ip_event_io(&posix_module, (enum ceil_ip_call)fn_call[FN_##fn], t0, t0 + ticks, rc, 0, \
+                         ceil_ip_file_id(fd), -1);                                                 \
         if (rc == 0)                                                                               \
             ceil_ip_file_sync(fd, ticks);                                                          \
         errno = saved;                                                                             \

@@ -51,7 +51,7 @@ static int region_index(const char *name)
     for (size_t j = 0; j < len && o < (int)sizeof line - 2; j++)   /* one line: no newline inside */
         line[o++] = name[j] == '\n' ? ' ' : name[j];
     line[o++] = '\n';
-    ceil_ip_trace_region_line_(line, (size_t)o);
+    ceil_ip_trace_line_(".regions", line, (size_t)o);
     return i;
 }
 

@@ -499,11 +499,12 @@ void ceil_ip_trace_sync_(uint16_t phase, uint64_t cost_ticks, int64_t offset_ns,
 
 void ceil_ip_trace_fork_parent_(void) { ceil_ip_trace_instant_(CEIL_IP_INSTANT_FORK); }
 
-/* A line appended, with one O_APPEND write, to DIR/trace-<pid>-<start_ns>.regions (region.c's names). */
-void ceil_ip_trace_region_line_(const char *line, size_t n)
+/* A line appended, with one O_APPEND write, to DIR/trace-<pid>-<start_ns><suffix>: region.c's names
+ * (.regions), mpi_comm.c's communicators' members (.comms). */
+void ceil_ip_trace_line_(const char *suffix, const char *line, size_t n)
 {
     char path[sizeof dir + 96];
-    file_path(path, -1, ".regions");
+    file_path(path, -1, suffix);
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
         syscall(SYS_write, fd, line, n);

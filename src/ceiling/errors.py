@@ -97,6 +97,13 @@ class MetricNotFoundError(CeilingError):
     exit_code = 16          # 14 and 15 are the probe's
 
 
+class Otf2UnavailableError(CeilingError):
+    """``ceiling trace --format otf2`` where OTF2's library (libotf2 3.x) is not installed: said before the
+    program runs (core/otf2lib.py says where it is looked for)."""
+
+    exit_code = 17
+
+
 # ceiling compare --fail-on worse:P%: a significant regression of at least P% was found (not an error:
 # the comparison is printed whole first).
 REGRESSION_EXIT = 13

@@ -19,7 +19,9 @@ pid stay two processes, the second given a stand-in id above Linux's pid_max (``
 ``Process.os_pid`` keeps its pid for display). The files table comes from the record files
 beside the events (the ``file id=N ... path=P`` lines of each process's record,
 probes/interpose_record's format), keyed by host and pid; the region names by the event
-file's image (pid, start, and the -r<rank> a gathered file carries).
+file's image (pid, start, and the -r<rank> a gathered file carries); the communicators' members
+from the ``trace-*.comms`` lines (csrc/interpose/mpi_comm.c: each one's world ranks in rank order,
+written when it is made), keyed by the communicator's id.
 """
 from __future__ import annotations
 
@@ -204,6 +206,31 @@ def region_names(directory: str) -> Dict[Tuple[int, int, str], Dict[int, str]]:
     return out
 
 
+def comm_members(directory: str) -> Dict[int, List[int]]:
+    """Communicator id -> its members' world ranks in rank order, from mpi_comm.c's ``trace-*.comms`` lines
+    ("ID N R0 R1 ...", every process's own and those rank 0 received). Members write the same id for
+    the same communicator; an id two lines give different members (a hash collision) is left out."""
+    out: Dict[int, List[int]] = {}
+    clash = set()
+    for p in Path(directory).glob("trace-*.comms"):
+        try:
+            text = p.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            f = line.split()
+            try:
+                cid, n, ranks = int(f[0]), int(f[1]), [int(x) for x in f[2:]]
+            except (ValueError, IndexError):
+                continue
+            if n != len(ranks):                         # a line cut short (a killed process)
+                continue
+            if out.get(cid, ranks) != ranks:
+                clash.add(cid)
+            out[cid] = ranks
+    return {k: v for k, v in out.items() if k not in clash}
+
+
 def event_files(directory: str) -> List[str]:
     return sorted(str(p) for p in Path(directory).iterdir() if FILE_PATTERN.match(p.name))
 
@@ -268,6 +295,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
     t0_unix = min(int(t.header["t0_unix_ns"]) - (starts[id(t)] - t0) for t in here)
     records = record_files(directory)
     per_image = region_names(directory)
+    members = comm_members(directory)
     regions: List[str] = []
     region_index: Dict[str, int] = {}
     dropped = E.Dropped()
@@ -315,7 +343,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         # and its offset field the tag (low 32 bits) and the communicator's id (high: mpi.c's tag_on)
         raw = ev["offset"].astype(np.int64).view(np.uint64)
         tag = np.where(mpi, (raw & 0xFFFFFFFF).astype(np.uint32).view(np.int32), -1).astype(np.int32)
-        comm = _comm_index(np.where(mpi, raw >> 32, COMM_UNKNOWN), comms, comm_index)
+        comm = _comm_index(np.where(mpi, raw >> 32, COMM_UNKNOWN), comms, comm_index, members)
         reg = (ev["kind"] == EV_REGION)
         if np.any(reg):
             names_here = per_image.get((os_pid, int(h["t0_ns"]), t.sent_by), {})
@@ -398,10 +426,13 @@ def _clocks(threads: List[ThreadFile], proc_rank: Dict[Tuple, int]) -> C.Clocks:
 COMM_UNKNOWN = 0xFFFFFFFF       # mpi.h's MPI_COMM_ID_UNKNOWN; 0 is MPI_COMM_WORLD
 
 
-def _comm_index(ids: np.ndarray, comms: List[E.Comm], index: Dict[int, int]) -> np.ndarray:
+def _comm_index(ids: np.ndarray, comms: List[E.Comm], index: Dict[int, int],
+                members: Optional[Dict[int, List[int]]] = None) -> np.ndarray:
     """Each event's communicator as an index into ``comms`` (grown as new ids appear), -1 unknown.
     The id is the same in every member's events (csrc/interpose/mpi_comm.c), so a message's send and
-    receive pair on it; its members are not in the events."""
+    receive pair on it; its members (world ranks in rank order) come from the ``.comms`` lines
+    (``comm_members``) where the recording has them: not for an intercommunicator, nor for one of
+    more than mpi_comm.c's table holds at once."""
     out = np.full(len(ids), -1, np.int32)
     for raw in np.unique(ids):
         raw = int(raw)
@@ -409,7 +440,8 @@ def _comm_index(ids: np.ndarray, comms: List[E.Comm], index: Dict[int, int]) -> 
             continue
         if raw not in index:
             index[raw] = len(comms)
-            comms.append(E.Comm("MPI_COMM_WORLD" if raw == 0 else f"communicator {raw:08x}"))
+            comms.append(E.Comm("MPI_COMM_WORLD" if raw == 0 else f"communicator {raw:08x}",
+                                list((members or {}).get(raw, []))))
         out[ids == raw] = index[raw]
     return out
 
@@ -423,4 +455,4 @@ def torn_note(reading: Reading) -> str:
 
 
 __all__ = ["read_dir", "iter_chunks", "read_thread", "calls_hash", "Reading", "ThreadFile", "event_files",
-           "record_files", "torn_note"]
+           "record_files", "comm_members", "torn_note"]

@@ -92,9 +92,9 @@ class Process:
 
 @dataclass
 class Comm:
-    """A communicator as the trace names it: its size and its members as world ranks."""
-    name: str                       # "MPI_COMM_WORLD", "split 3 of world", ...
-    world_ranks: List[int] = field(default_factory=list)
+    """A communicator as the trace names it: its members as world ranks, where the recording has them."""
+    name: str                       # "MPI_COMM_WORLD", "communicator 3fa2b1c0", ...
+    world_ranks: List[int] = field(default_factory=list)    # rank r of it is world rank world_ranks[r]; [] unknown
 
 
 @dataclass

@@ -154,7 +154,7 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
     try:
         common.check_outputs(args, html=bool(args.out))
         if getattr(args, "trace_where", None):
-            args.trace_path = args.trace_where()       # the Perfetto trace's place (rank 0's alone, wrapped)
+            args.trace_path = args.trace_where()       # the trace's places and libotf2 (rank 0's alone, wrapped)
         store = common.open_store(args)
     except CeilingError as e:
         if wrapped:

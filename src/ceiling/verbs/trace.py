@@ -5,7 +5,9 @@ output, Ctrl-C handling, page and findings), with the interposer's per-event cha
 (observe's ``Instruments.trace``, the limits of ``TraceLimits``), and after the program:
 
 1. the events, read per thread file (probes/interpose_events.py), streamed into a Perfetto
-   trace (report/exporters/perfetto.py, ``--trace FILE.pftrace``);
+   trace (report/exporters/perfetto.py, ``--trace FILE.pftrace``) and, with ``--format otf2``
+   (or ``perfetto,otf2``), an OTF2 archive for Vampir, Scalasca and ``otf2-print``
+   (report/exporters/otf2.py, written by OTF2's own library: checked before the program runs);
 2. the anti-patterns the time line shows (analysis/trace_patterns.py), against this node's
    storage ceilings from the history; a single writer refines the profile's whole-run finding
    (its window and time lost), not a second one;
@@ -34,6 +36,7 @@ import os
 import re
 import shutil
 import time
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, PathError, UsageError
@@ -46,19 +49,35 @@ DESCRIPTION = ("Run a program as `ceiling profile` does (its output untouched, i
                "ui.perfetto.dev), the profile's page, and the anti-patterns only a time line shows (a single "
                "writer while the others wait, I/O whose speed swings, serialized I/O phases, metadata storms).")
 EPILOG = ("Exit status: the program's (128 + N when signal N ended it); 127 command not found, 126 not executable; "
-          "2 a bad option, 3 a value out of range.")
+          "2 a bad option, 3 a value out of range, 17 --format otf2 without OTF2's library.")
 MAX_SIZE = 1 << 30           # the event files' budget at most, whatever the free space
 FREE_SHARE = 0.10            # ... and at most this share of the free space where they are kept
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+FORMATS = ("perfetto", "otf2")
+OTF2_SUFFIX = "-otf2"        # the OTF2 archive's directory: the Perfetto file's name without .pftrace, and this
+
+
+@dataclass(frozen=True)
+class TracePaths:
+    """Where the trace goes: the Perfetto file and the OTF2 archive's directory (its anchor file
+    ``traces.otf2`` inside), each None when its format was not asked for."""
+    perfetto: Optional[str]
+    otf2: Optional[str]
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS]",
                    help="the program to run and its arguments, after --")
     g = p.add_argument_group("trace")
-    g.add_argument("--trace", metavar="FILE.pftrace",
-                   help="where the Perfetto trace goes (default: ceiling-trace-PROGRAM-YYYYmmdd-HHMMSS.pftrace in "
-                        "the current directory)")
+    g.add_argument("--trace", metavar="PATH",
+                   help="where the trace goes: the Perfetto file (default: "
+                        "ceiling-trace-PROGRAM-YYYYmmdd-HHMMSS.pftrace in the current directory); with --format otf2 "
+                        "alone, the OTF2 archive's directory (default ceiling-trace-PROGRAM-YYYYmmdd-HHMMSS-otf2); "
+                        "with both, the archive goes beside the Perfetto file, named as it is without .pftrace, with "
+                        "-otf2")
+    g.add_argument("--format", metavar="LIST", default="perfetto",
+                   help="what to write: perfetto (the default; ui.perfetto.dev), otf2 (an OTF2 archive for Vampir, "
+                        "Scalasca and otf2-print, written with OTF2's library: pip install otf2), or perfetto,otf2")
     g.add_argument("--max-size", metavar="BYTES",
                    help="the events' size for the whole run, all processes together (default: 10%% of the free "
                         "space where they are kept, 1 GiB at most); past it, events are dropped and counted")
@@ -89,17 +108,43 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     wrapped = launched_rank()
     try:
         args.trace_limits = limits(args)
+        args.trace_formats = formats(args.format)
     except CeilingError as e:
         if wrapped and wrapped[0] != 0:
             # every rank has the same options and stops alike before its program starts: rank 0 says it
             raise SystemExit(e.exit_code) from None
         raise
-    # where the Perfetto trace goes is checked where it is written, by rank 0 only in a wrapped launch
-    # (verbs/profile.py, with the outputs, ending the job when it is refused)
-    args.trace_path, args.trace_where = None, lambda: trace_path(args.trace, cmd)
+    # where the trace goes, and OTF2's library, are checked where the trace is written, before the program
+    # runs: by rank 0 only in a wrapped launch (verbs/profile.py, with the outputs, ending the job when one is
+    # refused; the other ranks' nodes need no libotf2)
+    args.trace_path, args.otf2_library = None, None
+    args.trace_where = lambda: outputs(args, cmd)
     # what profile's options would be; trace has none of its reruns
     args.no_interpose, args.experiments, args.overhead = False, False, False
     return profile.main(args, argv)
+
+
+def formats(text: Optional[str]) -> Tuple[str, ...]:
+    """--format's list (perfetto, otf2 or both, in that order); one line and exit 2 for anything else."""
+    got = [x.strip().lower() for x in (text or "").split(",") if x.strip()]
+    bad = [x for x in got if x not in FORMATS]
+    if bad or not got:
+        raise UsageError(f"--format {text!r}: {', '.join(bad) or 'nothing'}: not a trace format (perfetto, otf2, or "
+                         "perfetto,otf2)")
+    return tuple(f for f in FORMATS if f in got)
+
+
+def outputs(args: argparse.Namespace, cmd: List[str]) -> TracePaths:
+    """Where the trace goes (trace_path), and OTF2's library into ``args.otf2_library`` when otf2 is asked for:
+    without it the program would run for a trace that cannot be written."""
+    args.otf2_library = otf2_library() if "otf2" in args.trace_formats else None
+    return trace_path(args.trace, cmd, args.trace_formats)
+
+
+def otf2_library():
+    """OTF2's library (core/otf2lib.py looks for it); Otf2UnavailableError, exit 17, saying what is missing."""
+    from ..core.otf2lib import library
+    return library()
 
 
 def _seconds(text: str, what: str) -> float:
@@ -159,19 +204,28 @@ def default_size(where: Optional[str] = None) -> int:
     return max(1 << 20, min(MAX_SIZE, int(free * FREE_SHARE)))
 
 
-def trace_path(given: Optional[str], cmd: List[str]) -> str:
-    """Where the Perfetto trace goes: checked before the program runs (its directory must exist
-    and be writable; an existing file is not overwritten)."""
+def trace_path(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = ("perfetto",)) -> TracePaths:
+    """Where the trace goes (TracePaths): checked before the program runs (each directory must exist
+    and be writable; an existing file or archive is not overwritten)."""
     if given:
         path = os.path.abspath(given)
     else:
         prog = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(cmd[0])) if cmd else "program"
-        path = os.path.abspath(f"ceiling-trace-{prog}-{time.strftime('%Y%m%d-%H%M%S')}.pftrace")
-    d = os.path.dirname(path)
-    if not os.path.isdir(d):
-        raise PathError(f"--trace {given or path}: directory {d} does not exist")
-    if not os.access(d, os.W_OK):
-        raise PathError(f"--trace {given or path}: directory {d} is not writable")
-    if os.path.exists(path):
-        raise PathError(f"--trace {path}: exists; ceiling does not overwrite a trace (give another name)")
-    return path
+        stem = os.path.abspath(f"ceiling-trace-{prog}-{time.strftime('%Y%m%d-%H%M%S')}")
+        path = stem + (".pftrace" if "perfetto" in formats else OTF2_SUFFIX)
+    perfetto = path if "perfetto" in formats else None
+    otf2 = None
+    if "otf2" in formats:
+        otf2 = path if perfetto is None else (path[:-len(".pftrace")] if path.endswith(".pftrace") else path) + \
+            OTF2_SUFFIX
+    for out, what in ((perfetto, "the Perfetto trace"), (otf2, "the OTF2 archive")):
+        if out is None:
+            continue
+        d = os.path.dirname(out)
+        if not os.path.isdir(d):
+            raise PathError(f"--trace {given or out}: directory {d} does not exist")
+        if not os.access(d, os.W_OK):
+            raise PathError(f"--trace {given or out}: directory {d} is not writable")
+        if os.path.exists(out):
+            raise PathError(f"--trace {out}: exists ({what}); ceiling does not overwrite a trace (give another name)")
+    return TracePaths(perfetto, otf2)

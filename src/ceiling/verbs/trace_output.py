@@ -1,8 +1,7 @@
 """What ``ceiling trace`` adds after the program (verbs/trace.py; verbs/profile.py calls
-``conclude`` when the run is a trace): the Perfetto trace written from the event files, the
-time line's findings (refining the profile's where they say when; the MPI wait states and phases,
-analysis/trace_waits.py), its bins kept in the run,
-the event files removed."""
+``conclude`` when the run is a trace): the Perfetto trace and/or the OTF2 archive written from the
+event files, the time line's findings (refining the profile's where they say when; the MPI wait
+states and phases, analysis/trace_waits.py), its bins kept in the run, the event files removed."""
 from __future__ import annotations
 
 import argparse
@@ -12,10 +11,11 @@ from typing import Optional
 
 
 def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
-    """After the program: the Perfetto trace written, the time line's findings and bins added to
-    ``run``, the event files removed (verbs/profile.py calls it for ``ceiling trace``). A program
-    the interposer could not reach (static, setuid) gets a trace of the node's counters alone,
-    said; a trace that cannot be written (a full disk) is said, and the profile is kept."""
+    """After the program: the Perfetto trace and/or OTF2 archive written (``args.trace_path``, a
+    verbs/trace.TracePaths), the time line's findings and bins added to ``run``, the event files
+    removed (verbs/profile.py calls it for ``ceiling trace``). A program the interposer could not
+    reach (static, setuid) gets a trace of the node's counters alone, said; a trace that cannot be
+    written (a full disk) is said, and the profile is kept."""
     import time
 
     from ..analysis.trace_bins import DOC_BINS, bins_doc, lane_pids, split_off_cpu, timeline_bins
@@ -24,9 +24,10 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     from ..analysis.trace_waits import network_ceilings, wait_findings
     from ..probes import interpose_events
     from ..probes.node_sampler import counter_tracks
+    from ..report.exporters.otf2 import write_otf2
     from ..report.exporters.perfetto import write_perfetto
     from ..results import events as E
-    from ..results.model import FAIL, OK, Finding
+    from ..results.model import FAIL, OK, WARN, Finding
     part, where = obs.interposer, obs.interposer.trace_dir
     node = getattr(args, "trace_node", None)
     why = ""
@@ -60,10 +61,21 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         meta["recording cost"] = cost_text(cost)
         meta["recording cost s"] = cost["total_s"] if "total_s" in cost else "unknown"
         base = events or [E.Events.empty(t0, time.time_ns() - (time.monotonic_ns() - t0))]
-        try:
-            summary = write_perfetto(args.trace_path, base, counters, meta)
-        except OSError as e:
-            summary, failed = None, f"{args.trace_path}: {e.strerror or e}"
+        paths = args.trace_path
+        summary = otf2 = None
+        failed = []
+        if paths.perfetto:
+            try:
+                summary = write_perfetto(paths.perfetto, base, counters, meta)
+            except OSError as e:
+                failed.append(f"{paths.perfetto}: {e.strerror or e}")
+        if paths.otf2:
+            world = max([wrapped[1] if wrapped else 0] + [p.rank + 1 for p in base[-1].processes.values()])
+            try:
+                otf2 = write_otf2(paths.otf2, base, counters, meta, ranks=world,
+                                  library=getattr(args, "otf2_library", None))
+            except OSError as e:
+                failed.append(f"{paths.otf2}: {e.strerror or e}")
         found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
         found += wait_findings(events, network_ceilings(history), found) if events else []
         bins = timeline_bins(events, DOC_BINS) if events else None
@@ -78,35 +90,66 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
             "t0_monotonic_ns": events[0].t0_ns if events else None,
             "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
-    if summary is None:
+    if summary is None and otf2 is None:
         run.findings.append(Finding(
-            id="trace.recorded", status=FAIL, title="The trace could not be written: " + failed,
+            id="trace.recorded", status=FAIL, title="The trace could not be written: " + "; ".join(failed),
             evidence=f"{len(events)} chunk(s) of events read; the profile above is whole, the time line's findings "
                      f"and bins are kept in this run. {cost_text(cost)}",
-            why="Without the file there is nothing to open in Perfetto.",
+            why="Without the file there is nothing to open in Perfetto or Vampir.",
             fix="Free space where --trace points, or point it elsewhere (--max-size bounds the events)",
             data=data))
         return
-    dropped = summary.dropped
+    first = summary or otf2
+    dropped = first.dropped
     torn = interpose_events.torn_note(reading) if reading is not None else ""
-    said = (f"{summary.events:,} events of {summary.processes} process(es), {summary.threads} thread(s): "
-            f"{summary.slices:,} calls and regions, {summary.flows:,} MPI messages; {summary.bytes:,} bytes in "
-            f"{summary.path}" + (f"; {dropped:,} events dropped by the limits (the profile counts them)"
-                                 if dropped else "; nothing dropped")
+    said = (f"{first.events:,} events of {first.processes} process(es), {first.threads} thread(s)"
+            + (f": {summary.slices:,} calls and regions, {summary.flows:,} MPI messages; {summary.bytes:,} bytes in "
+               f"{summary.path}" if summary else "")
+            + (f"{'. ' if summary else ': '}{_otf2_said(otf2)}" if otf2 else "")
+            + (f"; {dropped:,} events dropped by the limits (the profile counts them)" if dropped
+               else "; nothing dropped")
             + (f"; {torn}" if torn else "")
             + (f". {ranks['said']}" if ranks else "")
             + (f". {clocks[0].upper()}{clocks[1:]}" if clocks else "")
             + f". {cost_text(cost)}"
-            + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else ""))
+            + (f"; no calls: {why}, so the trace holds the node's counters alone" if why else "")
+            + (f". Not written: {'; '.join(failed)}" if failed else ""))
+    written = [f"{x.path} ({x.bytes / 1e6:.3g} MB)" for x in (summary, otf2) if x is not None]
+    opened = ([] if summary is None else
+              ["Open the Perfetto file at https://ui.perfetto.dev (or with trace_processor): one track per rank and "
+               "thread, every recorded call a slice with its file, bytes and offset, MPI messages as arrows, the "
+               "node's counters underneath."]) + \
+             ([] if otf2 is None else
+              [f"{otf2.path} is an OTF2 archive, the format of Score-P, Vampir and Scalasca (otf2-print lists its "
+               "records): a location per rank and thread, every call an Enter/Leave with its I/O operation or MPI "
+               "message, the node's counters as metrics."])
     run.findings.append(Finding(
-        id="trace.recorded", status=OK, title=f"Trace written: {summary.path} ({summary.bytes / 1e6:.3g} MB)"
-        + (" - the node's counters only" if why else ""),
-        evidence=said, why="Open it at https://ui.perfetto.dev (or with trace_processor): one track per rank and "
-                           "thread, every recorded call a slice with its file, bytes and offset, MPI messages as "
-                           "arrows, the node's counters underneath.",
-        data={"path": summary.path, "bytes": summary.bytes, "events": summary.events, "dropped": dropped,
-              "processes": summary.processes, "threads": summary.threads, "tracer_s": summary.tracer_ns / 1e9,
+        id="trace.recorded", status=WARN if failed else OK,
+        title=f"Trace written: {' and '.join(written)}" + (" - the node's counters only" if why else "")
+        + (f"; not written: {'; '.join(failed)}" if failed else ""),
+        evidence=said, why=" ".join(opened),
+        fix="Free space where --trace points, or point it elsewhere" if failed else "",
+        data={"path": first.path, "bytes": first.bytes, "events": first.events, "dropped": dropped,
+              "processes": first.processes, "threads": first.threads,
+              "tracer_s": (summary.tracer_ns if summary else sum(int(e.tracer_ns) for e in events)) / 1e9,
+              "formats": [f for f, x in (("perfetto", summary), ("otf2", otf2)) if x is not None],
+              **({"otf2": _otf2_doc(otf2)} if otf2 else {}),
               **({"ranks": {k: v for k, v in ranks.items() if k != "said"}} if ranks else {}), **data}))
+
+
+def _otf2_said(s) -> str:
+    """The OTF2 archive in one clause: its size and what its records hold, and where libotf2 came from."""
+    left = ([f"{s.unpaired:,} MPI sends or receives with no partner known get no message record"] if s.unpaired else [])
+    return (f"OTF2 archive {s.path}: {s.bytes:,} bytes, {s.records:,} records ({s.enters:,} calls and regions, "
+            f"{s.sends:,} MPI sends and {s.recvs:,} receives, {s.collectives:,} collectives, {s.io_ops:,} I/O "
+            f"operations of {s.io_bytes:,} bytes, {s.metrics:,} counter samples)"
+            + (f"; {'; '.join(left)}" if left else "") + f"; written with libotf2 ({s.library})")
+
+
+def _otf2_doc(s) -> dict:
+    return {k: getattr(s, k) for k in ("path", "directory", "bytes", "records", "enters", "sends", "recvs", "unpaired",
+                                       "collectives", "io_ops", "io_bytes", "msg_bytes", "metrics", "clipped",
+                                       "library")}
 
 
 def _clocks_said(reading) -> str:

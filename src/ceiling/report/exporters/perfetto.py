@@ -136,8 +136,10 @@ def _track(uuid: int, *fields: bytes) -> bytes:
 
 # ---- the tables every chunk shares ----
 
-def _dirtab(calls: Sequence) -> np.ndarray:
-    """Per call id: 1 a send, 2 a receive (what a flow arrow joins), 0 neither."""
+def message_sides(calls: Sequence) -> np.ndarray:
+    """Per call id: 1 a send, 2 a receive (what a flow arrow joins, and the OTF2 archive's MpiSend and
+    MpiRecv records: report/exporters/otf2.py), 0 neither. MPI_Sendrecv is neither: its event names one
+    peer and one tag for two messages."""
     tab = np.zeros(max(len(calls), 1), np.uint8)
     for i, c in enumerate(calls):
         if c is None:
@@ -250,7 +252,7 @@ class _Writer:
     def __init__(self, enc: Encoder, first: E.Events):
         self.enc = enc
         self.first = first
-        self.dirtab = _dirtab(first.calls)
+        self.dirtab = message_sides(first.calls)
         self.flows = _Flows(self.dirtab)
         self.pids: Dict[int, None] = {}
         self.threads = 0
