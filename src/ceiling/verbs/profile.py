@@ -29,7 +29,7 @@ from typing import List, Optional, Tuple
 from ..cluster.stop import everywhere
 from ..errors import INTERRUPTED_EXIT, TERMINATED, TERMINATED_EXIT, BadValueError, CeilingError, UsageError
 from ..observe.preload import preload_refused
-from . import common, profile_overhead
+from . import common, profile_overhead, work_options
 from .lossy import Lossy
 from .profile_launch import abort_job, end_job, launched_rank
 
@@ -71,6 +71,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run the program 3 more times alone and 3 times watched (sampler and interposer), "
                         "interleaved, their output discarded, and report the slowdown of the medians with its "
                         "spread; refused where the runs did not all end alike")
+    work_options.configure(p, " (all its processes and ranks together)")
     common.output_options(p, store=True, html=True, json_refused="the program's standard output is its own "
                           "(the run's JSON would be mixed into it); use --save-json FILE.json")
 
@@ -98,6 +99,10 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
         # before anything starts, in every rank of a wrapped launch alike (only rank 0 says it): no
         # program then waits in MPI_Init
         raise everywhere(UsageError(JSON_REFUSED.replace("profile:", f"{verb}:")))
+    try:
+        args.stated = work_options.stated(args, verb)       # before the program runs, every rank alike
+    except CeilingError as e:
+        raise everywhere(e) from None
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
@@ -242,6 +247,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..results.profile import overhead_from, profile_from
     app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
+    _roofline(run, getattr(args, "stated", None), done, obs, _history(args, session.run.host),
+              quick.bind(breakdown) if quick else None)
     if trace is not None and wrapped and wrapped[0] != 0:
         from .trace_output import left_behind
         left_behind(obs, wrapped[0])            # its events went to rank 0's at MPI_Finalize
@@ -256,6 +263,21 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             "complete, the experiments stopped (their figures so far are kept, undecided)"
         code = code or (TERMINATED_EXIT if stopped == TERMINATED else INTERRUPTED_EXIT)
     return session.finish(), code
+
+
+def _roofline(run, stated, done, obs, lookup, measure) -> None:
+    """The program on this node's roofline (analysis/app_roofline.py), from its counters, the work
+    stated with --flops/--bytes or with ceiling_work; E = W/P of the stated work (--work too)."""
+    from ..analysis import app_roofline, roofline
+    pts, found, rl = app_roofline.conclude(stated, done.work, obs.counters, obs.wall_s,
+                                           lambda: roofline.of_node(run.machine, lookup, measure),
+                                           run.analysis.bounds[0].bound if run.analysis.bounds else "")
+    run.findings.extend(found)
+    eff = app_roofline.efficiency_finding(stated, obs.wall_s, lookup)
+    if eff is not None:
+        run.findings.append(eff)
+    if rl is not None and app_roofline.stored_points(pts):
+        run.analysis.roofline = roofline.stored(rl, app_roofline.stored_points(pts))
 
 
 def _history(args: argparse.Namespace, host: str):
