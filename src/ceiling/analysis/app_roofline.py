@@ -31,6 +31,7 @@ from . import roofline
 STATED, RECORDED, COUNTERS = "stated", "ceiling_work", "counters"
 SOURCE_WORDS = {STATED: "stated on the command line", RECORDED: "stated by the program (ceiling_work)",
                 COUNTERS: "hardware counters"}
+SOURCE_SHORT = {STATED: "--flops --bytes", RECORDED: "ceiling_work", COUNTERS: "counters"}
 
 
 def recorded(records: Sequence[Any]) -> Optional[Dict[str, Any]]:
@@ -202,6 +203,6 @@ def efficiency_finding(stated: Optional[Dict[str, Any]], time_s: Optional[float]
 
 def stored_points(pts: Sequence[Dict[str, Any]], name: str = "application", label: str = "") -> List[RooflinePoint]:
     """The points a report draws (results.analysis.RooflinePoint), those that can be placed."""
-    return [RooflinePoint(name=f"{name} ({p['source']})", label=f"{label or name} ({SOURCE_WORDS[p['source']]})",
+    return [RooflinePoint(name=f"{name} ({p['source']})", label=f"{label or name} ({SOURCE_SHORT[p['source']]})",
                           intensity=p["intensity"], value=p["gflops"], source=p["how"])
             for p in pts if "placement" in p]

@@ -267,7 +267,7 @@ def of_node(machine: Dict[str, Any], lookup: Callable[[str], Sequence[Row]],
         for r in lookup(name):
             if r[0] in MEASURE and r[1] is not None:
                 rows.setdefault(r[0], r)
-    said: Dict[str, str] = {n: f"this node's history: {n} = {num(r[1])} {r[2]}, measured {r[3][:10]} "
+    said: Dict[str, str] = {n: f"this node's history: {n} = {r[1]:.4g} {r[2]}, measured {r[3][:10]} "
                                f"(run {r[4][:12]})" for n, r in rows.items()}
     if "stream.triad" not in rows and measure is not None:
         row, how = measure("stream.triad")

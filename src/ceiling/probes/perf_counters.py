@@ -381,6 +381,8 @@ def summary(events: Dict[str, dict], paranoid: Optional[int], user_only: Optiona
     if not why:
         out["available"], out["why"] = hardware_verdict(events, hypervisor, bool(hypervisor) or _in_vm(root))
         out["derived"], out["not_derived"] = derive(events, wall_s, line_bytes(root))
+        if "flops" not in out["derived"] and "flops" not in out["not_derived"]:      # none asked for: why
+            out["not_derived"]["flops"] = perf_flops.events_for(root.read("proc/cpuinfo") or "")[1]
     return out
 
 

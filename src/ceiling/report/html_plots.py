@@ -243,9 +243,14 @@ def _roofline_plot(run: Run) -> Plot:
     if rl.missing:
         notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
     notes += [n for n in run.analysis.notes if n.startswith(_roofline.INVERSION_NOTE)]
+    points = [(p.label, p.intensity, p.value) for p in run.analysis.roofline.points]
+    if points:
+        notes.append("Filled markers: " + "; ".join(f"{p.label}, {F.num(p.value)} Gflop/s at {F.num(p.intensity)} "
+                                                    f"flop/byte ({p.source})" for p in run.analysis.roofline.points)
+                     + ".")
     try:
         svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
-                         desc=" ".join(notes), attrs={"data-series": "roofline"})
+                         desc=" ".join(notes), attrs={"data-series": "roofline"}, points=points)
     except S.NothingToPlot as e:
         return Plot("roofline", heading, None, missing=str(e))
     return Plot("roofline", heading, svg, " ".join(notes))
