@@ -206,3 +206,74 @@ def stored_points(pts: Sequence[Dict[str, Any]], name: str = "application", labe
     return [RooflinePoint(name=f"{name} ({p['source']})", label=f"{label or name} ({SOURCE_SHORT[p['source']]})",
                           intensity=p["intensity"], value=p["gflops"], source=p["how"])
             for p in pts if "placement" in p]
+
+
+# -- a scaling study: one point per count ------------------------------------------------------
+
+WORK_FLOPS, WORK_BYTES = "app.work.flops", "app.work.bytes"     # a member run's ceiling_work, summed
+
+
+def work_metrics(program: Optional[Dict[str, Any]]) -> List[Any]:
+    """A profiled run's ceiling_work as its metrics (``ceiling scale --profile`` keeps them with
+    each member run): flops and bytes, summed over its processes; none without a call."""
+    from ..results.model import HIGHER, Metric
+    if not program or not program["calls"]:
+        return []
+    ctx = {"calls": program["calls"], "processes": program["processes"], "refused": program["refused"]}
+    return [Metric.measured(WORK_FLOPS, [program["flops"]], "flop", HIGHER, context=ctx),
+            Metric.measured(WORK_BYTES, [program["bytes"]], "B", HIGHER, context=ctx)]
+
+
+def of_study(study: Any, stated: Optional[Dict[str, Any]], roofs: Callable[[], roofline.Roofline]
+             ) -> Tuple[List[Dict[str, Any]], List[str], Optional[roofline.Roofline]]:
+    """(points, lines, roofline) of a scaling study: per count, the median flop rate of its
+    finished runs (flops over each run's wall time) at the median intensity, from the work stated
+    (the same at every count: strong scaling) or each run's own ceiling_work (``work_metrics``);
+    each placed on ``roofs()``. Lines say each point's placement, or why there is none."""
+    from statistics import median
+    by: Dict[float, List[Tuple[float, float, float]]] = {}     # count -> [(flops, bytes, seconds)]
+    source = STATED if stated and stated.get("flops") is not None and stated.get("bytes") else RECORDED
+    for m in study.members:
+        run = m.run
+        if run is None or run.application is None or run.application.exit_status != 0 or not run.application.wall_s:
+            continue
+        if source == STATED:
+            f, b = stated["flops"], stated["bytes"]
+        else:
+            fm, bm = run.metric(WORK_FLOPS), run.metric(WORK_BYTES)
+            if fm is None or bm is None or not bm.value:
+                continue
+            f, b = fm.value, bm.value
+        by.setdefault(float(m.value), []).append((f, b, run.application.wall_s))
+    if not by:
+        why = ("no finished run to make a rate of" if source == STATED else
+               "no run stated its work with ceiling_work (read with --profile, where the interposer is in)")
+        return [], [f"roofline: no point: {why}; --flops N --bytes N, or ceiling_work in the program with "
+                    "--profile, would give each count's point"], None
+    rl = roofs()
+    pts, lines = [], []
+    unit = study.parameter
+    for n in sorted(by):
+        runs = by[n]
+        p = point({"source": source, "flops": median(f for f, _, _ in runs), "bytes": median(b for _, b, _ in runs),
+                   "how": SOURCE_WORDS[source]}, 1.0, rl)
+        p.update(count=n, gflops=median(f / t / 1e9 for f, _, t in runs), runs=len(runs),
+                 time_s=median(t for _, _, t in runs))
+        if "placement" in p:
+            p["placement"] = roofline.place(rl, p["intensity"], p["gflops"])
+        pts.append(p)
+        pl = p.get("placement") or {}
+        head = f"roofline at {n:g} {unit}: {num(p['gflops'])} Gflop/s at {num(p['intensity'])} flop/B"
+        lines.append(head + (f" ({p['why_not_placed']})" if "why_not_placed" in p else
+                             f", missing {'; '.join(pl['missing'])}" if "missing" in pl else
+                             f", {pl['bound_kind']}-bound, {pl['of_roof']:.0%} of the {pl['bound_label']} roof"
+                             + (f" (next: {pl['next']['label']}, {pl['next']['gflops'] / pl['roof_gflops']:.3g}x)"
+                                if pl.get("next") else "")))
+    lines[0] += f" ({SOURCE_WORDS[source]}; median of each count's runs)"
+    return pts, lines, rl
+
+
+def study_points(pts: Sequence[Dict[str, Any]], unit: str) -> List[RooflinePoint]:
+    """A study's points as the plot draws them, each labelled with its count."""
+    return [RooflinePoint(name=f"{p['count']:g} {unit}", label=f"{p['count']:g} {unit}", intensity=p["intensity"],
+                          value=p["gflops"], source=SOURCE_WORDS[p["source"]]) for p in pts if "placement" in p]
