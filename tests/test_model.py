@@ -74,3 +74,11 @@ def test_roofline_point_from_stated_work():
     assert any(ln.startswith("roofline: intensity 4") and "memory roof" in ln for ln in E.lines(r))
     none = E.efficiency({"flops": 1e9, "memory": 1e9}, 1.0, {}, lambda prefix: [])["roofline"]
     assert "roof" not in none and "ceiling bench" in none["why_no_roof"]
+
+
+def test_work_names_the_unit_of_the_time_per_unit(capsys):
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "0.004s", "--peak", "memory=20GB/s", "--work",
+                     "1e7 records"]) == 0
+    assert "per unit of work: 0.400 ns (10000000 records)" in capsys.readouterr().out
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "1s", "--work", "many records"]) == 2
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "1s", "--work", "1e7 x", "--ops", "5"]) == 2

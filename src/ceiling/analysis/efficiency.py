@@ -140,5 +140,6 @@ def lines(result: Dict[str, Any]) -> List[str]:
         else:
             out.append(f"{head}; no roof: {rp['why_no_roof']}")
     if result["per_op_s"]:
-        out.append(f"per unit of work: {num(result['per_op_s'] * 1e9)} ns ({num(result['ops'])} units)")
+        out.append(f"per unit of work: {num(result['per_op_s'] * 1e9)} ns ({num(result['ops'])} "
+                   f"{result.get('ops_unit') or 'units'})")
     return out

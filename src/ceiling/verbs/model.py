@@ -32,7 +32,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--write-bytes", metavar="SIZE", help="bytes written to storage")
     g.add_argument("--memory-bytes", metavar="SIZE", help="bytes moved to and from memory")
     g.add_argument("--flops", metavar="N", help="floating-point operations (2.4e12)")
-    g.add_argument("--ops", metavar="N", help="units of work (1e7 records): the time per unit is given too")
+    g.add_argument("--ops", metavar="N", help="units of work (1e7): the time per unit is given too")
+    g.add_argument("--work", metavar="'N UNITS'", help="units of work with what they count (\"1e7 records\"), as "
+                   "--ops with the unit named")
     g.add_argument("--peak", action="append", default=[], metavar="SUBSYSTEM=RATE",
                    help="a peak to use instead of the history's: network=100GbE, memory=200GB/s, flops=3Tflop/s "
                         "(subsystems: network, read, write, memory, flops)")
@@ -90,7 +92,14 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             raise BadValueError(f"model: --peak {text!r}: must be larger than zero")
         peaks[key] = (got[0], rate.strip())
     ops = _number(args.ops, "--ops") if args.ops else None
+    unit = ""
+    if args.work:
+        if ops is not None:
+            raise UsageError("model: give --ops or --work, not both")
+        from .work_options import parse_work
+        ops, unit = parse_work(args.work, "model")
     result = efficiency(work, time_s, peaks, _lookup(args), ops)
+    result["ops_unit"] = unit
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
