@@ -171,13 +171,17 @@ MPI_PROG = ("from mpi4py import MPI\nimport ceiling.region as r\nc = MPI.COMM_WO
 
 @needs_mpi
 @NEEDS_LIB
-def test_two_mpi_ranks_work_is_summed_over_the_ranks(mpi_setup, tmp_path, history):
+@pytest.mark.parametrize("wrapped", [False, True], ids=["ceiling-mpirun", "mpirun-ceiling"])
+def test_two_mpi_ranks_work_is_summed_over_the_ranks(mpi_setup, tmp_path, history, wrapped):
     tmp, found = mpi_setup
     out = tmp_path / "p.json"
     env = run_env(tmp, NO_COLOR="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--db",
-                        str(history), "--save-json", str(out), "--", *found["argv2"], sys.executable, "-c", MPI_PROG],
-                       env=env, capture_output=True, text=True, timeout=180)
+    ceiling = [sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--db", str(history),
+               "--save-json", str(out), "--"]
+    prog = [sys.executable, "-c", MPI_PROG]
+    # ceiling around mpirun (every rank's record to one ceiling), or a ceiling per rank (rank 0's gathers)
+    cmd = [*found["argv2"], *ceiling, *prog] if wrapped else [*ceiling, *found["argv2"], *prog]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     (f,) = _roofline(doc)
