@@ -184,3 +184,9 @@ def test_e_w_p_of_the_stated_work_with_the_time_per_unit():
     assert "flops: W = 2e+09 flop / 1.00 s = 2.00 Gflop/s; P = 100 Gflop/s" in f.evidence  # flops.dp.node
     assert f.title.startswith("E = W/P of the work stated: bound: memory traffic")
     assert "per unit of work: 100 ns (1e+07 records in 1.00 s, 1e+07 records per second)" in f.evidence
+
+
+def test_counters_with_no_llc_misses_give_no_intensity():
+    derived = {"flops": {"value": 1e9, "how": "x", "note": "y"}, "memory_traffic_min_bytes": {"value": 0, "how": "z"}}
+    got, why = A.counted({"available": True, "derived": derived, "not_derived": {}})
+    assert got is None and "no last-level read misses" in why

@@ -62,6 +62,8 @@ def counted(counters: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
                       counters.get("why") or "no flop event is known for this CPU")
     if b is None:
         return None, "the counters give no memory traffic: " + why.get("memory_traffic_min_bytes", "not derived")
+    if not b["value"] or b["value"] <= 0:
+        return None, "the counters counted no last-level read misses: no memory traffic to make an intensity of"
     return {"flops": float(f["value"]), "bytes": float(b["value"]),
             "how": f"flops: {f.get('how', '')} ({f.get('note', '')}); bytes: {b.get('how', '')} (a lower bound: "
                    "read misses only, no prefetches or write-backs, so the intensity is an upper bound)"}, ""
