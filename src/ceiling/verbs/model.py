@@ -1,6 +1,7 @@
 """``ceiling model``: E = W / P for a workload the user describes (analysis/efficiency.py): the
 quantities it moved or computed (``--net-bytes``, ``--read-bytes``, ``--write-bytes``,
-``--memory-bytes``, ``--flops``) and the time it took (``--time``), against this node's measured
+``--memory-bytes``, ``--flops``; units of work with ``--ops`` or ``--work "1e7 records"``) and the
+time it took (``--time``), against this node's measured
 ceilings from the history or the peaks the user gives (``--peak network=100GbE``). Runs nothing;
 reads the history only."""
 from __future__ import annotations
