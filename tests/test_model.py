@@ -119,3 +119,11 @@ def test_the_flops_peak_is_this_nodes_measured_flops_dp_node_from_the_history():
     r = E.efficiency({"flops": 9.5e9}, 1.0, {}, lambda prefix: [x for x in rows if x[0].startswith(prefix)])
     (row,) = r["rows"]
     assert row["peak"] == 95e9 and row["efficiency"] == pytest.approx(0.1) and "flops.dp.node" in row["peak_source"]
+
+
+def test_work_names_the_unit_of_the_time_per_unit(capsys):
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "0.004s", "--peak", "memory=20GB/s", "--work",
+                     "1e7 records"]) == 0
+    assert "per unit of work: 0.400 ns (10000000 records)" in capsys.readouterr().out
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "1s", "--work", "many records"]) == 2
+    assert cli.main(["model", "--memory-bytes", "80MB", "--time", "1s", "--work", "1e7 x", "--ops", "5"]) == 2

@@ -70,6 +70,13 @@ def test_a_real_study_file_reads_and_writes_back_byte_for_byte():
     assert [m.run_id for m in study.members] == [m.run.run_id for m in study.members]
     assert jsonio.dumps_study(study) == text
 
+def test_a_study_written_before_its_roofline_still_reads():
+    # StudyAnalysis.roofline came later in study_version 1: a file without it reads, with none
+    text = GOLDEN.read_text(encoding="utf-8").replace(',\n    "roofline": null', "")
+    assert '"roofline"' not in text.split('"analysis"')[-1]
+    assert jsonio.loads_study(text).analysis.roofline is None
+
+
 def test_the_loader_tells_a_study_from_a_run():
     assert isinstance(jsonio.load_document(GOLDEN), Study)
     run_file = Path(__file__).parent / "golden" / "run_v3.json"

@@ -8,11 +8,16 @@
     @region.region("solve")
     def solve(): ...
 
-Each span becomes a slice on the calling thread's track. The work is done by ceiling's interposer
-(libceiling_interpose.so, preloaded by ``ceiling trace``): its ``ceiling_region_begin`` and
-``ceiling_region_end`` are looked up once in the process; without it (a plain run) both are
-no-ops. C and C++ programs use ``include/ceiling/region.h``, Fortran programs the module
-``include/ceiling/ceiling_region.f90`` (both under ``include_dir()``)."""
+    region.work(flops=2 * n, bytes=24 * n)     # the work done: flops, bytes to and from memory
+
+Each span becomes a slice on the calling thread's track. ``work`` states the work the program
+did, so that ``ceiling profile`` places it on this node's roofline (summed over threads,
+processes and MPI ranks; state it before MPI_Finalize, where an MPI program's record is written).
+The work is done by ceiling's interposer (libceiling_interpose.so, preloaded by ``ceiling trace``
+and ``ceiling profile``): its ``ceiling_region_begin``, ``ceiling_region_end`` and ``ceiling_work``
+are looked up once in the process; without it (a plain run) all are no-ops. C and C++ programs
+use ``include/ceiling/region.h``, Fortran programs the module ``include/ceiling/ceiling_region.f90``
+(both under ``include_dir()``)."""
 from __future__ import annotations
 
 import contextlib
@@ -20,6 +25,7 @@ import ctypes
 from pathlib import Path
 
 _fns = None
+_work = None
 
 
 def _lookup():
@@ -34,6 +40,28 @@ def _lookup():
         except (AttributeError, OSError):
             _fns = ()
     return _fns
+
+
+def _lookup_work():
+    global _work
+    if _work is None:
+        try:
+            fn = ctypes.CDLL(None).ceiling_work
+            fn.argtypes = [ctypes.c_double, ctypes.c_double]
+            fn.restype = None
+            _work = fn
+        except (AttributeError, OSError):
+            _work = False
+    return _work
+
+
+def work(flops: float, bytes: float) -> None:
+    """Add ``flops`` floating-point operations and ``bytes`` moved to and from memory to the work
+    this process states (the interposer's ceiling_work); nothing without ceiling. A negative,
+    infinite or NaN value is counted as refused there, not added."""
+    f = _lookup_work()
+    if f:
+        f(float(flops), float(bytes))
 
 
 class region(contextlib.ContextDecorator):
@@ -61,4 +89,4 @@ def include_dir() -> Path:
     return Path(__file__).resolve().parent / "include"
 
 
-__all__ = ["region", "include_dir"]
+__all__ = ["region", "work", "include_dir"]

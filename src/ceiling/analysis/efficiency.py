@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import roofline
+
 Row = Tuple[str, Optional[float], str, str, str]     # name, value, unit, started, run_id (profile_ceilings.Row)
 
 # subsystem: (what it is, the unit of its rate, the history's prefix, to the rate's unit, how to measure it)
@@ -98,10 +100,12 @@ def roofline_point(rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     if not f["peak"] or not m["peak"]:
         out["why_no_roof"] = "a peak is unknown: " + "; ".join(r["peak_source"] for r in (f, m) if not r["peak"])
         return out
-    memory_roof = out["intensity"] * m["peak"]
-    out.update(ridge=f["peak"] / m["peak"], roof=min(f["peak"], memory_roof),
-               bound="memory" if memory_roof < f["peak"] else "compute")
-    out["of_roof"] = out["flop_rate"] / out["roof"]
+    # the two peaks E = W/P uses, as a roofline of two roofs, placed as a profiled program is (roofline.place)
+    rl = roofline.Roofline((roofline.Roof("flops.dp.node", "flops", f["peak"] / 1e9, True, f["peak_source"]),),
+                           (roofline.Roof("stream.triad", "memory", m["peak"] / 1e9, True, m["peak_source"]),),
+                           (), ())
+    p = roofline.place(rl, out["intensity"], out["flop_rate"] / 1e9)
+    out.update(ridge=p["ridge"], roof=p["roof_gflops"] * 1e9, bound=p["bound_kind"], of_roof=p["of_roof"])
     out["next_roof"] = ("the compute peak at intensities above the ridge" if out["bound"] == "memory" else
                         "none: the compute peak is the highest roof")
     return out
@@ -136,5 +140,6 @@ def lines(result: Dict[str, Any]) -> List[str]:
         else:
             out.append(f"{head}; no roof: {rp['why_no_roof']}")
     if result["per_op_s"]:
-        out.append(f"per unit of work: {num(result['per_op_s'] * 1e9)} ns ({num(result['ops'])} units)")
+        out.append(f"per unit of work: {num(result['per_op_s'] * 1e9)} ns ({num(result['ops'])} "
+                   f"{result.get('ops_unit') or 'units'})")
     return out

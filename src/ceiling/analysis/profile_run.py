@@ -12,7 +12,8 @@ the chain of the profile's analysis steps, each a function of what came before.
 4. Per file (profile_files.py), the program's rates against this node's ceilings
    (profile_ceilings.py: the history, or a quick measurement the caller allows), then the
    hardware counters' verdict on time on a CPU (profile_counters.py), memory on other NUMA nodes
-   than its threads (profile_numa.py), then what watching cost.
+   than its threads (profile_numa.py), then what watching cost; and the work the program stated
+   (ceiling_work, app_roofline.recorded), summed over its processes.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..probes import interpose_record
 from ..probes.interpose_lines import File, Record
 from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
-from . import profile_counters, profile_files, profile_numa
+from . import app_roofline, profile_counters, profile_files, profile_numa
 from .profile import Rusage, conclude, intercepted_calls, io_calls, launchers
 from .profile_ceilings import compare, memory_traffic
 from .profile_mpi import conclude as mpi_conclude, launcher_pids
@@ -43,6 +44,7 @@ class Analysed:
     profile: Dict[str, Any] = field(default_factory=dict)
     overhead: Dict[str, Any] = field(default_factory=dict)
     partial_reason: str = ""
+    work: Optional[Dict[str, Any]] = None      # what the program stated with ceiling_work (app_roofline.recorded)
 
 
 def analyse(obs: Observation, history, quick=None) -> Analysed:
@@ -110,7 +112,7 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
     partial, sig = obs.interruption, obs.signal
     if partial or sig in ("SIGINT", "SIGTERM"):
         partial = (partial or f"the program ended by {sig}") + ": the profile covers the time until then"
-    return Analysed(metrics, bounds, findings, breakdown, overhead, partial)
+    return Analysed(metrics, bounds, findings, breakdown, overhead, partial, app_roofline.recorded(own))
 
 
 def watching_cost(cost: dict, breakdown: dict, wall: float, calls: int, mpi_calls: int, busiest: int) -> dict:

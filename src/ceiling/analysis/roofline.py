@@ -17,16 +17,21 @@ measured.
 ``ceilings`` computes it once; ``stored`` turns it into the Run's record
 (results.analysis.Roofline) and ``from_stored`` gives a stored one back its
 look-ups (roof, ridge, attainable), so a report draws what was recorded.
+``of_node`` makes the same roofline from this node's newest figures in the
+history (a profiled program's run measures none), each roof named with its run
+and date; ``place`` puts a point (an application's intensity and flop rate) on
+it: the roof that bounds it, its share of that roof and the next roof above.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import replace as _replace
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..results import analysis as stored_analysis
 from ..results.base import CV_WARN
 from ..results.machine_view import MachineFacts
-from ..results.model import Metric, Peak, Run
+from ..results.model import HIGHER, Metric, Peak, Run
 from ..units import count, figure, num, size
 
 _GFLOPS = {"Gflop/s": 1.0, "Tflop/s": 1e3, "Mflop/s": 1e-3}
@@ -221,14 +226,15 @@ def inversions(run: Run, rl: Roofline) -> List[str]:
             + (f" ({how})" if how else "") + ". The roofline draws the figures as measured."]
 
 
-def stored(rl: Roofline) -> stored_analysis.Roofline:
-    """The record kept in Run.analysis: every roof with its kind and unit, the ridges, what is missing."""
+def stored(rl: Roofline, points: Sequence[stored_analysis.RooflinePoint] = ()) -> stored_analysis.Roofline:
+    """The record kept in Run.analysis: every roof with its kind and unit, the ridges, what is missing,
+    and the ``points`` placed on it (an application's)."""
     roofs = ([stored_analysis.Roof(r.name, r.label, "compute", r.value, "Gflop/s", r.measured, r.source)
               for r in rl.compute]
              + [stored_analysis.Roof(r.name, r.label, "bandwidth", r.value, "GB/s", r.measured, r.source)
                 for r in rl.bandwidth])
     ridges = [stored_analysis.Ridge(r.compute, r.bandwidth, r.intensity) for r in rl.ridges]
-    return stored_analysis.Roofline(roofs=roofs, ridges=ridges, missing=list(rl.missing))
+    return stored_analysis.Roofline(roofs=roofs, ridges=ridges, missing=list(rl.missing), points=list(points))
 
 
 def from_stored(rec: stored_analysis.Roofline) -> Roofline:
@@ -239,3 +245,75 @@ def from_stored(rec: stored_analysis.Roofline) -> Roofline:
                     tuple(roof(r) for r in rec.roofs if r.kind == "bandwidth"),
                     tuple(Ridge(r.compute, r.bandwidth, r.intensity) for r in rec.ridges),
                     tuple(rec.missing))
+
+
+# -- this node's roofline from the history, and a point placed on it --------------
+
+Row = Tuple[str, Optional[float], str, str, str]     # name, value, unit, started, run_id (store.latest_metrics)
+# what measures each roof, for a roof that is missing
+MEASURE = {"flops.dp.node": "ceiling bench compute", "stream.triad": "ceiling bench memory",
+           "bandwidth.l1": "ceiling bench memory", "bandwidth.l2": "ceiling bench memory",
+           "bandwidth.l3": "ceiling bench memory"}
+
+
+def of_node(machine: Dict[str, Any], lookup: Callable[[str], Sequence[Row]],
+            measure: Optional[Callable[[str], Tuple[Optional[Row], str]]] = None) -> Roofline:
+    """The roofline of this node from the newest figure of each roof its history holds (``lookup``:
+    prefix -> rows), the theoretical roofs from ``machine`` (Run.machine); each measured roof's
+    source names its run and date. ``measure``: asked for stream.triad when the history lacks it
+    (a profile's quick measurement), its words then the source."""
+    rows: Dict[str, Row] = {}
+    for name in ("flops.dp.node", "bandwidth.l", "stream.triad"):
+        for r in lookup(name):
+            if r[0] in MEASURE and r[1] is not None:
+                rows.setdefault(r[0], r)
+    said: Dict[str, str] = {n: f"this node's history: {n} = {r[1]:.4g} {r[2]}, measured {r[3][:10]} "
+                               f"(run {r[4][:12]})" for n, r in rows.items()}
+    if "stream.triad" not in rows and measure is not None:
+        row, how = measure("stream.triad")
+        if row is not None and row[1] is not None:
+            rows["stream.triad"], said["stream.triad"] = row, f"measured now: {how}"
+    metrics = [Metric.measured(n, [r[1]], r[2], HIGHER) for n, r in rows.items()]
+    rl = ceilings(Run(tool_version="", host="", started="", command=[], machine=machine, metrics=metrics))
+    missing = tuple(f"{m}; {MEASURE[m.split(':')[0]]} measures it" if m.split(":")[0] in MEASURE else m
+                    for m in rl.missing)
+    return Roofline(tuple(_replace(r, source=said.get(r.name, r.source)) for r in rl.compute),
+                    tuple(_replace(r, source=said.get(r.name, r.source)) for r in rl.bandwidth), rl.ridges, missing)
+
+
+def _at(r: Roof, intensity: float, compute: bool) -> float:
+    return r.value if compute else r.value * intensity
+
+
+def place(rl: Roofline, intensity: float, gflops: float) -> Dict[str, Any]:
+    """A point (``intensity`` flop/byte, ``gflops`` Gflop/s) against the measured roofs: the one
+    that bounds it (the lower of the measured DP flop roof and the DRAM roof at its intensity),
+    its share of that roof (``of_roof``) and the distance to it (1 - share), the ridge, and the
+    next roof above at that intensity (the lowest roof, measured or theoretical, above the bound:
+    a cache level's bandwidth, the compute roof or a peak; a bandwidth roof counts where it lies
+    under the highest compute roof, as the plot draws it); ``missing`` instead, with what
+    measures each, when a measured roof it needs is not there."""
+    out: Dict[str, Any] = {"intensity": intensity, "gflops": gflops}
+    c = _first(rl.compute, measured=True)
+    c = c if c is not None and c.measured else None
+    b = rl.roof("stream.triad")
+    need = ([] if c else ["the measured DP flop roof (flops.dp.node; ceiling bench compute measures it)"]) + \
+        ([] if b else ["the measured DRAM roof (stream.triad; ceiling bench memory measures it)"])
+    if need:
+        out["missing"] = need
+        return out
+    top = max(r.value for r in rl.compute)
+    memory = b.value * intensity < c.value
+    bound = b if memory else c
+    roof = _at(bound, intensity, not memory)
+    out.update(bound=bound.name, bound_label=bound.label, bound_kind="memory" if memory else "compute",
+               roof_gflops=roof, of_roof=gflops / roof, distance=1 - gflops / roof, ridge=c.value / b.value,
+               bound_source=bound.source)
+    cands = [(r.value, r) for r in rl.compute] + \
+        [(r.value * intensity, r) for r in rl.bandwidth if r.value * intensity <= top]
+    above = sorted(((v, r) for v, r in cands if v > roof * (1 + 1e-9)), key=lambda x: x[0])
+    if above:
+        v, r = above[0]
+        out["next"] = {"name": r.name, "label": r.label, "gflops": v, "measured": r.measured,
+                       "above": v / roof - 1}
+    return out

@@ -79,6 +79,16 @@ class NullCounts:
 
 
 @dataclass
+class Work:
+    """work.c's line: the work the program stated with ceiling_work, summed over its threads."""
+    calls: U = None
+    flops: U = None
+    bytes: U = None
+    refused: U = None
+    threads: U = None
+
+
+@dataclass
 class IOClass:
     """posix's class lines (random on read and write only); stdio's and copy's have no random."""
     class_: S = None
@@ -227,13 +237,13 @@ class Peer:
     ns: U = None
 
 
-Line = Union[NullCounts, IOClass, StreamClass, KernelRequests, FnCalls, Hist, FilesSummary, File, Task,
+Line = Union[NullCounts, Work, IOClass, StreamClass, KernelRequests, FnCalls, Hist, FilesSummary, File, Task,
              ProcSummary, MpiHead, MpiCounts, Peer]
 
 # calls.def's line kinds -> their types; (word, kind) as in CEIL_IP_LINES
 KINDS: Dict[Tuple[str, str], type] = {
     ("process", "process"): Process, ("module", "module"): Module, ("end", "end"): End,
-    ("null", "counts"): NullCounts,
+    ("null", "counts"): NullCounts, ("work", "work"): Work,
     ("posix", "class"): IOClass, ("posix", "hist"): Hist, ("posix", "fn"): FnCalls,
     ("stdio", "class"): StreamClass, ("stdio", "kernel"): KernelRequests, ("stdio", "fn"): FnCalls,
     ("copy", "class"): StreamClass, ("copy", "fn"): FnCalls,

@@ -29,6 +29,8 @@ reaps it and gives its exit status, rusage and I/O totals at its exit.
 Absent counters are a normal case (a VM without a virtual PMU, a paranoid
 kernel): each event says in words why it is missing, and a figure is derived
 only from events that counted. CEILING_NO_COUNTERS=1 turns it all off. The
+floating-point operations retired are raw events of the CPUs whose codes are
+known (probes/perf_flops.py), opened beside these where the CPU is one of them. The
 struct and constants follow include/uapi/linux/perf_event.h; checks/perf.py
 opens its test counters through ``perf_event_open`` here.
 """
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..sysfs import Root
-from . import launch
+from . import launch, perf_flops
 
 SYSCALL_NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241}   # arch/*/syscall tables; asm-generic for the last two
 PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_HW_CACHE = 0, 1, 3
@@ -86,6 +88,7 @@ HARDWARE = (("cycles", PERF_TYPE_HARDWARE, 0), ("instructions", PERF_TYPE_HARDWA
             ("stalled-cycles-frontend", PERF_TYPE_HARDWARE, 7), ("stalled-cycles-backend", PERF_TYPE_HARDWARE, 8),
             ("LLC-load-misses", PERF_TYPE_HW_CACHE, CACHE_LL | CACHE_OP_READ << 8 | CACHE_RESULT_MISS << 16))
 EVENTS = SOFTWARE + HARDWARE
+
 KERNEL_ONLY = ("context-switches", "cpu-migrations")   # raised with kernel registers: exclude_kernel hides them
 OFF_VARIABLE = "CEILING_NO_COUNTERS"
 
@@ -322,6 +325,9 @@ def derive(events: Dict[str, dict], wall_s: Optional[float] = None,
         clock = _value(events, "task-clock")
         put("cpu_utilisation", None if clock is None else clock / 1e9 / wall_s, _missing(events, "task-clock"),
             how="task-clock / wall time: CPUs kept busy on average")
+    got = perf_flops.derive(events, _value, _missing)
+    if got is not None:
+        put("flops", *got[:2], **got[2])
     size, source = line
     misses = _value(events, "LLC-load-misses")
     if misses is None or not size:
@@ -375,6 +381,8 @@ def summary(events: Dict[str, dict], paranoid: Optional[int], user_only: Optiona
     if not why:
         out["available"], out["why"] = hardware_verdict(events, hypervisor, bool(hypervisor) or _in_vm(root))
         out["derived"], out["not_derived"] = derive(events, wall_s, line_bytes(root))
+        if "flops" not in out["derived"] and "flops" not in out["not_derived"]:      # none asked for: why
+            out["not_derived"]["flops"] = perf_flops.events_for(root.read("proc/cpuinfo") or "")[1]
     return out
 
 
@@ -418,7 +426,7 @@ class Spawned:
 
 
 def spawn(argv: Sequence[str], executable: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-          counters: bool = True, events: Sequence[Tuple[str, int, int]] = EVENTS,
+          counters: bool = True, events: Optional[Sequence[Tuple[str, int, int]]] = None,
           launcher: Optional[str] = None) -> Spawned:
     """Start ``argv`` (``executable`` or argv[0], searched in env's PATH when it has no
     slash) with the counters opened on it, counting from its exec; from ceiling-launch
@@ -428,6 +436,8 @@ def spawn(argv: Sequence[str], executable: Optional[str] = None, env: Optional[M
     argv = list(argv)
     if not argv:
         raise ValueError("spawn: empty argv")
+    if events is None:                       # the usual events, and this CPU's flop events where known
+        events = EVENTS + perf_flops.events_for(Root("/").read("proc/cpuinfo") or "")[0]
     exe = executable or argv[0]
     env = dict(os.environ if env is None else env)
     off = turned_off(counters)

@@ -288,8 +288,11 @@ def render(run: Run) -> str:
     """The whole report as one self-contained HTML document."""
     title = f"ceiling report - {run.host or 'unknown host'}"
     figures = plots(run)
-    # A profiled program's report lists no node benchmark as "not measured": none was meant to be.
-    shown = "" if run.application and all(p.svg is None for p in figures) else _plots_section(figures)
+    # A profiled program's report lists no node benchmark as "not measured": none was meant to be; it
+    # shows the plots drawn (the roofline with the program on it)
+    if run.application:
+        figures = [p for p in figures if p.svg is not None]
+    shown = _plots_section(figures) if figures else ""
     body = "\n".join([
         _header(run), _summary_section(run), application_section(run), cluster_section(run), shown,
         _metrics_section(run),

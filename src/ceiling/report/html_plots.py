@@ -214,10 +214,17 @@ def _matrix_plot(run: Run, s: Series, heading: str) -> Plot:
 # -- roofline -----------------------------------------------------------------------
 
 def _roofline_plot(run: Run) -> Plot:
-    heading = "Roofline (DP)"
     if run.analysis.roofline is None:
-        return Plot("roofline", heading, None, missing="no roofline was recorded for this run")
-    rl = _roofline.from_stored(run.analysis.roofline)
+        return Plot("roofline", "Roofline (DP)", None, missing="no roofline was recorded for this run")
+    return roofline_plot(run.analysis.roofline, [n for n in run.analysis.notes
+                                                 if n.startswith(_roofline.INVERSION_NOTE)])
+
+
+def roofline_plot(rec, notes_after: Sequence[str] = ()) -> Plot:
+    """A stored roofline (results.analysis.Roofline) as its plot: the roofs, the ridge, the points
+    placed on it (an application, a scaling study's counts) labelled."""
+    heading = "Roofline (DP)"
+    rl = _roofline.from_stored(rec)
     # A stored roof of 0 or below (a damaged file) has no place on log axes: it is named, not drawn.
     bad = [r for r in rl.compute + rl.bandwidth if not S.drawable(r.value, "log10")]
     if bad:
@@ -242,10 +249,14 @@ def _roofline_plot(run: Run) -> Plot:
                      "arithmetic intensity is bound by that bandwidth.")
     if rl.missing:
         notes.append("Not drawn: " + "; ".join(rl.missing) + ".")
-    notes += [n for n in run.analysis.notes if n.startswith(_roofline.INVERSION_NOTE)]
+    notes += list(notes_after)
+    points = [(p.label, p.intensity, p.value) for p in rec.points]
+    if points:
+        notes.append("Filled markers: " + "; ".join(f"{p.label}, {F.num(p.value)} Gflop/s at {F.num(p.intensity)} "
+                                                    f"flop/byte ({p.source})" for p in rec.points) + ".")
     try:
         svg = S.roofline(compute, bandwidth, title=heading, ridges=ridges, uid="roofline",
-                         desc=" ".join(notes), attrs={"data-series": "roofline"})
+                         desc=" ".join(notes), attrs={"data-series": "roofline"}, points=points)
     except S.NothingToPlot as e:
         return Plot("roofline", heading, None, missing=str(e))
     return Plot("roofline", heading, svg, " ".join(notes))

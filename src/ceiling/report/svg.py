@@ -81,6 +81,18 @@ class Line:
 
 
 @dataclass
+class Mark:
+    """A labelled point drawn over the data (an application on the roofline): a filled marker and
+    its label, in a <g class="mark"> that carries the label and the data coordinates."""
+
+    label: str
+    x: float
+    y: float
+    color: str = INK
+    shape: str = "diamond"
+
+
+@dataclass
 class Rule:
     """A reference line across the plot: ``axis="x"`` is vertical at x=at."""
 
@@ -264,8 +276,9 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
               rules: Sequence[Rule] = (), x_ticks: Optional[Sequence[float]] = None,
               y_from_zero: bool = True, width: float = 640,
               height: float = 380, uid: str = "plot", desc: str = "",
-              attrs: Optional[Dict[str, str]] = None) -> str:
-    """Lines on linear or log axes (``"linear" | "log2" | "log10"``), with reference rules.
+              attrs: Optional[Dict[str, str]] = None, marks: Sequence[Mark] = ()) -> str:
+    """Lines on linear or log axes (``"linear" | "log2" | "log10"``), with reference rules and
+    labelled ``marks`` over them. Each line's polyline carries its label (``data-line``).
 
     ``x_ticks`` forces the x tick positions (thread counts: only whole numbers).
     """
@@ -275,8 +288,9 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
     def placed(x: object, y: object) -> bool:
         return drawable(x, x_scale) and drawable(y, y_scale)
 
-    xs = [float(x) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)]
-    ys = [float(y) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)]
+    marks = [m for m in marks if placed(m.x, m.y)]
+    xs = [float(x) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)] + [float(m.x) for m in marks]
+    ys = [float(y) for ln in lines for x, y in zip(ln.x, ln.y) if placed(x, y)] + [float(m.y) for m in marks]
     if not xs or not ys:
         raise NothingToPlot(f"{title}: no data points to plot")
     rules = [r for r in rules if drawable(r.at, x_scale if r.axis == "x" else y_scale)]
@@ -356,12 +370,24 @@ def line_plot(lines: Sequence[Line], *, title: str, x_label: str, y_label: str,
             if len(seg) > 1:
                 p = " ".join(f"{_f(a)},{_f(b)}" for a, b in seg)
                 out.append(f'<polyline points="{p}" fill="none" stroke="{color}" stroke-width="{_f(ln.width)}" '
-                           f'stroke-linejoin="round"{d}/>')
+                           f'stroke-linejoin="round"{d} data-line="{esc(label)}"/>')
         if shape:
             for seg in pts:
                 for a, b in seg:
                     out.append(_marker(shape, a, b, color))
         out.append("</g>")
+    said: List[Tuple[float, float]] = []                 # labels placed: (x, y), so that none covers another
+    for m in marks:
+        a, b = sx(float(m.x)), sy(float(m.y))
+        right = a < (px0 + px1) / 2                      # the label on the side with more room
+        ty = b - 7
+        while any(abs(ty - y) < 12 and abs(a - x) < 140 for x, y in said):
+            ty += 12
+        said.append((a, ty))
+        out.append(f'<g class="mark" data-label="{esc(m.label)}" data-x="{m.x!r}" data-y="{m.y!r}">'
+                   + _marker(m.shape, a, b, m.color, 5.0).replace('fill="#fff"', f'fill="{m.color}"')
+                   + f'<text x="{_f(a + 9 if right else a - 9)}" y="{_f(ty)}" text-anchor='
+                   f'"{"start" if right else "end"}" font-size="10" fill="{INK}"{HALO}>{esc(m.label)}</text></g>')
     out.append("</svg>")
     return "\n".join(out)
 
@@ -531,11 +557,12 @@ def _bar_ticks(lo: float, hi: float) -> List[float]:
 def roofline(compute: Sequence[Tuple[str, float, bool]], bandwidth: Sequence[Tuple[str, float, bool]], *,
              title: str = "Roofline", ridges: Sequence[Tuple[str, float, float]] = (),
              uid: str = "roofline", desc: str = "", width: float = 640, height: float = 420,
-             attrs: Optional[Dict[str, str]] = None) -> str:
+             attrs: Optional[Dict[str, str]] = None, points: Sequence[Tuple[str, float, float]] = ()) -> str:
     """Log-log roofline: compute roofs (label, Gflop/s, measured) and bandwidth
     roofs (label, GB/s, measured); measured roofs solid, theoretical dashed.
 
-    ``ridges`` are points to mark: (label, flop/byte, Gflop/s).
+    ``ridges`` are points to mark: (label, flop/byte, Gflop/s); ``points`` the applications placed
+    on it, each labelled: (label, flop/byte, Gflop/s), drawn as filled markers (``Mark``).
     """
     compute = [r for r in compute if drawable(r[1], "log10")]
     bandwidth = [r for r in bandwidth if drawable(r[1], "log10")]
@@ -546,13 +573,12 @@ def roofline(compute: Sequence[Tuple[str, float, bool]], bandwidth: Sequence[Tup
     # Knees in exponents of 2: a ratio of two extreme roofs would overflow a float.
     knees = [math.log2(c) - math.log2(b) for _, c, _ in compute for _, b, _ in bandwidth]
     lo_e, hi_e = LOG_EXPONENTS["log2"]
-    xlo = 2.0 ** max(lo_e, min(-3, math.floor(min(knees) - 2)))
-    xhi = 2.0 ** min(hi_e, max(6, math.ceil(max(knees) + 2)))
-    # the points marked stay inside: a workload of 133 flop/B is drawn over the compute roof, not off the plot
-    xs = [x for _, x, _ in ridges if drawable(x, "log2")]
-    if xs:
-        xlo = min(xlo, 2.0 ** max(lo_e, math.floor(math.log2(min(xs)) - 1)))
-        xhi = max(xhi, 2.0 ** min(hi_e, math.ceil(math.log2(max(xs)) + 1)))
+    points = [p for p in points if drawable(p[1], "log2") and drawable(p[2], "log10")]
+    # the points marked (ridges, the applications placed) stay inside: a workload of 133 flop/B is drawn over the
+    # compute roof, not off the plot
+    at = [math.log2(p[1]) for p in points] + [math.log2(x) for _, x, _ in ridges if drawable(x, "log2")]
+    xlo = 2.0 ** max(lo_e, min([-3, math.floor(min(knees) - 2)] + [math.floor(a - 1) for a in at]))
+    xhi = 2.0 ** min(hi_e, max([6, math.ceil(max(knees) + 2)] + [math.ceil(a + 1) for a in at]))
     lines: List[Line] = []
     color = iter(PALETTE)
     for label, b, measured in bandwidth:
@@ -562,6 +588,8 @@ def roofline(compute: Sequence[Tuple[str, float, bool]], bandwidth: Sequence[Tup
         lines.append(Line(label, [c / top_b, xhi], [c, c], next(color, MUTED), not measured, False))
     for label, x, y in ridges:
         lines.append(Line(label, [x], [y], INK, False, True))
+    marks = [Mark(label, x, y, INK, ("diamond", "square", "triangle", "circle")[k % 4])
+             for k, (label, x, y) in enumerate(points)]
     return line_plot(lines, title=title, x_label="arithmetic intensity (flop/byte)",
                      y_label="performance (Gflop/s)", x_scale="log2", y_scale="log10",
-                     y_from_zero=False, width=width, height=height, uid=uid, desc=desc, attrs=attrs)
+                     y_from_zero=False, width=width, height=height, uid=uid, desc=desc, attrs=attrs, marks=marks)

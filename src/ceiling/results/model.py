@@ -271,6 +271,8 @@ class StudyAnalysis(Record):
     """What analysis concluded across the members; empty until models and compare fill it."""
 
     notes: List[str] = field(default_factory=list)   # one line each
+    # Added after study documents of this version were written: always written, absent in older ones.
+    roofline: Optional[Roofline] = None              # the node's roofline with the study's points on it
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """``ceiling model``: E = W / P for a workload the user describes (analysis/efficiency.py): the
 quantities it moved or computed (``--net-bytes``, ``--read-bytes``, ``--write-bytes``,
-``--memory-bytes``, ``--flops``) and the time it took (``--time``), against this node's measured
-ceilings from the history or the peaks the user gives (``--peak network=100GbE``); ``--html FILE``
-the same as a page with the workload on the roofline (report/html_model.py). Runs nothing; reads
-the history only."""
+``--memory-bytes``, ``--flops``; units of work with ``--ops`` or ``--work "1e7 records"``) and the
+time it took (``--time``), against this node's measured ceilings from the history or the peaks the
+user gives (``--peak network=100GbE``); ``--html FILE`` the same as a page with the workload on the
+roofline (report/html_model.py). Runs nothing; reads the history only."""
 from __future__ import annotations
 
 import argparse
@@ -52,7 +52,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     if not args.time:
         raise UsageError("model: give the time the work took: --time 0.39s")
     time_s = _seconds(args.time)
-    work, ops = work_of(args)
+    work, ops, unit = work_of(args)
     if not work:
         raise UsageError("model: give the work done: --net-bytes, --read-bytes, --write-bytes, --memory-bytes or "
                          "--flops")
@@ -70,6 +70,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             raise BadValueError(f"model: --peak {text!r}: must be larger than zero")
         peaks[key] = (got[0], rate.strip())
     result = efficiency(work, time_s, peaks, _lookup(args), ops)
+    result["ops_unit"] = unit
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()

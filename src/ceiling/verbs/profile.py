@@ -95,16 +95,21 @@ def work_options(p: argparse.ArgumentParser) -> None:
     add_work(p.add_argument_group("work the program does (E = W/P over its wall time, as ceiling model)"))
 
 
-def _work_finding(args: argparse.Namespace, work, ops, wall_s: float, lookup):
+def _work_finding(work, ops, unit: str, wall_s: float, lookup):
     """The run's E = W/P as a finding: every stated quantity over the wall time against this node's ceilings
-    (the history's), the bound, the roofline point where flops and memory bytes are both given."""
+    (the history's), the bound, the time per unit of work; the roofline point is the roofline finding's
+    (analysis/app_roofline.py, ``_roofline``), not said twice."""
     from ..analysis.efficiency import efficiency, lines
     from ..results.model import OK, Finding
     res = efficiency(work, wall_s, {}, lookup, ops)
-    said = lines(res)
+    res["ops_unit"] = unit
+    said = [ln for ln in lines(res) if not ln.startswith("roofline:")]
+    if ops:
+        said.append(f"{ops / wall_s:.4g} {unit or 'units'} per second")
     bound = next((r for r in res["rows"] if r["subsystem"] == res["bound"]), None)
     title = (f"E = W/P over the run's {wall_s:.3g} s: {bound['what']} at {bound['efficiency']:.1%} of this node's "
-             "peak, the highest" if bound else f"E = W/P over the run's {wall_s:.3g} s: no peak known")
+             "peak, the highest" if bound else f"E = W/P over the run's {wall_s:.3g} s: " +
+             ("no peak known" if work else said[0]))
     return Finding(id="profile.efficiency", status=OK, title=title, evidence="; ".join(said),
                    why="The work the program states, over its measured time, against what this node measured: the "
                        "subsystem closest to its ceiling is the one to look at first.",
@@ -122,12 +127,12 @@ def _main(args: argparse.Namespace, argv: List[str], noted) -> int:
         # before anything starts, in every rank of a wrapped launch alike (only rank 0 says it): no
         # program then waits in MPI_Init
         raise everywhere(UsageError(JSON_REFUSED.replace("profile:", f"{verb}:")))
-    from .work import work_of
+    from .work import stated, work_of
     try:
-        work, ops = work_of(args, verb)           # bad values before anything runs, one line from rank 0
+        work, ops, unit = work_of(args, verb)     # bad values before anything runs, one line from rank 0
     except CeilingError as e:
         raise everywhere(e) from None
-    args.work_stated = (work, ops)
+    args.work_stated, args.stated = (work, ops, unit), stated(work, ops, unit)
     sys.stderr = Lossy(sys.stderr)         # from here, the program's status is the exit status, whatever stderr is
     interval = _interval(args.interval)
     wrapped = launched_rank()
@@ -264,9 +269,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     run.application = app
     run.metrics.extend(done.metrics)
     run.findings.extend(findings)
-    work, ops = getattr(args, "work_stated", ({}, None))
-    if work:
-        run.findings.append(_work_finding(args, work, ops, obs.wall_s, _history(args, session.run.host)))
+    work, ops, unit = getattr(args, "work_stated", ({}, None, ""))
+    if work or ops is not None:
+        run.findings.append(_work_finding(work, ops, unit, obs.wall_s, _history(args, session.run.host)))
     refused = obs.interposer.why
     if refused and not args.no_interpose:
         run.findings.append(Finding(id="profile.interposer", status=SKIPPED,
@@ -275,6 +280,8 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
     from ..results.profile import overhead_from, profile_from
     app.profile, app.overhead = profile_from(breakdown), overhead_from(overhead)     # the typed section
     run.analysis.bounds = bounds
+    _roofline(run, getattr(args, "stated", None), done, obs, _history(args, session.run.host),
+              quick.bind(breakdown) if quick else None)
     if trace is not None and wrapped and wrapped[0] != 0:
         from .trace_output import left_behind
         left_behind(obs, wrapped[0])            # its events went to rank 0's at MPI_Finalize
@@ -289,6 +296,18 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
             "complete, the experiments stopped (their figures so far are kept, undecided)"
         code = code or (TERMINATED_EXIT if stopped == TERMINATED else INTERRUPTED_EXIT)
     return session.finish(), code
+
+
+def _roofline(run, stated, done, obs, lookup, measure) -> None:
+    """The program on this node's roofline (analysis/app_roofline.py), from its counters, the work
+    stated with --flops/--memory-bytes or with ceiling_work (E = W/P is ``_work_finding``'s)."""
+    from ..analysis import app_roofline, roofline
+    pts, found, rl = app_roofline.conclude(stated, done.work, obs.counters, obs.wall_s,
+                                           lambda: roofline.of_node(run.machine, lookup, measure),
+                                           run.analysis.bounds[0].bound if run.analysis.bounds else "")
+    run.findings.extend(found)
+    if rl is not None and app_roofline.stored_points(pts):
+        run.analysis.roofline = roofline.stored(rl, app_roofline.stored_points(pts))
 
 
 def _history(args: argparse.Namespace, host: str):

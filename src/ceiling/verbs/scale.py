@@ -74,6 +74,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     g.add_argument("--extrap", metavar="FILE", help="also write the points in Extra-P's text input format")
     g.add_argument("--seed", default="0", metavar="N", help="seed of the run order (default 0)")
     g.add_argument("--timeout", metavar="SECONDS", help="kill a run that takes longer (its point keeps the others)")
+    from .work import add_work
+    add_work(p.add_argument_group("work (each count's point on this node's roofline, the time per unit)"),
+             ("--flops", "--memory-bytes", "--ops", "--work"), " in one run, the same at every count (strong "
+             "scaling; with --weak have the program state it: ceiling_work, with --profile)")
     common.output_options(p)
 
 
@@ -238,6 +242,11 @@ def _parse(args: argparse.Namespace) -> Tuple[str, List[int], List[str], int, in
             raise BadValueError(f"scale: --metric {args.metric!r}: not a regular expression ({e})") from None
     if getattr(args, "metric_kind", None) and regex is None:
         raise UsageError("scale: --metric-kind says what --metric reads: give --metric REGEX too")
+    from .work import stated, work_of
+    args.stated = stated(*work_of(args, "scale"))
+    if args.stated and args.weak and (args.stated["flops"] is not None or args.stated["bytes"] is not None):
+        raise UsageError("scale: --weak grows the work with the count, so one --flops/--memory-bytes cannot state it: "
+                         "have the program state its work with ceiling_work and use --profile")
     if getattr(args, "timeout", None):
         from ..units import parse_seconds
         args.timeout_s = parse_seconds(args.timeout, what="--timeout")
@@ -293,6 +302,8 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     from ..analysis.scaling_models import of_study
     result = of_study(study)
     study.analysis.notes = notes(result)
+    if args.stated or args.profile:
+        _roofline(study, args)
     if args.extrap:
         _extrap(args.extrap, result, study)
     from .repeat import deliver_study
@@ -343,8 +354,10 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     if profile:
         # the profile's figures (app.time.*, app.mpi.*, app.io.*.time) join the run's metrics; its findings
         # stay out: the study's findings are about the study (analysis/scaling_models.gathered)
+        from ..analysis.app_roofline import work_metrics
         from ..analysis.profile_run import analyse as profiled
-        run.metrics.extend(profiled(o, lambda prefix: [], None).metrics)
+        done = profiled(o, lambda prefix: [], None)
+        run.metrics.extend(done.metrics + work_metrics(done.work))      # and what it stated with ceiling_work
     ok = o.returncode == 0
     if ok and regex is None:
         value = o.wall_s
@@ -356,6 +369,32 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
         run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
     run.finished = utcnow()
     return run, value
+
+
+def _roofline(study, args: argparse.Namespace) -> None:
+    """Each count's point on this node's roofline (analysis/app_roofline.of_study), from the work
+    stated or the runs' ceiling_work: the study's roofline and a note per point; E = W/P per count
+    with --work too."""
+    from ..analysis import app_roofline, roofline
+    from .profile import _history, _machine
+    lookup = _history(args, study.host)
+    pts, lines, rl = app_roofline.of_study(study, args.stated,
+                                           lambda: roofline.of_node(_machine(None).to_dict(), lookup))
+    study.analysis.notes += lines
+    if rl is not None and app_roofline.study_points(pts, study.parameter):
+        study.analysis.roofline = roofline.stored(rl, app_roofline.study_points(pts, study.parameter))
+    n, unit = (args.stated or {}).get("work") or (None, "")
+    if n:
+        from statistics import median
+        walls: Dict[float, List[float]] = {}
+        for m in study.members:
+            a = m.run.application if m.run is not None else None
+            if a is not None and a.exit_status == 0 and a.wall_s:
+                walls.setdefault(float(m.value), []).append(a.wall_s)
+        for c, ts in sorted(walls.items()):
+            t = median(ts)
+            study.analysis.notes.append(f"per unit of work at {c:g} {study.parameter}: {t / n * 1e9:.4g} ns "
+                                        f"({n / t:.4g} {unit} per second, the median wall time)")
 
 
 def _extrap(path: str, result: Dict[str, Any], study) -> None:

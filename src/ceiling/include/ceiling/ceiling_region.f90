@@ -12,12 +12,21 @@
 ! `ceiling trace` preloads); its two functions are looked up once with dlsym, so a program built
 ! with this module links and runs without ceiling, where each call does nothing. The C header
 ! region.h refers to the same functions.
+!
+!     call ceiling_work(2.0d0 * n, 24.0d0 * n)   ! flops done, bytes moved to and from memory
+!
+! states the work the program did, so that `ceiling profile` places it on this node's roofline
+! (summed over threads, processes and MPI ranks; state it before MPI_Finalize). Any real kind.
 module ceiling_region
-    use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_f_procpointer, c_funptr, c_null_char, &
-                                           c_null_funptr, c_null_ptr, c_ptr
+    use, intrinsic :: iso_c_binding, only: c_associated, c_char, c_double, c_f_procpointer, c_funptr, &
+                                           c_null_char, c_null_funptr, c_null_ptr, c_ptr
     implicit none
     private
-    public :: ceiling_region_begin, ceiling_region_end
+    public :: ceiling_region_begin, ceiling_region_end, ceiling_work
+
+    interface ceiling_work
+        module procedure work_r4, work_r8
+    end interface ceiling_work
 
     interface
         ! RTLD_DEFAULT is the null handle in glibc and musl: every object loaded in the process
@@ -34,9 +43,13 @@ module ceiling_region
             import :: c_char
             character(kind=c_char), dimension(*), intent(in) :: name
         end subroutine region_fn
+        subroutine work_fn(flops, bytes) bind(c)
+            import :: c_double
+            real(c_double), value :: flops, bytes
+        end subroutine work_fn
     end interface
 
-    type(c_funptr), save :: begin_at = c_null_funptr, end_at = c_null_funptr
+    type(c_funptr), save :: begin_at = c_null_funptr, end_at = c_null_funptr, work_at = c_null_funptr
     logical, save :: looked = .false.
 
 contains
@@ -45,6 +58,7 @@ contains
         ! threads that race here write the same two addresses
         begin_at = c_dlsym(c_null_ptr, "ceiling_region_begin" // c_null_char)
         end_at = c_dlsym(c_null_ptr, "ceiling_region_end" // c_null_char)
+        work_at = c_dlsym(c_null_ptr, "ceiling_work" // c_null_char)
         looked = .true.
     end subroutine look_up
 
@@ -68,5 +82,19 @@ contains
         if (.not. looked) call look_up()
         call call_region(end_at, name)
     end subroutine ceiling_region_end
+
+    subroutine work_r8(flops, bytes)
+        real(c_double), intent(in) :: flops, bytes
+        procedure(work_fn), pointer :: fn
+        if (.not. looked) call look_up()
+        if (.not. c_associated(work_at)) return
+        call c_f_procpointer(work_at, fn)
+        call fn(flops, bytes)
+    end subroutine work_r8
+
+    subroutine work_r4(flops, bytes)
+        real, intent(in) :: flops, bytes
+        call work_r8(real(flops, c_double), real(bytes, c_double))
+    end subroutine work_r4
 
 end module ceiling_region
