@@ -195,7 +195,7 @@ def test_two_mpi_ranks_work_is_summed_over_the_ranks(mpi_setup, tmp_path, histor
     (["--flops", "lots", "--memory-bytes", "8"], 2, "--flops 'lots': not a number"),
     (["--flops", "nan", "--memory-bytes", "8"], 3, "--flops 'nan': must be larger than zero"),
     (["--flops", "1e9", "--memory-bytes", "0"], 3, "--memory-bytes '0': must be larger than zero"),
-    (["--flops", "1e9", "--memory-bytes", "-5"], 2, "--memory-bytes"),
+    (["--flops", "1e9", "--memory-bytes", "-5"], 3, "--memory-bytes '-5': must be positive"),
     (["--flops", "1e9", "--memory-bytes", "inf"], 2, "--memory-bytes"),
     (["--work", "records"], 2, "--work 'records': give a number above zero"),
     (["--work", "0 records"], 2, "--work '0 records'"),
