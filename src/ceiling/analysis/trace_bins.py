@@ -213,10 +213,17 @@ def lane_pids(chunks: Iterable[Events]) -> Dict[int, int]:
 
 
 def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]], pid_lane: Dict[int, int],
-                  t0_ns: int, interval_s: Optional[float] = None) -> Bins:
+                  t0_ns: int, interval_s: Optional[float] = None,
+                  threads: Optional[Dict[Tuple[int, int], Sequence[Tuple[float, float]]]] = None,
+                  chunks: Optional[Sequence[Events]] = None) -> Bins:
     """``b`` with ``off_cpu`` from the sampler's per-process ``series`` (monotonic s, CPU s so far,
     threads): see the module docstring. ``t0_ns``: the events' origin on CLOCK_MONOTONIC (the
-    sampler's clock). A lane no series covers is not split (its time outside calls stays compute)."""
+    sampler's clock). A lane no series covers is not split (its time outside calls stays compute).
+    With the per-thread series (``threads``: (pid, tid) -> (monotonic s, CPU s so far)) and the
+    ``chunks`` the bins came from, each thread's time outside its own calls is set against its own
+    CPU time (``_thread_off``), so that a helper thread asleep while the main thread writes is
+    waiting, not computing on the writer's CPU time; a lane none of whose threads has a series is
+    split per process as above."""
     edges = b.edges_ns.astype(np.float64)
     width = np.diff(edges)
     index = {k: i for i, k in enumerate(b.lanes)}
@@ -224,9 +231,10 @@ def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]]
     rest = b.outside.astype(np.float64) * width[None, :] * nth[:, None]       # thread-ns outside calls a bin
     density = rest / np.maximum(width, 1.0)[None, :]
     off = np.zeros_like(rest)
+    done = _thread_off(off, edges, threads, chunks, pid_lane, index, t0_ns) if threads and chunks else set()
     for pid, pts in series.items():
         li = index.get(pid_lane.get(int(pid), None))
-        if li is None or len(pts) < 2:
+        if li is None or len(pts) < 2 or li in done:
             continue
         arr = np.asarray([(t, c) for t, c, _ in pts], np.float64)
         t = arr[:, 0] * 1e9 - t0_ns
@@ -244,6 +252,62 @@ def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]]
         off[li] += np.bincount(k[ok], weights=factor[j[ok]] * density[li, k[ok]] * length[ok], minlength=len(width))
     share = np.minimum(off / (np.maximum(width, 1.0)[None, :] * nth[:, None]), b.outside).astype(np.float32)
     return Bins(b.edges_ns, b.lanes, b.threads, b.share, b.labels, b.alive, share, interval_s)
+
+
+def _thread_off(off: np.ndarray, edges: np.ndarray, threads: Dict[Tuple[int, int], Sequence[Tuple[float, float]]],
+                chunks: Sequence[Events], pid_lane: Dict[int, int], index: Dict[int, int], t0_ns: int) -> Set[int]:
+    """Adds to ``off`` (thread-ns per lane and bin) each thread's time off a CPU outside its calls: in
+    each interval between two of its samples, its time outside its own calls (the calls the bins
+    count, from its events: covered up to each bin edge and sample time, streamed chunk by chunk)
+    less its own CPU time, never below 0, spread over the interval's pieces in proportion to the
+    time outside calls in each. Only threads that made calls (the bins' threads) and have two
+    samples; the lanes split so are returned."""
+    keyed: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for (pid, tid), pts in threads.items():
+        lane = pid_lane.get(int(pid))
+        if lane is None or lane not in index or len(pts) < 2:
+            continue
+        arr = np.asarray([(t, c) for t, c in pts], np.float64)
+        t = arr[:, 0] * 1e9 - t0_ns
+        cuts = np.unique(np.concatenate((edges, np.clip(t, edges[0], edges[-1]))))
+        keyed[(int(pid), int(tid))] = (t, np.maximum(np.diff(arr[:, 1]), 0.0) * 1e9, cuts)
+    if not keyed:
+        return set()
+    covered: Dict[Tuple[int, int], np.ndarray] = {}
+    life: Dict[Tuple[int, int], List[float]] = {}
+    for ev in chunks:
+        if not len(ev):
+            continue
+        keep = (_CLASS_OF[ev.kind] >= 0) & (ev.dur > 0) & ~off_storage(ev)
+        ends = ev.ts + np.maximum(ev.dur, 0)
+        both = np.unique((ev.pid.astype(np.int64) << 32) | (ev.tid.astype(np.int64) & 0xFFFFFFFF))
+        for pid, tid in {(int(x >> 32), int(x & 0xFFFFFFFF)) for x in both} & set(keyed):
+            m = (ev.pid == pid) & (ev.tid == tid)
+            span = life.setdefault((pid, tid), [float(ev.ts[m].min()), float(ends[m].max())])
+            span[0], span[1] = min(span[0], float(ev.ts[m].min())), max(span[1], float(ends[m].max()))
+            m &= keep
+            if m.any():
+                acc = _covered(ev.ts[m], ends[m], keyed[(pid, tid)][2])
+                covered[(pid, tid)] = covered[(pid, tid)] + acc if (pid, tid) in covered else acc
+    done: Set[int] = set()
+    nb = len(edges) - 1
+    for key, (t, cpu, cuts) in keyed.items():
+        if key not in life:
+            continue                                   # no event in the bins: not one of the lane's threads
+        li = index[pid_lane[key[0]]]
+        done.add(li)
+        lo, hi = life[key]
+        cov = covered.get(key, np.zeros(len(cuts)))
+        alive = np.clip(np.minimum(cuts[1:], hi) - np.maximum(cuts[:-1], lo), 0.0, None)
+        outside = np.clip(alive - np.diff(cov), 0.0, None)            # per piece between two cuts
+        mid = 0.5 * (cuts[:-1] + cuts[1:])
+        j = np.searchsorted(t, mid, "right") - 1                      # the sample interval of each piece
+        ok = (j >= 0) & (j < len(cpu))
+        per = np.bincount(j[ok], weights=outside[ok], minlength=len(cpu))
+        factor = np.where(per > 0, np.maximum(per - cpu, 0.0) / np.where(per > 0, per, 1.0), 0.0)
+        k = np.clip(np.searchsorted(edges, mid, "right") - 1, 0, nb - 1)
+        off[li] += np.bincount(k[ok], weights=factor[j[ok]] * outside[ok], minlength=nb)
+    return done
 
 
 def histogram(chunks: Sequence[Events], edges: np.ndarray, mask_of) -> np.ndarray:

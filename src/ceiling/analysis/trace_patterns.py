@@ -349,11 +349,14 @@ def _device_cause(chunks: Sequence[Events], counters: Optional[Counters], verb: 
 
 
 def serialized(b: Bins, exclude: np.ndarray) -> List[Finding]:
-    """Phases in which no lane computes: all in I/O or waiting."""
+    """Phases in which no lane computes: all in I/O or waiting. A lane's I/O is counted in threads (its share of
+    the lane's thread time times its threads): one thread of three writing is a lane busy with I/O when the
+    other two wait off a CPU (an MPI library's helper threads asleep in poll)."""
     if not b.lanes:
         return []
     job = _job(b)
-    io = (b.of("io") + b.of("meta"))[job]
+    nth = np.maximum(np.asarray(b.threads, np.float64), 1.0)[job][:, None]
+    io = (b.of("io") + b.of("meta"))[job] * nth
     flag = (b.compute[job].max(axis=0) <= IDLE) & (io.max(axis=0) >= BUSY) & ~exclude
     runs = _runs(flag)
     dur_s = sum(hi - lo for lo, hi in runs) * b.width_ns / 1e9
@@ -441,11 +444,15 @@ def _small_time(chunks: Sequence[Events], b: Bins) -> np.ndarray:
 
 
 def trace_findings(chunks: Iterable[Events], counters: Optional[Counters] = None,
-                   ceilings: Optional[StorageCeilings] = None) -> List[Finding]:
-    """Every anti-pattern the trace shows, each with its window and time lost; [] on a clean run."""
+                   ceilings: Optional[StorageCeilings] = None, split=None) -> List[Finding]:
+    """Every anti-pattern the trace shows, each with its window and time lost; [] on a clean run.
+    ``split``: Bins -> Bins, the time outside calls split into computing and waiting off a CPU
+    (trace_bins.split_off_cpu with the sampler's series): without it, all of it is computing."""
     chunks = list(chunks)
     ceilings = ceilings or StorageCeilings()
     b = timeline_bins(chunks, ANALYSIS_BINS)
+    if split is not None:
+        b = split(b)
     if not b.lanes:
         return []
     single = single_mover(chunks, b)

@@ -30,7 +30,8 @@ splits the time outside intercepted calls into computing and waiting with it): a
 the CPU time of all its threads so far (schedstat's, else user + system: a closed thread keeps
 its last values) and its threads alive, from its start (0 CPU). At most ``SERIES_POINTS`` points
 a process: past it every other point is let go, so a long run keeps a coarser series, never a
-growing one (the values are cumulative: a coarser series is still exact at its points).
+growing one (the values are cumulative: a coarser series is still exact at its points). The same
+per thread (``Sampled.thread_series``, at most ``THREAD_SERIES_POINTS``): its CPU time so far.
 
 Where the node has more than one NUMA node: each thread's CPU time per node (the node of the CPU it
 was on at each sample takes the CPU time since the one before), and each process's private memory
@@ -55,6 +56,7 @@ from . import numa_maps
 
 BUDGET = 0.01            # at most this share of one CPU spent sampling
 SERIES_POINTS = 4096     # points kept a process in Sampled.series (halved past it)
+THREAD_SERIES_POINTS = 1024   # points kept a thread in Sampled.thread_series (halved past it)
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PSI = ("cpu", "io", "memory")
 
@@ -108,6 +110,9 @@ class Sampled:
     runnable: List[int] = field(default_factory=list)   # per sample: the program's threads in state R then
     # per process over time: (monotonic s, CPU s of its threads so far, threads alive), from its start
     series: Dict[int, List[Tuple[float, float, int]]] = field(default_factory=dict)
+    # per thread over time: (monotonic s, CPU s so far), from its start; the trace sets each thread's time outside
+    # its calls against its own CPU time (analysis/trace_bins.split_off_cpu)
+    thread_series: Dict[Tuple[int, int], List[Tuple[float, float]]] = field(default_factory=dict)
     numa_nodes: int = 0                  # NUMA nodes with CPUs: numa_maps read and CPU time per node kept where > 1
 
 
@@ -295,6 +300,12 @@ class ProcSampler:
         except (OSError, ValueError):
             self.out.schedstat = False
         self._cpu_sum[pid] = self._cpu_sum.get(pid, 0.0) + max(0.0, _cpu(t) - was)
+        pts = self.out.thread_series.get(key)
+        if pts is None:
+            pts = self.out.thread_series[key] = [(min(t.first_s, now), 0.0)]
+        pts.append((now, _cpu(t)))
+        if len(pts) > THREAD_SERIES_POINTS:
+            pts[:] = pts[:-1:2] + pts[-1:]
         if self.out.numa_nodes > 1 and len(fields) > 36:      # field 39, processor: the CPU it was last on
             node = self.cpu_node.get(int(fields[36]), -1)
             t.cpu_by_node[node] = t.cpu_by_node.get(node, 0.0) + max(0.0, _cpu(t) - was)

@@ -76,12 +76,17 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
                                   library=getattr(args, "otf2_library", None))
             except OSError as e:
                 failed.append(f"{paths.otf2}: {e.strerror or e}")
-        found = trace_findings(events, counters, _ceilings(history, StorageCeilings)) if events else []
+        # the time outside calls: computing or waiting, per sample (per thread where the sampler kept its series)
+        pids = lane_pids(events) if events else {}
+
+        def split(b):
+            if b is None or not obs.sampled.series:
+                return b
+            return split_off_cpu(b, obs.sampled.series, pids, events[0].t0_ns, obs.sampled.interval_s,
+                                 obs.sampled.thread_series, events)
+        found = trace_findings(events, counters, _ceilings(history, StorageCeilings), split) if events else []
         found += wait_findings(events, network_ceilings(history), found) if events else []
-        bins = timeline_bins(events, DOC_BINS) if events else None
-        if bins is not None and obs.sampled.series:    # the time outside calls: computing or waiting, per sample
-            bins = split_off_cpu(bins, obs.sampled.series, lane_pids(events), events[0].t0_ns,
-                                 obs.sampled.interval_s)
+        bins = split(timeline_bins(events, DOC_BINS) if events else None)
     finally:
         if where:
             shutil.rmtree(where, ignore_errors=True)
