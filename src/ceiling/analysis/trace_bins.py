@@ -24,10 +24,13 @@ for its child, ``sleep``, a read of a pipe the interposer does not count as I/O)
 outside calls; the rest outside calls stays compute. The split is only as fine as the sampler:
 every bin inside one interval (0.1 s by default) gets the interval's share, a phase shorter than
 an interval is mixed with its neighbours, and what no two samples enclose (a process's last
-moments after its last sample) stays compute. CPU a lane's threads used inside calls (an MPI
-progress loop polling) is counted against its time outside calls, and threads that made no
-intercepted call are counted too, so waiting is never overstated. A run stored before the split
-has no ``off_cpu`` and draws as before.
+moments after its last sample) stays compute. Where the sampler kept each thread's series
+(``Sampled.thread_series``), the split is made thread by thread: each thread's time outside its
+own calls less its own CPU time, so that the CPU a writer spends inside its write does not make
+its sleeping siblings compute (a thread with no series of its own stays compute). Per process,
+CPU a lane's threads used inside calls (an MPI progress loop polling) is counted against its
+time outside calls, and threads that made no intercepted call are counted too: either way
+waiting is never overstated. A run stored before the split has no ``off_cpu`` and draws as before.
 
 Method: the time a set of slices covers up to t is C(t) = sum over slices of clip(t - start, 0,
 dur) = sum_{start<t}(t - start) - sum_{end<t}(t - end), computed at every bin edge with two
