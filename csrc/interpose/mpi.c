@@ -403,7 +403,10 @@ void mpi_finalizing(const void *caller)
 
 void mpi_finalize_begin(mpi_counters *c, const void *caller)
 {
-    /* The call is counted before the checkpoint, its time after PMPI_Finalize:
+    /* The call is counted before the checkpoint, its time after PMPI_Finalize
+     * (PMPI_Finalize's alone: the checkpoint, rank 0's gather of every rank's
+     * record and events and the clocks' sync are ceiling's work, not the
+     * program's, and stay out of its MPI time):
      * the checkpoint is all that rank 0 receives of a gathered rank (its record
      * at exit stays on its node), which then has the call but not its time
      * (fn=MPI_Finalize calls=1 ns=0 in a reason=checkpoint record; the reader
@@ -493,8 +496,8 @@ MPI_EXPORT(MPI_Finalize, (void))
     mpi_counters *c = mpi_enter();
     if (!c)
         return PMPI_REAL(MPI_Finalize)();
-    const uint64_t t0 = ceil_ip_ticks();
     mpi_finalize_begin(c, __builtin_return_address(0));
+    const uint64_t t0 = ceil_ip_ticks();        /* after the checkpoint: the MPI library's time alone */
     const int rc = PMPI_REAL(MPI_Finalize)();
     mpi_finalize_end(c, t0);
     return rc;

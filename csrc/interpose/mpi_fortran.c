@@ -171,7 +171,7 @@ F_BOTH_PASS(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (requ
             mpi_started(__builtin_return_address(0), *ierr == 0, *provided);
             mpi_init_done(c, FN_MPI_Init_thread, ticks, __builtin_return_address(0));, mpi_abort_if_asked(__builtin_return_address(0));)
 
-/* MPI_Finalize: the record's checkpoint (and gather) before the real call. */
+/* MPI_Finalize: the record's checkpoint (and gather) before the real call, not in its time. */
 #define F_FINALIZE(fn, IN, OUT)                                                                    \
     F_DECL(fn, (fint *));                                                                          \
     CEIL_IP_EXPORT void fn(fint *ierr)                                                             \
@@ -181,8 +181,8 @@ F_BOTH_PASS(mpi_init_thread, (fint *required, fint *provided, fint *ierr), (requ
             F_REAL(fn)(ierr);                                                                      \
             OUT return;                                                                            \
         }                                                                                          \
-        const uint64_t t0 = ceil_ip_ticks();                                                       \
         mpi_finalize_begin(c, __builtin_return_address(0));                                        \
+        const uint64_t t0 = ceil_ip_ticks();    /* the MPI library's time alone (mpi.c) */         \
         F_REAL(fn)(ierr);                                                                          \
         mpi_finalize_end(c, t0);                                                                   \
         OUT                                                                                        \
