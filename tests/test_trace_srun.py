@@ -7,7 +7,6 @@ three writes per rank as tests/test_trace_wrapped_mpi.py, built with the mpicc o
 Skipped with the reason where srun cannot start a step of that MPI here (see tests/test_profile_srun.py:
 no Slurm, no controller, or the --mpi plugin that MPI needs does not load; CI starts a single-node Slurm
 with scripts/slurm-test-node.sh)."""
-import json
 import subprocess
 import sys
 
