@@ -61,8 +61,8 @@ WELL_BEFORE_A_DEADLINE_S = 20
 def crash(mpi_setup, tmp_path_factory):
     tmp, found = mpi_setup
     if found["launcher_family"] != "Hydra":
-        pytest.skip(f"the launcher is {found['launcher_family']}'s; these tests know MPICH's Hydra mpiexec's way with a "
-                    "dead rank")
+        pytest.skip(f"the launcher is {found['launcher_family']}'s; these tests know MPICH's Hydra mpiexec's way "
+                    "with a dead rank")
     d = tmp_path_factory.mktemp("crash")
     return build_mpi(found, tmp, d, "crash", CRASH), found, tmp
 
