@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -137,6 +136,22 @@ def test_a_node_that_stops_is_named_and_the_rest_is_reported(mpi_setup, trees, t
             os.kill(pid, signal.SIGKILL)
 
 
+THROTTLE = """
+import os, signal, subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:], close_fds=False)
+while child.poll() is None:
+    try:
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(0.002)
+        os.kill(child.pid, signal.SIGCONT)
+        time.sleep(0.001)
+    except ProcessLookupError:
+        break
+code = child.wait()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
 @pytest.mark.alone
 def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path):
     cpus = sorted(os.sched_getaffinity(0))
@@ -148,39 +163,22 @@ def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path)
     # (tens of ms) is stretched, so best-of-N cannot pick a quiet window. The co-runner alone is not
     # enough where the VM's two CPUs are SMT siblings on the host: fast then shares its FMA units
     # and both nodes measure about half.
+    # The duty cycle is kept by a wrapper that starts slow's rank as its child (its MPI environment and
+    # descriptors inherited) and throttles it from its first instant: a watcher that had to find the rank
+    # in /proc first came too late on a loaded host, after the quick kernel had run (seen in CI).
     hog = subprocess.Popen(["taskset", "-c", str(cpus[1]), sys.executable, "-c", "while True: pass"])
-    mark = uuid.uuid4().hex
-    done = threading.Event()
-
-    def throttle():
-        pid = None
-        while pid is None and not done.wait(0.05):
-            pid = ranks_of(mark).get(1)
-        while pid is not None and not done.is_set():
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                time.sleep(0.002)
-                os.kill(pid, signal.SIGCONT)
-                time.sleep(0.001)
-            except ProcessLookupError:
-                return
-    t = threading.Thread(target=throttle, daemon=True)
-    t.start()
     try:
         common = ["bench", "compute", "--quick", "--cluster", "--no-store"]
         r = launch(mpi_setup, [("fast", ["taskset", "-c", str(cpus[0])], common + ["--save-json", str(out)]),
-                               ("slow", ["taskset", "-c", str(cpus[1])], common)], TEST_MARK=mark)
+                               ("slow", ["taskset", "-c", str(cpus[1]), sys.executable, "-c", THROTTLE], common)])
     finally:
-        done.set()
-        t.join()
-        for pid in ranks_of(mark).values():
-            os.kill(pid, signal.SIGCONT)
         hog.send_signal(signal.SIGKILL)
         hog.wait()
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(out.read_text())
     u = {x["metric"]: x for x in doc["analysis"]["uniformity"]}["flops.dp.node"]
     assert [o["node"] for o in u["outliers"]] == ["slow"], u
+    assert u["values"]["slow"] < 0.6 * u["values"]["fast"], u      # the duty cycle held: a third of the time
     assert any("load.competing" in e for e in u["outliers"][0]["evidence"]), u["outliers"][0]
     f = next(f for f in doc["findings"] if f["id"] == "cluster.outlier.flops.dp.node")
     assert "slow" in f["title"]
