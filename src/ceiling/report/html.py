@@ -289,9 +289,9 @@ def render(run: Run) -> str:
     title = f"ceiling report - {run.host or 'unknown host'}"
     figures = plots(run)
     # A profiled program's report lists no node benchmark as "not measured": none was meant to be; it
-    # shows the plots drawn (the roofline with the program on it)
+    # shows the plots drawn (the roofline with the program on it), and a stored roofline it cannot draw, said
     if run.application:
-        figures = [p for p in figures if p.svg is not None]
+        figures = [p for p in figures if p.svg is not None or (p.name == "roofline" and run.analysis.roofline)]
     shown = _plots_section(figures) if figures else ""
     body = "\n".join([
         _header(run), _summary_section(run), application_section(run), cluster_section(run), shown,
