@@ -882,6 +882,25 @@ def test_ranks_that_left_no_record_are_named_and_no_mpi_is_no_mpi_part():
     assert mpi_conclude(parse("ceiling-interpose 1\nprocess pid=3 host=n\nend pid=3\n")) == ([], [], [], {})
 
 
+def test_a_rank_that_ended_without_mpi_finalize_is_named_with_how_and_the_killed_one_is_said_missing():
+    # an express launch of 3 ranks: rank 1 called _exit(3) before MPI_Finalize (its record says reason=exit
+    # by=_exit, finalize_ns=0), rank 2 was killed by SIGTERM, rank 0 by the launcher's SIGKILL: no record
+    died = record(2, 1, 10**9, {}, size=3).replace("reason=exit ", "reason=exit by=_exit ").replace(
+        f"finalize_ns={1000 + 10**9}", "finalize_ns=0")
+    killed = record(3, 2, 10**9, {}, size=3).replace("reason=exit signal=0", "reason=signal signal=15").replace(
+        f"finalize_ns={1000 + 10**9}", "finalize_ns=0")
+    findings = {f.id: f for f in mpi_conclude(parse(died + killed))[2]}
+    f = findings["profile.mpi.rank_ended"]
+    assert f.title == "2 ranks ended without MPI_Finalize: 1, 2"
+    assert "rank 1 (pid 2 on n1) ended by _exit()" in f.evidence and "rank 2 (pid 3 on n1) killed by SIGTERM" in \
+        f.evidence
+    assert [r["how"] for r in f.data["ranks"]] == ["ended by _exit()", "killed by SIGTERM"]
+    missing = findings["profile.mpi.ranks_missing"]
+    assert "records came from ranks 1, 2" in missing.evidence and "leaves no record" in missing.why
+    # ranks that reached MPI_Finalize: nothing said
+    assert "profile.mpi.rank_ended" not in {x.id for x in mpi_conclude(parse(record(1, 0, 10**9, {})))[2]}
+
+
 def test_mpi_start_up_is_said_apart_and_is_not_the_programs_waiting():
     """Open MPI 5 spends about a second in MPI_Init on one node, off any CPU while the ranks are
     wired up: a short run is mostly that, which is the runtime's, not the program waiting."""

@@ -80,6 +80,7 @@ def ranks(records: Sequence[Record]) -> List[Dict[str, Any]]:
         io_write = classes.get("io_write")
         out.append({
             "rank": head.rank if head.rank is not None else -1, "size": head.size if head.size is not None else -1,
+            "ended": _ended(proc) if not head.finalize_ns else None,
             "host": proc.host if proc.host is not None else "",
             "pid": proc.pid, "family": head.family if head.family is not None else "unknown",
             "library": head.library if head.library is not None else "",
@@ -144,6 +145,38 @@ def _small_share(rs: Sequence[Dict[str, Any]]) -> Optional[float]:
     return small / total if total > 0 else None
 
 
+def _ended(proc) -> Optional[str]:
+    """How a process that never called MPI_Finalize ended, from its record's reason; None where the record
+    was not its last (a checkpoint, an exec: the process went on)."""
+    if proc.reason == "signal":
+        import signal
+        n = proc.signal
+        name = signal.Signals(n).name if n in signal.Signals._value2member_map_ else f"signal {n}"
+        return f"killed by {name if n else 'a signal'}"
+    if proc.reason == "exit":
+        return f"ended by {proc.by}()" if proc.by else "ended by exit()"
+    return None
+
+
+def _died(rs) -> Optional[Finding]:
+    """The ranks that ended without MPI_Finalize, each named with how (a crash, an abort, an early exit): in an
+    express launch the launcher then kills the others, and a rank killed by SIGKILL leaves no record."""
+    gone = [r for r in rs if r["ended"]]
+    if not gone:
+        return None
+    said = "; ".join(f"rank {r['rank']} (pid {r['pid']}{' on ' + r['host'] if r['host'] else ''}) {r['ended']} "
+                     f"{r['run_s']:.3g} s after MPI_Init" for r in gone[:16])
+    return Finding(
+        id="profile.mpi.rank_ended", status=WARN,
+        title=f"{len(gone)} rank{'s' if len(gone) != 1 else ''} ended without MPI_Finalize: "
+              + ", ".join(str(r["rank"]) for r in gone[:16]) + (" ..." if len(gone) > 16 else ""),
+        evidence=said + "; its counts and events are those up to its end",
+        why="A rank that ends before MPI_Finalize (a crash, MPI_Abort, exit() in an error path) ends the job: "
+            "the launcher stops the others, and their figures stop where they were killed.",
+        fix="Look at that rank's standard error and exit status first: the job's status is its.",
+        data={"ranks": [{"rank": r["rank"], "pid": r["pid"], "host": r["host"], "how": r["ended"]} for r in gone]})
+
+
 def conclude(records: Sequence[Record], wrapped: Optional[Tuple[int, int]] = None
              ) -> Tuple[List[Metric], List[Bound], List[Finding], Dict[str, Any]]:
     """(metrics, bounds, findings, the "mpi" part of the breakdown); all empty when no
@@ -190,6 +223,9 @@ def conclude(records: Sequence[Record], wrapped: Optional[Tuple[int, int]] = Non
                               HIGHER))
     bounds, findings = _bounds(rs, share, useful, runtime, lb, small, groups)
     findings += _single_writer(rs, share) + _startup(rs, life["startup"])
+    died = _died(rs)
+    if died is not None:
+        findings.append(died)
     if 0 < len(rs) < expected and wrapped:
         findings.append(_not_gathered(rs, expected))
     elif 0 < len(rs) < expected:
@@ -198,7 +234,9 @@ def conclude(records: Sequence[Record], wrapped: Optional[Tuple[int, int]] = Non
             title=f"{len(rs)} of {expected} ranks were profiled: the others ran on other nodes or left no record",
             evidence=f"MPI_COMM_WORLD has {expected} ranks; records came from ranks "
                      f"{', '.join(str(r['rank']) for r in rs)}",
-            why="An express launch (ceiling profile -- mpirun ...) sees the ranks started on this node only.",
+            why="An express launch (ceiling profile -- mpirun ...) sees the ranks started on this node only"
+                + ("; and a rank killed with SIGKILL (as a launcher stops a job once one rank has died) leaves no "
+                   "record." if died is not None else "."),
             fix="Wrap every rank instead: mpirun -n N ceiling profile -- ./app (or srun ceiling profile -- ./app).",
             data={"seen": len(rs), "size": expected}))
     return metrics, bounds, findings, summary
