@@ -397,3 +397,24 @@ def test_a_call_from_a_signal_handler_written_before_the_call_it_interrupted_rea
     ((chunk, _),) = list(IE.iter_chunks(str(tmp_path)))
     assert chunk.ts.tolist() == [100, 120]
     assert [calls[c].fn for c in chunk.call] == ["read", "write"]
+
+
+def test_the_event_source_reads_the_files_again_at_each_pass_with_no_events_kept_between(prog, tmp_path):
+    # verbs/trace_output.conclude's passes (Perfetto, OTF2, anti-patterns, wait states, bins) over an
+    # EventSource: the same chunks each time as iter_chunks gives, the plan holding no file's events
+    p, out = run(prog, tmp_path, "fork")
+    assert p.returncode == 0, p.stderr
+    once = [ev for ev, _ in IE.iter_chunks(str(out))]
+    src = IE.EventSource(str(out))
+    assert src and all(t.events is None for t in src.plan.threads) and len(src.plan.threads) == len(once) == 2
+    for _ in range(2):
+        again = list(src)
+        assert len(again) == len(once)
+        for a, b in zip(again, once):
+            assert all(np.array_equal(a.columns[k], b.columns[k]) for k in E.COLUMNS)
+            assert (a.files, a.t0_ns, a.t0_unix_ns, a.tracer_ns) == (b.files, b.t0_ns, b.t0_unix_ns, b.tracer_ns)
+    assert src.t0_ns == once[0].t0_ns
+    assert src.per_process() == {int(ev.pid[0]): (len(ev), int(ev.tracer_ns)) for ev in once}
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert not IE.EventSource(str(empty)) and list(IE.EventSource(str(empty))) == []

@@ -135,6 +135,13 @@ def off_storage(ev: Events) -> np.ndarray:
     return unknown & ~mpi[np.minimum(ev.call, len(mpi) - 1)]
 
 
+def again(chunks: Iterable[Events]) -> Iterable[Events]:
+    """``chunks`` as something to go through more than once: itself where it can be (a list, or
+    probes/interpose_events.EventSource, which reads its files again at each pass and so keeps one
+    thread's events in memory at a time), else its chunks in a list."""
+    return list(chunks) if iter(chunks) is chunks else chunks
+
+
 def span_ns(chunks: Iterable[Events]) -> int:
     """The end of the last event over every chunk (0 when none)."""
     return max((c.end_ns for c in chunks), default=0)
@@ -144,7 +151,7 @@ def timeline_bins(chunks: Iterable[Events], nbins: int = NBINS, span: Optional[T
     """The chunks binned: ``nbins`` equal bins over ``span`` (start, end ns; by default 0 to the
     last event's end, which needs the chunks twice: pass ``span`` to stream a generator once)."""
     if span is None:
-        chunks = list(chunks)
+        chunks = again(chunks)
         span = (0, span_ns(chunks))
     t0, t1 = int(span[0]), int(span[1])
     if t1 <= t0:

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..results.events import IO_META, IO_READ, IO_WRITE, Counters, Events, Track
 from ..results.model import WARN, Finding
-from .trace_bins import Bins, histogram, lane_of, off_storage, timeline_bins
+from .trace_bins import Bins, again, histogram, lane_of, off_storage, timeline_bins
 
 ANALYSIS_BINS = 1000
 BUSY = 0.5
@@ -448,7 +448,7 @@ def trace_findings(chunks: Iterable[Events], counters: Optional[Counters] = None
     """Every anti-pattern the trace shows, each with its window and time lost; [] on a clean run.
     ``split``: Bins -> Bins, the time outside calls split into computing and waiting off a CPU
     (trace_bins.split_off_cpu with the sampler's series): without it, all of it is computing."""
-    chunks = list(chunks)
+    chunks = again(chunks)
     ceilings = ceilings or StorageCeilings()
     b = timeline_bins(chunks, ANALYSIS_BINS)
     if split is not None:

@@ -21,15 +21,20 @@ beside the events (the ``file id=N ... path=P`` lines of each process's record,
 probes/interpose_record's format), keyed by host and pid; the region names by the event
 file's image (pid, start, and the -r<rank> a gathered file carries); the communicators' members
 from the ``trace-*.comms`` lines (csrc/interpose/mpi_comm.c: each one's world ranks in rank order,
-written when it is made), keyed by the communicator's id.
+written when it is made), keyed by the communicator's id (those text files read by
+probes/interpose_sidecars.py).
+
+A directory is read in two steps (``plan``, then ``chunks``): every file's header, clock, sync and
+drop events first (the clocks and the time origin need all of them), one file at a time with its
+events let go; then each file again, one thread's Events at a time. ``EventSource`` keeps the plan
+and reads the files again at each pass, so that a trace of many ranks goes through the Perfetto
+writer, the OTF2 writer and each analysis with one thread's events in memory.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
-from urllib.parse import unquote
 
 import numpy as np
 
@@ -37,6 +42,7 @@ from ..errors import StoreError
 from ..results import events as E
 from . import interpose_clocks as C
 from . import interpose_names
+from .interpose_sidecars import FILE_PATTERN, comm_members, files_of, record_files, region_names  # noqa: F401
 
 MAGIC = b"CEILTRC1"
 VERSION = 1
@@ -54,9 +60,6 @@ EV_CALL, EV_INSTANT, EV_CLOCK, EV_REGION, EV_DROP, EV_SYNC = 0, 1, 2, 3, 4, 5
 PID_STAND_IN = 4194304
 # interpose.h's CEIL_IP_DROP_*, in order: the reasons results/events.Dropped names
 DROP_REASONS = ("max-size", "calls", "exclude", "min-duration", "max-per-site", "window", "buffer")
-# -r<rank>: another rank's file that rank 0's interposer received at MPI_Finalize (a wrapped launch,
-# csrc/interpose/mpi_trace.c), named apart since two nodes may have the same pid
-FILE_PATTERN = re.compile(r"^trace-(\d+)-(\d+)-(\d+)(?:-r(\d+))?\.bin$")
 
 # calls.def's class -> the coarse kind every consumer groups by
 KIND_OF_CLASS = {
@@ -83,13 +86,15 @@ class ThreadFile:
     """One thread's events as read: raw ticks turned into ns since the thread's process t0."""
     path: str
     header: np.ndarray
-    events: np.ndarray           # EVENT rows (calls, instants and regions; clock events taken out)
+    events: Optional[np.ndarray]  # EVENT rows (calls, instants and regions; clock events taken out); None: not
+                                  # kept (read_thread's keep_events), read again when its chunk is made
     ns_per_tick: float
     tracer_ns: int
     torn: int                    # bytes of a last event cut short (0 or 1 event's worth, skipped)
     rank: int
     dropped: Dict[str, Tuple[int, int]] = field(default_factory=dict)   # reason -> (events, first ticks)
     sync: Optional[np.ndarray] = None   # its SYNC rows (csrc/interpose/mpi_clock.c), EVENT dtype
+    count: int = 0               # its events (calls, instants and regions)
 
     @property
     def host(self) -> str:
@@ -116,8 +121,10 @@ class Reading:
     clocks: Optional[C.Clocks] = None      # how the nodes' clocks were put on rank 0's
 
 
-def read_thread(path: str, expect_hash: int) -> ThreadFile:
-    """One event file; StoreError with one line when it is not one, or was written with other call ids."""
+def read_thread(path: str, expect_hash: int, keep_events: bool = True) -> ThreadFile:
+    """One event file; StoreError with one line when it is not one, or was written with other call ids.
+    ``keep_events`` False: its header, clock, sync and drop events and its count, not its events (what the
+    trace's plan needs of every file at once: memory for one file at a time)."""
     raw = np.fromfile(path, dtype=np.uint8)
     if len(raw) < HEADER_BYTES or bytes(raw[:8]) != MAGIC:
         raise StoreError(f"{path}: not a ceiling trace event file (no {MAGIC.decode()} header)")
@@ -152,83 +159,8 @@ def read_thread(path: str, expect_hash: int) -> ThreadFile:
         if why < len(DROP_REASONS):
             dropped[DROP_REASONS[why]] = (int(d["bytes"]), int(d["t0"]))
     keep = np.isin(ev["kind"], (EV_CALL, EV_INSTANT, EV_REGION))       # kinds from later interposers: skipped
-    return ThreadFile(path, h, ev[keep], rate, tracer, torn, rank, dropped, sync)
-
-
-_FILE_LINE = re.compile(r"^file id=(\d+) .*? path=(\S+)")
-_PROCESS = re.compile(r"^process pid=(\d+) ppid=(\d+) .*? host=(\S+) exe=(\S+)")
-
-
-def record_files(directory: str) -> Dict[Tuple[str, int], Dict[int, str]]:
-    """(host, pid) -> {file id: path} from the records in directory (every file not an event file)."""
-    out: Dict[Tuple[str, int], Dict[int, str]] = {}
-    for p in sorted(Path(directory).iterdir()):
-        if FILE_PATTERN.match(p.name) or not p.is_file():
-            continue
-        try:
-            text = p.read_text(errors="replace")
-        except OSError:
-            continue
-        key = None
-        for line in text.splitlines():
-            m = _PROCESS.match(line)
-            if m:
-                key = (unquote(m.group(3)), int(m.group(1)))
-                out[key] = {}
-                continue
-            m = _FILE_LINE.match(line)
-            if m and key is not None:
-                out[key][int(m.group(1))] = unquote(m.group(2))
-    return out
-
-
-def _files_of(records: Dict[Tuple[str, int], Dict[int, str]], host: str, pid: int) -> Dict[int, str]:
-    """A process's file table: its host's and pid's, else its pid's where only one host has that pid."""
-    if (host, pid) in records:
-        return records[(host, pid)]
-    same = [v for (h, p), v in records.items() if p == pid]
-    return same[0] if len(same) == 1 else {}
-
-
-def region_names(directory: str) -> Dict[Tuple[int, int, str], Dict[int, str]]:
-    """(pid, start_ns, "-r<rank>" or "") -> {index: name} from region.c's ``trace-<pid>-<start_ns>.regions``
-    files (the suffix: a file rank 0 received, as the event files of the same image carry it)."""
-    out: Dict[Tuple[int, int, str], Dict[int, str]] = {}
-    for p in Path(directory).glob("trace-*-*.regions"):
-        m = re.match(r"^trace-(\d+)-(\d+)(-r\d+)?\.regions$", p.name)
-        if not m:
-            continue
-        names = out.setdefault((int(m.group(1)), int(m.group(2)), m.group(3) or ""), {})
-        for line in p.read_text(errors="replace").splitlines():
-            i, _, name = line.partition(" ")
-            if i.isdigit():
-                names[int(i)] = name
-    return out
-
-
-def comm_members(directory: str) -> Dict[int, List[int]]:
-    """Communicator id -> its members' world ranks in rank order, from mpi_comm.c's ``trace-*.comms`` lines
-    ("ID N R0 R1 ...", every process's own and those rank 0 received). Members write the same id for
-    the same communicator; an id two lines give different members (a hash collision) is left out."""
-    out: Dict[int, List[int]] = {}
-    clash = set()
-    for p in Path(directory).glob("trace-*.comms"):
-        try:
-            text = p.read_text(errors="replace")
-        except OSError:
-            continue
-        for line in text.splitlines():
-            f = line.split()
-            try:
-                cid, n, ranks = int(f[0]), int(f[1]), [int(x) for x in f[2:]]
-            except (ValueError, IndexError):
-                continue
-            if n != len(ranks):                         # a line cut short (a killed process)
-                continue
-            if out.get(cid, ranks) != ranks:
-                clash.add(cid)
-            out[cid] = ranks
-    return {k: v for k, v in out.items() if k not in clash}
+    return ThreadFile(path, h.copy(), ev[keep] if keep_events else None, rate, tracer, torn, rank, dropped,
+                      sync.copy(), int(np.count_nonzero(keep)))
 
 
 def event_files(directory: str) -> List[str]:
@@ -250,23 +182,53 @@ def read_dir(directory: str, names: Optional[interpose_names.Names] = None) -> T
     return out, reading
 
 
-def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
-                ) -> Iterator[Tuple[E.Events, Reading]]:
-    """One Events per thread file (the chunks results/events.py describes), sharing the tables and one t0:
-    the earliest header's. Files with another call table are refused (said in Reading.refused)."""
+@dataclass
+class Plan:
+    """What reading a directory's event files needs of every file at once (``plan``): each thread's
+    header, clock and sync events and count (not its events), the clocks, the processes' ids, the
+    time origin, the records' file tables, region names and communicators' members."""
+    directory: str
+    names: interpose_names.Names
+    want: int
+    reading: Reading
+    threads: List[ThreadFile]
+    proc_rank: Dict[Tuple, int]
+    ids: Dict[Tuple, int]
+    maps: Dict
+    t0: int
+    t0_unix: int
+    records: Dict
+    per_image: Dict
+    members: Dict[int, List[int]]
+    dropped: E.Dropped
+
+    def local(self, t: ThreadFile, ticks: np.ndarray) -> np.ndarray:
+        """Ticks of t's file as its node's absolute CLOCK_MONOTONIC ns."""
+        h = t.header
+        return np.int64(h["t0_ns"]) + np.round((ticks.astype(np.int64) - np.int64(h["t0_ticks"])) * t.ns_per_tick
+                                               ).astype(np.int64)
+
+    def on_ref(self, t: ThreadFile, ns: np.ndarray) -> np.ndarray:
+        m = self.maps.get(t.clock)
+        return ns if m is None else m.apply(ns)
+
+
+def plan(directory: str, names: Optional[interpose_names.Names] = None) -> Optional[Plan]:
+    """The directory's event files looked at once, one at a time (their events let go): None when there are
+    none; StoreError when every one was refused (another call table, not an event file)."""
     names = names or interpose_names.names()
     want = calls_hash(names)
     reading = Reading()
     threads: List[ThreadFile] = []
     for p in event_files(directory):
         try:
-            threads.append(read_thread(p, want))
+            threads.append(read_thread(p, want, keep_events=False))
         except StoreError as e:
             reading.refused.append(str(e))
     if not threads:
         if reading.refused:
             raise StoreError(reading.refused[0])
-        return
+        return None
     reading.files = len(threads)
     reading.torn_events = sum(1 for t in threads if t.torn)
     proc_rank: Dict[Tuple, int] = {}
@@ -276,34 +238,76 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
     ref = next(n.key for n in clocks.nodes if n.reference)
     threads.sort(key=lambda t: t.clock != ref)      # stable: rank 0's node's processes keep their pids
     ids = _ids(threads)
-    maps = {n.key: n.map for n in clocks.nodes}
-
-    def local(t: ThreadFile, ticks: np.ndarray) -> np.ndarray:
-        """Ticks of t's file as its node's absolute CLOCK_MONOTONIC ns."""
-        h = t.header
-        return np.int64(h["t0_ns"]) + np.round((ticks.astype(np.int64) - np.int64(h["t0_ticks"])) * t.ns_per_tick
-                                               ).astype(np.int64)
-
-    def on_ref(t: ThreadFile, ns: np.ndarray) -> np.ndarray:
-        m = maps.get(t.clock)
-        return ns if m is None else m.apply(ns)
-
-    starts = {id(t): int(on_ref(t, np.array([int(t.header["t0_ns"])], np.int64))[0]) for t in threads}
-    t0 = min(starts.values())
+    out = Plan(directory, names, want, reading, threads, proc_rank, ids, {n.key: n.map for n in clocks.nodes}, 0, 0,
+               record_files(directory), region_names(directory), comm_members(directory), E.Dropped())
+    starts = {id(t): int(out.on_ref(t, np.array([int(t.header["t0_ns"])], np.int64))[0]) for t in threads}
+    out.t0 = t0 = min(starts.values())
     # the wall clock at t0 from rank 0's node's headers (another node's wall clock is another clock)
     here = [t for t in threads if t.clock == ref] or threads
-    t0_unix = min(int(t.header["t0_unix_ns"]) - (starts[id(t)] - t0) for t in here)
-    records = record_files(directory)
-    per_image = region_names(directory)
-    members = comm_members(directory)
-    regions: List[str] = []
-    region_index: Dict[str, int] = {}
-    dropped = E.Dropped()
+    out.t0_unix = min(int(t.header["t0_unix_ns"]) - (starts[id(t)] - t0) for t in here)
     for t in threads:
         for why, (n, first) in t.dropped.items():
-            at = int(on_ref(t, local(t, np.array([first], np.uint64)))[0]) - t0
-            dropped.events[why] = dropped.events.get(why, 0) + n
-            dropped.first_ns[why] = min(dropped.first_ns.get(why, at), at)
+            at = int(out.on_ref(t, out.local(t, np.array([first], np.uint64)))[0]) - t0
+            out.dropped.events[why] = out.dropped.events.get(why, 0) + n
+            out.dropped.first_ns[why] = min(out.dropped.first_ns.get(why, at), at)
+    return out
+
+
+def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
+                ) -> Iterator[Tuple[E.Events, Reading]]:
+    """One Events per thread file (the chunks results/events.py describes), sharing the tables and one t0:
+    the earliest header's. Files with another call table are refused (said in Reading.refused). One
+    file's events in memory at a time (and the chunks the caller keeps)."""
+    p = plan(directory, names)
+    if p is not None:
+        for ev in chunks(p):
+            yield ev, p.reading
+
+
+class EventSource:
+    """A directory's event files as chunks that can be gone through again and again (``ceiling trace``'s
+    passes: the Perfetto trace, the OTF2 archive, the anti-patterns, the wait states, the bins): each pass
+    reads the files again, one at a time, so memory holds one thread's events whatever the number of
+    ranks. Empty (false) where there is no event file."""
+
+    def __init__(self, directory: str, names: Optional[interpose_names.Names] = None):
+        self.plan = plan(directory, names)
+
+    def __iter__(self) -> Iterator[E.Events]:
+        return chunks(self.plan) if self.plan is not None else iter(())
+
+    def __bool__(self) -> bool:
+        return self.plan is not None
+
+    @property
+    def reading(self) -> Optional[Reading]:
+        return self.plan.reading if self.plan is not None else None
+
+    @property
+    def t0_ns(self) -> int:
+        return self.plan.t0 if self.plan is not None else 0
+
+    def per_process(self) -> Dict[int, Tuple[int, int]]:
+        """Each process's id in the events -> (its events, its tracer's own ns), from the plan."""
+        out: Dict[int, Tuple[int, int]] = {}
+        if self.plan is not None:
+            for t in self.plan.threads:
+                if t.count:
+                    pid = self.plan.ids[_proc(t)]
+                    n, ns = out.get(pid, (0, 0))
+                    out[pid] = (n + t.count, ns + t.tracer_ns)
+        return out
+
+
+def chunks(p: Plan) -> Iterator[E.Events]:
+    """The plan's files read again one by one, each as one Events (the module docstring's times, ids and
+    tables; the tables grow chunk by chunk and are shared: the last chunk's hold every one)."""
+    names, threads, ids, proc_rank, t0, t0_unix = p.names, p.threads, p.ids, p.proc_rank, p.t0, p.t0_unix
+    records, per_image, members, dropped, local, on_ref = p.records, p.per_image, p.members, p.dropped, p.local, \
+        p.on_ref
+    maps = p.maps
+    regions: List[str] = []
+    region_index: Dict[str, int] = {}
     files: List[str] = []
     index: Dict[str, int] = {}
     comms: List[E.Comm] = []
@@ -316,14 +320,14 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
         h = t.header
         os_pid, key = int(h["pid"]), _proc(t)
         pid = ids[key]
-        fmap = _files_of(records, t.host, os_pid)
+        fmap = files_of(records, t.host, os_pid)
         lut = {0: -1}
         for fid, path in fmap.items():
             if path not in index:
                 index[path] = len(files)
                 files.append(path)
             lut[fid] = index[path]
-        ev = t.events
+        ev = t.events if t.events is not None else read_thread(t.path, p.want).events
         instant = ev["kind"] == EV_INSTANT
         dur = np.where(instant, -1, np.round(ev["dur"].astype(np.float64) * t.ns_per_tick)).astype(np.int64)
         at = local(t, ev["t0"])
@@ -380,7 +384,7 @@ def iter_chunks(directory: str, names: Optional[interpose_names.Names] = None
             # an event is written when its call ends: a call made from a signal handler (Open MPI's mpirun
             # writes its libevent pipe from SIGCHLD's, inside a read) precedes the call it interrupted
             out.sort()
-        yield (out, reading)
+        yield out
 
 
 def _proc(t: ThreadFile) -> Tuple:

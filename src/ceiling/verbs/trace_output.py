@@ -33,14 +33,15 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     why = ""
     ranks = gathered(where, wrapped, getattr(args, "trace_share", None)) if wrapped and where else None
     try:
-        read = list(interpose_events.iter_chunks(where)) if part.used and where and os.path.isdir(where) else []
-        events = [ev for ev, _ in read]
-        reading = read[-1][1] if read else None
+        # the event files as chunks read again at each pass (the Perfetto trace, the OTF2 archive, the
+        # anti-patterns, the wait states, the bins): one thread's events in memory at a time
+        events = interpose_events.EventSource(where) if part.used and where and os.path.isdir(where) else []
+        reading = events.reading if events else None
         if not events:
             why = ("the interposer could not be put in: " + part.why if part.why else
                    "the interposer recorded no event")
         # the node's counters on the events' clock, or from the program's start where there are none
-        t0 = events[0].t0_ns if events else int(obs.start_s * 1e9)
+        t0 = events.t0_ns if events else int(obs.start_s * 1e9)
         counters = counter_tracks(node.reads, t0, node.interval_s) if node is not None else None
         meta = {"command": " ".join(obs.command), "host": obs.host}
         if node is not None:
@@ -52,12 +53,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         if clocks:
             meta["clocks"] = clocks
         # the recording's own cost: its events x the cost of one measured on this node, and its write-outs
-        per_process: dict = {}
-        for ev in events:
-            if len(ev):
-                n, t = per_process.get(int(ev.pid[0]), (0, 0))
-                per_process[int(ev.pid[0])] = (n + len(ev), t + int(ev.tracer_ns))
-        cost = recording_cost(per_process, part.event_cost, obs.wall_s)
+        cost = recording_cost(events.per_process() if events else {}, part.event_cost, obs.wall_s)
         meta["recording cost"] = cost_text(cost)
         meta["recording cost s"] = cost["total_s"] if "total_s" in cost else "unknown"
         base = events or [E.Events.empty(t0, time.time_ns() - (time.monotonic_ns() - t0))]
@@ -82,7 +78,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         def split(b):
             if b is None or not obs.sampled.series:
                 return b
-            return split_off_cpu(b, obs.sampled.series, pids, events[0].t0_ns, obs.sampled.interval_s,
+            return split_off_cpu(b, obs.sampled.series, pids, events.t0_ns, obs.sampled.interval_s,
                                  obs.sampled.thread_series, events)
         found = trace_findings(events, counters, _ceilings(history, StorageCeilings), split) if events else []
         found += wait_findings(events, network_ceilings(history), found) if events else []
@@ -93,12 +89,13 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     _refine(run.findings, found)
     # t0_monotonic_ns: the origin of every *_s of the time line's findings, on rank 0's node's CLOCK_MONOTONIC
     data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
-            "t0_monotonic_ns": events[0].t0_ns if events else None,
+            "t0_monotonic_ns": events.t0_ns if events else None,
             "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
     if summary is None and otf2 is None:
         run.findings.append(Finding(
             id="trace.recorded", status=FAIL, title="The trace could not be written: " + "; ".join(failed),
-            evidence=f"{len(events)} chunk(s) of events read; the profile above is whole, the time line's findings "
+            evidence=f"{sum(n for n, _ in events.per_process().values()) if events else 0:,} events read; the "
+                     "profile above is whole, the time line's findings "
                      f"and bins are kept in this run. {cost_text(cost)}",
             why="Without the file there is nothing to open in Perfetto or Vampir.",
             fix="Free space where --trace points, or point it elsewhere (--max-size bounds the events)",
@@ -136,7 +133,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         fix="Free space where --trace points, or point it elsewhere" if failed else "",
         data={"path": first.path, "bytes": first.bytes, "events": first.events, "dropped": dropped,
               "processes": first.processes, "threads": first.threads,
-              "tracer_s": (summary.tracer_ns if summary else sum(int(e.tracer_ns) for e in events)) / 1e9,
+              "tracer_s": (summary.tracer_ns if summary else _tracer_ns(events)) / 1e9,
               "formats": [f for f, x in (("perfetto", summary), ("otf2", otf2)) if x is not None],
               **({"otf2": _otf2_doc(otf2)} if otf2 else {}),
               **({"ranks": {k: v for k, v in ranks.items() if k != "said"}} if ranks else {}), **data}))
@@ -164,6 +161,11 @@ def _clocks_said(reading) -> str:
     if c is None or not c.nodes or (len(c.nodes) == 1 and not any(n.ranks for n in c.nodes)):
         return ""
     return c.said()
+
+
+def _tracer_ns(events) -> int:
+    """The recorder's own write-out time over every event file (EventSource.per_process)."""
+    return sum(t for _, t in events.per_process().values()) if events else 0
 
 
 def gathered(where: str, wrapped, share) -> dict:
