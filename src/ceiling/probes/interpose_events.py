@@ -305,7 +305,7 @@ def chunks(p: Plan) -> Iterator[E.Events]:
     names, threads, ids, proc_rank, t0, t0_unix = p.names, p.threads, p.ids, p.proc_rank, p.t0, p.t0_unix
     records, per_image, members, dropped, local, on_ref = p.records, p.per_image, p.members, p.dropped, p.local, \
         p.on_ref
-    maps = p.maps
+    maps, want = p.maps, p.want          # (p is a process further on)
     regions: List[str] = []
     region_index: Dict[str, int] = {}
     files: List[str] = []
@@ -327,7 +327,7 @@ def chunks(p: Plan) -> Iterator[E.Events]:
                 index[path] = len(files)
                 files.append(path)
             lut[fid] = index[path]
-        ev = t.events if t.events is not None else read_thread(t.path, p.want).events
+        ev = t.events if t.events is not None else read_thread(t.path, want).events
         instant = ev["kind"] == EV_INSTANT
         dur = np.where(instant, -1, np.round(ev["dur"].astype(np.float64) * t.ns_per_tick)).astype(np.int64)
         at = local(t, ev["t0"])

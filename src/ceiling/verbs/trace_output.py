@@ -66,7 +66,8 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
             except OSError as e:
                 failed.append(f"{paths.perfetto}: {e.strerror or e}")
         if paths.otf2:
-            world = max([wrapped[1] if wrapped else 0] + [p.rank + 1 for p in base[-1].processes.values()])
+            known = events.plan.proc_rank.values() if events else []     # every process's rank, from the plan
+            world = max([wrapped[1] if wrapped else 0] + [r + 1 for r in known])
             try:
                 otf2 = write_otf2(paths.otf2, base, counters, meta, ranks=world,
                                   library=getattr(args, "otf2_library", None))
