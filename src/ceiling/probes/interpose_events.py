@@ -341,7 +341,7 @@ def chunks(p: Plan) -> Iterator[E.Events]:
                                                       kind_of[np.minimum(call, len(kind_of) - 1)])).astype(np.uint8)
         # an MPI call's (not MPI-IO's) file field is its peer as a world rank
         mpi = (~instant) & (ev["kind"] == EV_CALL) & np.isin(kind, E.MPI_KINDS)
-        f = np.array([lut.get(int(x), -1) for x in ev["file"]], dtype=np.int32) if len(ev) else np.empty(0, np.int32)
+        f = _mapped(ev["file"], lut)
         f[mpi] = -1
         peer = np.where(mpi, ev["file"], -1).astype(np.int32)
         # and its offset field the tag (low 32 bits) and the communicator's id (high: mpi.c's tag_on)
@@ -385,6 +385,17 @@ def chunks(p: Plan) -> Iterator[E.Events]:
             # writes its libevent pipe from SIGCHLD's, inside a read) precedes the call it interrupted
             out.sort()
         yield out
+
+
+def _mapped(ids: np.ndarray, lut: Dict[int, int]) -> np.ndarray:
+    """Each file id through ``lut`` (the process's file id -> the trace's file index), -1 where it has none."""
+    keys = np.fromiter(lut.keys(), np.int64, len(lut))
+    vals = np.fromiter(lut.values(), np.int32, len(lut))
+    order = np.argsort(keys)
+    keys, vals = keys[order], vals[order]
+    x = ids.astype(np.int64)
+    at = np.clip(np.searchsorted(keys, x), 0, len(keys) - 1)
+    return np.where(keys[at] == x, vals[at], -1).astype(np.int32)
 
 
 def _proc(t: ThreadFile) -> Tuple:
