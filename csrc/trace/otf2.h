@@ -101,8 +101,12 @@ int64_t ceil_otf2_threads(ceil_otf2_writer *w, const int32_t *pid, const int32_t
  * are the group's). */
 int ceil_otf2_locate(ceil_otf2_writer *w, int32_t pid, int32_t tid, uint64_t location, uint32_t group);
 
+/* Thread (pid, tid) has no more rows: its open rows closed and its event writer closed, so that its
+ * buffer is written out and freed (memory for the threads still to come only). */
+int ceil_otf2_thread_done(ceil_otf2_writer *w, int32_t pid, int32_t tid);
+
 /* Write a chunk's rows. -EINVAL: a row earlier than the one before it on its thread, or a
- * thread without a location. */
+ * thread without a location, or one said done. */
 int ceil_otf2_events(ceil_otf2_writer *w, const ceil_otf2_cols *c);
 
 /* n samples of metrics on metric location `location` (its own, not a thread's), in time order:

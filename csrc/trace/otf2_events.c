@@ -272,7 +272,7 @@ int ceil_otf2_events(ceil_otf2_writer *w, const ceil_otf2_cols *c)
         const uint64_t key = thread_key(c->pid[i], c->tid[i]);
         if (!t || key != last_key) {
             const int64_t idx = o2_map_get(&w->threads_by_key, key);
-            if (idx < 0 || !w->threads[idx].located)
+            if (idx < 0 || !w->threads[idx].located || w->threads[idx].done)
                 return -EINVAL;
             t = &w->threads[idx];
             last_key = key;
@@ -348,13 +348,37 @@ int ceil_otf2_metrics(ceil_otf2_writer *w, uint64_t location, const int64_t *ts,
     return 0;
 }
 
+/* Thread (pid, tid) has no rows to come: its open rows closed, its record count kept, its event writer
+ * closed, so that libotf2 writes its buffer out and frees it (memory for the threads still writing only). */
+int ceil_otf2_thread_done(ceil_otf2_writer *w, int32_t pid, int32_t tid)
+{
+    const int64_t i = o2_map_get(&w->threads_by_key, thread_key(pid, tid));
+    if (i < 0)
+        return -EINVAL;
+    o2_thread *t = &w->threads[i];
+    if (!t->located || !t->ew || w->err)
+        return w->err;
+    int rc = flush_pending(w, t);
+    if (!rc)
+        rc = pop_until(w, t, INT64_MAX);
+    if (rc)
+        return rc;
+    uint64_t n = 0;
+    CK(w, w->f.OTF2_EvtWriter_GetNumberOfEvents(t->ew, &n), "GetNumberOfEvents");
+    t->records = (int64_t)n;
+    CK(w, w->f.OTF2_Archive_CloseEvtWriter(w->ar, t->ew), "CloseEvtWriter");
+    t->ew = NULL;
+    t->done = 1;
+    return 0;
+}
+
 int ceil_otf2_finish(ceil_otf2_writer *w)
 {
     if (w->finished)
         return w->err;
     for (int64_t i = 0; i < w->nthreads && !w->err; i++) {
         o2_thread *t = &w->threads[i];
-        if (!t->located)
+        if (!t->located || t->done)
             continue;
         int rc = flush_pending(w, t);
         if (!rc)

@@ -42,6 +42,7 @@ typedef struct {
     uint64_t location;
     uint32_t group;
     int located;
+    int done;                   /* ceil_otf2_thread_done: its event writer closed, no more rows */
     o2_evt_writer *ew;
     o2_open *stack;
     int64_t depth, scap;

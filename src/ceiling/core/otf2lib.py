@@ -149,6 +149,7 @@ def _bind():
             "ceil_otf2_comm": ([vp, i64, vp, i64], ctypes.c_int),
             "ceil_otf2_threads": ([vp, vp, vp, i64, vp, vp, i64], i64),
             "ceil_otf2_locate": ([vp, i32, i32, ctypes.c_uint64, u32], ctypes.c_int),
+            "ceil_otf2_thread_done": ([vp, i32, i32], ctypes.c_int),
             "ceil_otf2_events": ([vp, ctypes.POINTER(_Cols)], ctypes.c_int),
             "ceil_otf2_metrics": ([vp, ctypes.c_uint64, vp, vp, vp, i64], ctypes.c_int),
             "ceil_otf2_finish": ([vp], ctypes.c_int),
@@ -225,6 +226,10 @@ class Writer:
 
     def locate(self, pid: int, tid: int, location: int, group: int) -> None:
         self._check(self._lib.ceil_otf2_locate(self._w, pid, tid, location, group), "a thread's location")
+
+    def thread_done(self, pid: int, tid: int) -> None:
+        """No more rows for (pid, tid): its event writer closed and its buffer freed."""
+        self._check(self._lib.ceil_otf2_thread_done(self._w, pid, tid), "closing a thread's events")
 
     def events(self, cols: dict) -> None:
         """Write one chunk's rows (``cols``: events.COLUMNS' arrays with their dtypes, contiguous)."""

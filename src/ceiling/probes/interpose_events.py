@@ -316,6 +316,10 @@ def chunks(p: Plan) -> Iterator[E.Events]:
     tids: Dict[int, str] = {}
     kind_of = np.array([KIND_OF_CLASS.get((c.module, c.cls), E.MPI_OTHER) for c in names.calls] or [0],
                        dtype=np.uint8)
+    left: Dict[Tuple[int, int], int] = {}       # files still to come per thread (an exec'd image has one more)
+    for t in threads:
+        k = (ids[_proc(t)], _tid(t, ids[_proc(t)]))
+        left[k] = left.get(k, 0) + 1
     for t in threads:
         h = t.header
         os_pid, key = int(h["pid"]), _proc(t)
@@ -361,7 +365,7 @@ def chunks(p: Plan) -> Iterator[E.Events]:
             call = call.copy()
             call[reg] = np.array(glob, dtype=np.uint16)[call[reg]]
         n = len(ev)
-        tid = pid if int(h["tid"]) == os_pid else int(h["tid"])      # a stand-in's main thread is its id too
+        tid = _tid(t, pid)
         cols = {"ts": ts, "dur": dur, "pid": np.full(n, pid, np.int32), "tid": np.full(n, tid, np.int32),
                 "rank": np.full(n, proc_rank[key], np.int32), "kind": kind, "call": call, "file": f,
                 "offset": ev["offset"].astype(np.int64), "nbytes": ev["bytes"].astype(np.int64),
@@ -379,12 +383,19 @@ def chunks(p: Plan) -> Iterator[E.Events]:
         if np.any(codes == E.INSTANT_PROCESS_END):
             p.end_ns = int(ts[instant][codes == E.INSTANT_PROCESS_END][-1])
         tids[tid] = ""
-        out = E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped, t.tracer_ns)
+        left[(pid, tid)] -= 1
+        out = E.Events(t0, t0_unix, cols, names.calls, files, regions, comms, processes, tids, dropped, t.tracer_ns,
+                       final=left[(pid, tid)] == 0)
         if n > 1 and np.any(np.diff(ts) < 0):
             # an event is written when its call ends: a call made from a signal handler (Open MPI's mpirun
             # writes its libevent pipe from SIGCHLD's, inside a read) precedes the call it interrupted
             out.sort()
         yield out
+
+
+def _tid(t: ThreadFile, pid: int) -> int:
+    """The thread's id in Events: its tid, but for a process's main thread its process's id (a stand-in's too)."""
+    return pid if int(t.header["tid"]) == int(t.header["pid"]) else int(t.header["tid"])
 
 
 def _mapped(ids: np.ndarray, lut: Dict[int, int]) -> np.ndarray:

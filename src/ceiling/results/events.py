@@ -122,6 +122,8 @@ class Events:
     threads: Dict[int, str] = field(default_factory=dict)       # tid -> its name (comm), where known
     dropped: Dropped = field(default_factory=Dropped)
     tracer_ns: int = 0                        # the tracer's own time writing buffers out (stated on the trace)
+    final: bool = False                       # no later chunk has rows of this one's threads (a writer may close
+                                              # them: probes/interpose_events.chunks says so); False: unknown
 
     def __post_init__(self):
         n = None

@@ -4,8 +4,10 @@
 ``write_otf2(path, chunks, counters, meta)`` is the whole API, as ``write_perfetto``'s: the events as
 chunks (results/events.Events), the sampler's counter tracks, a few facts to state; the archive is
 written chunk by chunk by OTF2's own library (core/otf2lib.py finds it; csrc/trace/otf2.c writes the
-events), memory bounded by one chunk and libotf2's buffer per location, and an ``Otf2Summary`` comes
-back. ``path`` is the archive's directory: Vampir opens ``path/traces.otf2``.
+events), memory bounded by one chunk and libotf2's buffer per location still writing (a chunk marked
+``final``, as probes/interpose_events.chunks marks a thread's last, has its threads' event writers closed
+and their buffers freed after it), and an ``Otf2Summary`` comes back. ``path`` is the archive's
+directory: Vampir opens ``path/traces.otf2``.
 
 What the archive holds:
 
@@ -239,6 +241,10 @@ class _Archive:
             self.pids_seen.add(pid)
         self.w.events(cols)
         self.rows += len(ev)
+        if ev.final:        # its threads have no more rows: their buffers written out and freed now
+            both = np.unique((cols["pid"].astype(np.int64) << 32) | (cols["tid"].astype(np.int64) & 0xFFFFFFFF))
+            for x in both.tolist():
+                self.w.thread_done(x >> 32, x & 0xFFFFFFFF)         # pids and tids are below 2^31
 
 
 def _members_known(c: E.Comm) -> bool:
