@@ -689,3 +689,45 @@ def test_mpi_f_sync_reg_never_lets_the_library_write_through_a_register_it_was_n
     env = dict(os.environ, LD_PRELOAD=str(LIB), CEILING_INTERPOSE_OUT=str(tmp_path / "rec.%p"))
     r = subprocess.run([str(tmp_path / "sync_reg")], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, (r.returncode, r.stderr)
+
+
+COMM_PROGRAM = """
+program comms
+  use mpi
+  implicit none
+  integer :: rank, s, ierr, buf(10), sub, dup, req
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, sub, ierr)   ! backwards: sub rank 0 is world 1
+  call MPI_Comm_rank(sub, s, ierr)
+  buf = 0
+  if (s == 0) then
+    call MPI_Send(buf, 10, MPI_INTEGER, 1, 3, sub, ierr)
+  else
+    call MPI_Recv(buf, 10, MPI_INTEGER, 0, 3, sub, MPI_STATUS_IGNORE, ierr)
+  end if
+  call MPI_Comm_idup(sub, dup, req, ierr)
+  call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
+  if (s == 0) then
+    call MPI_Send(buf, 5, MPI_INTEGER, 1, 4, dup, ierr)
+  else
+    call MPI_Recv(buf, 5, MPI_INTEGER, 0, 4, dup, MPI_STATUS_IGNORE, ierr)
+  end if
+  call MPI_Comm_free(dup, ierr)
+  call MPI_Comm_free(sub, ierr)
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+@needs_mpi
+@NEEDS_LIB
+def test_a_fortran_programs_own_communicators_name_their_peers_by_world_rank(mpi_setup, tmp_path_factory, tmp_path):
+    """Open MPI's Fortran makes a communicator with the PMPI call itself (no C wrapper sees it): the
+    Fortran wrappers note it (csrc/interpose/mpi_fortran_comm.c), so that world 1's sends on a backwards
+    split, and on its MPI_Comm_idup, are counted to world 0, not to an unknown peer."""
+    built = _build(mpi_setup, tmp_path_factory.mktemp("fcomm"), "comms", COMM_PROGRAM)
+    mpi = _profile(built, tmp_path)
+    peers = {r["rank"]: {int(k): v for k, v in r["peers"].items()} for r in mpi["per_rank"]}
+    assert peers[1] == {0: {"calls": 2, "bytes": 60}}, peers
+    assert peers[0] == {}, peers

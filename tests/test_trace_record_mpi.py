@@ -255,3 +255,60 @@ def test_a_send_and_its_receive_share_their_communicator_where_ranks_and_tag_do_
     assert sent == got and sent[100] != sent[200] and min(sent.values()) >= 0, (sent, got)
     names = [ev.comms[sent[100]].name, ev.comms[sent[200]].name]
     assert all(n.startswith("communicator ") for n in names), names      # neither is MPI_COMM_WORLD
+
+
+IDUP = r"""
+#include <mpi.h>
+int main(int argc, char **argv)
+{
+    int w, s;
+    char buf[100] = {0};
+    MPI_Comm sub, dup, fromg = MPI_COMM_NULL;
+    MPI_Request req;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -w, &sub);          /* sub rank 0 is world 1, sub rank 1 world 0 */
+    MPI_Comm_idup(sub, &dup, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Comm_rank(dup, &s);
+    if (s == 0)
+        MPI_Send(buf, 40, MPI_BYTE, 1, 5, dup);
+    else
+        MPI_Recv(buf, 40, MPI_BYTE, 0, 5, dup, MPI_STATUS_IGNORE);
+#if MPI_VERSION >= 4
+    MPI_Group g;                                          /* MPI 4: the world's group, backwards, as a communicator */
+    int back[2] = {1, 0};
+    MPI_Group world_g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_g);
+    MPI_Group_incl(world_g, 2, back, &g);
+    MPI_Comm_create_from_group(g, "ceiling.test", MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &fromg);
+    MPI_Comm_rank(fromg, &s);
+    if (s == 0)
+        MPI_Send(buf, 60, MPI_BYTE, 1, 6, fromg);
+    else
+        MPI_Recv(buf, 60, MPI_BYTE, 0, 6, fromg, MPI_STATUS_IGNORE);
+    MPI_Group_free(&g);
+    MPI_Group_free(&world_g);
+    MPI_Comm_free(&fromg);
+#endif
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&sub);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_non_blocking_duplicate_and_a_communicator_from_a_group_name_their_peers_by_world_rank(mpi_setup, tmp_path):
+    """MPI_Comm_idup's communicator (its parent's members, noted at the call) and MPI 4's
+    MPI_Comm_create_from_group's (where the MPI has it): on both, world 1 is rank 0 and sends to world 0."""
+    ev = traced(mpi_setup, tmp_path, IDUP, "idup")
+    for tag, size in ((5, 40), (6, 60)):
+        sends = ev.select((ev.call == CALL["MPI_Send"]) & (ev.tag == tag))
+        recvs = ev.select((ev.call == CALL["MPI_Recv"]) & (ev.tag == tag))
+        if tag == 6 and not len(sends):
+            continue                                          # an MPI 3 library: no MPI_Comm_create_from_group
+        assert list(zip(sends.rank, sends.peer, sends.nbytes)) == [(1, 0, size)], (tag, list(sends.peer))
+        assert list(zip(recvs.rank, recvs.peer)) == [(0, 1)], (tag, list(recvs.peer))
+        assert sends.comm[0] == recvs.comm[0] and sends.comm[0] >= 0
+        assert ev.comms[int(sends.comm[0])].world_ranks == [1, 0], ev.comms[int(sends.comm[0])]

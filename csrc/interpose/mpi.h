@@ -149,6 +149,13 @@ int32_t mpi_comm_world_rank(mpi_h comm, int rank) __attribute__((visibility("hid
 #define MPI_COMM_ID_UNKNOWN UINT32_MAX
 uint32_t mpi_comm_id(mpi_h comm) __attribute__((visibility("hidden")));
 uint64_t mpi_comms_lost(void) __attribute__((visibility("hidden")));
+/* The Fortran wrappers' (mpi_fortran.c) way in: a communicator made (MPI_Comm_idup's from its parent),
+ * one freed, by C handle; mpi_comm_notes counts the communicators this thread was given to note, so
+ * that a Fortran call the library passed to the C wrapper is not noted twice. */
+unsigned mpi_comm_notes(void) __attribute__((visibility("hidden")));
+void mpi_comm_note(mpi_h comm) __attribute__((visibility("hidden")));
+void mpi_comm_note_dup(mpi_h parent, mpi_h comm) __attribute__((visibility("hidden")));
+void mpi_comm_forget(mpi_h comm) __attribute__((visibility("hidden")));
 void mpi_comm_started(const void *caller, mpi_h world, mpi_h self, mpi_h null, int rank, int size)
     __attribute__((visibility("hidden")));
 /* mpi_io.c's PMPI file-pointer queries (the trace's byte offsets), resolved at MPI_Init. */

@@ -6,7 +6,8 @@
  * Each call that makes a communicator (MPI_Comm_split, _split_type, _dup,
  * _dup_with_info, _create, _create_group, MPI_Intercomm_create,
  * MPI_Intercomm_merge, MPI_Cart_create, MPI_Cart_sub, MPI_Graph_create,
- * MPI_Dist_graph_create, MPI_Dist_graph_create_adjacent) is passed through,
+ * MPI_Dist_graph_create, MPI_Dist_graph_create_adjacent, MPI 4's
+ * MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups) is passed through,
  * and its new communicator's ranks translated once to world ranks
  * (PMPI_Comm_group, or PMPI_Comm_remote_group on an intercommunicator, whose
  * point-to-point peers and roots are remote ranks; then
@@ -15,9 +16,9 @@
  * forget it. These calls are not counted (they move no data; their time is
  * the program's): they are not in calls.def.
  *
- * Not seen: MPI_Comm_idup (its communicator is not usable before the
- * request completes; its peers stay unknown), MPI 4's
- * MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups, dynamic
+ * MPI_Comm_idup and _idup_with_info take their parent's members (note_dup:
+ * the new communicator may not be asked before its request completes).
+ * Not seen: the duplicate of an intercommunicator by idup, dynamic
  * processes (ranks outside MPI_COMM_WORLD translate to -1), and, under Open
  * MPI, communicators made and freed from Fortran (its Fortran library calls
  * the PMPI functions itself).
@@ -240,13 +241,13 @@ static void trace_members(uint32_t id, const int32_t *ranks, int n)
 /* The communicator the program's MPI_Comm * now holds: its ranks (the remote group's on an
  * intercommunicator) as world ranks, into mpi.c's table. A group handle is written as an int (MPICH)
  * or a pointer: read from a zeroed uintptr_t, which is either on the little-endian ABIs here. */
-static void note(const void *newcomm)
+static __thread unsigned notes_;     /* communicators this thread was given to note (mpi_comm_notes) */
+
+static void note_handle(mpi_h comm)
 {
-    if (!newcomm || !mpi_handle_bytes() || !ceil_ip_active())
-        return;
-    const mpi_h comm = mpi_handle_at(newcomm);
     int inter = 0, n = 0;
-    if (!trackable(comm))
+    notes_++;
+    if (!ceil_ip_active() || !trackable(comm))
         return;
     if (!comm_group || !remote_group || !group_size || !group_translate || !group_free || !test_inter ||
         test_inter(comm, &inter) != 0)
@@ -279,6 +280,18 @@ static void note(const void *newcomm)
     if (wg)
         group_free(&wg);
 }
+
+static void note(const void *newcomm)
+{
+    if (newcomm && mpi_handle_bytes())
+        note_handle(mpi_handle_at(newcomm));
+}
+
+/* For the Fortran wrappers (mpi_fortran.c): a communicator the Fortran library made without the C
+ * call (Open MPI's goes to PMPI itself), by its C handle; the count tells whether the C wrapper did. */
+unsigned mpi_comm_notes(void) { return notes_; }
+void mpi_comm_note(mpi_h comm) { note_handle(comm); }
+void mpi_comm_forget(mpi_h comm) { comm_forget(comm); }
 
 /* Each wrapper: the PMPI call, then its new communicator (at `out`, an MPI_Comm *) noted. */
 #define COMM_MAKER(fn, types, named, args, out)                                                    \
@@ -323,6 +336,70 @@ COMM_MAKER(MPI_Dist_graph_create_adjacent,
            (mpi_h comm, int indegree, const int *sources, const int *sweights, int outdegree, const int *dests,
             const int *dweights, mpi_h info, int reorder, void *newcomm),
            (comm, indegree, sources, sweights, outdegree, dests, dweights, info, reorder, newcomm), newcomm)
+
+/* MPI 4's communicators from groups (no parent communicator): noted as the others are. */
+COMM_MAKER(MPI_Comm_create_from_group, (mpi_h, const char *, mpi_h, mpi_h, void *),
+           (mpi_h group, const char *tag, mpi_h info, mpi_h errh, void *newcomm), (group, tag, info, errh, newcomm),
+           newcomm)
+COMM_MAKER(MPI_Intercomm_create_from_groups, (mpi_h, int, mpi_h, int, const char *, mpi_h, mpi_h, void *),
+           (mpi_h local, int local_leader, mpi_h remote, int remote_leader, const char *tag, mpi_h info, mpi_h errh,
+            void *newcomm),
+           (local, local_leader, remote, remote_leader, tag, info, errh, newcomm), newcomm)
+
+/* A non-blocking duplicate: its communicator may not be asked anything before its request completes,
+ * but its members are its parent's, known now (MPI_COMM_WORLD's, MPI_COMM_SELF's, or the table's), and
+ * its place among the communicators of those members is now (a collective call, in every member's
+ * order). Its handle is in the program's MPI_Comm at return (MPICH and Open MPI). An intercommunicator's
+ * duplicate, or a parent the table does not hold, stays unknown. */
+static void note_dup_handle(mpi_h parent, mpi_h comm)
+{
+    int inter = 0, n = 0, e = -1;
+    notes_++;
+    if (!ceil_ip_active() || !test_inter)
+        return;
+    if (!trackable(comm) || (parent != world && parent != comm_self && (test_inter(parent, &inter) != 0 || inter)))
+        return;
+    if (parent == world)
+        n = world_size;
+    else if (parent == comm_self)
+        n = 1;
+    else if ((e = comm_find(parent)) >= 0)
+        n = comms[e].n;
+    int32_t *ranks = n > 0 ? malloc((size_t)n * sizeof *ranks) : NULL;
+    if (!ranks)
+        return;
+    for (int i = 0; i < n; i++)
+        ranks[i] = parent == world ? i : parent == comm_self ? world_rank : comms[e].world[i];
+    const uint32_t id = comm_id_of(fnv_ranks(UINT64_C(0xcbf29ce484222325), ranks, n));
+    trace_members(id, ranks, n);
+    comm_note(comm, ranks, n, id);
+}
+
+static void note_dup(mpi_h parent, const void *newcomm)
+{
+    if (newcomm && mpi_handle_bytes())
+        note_dup_handle(parent, mpi_handle_at(newcomm));
+}
+
+void mpi_comm_note_dup(mpi_h parent, mpi_h comm) { note_dup_handle(parent, comm); }
+
+PMPI_DECL(MPI_Comm_idup, (mpi_h, void *, void *));
+MPI_EXPORT(MPI_Comm_idup, (mpi_h comm, void *newcomm, void *request))
+{
+    const int rc = PMPI_REAL(MPI_Comm_idup)(comm, newcomm, request);
+    if (rc == 0)
+        note_dup(comm, newcomm);
+    return rc;
+}
+
+PMPI_DECL(MPI_Comm_idup_with_info, (mpi_h, mpi_h, void *, void *));
+MPI_EXPORT(MPI_Comm_idup_with_info, (mpi_h comm, mpi_h info, void *newcomm, void *request))
+{
+    const int rc = PMPI_REAL(MPI_Comm_idup_with_info)(comm, info, newcomm, request);
+    if (rc == 0)
+        note_dup(comm, newcomm);
+    return rc;
+}
 
 /* Forgotten whatever the outcome (the handle is the program's no more once it asked). */
 #define COMM_FREER(fn)                                                                             \
