@@ -61,9 +61,7 @@
 #include <stddef.h>
 #include <string.h>
 #include "files.h"
-#include "mpi.h"
-
-typedef int fint;
+#include "mpi_fortran.h"
 
 /* ---- handles and statuses from Fortran (mpi.h) ------------------------------------------ */
 
@@ -113,25 +111,8 @@ uint64_t mpi_fortran_status_bytes(const int *fstatus, mpi_h type)
 
 int mpi_fortran_in_place(const void *buf) { return f_in_place != NULL && buf == f_in_place; }
 
-/* The real Fortran function, looked up from the program's call. */
-#define F_REAL(fn) CEIL_REAL_FROM(fn, __builtin_return_address(0))
-#define F_DECL(fn, params) CEIL_IP_REAL_DECL(void, fn, params)
-
-#define COMM(f) mpi_f2c(MPI_F2C_COMM, *(f))
 #define TYPE(f) mpi_f2c(MPI_F2C_TYPE, *(f))
 #define BYTES(count, type) mpi_bytes(*(count), TYPE(type))
-
-/* ierror: mpif.h's and `use mpi`'s always there (F77_IN, F77_OUT: nothing to
- * do); mpi_f08's optional (F08_IN points the parameter at a local the real
- * function fills, F08_OUT copies it to the program's when it gave one). */
-#define F77_IN
-#define F77_OUT
-#define F08_IN                                                                                     \
-    fint ierr_own_ = 0, *const ierr_caller_ = ierr;                                                \
-    ierr = &ierr_own_;
-#define F08_OUT                                                                                    \
-    if (ierr_caller_)                                                                              \
-        *ierr_caller_ = ierr_own_;
 
 /* One wrapper: fn with parameters `named`, the real fn called with `args`,
  * then `after` (statements that may use c, ticks and *ierr) counts it;

@@ -15,22 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <stddef.h>
-#include "mpi.h"
-
-typedef int fint;
-
-#define F_REAL(fn) CEIL_REAL_FROM(fn, __builtin_return_address(0))
-#define F_DECL(fn, params) CEIL_IP_REAL_DECL(void, fn, params)
-#define COMM(f) mpi_f2c(MPI_F2C_COMM, *(f))
-
-#define F77_IN
-#define F77_OUT
-#define F08_IN                                                                                     \
-    fint ierr_own_ = 0, *const ierr_caller_ = ierr;                                                \
-    ierr = &ierr_own_;
-#define F08_OUT                                                                                    \
-    if (ierr_caller_)                                                                              \
-        *ierr_caller_ = ierr_own_;
+#include "mpi_fortran.h"
 
 /* fn(named) calls the real fn(args), then `after` once it succeeded and the C wrapper noted nothing. */
 #define F_COMM_ONE(fn, IN, OUT, named, args, after)                                                \
