@@ -4,8 +4,9 @@ waits in MPI_Barrier. MPICH's mpiexec then kills the job's other processes with 
 the dead rank (no 30 s agreement or clock-sync deadline is reached): these tests check the exit status is passed
 through, the command ends well before those deadlines, and what is left: in the express form the trace with the
 dead rank's events (its _exit writes them out; the survivor's, killed with SIGKILL, are lost), in the wrapped
-form the dead rank's ceiling naming it and its events that did not reach rank 0's trace (rank 0's ceiling is
-killed by the launcher too: no trace). Test names carry "hang": they run in the serial pass (tests/conftest.py)."""
+form the dead rank's ceiling naming it and its events that did not reach rank 0's trace, kept in a trace of its
+own beside the one asked for (rank 0's ceiling is killed by the launcher too: no trace of its own). Test names
+carry "hang": they run in the serial pass (tests/conftest.py)."""
 import subprocess
 import sys
 import time
@@ -85,6 +86,9 @@ def test_express_a_rank_that_dies_does_not_hang_the_job_and_its_events_reach_the
     assert took < WELL_BEFORE_A_DEADLINE_S, took
     doc, rec = recorded(out)
     assert doc["application"]["exit_status"] == 3
+    # the rank that died is named with how it ended (its record at _exit), not only the one killed after it
+    (ended,) = [f for f in doc["findings"] if f["id"] == "profile.mpi.rank_ended"]
+    assert ended["data"]["ranks"][0]["rank"] == 1 and ended["data"]["ranks"][0]["how"] == "ended by _exit()", ended
     assert rec["status"] == "ok" and 1 in rec["data"]["timeline"]["lanes"], rec
     perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package")
     tr = perfetto_read.read(pf)
@@ -105,3 +109,11 @@ def test_wrapped_a_rank_that_dies_is_named_with_its_status_and_does_not_hang_the
     said = [x for x in r.stderr.splitlines() if x.startswith("ceiling: rank 1: ")]
     assert len(said) == 1 and "did not reach rank 0's trace" in said[0], r.stderr
     assert int(said[0].split()[4]) > 0, said                            # its events, counted
+    # and kept in a trace of its own beside the one asked for, readable, with its writes up to its death
+    own = tmp_path / "t-rank1.pftrace"
+    assert f"; kept in {own} (" in said[0], said
+    perfetto_read = pytest.importorskip("perfetto_read", reason="needs the perfetto package")
+    tr = perfetto_read.read(own)
+    perfetto_read.check_nesting(tr)
+    writes = [str(s.args.get("file")) for s in tr.slices if s.name == "write"]
+    assert sum(w == str(tmp_path / "out-1") for w in writes) == 3, writes

@@ -284,7 +284,9 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
               quick.bind(breakdown) if quick else None)
     if trace is not None and wrapped and wrapped[0] != 0:
         from .trace_output import left_behind
-        left_behind(obs, wrapped[0])            # its events went to rank 0's at MPI_Finalize
+        from .trace import trace_names        # (rank 0's ceiling alone checks the places)
+        left_behind(obs, wrapped[0], trace_names(getattr(args, "trace", None), cmd,   # its events went to rank 0's
+                                                 getattr(args, "trace_formats", ("perfetto",))))
     elif trace is not None:
         from .trace_output import conclude
         conclude(obs, run, args, _history(args, session.run.host), wrapped)

@@ -207,6 +207,23 @@ def default_size(where: Optional[str] = None) -> int:
 def trace_path(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = ("perfetto",)) -> TracePaths:
     """Where the trace goes (TracePaths): checked before the program runs (each directory must exist
     and be writable; an existing file or archive is not overwritten)."""
+    named = trace_names(given, cmd, formats)
+    perfetto, otf2 = named.perfetto, named.otf2
+    for out, what in ((perfetto, "the Perfetto trace"), (otf2, "the OTF2 archive")):
+        if out is None:
+            continue
+        d = os.path.dirname(out)
+        if not os.path.isdir(d):
+            raise PathError(f"--trace {given or out}: directory {d} does not exist")
+        if not os.access(d, os.W_OK):
+            raise PathError(f"--trace {given or out}: directory {d} is not writable")
+        if os.path.exists(out):
+            raise PathError(f"--trace {out}: exists ({what}); ceiling does not overwrite a trace (give another name)")
+    return named
+
+
+def trace_names(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = ("perfetto",)) -> TracePaths:
+    """The trace's places from --trace (or the default name), unchecked."""
     if given:
         path = os.path.abspath(given)
     else:
@@ -218,14 +235,4 @@ def trace_path(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = 
     if "otf2" in formats:
         otf2 = path if perfetto is None else (path[:-len(".pftrace")] if path.endswith(".pftrace") else path) + \
             OTF2_SUFFIX
-    for out, what in ((perfetto, "the Perfetto trace"), (otf2, "the OTF2 archive")):
-        if out is None:
-            continue
-        d = os.path.dirname(out)
-        if not os.path.isdir(d):
-            raise PathError(f"--trace {given or out}: directory {d} does not exist")
-        if not os.access(d, os.W_OK):
-            raise PathError(f"--trace {given or out}: directory {d} is not writable")
-        if os.path.exists(out):
-            raise PathError(f"--trace {out}: exists ({what}); ceiling does not overwrite a trace (give another name)")
     return TracePaths(perfetto, otf2)

@@ -203,11 +203,14 @@ def gathered(where: str, wrapped, share) -> dict:
             "said": "; ".join(words)}
 
 
-def left_behind(obs, rank: int) -> None:
+def left_behind(obs, rank: int, paths=None) -> None:
     """A wrapped rank other than 0: its events went to rank 0's ceiling at MPI_Finalize (trace-sent
     lists what was sent); what it recorded after (its MPI_Finalize's end, its exit, a child still
     running then) or everything, if nothing was sent, is counted and said on standard error, and its
-    directory removed."""
+    directory removed. Where nothing was sent (its program died before MPI_Finalize: the launcher
+    then stops the job, rank 0's ceiling with it), its own events are kept as a Perfetto trace of
+    their own beside the one asked for (``paths``, verbs/trace.TracePaths: -rank<R> before its
+    extension), said on the same line."""
     import sys
 
     import numpy as np
@@ -242,11 +245,32 @@ def left_behind(obs, rank: int) -> None:
                 "not in rank 0's trace" if sent_list and late else "" if sent_list else
                 f"ceiling: rank {rank}: its {late} event(s) did not reach rank 0's trace (its program did not "
                 "reach MPI_Finalize with every rank under ceiling trace)")
+        if not sent_list and late:
+            line += _own_trace(where, rank, paths)
         if line:
             sys.stderr.write(line + "\n")           # one write: the ranks' lines share the launcher's stderr
             sys.stderr.flush()
     finally:
         shutil.rmtree(where, ignore_errors=True)
+
+
+def _own_trace(where: str, rank: int, paths) -> str:
+    """A rank's own events as a Perfetto trace beside the one asked for (``paths.perfetto``, or the OTF2
+    archive's directory name with .pftrace): "; kept in PATH", or why not, for its line."""
+    from ..errors import StoreError
+    from ..probes import interpose_events as IE
+    from ..report.exporters.perfetto import write_perfetto
+    asked = (paths.perfetto or (paths.otf2 and paths.otf2.rstrip("/") + ".pftrace")) if paths is not None else None
+    if not asked:
+        return ""
+    root, ext = os.path.splitext(asked)
+    out = f"{root}-rank{rank}{ext or '.pftrace'}"
+    try:
+        s = write_perfetto(out, IE.EventSource(where), None, {"rank": rank, "kept": "this rank's own events: its "
+                           "program did not reach MPI_Finalize, so they never went to rank 0's trace"})
+    except (OSError, StoreError) as e:
+        return f"; they could not be kept in {out}: {getattr(e, 'strerror', None) or e}"
+    return f"; kept in {out} ({s.events:,} events)"
 
 
 def _ceilings(history, cls):
