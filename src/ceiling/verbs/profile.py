@@ -284,7 +284,7 @@ def _profile(args: argparse.Namespace, argv: List[str], cmd: List[str], exe: str
               quick.bind(breakdown) if quick else None)
     if trace is not None and wrapped and wrapped[0] != 0:
         from .trace_output import left_behind
-        from .trace import trace_names        # (rank 0's ceiling alone checks the places)
+        from .trace_paths import trace_names     # (rank 0's ceiling alone checks the places)
         left_behind(obs, wrapped[0], trace_names(getattr(args, "trace", None), cmd,   # its events went to rank 0's
                                                  getattr(args, "trace_formats", ("perfetto",))))
     elif trace is not None:

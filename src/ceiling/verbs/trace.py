@@ -32,15 +32,13 @@ say only what they recorded after MPI_Finalize (trace_output.left_behind).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
-import time
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from ..errors import BadValueError, PathError, UsageError
+from ..errors import BadValueError, UsageError
 from . import common, profile
+from .trace_paths import OTF2_SUFFIX, TracePaths, trace_names, trace_path  # noqa: F401 (re-exported)
 
 NAME = "trace"
 HELP = "run a program and record when its I/O and MPI calls happen: ceiling trace -- ./app args"
@@ -54,17 +52,6 @@ MAX_SIZE = 1 << 30           # the event files' budget at most, whatever the fre
 FREE_SHARE = 0.10            # ... and at most this share of the free space where they are kept
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 FORMATS = ("perfetto", "otf2")
-OTF2_SUFFIX = "-otf2"        # the OTF2 archive's directory: the Perfetto file's name without .pftrace, and this
-
-
-@dataclass(frozen=True)
-class TracePaths:
-    """Where the trace goes: the Perfetto file and the OTF2 archive's directory (its anchor file
-    ``traces.otf2`` inside), each None when its format was not asked for."""
-    perfetto: Optional[str]
-    otf2: Optional[str]
-
-
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS]",
                    help="the program to run and its arguments, after --")
@@ -204,35 +191,3 @@ def default_size(where: Optional[str] = None) -> int:
     return max(1 << 20, min(MAX_SIZE, int(free * FREE_SHARE)))
 
 
-def trace_path(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = ("perfetto",)) -> TracePaths:
-    """Where the trace goes (TracePaths): checked before the program runs (each directory must exist
-    and be writable; an existing file or archive is not overwritten)."""
-    named = trace_names(given, cmd, formats)
-    perfetto, otf2 = named.perfetto, named.otf2
-    for out, what in ((perfetto, "the Perfetto trace"), (otf2, "the OTF2 archive")):
-        if out is None:
-            continue
-        d = os.path.dirname(out)
-        if not os.path.isdir(d):
-            raise PathError(f"--trace {given or out}: directory {d} does not exist")
-        if not os.access(d, os.W_OK):
-            raise PathError(f"--trace {given or out}: directory {d} is not writable")
-        if os.path.exists(out):
-            raise PathError(f"--trace {out}: exists ({what}); ceiling does not overwrite a trace (give another name)")
-    return named
-
-
-def trace_names(given: Optional[str], cmd: List[str], formats: Tuple[str, ...] = ("perfetto",)) -> TracePaths:
-    """The trace's places from --trace (or the default name), unchecked."""
-    if given:
-        path = os.path.abspath(given)
-    else:
-        prog = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(cmd[0])) if cmd else "program"
-        stem = os.path.abspath(f"ceiling-trace-{prog}-{time.strftime('%Y%m%d-%H%M%S')}")
-        path = stem + (".pftrace" if "perfetto" in formats else OTF2_SUFFIX)
-    perfetto = path if "perfetto" in formats else None
-    otf2 = None
-    if "otf2" in formats:
-        otf2 = path if perfetto is None else (path[:-len(".pftrace")] if path.endswith(".pftrace") else path) + \
-            OTF2_SUFFIX
-    return TracePaths(perfetto, otf2)
