@@ -113,6 +113,9 @@ class Sampled:
     # per thread over time: (monotonic s, CPU s so far), from its start; the trace sets each thread's time outside
     # its calls against its own CPU time (analysis/trace_bins.split_off_cpu)
     thread_series: Dict[Tuple[int, int], List[Tuple[float, float]]] = field(default_factory=dict)
+    # per process over time: (monotonic s, RSS bytes, read_bytes, write_bytes so far: /proc/PID/io's, None where it
+    # cannot be read), the trace's process counter tracks (``process_tracks``)
+    usage: Dict[int, List[Tuple[float, Optional[int], Optional[int], Optional[int]]]] = field(default_factory=dict)
     numa_nodes: int = 0                  # NUMA nodes with CPUs: numa_maps read and CPU time per node kept where > 1
 
 
@@ -249,6 +252,12 @@ class ProcSampler:
             io = _io(f"{base}/io")
             if io:
                 p.io = io
+            rss = status.get("VmRSS", "")
+            pts = self.out.usage.setdefault(pid, [])
+            pts.append((now, int(rss[:-2]) * 1024 if rss.endswith("kB") else None, io.get("read_bytes"),
+                        io.get("write_bytes")))
+            if len(pts) > SERIES_POINTS:
+                pts[:] = pts[:-1:2] + pts[-1:]
         for tid in tids:
             self._thread_sample(pid, tid, now)
         if p is not None:
@@ -313,6 +322,45 @@ class ProcSampler:
             t.with_children_s += now - before[0]
             t.with_children_on_s += max(0.0, _cpu(t) - before[1])
             t.with_children_runq_s += max(0.0, (t.runq_s or 0.0) - before[2])
+
+
+def process_tracks(sampled: Sampled, t0_ns: int, pids=None):
+    """The trace's counter tracks of the program's processes (results/events.Track, scope "process"), and the
+    same summed over them (scope "node", named "program ..."): CPUs in use (its CPU time over each interval
+    between two samples), RSS, and read and write bytes/s to the storage layer (/proc/PID/io's read_bytes
+    and write_bytes: what its disks see of it, beside the node's disk tracks), each rate placed at its
+    interval's end, in ns since ``t0_ns`` (CLOCK_MONOTONIC). ``pids``: only these processes (the trace's);
+    a process sampled once has its RSS and no rate. Returns (per process, summed)."""
+    import numpy as np
+
+    from ..results.events import Track
+    per: list = []
+    summed: Dict[Tuple[str, str], Dict[int, float]] = {}
+
+    def add(pid: int, name: str, unit: str, pts: List[Tuple[int, float]]) -> None:
+        if not pts or (unit == "B/s" and not any(v for _, v in pts)):      # moved nothing: left out
+            return
+        per.append(Track(name, unit, "process", np.array([t for t, _ in pts], np.int64),
+                         np.array([v for _, v in pts], np.float64), pid=pid))
+        acc = summed.setdefault((name, unit), {})
+        for t, v in pts:
+            acc[t] = acc.get(t, 0.0) + v
+    for pid in sorted(set(sampled.series) | set(sampled.usage)):
+        if pids is not None and pid not in pids:
+            continue
+        cpu = sampled.series.get(pid, [])
+        add(pid, "cpu", "CPUs", [(int(round(b[0] * 1e9)) - t0_ns, max(0.0, b[1] - a[1]) / (b[0] - a[0]))
+                                 for a, b in zip(cpu, cpu[1:]) if b[0] > a[0] and b[0] * 1e9 >= t0_ns])
+        use = sampled.usage.get(pid, [])
+        add(pid, "rss", "B", [(int(round(t * 1e9)) - t0_ns, float(r)) for t, r, _, _ in use
+                              if r is not None and t * 1e9 >= t0_ns])
+        for k, name in ((2, "read bytes/s"), (3, "write bytes/s")):
+            add(pid, name, "B/s", [(int(round(b[0] * 1e9)) - t0_ns, max(0, b[k] - a[k]) / (b[0] - a[0]))
+                                   for a, b in zip(use, use[1:]) if b[0] > a[0] and a[k] is not None
+                                   and b[k] is not None and b[0] * 1e9 >= t0_ns])
+    total = [Track(f"program {name}", unit, "node", np.array(sorted(acc), np.int64),
+                   np.array([acc[t] for t in sorted(acc)], np.float64)) for (name, unit), acc in summed.items()]
+    return per, total
 
 
 def _cpu(t: ThreadSample) -> float:

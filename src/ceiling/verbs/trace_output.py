@@ -12,7 +12,7 @@ from typing import Optional
 
 def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     """After the program: the Perfetto trace and/or OTF2 archive written (``args.trace_path``, a
-    verbs/trace.TracePaths), the time line's findings and bins added to ``run``, the event files
+    verbs/trace_paths.TracePaths), the time line's findings and bins added to ``run``, the event files
     removed (verbs/profile.py calls it for ``ceiling trace``). A program the interposer could not
     reach (static, setuid) gets a trace of the node's counters alone, said; a trace that cannot be
     written (a full disk) is said, and the profile is kept."""
@@ -24,6 +24,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
     from ..analysis.trace_waits import network_ceilings, wait_findings
     from ..probes import interpose_events
     from ..probes.node_sampler import counter_tracks
+    from ..probes.proc_sampler import process_tracks
     from ..report.exporters.otf2 import write_otf2
     from ..report.exporters.perfetto import write_perfetto
     from ..results import events as E
@@ -43,10 +44,21 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
         # the node's counters on the events' clock, or from the program's start where there are none
         t0 = events.t0_ns if events else int(obs.start_s * 1e9)
         counters = counter_tracks(node.reads, t0, node.interval_s) if node is not None else None
+        # the program's processes' own tracks (CPUs, RSS, read and write bytes/s) in the trace files; the run and
+        # its HTML keep them summed over the processes ("program ...": one set, whatever the ranks)
+        sampled = getattr(obs, "sampled", None)
+        per, total = process_tracks(sampled, t0, set(events.plan.ids.values()) if events else None) \
+            if sampled is not None else ([], [])
+        kept = E.Counters((counters.tracks if counters else []) + total,
+                          counters.interval_s if counters else getattr(sampled, "interval_s", 0.0))
+        counters = E.Counters(kept.tracks + per, kept.interval_s) if kept.tracks or per else None
         meta = {"command": " ".join(obs.command), "host": obs.host}
         if node is not None:
             meta["node counters"] = (f"every {node.interval_s:g} s from /proc (disks, network, CPU, PSI), "
                                      f"{len(node.reads)} reads, {node.cpu_s:.3g} s of CPU")
+        if per:
+            meta["process counters"] = (f"each process's CPUs in use, RSS and read and write bytes/s to storage, "
+                                        f"every {sampled.interval_s:g} s from /proc ({len(per)} tracks)")
         if why:
             meta["no events"] = why
         clocks = _clocks_said(reading)
@@ -89,7 +101,7 @@ def conclude(obs, run, args: argparse.Namespace, history, wrapped=None) -> None:
             shutil.rmtree(where, ignore_errors=True)
     _refine(run.findings, found)
     # t0_monotonic_ns: the origin of every *_s of the time line's findings, on rank 0's node's CLOCK_MONOTONIC
-    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": counters.doc() if counters else [],
+    data = {"timeline": bins_doc(bins) if bins is not None else None, "counters": kept.doc(),
             "t0_monotonic_ns": events.t0_ns if events else None,
             "cost": cost, **({"clocks": reading.clocks.doc()} if reading is not None and reading.clocks else {})}
     if summary is None and otf2 is None:
@@ -209,7 +221,7 @@ def left_behind(obs, rank: int, paths=None) -> None:
     running then) or everything, if nothing was sent, is counted and said on standard error, and its
     directory removed. Where nothing was sent (its program died before MPI_Finalize: the launcher
     then stops the job, rank 0's ceiling with it), its own events are kept as a Perfetto trace of
-    their own beside the one asked for (``paths``, verbs/trace.TracePaths: -rank<R> before its
+    their own beside the one asked for (``paths``, verbs/trace_paths.TracePaths: -rank<R> before its
     extension), said on the same line."""
     import sys
 
