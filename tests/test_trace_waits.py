@@ -6,12 +6,12 @@ import pytest
 
 from ceiling.analysis.trace_waits import NetworkCeilings, network_ceilings, wait_findings
 from ceiling.probes.interpose_names import names
-from ceiling.results.events import MPI_COLL, MPI_OTHER, MPI_P2P, REGION, Comm, Events
+from ceiling.results.events import MPI_COLL, MPI_OTHER, MPI_P2P, MPI_WAIT, REGION, Comm, Events
 
 MS = 1_000_000
 CALLS = names().calls
 ID = {c.fn: i for i, c in enumerate(CALLS)}
-KIND = {"MPI_Send": MPI_P2P, "MPI_Ssend": MPI_P2P, "MPI_Recv": MPI_P2P, "MPI_Irecv": MPI_P2P,
+KIND = {"MPI_Send": MPI_P2P, "MPI_Ssend": MPI_P2P, "MPI_Recv": MPI_P2P, "MPI_Irecv": MPI_P2P, "MPI_Wait": MPI_WAIT,
         "MPI_Barrier": MPI_COLL, "MPI_Allreduce": MPI_COLL, "MPI_Bcast": MPI_COLL, "MPI_Init": MPI_OTHER,
         "MPI_Finalize": MPI_OTHER}
 
@@ -43,6 +43,23 @@ def test_late_sender_loses_send_enter_minus_receive_enter():
     assert (site["rank"], site["call"], site["peer"], site["comm"], site["count"]) == (1, "MPI_Recv", 0,
                                                                                        "MPI_COMM_WORLD", 1)
     assert "unknown" in f.evidence and f.data["network_us"] is None
+
+
+def test_a_late_sender_met_in_the_wait_of_an_irecv_and_one_wait_named_per_posted_receive():
+    # rank 1 posts two MPI_Irecv from rank 0 (tag 7) at 50 and 60 ms and waits for each: the first wait
+    # (100 ms) for a send at 500 ms, the second (600 ms) for one at 550 ms, already there; an unnamed
+    # wait (a send's) pairs with nothing
+    ev = run([call(1, "MPI_Irecv", 50, 0.01, peer=0, tag=7, nbytes=1000),
+              call(1, "MPI_Irecv", 60, 0.01, peer=0, tag=7, nbytes=1000),
+              call(1, "MPI_Wait", 70, 1),
+              call(1, "MPI_Wait", 100, 401, peer=0, tag=7),
+              call(1, "MPI_Wait", 600, 0.01, peer=0, tag=7),
+              call(0, "MPI_Send", 500, 0.001, peer=1, tag=7, nbytes=1000),
+              call(0, "MPI_Send", 550, 0.001, peer=1, tag=7, nbytes=1000)])
+    f = one(wait_findings([ev]), "trace.mpi.late_sender")
+    assert f.data["time_lost_s"] == pytest.approx(0.4) and f.data["windows"] == [[0.1, 0.5]]
+    (site,) = f.data["sites"]
+    assert (site["rank"], site["call"], site["peer"], site["count"]) == (1, "MPI_Wait", 0, 1)
 
 
 def test_a_receive_entered_after_its_send_began_is_no_late_sender():

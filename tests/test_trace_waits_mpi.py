@@ -7,11 +7,12 @@ wait or phase finding; a clean program raises none. tests/test_trace_waits.py ch
 on synthetic events.
 
 Planted with sleeps of 0.3 s (the waits are unambiguous on a loaded 2-CPU host, where a rank's wake-up
-may lag some ms): a late sender (rank 0 sleeps, then MPI_Send; rank 1 waits in MPI_Recv), a late
-receiver (rank 0 MPI_Ssend at once; rank 1 sleeps, then receives), a wait at a barrier (rank 1
-sleeps before it, the others wait), an imbalanced phase (six barriers, five phases of 0.2 s each on
-every rank, rank 1 computing 0.3 s more in the third), and a clean program (the same five phases,
-balanced, and a message sent as soon as it is received). The waiting ranks yield their CPU (MPICH's
+may lag some ms): a late sender (rank 0 sleeps, then MPI_Send; rank 1 waits in MPI_Recv, or in the
+MPI_Wait of an MPI_Irecv), a late receiver (rank 0 MPI_Ssend at once; rank 1 sleeps, then
+receives), a wait at a barrier (rank 1 sleeps before it, the others wait), an imbalanced phase (six
+barriers, five phases of 0.2 s each on every rank, rank 1 computing 0.3 s more in the third), and a
+clean program (the same five phases, balanced, and a message sent as soon as it is received).
+The waiting ranks yield their CPU (MPICH's
 and Open MPI's settings) so that the sleeping rank's wake-up is not the pollers' victim."""
 from __future__ import annotations
 
@@ -50,6 +51,15 @@ if mode == "late_sender":
     elif rank == 1:
         a = time.monotonic_ns()
         comm.Recv([buf, MPI.BYTE], source=0, tag=7)
+        say("phase", a, time.monotonic_ns())
+elif mode == "late_sender_wait":
+    if rank == 0:
+        time.sleep(SLEEP)
+        comm.Send([buf, MPI.BYTE], dest=1, tag=9)
+    elif rank == 1:
+        req = comm.Irecv([buf, MPI.BYTE], source=0, tag=9)
+        a = time.monotonic_ns()
+        req.Wait()
         say("phase", a, time.monotonic_ns())
 elif mode == "late_receiver":
     if rank == 0:
@@ -152,6 +162,20 @@ def test_a_late_sender(mpi_setup, program, tmp_path, nranks, how):
     assert hi - lo >= 0.5 * SLEEP and 0.9 * (hi - lo) <= d["time_lost_s"] <= hi - lo + SLACK, (d, hi - lo)
     (site,) = d["sites"]
     assert (site["rank"], site["call"], site["peer"], site["comm"]) == (1, "MPI_Recv", 0, "MPI_COMM_WORLD")
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_late_sender_met_in_the_wait_of_a_non_blocking_receive(mpi_setup, program, tmp_path, how):
+    # rank 1 posts MPI_Irecv and waits in MPI_Wait while rank 0 sleeps before its send: Scalasca's late
+    # sender, met in the wait, which the interposer ties to its receive
+    doc, printed, t0 = trace(mpi_setup, tmp_path, program, "late_sender_wait", 2, how)
+    f = only(doc, "trace.mpi.late_sender")
+    lo, hi = planted(printed, t0)
+    inside(f, lo, hi)
+    d = f["data"]
+    assert hi - lo >= 0.5 * SLEEP and 0.9 * (hi - lo) <= d["time_lost_s"] <= hi - lo + SLACK, (d, hi - lo)
+    (site,) = d["sites"]
+    assert (site["rank"], site["call"], site["peer"], site["comm"]) == (1, "MPI_Wait", 0, "MPI_COMM_WORLD")
 
 
 @pytest.mark.parametrize("how", HOW)

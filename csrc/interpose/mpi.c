@@ -204,6 +204,37 @@ void mpi_ev_p2p(mpi_h comm, int peer, int tag)
 
 void mpi_ev_tag(int tag) { ev_tag_ = tag_on(ev_comm_, tag); }     /* the communicator: mpi_peer_send's */
 
+/* Receives posted with a source and a tag (MPI_Irecv), by request, so that the MPI_Wait completing one names
+ * its message as a blocking receive would (the wait states' late sender in MPI_Wait): a small ring per
+ * thread, the oldest let go past RECV_PENDING (its wait then names nothing). */
+#define RECV_PENDING 64
+static __thread struct { uintptr_t req; mpi_h comm; } pending_[RECV_PENDING];
+static __thread unsigned pending_next_;
+
+void mpi_recv_posted(mpi_h comm, const void *req)
+{
+    /* mpi_ev_p2p has named the post: a world rank and a tag, not MPI_ANY_SOURCE or MPI_ANY_TAG */
+    if (!req || !mpi_handle_bytes() || ev_peer_ < 0 || (int32_t)(uint32_t)ev_tag_ < 0)
+        return;
+    const unsigned i = pending_next_++ % RECV_PENDING;
+    pending_[i].req = mpi_handle_at(req);
+    pending_[i].comm = comm;
+}
+
+int mpi_recv_pending(const void *req, mpi_h *comm)
+{
+    if (!req || !mpi_handle_bytes())
+        return 0;
+    const uintptr_t r = mpi_handle_at(req);
+    for (unsigned k = 0; k < RECV_PENDING; k++)
+        if (pending_[k].req == r && r) {
+            *comm = pending_[k].comm;
+            pending_[k].req = 0;
+            return 1;
+        }
+    return 0;
+}
+
 void mpi_ev_comm(mpi_h comm) { ev_tag_ = tag_on(world_known ? mpi_comm_id(comm) : MPI_COMM_ID_UNKNOWN, -1); }
 
 void mpi_ev_root(mpi_h comm, int root)

@@ -137,6 +137,13 @@ void mpi_ev_file(uint32_t file, int64_t offset) __attribute__((visibility("hidde
  * MPI_POSTED) for the event, then gives the bytes. */
 #define MPI_ON(comm, bytes) (mpi_ev_comm(comm), (bytes))
 #define MPI_POSTED(comm, src, tag, bytes) (mpi_ev_p2p((comm), (src), (tag)), (bytes))
+/* A posted receive with its request (MPI_Irecv): also kept for the MPI_Wait that completes it. */
+#define MPI_POSTED_REQ(comm, src, tag, req, bytes) (mpi_ev_p2p((comm), (src), (tag)), mpi_recv_posted((comm), (req)), \
+                                                    (bytes))
+/* mpi_recv_posted: a receive posted from a world rank with a tag (after mpi_ev_p2p named it), by its request;
+ * mpi_recv_pending: whether *req is one (its communicator in *comm), forgetting it. */
+void mpi_recv_posted(mpi_h comm, const void *req) __attribute__((visibility("hidden")));
+int mpi_recv_pending(const void *req, mpi_h *comm) __attribute__((visibility("hidden")));
 
 /* Communicators (mpi_comm.c): a rank of comm (not MPI_COMM_WORLD, which mpi.c translates itself) as a
  * world rank, from the table of the communicators the program made (MPI_COMM_SELF's rank 0 too); -1

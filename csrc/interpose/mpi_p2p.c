@@ -83,7 +83,8 @@ MPI_ISEND_FN(MPI_Irsend_c, mpi_count)
 #define MPI_IRECV_FN(fn, cnt)                                                                      \
     PMPI_DECL(fn, (void *, cnt, mpi_h, int, int, mpi_h, void *));                                  \
     MPI_WRAP_S(fn, MH_POST, (void *buf, cnt count, mpi_h type, int src, int tag, mpi_h comm, void *req), \
-             (buf, count, type, src, tag, comm, req), MPI_POSTED(comm, src, tag, mpi_bytes(count, type)), MPI_FITS(count))
+             (buf, count, type, src, tag, comm, req), MPI_POSTED_REQ(comm, src, tag, req, mpi_bytes(count, type)), \
+             MPI_FITS(count))
 MPI_IRECV_FN(MPI_Irecv, int)
 MPI_IRECV_FN(MPI_Irecv_c, mpi_count)
 
@@ -196,8 +197,27 @@ MPI_SENDRECV_REPLACE_FN(MPI_Sendrecv_replace_c, mpi_count)
 
 /* ---- completion: time only (the bytes were counted where the request was posted) ---- */
 
+/* MPI_Wait on a receive posted from a world rank with a tag names its message (source, tag, communicator)
+ * as a blocking receive does, from its status (ours where the program ignores it): the wait states pair it
+ * with its MPI_Irecv and the send (analysis/trace_waits.py, late sender in MPI_Wait). */
 PMPI_DECL(MPI_Wait, (void *, void *));
-MPI_WRAP(MPI_Wait, -1, (void *req, void *status), (req, status), 0)
+MPI_EXPORT(MPI_Wait, (void *req, void *status))
+{
+    mpi_counters *c = mpi_enter();
+    if (!c)
+        return PMPI_REAL(MPI_Wait)(req, status);
+    mpi_h comm = 0;
+    const int recv = mpi_recv_pending(req, &comm);
+    _Alignas(16) char own[MPI_STATUS_BYTES];
+    void *st = recv ? mpi_status(status, own) : status;
+    const uint64_t t0 = ceil_ip_ticks();
+    const int rc = PMPI_REAL(MPI_Wait)(req, st);
+    const uint64_t ticks = ceil_ip_ticks() - t0;
+    if (recv && rc == 0)
+        mpi_ev_status(comm, st);
+    mpi_done(c, FN_MPI_Wait, ticks, 0, -1);
+    return rc;
+}
 PMPI_DECL(MPI_Waitall, (int, void *, void *));
 MPI_WRAP(MPI_Waitall, -1, (int n, void *reqs, void *statuses), (n, reqs, statuses), 0)
 PMPI_DECL(MPI_Waitany, (int, void *, int *, void *));

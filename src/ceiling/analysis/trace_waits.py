@@ -21,9 +21,12 @@ source the recording learns only from a blocking receive's status; an MPI_Sendre
 side, an MPI_Mrecv) is not paired: said as unpaired messages. A collective's instances pair by
 order on their communicator (every member calls them in one order); its members are the ranks
 that called collectives on it (the recording names a communicator by an id the members share,
-csrc/interpose/mpi_comm.c, not by its members). Waits completing MPI_Isend or MPI_Irecv are not
-tied to their request (the recording keeps no request), so a late sender met in MPI_Wait is not
-said: only the blocking receive's.
+csrc/interpose/mpi_comm.c, not by its members). A late sender is also met in the MPI_Wait that
+completes an MPI_Irecv posted from a rank with a tag: the interposer names that wait's message
+(source, tag, communicator) as it names a blocking receive's, and the k-th such wait on a channel
+completes its k-th MPI_Irecv (time lost: the send's enter - the wait's enter). Not tied to their
+requests: MPI_Waitall, _any, _some and the tests, waits on receives posted with MPI_ANY_SOURCE or
+MPI_ANY_TAG, persistent receives, and Fortran's under Open MPI.
 
 Phases: the spans between consecutive blocking collectives on one communicator (each rank from
 its leave of one to its enter of the next), and user regions (the k-th instance of one name on
@@ -176,12 +179,15 @@ def p2p_waits(calls: Sequence[Call]) -> Tuple[List[Wait], int]:
     """Late senders and late receivers of the paired messages, and how many messages were not paired."""
     sends: Dict[Tuple[int, int, int, int], List[Call]] = {}
     recvs: Dict[Tuple[int, int, int, int], List[Call]] = {}
+    waits: Dict[Tuple[int, int, int, int], List[Call]] = {}     # MPI_Waits that name the receive they completed
     unpaired = 0
     for c in calls:
         if c.fn in SENDS and c.peer >= 0 and c.tag >= 0 and c.comm >= 0:
             sends.setdefault((c.comm, c.rank, c.peer, c.tag), []).append(c)
         elif c.fn in RECVS and c.peer >= 0 and c.tag >= 0 and c.comm >= 0:
             recvs.setdefault((c.comm, c.peer, c.rank, c.tag), []).append(c)
+        elif c.fn == "MPI_Wait" and c.peer >= 0 and c.tag >= 0 and c.comm >= 0:
+            waits.setdefault((c.comm, c.peer, c.rank, c.tag), []).append(c)
         elif c.fn in SENDS or c.fn in RECVS:
             unpaired += 1
     out: List[Wait] = []
@@ -190,11 +196,18 @@ def p2p_waits(calls: Sequence[Call]) -> Tuple[List[Wait], int]:
         if len(s) != len(r):
             unpaired += len(s) + len(r)
             continue
+        # the k-th MPI_Wait naming this channel completes its k-th MPI_Irecv (the interposer names only the wait
+        # of a receive posted from a rank with a tag: a channel's posts complete in their order)
+        w = iter(waits.get(key, []))
         for snd, rcv in zip(s, r):
-            if rcv.fn in BLOCKING_RECV and snd.ts > rcv.ts:
-                lost = min(snd.ts - rcv.ts, rcv.dur)
+            done = next(w, None) if rcv.fn == "MPI_Irecv" else None
+            if done is not None and done.ts < rcv.ts:
+                done = None                                     # not its wait: the recording lost one
+            if rcv.fn in BLOCKING_RECV or done is not None:
+                at = rcv if done is None else done
+                lost = min(snd.ts - at.ts, at.dur)
                 if lost > 0:
-                    out.append(Wait("late_sender", rcv.rank, rcv.fn, rcv.comm, snd.rank, rcv.ts, lost,
+                    out.append(Wait("late_sender", at.rank, at.fn, at.comm, snd.rank, at.ts, lost,
                                     max(snd.nbytes, 0)))
             if snd.fn in BLOCKING_SEND and rcv.ts > snd.ts:
                 lost = min(rcv.ts - snd.ts, snd.dur)
