@@ -27,7 +27,9 @@ an interval is mixed with its neighbours, and what no two samples enclose (a pro
 moments after its last sample) stays compute. Where the sampler kept each thread's series
 (``Sampled.thread_series``), the split is made thread by thread: each thread's time outside its
 own calls less its own CPU time, so that the CPU a writer spends inside its write does not make
-its sleeping siblings compute (a thread with no series of its own stays compute). Per process,
+its sleeping siblings compute (a thread with no series of its own stays compute); a thread on a CPU
+under ``IDLE_CPU`` of its life that made no call of a class drawn (a library's helper, asleep) is
+left out of its lane (``Bins.threads`` less it, the shares over the others). Per process,
 CPU a lane's threads used inside calls (an MPI progress loop polling) is counted against its
 time outside calls, and threads that made no intercepted call are counted too: either way
 waiting is never overstated. A run stored before the split has no ``off_cpu`` and draws as before.
@@ -241,7 +243,8 @@ def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]]
     rest = b.outside.astype(np.float64) * width[None, :] * nth[:, None]       # thread-ns outside calls a bin
     density = rest / np.maximum(width, 1.0)[None, :]
     off = np.zeros_like(rest)
-    done = _thread_off(off, edges, threads, chunks, pid_lane, index, t0_ns) if threads and chunks else set()
+    idle: Dict[int, int] = {}
+    done = _thread_off(off, edges, threads, chunks, pid_lane, index, t0_ns, idle) if threads and chunks else set()
     for pid, pts in series.items():
         li = index.get(pid_lane.get(int(pid), None))
         if li is None or len(pts) < 2 or li in done:
@@ -260,18 +263,32 @@ def split_off_cpu(b: Bins, series: Dict[int, Sequence[Tuple[float, float, int]]]
         j = np.searchsorted(t, mid, "right") - 1
         ok = (j >= 0) & (j < len(factor))
         off[li] += np.bincount(k[ok], weights=factor[j[ok]] * density[li, k[ok]] * length[ok], minlength=len(width))
-    share = np.minimum(off / (np.maximum(width, 1.0)[None, :] * nth[:, None]), b.outside).astype(np.float32)
-    return Bins(b.edges_ns, b.lanes, b.threads, b.share, b.labels, b.alive, share, interval_s)
+    if not idle:
+        share = np.minimum(off / (np.maximum(width, 1.0)[None, :] * nth[:, None]), b.outside).astype(np.float32)
+        return Bins(b.edges_ns, b.lanes, b.threads, b.share, b.labels, b.alive, share, interval_s)
+    # a lane's idle helper threads (asleep all their life, no call of a class drawn) are left out of its thread
+    # time: counted, a rank whose main thread computes beside one would be drawn half waiting
+    kept = np.array([max(1, int(n) - idle.get(i, 0)) for i, n in enumerate(b.threads)], np.float64)
+    classes = np.minimum(b.share * (nth / kept)[:, None, None], 1.0).astype(np.float32)
+    out = Bins(b.edges_ns, b.lanes, [int(n) for n in kept], classes, b.labels, b.alive, None, interval_s)
+    share = np.minimum(off / (np.maximum(width, 1.0)[None, :] * kept[:, None]), out.outside).astype(np.float32)
+    return Bins(b.edges_ns, b.lanes, out.threads, classes, b.labels, b.alive, share, interval_s)
+
+
+IDLE_CPU = 0.01      # a thread on a CPU under this share of its life, with no call drawn: an idle helper
 
 
 def _thread_off(off: np.ndarray, edges: np.ndarray, threads: Dict[Tuple[int, int], Sequence[Tuple[float, float]]],
-                chunks: Sequence[Events], pid_lane: Dict[int, int], index: Dict[int, int], t0_ns: int) -> Set[int]:
+                chunks: Sequence[Events], pid_lane: Dict[int, int], index: Dict[int, int], t0_ns: int,
+                idle: Optional[Dict[int, int]] = None) -> Set[int]:
     """Adds to ``off`` (thread-ns per lane and bin) each thread's time off a CPU outside its calls: in
     each interval between two of its samples, its time outside its own calls (the calls the bins
     count, from its events: covered up to each bin edge and sample time, streamed chunk by chunk)
     less its own CPU time, never below 0, spread over the interval's pieces in proportion to the
     time outside calls in each. Only threads that made calls (the bins' threads) and have two
-    samples; the lanes split so are returned."""
+    samples; the lanes split so are returned. A thread with no call of a class the bins draw (only pipe
+    reads, polls) and on a CPU under ``IDLE_CPU`` of its life is an idle helper (an MPI library's or a
+    runtime's thread asleep): not added, counted in ``idle`` per lane."""
     keyed: Dict[Tuple[int, int], Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for (pid, tid), pts in threads.items():
         lane = pid_lane.get(int(pid))
@@ -307,6 +324,9 @@ def _thread_off(off: np.ndarray, edges: np.ndarray, threads: Dict[Tuple[int, int
         li = index[pid_lane[key[0]]]
         done.add(li)
         lo, hi = life[key]
+        if key not in covered and idle is not None and float(np.sum(cpu)) <= IDLE_CPU * max(hi - lo, 1.0):
+            idle[li] = idle.get(li, 0) + 1
+            continue
         cov = covered.get(key, np.zeros(len(cuts)))
         alive = np.clip(np.minimum(cuts[1:], hi) - np.maximum(cuts[:-1], lo), 0.0, None)
         outside = np.clip(alive - np.diff(cov), 0.0, None)            # per piece between two cuts

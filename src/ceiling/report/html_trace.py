@@ -227,7 +227,9 @@ def _split_note(b: Bins) -> str:
                 "to tell waiting from it.")
     every = f"every {b.off_cpu_interval_s:g} s" if b.off_cpu_interval_s else "at each sample"
     return (f"Outside intercepted calls, waiting (off CPU) is told from computing by the /proc sampler's CPU time "
-            f"of each process {every}: no finer than that, and at least the waiting drawn.")
+            f"of each thread (of each process where it kept no thread's) {every}: no finer than that, and at least "
+            f"the waiting drawn; a thread asleep all along with no call drawn (a library's helper) is left out of "
+            f"its lane.")
 
 
 def timeline_section(run: Run) -> str:
