@@ -149,44 +149,32 @@ def inside(f, lo, hi):
 HOW = ["express", "wrapped"]
 
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("nranks", [2, 4])
-def test_a_late_sender(mpi_setup, program, tmp_path, nranks, how):
-    doc, printed, t0 = trace(mpi_setup, tmp_path, program, "late_sender", nranks, how)
-    f = only(doc, "trace.mpi.late_sender")
+def planted_wait(mpi_setup, program, tmp_path, mode, nranks, how, expected):
+    """The one wait finding of a planted program, inside what it planted and losing about that: its only site."""
+    doc, printed, t0 = trace(mpi_setup, tmp_path, program, mode, nranks, how)
+    f = only(doc, expected)
     lo, hi = planted(printed, t0)
     inside(f, lo, hi)
     d = f["data"]
-    # the receive's own time, less its end after the send began (rank 0's sleep began before rank 1
-    # reached its receive by the ranks' start-up skew: tens of ms with 4 ranks on 2 CPUs)
+    # the call's own time, less its end after the partner came (the sleeping rank's sleep began before the
+    # other reached its call by the ranks' start-up skew: tens of ms with 4 ranks on 2 CPUs)
     assert hi - lo >= 0.5 * SLEEP and 0.9 * (hi - lo) <= d["time_lost_s"] <= hi - lo + SLACK, (d, hi - lo)
     (site,) = d["sites"]
-    assert (site["rank"], site["call"], site["peer"], site["comm"]) == (1, "MPI_Recv", 0, "MPI_COMM_WORLD")
+    return site
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_a_late_sender_met_in_the_wait_of_a_non_blocking_receive(mpi_setup, program, tmp_path, how):
-    # rank 1 posts MPI_Irecv and waits in MPI_Wait while rank 0 sleeps before its send: Scalasca's late
-    # sender, met in the wait, which the interposer ties to its receive
-    doc, printed, t0 = trace(mpi_setup, tmp_path, program, "late_sender_wait", 2, how)
-    f = only(doc, "trace.mpi.late_sender")
-    lo, hi = planted(printed, t0)
-    inside(f, lo, hi)
-    d = f["data"]
-    assert hi - lo >= 0.5 * SLEEP and 0.9 * (hi - lo) <= d["time_lost_s"] <= hi - lo + SLACK, (d, hi - lo)
-    (site,) = d["sites"]
-    assert (site["rank"], site["call"], site["peer"], site["comm"]) == (1, "MPI_Wait", 0, "MPI_COMM_WORLD")
+@pytest.mark.parametrize("mode, nranks, call", [("late_sender", 2, "MPI_Recv"), ("late_sender", 4, "MPI_Recv"),
+                                               ("late_sender_wait", 2, "MPI_Wait")])
+def test_a_late_sender(mpi_setup, program, tmp_path, mode, nranks, call, how):
+    # in a blocking receive, or in the MPI_Wait of an MPI_Irecv (the interposer ties the wait to its receive)
+    site = planted_wait(mpi_setup, program, tmp_path, mode, nranks, how, "trace.mpi.late_sender")
+    assert (site["rank"], site["call"], site["peer"], site["comm"]) == (1, call, 0, "MPI_COMM_WORLD")
 
 
 @pytest.mark.parametrize("how", HOW)
 def test_a_late_receiver_of_a_synchronous_send(mpi_setup, program, tmp_path, how):
-    doc, printed, t0 = trace(mpi_setup, tmp_path, program, "late_receiver", 2, how)
-    f = only(doc, "trace.mpi.late_receiver")
-    lo, hi = planted(printed, t0)
-    inside(f, lo, hi)
-    d = f["data"]
-    assert hi - lo >= 0.5 * SLEEP and 0.9 * (hi - lo) <= d["time_lost_s"] <= hi - lo + SLACK, (d, hi - lo)
-    (site,) = d["sites"]
+    site = planted_wait(mpi_setup, program, tmp_path, "late_receiver", 2, how, "trace.mpi.late_receiver")
     assert (site["rank"], site["call"], site["peer"]) == (0, "MPI_Ssend", 1)
 
 
