@@ -56,6 +56,8 @@ int main(int argc, char **argv)
 # The agreement's and the clock sync's deadline (mpi_gather.c, mpi_clock.c) is 30 s: a command that waited for
 # the dead rank once would take longer than this; measured here 0.7-1 s in both forms
 WELL_BEFORE_A_DEADLINE_S = 20
+# mpiexec's status for the job: the dead rank's _exit(3), or 9 for the rank it killed (Hydra reports either)
+LAUNCHER_STATUS = (3, 9)
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +84,12 @@ def test_express_a_rank_that_dies_does_not_hang_the_job_and_its_events_reach_the
     out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
     r, took = _run(crash, [sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure", "--save-json",
                            str(out), "--trace", str(pf), "--", *found["argv2"], str(exe), str(tmp_path)])
-    assert r.returncode == 3, r.stderr                                  # the launcher's status, passed through
+    # the launcher's status, passed through: Hydra's is the dead rank's 3, or the 9 of the rank it then killed
+    # with SIGKILL when that one is reported first (a race of its own: 3 of 7 runs here, once in CI)
+    assert r.returncode in LAUNCHER_STATUS, r.stderr
     assert took < WELL_BEFORE_A_DEADLINE_S, took
     doc, rec = recorded(out)
-    assert doc["application"]["exit_status"] == 3
+    assert doc["application"]["exit_status"] == r.returncode
     # the rank that died is named with how it ended (its record at _exit), not only the one killed after it
     (ended,) = [f for f in doc["findings"] if f["id"] == "profile.mpi.rank_ended"]
     assert ended["data"]["ranks"][0]["rank"] == 1 and ended["data"]["ranks"][0]["how"] == "ended by _exit()", ended
@@ -104,7 +108,7 @@ def test_wrapped_a_rank_that_dies_is_named_with_its_status_and_does_not_hang_the
     out, pf = tmp_path / "t.json", tmp_path / "t.pftrace"
     r, took = _run(crash, [*found["argv2"], sys.executable, "-m", "ceiling", "trace", "--no-store", "--no-measure",
                            "--save-json", str(out), "--trace", str(pf), "--", str(exe), str(tmp_path)])
-    assert r.returncode == 3, r.stderr
+    assert r.returncode in LAUNCHER_STATUS, r.stderr
     assert took < WELL_BEFORE_A_DEADLINE_S, took
     said = [x for x in r.stderr.splitlines() if x.startswith("ceiling: rank 1: ")]
     assert len(said) == 1 and "did not reach rank 0's trace" in said[0], r.stderr
