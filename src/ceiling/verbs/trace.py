@@ -38,7 +38,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import BadValueError, UsageError
 from . import common, profile
-from .trace_paths import OTF2_SUFFIX, TracePaths, trace_names, trace_path  # noqa: F401 (re-exported)
+from .trace_paths import TracePaths, trace_path
 
 NAME = "trace"
 HELP = "run a program and record when its I/O and MPI calls happen: ceiling trace -- ./app args"
