@@ -98,6 +98,7 @@ def test_the_recording_cost_is_unknown_with_its_reason_without_a_per_event_figur
 
 
 @pytest.mark.serial    # off CPU includes waiting for a CPU: beside other tests dd's lane is drawn half waiting
+@pytest.mark.alone     # and so beside the Open MPI pass (make test runs it next to the serial pass)
 def test_a_sleeping_phase_is_drawn_waiting_and_a_computing_one_computing(tmp_path):
     # sleep's second: the shell waits for it, sleep sleeps: off CPU; then dd fills 1 MiB buffers from
     # /dev/zero (no storage I/O: on a CPU, in the kernel) for a good part of a second
