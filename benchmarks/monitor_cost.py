@@ -6,7 +6,8 @@ and its resident memory (VmRSS) sampled through the span, to see it flat.
 
 The monitor runs as users run it: history on (a temporary file), HTTP exporter on loopback, this node's
 Slurm cgroups (none here: a node with jobs reads a few more files per job). Prints one line per RSS
-reading and a summary; nothing is asserted (the goal, 0.5% of one CPU at 10 s, is the reader's check).
+reading and a summary (with the RSS's least-squares slope over the second half of the span: flat is
+about 0 KiB/h); nothing is asserted (the goal, 0.5% of one CPU at 10 s, is the reader's check).
 --no-store runs it without the history, to tell SQLite's page cache (2 MiB by default, filled as the
 history grows) from the monitor's own memory.
 """
@@ -37,6 +38,13 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def slope(xs, ys) -> float:
+    """Least-squares slope of ys over xs."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--interval", type=float, default=10.0)
@@ -58,10 +66,11 @@ def main() -> int:
                              stdout=log, stderr=subprocess.STDOUT, text=True)
         time.sleep(a.warmup)
         c0, w0 = cpu_s(p.pid), time.monotonic()
-        rss = []
+        rss, at = [], []
         while time.monotonic() - w0 < a.seconds:
             time.sleep(min(30.0, a.seconds - (time.monotonic() - w0)) or 0.01)
             rss.append(rss_kib(p.pid))
+            at.append(time.monotonic() - w0)
             print(f"  t={time.monotonic() - w0:6.0f} s  cpu {cpu_s(p.pid) - c0:7.3f} s  rss {rss[-1] / 1024:.1f} MiB",
                   flush=True)
         c1, w1 = cpu_s(p.pid), time.monotonic()
@@ -74,6 +83,11 @@ def main() -> int:
     print(f"monitor at {a.interval:g} s: {used:.2f} s of CPU over {wall:.0f} s = {used / wall * 100:.3f}% of one CPU "
           f"(/proc/PID/stat, {TICK} ticks/s: resolution {1 / TICK:.2f} s); RSS {min(rss) / 1024:.1f}-"
           f"{max(rss) / 1024:.1f} MiB over {len(rss)} readings")
+    half = len(rss) // 2
+    if len(rss) - half >= 3:
+        print(f"RSS slope over the second half ({at[half]:.0f}-{at[-1]:.0f} s): "
+              f"{slope(at[half:], rss[half:]) * 3600:+.0f} KiB/h; over the whole span "
+              f"{slope(at, rss) * 3600:+.0f} KiB/h")
     print("its own statement: " + [x for x in out.splitlines() if "own CPU time" in x][-1])
     return 0
 
