@@ -26,7 +26,7 @@ from ..probes import interpose_record
 from ..probes.interpose_lines import File, Record
 from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
-from . import app_roofline, profile_counters, profile_files, profile_numa
+from . import app_roofline, profile_counters, profile_files, profile_numa, profile_regions
 from .profile import Rusage, conclude, intercepted_calls, io_calls, launchers
 from .profile_ceilings import compare, memory_traffic
 from .profile_mpi import conclude as mpi_conclude, launcher_pids
@@ -98,6 +98,9 @@ def analyse(obs: Observation, history, quick=None) -> Analysed:
         breakdown["wrapped"] = {"rank": wrapped[0], "size": wrapped[1]}
     if files:
         breakdown["files"] = files
+    regions, regions_lost = profile_regions.summarise(own)
+    if regions or regions_lost:
+        breakdown["regions"], breakdown["regions_lost"] = regions, regions_lost
     findings.extend(profile_files.conclude(files, breakdown.get("io_calls") or {}, own))
     breakdown["ceilings"], more = compare(breakdown, history, quick and quick.bind(breakdown), memory)
     findings.extend(more)

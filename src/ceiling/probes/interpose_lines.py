@@ -89,6 +89,21 @@ class Work:
 
 
 @dataclass
+class Region:
+    """region.c's line: one user region's pairs ended and their inclusive time, every thread."""
+    name: S = None
+    calls: U = None
+    ns: U = None
+    threads: U = None
+
+
+@dataclass
+class RegionsLost:
+    """region.c's last line, only when the process named more regions than it counts."""
+    lost: U = None
+
+
+@dataclass
 class IOClass:
     """posix's class lines (random on read and write only); stdio's and copy's have no random."""
     class_: S = None
@@ -237,13 +252,14 @@ class Peer:
     ns: U = None
 
 
-Line = Union[NullCounts, Work, IOClass, StreamClass, KernelRequests, FnCalls, Hist, FilesSummary, File, Task,
-             ProcSummary, MpiHead, MpiCounts, Peer]
+Line = Union[NullCounts, Work, Region, RegionsLost, IOClass, StreamClass, KernelRequests, FnCalls, Hist,
+             FilesSummary, File, Task, ProcSummary, MpiHead, MpiCounts, Peer]
 
 # calls.def's line kinds -> their types; (word, kind) as in CEIL_IP_LINES
 KINDS: Dict[Tuple[str, str], type] = {
     ("process", "process"): Process, ("module", "module"): Module, ("end", "end"): End,
     ("null", "counts"): NullCounts, ("work", "work"): Work,
+    ("region", "region"): Region, ("region", "lost"): RegionsLost,
     ("posix", "class"): IOClass, ("posix", "hist"): Hist, ("posix", "fn"): FnCalls,
     ("stdio", "class"): StreamClass, ("stdio", "kernel"): KernelRequests, ("stdio", "fn"): FnCalls,
     ("copy", "class"): StreamClass, ("copy", "fn"): FnCalls,

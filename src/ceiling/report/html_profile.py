@@ -12,7 +12,7 @@ from ..results.profile import Profile
 from ..results.profile_mpi import Mpi
 from ..results.profile_run import Files, IoClass
 from .terminal_profile import (FILE_HEADS, _n, ceiling_text, cost_text, file_cells, file_notes, mpi_headline,
-                               mpi_rank_rows, rank_cpu, signals_text, supervisors_text,
+                               mpi_rank_rows, rank_cpu, regions_text, signals_text, supervisors_text,
                                wrapped_text)
 
 SPLIT = (("on_cpu", "on a CPU", "#1f77b4"), ("runq", "waiting for a CPU", "#d62728"),
@@ -50,6 +50,9 @@ def application_section(run: Run) -> str:
     parts.append(_io_table(prof))
     parts.append(_files(prof.files))
     parts.append(_mpi(prof.mpi))
+    if prof.regions or prof.regions_lost:
+        parts.append("<h3>Regions (ceiling_region_begin/end)</h3><ul>"
+                     + "".join(f"<li>{esc(t)}</li>" for t in regions_text(prof, app.wall_s)) + "</ul>")
     if prof.wrapped:
         parts.append(f'<p class="hint">{esc(wrapped_text(prof))}</p>')
     if prof.ceilings:

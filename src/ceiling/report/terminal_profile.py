@@ -69,6 +69,10 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines += ["", *_mpi(prof.mpi, st, width)]
     if prof.wrapped:
         lines.extend(T._wrap(wrapped_text(prof), width, "   ", "  "))
+    if prof.regions or prof.regions_lost:
+        lines += ["", st("Regions (ceiling_region_begin/end)", "bold")]
+        for text in regions_text(prof, app.wall_s):
+            lines.extend(T._wrap(text, width, "    ", "  "))
     if prof.ceilings:
         lines += ["", st("Against this node's ceilings", "bold")]
         for c in prof.ceilings:
@@ -81,6 +85,27 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines += ["", T.findings(run, color=color, width=width)]
     lines += ["", *T._wrap(cost_text(run, prof), width, "    ", "  ")]
     return "\n".join(lines)
+
+
+REGIONS_SHOWN = 10
+
+
+def regions_text(prof: Profile, wall_s: Optional[float]) -> List[str]:
+    """One line per named region, the longest first (REGIONS_SHOWN of them): its calls, its time
+    summed over threads and processes, per process, and that against the wall time."""
+    out = []
+    for g in prof.regions[:REGIONS_SHOWN]:
+        per = g.ns / max(g.processes, 1) / 1e9
+        share = f", {per / wall_s:.0%} of the wall time" if wall_s else ""
+        out.append(f"{g.name}: {g.calls} call{'s' if g.calls != 1 else ''}, {g.ns / 1e9:.4g} s in "
+                   f"{g.processes} process{'es' if g.processes != 1 else ''} ({per:.4g} s per process{share}; "
+                   f"at most {g.max_ns / 1e9:.4g} s in one)")
+    if len(prof.regions) > REGIONS_SHOWN:
+        out.append(f"and {len(prof.regions) - REGIONS_SHOWN} more in the JSON")
+    if prof.regions_lost:
+        out.append(f"{prof.regions_lost} more region name{'s' if prof.regions_lost != 1 else ''} past the "
+                   "interposer's table of 128 per process: not counted")
+    return out
 
 
 def io_calls_text(io: "dict[str, IoClass]") -> str:

@@ -58,6 +58,17 @@ class Supervisor(Record):
 
 
 @dataclass
+class Region(Record):
+    """A user region (ceiling_region_begin/end) over the program's processes (analysis/profile_regions.py)."""
+
+    name: str                      # the name the program gave it
+    calls: int = 0                 # begin/end pairs ended, every thread of every process
+    ns: int = 0                    # their time from begin to end, summed over threads and processes, nanoseconds
+    processes: int = 0             # processes that ended it at least once
+    max_ns: int = 0                # the most any one process spent in it, nanoseconds
+
+
+@dataclass
 class Profile(Record):
     """What ``ceiling profile`` found in the program (Application.profile)."""
 
@@ -88,6 +99,8 @@ class Profile(Record):
     quick_ceilings: Dict[str, QuickCeiling] = field(default_factory=dict)   # measured now, by kind
     counters_verdict: Optional[CountersVerdict] = None   # what the counters decided
     experiments: Optional[Experiments] = None  # --experiments; null = not asked
+    regions: List[Region] = field(default_factory=list)   # the program's named regions, by time
+    regions_lost: int = 0                      # region names past the interposer's table, not counted
 
 
 # -- from the analysis' dict -------------------------------------------------------
