@@ -42,7 +42,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..results.model import OK, WARN, Finding
-from . import scaling_split
 from .stats import f_survival
 
 EXPONENTS_I = (-1.0, -0.5, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0, 4 / 3, 1.5, 2.0)
@@ -475,40 +474,19 @@ def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak:
     return out
 
 
-def gathered(study) -> Tuple[Dict[float, List[float]], Dict[float, List[str]], Dict[float, List[Any]]]:
-    """From a scaling study's member runs (verbs/scale.py makes them): the figures per count, the
-    competing load's lines, the failed runs' exit statuses (or signals)."""
-    times: Dict[float, List[float]] = {}
-    competing: Dict[float, List[str]] = {}
-    failed: Dict[float, List[Any]] = {}
-    for m in study.members:
-        if m.run is None:
-            continue
-        n = float(m.value)
-        metric = m.run.metric("scale.metric") or m.run.metric("scale.time")
-        app = m.run.application
-        if metric is not None and metric.value is not None:
-            times.setdefault(n, []).append(metric.value)
-        elif app is not None and (app.exit_status not in (0, None) or app.signal):
-            failed.setdefault(n, []).append(app.exit_status if app.exit_status is not None else app.signal)
-        competing.setdefault(n, []).extend(f.title for f in m.run.findings if f.status != OK)
-    return times, competing, failed
-
-
-def of_study(study) -> Dict[str, Any]:
-    """``analyse`` over a scaling study's members, with what the study recorded (CPUs, weak, seed)."""
-    import os
-    times, competing, failed = gathered(study)
-    out = analyse(times, study.parameter, int(study.fixed.get("cpus") or os.cpu_count() or 1),
-                   weak=bool(study.fixed.get("weak")), competing=competing, failed=failed,
-                   seed=int(study.fixed.get("seed") or 0), rate=study.fixed.get("metric_kind") == "rate",
-                   unit=str(study.fixed.get("metric_unit") or ""))
-    profiles: Dict[float, List[Dict[str, float]]] = {}
-    for m in study.members:
-        got = scaling_split.of_run(m.run) if m.run is not None else None
-        if got is not None:
-            profiles.setdefault(float(m.value), []).append(got)
-    if profiles:
-        out["split"], more = scaling_split.split(profiles, study.parameter)
-        out["findings"] = list(out["findings"]) + more
-    return out
+def series_model(times: Dict[float, Sequence[float]], seed: int = 0) -> Dict[str, Any]:
+    """The PMNF model of one series of times (an MPI call's, a region's: analysis/scaling_calls.py)
+    with its predictions at 2x and 4x the largest count: {"model", "predictions"}, or {"why_no_model"}
+    for fewer than MIN_POINTS counts or a count where the median is not above zero (not called there:
+    a relative error through zero means nothing)."""
+    counts = sorted(p for p, v in times.items() if v)
+    if len(counts) < MIN_POINTS:
+        return {"why_no_model": f"{len(counts)} count{'s' if len(counts) != 1 else ''} with a value: a model "
+                                f"needs {MIN_POINTS} or more"}
+    zero = [p for p in counts if not statistics.median(times[p]) > 0]
+    if zero:
+        return {"why_no_model": "no time at " + ", ".join(f"{p:g}" for p in zero) + ": not called there"}
+    kept = {p: list(times[p]) for p in counts}
+    P, Y = _flat(kept)
+    model = select(P, Y)
+    return {"model": model, "predictions": predict(kept, model, [2 * counts[-1], 4 * counts[-1]], seed)}

@@ -5,7 +5,7 @@ smallest to the largest count. Pure functions over the member runs' metrics.
 
 Per run, from its metrics: on a CPU, waiting for a CPU (runnable), waiting off a CPU (``app.time.*``,
 shares of the threads' time), inside MPI calls (``app.mpi.time``, the ranks' mean share),
-the ranks' load balance (``app.mpi.load_balance``: imbalance is 1 minus it), and the time inside
+the ranks' load balance (``app.mpi.load_balance``, a percentage: imbalance is 1 minus its fraction), and the time inside
 I/O calls over the wall time (``app.io.*.time``; over 100 % when several threads read at once).
 MPI and I/O cut across the three-way split: an MPI call polls on a CPU, an I/O call waits off one.
 The part that grows most, by at least GROWS percentage points, is named as what bends the curve.
@@ -37,7 +37,7 @@ def of_run(run) -> Optional[Dict[str, float]]:
     if mpi is not None:
         out["mpi"] = mpi / 100
     if lb is not None:
-        out["imbalance"] = 1 - lb
+        out["imbalance"] = 1 - lb / 100               # the metric is a percentage, as app.mpi.time
     wall = run.application.wall_s if run.application else None
     io = [value(f"app.io.{c}.time") for c in IO_CALLS]
     if wall and any(v is not None for v in io):

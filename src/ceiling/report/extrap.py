@@ -7,6 +7,10 @@ in the order of POINTS, holding that point's repetitions. Its grammar's numbers 
 so values are written positionally. The region is "main" (the whole program); the metric is
 "time" (seconds, or the figure --metric read, inverted for a rate: time per unit of work), and
 with --profile one metric per part of the time split (shares, 0 to 1) where every point has it.
+With --profile each MPI call and named region is a region of its own under main, as a call path
+("main->MPI_Allreduce", "main->solve"; Extra-P builds its call tree from the "->"), metric "time":
+seconds summed over the processes (strong) or their mean (weak), as Extra-P reads a Cube profile
+(analysis/scaling_calls.py). Extra-P's reader collapses white space in a name to one space.
 """
 from __future__ import annotations
 
@@ -35,4 +39,10 @@ def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, f
         if rows and all(per):
             lines.append(f"METRIC share_{key}")
             lines += ["DATA " + " ".join(_n(v) for v in vals) for vals in per]
+    counts = [r["p"] for r in rows]
+    for c in result.get("calls") or []:
+        if [x["p"] for x in c["points"]] != counts:
+            continue                    # a DATA line for every point or none: a series some count lacks is left out
+        lines += [f"REGION main->{' '.join(c['name'].replace('->', '-').split())}", "METRIC time"]
+        lines += ["DATA " + " ".join(_n(v) for v in x["values"]) for x in c["points"]]
     return "\n".join(lines) + "\n"

@@ -74,4 +74,26 @@ def section(result: Dict[str, Any]) -> str:
             if model else "Log2 scale on x (and on the speedup's y). Dashed grey: ideal. No model: "
             + esc(result.get("why_no_model", "none fitted")) + ".")
     return ('<section id="scaling"><h2>Scaling</h2>' + "".join(f'<figure class="plot">{p}</figure>' for p in plots)
-            + f'<p class="hint">{esc(note)}</p></section>')
+            + f'<p class="hint">{esc(note)}</p>' + _calls(result.get("calls") or [], resource) + "</section>")
+
+
+def _calls(rows: List[Dict[str, Any]], resource: str) -> str:
+    """The models per MPI call and region (scale --profile), the longest at the largest count first."""
+    if not rows:
+        return ""
+    from ..analysis.scaling_calls import SHOWN
+    counts = [x["p"] for x in rows[0]["points"]]
+    head = "".join(f'<th class="n">{p:g}</th>' for p in counts)
+    body = []
+    for r in rows[:SHOWN]:
+        at = {x["p"]: x["median"] for x in r["points"]}
+        cells = "".join(f'<td class="n">{at[p]:.3g}</td>' if p in at else "<td>-</td>" for p in counts)
+        what = r["name"] if r["kind"] == "mpi" else f"region {r['name']}"
+        model = (f"{r['model']['text']}" if r.get("model") else f"no model: {r.get('why_no_model', '')}")
+        body.append(f"<tr><td>{esc(what)}</td>{cells}<td>{esc(model)}</td></tr>")
+    more = (f'<p class="hint">{len(rows) - SHOWN} more in the JSON and the --extrap file.</p>'
+            if len(rows) > SHOWN else "")
+    return (f"<h3>Per MPI call and region</h3><p>Median seconds at each count of {esc(resource)} "
+            f"({esc(rows[0]['aggregate'])}, as Extra-P reads a profile) and each one's model (PMNF, p = "
+            f"{esc(resource)}).</p><table><thead><tr><th>call or region</th>{head}<th>model (s)</th></tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>{more}")

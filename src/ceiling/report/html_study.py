@@ -52,7 +52,7 @@ def _scaling(study: Study) -> str:
     """A scaling study's plots (report/html_scale.py), from its members; "" for another kind."""
     if study.kind != SCALING or not study.runs():
         return ""
-    from ..analysis.scaling_models import of_study
+    from ..analysis.scaling_study import of_study
     from .html_scale import section
     return section(of_study(study))
 

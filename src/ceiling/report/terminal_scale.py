@@ -65,6 +65,10 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     if result.get("split"):
         from ..analysis.scaling_split import lines as split_lines
         lines += split_lines(result["split"], resource)
+    if result.get("calls"):
+        from ..analysis.scaling_calls import lines as call_lines
+        lines.append("per MPI call and region (PMNF models as Extra-P makes them, seconds):")
+        lines += ["  " + x for x in call_lines(result["calls"], resource)]
     for f in result.get("findings", []):
         lines.append(f"{f.status}: {f.title}" + (f" ({f.evidence})" if f.evidence else ""))
     return lines

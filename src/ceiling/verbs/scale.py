@@ -299,7 +299,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         code = code or c
         study.partial, study.partial_reason = True, f"{why}; {len(study.members)} of {len(runs)} runs made"
     study.finished = utcnow()
-    from ..analysis.scaling_models import of_study
+    from ..analysis.scaling_study import of_study
     result = of_study(study)
     study.analysis.notes = notes(result)
     if args.stated or args.profile:
@@ -353,11 +353,12 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
     run.findings = list(o.competing)
     if profile:
         # the profile's figures (app.time.*, app.mpi.*, app.io.*.time) join the run's metrics; its findings
-        # stay out: the study's findings are about the study (analysis/scaling_models.gathered)
+        # stay out: the study's findings are about the study (analysis/scaling_study.gathered)
         from ..analysis.app_roofline import work_metrics
         from ..analysis.profile_run import analyse as profiled
         done = profiled(o, lambda prefix: [], None)
         run.metrics.extend(done.metrics + work_metrics(done.work))      # and what it stated with ceiling_work
+        run.application.profile = _calls(done.profile)
     ok = o.returncode == 0
     if ok and regex is None:
         value = o.wall_s
@@ -369,6 +370,17 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
         run.partial, run.partial_reason = True, f"the program ended with {o.signal or f'exit status {o.exit_status}'}"
     run.finished = utcnow()
     return run, value
+
+
+def _calls(breakdown: Dict[str, Any]):
+    """What a profiled point keeps of its profile, for the models per MPI call and per region
+    (analysis/scaling_calls.py): its MPI calls' counts and times, and its named regions."""
+    from ..results.profile import Profile, profile_from
+    from ..results.profile_mpi import Mpi
+    full = profile_from({k: breakdown[k] for k in ("mpi", "regions", "regions_lost") if k in breakdown})
+    mpi = (Mpi(ranks=full.mpi.ranks, size=full.mpi.size, family=full.mpi.family, functions=full.mpi.functions)
+           if full.mpi is not None else None)
+    return Profile(mpi=mpi, regions=full.regions, regions_lost=full.regions_lost)
 
 
 def _roofline(study, args: argparse.Namespace) -> None:
