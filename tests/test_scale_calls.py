@@ -110,6 +110,26 @@ def test_the_extrap_export_has_a_call_path_per_call_and_region():
     assert not any("e-" in ln or "e+" in ln for ln in lines if ln.startswith("DATA"))
 
 
+def test_export_names_are_unique_and_tiny_times_keep_their_digits():
+    pts = [{"p": float(p), "median": 2.5e-7, "values": [2.5e-7 * p, 1.234567e-9]} for p in (1, 2, 4)]
+    result = analyse({1: [1.0, 1.1], 2: [0.6, 0.61], 4: [0.4, 0.41]}, "ranks", cpus=64)
+    result["calls"] = [{"kind": "region", "name": "a->b", "points": pts},
+                       {"kind": "region", "name": "a-b", "points": pts},
+                       {"kind": "mpi", "name": "MPI_Send", "points": pts},
+                       {"kind": "region", "name": "MPI_Send", "points": pts},
+                       {"kind": "region", "name": "  two   spaces ", "points": pts}]
+    lines = text(result).splitlines()
+    regions = [ln for ln in lines if ln.startswith("REGION ")]
+    assert regions == ["REGION main", "REGION main->a-b", "REGION main->a-b (region)", "REGION main->MPI_Send",
+                       "REGION main->MPI_Send (region)", "REGION main->two spaces"]
+    assert "DATA 0.00000025 0.000000001234567" in lines          # every digit, no exponent
+
+
+def test_a_run_with_no_time_in_a_call_gives_no_model_rather_than_zero():
+    got = series_model({1: [1.0, 1.1], 2: [0.5, 0.0], 4: [0.25, 0.26]})
+    assert got == {"why_no_model": "a run with no time in it at 2: the fit weighs each time by its inverse"}
+
+
 def test_the_split_reads_the_load_balance_as_the_percentage_it_is():
     run = Run(tool_version="t", host="h", started="", command=[])
     run.metrics = [Metric.measured("app.time.on_cpu", [90.0], "%"), Metric.measured("app.mpi.time", [20.0], "%"),

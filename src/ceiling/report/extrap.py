@@ -22,7 +22,26 @@ from ..analysis.scaling_split import PARTS
 
 
 def _n(v: float) -> str:
-    return np.format_float_positional(float(v), trim="-", precision=12, unique=True)
+    """Positional, and the shortest text that reads back as the same double: 2.5e-7 s of an MPI call
+    keeps every digit (a fixed 12 places after the point kept 6, and wrote what is under 5e-13 as 0)."""
+    return np.format_float_positional(float(v), trim="-", unique=True)
+
+
+def _path(series: Dict[str, Any], taken: set) -> str:
+    """The call path "main->NAME" of an MPI call or a region, once in the file: Extra-P squeezes white
+    space and splits on "->", so "a->b" is written "a-b"; a name met twice (a region "a->b" and one
+    "a-b", a region named as an MPI call) is told apart by its kind, then a number (Extra-P refuses a
+    file whose region repeats)."""
+    name = " ".join(str(series["name"]).replace("->", "-").split()) or "unnamed"
+    path = f"main->{name}"
+    if path in taken:
+        path = f"main->{name} ({'MPI call' if series.get('kind') == 'mpi' else 'region'})"
+    k = 2
+    base = path
+    while path in taken:
+        path, k = f"{base} {k}", k + 1
+    taken.add(path)
+    return path
 
 
 def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, float]]]] = None) -> str:
@@ -40,9 +59,10 @@ def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, f
             lines.append(f"METRIC share_{key}")
             lines += ["DATA " + " ".join(_n(v) for v in vals) for vals in per]
     counts = [r["p"] for r in rows]
+    taken = {"main"}
     for c in result.get("calls") or []:
         if [x["p"] for x in c["points"]] != counts:
             continue                    # a DATA line for every point or none: a series some count lacks is left out
-        lines += [f"REGION main->{' '.join(c['name'].replace('->', '-').split())}", "METRIC time"]
+        lines += [f"REGION {_path(c, taken)}", "METRIC time"]
         lines += ["DATA " + " ".join(_n(v) for v in x["values"]) for x in c["points"]]
     return "\n".join(lines) + "\n"
