@@ -149,8 +149,9 @@ def _groups(p: np.ndarray) -> List[np.ndarray]:
 
 def _cv_errors(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.ndarray]):
     """Leave one point (all its repetitions) out, for C candidate models at once: ``X`` holds their
-    design matrices (C, rows, coefficients). Returns each one's squared relative error predicting
-    each left-out point's median (C, points).
+    design matrices (C, rows, coefficients). Returns each one's squared symmetric relative error
+    (|prediction - median| over their mean, as Extra-P's SMAPE) predicting each left-out point's
+    median (C, points).
 
     Exact, without refitting per fold: for weighted least squares with hat matrix H = Q Q^T (Q from
     the QR of the weighted design), the residuals of the rows of point q fitted without them are
@@ -176,7 +177,10 @@ def _cv_errors(X: np.ndarray, p: np.ndarray, y: np.ndarray, groups: Sequence[np.
         e = np.linalg.solve(M, r[:, idx, None])[..., 0]
         pred = np.mean(y[idx][None, :] - e / w[idx][None, :], axis=1)
         med = float(np.median(y[idx]))
-        errs[:, g] = np.where(sing, np.inf, ((pred - med) / med) ** 2)
+        # symmetric relative error (Extra-P's SMAPE), at most 2: an MPI call that takes 10 us at one rank
+        # and 0.3 s at four would miss its first point by 10^4 under a plain relative error, in every
+        # candidate alike, and that one fold would choose the model (the constant won)
+        errs[:, g] = np.where(sing, np.inf, (np.abs(pred - med) / ((np.abs(pred) + abs(med)) / 2)) ** 2)
     errs[bad] = np.inf
     return errs
 
@@ -477,8 +481,8 @@ def analyse(times: Dict[float, Sequence[float]], resource: str, cpus: int, weak:
 def series_model(times: Dict[float, Sequence[float]], seed: int = 0) -> Dict[str, Any]:
     """The PMNF model of one series of times (an MPI call's, a region's: analysis/scaling_calls.py)
     with its predictions at 2x and 4x the largest count: {"model", "predictions"}, or {"why_no_model"}
-    for fewer than MIN_POINTS counts or a count where the median is not above zero (not called there:
-    a relative error through zero means nothing)."""
+    for fewer than MIN_POINTS counts, a count where the median is not above zero (not called there),
+    or a run with no time at all (select weighs each time by its inverse: one 0 pins the model to 0)."""
     counts = sorted(p for p, v in times.items() if v)
     if len(counts) < MIN_POINTS:
         return {"why_no_model": f"{len(counts)} count{'s' if len(counts) != 1 else ''} with a value: a model "
@@ -486,6 +490,10 @@ def series_model(times: Dict[float, Sequence[float]], seed: int = 0) -> Dict[str
     zero = [p for p in counts if not statistics.median(times[p]) > 0]
     if zero:
         return {"why_no_model": "no time at " + ", ".join(f"{p:g}" for p in zero) + ": not called there"}
+    some = [p for p in counts if min(times[p]) <= 0]
+    if some:
+        return {"why_no_model": "a run with no time in it at " + ", ".join(f"{p:g}" for p in some)
+                + ": the fit weighs each time by its inverse"}
     kept = {p: list(times[p]) for p in counts}
     P, Y = _flat(kept)
     model = select(P, Y)
