@@ -268,6 +268,18 @@ def test_extrap_export_in_its_text_format(tmp_path, capsys):
     assert len(lines) == 6
 
 
+def test_an_extrap_path_that_cannot_be_written_is_refused_before_any_run(tmp_path, capsys):
+    marker = tmp_path / "ran"
+    app = _program(tmp_path, f"""
+        open({str(marker)!r}, "w").close()
+    """)
+    code, out, err = _run(["scale", "--threads", "1,2", "--repeat", "1", "--no-store", "--extrap",
+                           str(tmp_path / "missing" / "x.txt"), "--", app], capsys)
+    assert code == 4 and err.strip().splitlines() == [f"ceiling: --extrap {tmp_path / 'missing' / 'x.txt'}: "
+                                                      f"directory {tmp_path / 'missing'} does not exist"]
+    assert not marker.exists()
+
+
 def test_a_failing_point_is_kept_with_its_status(tmp_path, capsys):
     app = _program(tmp_path, """
         import os, sys

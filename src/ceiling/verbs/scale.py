@@ -31,7 +31,7 @@ import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple  # noqa: F401
 
 from .. import __version__
-from ..errors import BadValueError, CeilingError, MetricNotFoundError, UsageError, interruption
+from ..errors import BadValueError, CeilingError, MetricNotFoundError, PathError, UsageError, interruption
 from ..units import parse_count
 from . import common
 
@@ -259,6 +259,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     resource, pts, cmd, repeat, seed, regex = _parse(args)
     _resolve(substitute(cmd, pts[0])[0])
     common.check_outputs(args)
+    if args.extrap:
+        from ..report.exporters.paths import check_writable
+        check_writable(args.extrap, "--extrap")
     say = common.say(args)
     store = common.open_store(args)
     host = socket.gethostname()
@@ -304,10 +307,14 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     study.analysis.notes = notes(result)
     if args.stated or args.profile:
         _roofline(study, args)
-    if args.extrap:
-        _extrap(args.extrap, result, study)
     from .repeat import deliver_study
     code = deliver_study(study, args, store, say, code)
+    if args.extrap:
+        try:                                  # after the study is kept: a file system that filled since the
+            _extrap(args.extrap, result, study)   # check at the start costs the export alone
+        except CeilingError as e:
+            print(f"ceiling: {e}", file=sys.stderr)
+            code = code or PathError.exit_code
     if unmatched:
         print(f"ceiling: {unmatched}", file=sys.stderr)
     return code
