@@ -141,10 +141,13 @@ import os, signal, subprocess, sys, time
 child = subprocess.Popen(sys.argv[1:], close_fds=False)
 while child.poll() is None:
     try:
-        os.kill(child.pid, signal.SIGSTOP)
-        time.sleep(0.002)
+        t0 = time.monotonic()
         os.kill(child.pid, signal.SIGCONT)
         time.sleep(0.001)
+        os.kill(child.pid, signal.SIGSTOP)
+        # stopped twice as long as it ran, however late this wrapper woke on its loaded CPU: fixed sleeps
+        # let the child run longer whenever the wrapper waited for the CPU (CI: slow at 73 % of fast)
+        time.sleep(max(0.002, 2 * (time.monotonic() - t0)))
     except ProcessLookupError:
         break
 code = child.wait()
@@ -159,7 +162,7 @@ def test_a_slowed_node_is_the_outlier_with_its_own_evidence(mpi_setup, tmp_path)
         pytest.skip("needs two CPUs: one node per CPU")
     out = tmp_path / "cluster.json"
     # A co-runner on slow's CPU gives it the evidence a slow node shows (competing load), and a
-    # duty cycle (SIGSTOP 2 ms, SIGCONT 1 ms) slows its kernel for certain: every timed repetition
+    # duty cycle (SIGCONT 1 ms, SIGSTOP twice as long as it ran) slows its kernel for certain: every timed repetition
     # (tens of ms) is stretched, so best-of-N cannot pick a quiet window. The co-runner alone is not
     # enough where the VM's two CPUs are SMT siblings on the host: fast then shares its FMA units
     # and both nodes measure about half.
