@@ -116,6 +116,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             data_size, why = pd.default_size()
             print(f"ceiling probe: data file of {data_size / (1 << 20):.0f} MiB: {why} (--data-size to choose)")
         prep = pd.prepare(data_size, files)
+        # from the header on (what users and scripts wait for) SIGTERM and SIGINT stop the loop cleanly: a
+        # Ctrl-C between the header and the loop's first iteration was a KeyboardInterrupt (exit 130)
+        stop = _Stop()
         _header(prep, interval)
         if history:
             print(f"ceiling probe: baseline from the history: {len(history)} operations, the last "
@@ -126,8 +129,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         if listen:
             print(f"ceiling probe: Prometheus metrics on http://{listen[0]}:{listen[1]}/metrics", flush=True)
         try:
-            return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec, exporter)
+            return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec, exporter, stop)
         finally:
+            stop.close()
             store.close()
             exporter.close()
 
@@ -167,8 +171,11 @@ class _Stop:
             select.select([self.r], [], [], seconds)
 
     def close(self) -> None:
+        if self.old is None:
+            return
         for s, h in self.old.items():
             signal.signal(s, h)
+        self.old = None
         os.close(self.r)
         os.close(self.w)
 
@@ -204,12 +211,11 @@ class _Recorder:
 
 
 def _loop(pd, prep, interval: float, window: float, duration: Optional[float], threshold: float,
-          seed: Optional[int], history: Dict[str, float], rec: "_Recorder", exporter) -> int:
+          seed: Optional[int], history: Dict[str, float], rec: "_Recorder", exporter, stop: "_Stop") -> int:
     from ..analysis import slowdown
     from ..bench.fsprobe import OPS, Prober
     prober = Prober(prep, seed)
     base = slowdown.Baseline(history)
-    stop = _Stop()
     samples: Dict[str, List[float]] = {op: [] for op in OPS}
     errors: Dict[str, int] = {op: 0 for op in OPS}
     t0 = time.monotonic()
@@ -249,7 +255,6 @@ def _loop(pd, prep, interval: float, window: float, duration: Optional[float], t
             rec.save(_window(slowdown, base, samples, errors, wall0 + w_start, wall0 + t, threshold))
     finally:
         prober.close()
-        stop.close()
         whole = False
         if prober.missing is None and not last_md_failed(it if iterations else None):
             try:
