@@ -87,6 +87,13 @@ def test_a_series_over_four_orders_of_magnitude_is_not_taken_for_a_constant():
     assert got["model"]["terms"] and S.evaluate(got["model"], 4) > 0.5
 
 
+def test_a_step_no_law_follows_gives_no_model_rather_than_a_constant():
+    # 30 us at 1 and 2 ranks, 0.24 s at 4 oversubscribed: the constant was chosen and extrapolated as 30 us
+    got = S.series_model({1: [3.3e-5, 3.2e-5], 2: [4.1e-5, 3.9e-5], 4: [0.24, 0.25]})
+    assert "model" not in got and got["why_no_model"].startswith("the best model (") and "misses the median at" \
+        in got["why_no_model"]
+
+
 def test_f_distribution_against_tables():
     # F critical values at 5 % (any statistics table): F(3, 12) = 3.49, F(1, 10) = 4.96, F(4, 30) = 2.69
     for f, d1, d2 in ((3.49, 3, 12), (4.96, 1, 10), (2.69, 4, 30)):

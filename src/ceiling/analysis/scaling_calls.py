@@ -83,7 +83,8 @@ def lines(rows: Sequence[Dict[str, Any]], resource: str, shown: int = SHOWN) -> 
         ends = f"{first['median']:.3g} s at {first['p']:g}, {last['median']:.3g} s at {last['p']:g} {resource}"
         if r.get("model"):
             pr = r["predictions"][-1]
-            out.append(f"{what} ({r['aggregate']}): {r['model']['text']} s; {ends}; at {pr['p']:g} "
+            out.append(f"{what} ({r['aggregate']}): {r['model']['text']} s (cross-validated error "
+                       f"{r['model']['cv_error'] ** 0.5:.0%}); {ends}; at {pr['p']:g} "
                        f"(extrapolated) {pr['time_s']:.3g} s, {pr['level']:.0%} interval {pr['low']:.3g} to "
                        f"{pr['high']:.3g}")
         else:
