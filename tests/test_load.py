@@ -126,6 +126,16 @@ def test_node_busy_without_visible_processes(tmp_path):
     assert f.status == WARN and "0.50 CPUs of it in processes not visible here" in f.evidence
 
 
+def test_busy_time_not_visible_is_not_counted_where_the_programs_own_tasks_may_be_it(tmp_path):
+    # srun's tasks run under slurmstepd, outside the tree: the node's busy time beyond the processes
+    # named may be the program itself, so it is said and not counted (a real srun run was told 1.7 CPUs
+    # of other load that were its own triad)
+    b, a = two_samples(tmp_path, dict(procs={OWN: ("ceiling", 0, 5)}, uptime=10.0, busy=0),
+                       dict(procs={OWN: ("ceiling", HZ, 5)}, uptime=11.0, busy=HZ + HZ // 2))
+    [f] = load.compare(b, a, 4, hidden_own="srun started them")
+    assert f.status == OK and "0.50 CPUs in processes not visible here, not counted: srun started them" in f.evidence
+
+
 def test_children_waited_for_are_ours(tmp_path):
     # The MPI compiler wrapper a rank ran (and waited for) inside the interval is gone from
     # /proc by the end; its time is in the rank's cutime/cstime, so it is not "invisible" load.

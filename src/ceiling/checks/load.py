@@ -228,13 +228,16 @@ def consumers(before: LoadSample, after: LoadSample, own_pids: Iterable[int] = (
 
 
 def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterable[int] = (),
-            check_loadavg: bool = True, min_interval_s: float = MIN_INTERVAL_S) -> List[Finding]:
+            check_loadavg: bool = True, min_interval_s: float = MIN_INTERVAL_S, hidden_own: str = "") -> List[Finding]:
     """The "load.competing" finding for the interval between two samples.
 
     ``own_pids``: processes that belong to this measurement (helpers, other ranks of the
     same job). ``check_loadavg``: also warn when the 1-minute load average before the
     interval was at least half the CPU count; pass False between the steps of one run,
-    where the load average mostly remembers ceiling's own previous step.
+    where the load average mostly remembers ceiling's own previous step. ``hidden_own``: why
+    the measurement's own processes may be among those not visible here (srun's tasks run under
+    slurmstepd, outside the tree): then only the processes named count as other load, and the
+    node's busy time beyond them is said, with that reason, not counted.
     """
     if not (before.available and after.available):
         reason = before.reason or after.reason
@@ -260,7 +263,7 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
         node_cpus = max(0.0, (after.busy_ticks - before.busy_ticks - mine) / hz / elapsed)
     # Per-process sums miss short-lived processes and other containers; node totals miss
     # nothing but name no one. The larger of the two is what the benchmark competed with.
-    other = max(procs_cpus, node_cpus or 0.0)
+    other = procs_cpus if hidden_own else max(procs_cpus, node_cpus or 0.0)
     steal = None
     if before.steal_ticks is not None and after.steal_ticks is not None:
         steal = (after.steal_ticks - before.steal_ticks) / hz / elapsed
@@ -284,7 +287,8 @@ def compare(before: LoadSample, after: LoadSample, ncpus: int, own_pids: Iterabl
         ev.append("top: " + ", ".join(f"pid {pid} ({comm}) {share:.0%} of a CPU"
                                       for pid, comm, share in named))
     if node_cpus is not None and node_cpus > procs_cpus + OTHER_CPU_WARN / 2:
-        ev.append(f"{node_cpus - procs_cpus:.2f} CPUs of it in processes not visible here "
+        ev.append(f"{node_cpus - procs_cpus:.2f} CPUs in processes not visible here, not counted: {hidden_own}"
+                  if hidden_own else f"{node_cpus - procs_cpus:.2f} CPUs of it in processes not visible here "
                   f"(short-lived, other containers, interrupts)")
     if before.loadavg is not None:
         ev.append("load average before " + " ".join(f"{x:.2f}" for x in before.loadavg)
@@ -416,11 +420,12 @@ class Competing:
     def __init__(self):
         self._before = sample()
 
-    def stop(self, own: Iterable[int] = (), min_interval_s: Optional[float] = None) -> List[Finding]:
+    def stop(self, own: Iterable[int] = (), min_interval_s: Optional[float] = None,
+             hidden_own: str = "") -> List[Finding]:
         after = sample()
         shortest = MIN_INTERVAL_S if min_interval_s is None else min_interval_s
         return [f for f in compare(self._before, after, len(os.sched_getaffinity(0)), own_pids=own,
-                                   check_loadavg=False, min_interval_s=shortest)
+                                   check_loadavg=False, min_interval_s=shortest, hidden_own=hidden_own)
                 if f.status in ("warn", "fail")]
 
 

@@ -83,7 +83,8 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
         raise
     t1 = time.monotonic()
     sampled = sampler.stop() if sampler else Sampled(interval_s=0.0)
-    busy = competing.stop(set(sampled.processes), COMPETING_MIN_S) if competing else []
+    busy = competing.stop(set(sampled.processes), COMPETING_MIN_S, hidden_own=_hidden_own(exe, sampled)) \
+        if competing else []
     m = machine() if machine else None
     hypervisor = getattr(m, "virtualized", None)
     counters = (child.finish(wall, hypervisor=hypervisor) if child else
@@ -119,6 +120,18 @@ def observe(cmd: List[str], exe: str, tools: Optional[Instruments] = None,
 
 IN_GROUP = ("forked from ceiling's Python in a session and process group of its own (a re-run); wait4 rusage; "
             "/proc/PID/io not read")
+
+
+SRUN_HIDDEN = ("srun started the program's tasks under slurmstepd, outside ceiling's process tree, so their CPU "
+               "time cannot be told from other load")
+
+
+def _hidden_own(exe: str, sampled: Sampled) -> str:
+    """Why the program's own processes may run outside the tree the sampler follows (``SRUN_HIDDEN``
+    when it was srun, or started one), else ""."""
+    if os.path.basename(exe) == "srun" or any(p.comm == "srun" for p in sampled.processes.values()):
+        return SRUN_HIDDEN
+    return ""
 
 
 def _in_group(cmd: List[str], exe: str, env: dict, tools: Instruments, t0: float):
