@@ -34,6 +34,7 @@ DESCRIPTION = ("Sample /proc and each Slurm job's cgroup every --interval; print
 EPILOG = ("Stops on SIGTERM or Ctrl-C after the sample in flight, exit 0 (with -- CMD: the command's exit status). "
           "Cost: 0.03% of one CPU at 10 s on a 2-CPU VM (benchmarks/monitor_cost.py); each run states its own")
 PENDING_MAX = 360           # samples kept in memory while the history cannot be written (an hour at 10 s)
+CACHE_KIB = 256             # SQLite page cache of the monitor's history connection (Store.limit_cache)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -108,6 +109,9 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
             raise PathError(f"--db {db}: on {on}, a network file system: SQLite writers there can corrupt it; "
                             "give each node its own history on a local disk (--db /var/tmp/ceiling-$(hostname).db)")
         store = Store(args.db, check=True)          # damaged: exit 5; read-only: exit 4, before any sample
+        # appends only: a small page cache keeps its memory flat (SQLite's 2 MiB filled over more than an
+        # hour at 10 s: RSS +1.5 MiB in the first hour; benchmarks/monitor_cost.py)
+        store.limit_cache(CACHE_KIB)
     collector = MonitorCollector()
     try:
         server = prometheus.serve_page(listen, collector.page)       # a port in use: exit 15
