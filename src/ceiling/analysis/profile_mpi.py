@@ -149,10 +149,8 @@ def _ended(proc) -> Optional[str]:
     """How a process that never called MPI_Finalize ended, from its record's reason; None where the record
     was not its last (a checkpoint, an exec: the process went on)."""
     if proc.reason == "signal":
-        import signal
-        n = proc.signal
-        name = signal.Signals(n).name if n in signal.Signals._value2member_map_ else f"signal {n}"
-        return f"killed by {name if n else 'a signal'}"
+        from ..probes.launch import signal_name
+        return f"killed by {signal_name(proc.signal) if proc.signal else 'a signal'}"
     if proc.reason == "exit":
         return f"ended by {proc.by}()" if proc.by else "ended by exit()"
     return None

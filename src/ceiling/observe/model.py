@@ -11,13 +11,12 @@ in it is analysed: analysis/profile_run.py says what it means.
 from __future__ import annotations
 
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple
 
 from ..probes.interpose_record import Records
-from ..probes.launch import Exit
+from ..probes.launch import Exit, signal_name
 from ..probes.proc_sampler import Sampled
 from ..results.model import Finding
 
@@ -153,8 +152,7 @@ class Observation:
         st = self.ended.status
         if not os.WIFSIGNALED(st):
             return ""
-        n = os.WTERMSIG(st)
-        return signal.Signals(n).name if n in signal.Signals._value2member_map_ else f"signal {n}"
+        return signal_name(os.WTERMSIG(st))
 
     @property
     def exit_status(self) -> Optional[int]:

@@ -67,7 +67,8 @@ class Exit:
                 "signals": self.signals}
 
 
-def _name(sig: int) -> str:
+def signal_name(sig: int) -> str:
+    """A signal's name ("SIGKILL"), or "signal N" for a number Python has no name for."""
     try:
         return signal.Signals(sig).name
     except ValueError:
@@ -172,7 +173,7 @@ class Noted(_Handlers):
     def take(self) -> List[str]:
         """The names of the signals noted since the last take, in order."""
         out, self.got = self.got, []
-        return [_name(s) for s in out]
+        return [signal_name(s) for s in out]
 
 
 class _Lines:
@@ -226,12 +227,12 @@ class Launched:
                 if twin is not None:
                     theirs.remove(twin)
                     mine.remove(m)
-                    signals.append({"signal": _name(m[0]), "sent_to": "the process group", "passed_on": False,
+                    signals.append({"signal": signal_name(m[0]), "sent_to": "the process group", "passed_on": False,
                                     "how": twin[2]})
                 elif now - m[1] >= SAME_SIGNAL_S and not ended:
                     mine.remove(m)
                     self._send(m[0])
-                    signals.append({"signal": _name(m[0]), "sent_to": "ceiling alone", "passed_on": True})
+                    signals.append({"signal": signal_name(m[0]), "sent_to": "ceiling alone", "passed_on": True})
             theirs = [t for t in theirs if now - t[1] < 2 * SAME_SIGNAL_S]
 
         poller = select.poll()
@@ -261,7 +262,7 @@ class Launched:
             if any(fd == self._lines.fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)):
                 self._lines.feed()
         for m in mine + (watch.take() if watch is not None else []):
-            signals.append({"signal": _name(m[0]), "sent_to": "unknown", "passed_on": False,
+            signals.append({"signal": signal_name(m[0]), "sent_to": "unknown", "passed_on": False,
                             "why": "the program had ended"})
         try:
             os.close(self._cmd)
@@ -439,7 +440,7 @@ def wait_direct(pid: int, watch: Optional[Watch] = None) -> Exit:
                     os.kill(pid, sig)
                 except OSError:
                     pass
-            signals.append({"signal": _name(sig), "sent_to": "unknown", "passed_on": passed})
+            signals.append({"signal": signal_name(sig), "sent_to": "unknown", "passed_on": passed})
         watch.forward = forward
     try:
         while True:
@@ -478,5 +479,5 @@ def _wait4(pid: int):
 
 def _status_words(status: int) -> str:
     if os.WIFSIGNALED(status):
-        return f"killed by {_name(os.WTERMSIG(status))}"
+        return f"killed by {signal_name(os.WTERMSIG(status))}"
     return f"exit {os.WEXITSTATUS(status)}"
