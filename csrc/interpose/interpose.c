@@ -415,6 +415,7 @@ static void at_fork_child(void)
 {
     own_pid = getpid();
     ceil_ip_signals_forked_();
+    ceil_ip_region_forked_();          /* the child's regions: its own names, no region open (profile and trace) */
     int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
     if (st != ST_ACTIVE && st != ST_DONE)
         return;

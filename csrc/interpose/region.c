@@ -16,7 +16,9 @@
  * calls: the pairs ended, every thread; ns: their time from begin to end
  * summed (inclusive: a region nested in another counts in both; threads in
  * a region at once each add theirs); threads: the thread slots that ended
- * one; lost: the names past REGION_COUNTED, not counted.
+ * one; lost: the names past REGION_COUNTED, not counted (at most REGION_NAMES
+ * - REGION_COUNTED: names past the whole table are neither counted nor traced).
+ * A name is kept to its first 200 bytes; two names alike that far are one.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -24,10 +26,10 @@
 
 #include "interpose.h"
 
-/* A region's name is interned once per process into a table of REGION_NAMES
- * (an atomic add claims an entry; past it a region is not recorded), and appended at once, "index name\n", to
- * DIR/trace-<pid>-<start_ns>.regions with one O_APPEND write, so a killed
- * process's regions are still named. Each thread keeps a stack of
+/* A region's name is interned once per process, at its first begin, into a table of REGION_NAMES
+ * (added under a spin lock, read without one; past it a region is not recorded), and while tracing
+ * appended at once, "index name\n", to DIR/trace-<pid>-<start_ns>.regions with one O_APPEND write, so a
+ * killed process's regions are still named. Each thread keeps a stack of
  * REGION_DEPTH open regions; the end of one writes a REGION event (call: the
  * index, t0: its begin, dur) for the innermost open region of that name. */
 #define REGION_NAMES 1024
@@ -35,7 +37,9 @@
 #define REGION_COUNTED 128     /* names whose calls and time the profile keeps: 2 KiB per thread slot */
 static const char *region_name[REGION_NAMES];   /* our copies of the names */
 static int region_named[REGION_NAMES];          /* 1 once its line is in the trace's .regions file */
-static int nregions;
+static int nregions;                            /* entries filled, at most REGION_NAMES */
+static char region_lock;                        /* held while a name is added (region_index) */
+#define REGION_NAME_MAX 200                     /* bytes of a name kept; longer ones are cut, and match so cut */
 static __thread struct { uint16_t idx; uint64_t t0; } open_[REGION_DEPTH];
 static __thread int depth_;
 
@@ -77,7 +81,7 @@ static void region_report(ceil_ip_module *self, ceil_ip_out *out)
     }
     if (n > REGION_COUNTED) {
         ceil_ip_line(out, self);
-        CEIL_IP_PUT_U64(out, lost, (uint64_t)((n < REGION_NAMES ? n : REGION_NAMES) - REGION_COUNTED));
+        CEIL_IP_PUT_U64(out, lost, (uint64_t)(n - REGION_COUNTED));
     }
 }
 
@@ -96,7 +100,7 @@ static void region_line(int i, const char *name)
     if (!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&region_named[i], 1,
                                                                                      __ATOMIC_ACQ_REL))
         return;
-    size_t len = strnlen(name, 200);
+    size_t len = strnlen(name, REGION_NAME_MAX);
     char line[256];
     int o = 0;
     char t[12];
@@ -118,23 +122,46 @@ static int regions_on(void)
     return __atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE) || ceil_ip_active();
 }
 
-static int region_index(const char *name)
+/* Name i's stored copy is `name` (both cut at REGION_NAME_MAX bytes, as the copy was). */
+static int same_name(const char *r, const char *name)
+{
+    const size_t len = strnlen(name, REGION_NAME_MAX);
+    return r && strncmp(r, name, len) == 0 && r[len] == '\0';
+}
+
+/* The index of an interned name, or -1. Lock-free: an entry below nregions is filled. */
+static int region_find(const char *name)
 {
     const int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n && i < REGION_NAMES; i++) {
-        const char *r = __atomic_load_n(&region_name[i], __ATOMIC_ACQUIRE);
-        if (r && (r == name || strcmp(r, name) == 0))
+    for (int i = 0; i < n; i++)
+        if (same_name(__atomic_load_n(&region_name[i], __ATOMIC_ACQUIRE), name))
             return i;
+    return -1;
+}
+
+/* The index of a name, interned at its first use; -1 when the table is full or no memory is left.
+ * Threads that meet a new name at once (every thread of an OpenMP team beginning "solve") take a
+ * spin lock to add it, and look again under it, so a name has one index. Never in a signal handler. */
+static int region_index(const char *name)
+{
+    int i = region_find(name);
+    if (i >= 0)
+        return i;
+    while (__atomic_test_and_set(&region_lock, __ATOMIC_ACQUIRE))
+        ;
+    i = region_find(name);
+    const int n = __atomic_load_n(&nregions, __ATOMIC_RELAXED);
+    if (i < 0 && n < REGION_NAMES) {
+        const size_t len = strnlen(name, REGION_NAME_MAX);
+        char *copy = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy != MAP_FAILED) {
+            memcpy(copy, name, len);
+            __atomic_store_n(&region_name[n], copy, __ATOMIC_RELEASE);
+            __atomic_store_n(&nregions, n + 1, __ATOMIC_RELEASE);
+            i = n;
+        }
     }
-    const int i = __atomic_fetch_add(&nregions, 1, __ATOMIC_ACQ_REL);
-    if (i >= REGION_NAMES)
-        return -1;
-    size_t len = strnlen(name, 200);
-    char *copy = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (copy == MAP_FAILED)
-        return -1;
-    memcpy(copy, name, len);
-    __atomic_store_n(&region_name[i], copy, __ATOMIC_RELEASE);
+    __atomic_clear(&region_lock, __ATOMIC_RELEASE);
     return i;
 }
 
@@ -159,7 +186,7 @@ CEIL_IP_EXPORT void ceiling_region_end(const char *name)
     const uint64_t t1 = ceil_ip_ticks();
     int d = depth_ - 1;
     if (d < REGION_DEPTH) {
-        const int i = region_index(name);
+        const int i = region_find(name);                   /* an end names no new region */
         while (d >= 0 && open_[d].idx != (uint16_t)i)     /* the innermost open region of that name */
             d--;
         if (d < 0)
@@ -184,5 +211,6 @@ void ceil_ip_region_forked_(void)
     memset(region_name, 0, sizeof region_name);
     memset(region_named, 0, sizeof region_named);
     nregions = 0;
+    region_lock = 0;                       /* a thread of the parent may have held it: it does not exist here */
     depth_ = 0;
 }

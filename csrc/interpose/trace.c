@@ -461,7 +461,6 @@ void ceil_ip_trace_forked_(void)
     }
     nbufs = 0;
     mark_start();
-    ceil_ip_region_forked_();
     __atomic_store_n(&ceil_ip_trace_on_, 1, __ATOMIC_RELEASE);
     trace_tls_ = NULL;
     trace_lost_ = 0;

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..observe.model import Observation
 from ..probes import interpose_record
-from ..probes.interpose_lines import File, Record
+from ..probes.interpose_lines import File, Record, Region, Work
 from ..results.analysis import Bound
 from ..results.model import WARN, Finding, Metric
 from . import app_roofline, profile_counters, profile_files, profile_numa, profile_regions
@@ -173,9 +173,12 @@ def preloaded(sampled, preload_refused) -> List[Tuple[int, str]]:
 
 
 def moved_file_data(rec: Record) -> bool:
-    """Whether the record's process read or wrote a file (its file lines): work of the program's,
-    which a launcher's own calls (PATH lookups, control messages on pipes and sockets) are not."""
-    return any(ln.reads or ln.writes for ln in rec.of("file", File) if ln.path is not None)
+    """Whether the record's process read or wrote a file (its file lines), or named a region or stated
+    its work (ceiling_region_begin/end, ceiling_work): work of the program's, which a launcher's own
+    calls (PATH lookups, control messages on pipes and sockets) are not. A program that forks and
+    waits for its child is judged a launcher by its waiting: its regions were lost with it."""
+    return any(ln.reads or ln.writes for ln in rec.of("file", File) if ln.path is not None) or \
+        bool(rec.of("region", Region)) or bool(rec.of("work", Work))
 
 
 def launcher_image(rec: Record, waiters: set, sampled) -> bool:
