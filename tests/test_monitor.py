@@ -228,10 +228,17 @@ def test_sigterm_goes_to_the_command_and_its_status_is_the_monitors(tmp_path):
     assert rows(db, "SELECT status FROM monitor_jobs") == [(143,)]
 
 
-def test_the_monitors_history_connection_keeps_a_small_page_cache(tmp_path):
+def test_the_monitors_history_connection_keeps_a_small_page_cache(tmp_path, monkeypatch, capsys):
     # appends only: SQLite's default 2 MiB page cache grew the monitor's RSS 1.5 MiB over an hour at 10 s
+    from ceiling import cli
     from ceiling.results.store import Store
     from ceiling.verbs.monitor import CACHE_KIB
     with Store(tmp_path / "h.db") as store:
         store.limit_cache(CACHE_KIB)
         assert store._db.execute("PRAGMA cache_size").fetchone()[0] == -CACHE_KIB == -256
+    seen = []
+    real = Store.limit_cache
+    monkeypatch.setattr(Store, "limit_cache", lambda self, kib: (seen.append(kib), real(self, kib)))
+    assert cli.main(["monitor", "--duration", "0.3", "--interval", "0.1", "--db", str(tmp_path / "m.db"),
+                     "--listen", "off"]) == 0
+    assert seen == [CACHE_KIB]

@@ -119,16 +119,16 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
         # from the header on (what users and scripts wait for) SIGTERM and SIGINT stop the loop cleanly: a
         # Ctrl-C between the header and the loop's first iteration was a KeyboardInterrupt (exit 130)
         stop = _Stop()
-        _header(prep, interval)
-        if history:
-            print(f"ceiling probe: baseline from the history: {len(history)} operations, the last "
-                  f"{args.baseline} of this probe's windows", flush=True)
-        else:
-            print("ceiling probe: no baseline in the history yet: this run's first hour is the baseline "
-                  "(factors marked so)", flush=True)
-        if listen:
-            print(f"ceiling probe: Prometheus metrics on http://{listen[0]}:{listen[1]}/metrics", flush=True)
         try:
+            _header(prep, interval)
+            if history:
+                print(f"ceiling probe: baseline from the history: {len(history)} operations, the last "
+                      f"{args.baseline} of this probe's windows", flush=True)
+            else:
+                print("ceiling probe: no baseline in the history yet: this run's first hour is the baseline "
+                      "(factors marked so)", flush=True)
+            if listen:
+                print(f"ceiling probe: Prometheus metrics on http://{listen[0]}:{listen[1]}/metrics", flush=True)
             return _loop(pd, prep, interval, window, duration, threshold, args.seed, history, rec, exporter, stop)
         finally:
             stop.close()
