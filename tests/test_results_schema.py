@@ -150,7 +150,7 @@ APPLICATION = {
     "CallCount", "PeerCount", "MpiRank", "MpiFunction", "MessageSizes", "LifeShare", "FinalizeUnknown", "Mpi",
     "CounterEvent", "Derived", "Counters", "CountersVerdict", "Footprint", "PageSetting", "WorkingSet",
     "PagesResult", "ScalingPoint", "Scaling", "Experiments", "PagesRate", "StreamRate", "Supervisor", "LoaderReads",
-    "ExecReads", "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented", "Region",
+    "ExecReads", "Overhead", "OwnTime", "Range", "ExitStatuses", "Uninstrumented", "Region", "CallTimes",
 }
 
 
@@ -201,7 +201,8 @@ def test_the_application_section_is_closed_everywhere():
 # (their default means "nothing of the kind"), so a document written before them still reads.
 ADDED_LATER = {"Analysis": {"figures"},
                "FileRecord": {"kernel_reads", "kernel_read_bytes", "kernel_writes", "kernel_write_bytes"},
-               "InterposerIo": {"exec"}, "StudyAnalysis": {"roofline"}, "Profile": {"regions", "regions_lost"}}
+               "InterposerIo": {"exec"}, "StudyAnalysis": {"roofline"}, "Profile": {"regions", "regions_lost"},
+               "Application": {"calls"}}
 
 
 @pytest.mark.parametrize("name", sorted(MODEL))

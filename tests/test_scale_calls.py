@@ -17,8 +17,8 @@ from ceiling.analysis.scaling_models import analyse, series_model
 from ceiling.region import include_dir
 from ceiling.report.extrap import text
 from ceiling.results.model import Application, Member, Metric, Run
-from ceiling.results.profile import Profile, Region
-from ceiling.results.profile_mpi import Mpi, MpiFunction
+from ceiling.results.profile import CallTimes, Region
+from ceiling.results.profile_mpi import MpiFunction
 from mpiutil import needs_mpi, run_env
 from test_interpose import NEEDS_LIB
 
@@ -30,8 +30,8 @@ def _member(p, allreduce_s, solve_s, ranks=None, status=0):
     run = Run(tool_version="t", host="h", started="2026-11-29T00:00:00Z", command=["ceiling"], run_id=f"r{p}")
     fns = [MpiFunction(fn="MPI_Allreduce", calls=100, ns=int(allreduce_s * 1e9))] if allreduce_s else []
     fns.append(MpiFunction(fn="MPI_Init", calls=ranks, ns=int(0.01 * ranks * 1e9)))
-    run.application = Application(command=["app"], exit_status=status, profile=Profile(
-        mpi=Mpi(ranks=ranks, functions=fns),
+    run.application = Application(command=["app"], exit_status=status, calls=CallTimes(
+        processes=ranks, mpi=fns,
         regions=[Region(name="solve step", calls=ranks, ns=int(solve_s * 1e9), processes=ranks,
                         max_ns=int(solve_s / ranks * 1e9))]))
     return Member(p, run.run_id, run)
@@ -66,6 +66,9 @@ def test_each_call_and_region_gets_its_own_model_with_the_true_lead_term():
 
 def test_weak_scaling_takes_the_mean_per_process_and_the_longest_comes_first():
     rows = scaling_calls.of_members([_member(p, 0.002 * p, 1.0 * p) for p in (1, 2, 4)], True, series_model)
+    one = _member(4, 0.008, 1.0)
+    one.run.application.calls.regions[0].processes = 1                    # a region rank 0 alone runs
+    assert scaling_calls.per_run(one.run, True)[("region", "solve step")] == 0.25   # over every process
     solve = [r for r in rows if r["name"] == "solve step"][0]
     assert solve["aggregate"] == "mean per process" and [x["median"] for x in solve["points"]] == [1.0, 1.0, 1.0]
     assert rows[0]["name"] == "solve step"          # 1 s per process at 4, the Allreduce 2 ms
@@ -105,7 +108,8 @@ def test_the_extrap_export_has_a_call_path_per_call_and_region():
     assert "REGION main->MPI_Allreduce" in lines and "REGION main->solve step" in lines
     assert "REGION main->MPI_Send" not in lines                 # Extra-P wants a DATA line for every point
     at = lines.index("REGION main->solve step")
-    assert lines[at + 1] == "METRIC time" and all(ln.startswith("DATA ") for ln in lines[at + 2:at + 8])
+    assert lines[at + 1] == "METRIC time_sum" and all(ln.startswith("DATA ") for ln in lines[at + 2:at + 8])
+    assert lines[1].startswith("# main->NAME: each MPI call's and named region's inclusive time, time_sum")
     assert len(lines[at + 2].split()) == 3                      # DATA and the two repetitions
     assert not any("e-" in ln or "e+" in ln for ln in lines if ln.startswith("DATA"))
 
@@ -117,11 +121,12 @@ def test_export_names_are_unique_and_tiny_times_keep_their_digits():
                        {"kind": "region", "name": "a-b", "points": pts},
                        {"kind": "mpi", "name": "MPI_Send", "points": pts},
                        {"kind": "region", "name": "MPI_Send", "points": pts},
-                       {"kind": "region", "name": "  two   spaces ", "points": pts}]
+                       {"kind": "region", "name": "  two   spaces ", "points": pts},
+                       {"kind": "region", "name": "x->>y", "points": pts}]
     lines = text(result).splitlines()
     regions = [ln for ln in lines if ln.startswith("REGION ")]
     assert regions == ["REGION main", "REGION main->a-b", "REGION main->a-b (region)", "REGION main->MPI_Send",
-                       "REGION main->MPI_Send (region)", "REGION main->two spaces"]
+                       "REGION main->MPI_Send (region)", "REGION main->two spaces", "REGION main->x-y"]
     assert "DATA 0.00000025 0.000000001234567" in lines          # every digit, no exponent
 
 
@@ -140,11 +145,33 @@ def test_the_split_reads_the_load_balance_as_the_percentage_it_is():
 
 REGIONS_C = r"""
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <ceiling/region.h>
 int main(void)
 {
-    char name[32];
+    char name[32], longname[260];
+    memset(longname, 'x', 250);            /* kept to 200 bytes: its end must still find its begin */
+    longname[250] = 0;
+    for (int k = 0; k < 3; k++) {
+        ceiling_region_begin(longname);
+        ceiling_region_end(longname);
+    }
+    #pragma omp parallel num_threads(16)   /* a team meeting a new name at once: one name, every pair */
+    for (int k = 0; k < 5; k++) {
+        ceiling_region_begin("team");
+        ceiling_region_end("team");
+    }
+    ceiling_region_end("ended, never begun");
+    ceiling_region_begin("around a fork");
+    pid_t child = fork();
+    if (child == 0) {                       /* the child has no region open: this end counts nothing */
+        ceiling_region_end("around a fork");
+        return 0;
+    }
+    waitpid(child, NULL, 0);
+    ceiling_region_end("around a fork");
     for (int k = 0; k < 3; k++) {
         ceiling_region_begin("outer step");
         ceiling_region_begin("inner");
@@ -167,7 +194,8 @@ int main(void)
 @NEEDS_LIB
 def test_a_profile_keeps_the_programs_regions(tmp_path):
     (tmp_path / "r.c").write_text(REGIONS_C)
-    subprocess.run(["gcc", "-O1", f"-I{include_dir()}", "-o", str(tmp_path / "r"), str(tmp_path / "r.c")], check=True)
+    subprocess.run(["gcc", "-O1", "-fopenmp", f"-I{include_dir()}", "-o", str(tmp_path / "r"), str(tmp_path / "r.c")],
+                   check=True)
     out = tmp_path / "p.json"
     r = subprocess.run([sys.executable, "-m", "ceiling", "profile", "--no-store", "--no-measure", "--save-json",
                         str(out), "--", str(tmp_path / "r")], capture_output=True, text=True, timeout=120,
@@ -180,10 +208,14 @@ def test_a_profile_keeps_the_programs_regions(tmp_path):
     assert outer["processes"] == 1 and outer["max_ns"] == outer["ns"]
     assert inner["ns"] >= 3 * 20e6 and outer["ns"] >= inner["ns"] + 3 * 10e6     # inclusive of the nested one
     assert outer["ns"] < 3 * 30e6 * 3                                              # and not far past it
-    # 133 names: the first 128 counted (outer step, inner, r0..r125), r126..r129 and "never ended" past them
-    assert "never ended" not in by and "r125" in by and "r126" not in by and prof["regions_lost"] == 5
+    assert by["x" * 200]["calls"] == 3 and by["team"]["calls"] == 80
+    assert by["around a fork"]["calls"] == 1 and by["around a fork"]["processes"] == 1
+    assert "ended, never begun" not in by
+    # 136 names: the first 128 counted (the long one, team, around a fork, outer step, inner, r0..r122),
+    # r123..r129 and "never ended" past them
+    assert "never ended" not in by and "r122" in by and "r123" not in by and prof["regions_lost"] == 8
     assert len(prof["regions"]) == 128
-    assert "Regions (ceiling_region_begin/end)" in r.stderr and "outer step: 3 calls" in r.stderr
+    assert "Regions (ceiling_region_begin/end)" in r.stderr and "outer step: 3 calls, 0.0" in r.stderr
 
 
 @needs_mpi
@@ -210,10 +242,10 @@ def test_an_mpi_study_models_each_call_and_region_and_exports_them(mpi_setup, tm
     at = notes.index("per MPI call and region (PMNF models as Extra-P makes them, seconds):")
     calls = " ".join(notes[at + 1:])
     assert "region 'exchange' (sum over processes)" in calls and "MPI_Allreduce" in calls, notes
-    # each member keeps its calls and regions (not the whole profile)
-    prof = doc["members"][0]["run"]["application"]["profile"]
-    assert prof["mpi"]["functions"] and [g["name"] for g in prof["regions"]] == ["exchange"]
-    assert prof["files"] is None and prof["shares"] is None
+    # each member keeps its calls and regions, not a profile: its own page is a plain run's
+    app = doc["members"][0]["run"]["application"]
+    assert app["profile"] is None and app["calls"]["processes"] == doc["members"][0]["value"]
+    assert app["calls"]["mpi"] and [g["name"] for g in app["calls"]["regions"]] == ["exchange"]
     lines = ex.read_text().splitlines()
     assert "REGION main->exchange" in lines and any(ln.startswith("REGION main->MPI_Allreduce") for ln in lines)
     assert shutil.which(launch[0]) or launch[0].startswith("/")

@@ -10,7 +10,10 @@
 
     region.work(flops=2 * n, bytes=24 * n)     # the work done: flops, bytes to and from memory
 
-Each span becomes a slice on the calling thread's track. ``work`` states the work the program
+Each span becomes a slice on the calling thread's track under ``ceiling trace``; under ``ceiling
+profile`` each region's spans and time are counted per process (``ceiling scale --profile`` models
+each region's time over the counts; end them before MPI_Finalize, where an MPI program's record is
+written). ``work`` states the work the program
 did, so that ``ceiling profile`` places it on this node's roofline (summed over threads,
 processes and MPI ranks; state it before MPI_Finalize, where an MPI program's record is written).
 The work is done by ceiling's interposer (libceiling_interpose.so, preloaded by ``ceiling trace``

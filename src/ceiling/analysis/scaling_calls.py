@@ -2,14 +2,18 @@
 Extra-P makes one per call path: each profiled run's time inside the call (the interposer's MPI
 counts) or the region (``ceiling_region_begin/end``, analysis/profile_regions.py) at each count,
 fitted with the same performance-model normal form and selection as the whole program's time
-(scaling_models.series_model, given as ``fit`` by scaling_study), with its prediction at 2x and 4x the largest count.
+(scaling_models.series_model, given as ``fit`` by scaling_study), with its prediction at 2x and
+4x the largest count.
 
-The value per run follows Extra-P's own reading of profiles (its Cube reader's ``--scaling``):
-under strong scaling the time summed over the processes (the resources the call consumes), under
-weak scaling the mean per process (each process's time is what a user waits for when every one
-does the same work). A run whose profile has MPI records counts a call it never made as 0 s; a
-region likewise. A series with a zero at some count, or fewer counts than a model needs, gets no
-model, with the reason. Pure functions over the member runs.
+Each profiled point keeps them as ``Application.calls`` (verbs/scale.py). The value per run follows
+Extra-P's own reading of profiles (its Cube reader's ``--scaling``): under strong scaling the time
+summed over the processes (the resources the call consumes), under weak scaling the mean over every
+process of the program, those that never made the call included (each process's time is what a
+user waits for when every one does the same work). A profiled run that never made a call, or
+never ended a region, spent 0 s in it. A region's time is inclusive (a nested region counts in
+its parent too, and so do the MPI calls inside it). A series that series_model cannot fit (a zero
+at some count, too few counts, a step no law follows) gets no model, with the reason. Pure
+functions over the member runs.
 """
 from __future__ import annotations
 
@@ -22,37 +26,34 @@ MPI, REGION = "mpi", "region"
 
 def per_run(run, weak: bool) -> Dict[Tuple[str, str], float]:
     """One member run's value per (kind, name) in seconds: summed over processes (strong) or their
-    mean (weak); {} for a run that was not profiled or did not end well."""
-    app = run.application if run is not None else None
-    if app is None or app.profile is None or app.exit_status != 0:
+    mean over every process of the program, zeros included, as Extra-P averages over every location
+    (weak); {} for a run that was not profiled or did not end well."""
+    calls = _calls(run)
+    if calls is None:
         return {}
-    prof = app.profile
+    div = max(calls.processes, 1) if weak else 1
     out: Dict[Tuple[str, str], float] = {}
-    if prof.mpi is not None and prof.mpi.ranks:
-        for f in prof.mpi.functions:
-            out[(MPI, f.fn)] = f.ns / 1e9 / (prof.mpi.ranks if weak else 1)
-    for g in prof.regions:
-        out[(REGION, g.name)] = g.ns / 1e9 / (max(g.processes, 1) if weak else 1)
+    for f in calls.mpi:
+        out[(MPI, f.fn)] = f.ns / 1e9 / div
+    for g in calls.regions:
+        out[(REGION, g.name)] = g.ns / 1e9 / div
     return out
 
 
+def _calls(run):
+    app = run.application if run is not None else None
+    return app.calls if app is not None and app.exit_status == 0 else None
+
+
 def gathered(members: Sequence[Any], weak: bool) -> Dict[Tuple[str, str], Dict[float, List[float]]]:
-    """Each series' values per count over the members (Member: value, run), a profiled run's
-    absent call or region as 0 where the run had that kind at all."""
-    runs = [(float(m.value), per_run(m.run, weak), m.run) for m in members]
-    runs = [(p, got, run) for p, got, run in runs if got or (run is not None and run.application is not None
-                                                           and run.application.profile is not None
-                                                           and run.application.exit_status == 0)]
-    keys = sorted({k for _, got, _ in runs for k in got})
+    """Each series' values per count over the members (Member: value, run): a profiled run that did
+    not make a call, or did not end a region, spent 0 s in it."""
+    runs = [(float(m.value), per_run(m.run, weak)) for m in members if _calls(m.run) is not None]
+    keys = sorted({k for _, got in runs for k in got})
     out: Dict[Tuple[str, str], Dict[float, List[float]]] = {k: {} for k in keys}
-    for p, got, run in runs:
-        prof = run.application.profile
-        has = {MPI: prof.mpi is not None and bool(prof.mpi.ranks), REGION: True}
+    for p, got in runs:
         for k in keys:
-            if k in got:
-                out[k].setdefault(p, []).append(got[k])
-            elif has[k[0]]:
-                out[k].setdefault(p, []).append(0.0)
+            out[k].setdefault(p, []).append(got.get(k, 0.0))
     return out
 
 

@@ -13,18 +13,18 @@ Fits, each on every repetition (not only the medians):
 - Amdahl (strong): T(p) = a + b / p, so the serial fraction s = a / (a + b); Gustafson (weak):
   scaled speedup p T(1) / T(p) = p - s (p - 1). Each with a 90 % interval from a bootstrap over
   the repetitions within each point (seeded: the same data give the same interval).
-- A performance-model-normal-form model, as Extra-P selects one: c0 + sum of at most two terms
-  c_k p^i log2(p)^j, i in EXPONENTS_I, j in EXPONENTS_J, scored by leave-one-point-out
-  cross-validation (the relative error predicting the left-out point's median; every candidate
-  of a size at once, exactly, from one QR each). Among the candidates of a size the model taken
-  is the least unusual (``complexity``) of those the lack-of-fit F test against the repetitions'
-  pure error does not reject (else the lowest error): six points with 2 % noise cannot tell
-  p·log2(p) from p^4/3, and the lowest error alone chose by chance. No term is added once the
-  model explains the data to their noise, and one is added only when it lowers the
-  cross-validated error by a factor GAIN with each coefficient at least SIGNIFICANT standard
-  errors from zero: on noise the constant stays. Its prediction at 2x and 4x the largest point
-  comes with a 90 % interval (the bootstrap's spread of the refitted model and the points' own
-  repetition noise) and is marked an extrapolation.
+- A performance-model-normal-form model, as Extra-P selects one: c0 + sum of at most two terms c_k
+  p^i log2(p)^j, i in EXPONENTS_I, j in EXPONENTS_J, scored by leave-one-point-out cross-validation
+  (the symmetric relative error, Extra-P's SMAPE, predicting the left-out point's median; every
+  candidate of a size at once, exactly, from one QR each). Among the candidates of a size the model
+  taken is the least unusual (``complexity``) of those the lack-of-fit F test against the
+  repetitions' pure error does not reject (else the lowest error): six points with 2 % noise cannot
+  tell p·log2(p) from p^4/3, and the lowest error alone chose by chance. No term is added once the
+  model explains the data to their noise, and one is added only when it lowers the cross-validated
+  error by a factor GAIN with each coefficient at least SIGNIFICANT standard errors from zero: on
+  noise the constant stays. Its prediction at 2x and 4x the largest point comes with a 90 % interval
+  (the bootstrap's spread of the refitted model and the points' own repetition noise) and is marked
+  an extrapolation.
 
 Honesty checks (findings): too few points or repetitions; spread larger than the effect;
 superlinear speedup (then no model: a cache step is not a law of p); a baseline that is not

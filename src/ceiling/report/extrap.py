@@ -8,9 +8,12 @@ so values are written positionally. The region is "main" (the whole program); th
 "time" (seconds, or the figure --metric read, inverted for a rate: time per unit of work), and
 with --profile one metric per part of the time split (shares, 0 to 1) where every point has it.
 With --profile each MPI call and named region is a region of its own under main, as a call path
-("main->MPI_Allreduce", "main->solve"; Extra-P builds its call tree from the "->"), metric "time":
-seconds summed over the processes (strong) or their mean (weak), as Extra-P reads a Cube profile
-(analysis/scaling_calls.py). Extra-P's reader collapses white space in a name to one space.
+("main->MPI_Allreduce", "main->solve"; Extra-P builds its call tree from the "->"), with its own
+metric: "time_sum", seconds summed over the processes (strong), or "time_mean", their mean over
+every process (weak), as Extra-P reads a Cube profile (analysis/scaling_calls.py). Not "time": main's
+is the wall time, and a sum over processes is no part of it. A region's time is inclusive (nested
+regions and the MPI calls inside count in it too), not Extra-P's exclusive call-path time; the
+file's header says so. Extra-P's reader collapses white space in a name to one space.
 """
 from __future__ import annotations
 
@@ -32,7 +35,10 @@ def _path(series: Dict[str, Any], taken: set) -> str:
     space and splits on "->", so "a->b" is written "a-b"; a name met twice (a region "a->b" and one
     "a-b", a region named as an MPI call) is told apart by its kind, then a number (Extra-P refuses a
     file whose region repeats)."""
-    name = " ".join(str(series["name"]).replace("->", "-").split()) or "unnamed"
+    name = str(series["name"])
+    while "->" in name:                 # "x->>y" once replaced is "x->y"
+        name = name.replace("->", "-")
+    name = " ".join(name.split()) or "unnamed"
     path = f"main->{name}"
     if path in taken:
         path = f"main->{name} ({'MPI call' if series.get('kind') == 'mpi' else 'region'})"
@@ -49,7 +55,8 @@ def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, f
     per count, analysis/scaling_split.of_run, when there are some)."""
     rows = result.get("points") or []
     param = result.get("resource") or "p"
-    lines = [f"# ceiling scale: {'weak' if result.get('weak') else 'strong'} scaling over {result.get('resource')}",
+    weak = bool(result.get("weak"))
+    lines = [f"# ceiling scale: {'weak' if weak else 'strong'} scaling over {result.get('resource')}",
              f"PARAMETER {param}", "POINTS " + " ".join(_n(r["p"]) for r in rows),
              "REGION main", "METRIC time" if not result.get("rate") else "METRIC time_per_unit_of_work"]
     lines += ["DATA " + " ".join(_n(t) for t in r["times"]) for r in rows]
@@ -60,9 +67,11 @@ def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, f
             lines += ["DATA " + " ".join(_n(v) for v in vals) for vals in per]
     counts = [r["p"] for r in rows]
     taken = {"main"}
-    for c in result.get("calls") or []:
-        if [x["p"] for x in c["points"]] != counts:
-            continue                    # a DATA line for every point or none: a series some count lacks is left out
-        lines += [f"REGION {_path(c, taken)}", "METRIC time"]
+    calls = [c for c in result.get("calls") or [] if [x["p"] for x in c["points"]] == counts]
+    if calls:                           # a DATA line for every point or none: a series some count lacks is left out
+        lines.insert(1, "# main->NAME: each MPI call's and named region's inclusive time, "
+                     + ("time_mean: the mean over every process" if weak else "time_sum: summed over the processes"))
+    for c in calls:
+        lines += [f"REGION {_path(c, taken)}", "METRIC time_mean" if weak else "METRIC time_sum"]
         lines += ["DATA " + " ".join(_n(v) for v in x["values"]) for x in c["points"]]
     return "\n".join(lines) + "\n"

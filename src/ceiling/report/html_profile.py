@@ -52,7 +52,7 @@ def application_section(run: Run) -> str:
     parts.append(_mpi(prof.mpi))
     if prof.regions or prof.regions_lost:
         parts.append("<h3>Regions (ceiling_region_begin/end)</h3><ul>"
-                     + "".join(f"<li>{esc(t)}</li>" for t in regions_text(prof, app.wall_s)) + "</ul>")
+                     + "".join(f"<li>{esc(t)}</li>" for t in regions_text(prof)) + "</ul>")
     if prof.wrapped:
         parts.append(f'<p class="hint">{esc(wrapped_text(prof))}</p>')
     if prof.ceilings:

@@ -82,7 +82,7 @@ def _calls(rows: List[Dict[str, Any]], resource: str) -> str:
     if not rows:
         return ""
     from ..analysis.scaling_calls import SHOWN
-    counts = [x["p"] for x in rows[0]["points"]]
+    counts = sorted({x["p"] for r in rows[:SHOWN] for x in r["points"]})
     head = "".join(f'<th class="n">{p:g}</th>' for p in counts)
     body = []
     for r in rows[:SHOWN]:

@@ -71,7 +71,7 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
         lines.extend(T._wrap(wrapped_text(prof), width, "   ", "  "))
     if prof.regions or prof.regions_lost:
         lines += ["", st("Regions (ceiling_region_begin/end)", "bold")]
-        for text in regions_text(prof, app.wall_s):
+        for text in regions_text(prof):
             lines.extend(T._wrap(text, width, "    ", "  "))
     if prof.ceilings:
         lines += ["", st("Against this node's ceilings", "bold")]
@@ -90,15 +90,15 @@ def render(run: Run, *, color: bool = False, width: int = 100) -> str:
 REGIONS_SHOWN = 10
 
 
-def regions_text(prof: Profile, wall_s: Optional[float]) -> List[str]:
-    """One line per named region, the longest first (REGIONS_SHOWN of them): its calls, its time
-    summed over threads and processes, per process, and that against the wall time."""
+def regions_text(prof: Profile) -> List[str]:
+    """One line per named region, the longest first (REGIONS_SHOWN of them): its calls and its
+    time from begin to end summed over threads and processes (thread-seconds: 16 threads in a
+    region for 1 s are 16 s), per process, and the most in one process."""
     out = []
     for g in prof.regions[:REGIONS_SHOWN]:
         per = g.ns / max(g.processes, 1) / 1e9
-        share = f", {per / wall_s:.0%} of the wall time" if wall_s else ""
-        out.append(f"{g.name}: {g.calls} call{'s' if g.calls != 1 else ''}, {g.ns / 1e9:.4g} s in "
-                   f"{g.processes} process{'es' if g.processes != 1 else ''} ({per:.4g} s per process{share}; "
+        out.append(f"{g.name}: {g.calls} call{'s' if g.calls != 1 else ''}, {g.ns / 1e9:.4g} thread-seconds in "
+                   f"{g.processes} process{'es' if g.processes != 1 else ''} ({per:.4g} s per process; "
                    f"at most {g.max_ns / 1e9:.4g} s in one)")
     if len(prof.regions) > REGIONS_SHOWN:
         out.append(f"and {len(prof.regions) - REGIONS_SHOWN} more in the JSON")

@@ -49,7 +49,8 @@ def summary_lines(result: Dict[str, Any]) -> List[str]:
     if model:
         what = f"1/rate (time per unit of work{', 1/' + unit if unit else ''})" if rate else "time"
         lines.append(f"model (PMNF, cross-validated, the least unusual the repetitions' noise does not reject): "
-                     f"{what} = {model['text']}; cross-validated relative error {model['cv_error'] ** 0.5:.1%}")
+                     f"{what} = {model['text']}; cross-validated error (symmetric, Extra-P's SMAPE) "
+                     f"{model['cv_error'] ** 0.5:.1%}")
         for pr in result.get("predictions", []):
             if rate and pr.get("value") is not None:
                 lo, hi = pr.get("value_low"), pr.get("value_high")

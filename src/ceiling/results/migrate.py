@@ -80,6 +80,7 @@ def _v2_to_v3(doc: Dict[str, Any]) -> Dict[str, Any]:
     if left:
         unread["overhead"] = left
     app.setdefault("profile", None)
+    app.setdefault("calls", None)              # added to v3 later, with its default: a v3 document in full
     if isinstance(env.get("profile"), dict):
         app["profile"], left = _typed(profile.Profile, env.pop("profile"))
         if left:

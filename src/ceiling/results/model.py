@@ -50,7 +50,7 @@ from .analysis import (BANDWIDTH, BELOW_PEAK, BOUND_KINDS, COMPUTE, NO_PEAK, NO_
                        Bound, Capacity, DISTURBED, FIGURE_STATES, Figure, Ridge, Roof, Roofline, RooflinePoint,
                        UNSTABLE, Uniformity, Verdict)
 from .base import CV_WARN, HIGHER, LOWER, DocumentError, Peak, Record, Stats
-from .profile import Profile
+from .profile import CallTimes, Profile
 from .profile_cost import Overhead
 
 __all__ = [
@@ -183,6 +183,7 @@ class Application(Record):
     overhead: Optional[Overhead] = None    # measured cost of watching it; None = not measured
     files: List[OutputFile] = field(default_factory=list)   # traces and logs written
     profile: Optional[Profile] = None      # what `ceiling profile` found in it; None = not profiled
+    calls: Optional[CallTimes] = None      # time per MPI call and region (scale --profile); None = not kept
 
 
 @dataclass

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .base import DocumentError, Record, plain
 from .profile_cost import Overhead
 from .profile_evidence import Counters, CountersVerdict, Experiments
-from .profile_mpi import Mpi
+from .profile_mpi import Mpi, MpiFunction
 from .profile_run import (Comparison, CompetingLoad, Files, FromRecords, Interposer, IoClass, IoTotals, Launch,
                           PerThread, QuickCeiling, Runnable, Sampler, Shares, Wrapped)
 
@@ -66,6 +66,15 @@ class Region(Record):
     ns: int = 0                    # their time from begin to end, summed over threads and processes, nanoseconds
     processes: int = 0             # processes that ended it at least once
     max_ns: int = 0                # the most any one process spent in it, nanoseconds
+
+
+@dataclass
+class CallTimes(Record):
+    """One profiled point of a scaling study: the time inside each MPI call and named region (Application.calls)."""
+
+    processes: int = 0             # the program's MPI ranks, else the most processes that ended one region
+    mpi: List[MpiFunction] = field(default_factory=list)   # each MPI function over every rank, by time
+    regions: List[Region] = field(default_factory=list)    # each named region over every process, by time
 
 
 @dataclass

@@ -365,7 +365,7 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
         from ..analysis.profile_run import analyse as profiled
         done = profiled(o, lambda prefix: [], None)
         run.metrics.extend(done.metrics + work_metrics(done.work))      # and what it stated with ceiling_work
-        run.application.profile = _calls(done.profile)
+        run.application.calls = _calls(done.profile)
     ok = o.returncode == 0
     if ok and regex is None:
         value = o.wall_s
@@ -380,14 +380,14 @@ def _one(cmd: Sequence[str], n: int, resource: str, regex, argv: Sequence[str], 
 
 
 def _calls(breakdown: Dict[str, Any]):
-    """What a profiled point keeps of its profile, for the models per MPI call and per region
-    (analysis/scaling_calls.py): its MPI calls' counts and times, and its named regions."""
-    from ..results.profile import Profile, profile_from
-    from ..results.profile_mpi import Mpi
+    """What a profiled point keeps for the models per MPI call and per region (analysis/scaling_calls.py):
+    each MPI function's and named region's time, and the processes a per-process mean divides by. Not
+    the whole profile: the point is a member run, and its page is the plain run's."""
+    from ..results.profile import CallTimes, profile_from
     full = profile_from({k: breakdown[k] for k in ("mpi", "regions", "regions_lost") if k in breakdown})
-    mpi = (Mpi(ranks=full.mpi.ranks, size=full.mpi.size, family=full.mpi.family, functions=full.mpi.functions)
-           if full.mpi is not None else None)
-    return Profile(mpi=mpi, regions=full.regions, regions_lost=full.regions_lost)
+    ranks = full.mpi.ranks if full.mpi is not None else 0
+    return CallTimes(processes=ranks or max((g.processes for g in full.regions), default=0),
+                     mpi=list(full.mpi.functions) if full.mpi is not None else [], regions=full.regions)
 
 
 def _roofline(study, args: argparse.Namespace) -> None:

@@ -7,7 +7,10 @@
  *     ceiling_region_end("checkpoint");
  *
  * Each begin/end pair becomes a slice named "checkpoint" on the calling
- * thread's track (regions nest). The functions live in ceiling's interposer
+ * thread's track under `ceiling trace` (regions nest); under `ceiling
+ * profile` each region's pairs and time are counted per process (and
+ * `ceiling scale --profile` models each region's time over the counts).
+ * End regions before MPI_Finalize: an MPI program's record is written there. The functions live in ceiling's interposer
  * (libceiling_interpose.so), which `ceiling trace` preloads; this header
  * refers to them weakly, so a program built with it links and runs without
  * ceiling, where each call is one test of a null address and nothing else.
