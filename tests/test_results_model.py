@@ -45,18 +45,24 @@ def _objects(cls, value, path=""):
 
 
 PROFILE = "run_v3_profile.json"       # a program's profile: the application section's records
+MEMBER = "run_v3_scale_member.json"   # a profiled point of a scaling study: its calls' and regions' times
 
 
 def _in_profile(path):
     return path.startswith(("application.profile", "application.overhead."))
 
 
-# a run of two nodes, and the records of a profile
-OBJECTS = list(_objects(Run, golden_doc())) + [o for o in _objects(Run, golden_doc(PROFILE)) if _in_profile(o[0])]
+def _in_member(path):
+    return path.startswith("application.calls")
+
+
+# a run of two nodes, the records of a profile, and those of a scaling study's profiled point
+OBJECTS = (list(_objects(Run, golden_doc())) + [o for o in _objects(Run, golden_doc(PROFILE)) if _in_profile(o[0])]
+           + [o for o in _objects(Run, golden_doc(MEMBER)) if _in_member(o[0])])
 
 
 def _doc_for(path):
-    return golden_doc(PROFILE if _in_profile(path) else "run_v3.json")
+    return golden_doc(PROFILE if _in_profile(path) else MEMBER if _in_member(path) else "run_v3.json")
 
 
 def _classes(hint):
