@@ -97,9 +97,9 @@ CEIL_IP_MODULE(region_module);
 /* The trace's .regions line "index name\n" of name i, once (only while the trace is on: its directory). */
 static void region_line(int i, const char *name)
 {
-    if (!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE) || __atomic_exchange_n(&region_named[i], 1,
-                                                                                     __ATOMIC_ACQ_REL))
-        return;
+    if (!__atomic_load_n(&ceil_ip_trace_on_, __ATOMIC_ACQUIRE) || __atomic_load_n(&region_named[i], __ATOMIC_ACQUIRE)
+        || __atomic_exchange_n(&region_named[i], 1, __ATOMIC_ACQ_REL))
+        return;                            /* a plain load first: no atomic write at every begin of a named region */
     size_t len = strnlen(name, REGION_NAME_MAX);
     char line[256];
     int o = 0;

@@ -45,6 +45,7 @@ def of_study(study) -> Dict[str, Any]:
         if got is not None:
             profiles.setdefault(float(m.value), []).append(got)
     if profiles:
+        out["shares"] = profiles                # every run's, for the export (report/extrap.py)
         out["split"], more = scaling_split.split(profiles, study.parameter)
         out["findings"] = list(out["findings"]) + more
         seed = int(study.fixed.get("seed") or 0)

@@ -17,7 +17,7 @@ file's header says so. Extra-P's reader collapses white space in a name to one s
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict
 
 import numpy as np
 
@@ -50,9 +50,10 @@ def _path(series: Dict[str, Any], taken: set) -> str:
     return path
 
 
-def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, float]]]] = None) -> str:
-    """The file's text for ``analysis.scaling_models.analyse``'s result (and the profiled runs' shares
-    per count, analysis/scaling_split.of_run, when there are some)."""
+def text(result: Dict[str, Any]) -> str:
+    """The file's text for a study's result (analysis/scaling_study.of_study): its points, with
+    --profile every run's shares per count (``shares``, scaling_split.of_run's) and the series per
+    MPI call and region (``calls``)."""
     rows = result.get("points") or []
     param = result.get("resource") or "p"
     weak = bool(result.get("weak"))
@@ -61,7 +62,7 @@ def text(result: Dict[str, Any], profiles: Optional[Dict[float, List[Dict[str, f
              "REGION main", "METRIC time" if not result.get("rate") else "METRIC time_per_unit_of_work"]
     lines += ["DATA " + " ".join(_n(t) for t in r["times"]) for r in rows]
     for key, _ in PARTS:
-        per = [[x[key] for x in (profiles or {}).get(r["p"], []) if key in x] for r in rows]
+        per = [[x[key] for x in (result.get("shares") or {}).get(r["p"], []) if key in x] for r in rows]
         if rows and all(per):
             lines.append(f"METRIC share_{key}")
             lines += ["DATA " + " ".join(_n(v) for v in vals) for vals in per]

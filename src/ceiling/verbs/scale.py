@@ -311,7 +311,7 @@ def main(args: argparse.Namespace, argv: List[str]) -> int:
     code = deliver_study(study, args, store, say, code)
     if args.extrap:
         try:                                  # after the study is kept: a file system that filled since the
-            _extrap(args.extrap, result, study)   # check at the start costs the export alone
+            _extrap(args.extrap, result)   # check at the start costs the export alone
         except CeilingError as e:
             print(f"ceiling: {e}", file=sys.stderr)
             code = code or PathError.exit_code
@@ -416,19 +416,13 @@ def _roofline(study, args: argparse.Namespace) -> None:
                                         f"({n / t:.4g} {unit} per second, the median wall time)")
 
 
-def _extrap(path: str, result: Dict[str, Any], study) -> None:
-    from ..analysis.scaling_split import of_run
+def _extrap(path: str, result: Dict[str, Any]) -> None:
     from ..report.extrap import text
-    profiles: Dict[float, List[Dict[str, float]]] = {}
-    for m in study.members:
-        got = of_run(m.run) if m.run is not None else None
-        if got is not None:
-            profiles.setdefault(float(m.value), []).append(got)
     try:
         with open(path, "w") as f:
-            f.write(text(result, profiles))
+            f.write(text(result))
     except OSError as e:
-        raise CeilingError(f"scale: --extrap {path}: could not be written ({e.strerror or e})") from None
+        raise PathError(f"scale: --extrap {path}: could not be written ({e.strerror or e})") from None
 
 
 def notes(result: Dict[str, Any]) -> List[str]:
